@@ -1,0 +1,13 @@
+//! ipuc-core: everything about compiling for the IPU21 that needs no I/O.
+//!
+//! `#![no_std]` + `alloc`: the target facts and ISA (`target`), the IR with
+//! structured Repeat (`ir`), IPU numerics (`numeric`), exchange scheduling
+//! (`exchange`), patch generation (`patch`), planning (`plan`), lowering
+//! (`lower`), SRAM placement (`place`) and the package format (`package`).
+//! Bad input is a typed error, never a panic.
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod target;

@@ -1,0 +1,8 @@
+//! `ipuc asm` (issue #2).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`ipuc asm` is not built yet (issue #2)")
+}

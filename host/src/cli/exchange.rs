@@ -1,0 +1,8 @@
+//! `ipuc exchange` (issue #3).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`ipuc exchange` is not built yet (issue #3)")
+}

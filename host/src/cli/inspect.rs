@@ -1,0 +1,8 @@
+//! `ipuc inspect` (issue #5).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`ipuc inspect` is not built yet (issue #5)")
+}

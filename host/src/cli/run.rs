@@ -1,0 +1,8 @@
+//! `ipuc run` (issue #5).
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<()> {
+    anyhow::bail!("`ipuc run` is not built yet (issue #5)")
+}

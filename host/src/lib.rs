@@ -1,0 +1,4 @@
+//! ipuc host crate: CLI back-ends, model builder, FP32 reference, the
+//! embedded IPU21 simulator, devices and reports.
+
+pub mod cli;

@@ -1,0 +1,48 @@
+use clap::Parser;
+
+/// ipuc — compile SigLIP vision transformers for the Graphcore IPU21 and run them
+/// on the embedded simulator (all figures are simulated unless a hardware
+/// backend says otherwise).
+#[derive(Parser)]
+#[command(name = "ipuc", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Instruction encoder/decoder: `isa asm`, `isa disasm`
+    Isa(ipuc::cli::isa::Args),
+    /// Assemble an IPU21 assembly file
+    Asm(ipuc::cli::asm::Args),
+    /// Run the patcher hardware check (simulated by default)
+    HwCheck(ipuc::cli::hw_check::Args),
+    /// C600 topology and route timing
+    Topology(ipuc::cli::topology::Args),
+    /// Exchange scheduler tools
+    Exchange(ipuc::cli::exchange::Args),
+    /// Run the FP32 reference of a SigLIP vision tower
+    Reference(ipuc::cli::reference::Args),
+    /// Compile, run on the device (simulator) and validate
+    Run(ipuc::cli::run::Args),
+    /// Compile a package only
+    Compile(ipuc::cli::compile::Args),
+    /// Inspect a package
+    Inspect(ipuc::cli::inspect::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Isa(args) => ipuc::cli::isa::run(args),
+        Command::Asm(args) => ipuc::cli::asm::run(args),
+        Command::HwCheck(args) => ipuc::cli::hw_check::run(args),
+        Command::Topology(args) => ipuc::cli::topology::run(args),
+        Command::Exchange(args) => ipuc::cli::exchange::run(args),
+        Command::Reference(args) => ipuc::cli::reference::run(args),
+        Command::Run(args) => ipuc::cli::run::run(args),
+        Command::Compile(args) => ipuc::cli::compile::run(args),
+        Command::Inspect(args) => ipuc::cli::inspect::run(args),
+    }
+}

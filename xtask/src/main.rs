@@ -1,0 +1,131 @@
+//! `cargo xtask`: the project's own automation (CI gate, hardware check,
+//! fuzz campaigns, benchmarks). Each task shells out to cargo so what it runs
+//! is exactly what a developer would type.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// The CI gate: fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check.
+    Ci,
+    /// Scalar vs six-worker patcher check on the simulated tile (or hardware).
+    HwCheck {
+        /// `sim` (default) or `ipu`.
+        #[arg(long, default_value = "sim")]
+        target: String,
+    },
+    /// Run every cargo-fuzz target for N seconds each (needs nightly; installs cargo-fuzz).
+    Fuzz {
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+        /// Only this target.
+        #[arg(long)]
+        target: Option<String>,
+    },
+}
+
+/// The no-std target that proves `ipuc-core` needs no `std`.
+const NO_STD_TARGET: &str = "thumbv7em-none-eabi";
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root();
+    match cli.task {
+        Task::Ci => ci(&root),
+        Task::HwCheck { target } => hw_check(&root, &target),
+        Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("starting cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci(root: &Path) -> Result<()> {
+    cargo(root, &["fmt", "--all", "--check"])?;
+    cargo(
+        root,
+        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+    )?;
+    cargo(root, &["test", "--workspace"])?;
+    cargo(
+        root,
+        &["build", "-p", "ipuc-core", "--target", NO_STD_TARGET],
+    )?;
+    hw_check(root, "sim")?;
+    eprintln!("xtask ci: all steps passed");
+    Ok(())
+}
+
+fn hw_check(root: &Path, target: &str) -> Result<()> {
+    cargo(
+        root,
+        &["run", "--release", "-q", "-p", "ipuc", "--", "hw-check", "--target", target],
+    )
+}
+
+fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
+    let fuzz_dir = root.join("fuzz");
+    let have = Command::new(env!("CARGO"))
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have {
+        cargo(root, &["install", "cargo-fuzz", "--locked"])?;
+    }
+    let listing = Command::new(env!("CARGO"))
+        .args(["+nightly", "fuzz", "list"])
+        .current_dir(&fuzz_dir)
+        .output()
+        .context("cargo fuzz list")?;
+    let targets: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && only.is_none_or(|o| o == *t))
+        .map(String::from)
+        .collect();
+    if targets.is_empty() {
+        bail!("no fuzz targets matched");
+    }
+    for t in &targets {
+        let max_time = format!("-max_total_time={seconds}");
+        eprintln!("xtask fuzz: {t} for {seconds} s");
+        let status = Command::new(env!("CARGO"))
+            .args(["+nightly", "fuzz", "run", t, "--", &max_time])
+            .current_dir(&fuzz_dir)
+            .status()?;
+        if !status.success() {
+            bail!("fuzz target {t} found a failure (see fuzz/artifacts/{t})");
+        }
+    }
+    eprintln!("xtask fuzz: {} targets ran {seconds} s each without a failure", targets.len());
+    Ok(())
+}
