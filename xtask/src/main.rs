@@ -72,7 +72,14 @@ fn ci(root: &Path) -> Result<()> {
     cargo(root, &["fmt", "--all", "--check"])?;
     cargo(
         root,
-        &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
     )?;
     cargo(root, &["test", "--workspace"])?;
     cargo(
@@ -87,7 +94,17 @@ fn ci(root: &Path) -> Result<()> {
 fn hw_check(root: &Path, target: &str) -> Result<()> {
     cargo(
         root,
-        &["run", "--release", "-q", "-p", "ipuc", "--", "hw-check", "--target", target],
+        &[
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "ipuc",
+            "--",
+            "hw-check",
+            "--target",
+            target,
+        ],
     )
 }
 
@@ -126,6 +143,9 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
             bail!("fuzz target {t} found a failure (see fuzz/artifacts/{t})");
         }
     }
-    eprintln!("xtask fuzz: {} targets ran {seconds} s each without a failure", targets.len());
+    eprintln!(
+        "xtask fuzz: {} targets ran {seconds} s each without a failure",
+        targets.len()
+    );
     Ok(())
 }

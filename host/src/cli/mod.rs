@@ -1,10 +1,10 @@
 //! Command-line front end: one module per subcommand.
-pub mod isa;
 pub mod asm;
-pub mod hw_check;
-pub mod topology;
+pub mod compile;
 pub mod exchange;
+pub mod hw_check;
+pub mod inspect;
+pub mod isa;
 pub mod reference;
 pub mod run;
-pub mod compile;
-pub mod inspect;
+pub mod topology;
