@@ -1,4 +1,5 @@
 //! IPU21 target facts: geometry, instruction encodings, routes. Every
 //! constant cites its source (see `docs/facts/ipu21-target.md`).
 
+pub mod isa;
 pub mod topology;
