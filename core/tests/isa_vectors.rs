@@ -3,6 +3,7 @@
 //! gives an instruction that re-encodes to `word` and disassembles with the
 //! vector's mnemonic, and the vector's assembly text assembles back to `word`.
 
+use ipuc_core::target::asm::assemble_words;
 use ipuc_core::target::isa::{decode, encode, Instruction, IsaError};
 
 const FIXTURE: &str = include_str!("fixtures/isa-vectors.tsv");
@@ -177,4 +178,108 @@ fn sendpicp_prefix_and_payload_decode_as_one_instruction() {
 fn and_conflict_word_has_a_sub_op_8_counterpart() {
     let (instr, _) = decode(&[AND_CONFLICT_SUBOP8]).unwrap();
     assert_eq!(instr.to_string(), "and $m0, $m8, 1");
+}
+
+/// The vector's assembly text without its annotations: ` <label>` after
+/// branch targets, parenthesised notes such as ` (0xa1)` or ` (16 words)`, and
+/// the `$WSR/$SSR` alias spelling (both names are index 0x01).
+fn normalize(text: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' if depth == 0 && matches!(chars.peek(), Some('<') | Some('(')) => {
+                // An annotation starts: skip it including its closing bracket.
+                let open = chars.next().unwrap_or(' ');
+                let close = if open == '<' { '>' } else { ')' };
+                depth = 1;
+                for d in chars.by_ref() {
+                    if d == open {
+                        depth += 1;
+                    } else if d == close {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out.replace("$WSR/$SSR", "$WSR").trim().to_string()
+}
+
+#[test]
+fn every_vector_text_assembles_back_to_its_word() {
+    let vs = vectors();
+    let mut checked = 0;
+    for v in &vs {
+        if is_payload(v) || v.text.starts_with("sendpicp") {
+            continue;
+        }
+        let text = normalize(&v.text);
+        let words =
+            assemble_words(&text, 0).unwrap_or_else(|e| panic!("line {}: {text:?}: {e}", v.line));
+        if v.word == IPU_STACK_AND_CONFLICT {
+            assert_eq!(
+                words,
+                [AND_CONFLICT_SUBOP8],
+                "line {}: and-immediate uses sub-op 8",
+                v.line
+            );
+        } else {
+            assert_eq!(words, [v.word], "line {}: {text:?}", v.line);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, vs.len() - 10);
+}
+
+#[test]
+fn sendpicp_text_with_payload_operands_assembles_to_both_words() {
+    let vs = vectors();
+    let mut pairs = 0;
+    for (i, payloads) in sendpicp_groups(&vs) {
+        let prefix = &vs[i];
+        for payload in payloads {
+            let text = format!(
+                "{}, {:#x}, {:#x}",
+                normalize(&prefix.text),
+                payload >> 18,
+                payload & 0x3FFFF
+            );
+            let words = assemble_words(&text, 0)
+                .unwrap_or_else(|e| panic!("line {}: {text:?}: {e}", prefix.line));
+            assert_eq!(
+                words,
+                [prefix.word, payload],
+                "line {}: {text}",
+                prefix.line
+            );
+            pairs += 1;
+        }
+    }
+    assert_eq!(pairs, 7);
+}
+
+#[test]
+fn disassembly_of_every_vector_reassembles_to_the_same_words() {
+    let vs = vectors();
+    let mut words: Vec<Vec<u32>> = vs
+        .iter()
+        .filter(|v| {
+            !is_payload(v) && !v.text.starts_with("sendpicp") && v.word != IPU_STACK_AND_CONFLICT
+        })
+        .map(|v| vec![v.word])
+        .collect();
+    for (i, payloads) in sendpicp_groups(&vs) {
+        words.extend(payloads.into_iter().map(|p| vec![vs[i].word, p]));
+    }
+    for w in &words {
+        let (instr, _) = decode(w).unwrap();
+        let text = instr.to_string();
+        assert_eq!(&assemble_words(&text, 0).unwrap(), w, "{text}");
+    }
 }

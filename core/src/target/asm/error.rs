@@ -1,0 +1,142 @@
+//! Assembler and linker errors: every error carries `file:line:column` and
+//! says what was expected.
+
+use alloc::string::String;
+use core::fmt;
+
+use crate::target::isa::IsaError;
+
+/// A source position (1-based line and column, in characters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Loc {
+    pub line: u32,
+    pub col: u32,
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AsmErrorKind {
+    /// `expected <what>, found '<found>'`.
+    Expected {
+        what: &'static str,
+        found: String,
+    },
+    UnterminatedComment,
+    UnterminatedString,
+    /// An integer literal that does not fit 64 bits or has no digits.
+    BadNumber(String),
+    UnknownMnemonic(String),
+    UnknownDirective(String),
+    /// A `$name` that is neither a register nor a CSR in the table.
+    UnknownDollarName(String),
+    /// A register or CSR name the ISA rejects (e.g. `$m16`, an upper-space CSR).
+    BadName(IsaError),
+    UndefinedSymbol(String),
+    DuplicateSymbol(String),
+    /// Parentheses or `.set` chains nested deeper than the assembler allows.
+    TooDeep {
+        limit: usize,
+    },
+    DivisionByZero,
+    /// Wrong operand count for a mnemonic or directive.
+    OperandCount {
+        name: String,
+        expected: &'static str,
+        found: usize,
+    },
+    /// A form the ISA facts give no encoding for (e.g. register-register `max`).
+    NoEncoding {
+        mnemonic: String,
+        detail: &'static str,
+    },
+    /// The instruction encoder rejected an operand.
+    Isa {
+        mnemonic: &'static str,
+        error: IsaError,
+    },
+    /// A value outside what a directive or operand accepts.
+    ValueRange {
+        what: &'static str,
+        value: i64,
+        min: i64,
+        max: i64,
+    },
+    /// `sendpicp` placed at an address that is not 8-byte aligned.
+    MisalignedSendpicp {
+        address: u32,
+    },
+    /// A section does not fit the 32-bit address space.
+    AddressOverflow,
+}
+
+/// An error at `file:line:column`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsmError {
+    pub file: String,
+    pub loc: Loc,
+    pub kind: AsmErrorKind,
+}
+
+impl AsmError {
+    pub(crate) fn new(file: &str, loc: Loc, kind: AsmErrorKind) -> AsmError {
+        AsmError {
+            file: file.into(),
+            loc,
+            kind,
+        }
+    }
+}
+
+impl fmt::Display for AsmErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use AsmErrorKind as K;
+        match self {
+            K::Expected { what, found } => write!(f, "expected {what}, found '{found}'"),
+            K::UnterminatedComment => f.write_str("unterminated /* comment"),
+            K::UnterminatedString => f.write_str("unterminated string"),
+            K::BadNumber(s) => write!(f, "bad integer literal '{s}' (must fit 64 bits)"),
+            K::UnknownMnemonic(m) => write!(f, "unknown instruction '{m}'"),
+            K::UnknownDirective(d) => write!(f, "unknown or unsupported directive '{d}'"),
+            K::UnknownDollarName(n) => write!(f, "unknown register or CSR name '{n}'"),
+            K::BadName(e) => write!(f, "{e}"),
+            K::UndefinedSymbol(s) => write!(f, "undefined symbol '{s}'"),
+            K::DuplicateSymbol(s) => write!(f, "symbol '{s}' is already defined"),
+            K::TooDeep { limit } => write!(f, "expression nested deeper than {limit} levels"),
+            K::DivisionByZero => f.write_str("division by zero in expression"),
+            K::OperandCount {
+                name,
+                expected,
+                found,
+            } => {
+                write!(f, "'{name}' takes {expected} operand(s), found {found}")
+            }
+            K::NoEncoding { mnemonic, detail } => write!(f, "'{mnemonic}': {detail}"),
+            K::Isa { mnemonic, error } => write!(f, "'{mnemonic}': {error}"),
+            K::ValueRange {
+                what,
+                value,
+                min,
+                max,
+            } => {
+                write!(f, "{what} value {value} out of range {min}..={max}")
+            }
+            K::MisalignedSendpicp { address } => {
+                write!(
+                    f,
+                    "sendpicp at {address:#x} must be 8-byte aligned (add `.p2align 3` before it)"
+                )
+            }
+            K::AddressOverflow => f.write_str("section placement exceeds the 32-bit address space"),
+        }
+    }
+}
+
+impl fmt::Display for AsmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.loc.line, self.loc.col, self.kind
+        )
+    }
+}

@@ -1,0 +1,266 @@
+//! Integer expressions over symbols: `+ - * / % << >> & | ^ ~`, unary `-`,
+//! parentheses, numbers, symbols and `.` (current location). Precedence is C's.
+//! Arithmetic is 64-bit two's complement; fields check ranges when encoding.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+
+use super::error::{AsmErrorKind, Loc};
+use super::lexer::{Tok, Token};
+
+/// Largest number of nodes in one expression. Bounds recursion when
+/// evaluating and dropping, so hostile input cannot exhaust the stack.
+pub const MAX_EXPR_NODES: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Xor,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expr {
+    Num(i64),
+    Sym {
+        name: String,
+        loc: Loc,
+    },
+    /// `.`: a location inside section `section` of the object being assembled.
+    Here {
+        section: usize,
+        offset: u32,
+    },
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+}
+
+/// Where symbol values come from while evaluating.
+pub(crate) trait SymbolEnv {
+    /// `Ok(None)`: not known yet (deferred to link time).
+    fn symbol(
+        &self,
+        name: &str,
+        loc: Loc,
+        depth: usize,
+    ) -> Result<Option<i64>, (Loc, AsmErrorKind)>;
+    /// Address of `offset` in `section`, if placed.
+    fn here(&self, section: usize, offset: u32) -> Option<i64>;
+}
+
+impl Expr {
+    /// Evaluates; `Ok(None)` when some symbol is not known yet.
+    pub(crate) fn eval(
+        &self,
+        env: &dyn SymbolEnv,
+        depth: usize,
+    ) -> Result<Option<i64>, (Loc, AsmErrorKind)> {
+        Ok(match self {
+            Expr::Num(n) => Some(*n),
+            Expr::Sym { name, loc } => env.symbol(name, *loc, depth)?,
+            Expr::Here { section, offset } => env.here(*section, *offset),
+            Expr::Neg(e) => e.eval(env, depth)?.map(i64::wrapping_neg),
+            Expr::Not(e) => e.eval(env, depth)?.map(|v| !v),
+            Expr::Bin(op, a, b) => {
+                let (Some(x), Some(y)) = (a.eval(env, depth)?, b.eval(env, depth)?) else {
+                    return Ok(None);
+                };
+                Some(apply(*op, x, y).map_err(|k| (self.first_loc(), k))?)
+            }
+        })
+    }
+
+    fn first_loc(&self) -> Loc {
+        match self {
+            Expr::Sym { loc, .. } => *loc,
+            Expr::Neg(e) | Expr::Not(e) => e.first_loc(),
+            Expr::Bin(_, a, _) => a.first_loc(),
+            _ => Loc::default(),
+        }
+    }
+
+    /// True when the expression mentions no symbol and no `.`.
+    pub fn is_constant(&self) -> bool {
+        match self {
+            Expr::Num(_) => true,
+            Expr::Sym { .. } | Expr::Here { .. } => false,
+            Expr::Neg(e) | Expr::Not(e) => e.is_constant(),
+            Expr::Bin(_, a, b) => a.is_constant() && b.is_constant(),
+        }
+    }
+}
+
+fn apply(op: BinOp, x: i64, y: i64) -> Result<i64, AsmErrorKind> {
+    let shift = |y: i64| {
+        if (0..64).contains(&y) {
+            Ok(y as u32)
+        } else {
+            Err(AsmErrorKind::ValueRange {
+                what: "shift amount",
+                value: y,
+                min: 0,
+                max: 63,
+            })
+        }
+    };
+    Ok(match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div | BinOp::Rem if y == 0 => return Err(AsmErrorKind::DivisionByZero),
+        BinOp::Div => x.wrapping_div(y),
+        BinOp::Rem => x.wrapping_rem(y),
+        BinOp::Shl => x.wrapping_shl(shift(y)?),
+        // Logical shift: values are addresses and bit patterns, not signed numbers.
+        BinOp::Shr => ((x as u64) >> shift(y)?) as i64,
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        BinOp::Xor => x ^ y,
+    })
+}
+
+/// Recursive-descent parser over one operand's tokens.
+pub(crate) struct ExprParser<'a> {
+    toks: &'a [Token],
+    pos: usize,
+    nodes: usize,
+    end_loc: Loc,
+    /// What `.` means here.
+    here: (usize, u32),
+}
+
+type PResult<T> = Result<T, (Loc, AsmErrorKind)>;
+
+impl<'a> ExprParser<'a> {
+    pub fn new(toks: &'a [Token], end_loc: Loc, here: (usize, u32)) -> ExprParser<'a> {
+        ExprParser {
+            toks,
+            pos: 0,
+            nodes: 0,
+            end_loc,
+            here,
+        }
+    }
+
+    /// Parses the whole token slice as one expression.
+    pub fn parse_all(mut self) -> PResult<Expr> {
+        let e = self.parse_bin(0)?;
+        if let Some(t) = self.toks.get(self.pos) {
+            return Err((
+                t.loc,
+                AsmErrorKind::Expected {
+                    what: "operator or ','",
+                    found: t.tok.text(),
+                },
+            ));
+        }
+        Ok(e)
+    }
+
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.tok)
+    }
+
+    fn loc(&self) -> Loc {
+        self.toks.get(self.pos).map_or(self.end_loc, |t| t.loc)
+    }
+
+    fn bump_node(&mut self) -> PResult<()> {
+        self.nodes += 1;
+        if self.nodes > MAX_EXPR_NODES {
+            Err((
+                self.loc(),
+                AsmErrorKind::TooDeep {
+                    limit: MAX_EXPR_NODES,
+                },
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn binop(tok: &Tok) -> Option<(BinOp, u8)> {
+        // C precedence, loosest first: | ^ & << >> + - * / %.
+        Some(match tok {
+            Tok::Pipe => (BinOp::Or, 0),
+            Tok::Caret => (BinOp::Xor, 1),
+            Tok::Amp => (BinOp::And, 2),
+            Tok::Shl => (BinOp::Shl, 3),
+            Tok::Shr => (BinOp::Shr, 3),
+            Tok::Plus => (BinOp::Add, 4),
+            Tok::Minus => (BinOp::Sub, 4),
+            Tok::Star => (BinOp::Mul, 5),
+            Tok::Slash => (BinOp::Div, 5),
+            Tok::Percent => (BinOp::Rem, 5),
+            _ => return None,
+        })
+    }
+
+    fn parse_bin(&mut self, min_prec: u8) -> PResult<Expr> {
+        let mut lhs = self.parse_unary()?;
+        while let Some((op, prec)) = self.peek().and_then(Self::binop) {
+            if prec < min_prec {
+                break;
+            }
+            self.pos += 1;
+            self.bump_node()?;
+            let rhs = self.parse_bin(prec + 1)?;
+            lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs));
+        }
+        Ok(lhs)
+    }
+
+    fn parse_unary(&mut self) -> PResult<Expr> {
+        self.bump_node()?;
+        let loc = self.loc();
+        let Some(tok) = self.peek().cloned() else {
+            return Err((
+                loc,
+                AsmErrorKind::Expected {
+                    what: "expression",
+                    found: "end of operand".into(),
+                },
+            ));
+        };
+        self.pos += 1;
+        Ok(match tok {
+            Tok::Num(n) => Expr::Num(n),
+            Tok::Ident(name) => Expr::Sym { name, loc },
+            Tok::Dot => Expr::Here {
+                section: self.here.0,
+                offset: self.here.1,
+            },
+            Tok::Minus => Expr::Neg(Box::new(self.parse_unary()?)),
+            Tok::Tilde => Expr::Not(Box::new(self.parse_unary()?)),
+            Tok::Plus => self.parse_unary()?,
+            Tok::LParen => {
+                let e = self.parse_bin(0)?;
+                match self.peek() {
+                    Some(Tok::RParen) => self.pos += 1,
+                    _ => {
+                        let found = self.peek().map_or("end of operand".into(), Tok::text);
+                        return Err((self.loc(), AsmErrorKind::Expected { what: "')'", found }));
+                    }
+                }
+                e
+            }
+            other => {
+                return Err((
+                    loc,
+                    AsmErrorKind::Expected {
+                        what: "expression",
+                        found: other.text(),
+                    },
+                ))
+            }
+        })
+    }
+}

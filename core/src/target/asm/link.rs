@@ -1,0 +1,418 @@
+//! Linker: places the sections of one or more objects at addresses, resolves
+//! symbols and relocations, and produces a word image with a listing.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::assemble::MAX_SET_DEPTH;
+use super::build::{build, ROp, RVal};
+use super::error::{AsmError, AsmErrorKind, Loc};
+use super::expr::SymbolEnv;
+use super::object::*;
+use crate::target::isa::{decode, encode, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN};
+
+/// Where tile images start: the SDK loader's first frame and the entry point
+/// (docs/facts/ipu21-target.md §1.2, `APPLICATION_LOAD_BASE`).
+pub const APPLICATION_LOAD_BASE: u32 = 0x4C010;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkOptions {
+    /// Address of the first placed byte (code first, then data).
+    pub base: u32,
+}
+
+impl Default for LinkOptions {
+    fn default() -> Self {
+        LinkOptions {
+            base: APPLICATION_LOAD_BASE,
+        }
+    }
+}
+
+/// A symbol after linking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkedSymbol {
+    /// Address (labels) or value (`.set`), truncated to 32 bits.
+    pub value: u32,
+    pub is_label: bool,
+    pub global: bool,
+    pub ty: SymbolType,
+    pub size: Option<u32>,
+    pub context: CodeContext,
+}
+
+/// One listing line: the words of one instruction, data item or padding run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListingLine {
+    pub address: u32,
+    pub words: Vec<u32>,
+    /// Disassembly (instructions), `.long 0x…` (data) or `nop` / `.long 0` (padding).
+    pub text: String,
+    /// Labels at this address, in definition order.
+    pub labels: Vec<String>,
+    pub file: String,
+    pub line: u32,
+}
+
+/// A linked program: contiguous words from `base`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    pub base: u32,
+    pub words: Vec<u32>,
+    /// Global symbols, plus local ones whose names no earlier object used.
+    pub symbols: BTreeMap<String, LinkedSymbol>,
+    pub listing: Vec<ListingLine>,
+}
+
+impl Image {
+    /// Address or value of a symbol.
+    pub fn symbol(&self, name: &str) -> Option<u32> {
+        self.symbols.get(name).map(|s| s.value)
+    }
+    /// Address one past the last word.
+    pub fn end(&self) -> u32 {
+        self.base.wrapping_add(self.words.len() as u32 * 4)
+    }
+    /// The image as little-endian bytes (the tile's memory order, §0).
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        self.words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
+struct Linker<'a> {
+    objects: &'a [Object],
+    /// Address of each section, per object.
+    addresses: Vec<Vec<u32>>,
+    /// Global name → (object, symbol index).
+    globals: BTreeMap<&'a str, (usize, usize)>,
+}
+
+struct Env<'l, 'a> {
+    linker: &'l Linker<'a>,
+    object: usize,
+}
+
+impl SymbolEnv for Env<'_, '_> {
+    fn symbol(
+        &self,
+        name: &str,
+        loc: Loc,
+        depth: usize,
+    ) -> Result<Option<i64>, (Loc, AsmErrorKind)> {
+        let objects = self.linker.objects;
+        let local = objects[self.object]
+            .symbols
+            .iter()
+            .position(|s| s.name == name && s.value.is_some());
+        let (obj, idx) = match local {
+            Some(i) => (self.object, i),
+            None => match self.linker.globals.get(name) {
+                Some(&found) => found,
+                None => match SyncZone::by_name(name) {
+                    Some(z) => return Ok(Some(z.index() as i64)),
+                    None => return Err((loc, AsmErrorKind::UndefinedSymbol(name.into()))),
+                },
+            },
+        };
+        match &objects[obj].symbols[idx].value {
+            Some(SymbolValue::Label { section, offset }) => {
+                Ok(self.linker.here(obj, *section, *offset))
+            }
+            Some(SymbolValue::Set(e)) => {
+                if depth >= MAX_SET_DEPTH {
+                    return Err((
+                        loc,
+                        AsmErrorKind::TooDeep {
+                            limit: MAX_SET_DEPTH,
+                        },
+                    ));
+                }
+                e.eval(
+                    &Env {
+                        linker: self.linker,
+                        object: obj,
+                    },
+                    depth + 1,
+                )
+            }
+            None => Err((loc, AsmErrorKind::UndefinedSymbol(name.into()))),
+        }
+    }
+    fn here(&self, section: usize, offset: u32) -> Option<i64> {
+        self.linker.here(self.object, section, offset)
+    }
+}
+
+impl Linker<'_> {
+    fn here(&self, object: usize, section: usize, offset: u32) -> Option<i64> {
+        let base = *self.addresses.get(object)?.get(section)?;
+        Some(base as i64 + offset as i64)
+    }
+
+    fn eval(&self, object: usize, e: &super::expr::Expr) -> Result<i64, AsmError> {
+        let file = &self.objects[object].file;
+        match e.eval(
+            &Env {
+                linker: self,
+                object,
+            },
+            0,
+        ) {
+            Ok(Some(v)) => Ok(v),
+            // Every symbol and section has an address at link time.
+            Ok(None) => Err(AsmError::new(
+                file,
+                Loc::default(),
+                AsmErrorKind::UndefinedSymbol(".".into()),
+            )),
+            Err((loc, kind)) => Err(AsmError::new(file, loc, kind)),
+        }
+    }
+}
+
+fn align_up(addr: u64, align: u32) -> u64 {
+    let a = align.max(4) as u64;
+    addr.div_ceil(a) * a
+}
+
+/// Links objects: code sections first (grouped by name in first-appearance
+/// order), then data sections, each at its alignment, starting at `opts.base`.
+pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
+    let err = |o: usize, loc: Loc, kind| AsmError::new(&objects[o].file, loc, kind);
+    // Placement order.
+    let mut order: Vec<(usize, usize)> = Vec::new();
+    for kind in [SectionKind::Code, SectionKind::Data] {
+        let mut names: Vec<&str> = Vec::new();
+        for o in objects {
+            for s in o.sections.iter().filter(|s| s.kind == kind) {
+                if !names.contains(&s.name.as_str()) {
+                    names.push(&s.name);
+                }
+            }
+        }
+        for name in names {
+            for (oi, o) in objects.iter().enumerate() {
+                for (si, s) in o.sections.iter().enumerate() {
+                    if s.kind == kind && s.name == name {
+                        order.push((oi, si));
+                    }
+                }
+            }
+        }
+    }
+    let mut addresses: Vec<Vec<u32>> = objects
+        .iter()
+        .map(|o| alloc::vec![0; o.sections.len()])
+        .collect();
+    let mut addr = opts.base as u64;
+    let mut words: Vec<u32> = Vec::new();
+    let mut listing = Vec::new();
+    for &(oi, si) in &order {
+        let sec = &objects[oi].sections[si];
+        let start = align_up(addr, sec.align);
+        if start + sec.size() as u64 > u32::MAX as u64 {
+            let loc = sec.items.first().map_or(Loc::default(), |i| i.loc);
+            return Err(err(oi, loc, AsmErrorKind::AddressOverflow));
+        }
+        let gap = ((start - addr) / 4) as usize;
+        if gap > 0 {
+            let fill = if sec.kind == SectionKind::Code {
+                NOP_WORD
+            } else {
+                0
+            };
+            listing.push(ListingLine {
+                address: addr as u32,
+                words: alloc::vec![fill; gap],
+                text: if fill == NOP_WORD {
+                    "nop".into()
+                } else {
+                    ".long 0".into()
+                },
+                labels: Vec::new(),
+                file: objects[oi].file.clone(),
+                line: 0,
+            });
+            words.extend(core::iter::repeat_n(fill, gap));
+        }
+        addresses[oi][si] = start as u32;
+        words.extend_from_slice(&sec.words);
+        addr = start + sec.size() as u64;
+    }
+    let mut linker = Linker {
+        objects,
+        addresses,
+        globals: BTreeMap::new(),
+    };
+    for (oi, o) in objects.iter().enumerate() {
+        for (i, s) in o.symbols.iter().enumerate() {
+            if s.global && s.value.is_some() && linker.globals.insert(&s.name, (oi, i)).is_some() {
+                return Err(err(
+                    oi,
+                    s.loc,
+                    AsmErrorKind::DuplicateSymbol(s.name.clone()),
+                ));
+            }
+        }
+    }
+    let word_index = |linker: &Linker<'_>, oi: usize, si: usize, offset: u32| {
+        ((linker.addresses[oi][si] - opts.base) / 4 + offset / 4) as usize
+    };
+    // Relocations.
+    for (oi, o) in objects.iter().enumerate() {
+        for r in &o.relocations {
+            let at = word_index(&linker, oi, r.section, r.offset);
+            match &r.kind {
+                RelocKind::Word32(e) => {
+                    let v = linker.eval(oi, e)?;
+                    if !(i32::MIN as i64..=u32::MAX as i64).contains(&v) {
+                        let kind = AsmErrorKind::ValueRange {
+                            what: "32-bit word",
+                            value: v,
+                            min: i32::MIN as i64,
+                            max: u32::MAX as i64,
+                        };
+                        return Err(err(oi, r.loc, kind));
+                    }
+                    words[at] = v as u32;
+                }
+                RelocKind::Instruction { mnemonic, operands } => {
+                    let mut vals = Vec::with_capacity(operands.len());
+                    for op in operands {
+                        vals.push(match &op.operand {
+                            Operand::MReg(m) => RVal::MReg(*m),
+                            Operand::MRegPostInc(m) => RVal::MRegPostInc(*m),
+                            Operand::AReg(a) => RVal::AReg(*a),
+                            Operand::Csr(c) => RVal::Csr(*c),
+                            Operand::Expr(e) => RVal::Value(linker.eval(oi, e)?),
+                        });
+                    }
+                    let rops: Vec<ROp<'_>> = vals
+                        .iter()
+                        .zip(operands)
+                        .map(|(&val, op)| ROp {
+                            val,
+                            loc: op.loc,
+                            text: &op.text,
+                        })
+                        .collect();
+                    let instr =
+                        build(mnemonic, &rops, r.loc).map_err(|(loc, kind)| err(oi, loc, kind))?;
+                    let enc = encode(&instr).map_err(|error| {
+                        err(
+                            oi,
+                            r.loc,
+                            AsmErrorKind::Isa {
+                                mnemonic: instr.mnemonic(),
+                                error,
+                            },
+                        )
+                    })?;
+                    for (k, w) in enc.words().iter().enumerate() {
+                        words[at + k] = *w;
+                    }
+                }
+            }
+        }
+    }
+    // Listing, symbols and placement checks.
+    for &(oi, si) in &order {
+        let sec = &objects[oi].sections[si];
+        let base = linker.addresses[oi][si];
+        for item in &sec.items {
+            let address = base + item.offset;
+            let at = word_index(&linker, oi, si, item.offset);
+            let ws = words[at..at + item.words as usize].to_vec();
+            let text = match item.what {
+                ItemKind::Instruction => match decode(&ws) {
+                    Ok((i, _)) => {
+                        if matches!(i, Instruction::SendPicP { .. })
+                            && address & (SENDPICP_ALIGN - 1) != 0
+                        {
+                            return Err(err(
+                                oi,
+                                item.loc,
+                                AsmErrorKind::MisalignedSendpicp { address },
+                            ));
+                        }
+                        i.to_string()
+                    }
+                    Err(e) => format!("<{e}>"),
+                },
+                ItemKind::Data => format!(".long {:#010x}", ws.first().copied().unwrap_or(0)),
+                ItemKind::Padding if ws.first() == Some(&NOP_WORD) => "nop".into(),
+                ItemKind::Padding => format!(".long {:#010x}", ws.first().copied().unwrap_or(0)),
+            };
+            let labels = objects[oi]
+                .symbols
+                .iter()
+                .filter(|s| {
+                    s.value
+                        == Some(SymbolValue::Label {
+                            section: si,
+                            offset: item.offset,
+                        })
+                })
+                .map(|s| s.name.clone())
+                .collect();
+            listing.push(ListingLine {
+                address,
+                words: ws,
+                text,
+                labels,
+                file: objects[oi].file.clone(),
+                line: item.loc.line,
+            });
+        }
+    }
+    listing.sort_by_key(|l| l.address);
+    let mut symbols = BTreeMap::new();
+    for (oi, o) in objects.iter().enumerate() {
+        for s in o.symbols.iter().filter(|s| s.value.is_some()) {
+            if !s.global && symbols.contains_key(&s.name) {
+                continue;
+            }
+            let value = linker.eval(
+                oi,
+                &super::expr::Expr::Sym {
+                    name: s.name.clone(),
+                    loc: s.loc,
+                },
+            )?;
+            let size = match &s.size {
+                Some(e) => Some(linker.eval(oi, e)? as u32),
+                None => None,
+            };
+            let is_label = matches!(s.value, Some(SymbolValue::Label { .. }));
+            symbols.insert(
+                s.name.clone(),
+                LinkedSymbol {
+                    value: value as u32,
+                    is_label,
+                    global: s.global,
+                    ty: s.ty,
+                    size,
+                    context: s.context,
+                },
+            );
+        }
+        if let Some(s) = o.symbols.iter().find(|s| {
+            s.global && s.value.is_none() && !linker.globals.contains_key(s.name.as_str())
+        }) {
+            // `.globl name` with no definition anywhere.
+            return Err(err(
+                oi,
+                s.loc,
+                AsmErrorKind::UndefinedSymbol(s.name.clone()),
+            ));
+        }
+    }
+    Ok(Image {
+        base: opts.base,
+        words,
+        symbols,
+        listing,
+    })
+}
