@@ -10,4 +10,5 @@
 
 extern crate alloc;
 
+pub mod package;
 pub mod target;

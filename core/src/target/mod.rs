@@ -3,4 +3,5 @@
 
 pub mod asm;
 pub mod isa;
+pub mod sram;
 pub mod topology;
