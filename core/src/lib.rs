@@ -10,5 +10,7 @@
 
 extern crate alloc;
 
+pub mod ir;
+pub mod numeric;
 pub mod package;
 pub mod target;
