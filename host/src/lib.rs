@@ -2,3 +2,4 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
+pub mod sim;

@@ -1,0 +1,201 @@
+//! A multi-tile device: tiles run in parallel (rayon) between global syncs;
+//! the device resolves each superstep and hands it to an exchange fabric.
+//!
+//! Bulk-synchronous execution: every tile runs until its supervisor halts or
+//! parks at a global sync (`sync 3` INTERNAL, `sync 1` ANS for tiles sitting
+//! out an exchange, `sync 0` RECV, or an external/host zone). When all live
+//! tiles are parked, they are released together at the latest arrival plus
+//! [`INTERNAL_SYNC_CYCLES`]; then the [`ExchangeFabric`] runs the superstep's
+//! exchange (by convention the row each supervisor calls right after the
+//! sync), moving words between tiles and advancing each supervisor past its
+//! row. With [`NoExchange`] the supervisors simply continue.
+
+use rayon::prelude::*;
+
+use super::cycle::INTERNAL_SYNC_CYCLES;
+use super::fault::SimFault;
+use super::tile::{StopReason, Tile};
+
+/// One resolved global sync, as the exchange fabric sees it.
+pub struct Superstep<'a> {
+    /// 0 for the first global sync of the run.
+    pub index: u64,
+    /// Cycle at which every participating supervisor was released.
+    pub release_cycle: u64,
+    /// Every tile of the device, in device order; `zones[i]` is the sync zone
+    /// tile `i` arrived with (`None` if it had already halted).
+    pub tiles: &'a mut [Tile],
+    pub zones: &'a [Option<u8>],
+}
+
+/// The exchange hook: called once per global sync after release.
+pub trait ExchangeFabric: Send + Sync {
+    /// Resolve the exchange of this superstep. Errors are reported as faults
+    /// of the tile concerned (e.g. [`super::FaultKind::Exchange`]).
+    fn superstep(&self, step: &mut Superstep<'_>) -> Result<(), SimFault>;
+}
+
+/// A fabric that moves nothing: supervisors continue after the sync.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoExchange;
+
+impl ExchangeFabric for NoExchange {
+    fn superstep(&self, _step: &mut Superstep<'_>) -> Result<(), SimFault> {
+        Ok(())
+    }
+}
+
+/// A device run that could not finish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// A tile faulted (lowest device index first when several did).
+    Fault(SimFault),
+    /// Some tiles halted while others wait at a global sync: the sync can
+    /// never complete.
+    Deadlock {
+        halted: Vec<u16>,
+        waiting: Vec<(u16, u8)>,
+    },
+}
+
+impl core::fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DeviceError::Fault(fault) => write!(f, "{fault}"),
+            DeviceError::Deadlock { halted, waiting } => write!(
+                f,
+                "deadlock: {} tile(s) halted (first {:?}) while {} wait at a global sync (first {:?})",
+                halted.len(),
+                halted.first(),
+                waiting.len(),
+                waiting.first()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+impl From<SimFault> for DeviceError {
+    fn from(f: SimFault) -> Self {
+        DeviceError::Fault(f)
+    }
+}
+
+/// Summary of a finished run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceRun {
+    /// Latest tile cycle at halt.
+    pub cycles: u64,
+    /// Global syncs resolved.
+    pub supersteps: u64,
+}
+
+/// Tiles plus the exchange fabric that connects them.
+pub struct Device {
+    tiles: Vec<Tile>,
+    fabric: Box<dyn ExchangeFabric>,
+    supersteps: u64,
+}
+
+impl core::fmt::Debug for Device {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Device")
+            .field("tiles", &self.tiles.len())
+            .field("supersteps", &self.supersteps)
+            .finish()
+    }
+}
+
+impl Device {
+    /// A device over `tiles` with no exchange fabric.
+    pub fn new(tiles: Vec<Tile>) -> Self {
+        Self::with_fabric(tiles, Box::new(NoExchange))
+    }
+
+    pub fn with_fabric(tiles: Vec<Tile>, fabric: Box<dyn ExchangeFabric>) -> Self {
+        Self {
+            tiles,
+            fabric,
+            supersteps: 0,
+        }
+    }
+
+    pub fn tiles(&self) -> &[Tile] {
+        &self.tiles
+    }
+
+    pub fn tiles_mut(&mut self) -> &mut [Tile] {
+        &mut self.tiles
+    }
+
+    pub fn into_tiles(self) -> Vec<Tile> {
+        self.tiles
+    }
+
+    /// Run every tile until all halt. `cycle_limit` bounds every tile's clock
+    /// (absolute cycles); passing it is a fault on the tile concerned.
+    pub fn run(&mut self, cycle_limit: u64) -> Result<DeviceRun, DeviceError> {
+        loop {
+            let results: Vec<Result<Option<StopReason>, SimFault>> = self
+                .tiles
+                .par_iter_mut()
+                .map(|t| {
+                    if t.is_halted() {
+                        Ok(None)
+                    } else {
+                        t.run(cycle_limit).map(Some)
+                    }
+                })
+                .collect();
+            let mut zones = Vec::with_capacity(results.len());
+            for r in results {
+                match r? {
+                    None | Some(StopReason::Halted) => zones.push(None),
+                    Some(StopReason::Sync { zone }) => zones.push(Some(zone)),
+                }
+            }
+            let waiting: Vec<(u16, u8)> = self
+                .tiles
+                .iter()
+                .zip(&zones)
+                .filter_map(|(t, z)| z.map(|z| (t.id(), z)))
+                .collect();
+            if waiting.is_empty() {
+                let cycles = self.tiles.iter().map(Tile::cycle).max().unwrap_or(0);
+                return Ok(DeviceRun {
+                    cycles,
+                    supersteps: self.supersteps,
+                });
+            }
+            if waiting.len() != self.tiles.len() {
+                let halted = self
+                    .tiles
+                    .iter()
+                    .zip(&zones)
+                    .filter(|(_, z)| z.is_none())
+                    .map(|(t, _)| t.id())
+                    .collect();
+                return Err(DeviceError::Deadlock { halted, waiting });
+            }
+            let release = self
+                .tiles
+                .iter()
+                .map(Tile::sync_arrival)
+                .max()
+                .unwrap_or(0)
+                + INTERNAL_SYNC_CYCLES;
+            for t in &mut self.tiles {
+                t.release_sync(release);
+            }
+            let mut step = Superstep {
+                index: self.supersteps,
+                release_cycle: release,
+                tiles: &mut self.tiles,
+                zones: &zones,
+            };
+            self.fabric.superstep(&mut step)?;
+            self.supersteps += 1;
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! The embedded IPU21 tile simulator.
+//!
+//! Supervisor and worker code is interpreted from the words in SRAM (so
+//! patched exchange rows and the runtime's worker patcher run for real);
+//! compute kernels are native [`Codelet`]s; exchange is resolved per
+//! superstep by an [`ExchangeFabric`]. Timing follows the barrel model in
+//! [`cycle`].
+//!
+//! ```
+//! use ipuc::sim::{Device, Tile};
+//! use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
+//! // `setzi $m1, 5` ; `br $m15` (branch to 0: the supervisor halts)
+//! let code: Vec<u8> = [0x1910_0005u32, 0x43F0_0000]
+//!     .iter().flat_map(|w| w.to_le_bytes()).collect();
+//! let mut tile = Tile::new(0);
+//! tile.load(APPLICATION_ENTRY, &code).unwrap();
+//! tile.start_supervisor(APPLICATION_ENTRY);
+//! let mut device = Device::new(vec![tile]);
+//! let run = device.run(1_000_000).unwrap();
+//! assert_eq!(device.tiles()[0].supervisor().m[1], 5);
+//! assert_eq!(run.cycles, 7); // two supervisor issues, six cycles apart
+//! ```
+
+pub mod codelet;
+pub mod context;
+pub mod csr;
+pub mod cycle;
+pub mod device;
+mod execute;
+pub mod fault;
+pub mod memory;
+pub mod op;
+pub mod profile;
+pub mod tile;
+
+pub use codelet::{Codelet, CodeletCall, CodeletTable, FnCodelet};
+pub use context::{Context, ContextId, ContextState};
+pub use device::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Superstep};
+pub use fault::{ExchangeError, FaultKind, SimFault};
+pub use memory::{AccessError, TileMemory};
+pub use profile::{CycleSample, SampleKind};
+pub use tile::{StopReason, Tile};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,116 @@
+//! Multi-tile device: supersteps, the exchange hook, deadlock.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ipuc_core::target::isa::{Imm16Op, Instruction as I, MReg, SyncZone};
+
+use super::{bytes, reg, words, DATA, ENTRY};
+use crate::sim::{
+    Device, DeviceError, ExchangeFabric, SampleKind, SimFault, Superstep, Tile,
+};
+
+fn tile(id: u16, program: &[I]) -> Tile {
+    let mut p = program.to_vec();
+    p.push(I::br(MReg::ZERO));
+    let mut t = Tile::new(id);
+    t.load(ENTRY, &bytes(&words(&p))).unwrap();
+    t.start_supervisor(ENTRY);
+    t
+}
+
+/// A toy fabric: copies word DATA of tile 0 to DATA + 4 of every tile and
+/// counts supersteps.
+struct CopyFabric {
+    calls: Arc<AtomicU64>,
+}
+
+impl ExchangeFabric for CopyFabric {
+    fn superstep(&self, step: &mut Superstep<'_>) -> Result<(), SimFault> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        assert!(step.zones.iter().all(|z| *z == Some(3)));
+        let v = step.tiles[0].memory().read_u32(DATA).unwrap();
+        for t in step.tiles.iter_mut() {
+            t.memory_mut().write_u32(DATA + 4, v).unwrap();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn tiles_meet_at_internal_sync_and_the_fabric_runs() {
+    let store = |v: u32| {
+        vec![
+            I::setzi(reg(1), DATA),
+            I::setzi(reg(2), v),
+            I::st32(reg(2), reg(1), MReg::ZERO, 0),
+        ]
+    };
+    // Tile 0 does more work before the sync than tile 1.
+    let mut p0 = store(11);
+    p0.extend([I::Nop; 10]);
+    p0.extend([I::sync(SyncZone::INTERNAL), I::ld32(reg(3), reg(1), MReg::ZERO, 1)]);
+    let mut p1 = store(22);
+    p1.extend([I::sync(SyncZone::INTERNAL), I::ld32(reg(3), reg(1), MReg::ZERO, 1)]);
+    let calls = Arc::new(AtomicU64::new(0));
+    let mut device = Device::with_fabric(
+        vec![tile(0, &p0), tile(1, &p1)],
+        Box::new(CopyFabric { calls: calls.clone() }),
+    );
+    let run = device.run(1_000_000).unwrap();
+    assert_eq!(run.supersteps, 1);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    for t in device.tiles() {
+        assert_eq!(t.supervisor().m[3], 11, "tile {} got tile 0's word", t.id());
+    }
+    // Tile 0 reached the sync at cycle 79 (sync issued at 78); both resume there.
+    let t1 = &device.tiles()[1];
+    let wait = t1
+        .samples()
+        .iter()
+        .find(|s| matches!(s.kind, SampleKind::SyncWait { .. }))
+        .unwrap();
+    assert_eq!((wait.start, wait.end), (19, 79));
+    // After release at 79, tile 0's supervisor is still inside its issue
+    // interval (sync issued at 78 → next issue 84): ld32 84, br 90. Tile 1
+    // issues at 79 and 85.
+    assert_eq!(device.tiles()[0].cycle(), 91);
+    assert_eq!(device.tiles()[1].cycle(), 86);
+}
+
+#[test]
+fn halted_tile_and_waiting_tile_deadlock() {
+    let mut device = Device::new(vec![
+        tile(0, &[I::Nop]),
+        tile(3, &[I::sync(SyncZone::INTERNAL)]),
+    ]);
+    assert_eq!(
+        device.run(1_000_000),
+        Err(DeviceError::Deadlock { halted: vec![0], waiting: vec![(3, 3)] })
+    );
+}
+
+#[test]
+fn many_tiles_run_in_parallel_between_syncs() {
+    // 64 tiles count to their id, sync twice, and halt.
+    let tiles = (0..64u16)
+        .map(|id| {
+            tile(id, &[
+                I::setzi(reg(1), u32::from(id)),
+                I::brz(reg(1), ENTRY + 16),
+                I::AluImm16 { op: Imm16Op::Add, d: reg(2), s: reg(2), imm: 1 },
+                I::brnzdec(reg(1), ENTRY + 8),
+                I::sync(SyncZone::INTERNAL),
+                I::sync(SyncZone::INTERNAL),
+            ])
+        })
+        .collect();
+    let mut device = Device::new(tiles);
+    let run = device.run(1_000_000).unwrap();
+    assert_eq!(run.supersteps, 2);
+    for t in device.tiles() {
+        let expect = if t.id() == 0 { 0 } else { u32::from(t.id()) + 1 };
+        assert_eq!(t.supervisor().m[2], expect);
+        assert_eq!(t.superstep(), 2);
+    }
+}

@@ -1,0 +1,150 @@
+//! Every fault kind, with its tile, context and PC.
+
+use ipuc_core::target::isa::{Csr, Instruction as I, MReg, SyncZone};
+
+use super::{bytes, reg, tile_with, words, DATA, ENTRY};
+use crate::sim::{ContextId, FaultKind, SimFault, Tile};
+
+fn fault_of(program: &[I]) -> SimFault {
+    let mut tile = tile_with(program);
+    tile.run(100_000).expect_err("program must fault")
+}
+
+fn sup(pc_index: u32, kind: FaultKind) -> SimFault {
+    SimFault {
+        tile: 5,
+        context: ContextId::SUPERVISOR,
+        pc: ENTRY + 4 * pc_index,
+        kind,
+    }
+}
+
+#[test]
+fn undecodable_word() {
+    let mut tile = tile_with(&[I::Nop, I::Nop]);
+    tile.memory_mut().write_u32(ENTRY + 4, 0).unwrap();
+    assert_eq!(
+        tile.run(100_000),
+        Err(sup(1, FaultKind::Undecodable { word: 0 }))
+    );
+}
+
+#[test]
+fn misaligned_and_out_of_range_accesses() {
+    assert_eq!(
+        fault_of(&[I::setzi(reg(1), DATA + 2), I::ld32(reg(2), reg(1), MReg::ZERO, 0)]),
+        sup(1, FaultKind::Misaligned { addr: DATA + 2, width: 4 })
+    );
+    assert_eq!(
+        fault_of(&[I::setzi(reg(1), 0xE_8000), I::st32(reg(2), reg(1), MReg::ZERO, 0)]),
+        sup(1, FaultKind::OutOfRange { addr: 0xE_8000, width: 4 })
+    );
+    assert_eq!(
+        fault_of(&[I::setzi(reg(1), 0x4_BFF0), I::ld32(reg(2), reg(1), MReg::ZERO, 0)]),
+        sup(1, FaultKind::OutOfRange { addr: 0x4_BFF0, width: 4 })
+    );
+}
+
+#[test]
+fn fetch_outside_executable_region() {
+    let f = fault_of(&[I::Bri { target: 0x8_0000 }]);
+    assert_eq!(f.kind, FaultKind::FetchOutsideExecutable { addr: 0x8_0000 });
+    assert_eq!(f.pc, 0x8_0000);
+    let f = fault_of(&[I::setzi(reg(1), ENTRY + 2), I::br(reg(1))]);
+    assert_eq!(f.kind, FaultKind::FetchOutsideExecutable { addr: ENTRY + 2 });
+}
+
+#[test]
+fn runaway_loop_hits_the_cycle_limit() {
+    let f = fault_of(&[I::Bri { target: ENTRY }]);
+    assert_eq!(f, sup(0, FaultKind::CycleLimit { limit: 100_000 }));
+}
+
+#[test]
+fn trap_and_context_rules() {
+    assert_eq!(fault_of(&[I::Nop, I::Trap { code: 1 }]), sup(1, FaultKind::Trap { code: 1 }));
+    assert_eq!(
+        fault_of(&[I::Exitz { r: MReg::ZERO }]),
+        sup(0, FaultKind::InvalidForContext { mnemonic: "exitz" })
+    );
+    assert_eq!(
+        fault_of(&[I::get(reg(1), Csr(0x50))]),
+        sup(0, FaultKind::UnmodelledCsr { csr: 0x50, write: false })
+    );
+    assert_eq!(
+        fault_of(&[I::put(Csr::TILE_ID, reg(1))]),
+        sup(0, FaultKind::UnmodelledCsr { csr: 3, write: true })
+    );
+    let send = I::send(1, 0x100, 0).unwrap();
+    assert_eq!(
+        fault_of(&[send]),
+        sup(0, FaultKind::ExchangeInInterpreter { mnemonic: "send" })
+    );
+}
+
+/// A worker program at ENTRY + 0x100 started by the supervisor.
+fn worker_fault(worker: &[I]) -> SimFault {
+    let entry = ENTRY + 0x100;
+    let sup = [
+        I::setzi(reg(0), entry),
+        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+        I::sync(SyncZone::LOCAL),
+        I::br(MReg::ZERO),
+    ];
+    let mut tile = Tile::new(7);
+    tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
+    tile.load(entry, &bytes(&words(worker))).unwrap();
+    tile.start_supervisor(ENTRY);
+    tile.run(100_000).expect_err("worker must fault")
+}
+
+#[test]
+fn worker_faults_name_the_worker() {
+    let f = worker_fault(&[I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 }]);
+    assert_eq!(f.tile, 7);
+    assert_eq!(f.context, ContextId::worker(0), "worker 0 issues first");
+    assert_eq!(f.pc, ENTRY + 0x100);
+    assert_eq!(f.kind, FaultKind::InvalidForContext { mnemonic: "runall" });
+
+    let f = worker_fault(&[I::sync(SyncZone::LOCAL)]);
+    assert_eq!(f.kind, FaultKind::InvalidForContext { mnemonic: "sync" });
+
+    // Worker k loads from $WSR·2 + 1: only worker 0 is aligned... all are
+    // misaligned, worker 0 faults first.
+    let f = worker_fault(&[
+        I::get(reg(1), Csr::WSR),
+        I::setzi(reg(2), DATA + 1),
+        I::ld32(reg(3), reg(2), reg(1), 0),
+    ]);
+    assert_eq!(f.context, ContextId::worker(0));
+    assert_eq!(f.pc, ENTRY + 0x108);
+    assert_eq!(f.kind, FaultKind::Misaligned { addr: DATA + 1, width: 4 });
+
+    // A worker branching to 0 does not halt the tile: it faults.
+    let f = worker_fault(&[I::br(MReg::ZERO)]);
+    assert_eq!(f.kind, FaultKind::FetchOutsideExecutable { addr: 0 });
+}
+
+#[test]
+fn runall_while_workers_run() {
+    let entry = ENTRY + 0x100;
+    let sup = [
+        I::setzi(reg(0), entry),
+        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+    ];
+    let mut tile = Tile::new(1);
+    tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
+    tile.load(entry, &bytes(&words(&[I::Bri { target: entry }]))).unwrap();
+    tile.start_supervisor(ENTRY);
+    let f = tile.run(100_000).unwrap_err();
+    assert_eq!(f.context, ContextId::SUPERVISOR);
+    assert_eq!(f.pc, ENTRY + 8);
+    assert_eq!(f.kind, FaultKind::WorkersBusy);
+}
+
+#[test]
+fn fault_messages_carry_location() {
+    let f = fault_of(&[I::Trap { code: 0 }]);
+    assert_eq!(f.to_string(), "tile 5 supervisor at pc 0x4c010: trap 0");
+}
