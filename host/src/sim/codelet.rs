@@ -82,7 +82,11 @@ pub struct CodeletTable {
 impl core::fmt::Debug for CodeletTable {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_map()
-            .entries(self.entries.iter().map(|(a, c)| (format!("{a:#x}"), c.name().to_owned())))
+            .entries(
+                self.entries
+                    .iter()
+                    .map(|(a, c)| (format!("{a:#x}"), c.name().to_owned())),
+            )
             .finish()
     }
 }

@@ -178,13 +178,8 @@ impl Device {
                     .collect();
                 return Err(DeviceError::Deadlock { halted, waiting });
             }
-            let release = self
-                .tiles
-                .iter()
-                .map(Tile::sync_arrival)
-                .max()
-                .unwrap_or(0)
-                + INTERNAL_SYNC_CYCLES;
+            let release =
+                self.tiles.iter().map(Tile::sync_arrival).max().unwrap_or(0) + INTERNAL_SYNC_CYCLES;
             for t in &mut self.tiles {
                 t.release_sync(release);
             }

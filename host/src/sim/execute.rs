@@ -3,6 +3,7 @@
 //! already set the context's next ready cycle to `t + ISSUE_INTERVAL`;
 //! instructions that hold their context longer raise it.
 
+use super::codelet::CodeletCall;
 use super::context::{ContextState, VERTEX_BASE_REG, WORKERS, WORKER_BASE_REG};
 use super::cycle::ISSUE_INTERVAL;
 use super::fault::FaultKind;
@@ -10,7 +11,6 @@ use super::memory::AccessError;
 use super::op::{Cond, Op, Src};
 use super::profile::{CycleSample, SampleKind};
 use super::tile::Tile;
-use super::codelet::CodeletCall;
 
 impl From<AccessError> for FaultKind {
     fn from(e: AccessError) -> Self {

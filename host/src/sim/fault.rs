@@ -50,7 +50,10 @@ pub enum FaultKind {
     /// A native codelet reported an error.
     Codelet { name: String, message: String },
     /// The exchange fabric reported a receive error on this tile.
-    Exchange { error: ExchangeError, detail: String },
+    Exchange {
+        error: ExchangeError,
+        detail: String,
+    },
 }
 
 /// A fault with its location.
@@ -68,7 +71,9 @@ pub struct SimFault {
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FaultKind::Undecodable { word } => write!(f, "undecodable instruction word {word:#010x}"),
+            FaultKind::Undecodable { word } => {
+                write!(f, "undecodable instruction word {word:#010x}")
+            }
             FaultKind::FetchOutsideExecutable { addr } => write!(
                 f,
                 "instruction fetch at {addr:#x} outside the executable region [0x4c000, 0x80000)"

@@ -69,7 +69,7 @@ impl TileMemory {
     }
 
     fn check(addr: u32, width: u32) -> Result<usize, AccessError> {
-        if addr % width != 0 {
+        if !addr.is_multiple_of(width) {
             return Err(AccessError::Misaligned { addr, width });
         }
         Self::range(addr, width)

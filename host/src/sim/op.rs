@@ -106,47 +106,115 @@ impl ExchangeKind {
 pub enum Op {
     Nop,
     /// `$d = imm` (zero-extended 20 bits).
-    Setzi { d: u8, imm: u32 },
+    Setzi {
+        d: u8,
+        imm: u32,
+    },
     /// `$link = pc + 4; pc = target`.
-    Call { link: u8, target: u32 },
+    Call {
+        link: u8,
+        target: u32,
+    },
     /// `pc = $r`.
-    Br { r: u8 },
+    Br {
+        r: u8,
+    },
     /// `pc = target`.
-    Bri { target: u32 },
+    Bri {
+        target: u32,
+    },
     /// Conditional branch on `$r`.
-    Branch { cond: Cond, r: u8, target: u32 },
+    Branch {
+        cond: Cond,
+        r: u8,
+        target: u32,
+    },
     /// Worker exit; exit status is `$r == 0`.
-    Exitz { r: u8 },
+    Exitz {
+        r: u8,
+    },
     /// CSR write.
-    Put { csr: u16, s: u8 },
+    Put {
+        csr: u16,
+        s: u8,
+    },
     /// CSR read.
-    Get { d: u8, csr: u16 },
+    Get {
+        d: u8,
+        csr: u16,
+    },
     /// Synchronise on a zone (`docs/facts/ipu21-target.md §1.7`).
-    Sync { zone: u8 },
+    Sync {
+        zone: u8,
+    },
     /// Raise a breakpoint exception.
-    Trap { code: u8 },
+    Trap {
+        code: u8,
+    },
     /// Wait `events` cycles (`delay n` waits n + 1).
-    Delay { events: u32 },
+    Delay {
+        events: u32,
+    },
     /// `sans n` (semantics unknown, `docs/facts/ipu21-target.md §1.7`).
-    Sans { n: u32 },
+    Sans {
+        n: u32,
+    },
     /// Start all six workers at `$entry` with vertex base `$vertex + offset`.
-    Runall { entry: u8, vertex: u8, offset: u32 },
+    Runall {
+        entry: u8,
+        vertex: u8,
+        offset: u32,
+    },
     /// `$d = [$base + $index + offset]`.
-    Ld32 { d: u8, base: u8, index: u8, offset: u32 },
+    Ld32 {
+        d: u8,
+        base: u8,
+        index: u8,
+        offset: u32,
+    },
     /// `$d = [$base + $index + 4·$offset]`.
-    Ld32Reg { d: u8, base: u8, index: u8, offset: u8 },
+    Ld32Reg {
+        d: u8,
+        base: u8,
+        index: u8,
+        offset: u8,
+    },
     /// `[$base + $index + offset] = $s`.
-    St32 { s: u8, base: u8, index: u8, offset: u32 },
+    St32 {
+        s: u8,
+        base: u8,
+        index: u8,
+        offset: u32,
+    },
     /// `[$base + $index] = $s; $index += step`.
-    St32Step { s: u8, base: u8, index: u8, step: u32 },
+    St32Step {
+        s: u8,
+        base: u8,
+        index: u8,
+        step: u32,
+    },
     /// `[$base + 4·$offset] = $s`.
-    Stm32 { s: u8, base: u8, offset: u8 },
+    Stm32 {
+        s: u8,
+        base: u8,
+        offset: u8,
+    },
     /// `$d = op(a, b)`.
-    Alu { op: AluOp, d: u8, a: Src, b: Src },
+    Alu {
+        op: AluOp,
+        d: u8,
+        a: Src,
+        b: Src,
+    },
     /// `$aD = 0` (ARF).
-    ZeroA { d: u8 },
+    ZeroA {
+        d: u8,
+    },
     /// An exchange instruction occupying `words` words.
-    Exchange { kind: ExchangeKind, words: u8 },
+    Exchange {
+        kind: ExchangeKind,
+        words: u8,
+    },
 }
 
 impl Op {

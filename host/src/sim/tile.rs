@@ -152,7 +152,9 @@ impl Tile {
     pub fn charge_supervisor(&mut self, cycles: u64) {
         let s = &mut self.contexts[0];
         s.ready_at = s.ready_at.max(self.next_free) + cycles;
-        self.next_free = self.next_free.max(s.ready_at.saturating_sub(ISSUE_INTERVAL));
+        self.next_free = self
+            .next_free
+            .max(s.ready_at.saturating_sub(ISSUE_INTERVAL));
     }
 
     /// Global syncs passed.
@@ -277,13 +279,18 @@ impl Tile {
         if let CachedOp::Op(op) = self.memory.cached(pc) {
             return Ok(op);
         }
-        let w0 = self.memory.read_u32(pc).map_err(|_| {
-            self.fault(c, FaultKind::FetchOutsideExecutable { addr: pc })
-        })?;
+        let w0 = self
+            .memory
+            .read_u32(pc)
+            .map_err(|_| self.fault(c, FaultKind::FetchOutsideExecutable { addr: pc }))?;
         // A two-word sendpicp needs its payload; past the end of SRAM the
         // decoder reports the missing payload itself.
         let words: [u32; 2] = [w0, self.memory.read_u32(pc + 4).unwrap_or(0)];
-        let n = if self.memory.read_u32(pc + 4).is_ok() { 2 } else { 1 };
+        let n = if self.memory.read_u32(pc + 4).is_ok() {
+            2
+        } else {
+            1
+        };
         let op = Op::decode(&words[..n])
             .map_err(|_| self.fault(c, FaultKind::Undecodable { word: w0 }))?;
         self.memory.set_cached(pc, op);

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use ipuc_core::target::isa::{Imm16Op, Instruction as I, MReg, SyncZone};
 
 use super::{bytes, reg, words, DATA, ENTRY};
-use crate::sim::{
-    Device, DeviceError, ExchangeFabric, SampleKind, SimFault, Superstep, Tile,
-};
+use crate::sim::{Device, DeviceError, ExchangeFabric, SampleKind, SimFault, Superstep, Tile};
 
 fn tile(id: u16, program: &[I]) -> Tile {
     let mut p = program.to_vec();
@@ -49,13 +47,21 @@ fn tiles_meet_at_internal_sync_and_the_fabric_runs() {
     // Tile 0 does more work before the sync than tile 1.
     let mut p0 = store(11);
     p0.extend([I::Nop; 10]);
-    p0.extend([I::sync(SyncZone::INTERNAL), I::ld32(reg(3), reg(1), MReg::ZERO, 1)]);
+    p0.extend([
+        I::sync(SyncZone::INTERNAL),
+        I::ld32(reg(3), reg(1), MReg::ZERO, 1),
+    ]);
     let mut p1 = store(22);
-    p1.extend([I::sync(SyncZone::INTERNAL), I::ld32(reg(3), reg(1), MReg::ZERO, 1)]);
+    p1.extend([
+        I::sync(SyncZone::INTERNAL),
+        I::ld32(reg(3), reg(1), MReg::ZERO, 1),
+    ]);
     let calls = Arc::new(AtomicU64::new(0));
     let mut device = Device::with_fabric(
         vec![tile(0, &p0), tile(1, &p1)],
-        Box::new(CopyFabric { calls: calls.clone() }),
+        Box::new(CopyFabric {
+            calls: calls.clone(),
+        }),
     );
     let run = device.run(1_000_000).unwrap();
     assert_eq!(run.supersteps, 1);
@@ -86,7 +92,10 @@ fn halted_tile_and_waiting_tile_deadlock() {
     ]);
     assert_eq!(
         device.run(1_000_000),
-        Err(DeviceError::Deadlock { halted: vec![0], waiting: vec![(3, 3)] })
+        Err(DeviceError::Deadlock {
+            halted: vec![0],
+            waiting: vec![(3, 3)]
+        })
     );
 }
 
@@ -95,21 +104,33 @@ fn many_tiles_run_in_parallel_between_syncs() {
     // 64 tiles count to their id, sync twice, and halt.
     let tiles = (0..64u16)
         .map(|id| {
-            tile(id, &[
-                I::setzi(reg(1), u32::from(id)),
-                I::brz(reg(1), ENTRY + 16),
-                I::AluImm16 { op: Imm16Op::Add, d: reg(2), s: reg(2), imm: 1 },
-                I::brnzdec(reg(1), ENTRY + 8),
-                I::sync(SyncZone::INTERNAL),
-                I::sync(SyncZone::INTERNAL),
-            ])
+            tile(
+                id,
+                &[
+                    I::setzi(reg(1), u32::from(id)),
+                    I::brz(reg(1), ENTRY + 16),
+                    I::AluImm16 {
+                        op: Imm16Op::Add,
+                        d: reg(2),
+                        s: reg(2),
+                        imm: 1,
+                    },
+                    I::brnzdec(reg(1), ENTRY + 8),
+                    I::sync(SyncZone::INTERNAL),
+                    I::sync(SyncZone::INTERNAL),
+                ],
+            )
         })
         .collect();
     let mut device = Device::new(tiles);
     let run = device.run(1_000_000).unwrap();
     assert_eq!(run.supersteps, 2);
     for t in device.tiles() {
-        let expect = if t.id() == 0 { 0 } else { u32::from(t.id()) + 1 };
+        let expect = if t.id() == 0 {
+            0
+        } else {
+            u32::from(t.id()) + 1
+        };
         assert_eq!(t.supervisor().m[2], expect);
         assert_eq!(t.superstep(), 2);
     }

@@ -32,16 +32,43 @@ fn undecodable_word() {
 #[test]
 fn misaligned_and_out_of_range_accesses() {
     assert_eq!(
-        fault_of(&[I::setzi(reg(1), DATA + 2), I::ld32(reg(2), reg(1), MReg::ZERO, 0)]),
-        sup(1, FaultKind::Misaligned { addr: DATA + 2, width: 4 })
+        fault_of(&[
+            I::setzi(reg(1), DATA + 2),
+            I::ld32(reg(2), reg(1), MReg::ZERO, 0)
+        ]),
+        sup(
+            1,
+            FaultKind::Misaligned {
+                addr: DATA + 2,
+                width: 4
+            }
+        )
     );
     assert_eq!(
-        fault_of(&[I::setzi(reg(1), 0xE_8000), I::st32(reg(2), reg(1), MReg::ZERO, 0)]),
-        sup(1, FaultKind::OutOfRange { addr: 0xE_8000, width: 4 })
+        fault_of(&[
+            I::setzi(reg(1), 0xE_8000),
+            I::st32(reg(2), reg(1), MReg::ZERO, 0)
+        ]),
+        sup(
+            1,
+            FaultKind::OutOfRange {
+                addr: 0xE_8000,
+                width: 4
+            }
+        )
     );
     assert_eq!(
-        fault_of(&[I::setzi(reg(1), 0x4_BFF0), I::ld32(reg(2), reg(1), MReg::ZERO, 0)]),
-        sup(1, FaultKind::OutOfRange { addr: 0x4_BFF0, width: 4 })
+        fault_of(&[
+            I::setzi(reg(1), 0x4_BFF0),
+            I::ld32(reg(2), reg(1), MReg::ZERO, 0)
+        ]),
+        sup(
+            1,
+            FaultKind::OutOfRange {
+                addr: 0x4_BFF0,
+                width: 4
+            }
+        )
     );
 }
 
@@ -51,7 +78,10 @@ fn fetch_outside_executable_region() {
     assert_eq!(f.kind, FaultKind::FetchOutsideExecutable { addr: 0x8_0000 });
     assert_eq!(f.pc, 0x8_0000);
     let f = fault_of(&[I::setzi(reg(1), ENTRY + 2), I::br(reg(1))]);
-    assert_eq!(f.kind, FaultKind::FetchOutsideExecutable { addr: ENTRY + 2 });
+    assert_eq!(
+        f.kind,
+        FaultKind::FetchOutsideExecutable { addr: ENTRY + 2 }
+    );
 }
 
 #[test]
@@ -62,18 +92,33 @@ fn runaway_loop_hits_the_cycle_limit() {
 
 #[test]
 fn trap_and_context_rules() {
-    assert_eq!(fault_of(&[I::Nop, I::Trap { code: 1 }]), sup(1, FaultKind::Trap { code: 1 }));
+    assert_eq!(
+        fault_of(&[I::Nop, I::Trap { code: 1 }]),
+        sup(1, FaultKind::Trap { code: 1 })
+    );
     assert_eq!(
         fault_of(&[I::Exitz { r: MReg::ZERO }]),
         sup(0, FaultKind::InvalidForContext { mnemonic: "exitz" })
     );
     assert_eq!(
         fault_of(&[I::get(reg(1), Csr(0x50))]),
-        sup(0, FaultKind::UnmodelledCsr { csr: 0x50, write: false })
+        sup(
+            0,
+            FaultKind::UnmodelledCsr {
+                csr: 0x50,
+                write: false
+            }
+        )
     );
     assert_eq!(
         fault_of(&[I::put(Csr::TILE_ID, reg(1))]),
-        sup(0, FaultKind::UnmodelledCsr { csr: 3, write: true })
+        sup(
+            0,
+            FaultKind::UnmodelledCsr {
+                csr: 3,
+                write: true
+            }
+        )
     );
     let send = I::send(1, 0x100, 0).unwrap();
     assert_eq!(
@@ -87,7 +132,11 @@ fn worker_fault(worker: &[I]) -> SimFault {
     let entry = ENTRY + 0x100;
     let sup = [
         I::setzi(reg(0), entry),
-        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+        I::Runall {
+            entry: reg(0),
+            vertex_base: MReg::ZERO,
+            imm: 0,
+        },
         I::sync(SyncZone::LOCAL),
         I::br(MReg::ZERO),
     ];
@@ -100,7 +149,11 @@ fn worker_fault(worker: &[I]) -> SimFault {
 
 #[test]
 fn worker_faults_name_the_worker() {
-    let f = worker_fault(&[I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 }]);
+    let f = worker_fault(&[I::Runall {
+        entry: reg(0),
+        vertex_base: MReg::ZERO,
+        imm: 0,
+    }]);
     assert_eq!(f.tile, 7);
     assert_eq!(f.context, ContextId::worker(0), "worker 0 issues first");
     assert_eq!(f.pc, ENTRY + 0x100);
@@ -118,7 +171,13 @@ fn worker_faults_name_the_worker() {
     ]);
     assert_eq!(f.context, ContextId::worker(0));
     assert_eq!(f.pc, ENTRY + 0x108);
-    assert_eq!(f.kind, FaultKind::Misaligned { addr: DATA + 1, width: 4 });
+    assert_eq!(
+        f.kind,
+        FaultKind::Misaligned {
+            addr: DATA + 1,
+            width: 4
+        }
+    );
 
     // A worker branching to 0 does not halt the tile: it faults.
     let f = worker_fault(&[I::br(MReg::ZERO)]);
@@ -130,12 +189,21 @@ fn runall_while_workers_run() {
     let entry = ENTRY + 0x100;
     let sup = [
         I::setzi(reg(0), entry),
-        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
-        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+        I::Runall {
+            entry: reg(0),
+            vertex_base: MReg::ZERO,
+            imm: 0,
+        },
+        I::Runall {
+            entry: reg(0),
+            vertex_base: MReg::ZERO,
+            imm: 0,
+        },
     ];
     let mut tile = Tile::new(1);
     tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
-    tile.load(entry, &bytes(&words(&[I::Bri { target: entry }]))).unwrap();
+    tile.load(entry, &bytes(&words(&[I::Bri { target: entry }])))
+        .unwrap();
     tile.start_supervisor(ENTRY);
     let f = tile.run(100_000).unwrap_err();
     assert_eq!(f.context, ContextId::SUPERVISOR);

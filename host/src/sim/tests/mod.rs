@@ -24,7 +24,12 @@ pub(super) fn reg(n: u8) -> MReg {
 pub(super) fn words(program: &[Instruction]) -> Vec<u32> {
     program
         .iter()
-        .flat_map(|i| encode(i).expect("test instruction encodes").words().to_vec())
+        .flat_map(|i| {
+            encode(i)
+                .expect("test instruction encodes")
+                .words()
+                .to_vec()
+        })
         .collect()
 }
 

@@ -22,7 +22,11 @@ fn six_workers_fill_the_barrel() {
     let entry = ENTRY + 0x100;
     let sup = [
         I::setzi(reg(0), entry),
-        I::Runall { entry: reg(0), vertex_base: MReg::ZERO, imm: 0 },
+        I::Runall {
+            entry: reg(0),
+            vertex_base: MReg::ZERO,
+            imm: 0,
+        },
         I::sync(SyncZone::LOCAL),
         I::get(reg(1), Csr::COUNT_L),
         I::br(MReg::ZERO),
@@ -49,7 +53,12 @@ fn stores_to_code_are_seen_by_the_next_fetch() {
     let t = run(&[
         I::setzi(reg(2), ENTRY),
         I::setzi(reg(3), new_word & 0xF_FFFF),
-        I::AluImm12 { op: ipuc_core::target::isa::Imm12Op::OrHigh, d: reg(3), s: reg(3), imm: new_word & 0xFFF0_0000 },
+        I::AluImm12 {
+            op: ipuc_core::target::isa::Imm12Op::OrHigh,
+            d: reg(3),
+            s: reg(3),
+            imm: new_word & 0xFFF0_0000,
+        },
         I::st32(reg(3), reg(2), MReg::ZERO, 5),
         I::Nop,
         I::setzi(reg(1), 1),
@@ -62,7 +71,12 @@ fn decoded_words_are_reused_until_written() {
     // A loop body executed many times is decoded once; writing it re-decodes.
     let mut tile = tile_with(&[
         I::setzi(reg(1), 99),
-        I::AluImm16 { op: Imm16Op::Add, d: reg(2), s: reg(2), imm: 1 },
+        I::AluImm16 {
+            op: Imm16Op::Add,
+            d: reg(2),
+            s: reg(2),
+            imm: 1,
+        },
         I::brnzdec(reg(1), ENTRY + 4),
     ]);
     assert_eq!(tile.run(1_000_000), Ok(StopReason::Halted));
@@ -75,13 +89,21 @@ fn codelet_call_runs_native_code_and_charges_cycles() {
     let mut table = CodeletTable::new();
     table.register(
         kernel,
-        Arc::new(FnCodelet::new("add_words", |call: &mut crate::sim::CodeletCall<'_>| {
-            // [$m2] = [$m3] + $m4
-            let a = call.memory.read_u32(call.arg(0)).map_err(|e| format!("{e:?}"))?;
-            let out = call.output();
-            call.memory.write_u32(out, a + call.arg(1)).map_err(|e| format!("{e:?}"))?;
-            Ok(100)
-        })),
+        Arc::new(FnCodelet::new(
+            "add_words",
+            |call: &mut crate::sim::CodeletCall<'_>| {
+                // [$m2] = [$m3] + $m4
+                let a = call
+                    .memory
+                    .read_u32(call.arg(0))
+                    .map_err(|e| format!("{e:?}"))?;
+                let out = call.output();
+                call.memory
+                    .write_u32(out, a + call.arg(1))
+                    .map_err(|e| format!("{e:?}"))?;
+                Ok(100)
+            },
+        )),
     );
     let mut tile = tile_with(&[
         I::setzi(reg(2), DATA),
@@ -94,7 +116,11 @@ fn codelet_call_runs_native_code_and_charges_cycles() {
     tile.memory_mut().write_u32(DATA + 4, 35).unwrap();
     assert_eq!(tile.run(100_000), Ok(StopReason::Halted));
     assert_eq!(tile.memory().read_u32(DATA), Ok(42));
-    assert_eq!(tile.supervisor().m[5], 1, "execution continued after the call");
+    assert_eq!(
+        tile.supervisor().m[5],
+        1,
+        "execution continued after the call"
+    );
     assert_eq!(tile.supervisor().m[10], ENTRY + 16);
     // call issues at 18 and holds the supervisor 100 cycles; setzi at 118,
     // halting branch at 124.
@@ -113,9 +139,10 @@ fn codelet_errors_are_faults() {
     let mut table = CodeletTable::new();
     table.register(
         kernel,
-        Arc::new(FnCodelet::new("broken", |_: &mut crate::sim::CodeletCall<'_>| {
-            Err("bad shape".to_owned())
-        })),
+        Arc::new(FnCodelet::new(
+            "broken",
+            |_: &mut crate::sim::CodeletCall<'_>| Err("bad shape".to_owned()),
+        )),
     );
     let mut tile = tile_with(&[I::call(reg(10), kernel)]);
     tile.set_codelets(Arc::new(table));
@@ -123,6 +150,9 @@ fn codelet_errors_are_faults() {
     assert_eq!(f.pc, ENTRY);
     assert_eq!(
         f.kind,
-        FaultKind::Codelet { name: "broken".into(), message: "bad shape".into() }
+        FaultKind::Codelet {
+            name: "broken".into(),
+            message: "bad shape".into()
+        }
     );
 }

@@ -2,7 +2,7 @@
 
 use ipuc_core::target::isa::{Csr, Imm12Op, Imm16Op, Instruction as I, MReg, RegOp, SyncZone};
 
-use super::{reg, run, tile_with, words, bytes, DATA, ENTRY};
+use super::{bytes, reg, run, tile_with, words, DATA, ENTRY};
 use crate::sim::{ContextId, StopReason};
 
 fn setzi(d: u8, imm: u32) -> I {
@@ -10,20 +10,39 @@ fn setzi(d: u8, imm: u32) -> I {
 }
 
 fn imm16(op: Imm16Op, d: u8, s: u8, imm: i32) -> I {
-    I::AluImm16 { op, d: reg(d), s: reg(s), imm }
+    I::AluImm16 {
+        op,
+        d: reg(d),
+        s: reg(s),
+        imm,
+    }
 }
 
 fn imm12(op: Imm12Op, d: u8, s: u8, imm: u32) -> I {
-    I::AluImm12 { op, d: reg(d), s: reg(s), imm }
+    I::AluImm12 {
+        op,
+        d: reg(d),
+        s: reg(s),
+        imm,
+    }
 }
 
 fn rr(op: RegOp, d: u8, a: u8, b: u8) -> I {
-    I::AluReg { op, d: reg(d), a: reg(a), b: reg(b) }
+    I::AluReg {
+        op,
+        d: reg(d),
+        a: reg(a),
+        b: reg(b),
+    }
 }
 
 #[test]
 fn setzi_and_mzero() {
-    let t = run(&[setzi(1, 0xF_FFFF), setzi(15, 7), imm16(Imm16Op::Add, 2, 15, 3)]);
+    let t = run(&[
+        setzi(1, 0xF_FFFF),
+        setzi(15, 7),
+        imm16(Imm16Op::Add, 2, 15, 3),
+    ]);
     let s = t.supervisor();
     assert_eq!(s.m[1], 0xF_FFFF);
     assert_eq!(s.reg(15), 0, "$m15 stays zero");
@@ -34,15 +53,15 @@ fn setzi_and_mzero() {
 fn immediate16_alu() {
     let t = run(&[
         setzi(1, 10),
-        imm16(Imm16Op::Add, 2, 1, -11),      // 10 - 11 = -1
-        imm16(Imm16Op::Cmpeq, 3, 1, 10),     // 1
-        imm16(Imm16Op::Cmpeq, 4, 1, 11),     // 0
-        imm16(Imm16Op::Cmpult, 5, 1, 11),    // 1
-        imm16(Imm16Op::Cmpult, 6, 2, 11),    // 0xffffffff < 11 ? 0
-        imm16(Imm16Op::Max, 7, 1, 17),       // 17
-        imm16(Imm16Op::Min, 8, 1, 263),      // 10
-        imm16(Imm16Op::SubFrom, 9, 1, 18),   // 18 - 10 = 8
-        imm16(Imm16Op::Max, 10, 2, 0),       // signed: max(-1, 0) = 0
+        imm16(Imm16Op::Add, 2, 1, -11),    // 10 - 11 = -1
+        imm16(Imm16Op::Cmpeq, 3, 1, 10),   // 1
+        imm16(Imm16Op::Cmpeq, 4, 1, 11),   // 0
+        imm16(Imm16Op::Cmpult, 5, 1, 11),  // 1
+        imm16(Imm16Op::Cmpult, 6, 2, 11),  // 0xffffffff < 11 ? 0
+        imm16(Imm16Op::Max, 7, 1, 17),     // 17
+        imm16(Imm16Op::Min, 8, 1, 263),    // 10
+        imm16(Imm16Op::SubFrom, 9, 1, 18), // 18 - 10 = 8
+        imm16(Imm16Op::Max, 10, 2, 0),     // signed: max(-1, 0) = 0
     ]);
     let m = t.supervisor().m;
     assert_eq!(m[2], u32::MAX);
@@ -54,12 +73,12 @@ fn immediate16_alu() {
 fn immediate12_alu() {
     let t = run(&[
         setzi(1, 0xF0F0F),
-        imm12(Imm12Op::And, 2, 1, 0x0FF),    // 0x0F
-        imm12(Imm12Op::Or, 3, 1, 0x100),     // 0xF0F0F | 0x100
-        imm12(Imm12Op::Shl, 4, 1, 4),        // 0xF0F0F0
-        imm12(Imm12Op::Andc, 5, 1, 0x00F),   // 0xF0F00
+        imm12(Imm12Op::And, 2, 1, 0x0FF),  // 0x0F
+        imm12(Imm12Op::Or, 3, 1, 0x100),   // 0xF0F0F | 0x100
+        imm12(Imm12Op::Shl, 4, 1, 4),      // 0xF0F0F0
+        imm12(Imm12Op::Andc, 5, 1, 0x00F), // 0xF0F00
         imm12(Imm12Op::OrHigh, 6, 1, 0xF00000),
-        imm12(Imm12Op::Shr, 7, 1, 8),        // 0xF0F
+        imm12(Imm12Op::Shr, 7, 1, 8), // 0xF0F
         imm12(Imm12Op::Shl, 8, 1, 31),
     ]);
     let m = t.supervisor().m;
@@ -93,7 +112,11 @@ fn register_alu() {
     assert_eq!((m[5], m[6]), (1, 0));
     assert_eq!(m[7], 0x12345 | 0xFF00F);
     assert_eq!(m[8], 0x2345 | (0xF00F << 16));
-    assert_eq!(m[9], 0x12345u32.wrapping_sub(0xFF00F), "sub follows printed order");
+    assert_eq!(
+        m[9],
+        0x12345u32.wrapping_sub(0xFF00F),
+        "sub follows printed order"
+    );
     assert_eq!(m[10], 0x12345 ^ 0xFF00F);
     assert_eq!(m[11], 0);
 }
@@ -103,13 +126,27 @@ fn loads_and_stores() {
     let mut tile = tile_with(&[
         setzi(1, DATA),
         setzi(2, 8),
-        I::ld32(reg(3), reg(1), reg(2), 1),                     // [DATA + 8 + 4]
-        I::Ld32Reg { d: reg(4), base: reg(1), index: reg(2), offset: reg(2) }, // [DATA + 8 + 32]
+        I::ld32(reg(3), reg(1), reg(2), 1), // [DATA + 8 + 4]
+        I::Ld32Reg {
+            d: reg(4),
+            base: reg(1),
+            index: reg(2),
+            offset: reg(2),
+        }, // [DATA + 8 + 32]
         setzi(5, 0xABCDE),
-        I::st32(reg(5), reg(1), reg(2), 2),                     // [DATA + 16]
-        I::St32Step { s: reg(5), base: reg(1), index: reg(2), imm: 3 }, // [DATA + 8], $m2 += 12
+        I::st32(reg(5), reg(1), reg(2), 2), // [DATA + 16]
+        I::St32Step {
+            s: reg(5),
+            base: reg(1),
+            index: reg(2),
+            imm: 3,
+        }, // [DATA + 8], $m2 += 12
         setzi(6, 3),
-        I::Stm32 { s: reg(2), base: reg(1), offset: reg(6) },   // [DATA + 12] = 20
+        I::Stm32 {
+            s: reg(2),
+            base: reg(1),
+            offset: reg(6),
+        }, // [DATA + 12] = 20
     ]);
     tile.memory_mut().write_u32(DATA + 12, 0x1111).unwrap();
     tile.memory_mut().write_u32(DATA + 40, 0x2222).unwrap();
@@ -130,15 +167,21 @@ fn branches() {
     let base = ENTRY;
     let at = |i: u32| base + 4 * i;
     let program = [
-        setzi(1, 4),                                   // 0
-        imm16(Imm16Op::Add, 2, 2, 1),                  // 1: loop body
-        I::brnzdec(reg(1), at(1)),                     // 2
-        I::brz(reg(3), at(5)),                         // 3: taken ($m3 = 0)
-        I::Trap { code: 0 },                           // 4: skipped
-        I::Brnz { r: reg(3), target: at(4) },          // 5: not taken
-        I::Bri { target: at(8) },                      // 6
-        I::Trap { code: 1 },                           // 7: skipped
-        I::Brz { r: reg(2), target: at(4) },           // 8: not taken ($m2 = 5)
+        setzi(1, 4),                  // 0
+        imm16(Imm16Op::Add, 2, 2, 1), // 1: loop body
+        I::brnzdec(reg(1), at(1)),    // 2
+        I::brz(reg(3), at(5)),        // 3: taken ($m3 = 0)
+        I::Trap { code: 0 },          // 4: skipped
+        I::Brnz {
+            r: reg(3),
+            target: at(4),
+        }, // 5: not taken
+        I::Bri { target: at(8) },     // 6
+        I::Trap { code: 1 },          // 7: skipped
+        I::Brz {
+            r: reg(2),
+            target: at(4),
+        }, // 8: not taken ($m2 = 5)
     ];
     let t = run(&program);
     let m = t.supervisor().m;
@@ -150,12 +193,12 @@ fn branches() {
 fn call_and_br_link() {
     let at = |i: u32| ENTRY + 4 * i;
     let t = run(&[
-        I::call(reg(10), at(3)),        // 0
-        setzi(2, 2),                    // 1 (after return)
-        I::Bri { target: at(5) },       // 2
-        setzi(1, 1),                    // 3: callee
-        I::br(reg(10)),                 // 4
-        setzi(3, 3),                    // 5
+        I::call(reg(10), at(3)),  // 0
+        setzi(2, 2),              // 1 (after return)
+        I::Bri { target: at(5) }, // 2
+        setzi(1, 1),              // 3: callee
+        I::br(reg(10)),           // 4
+        setzi(3, 3),              // 5
     ]);
     let m = t.supervisor().m;
     assert_eq!((m[1], m[2], m[3]), (1, 2, 3));
@@ -179,12 +222,23 @@ fn csrs() {
     assert_eq!(m[3], 0x640);
     assert_eq!(t.supervisor_csr(0xA0), 0x640);
     assert_eq!(m[5] - m[4], 6, "$SCOUNT_L advances one issue interval");
-    assert_eq!(m[6], ENTRY + 4 * 7, "$PC reads the instruction's own address");
+    assert_eq!(
+        m[6],
+        ENTRY + 4 * 7,
+        "$PC reads the instruction's own address"
+    );
 }
 
 #[test]
 fn nop_sans_delay_and_zero_a() {
-    let t = run(&[I::Nop, I::Sans { n: 0 }, I::ZeroA { d: ipuc_core::target::isa::AReg::new(3).unwrap() }, I::delay(20)]);
+    let t = run(&[
+        I::Nop,
+        I::Sans { n: 0 },
+        I::ZeroA {
+            d: ipuc_core::target::isa::AReg::new(3).unwrap(),
+        },
+        I::delay(20),
+    ]);
     // 4 instructions + halt branch: nop, sans, zero at 0/6/12, delay at 18
     // holding 21 cycles, br at 39.
     assert_eq!(t.cycle(), 40);
@@ -203,7 +257,11 @@ fn workers_start_join_and_see_their_index() {
         I::put(Csr(0x22), reg(0)),
         setzi(0, worker),
         setzi(1, DATA),
-        I::Runall { entry: reg(0), vertex_base: reg(1), imm: 0 },
+        I::Runall {
+            entry: reg(0),
+            vertex_base: reg(1),
+            imm: 0,
+        },
         I::sync(SyncZone::LOCAL),
         I::get(reg(7), Csr(0x72)), // $CTXT_STS after the join
         I::br(MReg::ZERO),
@@ -229,8 +287,16 @@ fn workers_start_join_and_see_their_index() {
         assert_eq!(mem.read_u32(DATA + 16 * k + 8), Ok(DATA), "vertex base");
     }
     assert_eq!(mem.read_u32(DATA + 4), Ok(0x5_80E0), "$m12 = $WORKER0_BASE");
-    assert_eq!(mem.read_u32(DATA + 16 + 4), Ok(0x5_81E0), "$m12 = $WORKER1_BASE");
-    assert_eq!(tile.supervisor().m[7], 1, "only the supervisor is active after sync 2");
+    assert_eq!(
+        mem.read_u32(DATA + 16 + 4),
+        Ok(0x5_81E0),
+        "$m12 = $WORKER1_BASE"
+    );
+    assert_eq!(
+        tile.supervisor().m[7],
+        1,
+        "only the supervisor is active after sync 2"
+    );
     for k in 0..6 {
         let w = tile.context(ContextId::worker(k));
         assert_eq!(w.issued, 6);
