@@ -6,7 +6,10 @@
 //! invalidates the cached words it touches, so patched rows and self-modifying
 //! runtime code are always re-decoded.
 
-use ipuc_core::target::sram::{EXECUTABLE_MEMORY_LIMIT as EXECUTABLE_LIMIT, TILE_MEMORY_BASE as SRAM_BASE, TILE_MEMORY_SIZE as SRAM_SIZE};
+use ipuc_core::target::sram::{
+    EXECUTABLE_MEMORY_LIMIT as EXECUTABLE_LIMIT, TILE_MEMORY_BASE as SRAM_BASE,
+    TILE_MEMORY_SIZE as SRAM_SIZE,
+};
 
 use super::op::Op;
 

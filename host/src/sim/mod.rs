@@ -13,8 +13,8 @@
 //! let code: Vec<u8> = [0x1910_0005u32, 0x43F0_0000]
 //!     .iter().flat_map(|w| w.to_le_bytes()).collect();
 //! let mut tile = Tile::new(0);
-//! tile.load(APPLICATION_ENTRY, &code).unwrap();
-//! tile.start_supervisor(APPLICATION_ENTRY);
+//! tile.load(APPLICATION_LOAD_BASE, &code).unwrap();
+//! tile.start_supervisor(APPLICATION_LOAD_BASE);
 //! let mut device = Device::new(vec![tile]);
 //! let run = device.run(1_000_000).unwrap();
 //! assert_eq!(device.tiles()[0].supervisor().m[1], 5);

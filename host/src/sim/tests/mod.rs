@@ -13,7 +13,7 @@ use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
 use super::{StopReason, Tile};
 
 /// Where test programs start.
-pub(super) const ENTRY: u32 = APPLICATION_ENTRY;
+pub(super) const ENTRY: u32 = APPLICATION_LOAD_BASE;
 /// A data area for loads and stores.
 pub(super) const DATA: u32 = 0x9_0000;
 
