@@ -2,4 +2,5 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
+pub mod model;
 pub mod sim;

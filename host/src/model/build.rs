@@ -1,0 +1,401 @@
+//! Graph construction, following HF `modeling_siglip.py` (facts §1.2).
+
+use ipuc_core::ir::{DType, GraphBuilder, IrError, OpId, TensorType, ValueDef, ValueId};
+
+use super::params::{layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec};
+use super::{
+    ModelError, ModelOptions, SiglipModel, VisionConfig, LAST_HIDDEN_STATE, PIXEL_VALUES,
+    POOLER_OUTPUT,
+};
+
+/// Build the vision tower graph for `config` with `options`.
+pub fn build_siglip(
+    config: &VisionConfig,
+    options: &ModelOptions,
+) -> Result<SiglipModel, ModelError> {
+    config.validate()?;
+    let layers = options.vit_layers.unwrap_or(config.num_hidden_layers);
+    if layers == 0 || layers > config.num_hidden_layers {
+        return Err(ModelError::LayerCount {
+            requested: layers,
+            available: config.num_hidden_layers,
+        });
+    }
+    if options.vit_batch == 0 {
+        return Err(ModelError::BatchSize);
+    }
+    for (what, dtype) in [
+        ("activation", options.activations),
+        ("attention", options.attention),
+    ] {
+        if !dtype.is_arithmetic() {
+            return Err(ModelError::Precision { what, dtype });
+        }
+    }
+    let weight_dtype = match options.fp8_scale {
+        Some(scale) => {
+            let dtype = DType::f143(scale);
+            if !dtype.is_valid() {
+                return Err(ModelError::Fp8Scale { scale });
+            }
+            dtype
+        }
+        None => options.activations,
+    };
+    let mut t = Tower {
+        b: GraphBuilder::new(),
+        params: Vec::new(),
+        act: options.activations,
+        attn: options.attention,
+        weight: weight_dtype,
+        eps: config.layer_norm_eps as f32,
+        d: config.hidden_size,
+        heads: config.num_attention_heads,
+    };
+    let batch = options.vit_batch;
+    let (c, s, p) = (config.num_channels, config.image_size, config.patch_size);
+
+    // 1. Patch embedding: the stride-p conv as im2col + matmul + bias.
+    let pixels =
+        t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
+    let cols = t.b.im2col_patches(pixels, p)?;
+    let cols = t.cast_to(cols, t.act)?;
+    let pw = t.single(
+        "embeddings.patch_embedding.weight",
+        vec![t.d, c, p, p],
+        ParameterRole::GemmWeight,
+    )?;
+    let pw = t.b.reshape(pw, [t.d, c * p * p])?;
+    let pb = t.single(
+        "embeddings.patch_embedding.bias",
+        vec![t.d],
+        ParameterRole::GemmBias,
+    )?;
+    let x = t.b.matmul_transposed(cols, pw, t.act)?;
+    let x = t.b.add(x, pb)?;
+    // 2. Learned positions (position_ids = 0..tokens, not in the checkpoint).
+    let pos = t.single(
+        "embeddings.position_embedding.weight",
+        vec![config.num_tokens(), t.d],
+        ParameterRole::PositionEmbedding,
+    )?;
+    let x = t.b.add(x, pos)?;
+
+    // 3. Encoder: one Repeat, residual stream carried.
+    let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
+
+    // 4. post_layernorm → last_hidden_state.
+    let lw = t.single("post_layernorm.weight", vec![t.d], ParameterRole::NormScale)?;
+    let lb = t.single("post_layernorm.bias", vec![t.d], ParameterRole::NormBias)?;
+    let hidden = t.b.layer_norm(x, lw, lb, t.eps)?;
+    let last_hidden_state = t.cast_to(hidden, DType::F32)?;
+    t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
+
+    // 5. MAP head → pooler_output.
+    let pooled = if config.vision_use_head {
+        let y = t.map_head(config, hidden)?;
+        let y = t.b.reshape(y, [batch, t.d])?;
+        let y = t.cast_to(y, DType::F32)?;
+        t.b.output(POOLER_OUTPUT, y)?;
+        Some(y)
+    } else {
+        None
+    };
+
+    let graph = t.b.finish()?;
+    Ok(SiglipModel {
+        config: config.clone(),
+        options: options.clone(),
+        layers,
+        graph,
+        parameters: t.params,
+        pixel_values: pixels,
+        encoder,
+        last_hidden_state,
+        pooled,
+    })
+}
+
+struct Tower {
+    b: GraphBuilder,
+    params: Vec<ParameterSpec>,
+    act: DType,
+    attn: DType,
+    weight: DType,
+    eps: f32,
+    d: usize,
+    heads: usize,
+}
+
+/// One per-layer tensor: its name suffix, shape, role and checkpoint parts.
+struct LayerSlot {
+    suffix: &'static str,
+    shape: Vec<usize>,
+    role: ParameterRole,
+    parts: Vec<&'static str>,
+}
+
+/// Body arguments of one layer, by position in the slot list.
+struct LayerArgs(Vec<ValueId>);
+
+impl LayerArgs {
+    fn get(&self, slot: usize) -> ValueId {
+        self.0[slot]
+    }
+}
+
+impl Tower {
+    fn dtype_for(&self, role: ParameterRole) -> DType {
+        match role {
+            ParameterRole::GemmWeight => self.weight,
+            _ => self.act,
+        }
+    }
+
+    fn cast_to(&mut self, x: ValueId, to: DType) -> Result<ValueId, IrError> {
+        if self.b.ty(x)?.dtype == to {
+            Ok(x)
+        } else {
+            self.b.cast(x, to)
+        }
+    }
+
+    /// A run-once parameter `vision_model.<suffix>`.
+    fn single(
+        &mut self,
+        suffix: &str,
+        shape: Vec<usize>,
+        role: ParameterRole,
+    ) -> Result<ValueId, IrError> {
+        let name = tower_name(suffix);
+        let dtype = self.dtype_for(role);
+        let value = self
+            .b
+            .parameter(&name, TensorType::new(dtype, shape.clone()))?;
+        self.params.push(ParameterSpec {
+            name: name.clone(),
+            shape,
+            dtype,
+            value,
+            role,
+            layer: None,
+            pattern: None,
+            sources: vec![name],
+        });
+        Ok(value)
+    }
+
+    /// `x · wᵀ + b` (PyTorch Linear).
+    fn linear(&mut self, x: ValueId, w: ValueId, bias: ValueId) -> Result<ValueId, IrError> {
+        let y = self.b.matmul_transposed(x, w, self.act)?;
+        self.b.add(y, bias)
+    }
+
+    fn layer_slots(&self, f: usize, fuse_qkv: bool) -> Vec<LayerSlot> {
+        use ParameterRole::*;
+        let d = self.d;
+        let slot = |suffix, shape: Vec<usize>, role| LayerSlot {
+            suffix,
+            shape,
+            role,
+            parts: vec![suffix],
+        };
+        let mut slots = vec![
+            slot("layer_norm1.weight", vec![d], NormScale),
+            slot("layer_norm1.bias", vec![d], NormBias),
+        ];
+        if fuse_qkv {
+            slots.push(LayerSlot {
+                suffix: "self_attn.qkv_proj.weight",
+                shape: vec![3 * d, d],
+                role: GemmWeight,
+                parts: vec![
+                    "self_attn.q_proj.weight",
+                    "self_attn.k_proj.weight",
+                    "self_attn.v_proj.weight",
+                ],
+            });
+            slots.push(LayerSlot {
+                suffix: "self_attn.qkv_proj.bias",
+                shape: vec![3 * d],
+                role: GemmBias,
+                parts: vec![
+                    "self_attn.q_proj.bias",
+                    "self_attn.k_proj.bias",
+                    "self_attn.v_proj.bias",
+                ],
+            });
+        } else {
+            for (w, b) in [
+                ("self_attn.q_proj.weight", "self_attn.q_proj.bias"),
+                ("self_attn.k_proj.weight", "self_attn.k_proj.bias"),
+                ("self_attn.v_proj.weight", "self_attn.v_proj.bias"),
+            ] {
+                slots.push(slot(w, vec![d, d], GemmWeight));
+                slots.push(slot(b, vec![d], GemmBias));
+            }
+        }
+        slots.extend([
+            slot("self_attn.out_proj.weight", vec![d, d], GemmWeight),
+            slot("self_attn.out_proj.bias", vec![d], GemmBias),
+            slot("layer_norm2.weight", vec![d], NormScale),
+            slot("layer_norm2.bias", vec![d], NormBias),
+            slot("mlp.fc1.weight", vec![f, d], GemmWeight),
+            slot("mlp.fc1.bias", vec![f], GemmBias),
+            slot("mlp.fc2.weight", vec![d, f], GemmWeight),
+            slot("mlp.fc2.bias", vec![d], GemmBias),
+        ]);
+        slots
+    }
+
+    /// Per-layer parameters (layer-major), then the Repeat over them.
+    fn encoder(
+        &mut self,
+        config: &VisionConfig,
+        fuse_qkv: bool,
+        layers: usize,
+        x: ValueId,
+    ) -> Result<(OpId, ValueId), IrError> {
+        let slots = self.layer_slots(config.intermediate_size, fuse_qkv);
+        let mut sequences: Vec<Vec<ValueId>> = vec![Vec::with_capacity(layers); slots.len()];
+        for layer in 0..layers {
+            for (slot, seq) in slots.iter().zip(&mut sequences) {
+                let pattern = layer_pattern(slot.suffix);
+                let name = layer_name(&pattern, layer);
+                let dtype = self.dtype_for(slot.role);
+                let value = self
+                    .b
+                    .parameter(&name, TensorType::new(dtype, slot.shape.clone()))?;
+                seq.push(value);
+                self.params.push(ParameterSpec {
+                    name,
+                    shape: slot.shape.clone(),
+                    dtype,
+                    value,
+                    role: slot.role,
+                    layer: Some(layer),
+                    pattern: Some(pattern),
+                    sources: slot
+                        .parts
+                        .iter()
+                        .map(|part| layer_name(&layer_pattern(part), layer))
+                        .collect(),
+                });
+            }
+        }
+        // `layers` ≤ config layers, checked by the caller; it fits u32 for any real config.
+        let trip = u32::try_from(layers).unwrap_or(u32::MAX);
+        let repeat = self.b.begin_repeat(trip)?;
+        let h = self.b.carried(&repeat, x)?;
+        let mut args = Vec::with_capacity(slots.len());
+        for seq in &sequences {
+            args.push(self.b.iterated(&repeat, seq)?);
+        }
+        let args = LayerArgs(args);
+        let y = self.layer(&args, fuse_qkv, h)?;
+        let results = self.b.end_repeat(&repeat, &[y])?;
+        let out = results[0];
+        match self.b.graph().value(out).map(|v| v.def()) {
+            Some(ValueDef::Result { op, .. }) => Ok((op, out)),
+            _ => Err(IrError::UnknownValue {
+                op: None,
+                value: out,
+            }),
+        }
+    }
+
+    /// One pre-LN encoder layer (HF `SiglipEncoderLayer`).
+    fn layer(&mut self, a: &LayerArgs, fuse_qkv: bool, h: ValueId) -> Result<ValueId, IrError> {
+        let d = self.d;
+        let n1 = self.b.layer_norm(h, a.get(0), a.get(1), self.eps)?;
+        let (q, k, v, next) = if fuse_qkv {
+            let qkv = self.linear(n1, a.get(2), a.get(3))?;
+            let q = self.b.slice(qkv, 2, 0, d)?;
+            let k = self.b.slice(qkv, 2, d, 2 * d)?;
+            let v = self.b.slice(qkv, 2, 2 * d, 3 * d)?;
+            (q, k, v, 4)
+        } else {
+            let q = self.linear(n1, a.get(2), a.get(3))?;
+            let k = self.linear(n1, a.get(4), a.get(5))?;
+            let v = self.linear(n1, a.get(6), a.get(7))?;
+            (q, k, v, 8)
+        };
+        let attn = self.attention(q, k, v)?;
+        let o = self.linear(attn, a.get(next), a.get(next + 1))?;
+        let h = self.b.add(h, o)?;
+        let n2 = self
+            .b
+            .layer_norm(h, a.get(next + 2), a.get(next + 3), self.eps)?;
+        let mlp = self.mlp(
+            n2,
+            a.get(next + 4),
+            a.get(next + 5),
+            a.get(next + 6),
+            a.get(next + 7),
+        )?;
+        self.b.add(h, mlp)
+    }
+
+    /// Multi-head attention core: split heads, softmax(q·kᵀ/√Dh)·v in the
+    /// attention dtype, merge heads (back in the activation dtype).
+    fn attention(&mut self, q: ValueId, k: ValueId, v: ValueId) -> Result<ValueId, IrError> {
+        let mut split = [q, k, v];
+        for x in &mut split {
+            let heads = self.b.split_heads(*x, self.heads)?;
+            *x = self.cast_to(heads, self.attn)?;
+        }
+        let out = self.b.attention(split[0], split[1], split[2])?;
+        let out = self.cast_to(out, self.act)?;
+        self.b.merge_heads(out)
+    }
+
+    fn mlp(
+        &mut self,
+        x: ValueId,
+        w1: ValueId,
+        b1: ValueId,
+        w2: ValueId,
+        b2: ValueId,
+    ) -> Result<ValueId, IrError> {
+        let y = self.linear(x, w1, b1)?;
+        let y = self.b.gelu_tanh(y)?;
+        self.linear(y, w2, b2)
+    }
+
+    /// HF `SiglipMultiheadAttentionPoolingHead`: the probe attends to the
+    /// hidden states through `nn.MultiheadAttention` (packed in_proj rows
+    /// [Wq; Wk; Wv]); then `a + MLP(LayerNorm(a))` with no residual from the
+    /// probe. Returns `[B, 1, D]`.
+    fn map_head(&mut self, config: &VisionConfig, hidden: ValueId) -> Result<ValueId, IrError> {
+        use ParameterRole::*;
+        let d = self.d;
+        let f = config.intermediate_size;
+        let probe = self.single("head.probe", vec![1, 1, d], Probe)?;
+        let in_w = self.single("head.attention.in_proj_weight", vec![3 * d, d], GemmWeight)?;
+        let in_b = self.single("head.attention.in_proj_bias", vec![3 * d], GemmBias)?;
+        let out_w = self.single("head.attention.out_proj.weight", vec![d, d], GemmWeight)?;
+        let out_b = self.single("head.attention.out_proj.bias", vec![d], GemmBias)?;
+        let ln_w = self.single("head.layernorm.weight", vec![d], NormScale)?;
+        let ln_b = self.single("head.layernorm.bias", vec![d], NormBias)?;
+        let fc1_w = self.single("head.mlp.fc1.weight", vec![f, d], GemmWeight)?;
+        let fc1_b = self.single("head.mlp.fc1.bias", vec![f], GemmBias)?;
+        let fc2_w = self.single("head.mlp.fc2.weight", vec![d, f], GemmWeight)?;
+        let fc2_b = self.single("head.mlp.fc2.bias", vec![d], GemmBias)?;
+
+        // The query comes from the probe alone ([1, 1, D]); it broadcasts
+        // over the batch inside attention, as HF's probe.repeat(B, 1, 1).
+        let wq = self.b.slice(in_w, 0, 0, d)?;
+        let bq = self.b.slice(in_b, 0, 0, d)?;
+        let wkv = self.b.slice(in_w, 0, d, 3 * d)?;
+        let bkv = self.b.slice(in_b, 0, d, 3 * d)?;
+        let q = self.linear(probe, wq, bq)?;
+        let kv = self.linear(hidden, wkv, bkv)?;
+        let k = self.b.slice(kv, 2, 0, d)?;
+        let v = self.b.slice(kv, 2, d, 2 * d)?;
+        let attn = self.attention(q, k, v)?;
+        let a = self.linear(attn, out_w, out_b)?;
+        let n = self.b.layer_norm(a, ln_w, ln_b, self.eps)?;
+        let m = self.mlp(n, fc1_w, fc1_b, fc2_w, fc2_b)?;
+        self.b.add(a, m)
+    }
+}

@@ -1,0 +1,225 @@
+//! `SiglipVisionConfig` from HF `config.json` (a vision config or a full
+//! `SiglipConfig` with `vision_config`), plus the two workload presets.
+//!
+//! Defaults for absent fields are the HF class defaults
+//! (`configuration_siglip.py`, docs/facts/siglip-and-fp8.md §1.1).
+
+use serde::Deserialize;
+
+use super::ModelError;
+
+/// The activations HF implements with the tanh GELU approximation:
+/// `gelu_pytorch_tanh` (torch GELU, approximate="tanh") and `gelu_new`
+/// (the same formula written out).
+pub const SUPPORTED_ACTIVATIONS: [&str; 2] = ["gelu_pytorch_tanh", "gelu_new"];
+
+/// The vision tower's shape and numerics.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct VisionConfig {
+    /// Width D.
+    #[serde(default = "defaults::hidden_size")]
+    pub hidden_size: usize,
+    /// MLP width F.
+    #[serde(default = "defaults::intermediate_size")]
+    pub intermediate_size: usize,
+    /// Encoder layers.
+    #[serde(default = "defaults::num_hidden_layers")]
+    pub num_hidden_layers: usize,
+    /// Attention heads H (divides D).
+    #[serde(default = "defaults::num_attention_heads")]
+    pub num_attention_heads: usize,
+    /// Input channels.
+    #[serde(default = "defaults::num_channels")]
+    pub num_channels: usize,
+    /// Input height and width.
+    #[serde(default = "defaults::image_size")]
+    pub image_size: usize,
+    /// Patch size and stride.
+    #[serde(default = "defaults::patch_size")]
+    pub patch_size: usize,
+    /// Activation name (must be a tanh GELU).
+    #[serde(default = "defaults::hidden_act")]
+    pub hidden_act: String,
+    /// LayerNorm epsilon (all LayerNorms).
+    #[serde(default = "defaults::layer_norm_eps")]
+    pub layer_norm_eps: f64,
+    /// MAP head present (HF builds it when the attribute is absent).
+    #[serde(default = "defaults::vision_use_head")]
+    pub vision_use_head: bool,
+}
+
+mod defaults {
+    pub fn hidden_size() -> usize {
+        768
+    }
+    pub fn intermediate_size() -> usize {
+        3072
+    }
+    pub fn num_hidden_layers() -> usize {
+        12
+    }
+    pub fn num_attention_heads() -> usize {
+        12
+    }
+    pub fn num_channels() -> usize {
+        3
+    }
+    pub fn image_size() -> usize {
+        224
+    }
+    pub fn patch_size() -> usize {
+        16
+    }
+    pub fn hidden_act() -> String {
+        "gelu_pytorch_tanh".into()
+    }
+    pub fn layer_norm_eps() -> f64 {
+        1e-6
+    }
+    pub fn vision_use_head() -> bool {
+        true
+    }
+}
+
+impl VisionConfig {
+    /// SigLIP So400m/14 at 378×378 (facts §1.1: 729 tokens, 1152/4304, 16
+    /// heads, 27 layers, eps 1e-6, MAP head). 378 = 27·14, the size the 384
+    /// checkpoint effectively sees (§1.0).
+    pub fn siglip_so400m() -> Self {
+        VisionConfig {
+            hidden_size: 1152,
+            intermediate_size: 4304,
+            num_hidden_layers: 27,
+            num_attention_heads: 16,
+            num_channels: 3,
+            image_size: 378,
+            patch_size: 14,
+            hidden_act: defaults::hidden_act(),
+            layer_norm_eps: 1e-6,
+            vision_use_head: true,
+        }
+    }
+
+    /// The seeds' small control (seed-vit-repeat-evaluation.txt: 28×28
+    /// image, width 144, hidden 288, two heads, 27 layers); patch 14 gives 4
+    /// tokens, head_dim 72 as in So400m.
+    pub fn siglip_small() -> Self {
+        VisionConfig {
+            hidden_size: 144,
+            intermediate_size: 288,
+            num_hidden_layers: 27,
+            num_attention_heads: 2,
+            num_channels: 3,
+            image_size: 28,
+            patch_size: 14,
+            hidden_act: defaults::hidden_act(),
+            layer_norm_eps: 1e-6,
+            vision_use_head: true,
+        }
+    }
+
+    /// Names accepted by [`VisionConfig::preset`].
+    pub const PRESETS: [&'static str; 2] = ["siglip-so400m", "siglip-small"];
+
+    /// A named preset.
+    pub fn preset(name: &str) -> Result<Self, ModelError> {
+        match name {
+            "siglip-so400m" => Ok(Self::siglip_so400m()),
+            "siglip-small" => Ok(Self::siglip_small()),
+            _ => Err(ModelError::UnknownPreset { name: name.into() }),
+        }
+    }
+
+    /// Parse `config.json` text: a `SiglipVisionConfig`, or a full
+    /// `SiglipConfig` whose `vision_config` is used. Validated.
+    pub fn from_json(text: &str) -> Result<Self, ModelError> {
+        let mut value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ModelError::ConfigJson {
+                message: e.to_string(),
+            })?;
+        if let Some(vision) = value.get_mut("vision_config") {
+            value = vision.take();
+        }
+        if !value.is_object() {
+            return Err(ModelError::ConfigJson {
+                message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
+            });
+        }
+        let config: VisionConfig =
+            serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
+                message: e.to_string(),
+            })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Check the fields fit together.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        let positive = [
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+            ("num_channels", self.num_channels),
+            ("image_size", self.image_size),
+            ("patch_size", self.patch_size),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(ModelError::InvalidConfig {
+                    reason: format!("{field} must be positive"),
+                });
+            }
+        }
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
+            return Err(ModelError::InvalidConfig {
+                reason: format!(
+                    "hidden_size {} is not divisible by num_attention_heads {}",
+                    self.hidden_size, self.num_attention_heads
+                ),
+            });
+        }
+        if self.patch_size > self.image_size {
+            return Err(ModelError::InvalidConfig {
+                reason: format!(
+                    "patch_size {} exceeds image_size {}",
+                    self.patch_size, self.image_size
+                ),
+            });
+        }
+        if !SUPPORTED_ACTIVATIONS.contains(&self.hidden_act.as_str()) {
+            return Err(ModelError::InvalidConfig {
+                reason: format!(
+                    "hidden_act \"{}\" is not supported (supported: {})",
+                    self.hidden_act,
+                    SUPPORTED_ACTIVATIONS.join(", ")
+                ),
+            });
+        }
+        if !(self.layer_norm_eps.is_finite() && self.layer_norm_eps > 0.0) {
+            return Err(ModelError::InvalidConfig {
+                reason: format!(
+                    "layer_norm_eps {} must be finite and > 0",
+                    self.layer_norm_eps
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Patches per side (`image_size / patch_size`, remainder dropped as by
+    /// the unpadded convolution).
+    pub fn patches_per_side(&self) -> usize {
+        self.image_size / self.patch_size
+    }
+
+    /// Tokens = patches (no CLS token).
+    pub fn num_tokens(&self) -> usize {
+        self.patches_per_side() * self.patches_per_side()
+    }
+
+    /// Head width D/H.
+    pub fn head_dim(&self) -> usize {
+        self.hidden_size / self.num_attention_heads
+    }
+}

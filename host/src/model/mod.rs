@@ -1,0 +1,169 @@
+//! The SigLIP vision tower as an `ipuc_core::ir::Graph`.
+//!
+//! Built from any HF `SiglipVisionConfig` ([`VisionConfig`]) and the
+//! compile options ([`ModelOptions`]). The graph follows HF
+//! `SiglipVisionModel.forward` (docs/facts/siglip-and-fp8.md §1.2):
+//! patch embedding as im2col + matmul + bias, position add, the encoder as
+//! **one Repeat** over layers (residual stream carried, every per-layer
+//! tensor an iterated sequence), `post_layernorm`, and the MAP head.
+//! Parameters carry HF checkpoint names ([`ParameterSpec`]).
+//!
+//! ```
+//! use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
+//! let model = build_siglip(&VisionConfig::siglip_small(), &ModelOptions::default())?;
+//! let graph = &model.graph;
+//! assert_eq!(graph.ty(model.last_hidden_state).unwrap().shape.dims(), &[1, 4, 144]);
+//! let encoder = graph.repeat(model.encoder).unwrap();
+//! assert_eq!(encoder.trip_count(), 27);
+//! assert_eq!(encoder.sequence_count(), 16); // 16 tensors per layer
+//! let fc1 = model.parameters.iter().find(|p| p.name == "vision_model.encoder.layers.3.mlp.fc1.weight").unwrap();
+//! assert_eq!(fc1.shape, vec![288, 144]);
+//! assert_eq!(fc1.pattern.as_deref(), Some("vision_model.encoder.layers.{i}.mlp.fc1.weight"));
+//! # Ok::<(), ipuc::model::ModelError>(())
+//! ```
+
+mod build;
+mod config;
+mod params;
+
+use std::fmt;
+
+use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
+
+pub use build::build_siglip;
+pub use config::{VisionConfig, SUPPORTED_ACTIVATIONS};
+pub use params::{
+    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, VISION_PREFIX,
+};
+
+/// Name of the graph input: `[batch, channels, image, image]` F32 NCHW.
+pub const PIXEL_VALUES: &str = "pixel_values";
+/// Output: the last hidden state after `post_layernorm`, F32 `[B, tokens, D]`.
+pub const LAST_HIDDEN_STATE: &str = "last_hidden_state";
+/// Output: the MAP head's pooled embedding, F32 `[B, D]`.
+pub const POOLER_OUTPUT: &str = "pooler_output";
+
+/// Build options (the seeds' `--vit-layers`, `--vit-batch`, `--fuse-qkv`,
+/// `--fp8-scale` flags, plus the activation and attention precisions).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelOptions {
+    /// Encoder layers to build (1..=config layers); `None` = all.
+    pub vit_layers: Option<usize>,
+    /// Images per run.
+    pub vit_batch: usize,
+    /// One `[3D, D]` QKV projection per layer instead of three.
+    pub fuse_qkv: bool,
+    /// Store GEMM weights as F143 at this scale; `None` keeps them in the
+    /// activation dtype.
+    pub fp8_scale: Option<i8>,
+    /// Activation (and non-GEMM parameter) dtype: F16 (default) or F32.
+    pub activations: DType,
+    /// Dtype attention runs in: F16 (default, "FP16 attention") or F32.
+    pub attention: DType,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        ModelOptions {
+            vit_layers: None,
+            vit_batch: 1,
+            fuse_qkv: false,
+            fp8_scale: None,
+            activations: DType::F16,
+            attention: DType::F16,
+        }
+    }
+}
+
+/// The built model: graph, parameter specs and the ids other stages need.
+#[derive(Clone, Debug)]
+pub struct SiglipModel {
+    /// The config it was built from.
+    pub config: VisionConfig,
+    /// The options it was built with.
+    pub options: ModelOptions,
+    /// Encoder layers actually built (the Repeat trip count).
+    pub layers: usize,
+    /// The verified graph.
+    pub graph: Graph,
+    /// One spec per graph parameter, in graph order.
+    pub parameters: Vec<ParameterSpec>,
+    /// The `pixel_values` input.
+    pub pixel_values: ValueId,
+    /// The encoder Repeat op.
+    pub encoder: OpId,
+    /// `last_hidden_state` output value (F32).
+    pub last_hidden_state: ValueId,
+    /// `pooler_output` output value (F32), absent without the MAP head.
+    pub pooled: Option<ValueId>,
+}
+
+impl SiglipModel {
+    /// Spec of the parameter called `name`.
+    pub fn parameter(&self, name: &str) -> Option<&ParameterSpec> {
+        self.parameters.iter().find(|p| p.name == name)
+    }
+
+    /// Total parameter bytes in the graph's storage dtypes.
+    pub fn parameter_bytes(&self) -> usize {
+        self.parameters
+            .iter()
+            .map(|p| p.element_count() * p.dtype.size_bytes())
+            .sum()
+    }
+}
+
+/// Why a model could not be built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelError {
+    /// `config.json` is not valid JSON or has wrongly typed fields.
+    ConfigJson { message: String },
+    /// Fields that do not fit together.
+    InvalidConfig { reason: String },
+    /// A preset name that does not exist.
+    UnknownPreset { name: String },
+    /// `vit_layers` outside 1..=config layers.
+    LayerCount { requested: usize, available: usize },
+    /// `vit_batch` of zero.
+    BatchSize,
+    /// An FP8 scale outside [−32, 31].
+    Fp8Scale { scale: i8 },
+    /// An activation/attention dtype other than F32/F16.
+    Precision { what: &'static str, dtype: DType },
+    /// The IR rejected the graph (a bug in the builder).
+    Ir(IrError),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::ConfigJson { message } => write!(f, "config.json: {message}"),
+            ModelError::InvalidConfig { reason } => write!(f, "invalid SigLIP vision config: {reason}"),
+            ModelError::UnknownPreset { name } => write!(
+                f,
+                "unknown workload \"{name}\" (known: {})",
+                VisionConfig::PRESETS.join(", ")
+            ),
+            ModelError::LayerCount { requested, available } => write!(
+                f,
+                "--vit-layers {requested} is outside 1..={available} (the config has {available} layers)"
+            ),
+            ModelError::BatchSize => write!(f, "--vit-batch must be at least 1"),
+            ModelError::Fp8Scale { scale } => {
+                write!(f, "--fp8-scale {scale} is outside the FP8 metadata range [-32, 31]")
+            }
+            ModelError::Precision { what, dtype } => {
+                write!(f, "{what} dtype {dtype} is not supported (use f32 or f16)")
+            }
+            ModelError::Ir(e) => write!(f, "internal error building the SigLIP graph: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl From<IrError> for ModelError {
+    fn from(e: IrError) -> Self {
+        ModelError::Ir(e)
+    }
+}
