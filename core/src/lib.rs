@@ -11,6 +11,8 @@
 extern crate alloc;
 
 pub mod ir;
+pub mod lower;
 pub mod numeric;
 pub mod package;
+pub mod plan;
 pub mod target;

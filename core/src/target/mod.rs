@@ -4,4 +4,5 @@
 pub mod asm;
 pub mod isa;
 pub mod sram;
+pub mod timing;
 pub mod topology;

@@ -1,0 +1,15 @@
+//! Lowering: from a chosen [`crate::plan::Plan`] to the address-independent
+//! [`schedule::TileSchedule`] that placement, exchange scheduling and
+//! emission consume.
+//!
+//! ```ignore
+//! let plan = ipuc_core::plan::plan_graph(&graph, Default::default())?;
+//! let schedule = ipuc_core::lower::lower(&graph, &plan)?;
+//! ```
+
+mod build;
+pub mod check;
+mod lifetime;
+pub mod schedule;
+
+pub use build::{lower, LowerError};

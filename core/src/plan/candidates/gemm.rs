@@ -1,0 +1,488 @@
+//! GEMM plans: `out[M,N] = a[M,K] · b[K,N]` over an `rp × cp × kp` tile grid.
+//!
+//! Tile `(r, c, k)` is `(r·cp + c)·kp + k`, so the `kp` partners reducing one
+//! output block are neighbours. It multiplies row block `r` of `a` (K block
+//! `k`, replicated over `c`) by block `(k, c)` of `b` (replicated over `r`).
+//! With `kp > 1` each tile keeps an F32 partial; a reduce-scatter hands tile
+//! `(r, c, k')` the `k'`-th column slice of every partner's partial, and a
+//! `reduce_add` produces that slice of the output — so the output's columns
+//! are split `cp·kp` ways, which nests exactly inside the `cp`-way split.
+//!
+//! Weights (a parameter `b`) are either *resident* (stored replicated in the
+//! layout the kernels read, costing `rp ×` memory, in standard or interleaved
+//! memory) or *streamed* (each tile stores `1/rp` of its block; an all-gather
+//! before the kernels rebuilds the blocks in interleaved staging).
+
+use alloc::format;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::GenCx;
+use crate::ir::{DType, MatMul};
+use crate::lower::schedule::{Kernel, MemoryClass, TileBlock};
+use crate::plan::cost::{gemm_cycles, Cycles};
+use crate::plan::error::PlanResult;
+use crate::plan::layout::{AxisSplit, Layout};
+use crate::plan::opplan::{
+    OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, ScratchPlan,
+    Slot, SlotRef, Stage,
+};
+use crate::target::timing::{AMP_COLUMN_GROUP, AMP_K_MICRO_GROUP};
+
+/// The grid and its derived layouts.
+#[derive(Clone, Copy, Debug)]
+struct Grid {
+    m: u32,
+    k: u32,
+    n: u32,
+    rp: u32,
+    cp: u32,
+    kp: u32,
+}
+
+impl Grid {
+    fn tiles(&self) -> u32 {
+        self.rp * self.cp * self.kp
+    }
+    fn m_split(&self) -> AxisSplit {
+        AxisSplit::parts(self.m, 1, self.rp, self.cp * self.kp)
+    }
+    fn k_split(&self) -> AxisSplit {
+        AxisSplit::parts(self.k, AMP_K_MICRO_GROUP, self.kp, 1)
+    }
+    fn n_split(&self) -> AxisSplit {
+        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.kp)
+    }
+    /// Output columns of the reduce-scatter (`cp·kp` parts, stride 1).
+    fn n_fine(&self) -> AxisSplit {
+        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp * self.kp, 1)
+    }
+    fn a_layout(&self) -> Layout {
+        Layout {
+            first_tile: 0,
+            rows: self.m_split(),
+            cols: self.k_split(),
+            replicas: self.cp,
+            replica_stride: self.kp,
+        }
+    }
+    /// `b` as stored: `[K, N]`, or `[N, K]` when transposed.
+    fn b_layout(&self, transposed: bool) -> Layout {
+        let (rows, cols) = if transposed {
+            (self.n_split(), self.k_split())
+        } else {
+            (self.k_split(), self.n_split())
+        };
+        Layout {
+            first_tile: 0,
+            rows,
+            cols,
+            replicas: self.rp,
+            replica_stride: self.cp * self.kp,
+        }
+    }
+    /// Streamed storage: each replica of a block keeps one row slice of it.
+    fn b_storage(&self, transposed: bool) -> Layout {
+        let req = self.b_layout(transposed);
+        Layout {
+            rows: AxisSplit {
+                inner: self.rp,
+                inner_stride: self.cp * self.kp,
+                ..req.rows
+            },
+            replicas: 1,
+            replica_stride: 0,
+            ..req
+        }
+    }
+    fn out_layout(&self) -> Layout {
+        if self.kp == 1 {
+            Layout {
+                first_tile: 0,
+                rows: self.m_split(),
+                cols: self.n_split(),
+                replicas: 1,
+                replica_stride: 0,
+            }
+        } else {
+            Layout {
+                first_tile: 0,
+                rows: self.m_split(),
+                cols: self.n_fine(),
+                replicas: 1,
+                replica_stride: 0,
+            }
+        }
+    }
+    fn tile(&self, r: u32, c: u32, k: u32) -> u32 {
+        (r * self.cp + c) * self.kp + k
+    }
+    /// Slowest tile's kernel cycles (the largest blocks) — for pre-screening.
+    fn screen_cycles(&self, a: DType, b: DType) -> u64 {
+        let m = self.m_split().max_extent();
+        let k = self.k_split().max_extent();
+        let n = self.n_split().max_extent();
+        let mut c = gemm_cycles(m, k, n, a, b, true);
+        if self.kp > 1 {
+            // Reduce-scatter words and the reduction, roughly.
+            let slice = m as u64 * self.n_fine().max_extent() as u64;
+            c += 600 + slice * (self.kp as u64 - 1) + slice * 4 * (self.kp as u64 - 1);
+        }
+        c
+    }
+    /// Largest per-tile bytes the grid itself needs (operand blocks + output).
+    fn screen_bytes(&self, ea: u64, eb: u64, eo: u64) -> u64 {
+        let m = self.m_split().max_extent() as u64;
+        let k = self.k_split().max_extent() as u64;
+        let n = self.n_split().max_extent() as u64;
+        let partial = if self.kp > 1 { m * n * 4 * 2 } else { 0 };
+        m * k * ea + k * n * eb + m * n * eo + partial
+    }
+}
+
+fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
+    let units = len.div_ceil(grain).max(1);
+    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+        .iter()
+        .map(|&per| units.div_ceil(per))
+        .filter(|&p| p >= 1 && p <= limit)
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Keeps the Pareto set over (cycles, bytes), then the cheapest first.
+fn pareto(mut grids: Vec<(u64, u64, Grid)>, keep: usize) -> Vec<Grid> {
+    grids.sort_by_key(|g| (g.0, g.1));
+    let mut best_bytes = u64::MAX;
+    let mut out = Vec::new();
+    for (_, bytes, g) in grids {
+        if bytes < best_bytes {
+            best_bytes = bytes;
+            out.push(g);
+        }
+    }
+    // Spread picks over the frontier: always the fastest and the smallest.
+    if out.len() > keep {
+        let last = out.len() - 1;
+        out = (0..keep)
+            .map(|i| out[i * last / (keep - 1).max(1)])
+            .collect();
+    }
+    out
+}
+
+/// Candidate GEMM plans.
+pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
+    if mm.transpose_a {
+        return Err(cx.unsupported("matmul with transposed a"));
+    }
+    let (a, b) = (cx.operand(0)?, cx.operand(1)?);
+    let b_dims = b.ty.shape.dims();
+    if b_dims
+        .iter()
+        .take(b_dims.len().saturating_sub(2))
+        .any(|&d| d != 1)
+    {
+        return Err(cx.unsupported("matmul with a batched b"));
+    }
+    let (m, k) = (a.view.rows, a.view.cols);
+    let n = cx.out.cols;
+    let (ea, eb, eo) = (
+        a.view.elem() as u64,
+        b.view.elem() as u64,
+        cx.out.elem() as u64,
+    );
+    let t = cx.cfg.tiles;
+    let mut grids = Vec::new();
+    for rp in options(m, 1, t) {
+        for cp in options(n, AMP_COLUMN_GROUP, t / rp) {
+            for kp in [1u32, 2, 4, 8] {
+                let g = Grid {
+                    m,
+                    k,
+                    n,
+                    rp,
+                    cp,
+                    kp,
+                };
+                if g.tiles() > t || kp > k.div_ceil(AMP_K_MICRO_GROUP) {
+                    continue;
+                }
+                // Use at least a quarter of what the shape can use.
+                let usable = (m as u64 * n.div_ceil(AMP_COLUMN_GROUP) as u64).min(t as u64);
+                if (g.tiles() as u64) * 4 < usable {
+                    continue;
+                }
+                grids.push((
+                    g.screen_cycles(a.view.dtype, b.view.dtype),
+                    g.screen_bytes(ea, eb, eo),
+                    g,
+                ));
+            }
+        }
+    }
+    let weights_pending = b.current.is_none();
+    let mut out = Vec::new();
+    for g in pareto(grids, 6) {
+        if weights_pending {
+            out.push(build(
+                cx,
+                mm,
+                g,
+                WeightMode::Resident { interleaved: false },
+            ));
+            out.push(build(cx, mm, g, WeightMode::Resident { interleaved: true }));
+            if g.rp > 1 {
+                out.push(build(cx, mm, g, WeightMode::Streamed));
+            }
+        } else {
+            out.push(build(cx, mm, g, WeightMode::Computed));
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WeightMode {
+    Resident {
+        interleaved: bool,
+    },
+    Streamed,
+    /// `b` is an activation: re-laid out like any operand.
+    Computed,
+}
+
+fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
+    let (a, b) = (&cx.operands[0], &cx.operands[1]);
+    let b_interleaved = !matches!(mode, WeightMode::Resident { interleaved: false });
+    let b_req = g.b_layout(mm.transpose_b);
+    let b_plan = OperandPlan {
+        layout: b_req,
+        storage: (mode == WeightMode::Streamed).then(|| g.b_storage(mm.transpose_b)),
+        class: if b_interleaved {
+            MemoryClass::Interleaved
+        } else {
+            MemoryClass::Standard
+        },
+    };
+    let a_plan = OperandPlan {
+        layout: g.a_layout(),
+        storage: None,
+        class: MemoryClass::Standard,
+    };
+    let partial_dtype = if g.kp > 1 { DType::F32 } else { cx.out.dtype };
+    let (m_s, k_s, n_s) = (g.m_split(), g.k_split(), g.n_split());
+    let mut calls = Vec::new();
+    for r in 0..g.rp {
+        for c in 0..g.cp {
+            for kk in 0..g.kp {
+                let (mr, kr, nr) = (m_s.range(r), k_s.range(kk), n_s.range(c));
+                if mr.is_empty() || kr.is_empty() || nr.is_empty() {
+                    continue;
+                }
+                let out_slot = if g.kp > 1 {
+                    Slot::Scratch(0)
+                } else {
+                    Slot::Output
+                };
+                calls.push(PlannedCall {
+                    tile: g.tile(r, c, kk),
+                    kernel: Kernel::Gemm {
+                        m: mr.len() as u32,
+                        k: kr.len() as u32,
+                        n: nr.len() as u32,
+                        a: a.view.dtype,
+                        b: b.view.dtype,
+                        out: partial_dtype,
+                        b_transposed: mm.transpose_b,
+                        b_interleaved,
+                    },
+                    operands: vec![
+                        SlotRef {
+                            slot: out_slot,
+                            offset: 0,
+                        },
+                        SlotRef {
+                            slot: Slot::Operand(0),
+                            offset: 0,
+                        },
+                        SlotRef {
+                            slot: Slot::Operand(1),
+                            offset: 0,
+                        },
+                    ],
+                });
+            }
+        }
+    }
+    calls.sort_by_key(|c| c.tile);
+    let mut stages = vec![Stage::Compute(calls)];
+    let mut scratch = Vec::new();
+    if g.kp > 1 {
+        let (partials, received, exchange, reduce) = reduce_scatter(&g, cx.out.dtype);
+        scratch.push(ScratchPlan {
+            name: "partials",
+            dtype: DType::F32,
+            blocks: Arc::new(partials),
+            class: MemoryClass::Interleaved,
+            align: 32,
+        });
+        scratch.push(ScratchPlan {
+            name: "received partials",
+            dtype: DType::F32,
+            blocks: Arc::new(received),
+            class: MemoryClass::Standard,
+            align: 8,
+        });
+        stages.push(Stage::Exchange(exchange));
+        stages.push(Stage::Compute(reduce));
+    }
+    let cost: Cycles = OpPlan::stage_cost(&stages);
+    let streamed = mode == WeightMode::Streamed;
+    OpPlan {
+        op: cx.op,
+        family: PlanFamily::Gemm {
+            rows: g.rp,
+            cols: g.cp,
+            k: g.kp,
+            streamed,
+            interleaved: b_interleaved,
+        },
+        operands: vec![a_plan, b_plan],
+        output: g.out_layout(),
+        output_class: if g.kp > 1 {
+            MemoryClass::Standard
+        } else {
+            MemoryClass::Interleaved
+        },
+        output_is_view: false,
+        scratch,
+        stages,
+        cost,
+        summary: format!(
+            "gemm {}x{}x{} grid {}x{}x{} weights {}",
+            g.m,
+            g.k,
+            g.n,
+            g.rp,
+            g.cp,
+            g.kp,
+            match mode {
+                WeightMode::Resident { interleaved: true } => "resident interleaved",
+                WeightMode::Resident { interleaved: false } => "resident standard",
+                WeightMode::Streamed => "streamed",
+                WeightMode::Computed => "computed",
+            }
+        ),
+    }
+}
+
+/// Partial blocks, receive buffers, the exchange and the reduction calls.
+fn reduce_scatter(
+    g: &Grid,
+    out: DType,
+) -> (
+    Vec<TileBlock>,
+    Vec<TileBlock>,
+    Vec<PlannedTransfer>,
+    Vec<PlannedCall>,
+) {
+    let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.n_fine());
+    let mut partials = Vec::new();
+    let mut received = Vec::new();
+    let mut transfers = Vec::new();
+    let mut calls = Vec::new();
+    for r in 0..g.rp {
+        let mr = m_s.range(r);
+        let rows = mr.len() as u32;
+        for c in 0..g.cp {
+            let nc = n_s.range(c);
+            let pitch = nc.len() as u32 * 4;
+            for kk in 0..g.kp {
+                let tile = g.tile(r, c, kk);
+                if rows > 0 && !nc.is_empty() {
+                    partials.push(TileBlock {
+                        tile,
+                        rows: mr.clone(),
+                        cols: nc.clone(),
+                        bytes: rows * pitch,
+                    });
+                }
+                // This tile reduces output slice `kk` of block `c`.
+                let slice = fine.range(c * g.kp + kk);
+                let slice_bytes = slice.len() as u32 * 4;
+                let part_bytes = rows * slice_bytes;
+                if part_bytes == 0 {
+                    continue;
+                }
+                received.push(TileBlock {
+                    tile,
+                    rows: mr.clone(),
+                    cols: 0..slice.len() as u32 * g.kp,
+                    bytes: part_bytes * g.kp,
+                });
+                let src_off = (slice.start - nc.start) * 4;
+                for src_k in 0..g.kp {
+                    let at = SlotRef {
+                        slot: Slot::Scratch(1),
+                        offset: src_k * part_bytes,
+                    };
+                    let from = SlotRef {
+                        slot: Slot::Scratch(0),
+                        offset: src_off,
+                    };
+                    if src_k == kk {
+                        calls.push(PlannedCall {
+                            tile,
+                            kernel: Kernel::Copy {
+                                rows,
+                                row_bytes: slice_bytes,
+                                src_pitch: pitch,
+                                dst_pitch: slice_bytes,
+                            },
+                            operands: vec![at, from],
+                        });
+                    } else {
+                        transfers.push(PlannedTransfer {
+                            source_tile: g.tile(r, c, src_k),
+                            source: from,
+                            source_pitch: pitch,
+                            rows,
+                            row_bytes: slice_bytes,
+                            destinations: vec![PlannedDestination {
+                                tile,
+                                at,
+                                pitch: slice_bytes,
+                            }],
+                        });
+                    }
+                }
+                calls.push(PlannedCall {
+                    tile,
+                    kernel: Kernel::ReduceAdd {
+                        elements: rows * slice.len() as u32,
+                        parts: g.kp,
+                        input: DType::F32,
+                        out,
+                    },
+                    operands: vec![
+                        SlotRef {
+                            slot: Slot::Output,
+                            offset: 0,
+                        },
+                        SlotRef {
+                            slot: Slot::Scratch(1),
+                            offset: 0,
+                        },
+                    ],
+                });
+            }
+        }
+    }
+    transfers.sort_by_key(|t| t.source_tile);
+    calls.sort_by_key(|c| c.tile);
+    (partials, received, transfers, calls)
+}

@@ -1,0 +1,275 @@
+//! Element-wise and row-wise ops: one kernel call per output block.
+
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{row_part_options, GenCx};
+use crate::ir::DType;
+use crate::lower::schedule::{Kernel, MemoryClass};
+use crate::plan::error::PlanResult;
+use crate::plan::layout::{AxisSplit, Layout};
+use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily, PlannedCall, Slot, SlotRef, Stage};
+
+fn at(slot: Slot) -> SlotRef {
+    SlotRef { slot, offset: 0 }
+}
+
+/// Candidate output layouts: where the operands already are, plus row splits.
+fn layout_options(cx: &GenCx<'_>, whole_rows: bool) -> Vec<Layout> {
+    let mut v = Vec::new();
+    for o in cx.operands {
+        if let Some(l) = o.current {
+            if o.view.rows == cx.out.rows
+                && o.view.cols == cx.out.cols
+                && (!whole_rows || l.cols.part_count() == 1)
+            {
+                v.push(l);
+            }
+        }
+    }
+    for p in row_part_options(cx.out.rows, cx.cfg.tiles) {
+        v.push(Layout::row_split(cx.out.rows, cx.out.cols, 0, p));
+    }
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn operand(layout: Layout) -> OperandPlan {
+    OperandPlan {
+        layout,
+        storage: None,
+        class: MemoryClass::Standard,
+    }
+}
+
+/// A one-row operand broadcast over `l`'s row parts, with its blocks matching
+/// `l`'s column blocks. `None` when `l`'s rows are two-level (one replica
+/// stride cannot express them) or `l` is itself replicated.
+fn broadcast_row(l: &Layout) -> Option<Layout> {
+    if l.rows.inner > 1 || l.replicas > 1 {
+        return None;
+    }
+    Some(Layout {
+        first_tile: l.first_tile,
+        rows: AxisSplit::whole(1),
+        cols: l.cols,
+        replicas: l.rows.part_count(),
+        replica_stride: l.rows.outer_stride,
+    })
+}
+
+/// Storage choices for a broadcast parameter: resident in `req`, or streamed
+/// from balanced storage.
+fn param_choices(cx: &GenCx<'_>, i: usize, req: Layout) -> Vec<OperandPlan> {
+    let info = &cx.operands[i];
+    if info.current.is_some() {
+        return vec![operand(req)];
+    }
+    let balanced = super::default_storage(&info.view, cx.cfg.tiles);
+    if balanced == req {
+        return vec![operand(req)];
+    }
+    vec![
+        operand(req),
+        OperandPlan {
+            storage: Some(balanced),
+            ..operand(req)
+        },
+    ]
+}
+
+fn finish(
+    cx: &GenCx<'_>,
+    operands: Vec<OperandPlan>,
+    output: Layout,
+    calls: Vec<PlannedCall>,
+    note: &str,
+) -> OpPlan {
+    let stages = vec![Stage::Compute(calls)];
+    let cost = OpPlan::stage_cost(&stages);
+    let tiles = output.tile_span();
+    OpPlan {
+        op: cx.op,
+        family: PlanFamily::Local { tiles },
+        operands,
+        output,
+        output_class: MemoryClass::Standard,
+        output_is_view: false,
+        scratch: Vec::new(),
+        stages,
+        cost,
+        summary: format!("{} {note} on {tiles} tiles", cx.op_name),
+    }
+}
+
+fn sorted(mut calls: Vec<PlannedCall>) -> Vec<PlannedCall> {
+    calls.sort_by_key(|c| c.tile);
+    calls
+}
+
+/// `Add` with equal shapes, or with one operand a single row broadcast.
+pub fn add(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    let (a, b) = (cx.operand(0)?.view, cx.operand(1)?.view);
+    // Which operand (if any) is the broadcast row.
+    let bcast = if a.rows == b.rows && a.cols == b.cols {
+        None
+    } else if b.rows == 1 && b.cols == cx.out.cols && a.rows == cx.out.rows {
+        Some(1usize)
+    } else if a.rows == 1 && a.cols == cx.out.cols && b.rows == cx.out.rows {
+        Some(0usize)
+    } else {
+        return Err(cx.unsupported("add broadcast other than a single row"));
+    };
+    let dtype = cx.out.dtype;
+    let mut plans = Vec::new();
+    for l in layout_options(cx, false) {
+        let calls = |l: &Layout| {
+            sorted(
+                l.placements()
+                    .map(|(tile, blk)| {
+                        let full = if bcast == Some(0) { 1 } else { 0 };
+                        PlannedCall {
+                            tile,
+                            kernel: Kernel::Add {
+                                rows: blk.rows.len() as u32,
+                                cols: blk.cols.len() as u32,
+                                broadcast_rows: bcast.is_some(),
+                                dtype,
+                            },
+                            // The kernel takes the full operand first, the broadcast row second.
+                            operands: vec![
+                                at(Slot::Output),
+                                at(Slot::Operand(full)),
+                                at(Slot::Operand(1 - full)),
+                            ],
+                        }
+                    })
+                    .collect(),
+            )
+        };
+        match bcast {
+            None => plans.push(finish(
+                cx,
+                vec![operand(l), operand(l)],
+                l,
+                calls(&l),
+                "element-wise",
+            )),
+            Some(i) => {
+                let Some(req) = broadcast_row(&l) else {
+                    continue;
+                };
+                for choice in param_choices(cx, i, req) {
+                    let mut ops = vec![operand(l), operand(l)];
+                    ops[i] = choice;
+                    let note = if choice.storage.is_some() {
+                        "bias streamed"
+                    } else {
+                        "bias resident"
+                    };
+                    plans.push(finish(cx, ops, l, calls(&l), note));
+                }
+            }
+        }
+    }
+    Ok(plans)
+}
+
+/// LayerNorm on whole rows; gamma/beta broadcast to every row block.
+pub fn layer_norm(cx: &GenCx<'_>, eps: f32) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?.view;
+    let param = cx.operand(1)?.view.dtype;
+    if cx.operand(1)?.view.rows != 1 || cx.operand(2)?.view.rows != 1 {
+        return Err(cx.unsupported("layer_norm gamma/beta must be vectors"));
+    }
+    let mut plans = Vec::new();
+    for l in layout_options(cx, true) {
+        let Some(req) = broadcast_row(&l) else {
+            continue;
+        };
+        let calls = sorted(
+            l.placements()
+                .map(|(tile, blk)| PlannedCall {
+                    tile,
+                    kernel: Kernel::LayerNorm {
+                        rows: blk.rows.len() as u32,
+                        cols: x.cols,
+                        eps,
+                        dtype: x.dtype,
+                        param,
+                    },
+                    operands: vec![
+                        at(Slot::Output),
+                        at(Slot::Operand(0)),
+                        at(Slot::Operand(1)),
+                        at(Slot::Operand(2)),
+                    ],
+                })
+                .collect(),
+        );
+        // Gamma and beta make the same storage choice (both tiny vectors).
+        let gammas = param_choices(cx, 1, req);
+        let betas = param_choices(cx, 2, req);
+        for i in 0..gammas.len().max(betas.len()) {
+            let g = &gammas[i.min(gammas.len() - 1)];
+            let b = &betas[i.min(betas.len() - 1)];
+            let note = if g.storage.is_some() {
+                "params streamed"
+            } else {
+                "params resident"
+            };
+            plans.push(finish(cx, vec![operand(l), *g, *b], l, calls.clone(), note));
+        }
+    }
+    Ok(plans)
+}
+
+/// Row-wise softmax on whole rows.
+pub fn softmax(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?.view;
+    Ok(layout_options(cx, true)
+        .into_iter()
+        .map(|l| {
+            let calls = sorted(
+                l.placements()
+                    .map(|(tile, blk)| PlannedCall {
+                        tile,
+                        kernel: Kernel::Softmax {
+                            rows: blk.rows.len() as u32,
+                            cols: x.cols,
+                            dtype: x.dtype,
+                        },
+                        operands: vec![at(Slot::Output), at(Slot::Operand(0))],
+                    })
+                    .collect(),
+            );
+            finish(cx, vec![operand(l)], l, calls, "row-wise")
+        })
+        .collect())
+}
+
+/// Element-wise unary op (GELU, cast): `kernel(elements, input dtype, output dtype)`.
+pub fn unary(
+    cx: &GenCx<'_>,
+    kernel: impl Fn(u32, DType, DType) -> Kernel,
+) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?.view;
+    let out = cx.out.dtype;
+    Ok(layout_options(cx, false)
+        .into_iter()
+        .map(|l| {
+            let calls = sorted(
+                l.placements()
+                    .map(|(tile, blk)| PlannedCall {
+                        tile,
+                        kernel: kernel(blk.elements() as u32, x.dtype, out),
+                        operands: vec![at(Slot::Output), at(Slot::Operand(0))],
+                    })
+                    .collect(),
+            );
+            finish(cx, vec![operand(l)], l, calls, "element-wise")
+        })
+        .collect())
+}

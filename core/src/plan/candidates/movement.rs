@@ -1,0 +1,254 @@
+//! Data movers: slice, concat and im2col read their operands where they are
+//! and move the needed rectangles (or patch rows) into the result's layout.
+
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{row_part_options, GenCx};
+use crate::lower::schedule::{Kernel, MemoryClass};
+use crate::plan::error::{PlanError, PlanResult};
+use crate::plan::layout::Layout;
+use crate::plan::opplan::{
+    OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, Slot,
+    SlotRef,
+};
+use crate::plan::relayout::{relayout, Relayout, Window};
+
+fn move_plan(
+    cx: &GenCx<'_>,
+    operands: Vec<Layout>,
+    output: Layout,
+    moves: Relayout,
+    note: &str,
+) -> OpPlan {
+    let cost = moves.cost();
+    OpPlan {
+        op: cx.op,
+        family: PlanFamily::Move,
+        operands: operands
+            .into_iter()
+            .map(|layout| OperandPlan {
+                layout,
+                storage: None,
+                class: MemoryClass::Standard,
+            })
+            .collect(),
+        output,
+        output_class: MemoryClass::Standard,
+        output_is_view: false,
+        scratch: Vec::new(),
+        stages: moves.into_stages(),
+        cost,
+        summary: format!(
+            "{} {note} into {} row blocks",
+            cx.op_name,
+            output.rows.part_count()
+        ),
+    }
+}
+
+fn output_options(cx: &GenCx<'_>) -> Vec<Layout> {
+    row_part_options(cx.out.rows, cx.cfg.tiles)
+        .into_iter()
+        .map(|p| Layout::row_split(cx.out.rows, cx.out.cols, 0, p))
+        .collect()
+}
+
+/// Maps an axis of a tensor onto its 2-D view: `Some(true)` = the column
+/// axis, `Some(false)` = a row axis with nothing but size-1 dims before it
+/// (so the axis range is a row range scaled by `inner`).
+fn axis_in_view(dims: &[usize], axis: usize) -> Option<(bool, u32)> {
+    if axis + 1 == dims.len() {
+        return Some((true, 1));
+    }
+    if dims.iter().take(axis).any(|&d| d != 1) {
+        return None;
+    }
+    let inner: usize = dims
+        .iter()
+        .take(dims.len().saturating_sub(1))
+        .skip(axis + 1)
+        .product();
+    Some((false, inner as u32))
+}
+
+fn unaligned(cx: &GenCx<'_>, e: crate::plan::relayout::Unaligned) -> PlanError {
+    PlanError::UnalignedTransfer {
+        op: cx.op,
+        row_bytes: e.row_bytes,
+    }
+}
+
+/// Elements `start..end` along `axis`.
+pub fn slice(cx: &GenCx<'_>, axis: usize, start: usize, end: usize) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let (is_col, inner) = axis_in_view(x.ty.shape.dims(), axis)
+        .ok_or(cx.unsupported("slice of an axis behind a batch dim"))?;
+    let src = cx.current_or_default(0)?;
+    let origin = if is_col {
+        [0, start as u32]
+    } else {
+        [start as u32 * inner, 0]
+    };
+    let _ = end;
+    let mut plans = Vec::new();
+    for out in output_options(cx) {
+        let window = Window {
+            dst_origin: [0, 0],
+            src_origin: origin,
+            extent: [cx.out.rows, cx.out.cols],
+        };
+        let moves = relayout(
+            &src,
+            Slot::Operand(0),
+            &out,
+            Slot::Output,
+            x.view.elem(),
+            window,
+        )
+        .map_err(|e| unaligned(cx, e))?;
+        plans.push(move_plan(cx, vec![src], out, moves, "copy"));
+    }
+    Ok(plans)
+}
+
+/// Concatenation along `axis`.
+pub fn concat(cx: &GenCx<'_>, axis: usize) -> PlanResult<Vec<OpPlan>> {
+    let dims = cx.out_ty.shape.dims();
+    let (is_col, inner) =
+        axis_in_view(dims, axis).ok_or(cx.unsupported("concat of an axis behind a batch dim"))?;
+    let srcs: Vec<Layout> = (0..cx.operands.len())
+        .map(|i| cx.current_or_default(i))
+        .collect::<PlanResult<_>>()?;
+    let mut plans = Vec::new();
+    for out in output_options(cx) {
+        let mut all = Relayout::default();
+        let mut offset = 0u32;
+        for (i, (src, info)) in srcs.iter().zip(cx.operands).enumerate() {
+            let ext = [info.view.rows, info.view.cols];
+            let dst_origin = if is_col { [0, offset] } else { [offset, 0] };
+            let window = Window {
+                dst_origin,
+                src_origin: [0, 0],
+                extent: ext,
+            };
+            let m = relayout(
+                src,
+                Slot::Operand(i as u8),
+                &out,
+                Slot::Output,
+                info.view.elem(),
+                window,
+            )
+            .map_err(|e| unaligned(cx, e))?;
+            all.transfers.extend(m.transfers);
+            all.copies.extend(m.copies);
+            offset += if is_col {
+                info.view.cols
+            } else {
+                info.view.rows
+            };
+        }
+        let _ = inner;
+        all.transfers.sort_by_key(|t| t.source_tile);
+        all.copies.sort_by_key(|c| c.tile);
+        plans.push(move_plan(cx, srcs.clone(), out, all, "gather"));
+    }
+    Ok(plans)
+}
+
+/// im2col of `[1, C, H, W]` into `[1, T, C·p·p]`: for each channel `c`,
+/// patch row `ty` and kernel row `ky`, image row `c·H + ty·p + ky` holds the
+/// `p`-pixel runs of all `W/p` tokens of that patch row back to back, and
+/// each run lands at column `c·p·p + ky·p` of its token's row.
+pub fn im2col(cx: &GenCx<'_>, p: usize) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let dims = x.ty.shape.dims();
+    if dims.len() != 4 || dims[0] != 1 {
+        return Err(cx.unsupported("im2col needs [1, C, H, W]"));
+    }
+    let (c, h, w, p) = (dims[1] as u32, dims[2] as u32, dims[3] as u32, p as u32);
+    let (hp, wp) = (h / p.max(1), w / p.max(1));
+    let elem = x.view.elem();
+    let run = p * elem;
+    if run % 4 != 0 {
+        return Err(PlanError::UnalignedTransfer {
+            op: cx.op,
+            row_bytes: run,
+        });
+    }
+    // The image is read by whole rows.
+    let src = match x.current {
+        Some(l) if l.cols.part_count() == 1 && l.replicas == 1 => l,
+        _ => Layout::row_split(c * h, w, 0, (c * h).min(cx.cfg.tiles)),
+    };
+    let out_cols = c * p * p;
+    let mut plans = Vec::new();
+    for out in output_options(cx) {
+        let mut moves = Relayout::default();
+        for ch in 0..c {
+            for ty in 0..hp {
+                for ky in 0..p {
+                    let row = ch * h + ty * p + ky;
+                    let sq = src.rows.part_of(row);
+                    let sblock = src.block(sq, 0);
+                    let s_tile = src.tile_of(sq, 0, 0);
+                    let tokens = ty * wp..(ty + 1) * wp;
+                    for dq in out.rows.parts_touching(tokens.clone()) {
+                        let dblock = out.block(dq, 0);
+                        let t0 = tokens.start.max(dblock.rows.start);
+                        let t1 = tokens.end.min(dblock.rows.end);
+                        if t0 >= t1 {
+                            continue;
+                        }
+                        let tx0 = t0 - tokens.start;
+                        let src_off = ((row - sblock.rows.start) * w + tx0 * p) * elem;
+                        let dst_off =
+                            ((t0 - dblock.rows.start) * out_cols + ch * p * p + ky * p) * elem;
+                        for rep in 0..out.replicas {
+                            let d_tile = out.tile_of(dq, 0, rep);
+                            let src_ref = SlotRef {
+                                slot: Slot::Operand(0),
+                                offset: src_off,
+                            };
+                            let dst_ref = SlotRef {
+                                slot: Slot::Output,
+                                offset: dst_off,
+                            };
+                            if d_tile == s_tile {
+                                moves.copies.push(PlannedCall {
+                                    tile: d_tile,
+                                    kernel: Kernel::Copy {
+                                        rows: t1 - t0,
+                                        row_bytes: run,
+                                        src_pitch: run,
+                                        dst_pitch: out_cols * elem,
+                                    },
+                                    operands: vec![dst_ref, src_ref],
+                                });
+                            } else {
+                                moves.transfers.push(PlannedTransfer {
+                                    source_tile: s_tile,
+                                    source: src_ref,
+                                    source_pitch: run,
+                                    rows: t1 - t0,
+                                    row_bytes: run,
+                                    destinations: vec![PlannedDestination {
+                                        tile: d_tile,
+                                        at: dst_ref,
+                                        pitch: out_cols * elem,
+                                    }],
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        moves.transfers.sort_by_key(|t| t.source_tile);
+        moves.copies.sort_by_key(|c| c.tile);
+        plans.push(move_plan(cx, vec![src], out, moves, "patch gather"));
+    }
+    Ok(plans)
+}

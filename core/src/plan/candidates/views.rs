@@ -1,0 +1,232 @@
+//! Views: ops whose result is the operand's buffer seen with another shape.
+//! A view is free when the operand's current layout maps block-for-block
+//! onto a layout of the result; otherwise the plan asks for a layout that
+//! does (and the search prices the re-layout).
+
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::{row_part_options, GenCx};
+use crate::lower::schedule::MemoryClass;
+use crate::plan::cost::Cycles;
+use crate::plan::error::PlanResult;
+use crate::plan::layout::{AxisSplit, Layout};
+use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily};
+
+fn view_plan(cx: &GenCx<'_>, input: Layout, output: Layout, note: &str) -> OpPlan {
+    OpPlan {
+        op: cx.op,
+        family: PlanFamily::View,
+        operands: vec![OperandPlan {
+            layout: input,
+            storage: None,
+            class: MemoryClass::Standard,
+        }],
+        output,
+        output_class: MemoryClass::Standard,
+        output_is_view: true,
+        scratch: Vec::new(),
+        stages: Vec::new(),
+        cost: Cycles::default(),
+        summary: format!("{} view ({note})", cx.op_name),
+    }
+}
+
+fn leading_product(dims: &[usize], keep: usize) -> usize {
+    dims.iter().take(dims.len().saturating_sub(keep)).product()
+}
+
+/// `[S, H·Dh]` → `[H, S, Dh]`: column block `h` of row block `r` is row block
+/// `(h, r)` of the result, byte for byte.
+pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    if leading_product(x.ty.shape.dims(), 2) != 1 {
+        return Err(cx.unsupported("split_heads with batch > 1"));
+    }
+    let h = heads as u32;
+    let (s, width) = (x.view.rows, x.view.cols);
+    let dh = width / h.max(1);
+    let heads_split = |stride: u32| AxisSplit::parts(width, dh, h, stride);
+    let to_output = |l: &Layout| -> Option<Layout> {
+        let aligned =
+            l.cols.part_count() == h && (0..h).all(|q| l.cols.range(q) == (q * dh..(q + 1) * dh));
+        if !aligned
+            || l.rows.inner > 1
+            || l.cols.inner > 1
+            || l.replicas > 1
+            || (l.rows.grain > 1 && !s.is_multiple_of(l.rows.grain))
+        {
+            return None;
+        }
+        Some(Layout {
+            first_tile: l.first_tile,
+            rows: AxisSplit {
+                len: h * s,
+                grain: l.rows.grain,
+                outer: h,
+                outer_stride: l.cols.outer_stride,
+                inner: l.rows.outer,
+                inner_stride: l.rows.outer_stride,
+            },
+            cols: AxisSplit::whole(dh),
+            replicas: 1,
+            replica_stride: 0,
+        })
+    };
+    let mut plans = Vec::new();
+    if let Some(cur) = x.current {
+        if let Some(out) = to_output(&cur) {
+            plans.push(view_plan(cx, cur, out, "in place"));
+        }
+    }
+    for r in row_part_options(s, cx.cfg.tiles / h.max(1)) {
+        let input = Layout {
+            first_tile: 0,
+            rows: AxisSplit::parts(s, 1, r, 1),
+            cols: heads_split(r),
+            replicas: 1,
+            replica_stride: 0,
+        };
+        if Some(input) == x.current {
+            continue;
+        }
+        if let Some(out) = to_output(&input) {
+            plans.push(view_plan(cx, input, out, "head-aligned"));
+        }
+    }
+    Ok(plans)
+}
+
+/// `[H, S, Dh]` → `[S, H·Dh]`: the inverse of [`split_heads`].
+pub fn merge_heads(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let dims = x.ty.shape.dims();
+    if dims.len() < 3 || leading_product(dims, 3) != 1 {
+        return Err(cx.unsupported("merge_heads with batch > 1"));
+    }
+    let h = dims[dims.len() - 3] as u32;
+    let s = dims[dims.len() - 2] as u32;
+    let dh = x.view.cols;
+    let to_output = |l: &Layout| -> Option<Layout> {
+        if l.cols.part_count() != 1
+            || l.replicas > 1
+            || (l.rows.grain > 1 && !s.is_multiple_of(l.rows.grain))
+        {
+            return None;
+        }
+        // Rows as (head, part-within-head): two-level with `outer == h`, or a
+        // one-level split into `h·r` parts.
+        let (r, head_stride, row_stride) = if l.rows.inner > 1 && l.rows.outer == h {
+            (l.rows.inner, l.rows.outer_stride, l.rows.inner_stride)
+        } else if l.rows.inner == 1 && l.rows.outer.is_multiple_of(h) {
+            let r = l.rows.outer / h;
+            (r, r * l.rows.outer_stride, l.rows.outer_stride)
+        } else {
+            return None;
+        };
+        Some(Layout {
+            first_tile: l.first_tile,
+            rows: AxisSplit::parts(s, l.rows.grain, r, row_stride),
+            cols: AxisSplit::parts(h * dh, dh, h, head_stride),
+            replicas: 1,
+            replica_stride: 0,
+        })
+    };
+    let mut plans = Vec::new();
+    if let Some(cur) = x.current {
+        if let Some(out) = to_output(&cur) {
+            plans.push(view_plan(cx, cur, out, "in place"));
+        }
+    }
+    for r in row_part_options(s, cx.cfg.tiles / h.max(1)) {
+        let input = Layout::row_split(h * s, dh, 0, h * r);
+        if input.rows.outer != h * r || Some(input) == x.current {
+            continue;
+        }
+        if let Some(out) = to_output(&input) {
+            plans.push(view_plan(cx, input, out, "head-aligned"));
+        }
+    }
+    Ok(plans)
+}
+
+/// Reshape: free when the 2-D view is unchanged, or when whole rows map to
+/// whole rows (row splits with a compatible grain).
+pub fn reshape(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let (c_in, c_out) = (x.view.cols as u64, cx.out.cols as u64);
+    let to_output = |l: &Layout| -> Option<Layout> {
+        if x.view.cols == cx.out.cols {
+            return Some(*l);
+        }
+        let g = l.rows.grain.max(1) as u64;
+        if l.cols.part_count() != 1
+            || l.replicas > 1
+            || !(g * c_in).is_multiple_of(c_out)
+            || !(x.view.rows as u64 * c_in).is_multiple_of(c_out)
+        {
+            return None;
+        }
+        Some(Layout {
+            rows: AxisSplit {
+                len: cx.out.rows,
+                grain: (g * c_in / c_out) as u32,
+                ..l.rows
+            },
+            cols: AxisSplit::whole(cx.out.cols),
+            ..*l
+        })
+    };
+    let mut plans = Vec::new();
+    if let Some(cur) = x.current {
+        if let Some(out) = to_output(&cur) {
+            plans.push(view_plan(cx, cur, out, "in place"));
+        }
+    }
+    if plans.is_empty() {
+        // Rows in units that are whole rows of both views.
+        let g = (c_out / gcd(c_in, c_out)) as u32;
+        for p in row_part_options(x.view.rows.div_ceil(g), cx.cfg.tiles) {
+            let input = Layout {
+                rows: AxisSplit::parts(x.view.rows, g, p, 1),
+                ..Layout::single(x.view.rows, x.view.cols, 0)
+            };
+            if let Some(out) = to_output(&input) {
+                plans.push(view_plan(cx, input, out, "row-aligned"));
+            }
+        }
+    }
+    if plans.is_empty() {
+        return Err(cx.unsupported("reshape that does not keep whole rows"));
+    }
+    Ok(plans)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Transpose: only permutations that leave the row-major element order
+/// unchanged (moving size-1 dims) are supported; they are views.
+pub fn transpose(cx: &GenCx<'_>, perm: &[usize]) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let dims = x.ty.shape.dims();
+    let order_kept = {
+        let moved: Vec<usize> = perm
+            .iter()
+            .copied()
+            .filter(|&p| dims.get(p).copied().unwrap_or(1) != 1)
+            .collect();
+        moved.windows(2).all(|w| w[0] < w[1])
+    };
+    if !order_kept || x.view.cols != cx.out.cols {
+        return Err(cx.unsupported("transpose that moves data"));
+    }
+    let input = cx.current_or_default(0)?;
+    Ok(vec![view_plan(cx, input, input, "order kept")])
+}

@@ -1,0 +1,341 @@
+//! Per-tile memory estimation.
+//!
+//! The planner checks every moment (one op's execution) against the per-tile
+//! data budget. Allocations are either *static* (parameters and inputs, live
+//! for the whole program; iterated parameter sequences count `trip_count ×`
+//! on their owner tiles) or *dynamic* (activations, op scratch, re-layout
+//! staging, live for a span of ops). Static usage is kept exactly, per tile;
+//! dynamic usage is first bounded by the sum of each allocation's largest
+//! block (cheap), and refined per tile only when that bound exceeds the
+//! budget. A rejection is a [`MemoryRejection`] naming the op, the peak tile,
+//! the moment and every allocation live there.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::layout::Layout;
+use super::layout::TILE_COUNT;
+use crate::lower::schedule::{MemoryClass, TileBlock};
+use crate::target::sram::{SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
+
+/// Per-tile bytes available to planned data: the tile budget minus the
+/// package support reserve (both defined in `crate::target::sram`).
+pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_RESERVE_BYTES) as u64;
+
+/// Allocation granule: blocks are rounded up to 8 bytes (exchange rows and
+/// local copies need 8-byte alignment, `docs/facts/ipu21-target.md` §2.7).
+pub const ALLOCATION_GRANULE: u64 = 8;
+
+fn granule(bytes: u64) -> u64 {
+    bytes.div_ceil(ALLOCATION_GRANULE) * ALLOCATION_GRANULE
+}
+
+/// How an allocation's bytes spread over tiles.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TileBytes {
+    /// One block per placement of a layout, `elem` bytes per element.
+    Layout {
+        /// The layout.
+        layout: Layout,
+        /// Bytes per element.
+        elem: u32,
+    },
+    /// Explicit blocks (op scratch).
+    Blocks(Arc<Vec<TileBlock>>),
+}
+
+impl TileBytes {
+    /// Largest per-tile block in bytes (after granule rounding).
+    pub fn max_bytes(&self) -> u64 {
+        match self {
+            TileBytes::Layout { layout, elem } => {
+                granule(layout.max_block_elements() * *elem as u64)
+            }
+            TileBytes::Blocks(b) => b.iter().map(|b| granule(b.bytes as u64)).max().unwrap_or(0),
+        }
+    }
+
+    /// Calls `f(tile, bytes)` for every block.
+    pub fn for_each(&self, mut f: impl FnMut(u32, u64)) {
+        match self {
+            TileBytes::Layout { layout, elem } => {
+                for (t, b) in layout.placements() {
+                    f(t, granule(b.elements() * *elem as u64));
+                }
+            }
+            TileBytes::Blocks(blocks) => {
+                for b in blocks.iter() {
+                    f(b.tile, granule(b.bytes as u64));
+                }
+            }
+        }
+    }
+
+    /// Bytes on `tile` (0 if none).
+    pub fn on_tile(&self, tile: u32) -> u64 {
+        let mut total = 0;
+        self.for_each(|t, b| {
+            if t == tile {
+                total += b;
+            }
+        });
+        total
+    }
+}
+
+/// What an allocation is, for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocationKind {
+    /// Host-written parameter or input (static).
+    Parameter,
+    /// Iterated parameter sequence (static, `copies` = trip count).
+    IteratedParameter,
+    /// An op result.
+    Activation,
+    /// A Repeat-carried buffer.
+    Carried,
+    /// Operand re-layout staging.
+    Staging,
+    /// Op-internal scratch.
+    Scratch,
+}
+
+/// One logical allocation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Allocation {
+    /// Name for reports (value or op, and role).
+    pub name: String,
+    /// Kind.
+    pub kind: AllocationKind,
+    /// SRAM class.
+    pub class: MemoryClass,
+    /// Per-tile bytes of one copy.
+    pub tiles: TileBytes,
+    /// Copies kept at once (trip count for iterated parameters).
+    pub copies: u32,
+}
+
+impl Allocation {
+    /// Largest per-tile footprint.
+    pub fn max_bytes(&self) -> u64 {
+        self.tiles.max_bytes() * self.copies.max(1) as u64
+    }
+
+    /// Adds (or with `sign < 0` removes) this allocation to a per-tile array.
+    pub fn accumulate(&self, usage: &mut [u64], add: bool) {
+        let copies = self.copies.max(1) as u64;
+        self.tiles.for_each(|t, b| {
+            if let Some(u) = usage.get_mut(t as usize) {
+                if add {
+                    *u += b * copies;
+                } else {
+                    *u = u.saturating_sub(b * copies);
+                }
+            }
+        });
+    }
+}
+
+/// A fresh all-zero per-tile usage array.
+pub fn empty_usage() -> Vec<u64> {
+    alloc::vec![0; TILE_COUNT as usize]
+}
+
+/// One allocation live at the peak, with its bytes on the peak tile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveAllocation {
+    /// Its name.
+    pub name: String,
+    /// Kind.
+    pub kind: AllocationKind,
+    /// Class.
+    pub class: MemoryClass,
+    /// Bytes on the peak tile (all copies).
+    pub bytes: u64,
+}
+
+/// Why a plan does not fit: everything a report needs, plain data so the host
+/// can render it (HTML, JSON) without planner types.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryRejection {
+    /// Mnemonic of the op at the peak moment.
+    pub op_name: String,
+    /// Position of that op in its region (planning order).
+    pub op_index: u32,
+    /// `top level` or `repeat body (×N)`.
+    pub region: String,
+    /// The moment, e.g. `during op 14 (matmul, gemm 92×16×1 streamed)`.
+    pub moment: String,
+    /// Tile with the highest usage at that moment.
+    pub tile: u32,
+    /// Planned bytes on that tile (excluding the support reserve).
+    pub peak_bytes: u64,
+    /// Support reserve added on every tile.
+    pub reserve_bytes: u64,
+    /// Tile budget including the reserve.
+    pub budget_bytes: u64,
+    /// Allocations live on that tile at that moment, largest first.
+    pub live: Vec<LiveAllocation>,
+}
+
+impl MemoryRejection {
+    /// Peak including the reserve (what is compared with `budget_bytes`).
+    pub fn total_bytes(&self) -> u64 {
+        self.peak_bytes + self.reserve_bytes
+    }
+}
+
+impl fmt::Display for MemoryRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "per-tile memory exceeded in {} at {}: tile {} needs {} bytes ({} planned + {} support reserve) of {}",
+            self.region,
+            self.moment,
+            self.tile,
+            self.total_bytes(),
+            self.peak_bytes,
+            self.reserve_bytes,
+            self.budget_bytes
+        )?;
+        for a in &self.live {
+            writeln!(
+                f,
+                "  {:>9} B  {:?} {:?}  {}",
+                a.bytes, a.kind, a.class, a.name
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Exact per-tile peak of one moment: `base[t] + Σ dynamic[t]`. Returns the
+/// peak bytes and the (lowest-numbered) peak tile.
+pub fn exact_peak(base: &[u64], dynamic: &[&Allocation]) -> (u64, u32) {
+    let mut usage: Vec<u64> = base.to_vec();
+    for a in dynamic {
+        a.accumulate(&mut usage, true);
+    }
+    peak_of(&usage)
+}
+
+/// Highest entry and its tile.
+pub fn peak_of(usage: &[u64]) -> (u64, u32) {
+    let mut best = (0u64, 0u32);
+    for (t, &u) in usage.iter().enumerate() {
+        if u > best.0 {
+            best = (u, t as u32);
+        }
+    }
+    best
+}
+
+/// Per-tile usage of one moment as an array (for Repeat composition).
+pub fn moment_usage(base: &[u64], dynamic: &[&Allocation]) -> Vec<u64> {
+    let mut usage: Vec<u64> = base.to_vec();
+    for a in dynamic {
+        a.accumulate(&mut usage, true);
+    }
+    usage
+}
+
+/// Outcome of checking one moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MomentCheck {
+    /// Peak bytes (exact if `exact`, else an upper bound).
+    pub peak: u64,
+    /// Whether the per-tile refinement ran.
+    pub exact: bool,
+    /// Peak tile (meaningful when `exact`).
+    pub tile: u32,
+}
+
+/// Cheap bound first; per-tile refinement only when the bound exceeds `budget`.
+pub fn check_moment(
+    base: &[u64],
+    base_max: u64,
+    dynamic: &[&Allocation],
+    budget: u64,
+) -> MomentCheck {
+    let bound = base_max + dynamic.iter().map(|a| a.max_bytes()).sum::<u64>();
+    if bound <= budget {
+        return MomentCheck {
+            peak: bound,
+            exact: false,
+            tile: 0,
+        };
+    }
+    let (peak, tile) = exact_peak(base, dynamic);
+    MomentCheck {
+        peak,
+        exact: true,
+        tile,
+    }
+}
+
+/// Lists the allocations on `tile`, largest first.
+pub fn live_on_tile<'a>(
+    tile: u32,
+    allocs: impl Iterator<Item = &'a Allocation>,
+) -> Vec<LiveAllocation> {
+    let mut live: Vec<LiveAllocation> = allocs
+        .filter_map(|a| {
+            let bytes = a.tiles.on_tile(tile) * a.copies.max(1) as u64;
+            (bytes > 0).then(|| LiveAllocation {
+                name: a.name.clone(),
+                kind: a.kind,
+                class: a.class,
+                bytes,
+            })
+        })
+        .collect();
+    live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    live
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    fn alloc(name: &str, layout: Layout, elem: u32, copies: u32) -> Allocation {
+        Allocation {
+            name: name.to_string(),
+            kind: AllocationKind::Activation,
+            class: MemoryClass::Standard,
+            tiles: TileBytes::Layout { layout, elem },
+            copies,
+        }
+    }
+
+    #[test]
+    fn bound_passes_without_refinement_and_refines_when_it_fails() {
+        let base = empty_usage();
+        // Two 300 KB allocations on disjoint tiles: bound 600 KB fails, exact 300 KB fits.
+        let a = alloc("a", Layout::single(1, 300_000, 0), 1, 1);
+        let b = alloc("b", Layout::single(1, 300_000, 1), 1, 1);
+        let c = check_moment(&base, 0, &[&a, &b], DATA_BUDGET_BYTES);
+        assert!(c.exact);
+        assert_eq!((c.peak, c.tile), (300_000, 0));
+        let small = alloc("s", Layout::single(1, 1000, 0), 1, 1);
+        let c = check_moment(&base, 0, &[&small], DATA_BUDGET_BYTES);
+        assert!(!c.exact);
+        assert_eq!(c.peak, 1000);
+    }
+
+    #[test]
+    fn iterated_copies_multiply_on_their_owner_tiles() {
+        let mut base = empty_usage();
+        let seq = Allocation {
+            kind: AllocationKind::IteratedParameter,
+            ..alloc("w", Layout::row_split(4, 1000, 10, 4), 1, 27)
+        };
+        seq.accumulate(&mut base, true);
+        assert_eq!(peak_of(&base), (27_000, 10));
+        assert_eq!(base[14], 0);
+        let live = live_on_tile(12, [&seq].into_iter());
+        assert_eq!(live[0].bytes, 27_000);
+    }
+}

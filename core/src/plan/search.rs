@@ -1,0 +1,640 @@
+//! Pareto beam search over (cycles, per-tile peak memory).
+//!
+//! Ops are planned in region order. Every retained state is extended by every
+//! candidate of the next op; states are grouped by the layouts of their live
+//! values (what the future can see), Pareto-filtered within a group, and the
+//! beam keeps at most `beam_width` of them (the best of each group first,
+//! then the cheapest; the lowest-memory state always survives).
+//!
+//! A Repeat body is searched as its own region, with the carried and
+//! invariant layouts fixed by the enclosing state. Its frontier is cached by
+//! that boundary context, so outer branches reaching the Repeat with the same
+//! layouts reuse it; infeasible contexts are cached too. Each cached body
+//! candidate carries its exact per-tile peak, so attaching it to an outer
+//! state is an O(tiles) check.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use super::candidates::{candidates, default_storage, GenConfig, OperandInfo, TensorView};
+use super::cost::Cycles;
+use super::error::{PlanError, PlanResult};
+use super::layout::Layout;
+use super::layout::TILE_COUNT;
+use super::memory::{
+    self, Allocation, AllocationKind, MemoryRejection, TileBytes, DATA_BUDGET_BYTES,
+};
+use super::opplan::{OpPlan, Slot};
+use super::region::RegionInfo;
+use super::relayout::{relayout, Window};
+use super::state::{Mode, PlannedOp, Reject, State};
+use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
+use crate::lower::schedule::MemoryClass;
+use crate::target::sram::SUPPORT_RESERVE_BYTES;
+
+/// Default beam width (`--planning-beam-width`).
+pub const DEFAULT_BEAM_WIDTH: usize = 64;
+
+/// Planner settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanConfig {
+    /// States kept per step.
+    pub beam_width: usize,
+    /// Tiles available.
+    pub tiles: u32,
+    /// Per-tile data budget (excluding the support reserve).
+    pub budget: u64,
+}
+
+impl Default for PlanConfig {
+    fn default() -> Self {
+        PlanConfig {
+            beam_width: DEFAULT_BEAM_WIDTH,
+            tiles: TILE_COUNT,
+            budget: DATA_BUDGET_BYTES,
+        }
+    }
+}
+
+/// Search statistics (the host adds wall time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanStats {
+    /// (state, candidate) pairs evaluated.
+    pub candidates_screened: u64,
+    /// Candidate lists generated (cache misses).
+    pub candidate_sets: u64,
+    /// Repeat bodies searched (region cache misses).
+    pub body_searches: u64,
+    /// Region cache hits (including cached infeasible contexts).
+    pub cache_hits: u64,
+    /// Candidates rejected for memory.
+    pub memory_rejections: u64,
+}
+
+/// A planned Repeat body, ready to attach to any outer state with the same
+/// boundary.
+#[derive(Clone, Debug)]
+pub struct BodyPlan {
+    /// Body ops in order.
+    pub ops: Vec<PlannedOp>,
+    /// Cycles of one iteration (including carried write-backs).
+    pub cycles: Cycles,
+    /// Layout of each carried buffer.
+    pub carried_layouts: Vec<Layout>,
+    /// Layout of each invariant argument (as the boundary gave it).
+    pub invariant_layouts: Vec<Layout>,
+    /// Storage of each iterated argument (one allocation, `trip_count` copies).
+    pub iterated: Vec<(ValueId, Arc<Allocation>)>,
+    /// Exact per-tile peak over the body's moments (iterated storage and
+    /// carried buffers included).
+    pub peak_tile: Arc<Vec<u64>>,
+    /// Max of `peak_tile`.
+    pub peak: u64,
+}
+
+/// The chosen plan of a whole graph.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Top-level ops in order (Repeats carry their body).
+    pub ops: Vec<PlannedOp>,
+    /// Storage of every top-level source value (inputs, parameters, constants).
+    pub sources: BTreeMap<ValueId, Arc<Allocation>>,
+    /// Estimated cycles.
+    pub cycles: Cycles,
+    /// Exact per-tile peak (excluding the support reserve) and its tile.
+    pub peak_bytes: u64,
+    /// Tile of the peak.
+    pub peak_tile: u32,
+    /// Search statistics.
+    pub stats: PlanStats,
+    /// Settings used.
+    pub config: PlanConfig,
+}
+
+type BoundaryKey = (RegionId, Vec<Layout>, Vec<Layout>);
+/// A cached region search: its frontier, or the report of why none fits.
+type BodyFrontier = Result<Arc<Vec<Arc<BodyPlan>>>, Arc<MemoryRejection>>;
+type CandidateKey = (OpId, Vec<Option<Layout>>);
+
+/// Shared search context.
+pub struct SearchCx<'g> {
+    /// The graph.
+    pub graph: &'g Graph,
+    /// Settings.
+    pub config: PlanConfig,
+    stats: RefCell<PlanStats>,
+    candidate_cache: RefCell<BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
+    relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
+    region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
+    region_label: RefCell<String>,
+}
+
+impl<'g> SearchCx<'g> {
+    fn new(graph: &'g Graph, config: PlanConfig) -> Self {
+        SearchCx {
+            graph,
+            config,
+            stats: RefCell::new(PlanStats::default()),
+            candidate_cache: RefCell::new(BTreeMap::new()),
+            relayout_cache: RefCell::new(BTreeMap::new()),
+            region_cache: RefCell::new(BTreeMap::new()),
+            region_label: RefCell::new(String::from("top level")),
+        }
+    }
+
+    /// 2-D view of a value.
+    pub fn view(&self, v: ValueId) -> Option<TensorView> {
+        self.graph.ty(v).and_then(TensorView::of)
+    }
+
+    /// Name of a value for reports: source name, or `op result`.
+    pub fn value_name(&self, v: ValueId) -> String {
+        match self.graph.value(v).map(|x| x.def()) {
+            Some(ValueDef::Result { op, .. }) => match self.graph.op(op).map(|o| o.kind()) {
+                Some(OpKind::Input { name, .. }) | Some(OpKind::Parameter { name, .. }) => {
+                    name.clone()
+                }
+                Some(_) => format!("{} result (v{})", self.op_label(op), v.index()),
+                None => format!("v{}", v.index()),
+            },
+            Some(ValueDef::Argument { index, .. }) => {
+                format!("repeat argument {index} (v{})", v.index())
+            }
+            None => format!("v{}", v.index()),
+        }
+    }
+
+    /// `mnemonic#index` of an op.
+    pub fn op_label(&self, op: OpId) -> String {
+        format!(
+            "{}#{}",
+            self.graph.op(op).map(|o| o.mnemonic()).unwrap_or("?"),
+            op.index()
+        )
+    }
+
+    /// Where the search currently is, for reports.
+    pub fn region_label(&self) -> String {
+        self.region_label.borrow().clone()
+    }
+
+    /// Support reserve bytes.
+    pub fn reserve(&self) -> u64 {
+        SUPPORT_RESERVE_BYTES as u64
+    }
+
+    /// Cost of re-laying out `from` into `to` (`None` if a run is unaligned),
+    /// memoised; the moves come from [`relayout`], the function lowering uses.
+    pub fn relayout_cost(&self, from: Layout, to: Layout, elem: u32) -> Option<Cycles> {
+        if let Some(c) = self.relayout_cache.borrow().get(&(from, to, elem)) {
+            return *c;
+        }
+        let c = relayout(
+            &from,
+            Slot::Operand(0),
+            &to,
+            Slot::Output,
+            elem,
+            Window::whole(&to),
+        )
+        .ok()
+        .map(|r| r.cost());
+        self.relayout_cache.borrow_mut().insert((from, to, elem), c);
+        c
+    }
+
+    fn candidates_for(&self, op: OpId, state: &State) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
+        let o = self
+            .graph
+            .op(op)
+            .ok_or(PlanError::MalformedGraph { what: "op" })?;
+        let layouts = state.operand_layouts(o.operands());
+        // GEMMs ignore where their operands are: key them by pending flags only.
+        let key_layouts = if matches!(o.kind(), OpKind::MatMul(_)) {
+            layouts
+                .iter()
+                .map(|l| l.map(|_| Layout::single(0, 0, 0)))
+                .collect()
+        } else {
+            layouts.clone()
+        };
+        if let Some(c) = self
+            .candidate_cache
+            .borrow()
+            .get(&(op, key_layouts.clone()))
+        {
+            return Ok(c.clone());
+        }
+        let mut infos = Vec::new();
+        for (&v, layout) in o.operands().iter().zip(&layouts) {
+            let ty = self
+                .graph
+                .ty(v)
+                .ok_or(PlanError::MalformedGraph { what: "value" })?
+                .clone();
+            let view = TensorView::of(&ty).ok_or(PlanError::Unsupported {
+                op,
+                op_name: o.mnemonic(),
+                reason: "dimension exceeds u32",
+            })?;
+            infos.push(OperandInfo {
+                ty,
+                view,
+                current: *layout,
+            });
+        }
+        let out = o
+            .result()
+            .and_then(|r| self.graph.ty(r))
+            .ok_or(PlanError::MalformedGraph { what: "result" })?;
+        let plans = candidates(
+            self.graph,
+            op,
+            &infos,
+            out,
+            &GenConfig {
+                tiles: self.config.tiles,
+            },
+        )?;
+        let plans = Arc::new(plans.into_iter().map(Arc::new).collect::<Vec<_>>());
+        self.stats.borrow_mut().candidate_sets += 1;
+        self.candidate_cache
+            .borrow_mut()
+            .insert((op, key_layouts), plans.clone());
+        Ok(plans)
+    }
+}
+
+/// Keeps at most `width` states: Pareto within each signature group, group
+/// leaders first, then by cycles; the lowest-peak state always survives.
+fn prune(states: Vec<State>, width: usize) -> Vec<State> {
+    let mut groups: BTreeMap<Vec<(ValueId, Option<Layout>)>, Vec<State>> = BTreeMap::new();
+    for s in states {
+        groups.entry(s.signature()).or_default().push(s);
+    }
+    let mut leaders = Vec::new();
+    let mut rest = Vec::new();
+    for (_, mut g) in groups {
+        g.sort_by_key(|s| (s.cycles.total(), s.peak));
+        let mut best_peak = u64::MAX;
+        let mut first = true;
+        for s in g {
+            if s.peak < best_peak {
+                best_peak = s.peak;
+                if first {
+                    leaders.push(s);
+                    first = false;
+                } else {
+                    rest.push(s);
+                }
+            }
+        }
+    }
+    let lowest = leaders
+        .iter()
+        .chain(rest.iter())
+        .min_by_key(|s| (s.peak, s.cycles.total()))
+        .cloned();
+    leaders.sort_by_key(|s| (s.cycles.total(), s.peak));
+    rest.sort_by_key(|s| (s.cycles.total(), s.peak));
+    let mut out: Vec<State> = leaders.into_iter().chain(rest).take(width.max(1)).collect();
+    if let Some(l) = lowest {
+        if !out.iter().any(|s| s.peak == l.peak && s.cycles == l.cycles) {
+            out.pop();
+            out.push(l);
+        }
+    }
+    out
+}
+
+/// The best rejection seen, rebuilt as a report on demand.
+struct BestRejection {
+    peak: u64,
+    state: State,
+    pos: u32,
+    op: OpId,
+    plan: Option<Arc<OpPlan>>,
+    body: Option<Arc<BodyPlan>>,
+}
+
+fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<State>, PlanError> {
+    let mut states = alloc::vec![start];
+    for (pos, &op) in info.ops.iter().enumerate() {
+        let pos = pos as u32;
+        let o = cx
+            .graph
+            .op(op)
+            .ok_or(PlanError::MalformedGraph { what: "op" })?;
+        let mut next = Vec::new();
+        let mut best: Option<BestRejection> = None;
+        let mut note =
+            |peak: u64, state: &State, plan: Option<&Arc<OpPlan>>, body: Option<&Arc<BodyPlan>>| {
+                cx.stats.borrow_mut().memory_rejections += 1;
+                if best.as_ref().is_none_or(|b| peak < b.peak) {
+                    best = Some(BestRejection {
+                        peak,
+                        state: state.clone(),
+                        pos,
+                        op,
+                        plan: plan.cloned(),
+                        body: body.cloned(),
+                    });
+                }
+            };
+        let mut repeat_failure: Option<Arc<MemoryRejection>> = None;
+        for s in &states {
+            if o.kind().as_repeat().is_some() {
+                match body_frontier(cx, s, op)? {
+                    Ok(bodies) => {
+                        for b in bodies.iter() {
+                            cx.stats.borrow_mut().candidates_screened += 1;
+                            match s.apply_repeat(cx, info, pos, op, b, Mode::Search) {
+                                Ok(n) => next.push(n),
+                                Err(Reject::Memory { peak, .. }) => note(peak, s, None, Some(b)),
+                                Err(Reject::Unaligned) => {}
+                            }
+                        }
+                    }
+                    Err(r) => repeat_failure = Some(r),
+                }
+                continue;
+            }
+            let plans = cx.candidates_for(op, s)?;
+            for p in plans.iter() {
+                cx.stats.borrow_mut().candidates_screened += 1;
+                match s.apply(cx, info, pos, op, p, Mode::Search) {
+                    Ok(n) => next.push(n),
+                    Err(Reject::Memory { peak, .. }) => note(peak, s, Some(p), None),
+                    Err(Reject::Unaligned) => {}
+                }
+            }
+        }
+        if next.is_empty() {
+            if let Some(b) = best {
+                let r = match (&b.plan, &b.body) {
+                    (Some(p), _) => b.state.apply(cx, info, b.pos, b.op, p, Mode::Report),
+                    (None, Some(body)) => {
+                        b.state
+                            .apply_repeat(cx, info, b.pos, b.op, body, Mode::Report)
+                    }
+                    _ => Err(Reject::Unaligned),
+                };
+                if let Err(Reject::Memory {
+                    report: Some(report),
+                    ..
+                }) = r
+                {
+                    return Err(PlanError::OutOfMemory(report));
+                }
+            }
+            if let Some(r) = repeat_failure {
+                return Err(PlanError::OutOfMemory(alloc::boxed::Box::new((*r).clone())));
+            }
+            return Err(PlanError::NoCandidate {
+                op,
+                op_name: o.mnemonic(),
+            });
+        }
+        states = prune(next, cx.config.beam_width);
+    }
+    Ok(states)
+}
+
+/// The cached frontier of the Repeat `op`'s body for the boundary `s` gives it.
+fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<BodyFrontier> {
+    let rep = cx
+        .graph
+        .repeat(op)
+        .ok_or(PlanError::MalformedGraph { what: "repeat" })?;
+    let layout_of = |v: ValueId| -> PlanResult<Layout> {
+        match s.value(v).and_then(|l| l.layout) {
+            Some(l) => Ok(l),
+            None => cx
+                .view(v)
+                .map(|w| default_storage(&w, cx.config.tiles))
+                .ok_or(PlanError::MalformedGraph { what: "value" }),
+        }
+    };
+    let carried: Vec<Layout> = rep
+        .carried_inits()
+        .iter()
+        .map(|&v| layout_of(v))
+        .collect::<PlanResult<_>>()?;
+    let invariants: Vec<Layout> = rep
+        .invariants()
+        .iter()
+        .map(|&v| layout_of(v))
+        .collect::<PlanResult<_>>()?;
+    let key = (rep.body(), carried.clone(), invariants.clone());
+    if let Some(hit) = cx.region_cache.borrow().get(&key) {
+        cx.stats.borrow_mut().cache_hits += 1;
+        return Ok(hit.clone());
+    }
+    cx.stats.borrow_mut().body_searches += 1;
+    let result = search_body(cx, op, &carried, &invariants)?;
+    cx.region_cache.borrow_mut().insert(key, result.clone());
+    Ok(result)
+}
+
+/// Whether the yield of carried value `j` can be written straight into the
+/// carried buffer by its producer (no copy at the end of the body): the
+/// producer is a body op with the carried layout whose output is a fresh
+/// buffer, and the carried argument is not read after it — or read by it
+/// element for element (a local op on the same layout). Lowering uses the
+/// same test.
+pub fn yield_in_place(
+    graph: &Graph,
+    info: &RegionInfo,
+    ops: &[PlannedOp],
+    carried_arg: ValueId,
+    yielded: ValueId,
+    layout: &Layout,
+) -> bool {
+    let Some(ValueDef::Result { op: producer, .. }) = graph.value(yielded).map(|v| v.def()) else {
+        return false;
+    };
+    let Some(pos) = info.ops.iter().position(|&o| o == producer) else {
+        return false;
+    };
+    let Some(plan) = ops.get(pos).and_then(|p| p.plan.as_ref()) else {
+        return false;
+    };
+    if plan.output_is_view || plan.output != *layout {
+        return false;
+    }
+    let pos = pos as u32;
+    match info.last_use.get(&carried_arg).copied() {
+        None => true,
+        Some(last) if last < pos => true,
+        Some(last) if last == pos => {
+            ops[pos as usize].relayouts.is_empty()
+                && matches!(plan.family, super::opplan::PlanFamily::Local { .. })
+                && plan
+                    .operands
+                    .iter()
+                    .all(|o| o.layout == *layout || o.layout.tensor_rows() == 1)
+        }
+        Some(_) => false,
+    }
+}
+
+fn search_body(
+    cx: &SearchCx<'_>,
+    op: OpId,
+    carried: &[Layout],
+    invariants: &[Layout],
+) -> PlanResult<BodyFrontier> {
+    let rep = cx
+        .graph
+        .repeat(op)
+        .ok_or(PlanError::MalformedGraph { what: "repeat" })?;
+    let info = RegionInfo::new(cx.graph, rep.body())?;
+    let outer_label = cx
+        .region_label
+        .replace(format!("repeat body (x{})", rep.trip_count()));
+    let mut args = Vec::new();
+    for (&arg, layout) in rep.carried_args().iter().zip(carried) {
+        let elem = cx.view(arg).map(|w| w.elem()).unwrap_or(1);
+        let a = Arc::new(Allocation {
+            name: format!("carried {}", cx.value_name(arg)),
+            kind: AllocationKind::Carried,
+            class: MemoryClass::Standard,
+            tiles: TileBytes::Layout {
+                layout: *layout,
+                elem,
+            },
+            copies: 1,
+        });
+        args.push((arg, *layout, Some(a)));
+    }
+    for (&arg, layout) in rep.invariant_args().iter().zip(invariants) {
+        args.push((arg, *layout, None));
+    }
+    let start = State::start(cx, &info, &args);
+    let finals = match run_region(cx, &info, start.clone()) {
+        Ok(f) => f,
+        Err(PlanError::OutOfMemory(r)) => {
+            cx.region_label.replace(outer_label);
+            return Ok(Err(Arc::new(*r)));
+        }
+        Err(e) => {
+            cx.region_label.replace(outer_label);
+            return Err(e);
+        }
+    };
+    let mut bodies = Vec::new();
+    for f in finals {
+        let ops = f.planned_ops();
+        // Carried write-backs.
+        let mut cycles = f.cycles;
+        for ((&arg, &y), layout) in rep.carried_args().iter().zip(rep.yields()).zip(carried) {
+            let Some(loc) = f.value(y) else { continue };
+            let Some(from) = loc.layout else { continue };
+            if from == *layout && yield_in_place(cx.graph, &info, &ops, arg, y, layout) {
+                continue;
+            }
+            match cx.relayout_cost(from, *layout, loc.elem) {
+                Some(c) => cycles = cycles.plus(c),
+                None => continue,
+            }
+        }
+        // Exact per-tile peak by replaying the choices.
+        let mut record = memory::empty_usage();
+        let mut s = start.clone();
+        let mut ok = true;
+        for (pos, p) in ops.iter().enumerate() {
+            let r = match (&p.plan, &p.repeat) {
+                (Some(plan), _) => {
+                    s.apply(cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
+                }
+                _ => Err(Reject::Unaligned),
+            };
+            match r {
+                Ok(n) => s = n,
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if !ok {
+            continue;
+        }
+        let iterated = rep
+            .iterated_args()
+            .iter()
+            .filter_map(|a| s.statics().get(a).map(|al| (*a, al.clone())))
+            .collect();
+        let peak = memory::peak_of(&record).0;
+        bodies.push(Arc::new(BodyPlan {
+            ops,
+            cycles,
+            carried_layouts: carried.to_vec(),
+            invariant_layouts: invariants.to_vec(),
+            iterated,
+            peak_tile: Arc::new(record),
+            peak,
+        }));
+    }
+    cx.region_label.replace(outer_label);
+    bodies.sort_by_key(|b| (b.cycles.total(), b.peak));
+    Ok(Ok(Arc::new(bodies)))
+}
+
+/// Plans `graph` (verified IR) with `config`.
+pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
+    let cx = SearchCx::new(graph, config);
+    let info = RegionInfo::new(graph, graph.top())?;
+    let start = State::start(&cx, &info, &[]);
+    let finals = run_region(&cx, &info, start.clone())?;
+    // Finalists: cheapest first; replay exactly to get the true peak.
+    let mut best: Option<(State, u64, u32)> = None;
+    let mut sorted = finals;
+    sorted.sort_by_key(|s| (s.cycles.total(), s.peak));
+    for f in sorted.into_iter().take(4) {
+        let ops = f.planned_ops();
+        let mut record = memory::empty_usage();
+        let mut s = start.clone();
+        let mut ok = true;
+        for (pos, p) in ops.iter().enumerate() {
+            let r = match (&p.plan, &p.repeat) {
+                (Some(plan), _) => {
+                    s.apply(&cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
+                }
+                (None, Some(body)) => {
+                    s.apply_repeat(&cx, &info, pos as u32, p.op, body, Mode::Exact(&mut record))
+                }
+                _ => Err(Reject::Unaligned),
+            };
+            match r {
+                Ok(n) => s = n,
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok {
+            let (peak, tile) = memory::peak_of(&record);
+            best = Some((s, peak, tile));
+            break;
+        }
+    }
+    let (state, peak_bytes, peak_tile) = best.ok_or(PlanError::MalformedGraph {
+        what: "finalist (replay failed)",
+    })?;
+    let stats = *cx.stats.borrow();
+    Ok(Plan {
+        ops: state.planned_ops(),
+        sources: state.statics().clone(),
+        cycles: state.cycles,
+        peak_bytes,
+        peak_tile,
+        stats,
+        config,
+    })
+}

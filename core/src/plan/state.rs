@@ -1,0 +1,660 @@
+//! One search state (a planned prefix of a region) and the transition that
+//! extends it by one op. The same transition runs in the beam (cheap memory
+//! bounds), in exact replays of finalists (per-tile peaks) and when a
+//! rejection report is built, so all three agree by construction.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::candidates::default_storage;
+use super::cost::Cycles;
+use super::layout::Layout;
+use super::memory::{self, Allocation, AllocationKind, MemoryRejection, TileBytes};
+use super::opplan::{OpPlan, PlanFamily};
+use super::region::{RegionInfo, SourceKind};
+use super::search::{BodyPlan, SearchCx};
+use crate::ir::{OpId, ValueId};
+use crate::lower::schedule::MemoryClass;
+
+/// An operand re-laid out into a staging buffer before its op runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperandRelayout {
+    /// Operand position.
+    pub operand: u8,
+    /// Where the value is.
+    pub from: Layout,
+    /// Where the op reads it.
+    pub to: Layout,
+    /// Bytes per element.
+    pub elem: u32,
+}
+
+/// A source value whose storage this op chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageChoice {
+    /// The value.
+    pub value: ValueId,
+    /// Its storage layout.
+    pub layout: Layout,
+    /// SRAM class.
+    pub class: MemoryClass,
+}
+
+/// One planned op of a region, as lowering reads it.
+#[derive(Clone, Debug)]
+pub struct PlannedOp {
+    /// The op.
+    pub op: OpId,
+    /// Its implementation (absent for a Repeat).
+    pub plan: Option<Arc<OpPlan>>,
+    /// Operand re-layouts to run first.
+    pub relayouts: Vec<OperandRelayout>,
+    /// Storage decided here for source operands.
+    pub storage: Vec<StorageChoice>,
+    /// The planned body, for a Repeat.
+    pub repeat: Option<Arc<BodyPlan>>,
+}
+
+#[derive(Clone, Debug)]
+struct ChoiceNode {
+    op: PlannedOp,
+    prev: Option<Arc<ChoiceNode>>,
+}
+
+/// Where a live value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueLoc {
+    /// Its layout (`None`: a source whose storage is not chosen yet).
+    pub layout: Option<Layout>,
+    /// The dynamic allocation holding it (`None`: static or outer storage).
+    pub root: Option<ValueId>,
+    /// Element bytes.
+    pub elem: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Root {
+    alloc: Arc<Allocation>,
+    users: u32,
+}
+
+/// A planned prefix of a region.
+#[derive(Clone, Debug)]
+pub struct State {
+    values: BTreeMap<ValueId, ValueLoc>,
+    roots: BTreeMap<ValueId, Root>,
+    statics: Arc<BTreeMap<ValueId, Arc<Allocation>>>,
+    static_usage: Arc<Vec<u64>>,
+    static_max: u64,
+    choices: Option<Arc<ChoiceNode>>,
+    /// Cycles so far.
+    pub cycles: Cycles,
+    /// Peak per-tile bytes so far (an upper bound unless replayed exactly).
+    pub peak: u64,
+}
+
+/// Why a transition failed.
+#[derive(Clone, Debug)]
+pub enum Reject {
+    /// The moment does not fit; `peak` is exact. The report is built only in
+    /// report mode.
+    Memory {
+        /// Exact peak bytes.
+        peak: u64,
+        /// Report (report mode only).
+        report: Option<alloc::boxed::Box<MemoryRejection>>,
+    },
+    /// A re-layout would move a run that is not a whole word.
+    Unaligned,
+}
+
+/// How thoroughly a transition checks memory.
+#[derive(Debug)]
+pub enum Mode<'a> {
+    /// Bound first, per-tile refinement when it fails.
+    Search,
+    /// Per-tile always; records the elementwise max usage.
+    Exact(&'a mut Vec<u64>),
+    /// Like search, but a failure carries a full report.
+    Report,
+}
+
+fn alloc_for(
+    name: String,
+    kind: AllocationKind,
+    class: MemoryClass,
+    layout: Layout,
+    elem: u32,
+    copies: u32,
+) -> Arc<Allocation> {
+    Arc::new(Allocation {
+        name,
+        kind,
+        class,
+        tiles: TileBytes::Layout { layout, elem },
+        copies,
+    })
+}
+
+impl State {
+    /// The start of `info`'s region: sources get default storage; `args` are
+    /// values already placed (Repeat carried/invariant arguments), with an
+    /// optional dynamic allocation (carried buffers).
+    pub fn start(
+        cx: &SearchCx<'_>,
+        info: &RegionInfo,
+        args: &[(ValueId, Layout, Option<Arc<Allocation>>)],
+    ) -> Self {
+        let mut s = State {
+            values: BTreeMap::new(),
+            roots: BTreeMap::new(),
+            statics: Arc::new(BTreeMap::new()),
+            static_usage: Arc::new(memory::empty_usage()),
+            static_max: 0,
+            choices: None,
+            cycles: Cycles::default(),
+            peak: 0,
+        };
+        let mut statics = BTreeMap::new();
+        let mut usage = memory::empty_usage();
+        for (v, kind) in &info.sources {
+            let Some(view) = cx.view(*v) else { continue };
+            let layout = default_storage(&view, cx.config.tiles);
+            let (k, copies) = match kind {
+                SourceKind::Iterated { trip_count } => {
+                    (AllocationKind::IteratedParameter, *trip_count)
+                }
+                _ => (AllocationKind::Parameter, 1),
+            };
+            let a = alloc_for(
+                cx.value_name(*v),
+                k,
+                MemoryClass::Standard,
+                layout,
+                view.elem(),
+                copies,
+            );
+            a.accumulate(&mut usage, true);
+            statics.insert(*v, a);
+            s.values.insert(
+                *v,
+                ValueLoc {
+                    layout: None,
+                    root: None,
+                    elem: view.elem(),
+                },
+            );
+        }
+        for (v, layout, alloc) in args {
+            let elem = cx.view(*v).map(|w| w.elem()).unwrap_or(1);
+            let root = alloc.as_ref().map(|a| {
+                s.roots.insert(
+                    *v,
+                    Root {
+                        alloc: a.clone(),
+                        users: 1,
+                    },
+                );
+                *v
+            });
+            s.values.insert(
+                *v,
+                ValueLoc {
+                    layout: Some(*layout),
+                    root,
+                    elem,
+                },
+            );
+        }
+        s.static_max = memory::peak_of(&usage).0;
+        s.static_usage = Arc::new(usage);
+        s.statics = Arc::new(statics);
+        s.peak = s.static_max;
+        s
+    }
+
+    /// Where `v` is, if live.
+    pub fn value(&self, v: ValueId) -> Option<&ValueLoc> {
+        self.values.get(&v)
+    }
+
+    /// Signature for Pareto grouping: the layouts of live values.
+    pub fn signature(&self) -> Vec<(ValueId, Option<Layout>)> {
+        self.values.iter().map(|(v, l)| (*v, l.layout)).collect()
+    }
+
+    /// The planned ops in order.
+    pub fn planned_ops(&self) -> Vec<PlannedOp> {
+        let mut out = Vec::new();
+        let mut node = self.choices.as_ref();
+        while let Some(n) = node {
+            out.push(n.op.clone());
+            node = n.prev.as_ref();
+        }
+        out.reverse();
+        out
+    }
+
+    /// Static allocations (sources with their chosen or default storage).
+    pub fn statics(&self) -> &BTreeMap<ValueId, Arc<Allocation>> {
+        &self.statics
+    }
+
+    /// Static per-tile usage.
+    pub fn static_usage(&self) -> &[u64] {
+        &self.static_usage
+    }
+
+    fn set_static(&mut self, v: ValueId, a: Option<Arc<Allocation>>) {
+        let statics = Arc::make_mut(&mut self.statics);
+        let usage = Arc::make_mut(&mut self.static_usage);
+        if let Some(old) = statics.remove(&v) {
+            old.accumulate(usage, false);
+        }
+        if let Some(a) = a {
+            a.accumulate(usage, true);
+            statics.insert(v, a);
+        }
+        self.static_max = memory::peak_of(usage).0;
+    }
+
+    fn drop_value(&mut self, v: ValueId) {
+        if let Some(loc) = self.values.remove(&v) {
+            if let Some(r) = loc.root {
+                if let Some(root) = self.roots.get_mut(&r) {
+                    root.users -= 1;
+                    if root.users == 0 {
+                        self.roots.remove(&r);
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, op: PlannedOp) {
+        self.choices = Some(Arc::new(ChoiceNode {
+            op,
+            prev: self.choices.take(),
+        }));
+    }
+
+    /// Checks one moment with `transient` allocations on top of the live ones.
+    fn check(
+        &self,
+        cx: &SearchCx<'_>,
+        transient: &[Arc<Allocation>],
+        mode: &mut Mode<'_>,
+        moment: &dyn Fn() -> (String, u32, String),
+    ) -> Result<u64, Reject> {
+        let dynamic: Vec<&Allocation> = self
+            .roots
+            .values()
+            .map(|r| &*r.alloc)
+            .chain(transient.iter().map(|a| &**a))
+            .collect();
+        let budget = cx.config.budget;
+        let (peak, tile, exact) = match mode {
+            Mode::Exact(record) => {
+                let usage = memory::moment_usage(&self.static_usage, &dynamic);
+                for (r, u) in record.iter_mut().zip(&usage) {
+                    *r = (*r).max(*u);
+                }
+                let (p, t) = memory::peak_of(&usage);
+                (p, t, true)
+            }
+            _ => {
+                let c = memory::check_moment(&self.static_usage, self.static_max, &dynamic, budget);
+                (c.peak, c.tile, c.exact)
+            }
+        };
+        if peak <= budget || !exact {
+            return Ok(peak);
+        }
+        let report = matches!(mode, Mode::Report).then(|| {
+            let (op_name, op_index, what) = moment();
+            let live = memory::live_on_tile(
+                tile,
+                self.statics
+                    .values()
+                    .map(|a| &**a)
+                    .chain(dynamic.iter().copied()),
+            );
+            alloc::boxed::Box::new(MemoryRejection {
+                op_name,
+                op_index,
+                region: cx.region_label(),
+                moment: what,
+                tile,
+                peak_bytes: peak,
+                reserve_bytes: cx.reserve(),
+                budget_bytes: budget + cx.reserve(),
+                live,
+            })
+        });
+        Err(Reject::Memory { peak, report })
+    }
+
+    /// Extends the state by `op` implemented as `plan` at position `pos`.
+    pub fn apply(
+        &self,
+        cx: &SearchCx<'_>,
+        info: &RegionInfo,
+        pos: u32,
+        op: OpId,
+        plan: &Arc<OpPlan>,
+        mut mode: Mode<'_>,
+    ) -> Result<State, Reject> {
+        let mut s = self.clone();
+        let graph_op = cx.graph.op(op).ok_or(Reject::Unaligned)?;
+        let operands = graph_op.operands();
+        let mut cost = plan.cost;
+        let mut relayouts = Vec::new();
+        let mut storage = Vec::new();
+        let mut transient: Vec<Arc<Allocation>> = Vec::new();
+        let mut view_root: Option<Arc<Allocation>> = None;
+        for (i, (&v, req)) in operands.iter().zip(&plan.operands).enumerate() {
+            let Some(loc) = s.values.get(&v).copied() else {
+                return Err(Reject::Unaligned);
+            };
+            let current = match loc.layout {
+                Some(l) => l,
+                None => {
+                    let layout = req.storage.unwrap_or(req.layout);
+                    let class = if req.storage.is_some() {
+                        MemoryClass::Standard
+                    } else {
+                        req.class
+                    };
+                    let copies = s.statics.get(&v).map(|a| a.copies).unwrap_or(1);
+                    let kind = s
+                        .statics
+                        .get(&v)
+                        .map(|a| a.kind)
+                        .unwrap_or(AllocationKind::Parameter);
+                    s.set_static(
+                        v,
+                        Some(alloc_for(
+                            cx.value_name(v),
+                            kind,
+                            class,
+                            layout,
+                            loc.elem,
+                            copies,
+                        )),
+                    );
+                    if let Some(l) = s.values.get_mut(&v) {
+                        l.layout = Some(layout);
+                    }
+                    storage.push(StorageChoice {
+                        value: v,
+                        layout,
+                        class,
+                    });
+                    layout
+                }
+            };
+            if current != req.layout {
+                cost = cost.plus(
+                    cx.relayout_cost(current, req.layout, loc.elem)
+                        .ok_or(Reject::Unaligned)?,
+                );
+                relayouts.push(OperandRelayout {
+                    operand: i as u8,
+                    from: current,
+                    to: req.layout,
+                    elem: loc.elem,
+                });
+                let a = alloc_for(
+                    format!("{} operand {i} staging", cx.op_label(op)),
+                    AllocationKind::Staging,
+                    req.class,
+                    req.layout,
+                    loc.elem,
+                    1,
+                );
+                if i == 0 && plan.output_is_view {
+                    view_root = Some(a.clone());
+                }
+                transient.push(a);
+            }
+        }
+        for sc in &plan.scratch {
+            transient.push(Arc::new(Allocation {
+                name: format!("{} {}", cx.op_label(op), sc.name),
+                kind: AllocationKind::Scratch,
+                class: sc.class,
+                tiles: TileBytes::Blocks(sc.blocks.clone()),
+                copies: 1,
+            }));
+        }
+        let result = graph_op.result().ok_or(Reject::Unaligned)?;
+        let out_elem = cx.view(result).map(|w| w.elem()).unwrap_or(1);
+        let out_alloc = if plan.output_is_view {
+            view_root
+        } else {
+            let a = alloc_for(
+                cx.value_name(result),
+                AllocationKind::Activation,
+                plan.output_class,
+                plan.output,
+                out_elem,
+                1,
+            );
+            transient.push(a.clone());
+            Some(a)
+        };
+        let peak = s.check(cx, &transient, &mut mode, &|| {
+            (
+                String::from(graph_op.mnemonic()),
+                pos,
+                format!("during {} (op {pos}: {})", cx.op_label(op), plan.summary),
+            )
+        })?;
+        s.peak = s.peak.max(peak);
+        s.cycles = s.cycles.plus(cost);
+        // Define the result.
+        let root = match out_alloc {
+            Some(a) => {
+                s.roots.insert(result, Root { alloc: a, users: 1 });
+                Some(result)
+            }
+            None => {
+                // A view of operand 0's buffer (or of static storage).
+                let r = operands
+                    .first()
+                    .and_then(|v| s.values.get(v))
+                    .and_then(|l| l.root);
+                if let Some(r) = r {
+                    if let Some(root) = s.roots.get_mut(&r) {
+                        root.users += 1;
+                    }
+                }
+                r
+            }
+        };
+        s.values.insert(
+            result,
+            ValueLoc {
+                layout: Some(plan.output),
+                root,
+                elem: out_elem,
+            },
+        );
+        for &v in operands {
+            if info.last_use(v, pos) == pos {
+                s.drop_value(v);
+            }
+        }
+        if info.last_use(result, pos) == pos {
+            s.drop_value(result);
+        }
+        s.push(PlannedOp {
+            op,
+            plan: Some(plan.clone()),
+            relayouts,
+            storage,
+            repeat: None,
+        });
+        Ok(s)
+    }
+
+    /// Extends the state by a Repeat whose body is planned as `body`.
+    pub fn apply_repeat(
+        &self,
+        cx: &SearchCx<'_>,
+        info: &RegionInfo,
+        pos: u32,
+        op: OpId,
+        body: &Arc<BodyPlan>,
+        mut mode: Mode<'_>,
+    ) -> Result<State, Reject> {
+        let mut s = self.clone();
+        let rep = cx.graph.repeat(op).ok_or(Reject::Unaligned)?;
+        let trip = rep.trip_count() as u64;
+        let mut cost = body.cycles.times(trip);
+        // Carried initial values are copied into the carried buffers.
+        for (&init, layout) in rep.carried_inits().iter().zip(&body.carried_layouts) {
+            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            cost = cost.plus(
+                cx.relayout_cost(*layout, *layout, elem)
+                    .ok_or(Reject::Unaligned)?,
+            );
+        }
+        // Sequence elements read only here are stored by the body.
+        for seq in rep.sequences() {
+            for &v in seq {
+                if s.values.get(&v).is_some_and(|l| l.layout.is_none())
+                    && info.last_use(v, pos) == pos
+                {
+                    s.set_static(v, None);
+                }
+            }
+        }
+        let dynamic: Vec<&Allocation> = s.roots.values().map(|r| &*r.alloc).collect();
+        let outer_bound = s.static_max + dynamic.iter().map(|a| a.max_bytes()).sum::<u64>();
+        let budget = cx.config.budget;
+        let exact = matches!(mode, Mode::Exact(_)) || outer_bound + body.peak > budget;
+        let peak = if exact {
+            let mut usage = memory::moment_usage(&s.static_usage, &dynamic);
+            for (u, b) in usage.iter_mut().zip(body.peak_tile.iter()) {
+                *u += b;
+            }
+            if let Mode::Exact(record) = &mut mode {
+                for (r, u) in record.iter_mut().zip(&usage) {
+                    *r = (*r).max(*u);
+                }
+            }
+            let (peak, tile) = memory::peak_of(&usage);
+            if peak > budget {
+                let report = matches!(mode, Mode::Report).then(|| {
+                    let mut live = memory::live_on_tile(
+                        tile,
+                        s.statics
+                            .values()
+                            .map(|a| &**a)
+                            .chain(dynamic.iter().copied()),
+                    );
+                    live.push(memory::LiveAllocation {
+                        name: format!("repeat body peak (×{trip} iterations' parameters included)"),
+                        kind: AllocationKind::IteratedParameter,
+                        class: MemoryClass::Standard,
+                        bytes: body.peak_tile.get(tile as usize).copied().unwrap_or(0),
+                    });
+                    live.sort_by_key(|b| core::cmp::Reverse(b.bytes));
+                    alloc::boxed::Box::new(MemoryRejection {
+                        op_name: String::from("repeat"),
+                        op_index: pos,
+                        region: cx.region_label(),
+                        moment: format!("during the repeat body (op {pos})"),
+                        tile,
+                        peak_bytes: peak,
+                        reserve_bytes: cx.reserve(),
+                        budget_bytes: budget + cx.reserve(),
+                        live,
+                    })
+                });
+                return Err(Reject::Memory { peak, report });
+            }
+            peak
+        } else {
+            outer_bound + body.peak
+        };
+        s.peak = s.peak.max(peak);
+        s.cycles = s.cycles.plus(cost);
+        // Iterated storage stays for the whole program.
+        for (arg, a) in &body.iterated {
+            s.set_static(*arg, Some(a.clone()));
+        }
+        for ((&result, layout), &init) in rep
+            .results()
+            .iter()
+            .zip(&body.carried_layouts)
+            .zip(rep.carried_inits())
+        {
+            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            let a = alloc_for(
+                cx.value_name(result),
+                AllocationKind::Carried,
+                MemoryClass::Standard,
+                *layout,
+                elem,
+                1,
+            );
+            s.roots.insert(result, Root { alloc: a, users: 1 });
+            s.values.insert(
+                result,
+                ValueLoc {
+                    layout: Some(*layout),
+                    root: Some(result),
+                    elem,
+                },
+            );
+        }
+        let operands: Vec<ValueId> = cx
+            .graph
+            .op(op)
+            .map(|o| o.operands().to_vec())
+            .unwrap_or_default();
+        for v in operands {
+            if info.last_use(v, pos) == pos {
+                s.drop_value(v);
+            }
+        }
+        for &r in rep.results() {
+            if info.last_use(r, pos) == pos {
+                s.drop_value(r);
+            }
+        }
+        s.push(PlannedOp {
+            op,
+            plan: None,
+            relayouts: Vec::new(),
+            storage: Vec::new(),
+            repeat: Some(body.clone()),
+        });
+        Ok(s)
+    }
+
+    /// Current views of `op`'s operands for candidate generation.
+    pub fn operand_layouts(&self, operands: &[ValueId]) -> Vec<Option<Layout>> {
+        operands
+            .iter()
+            .map(|v| self.values.get(v).and_then(|l| l.layout))
+            .collect()
+    }
+
+    /// True when `v` is a source whose storage is still open.
+    pub fn is_pending(&self, v: ValueId) -> bool {
+        self.values.get(&v).is_some_and(|l| l.layout.is_none())
+    }
+
+    /// The family of the last planned op (for tests).
+    pub fn last_family(&self) -> Option<PlanFamily> {
+        self.choices
+            .as_ref()
+            .and_then(|n| n.op.plan.as_ref().map(|p| p.family.clone()))
+    }
+}

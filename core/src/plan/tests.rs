@@ -1,0 +1,135 @@
+//! Planner tests on small hand-built graphs.
+
+use alloc::format;
+use alloc::vec::Vec;
+
+use super::*;
+use crate::ir::{DType, Graph, GraphBuilder, TensorType};
+
+/// `layers` residual MLP blocks as one Repeat: x + gelu(x·w1ᵀ + b1)·w2ᵀ.
+pub(crate) fn residual_mlp(
+    tokens: usize,
+    width: usize,
+    hidden: usize,
+    layers: u32,
+    weight: DType,
+) -> Graph {
+    let mut b = GraphBuilder::new();
+    let x = b
+        .input("x", TensorType::new(DType::F16, [1, tokens, width]))
+        .unwrap();
+    let mut w1 = Vec::new();
+    let mut b1 = Vec::new();
+    let mut w2 = Vec::new();
+    for l in 0..layers {
+        w1.push(
+            b.parameter(
+                &format!("l{l}.w1"),
+                TensorType::new(weight, [hidden, width]),
+            )
+            .unwrap(),
+        );
+        b1.push(
+            b.parameter(&format!("l{l}.b1"), TensorType::new(DType::F16, [hidden]))
+                .unwrap(),
+        );
+        w2.push(
+            b.parameter(
+                &format!("l{l}.w2"),
+                TensorType::new(weight, [width, hidden]),
+            )
+            .unwrap(),
+        );
+    }
+    let body = b.begin_repeat(layers).unwrap();
+    let h = b.carried(&body, x).unwrap();
+    let w1a = b.iterated(&body, &w1).unwrap();
+    let b1a = b.iterated(&body, &b1).unwrap();
+    let w2a = b.iterated(&body, &w2).unwrap();
+    let y = b.matmul_transposed(h, w1a, DType::F16).unwrap();
+    let y = b.add(y, b1a).unwrap();
+    let y = b.gelu_tanh(y).unwrap();
+    let y = b.matmul_transposed(y, w2a, DType::F16).unwrap();
+    let next = b.add(h, y).unwrap();
+    let out = b.end_repeat(&body, &[next]).unwrap();
+    b.output("y", out[0]).unwrap();
+    b.finish().unwrap()
+}
+
+#[test]
+fn plans_a_small_repeat_and_reuses_the_body_frontier() {
+    let g = residual_mlp(16, 64, 128, 3, DType::F16);
+    let plan = plan_graph(
+        &g,
+        PlanConfig {
+            tiles: 64,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    assert!(plan.cycles.total() > 0);
+    assert!(plan.peak_bytes > 0 && plan.peak_bytes <= plan.config.budget);
+    let repeat = plan
+        .ops
+        .iter()
+        .find_map(|p| p.repeat.as_ref())
+        .expect("repeat planned");
+    assert_eq!(repeat.ops.len(), 5);
+    // Every outer branch reaching the Repeat with the same input layout hits the cache.
+    assert!(plan.stats.body_searches >= 1);
+    assert!(plan.stats.cache_hits + plan.stats.body_searches >= 1);
+}
+
+#[test]
+fn over_budget_plans_are_rejected_with_a_report() {
+    // 64 layers of 256×2048 FP16 weights on 4 tiles cannot fit.
+    let g = residual_mlp(8, 256, 2048, 64, DType::F16);
+    let err = plan_graph(
+        &g,
+        PlanConfig {
+            tiles: 4,
+            beam_width: 8,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap_err();
+    let PlanError::OutOfMemory(r) = err else {
+        panic!("expected a memory rejection, got {err:?}")
+    };
+    assert!(r.total_bytes() > r.budget_bytes);
+    assert!(r.tile < 4);
+    assert!(!r.live.is_empty());
+    // The live list adds up to the peak.
+    let sum: u64 = r.live.iter().map(|a| a.bytes).sum();
+    assert_eq!(sum, r.peak_bytes, "{r}");
+}
+
+#[test]
+fn lowered_small_repeat_is_structurally_sound() {
+    let g = residual_mlp(16, 64, 128, 3, DType::F16);
+    let plan = plan_graph(
+        &g,
+        PlanConfig {
+            tiles: 64,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    let s = crate::lower::lower(&g, &plan).unwrap();
+    crate::lower::check::check(&s).unwrap();
+    let repeats: Vec<_> = s
+        .steps
+        .iter()
+        .filter(|st| matches!(st, crate::lower::schedule::Step::Repeat(_)))
+        .collect();
+    assert_eq!(repeats.len(), 1);
+    let crate::lower::schedule::Step::Repeat(r) = repeats[0] else {
+        unreachable!()
+    };
+    assert_eq!(r.trip_count, 3);
+    assert_eq!(r.iterated.len(), 3);
+    assert_eq!(r.carried.len(), 1);
+    for &b in &r.iterated {
+        assert_eq!(s.buffers[b.index()].copies, 3);
+    }
+}

@@ -1,0 +1,59 @@
+//! Cycle costs used by the planner's cost model and the simulator's codelets.
+//! One constant per fact, each with its source. Figures marked "estimate"
+//! have no measurement behind them; they are round numbers chosen to rank
+//! plans, not to predict hardware time.
+
+/// AMP multiply-accumulates per cycle per tile with FP8 operands
+/// (`docs/facts/siglip-and-fp8.md` §3: `f8v8hihov4amp`, 8 FP8 inputs × 16 engines per cycle).
+pub const AMP_MACS_PER_CYCLE_F8: u32 = 128;
+/// AMP multiply-accumulates per cycle per tile, FP16 (`docs/facts/ipu21-target.md` §6, row term).
+pub const AMP_MACS_PER_CYCLE_F16: u32 = 64;
+/// AMP multiply-accumulates per cycle per tile, FP32 (`docs/facts/ipu21-target.md` §6, "4× the row term").
+pub const AMP_MACS_PER_CYCLE_F32: u32 = 16;
+/// Fixed cost of one AMP GEMM kernel call (`docs/facts/ipu21-target.md` §6, measured, ipu-stack `IPU21_AMP_KERNEL_COSTS.call_cycles`).
+pub const AMP_CALL_CYCLES: u32 = 294;
+/// Output columns per AMP column group (`docs/facts/ipu21-target.md` §6).
+pub const AMP_COLUMN_GROUP: u32 = 16;
+/// K elements per AMP micro-group (`docs/facts/ipu21-target.md` §6, "16-element K micro-groups").
+pub const AMP_K_MICRO_GROUP: u32 = 16;
+/// Weight-feed cycles per 16-column group per 64-K block, weights in interleaved
+/// memory (`docs/facts/ipu21-target.md` §6, G = 940, charged G/4 per 16-K micro-group).
+pub const AMP_GROUP_CYCLES_INTERLEAVED: u32 = 940;
+/// Same with weights in standard memory (`docs/facts/ipu21-target.md` §6, G = 1063).
+pub const AMP_GROUP_CYCLES_STANDARD: u32 = 1063;
+/// Supervisor overhead of one kernel launch (`docs/facts/ipu21-target.md` §6, Poplar basic supervisor overhead).
+pub const KERNEL_LAUNCH_CYCLES: u32 = 11;
+/// Exchange payload per tile per cycle (`docs/facts/ipu21-target.md` §6: one 32-bit word per event).
+pub const EXCHANGE_BYTES_PER_CYCLE: u32 = 4;
+/// Global sync plus exchange-phase overhead (`docs/facts/ipu21-target.md` §6, Poplar `getGlobalSyncCycles`).
+pub const EXCHANGE_PHASE_CYCLES: u32 = 600;
+/// Six-worker local copy call including rendezvous (`docs/facts/ipu21-target.md` §6, measured on IPU21).
+pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
+/// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").
+pub const LOCAL_COPY_BYTES_PER_CYCLE: u32 = 8;
+/// Element-wise add: elements per cycle over six workers (`docs/facts/ipu21-target.md` §6, "Add ≈ elements/16").
+pub const ADD_ELEMENTS_PER_CYCLE: u32 = 16;
+/// GELU: cycles per element over six workers (`docs/facts/ipu21-target.md` §6, "≈10 cycles/element").
+pub const GELU_CYCLES_PER_ELEMENT: u32 = 10;
+/// Cast: bytes (in + out) per cycle (peer study §3 table, "Cast (in + out bytes)÷8").
+pub const CAST_BYTES_PER_CYCLE: u32 = 8;
+/// Partial-sum reduction: output bytes per cycle (`docs/facts/ipu21-target.md` §6, "reduction output ~1 B/cycle").
+pub const REDUCE_OUTPUT_BYTES_PER_CYCLE: u32 = 1;
+/// LayerNorm: cycles per element (estimate: three vector passes — mean,
+/// variance, scale — at the Add rate plus a per-row rsqrt; no measurement).
+pub const LAYER_NORM_CYCLES_PER_ELEMENT_X16: u32 = 3;
+/// LayerNorm per-row overhead (estimate, see above).
+pub const LAYER_NORM_ROW_CYCLES: u32 = 40;
+/// Softmax: cycles per element (estimate: max, exp (~GELU cost), sum and scale passes; no measurement).
+pub const SOFTMAX_CYCLES_PER_ELEMENT: u32 = 6;
+/// Patch one word with the supervisor loop, below the bulk threshold
+/// (`docs/facts/seed-vit-repeat-evaluation.txt`: 846 cycles for 24 words ≈ 35/word incl. wrapper).
+pub const PATCH_SCALAR_CYCLES_PER_WORD: u32 = 30;
+/// Fixed overhead of one supervisor patch call (fits 846 − 24·30 = 126, seed report above).
+pub const PATCH_SCALAR_CALL_CYCLES: u32 = 126;
+/// Lists of at least this many words use the six-worker bulk patcher (seed report, "lists of at least 24 words").
+pub const PATCH_BULK_THRESHOLD_WORDS: u32 = 24;
+/// Bulk patcher cycles per word ×100 (seed report: 450/936/9468 cycles at 24/78/1024 words ⇒ ≈ 9.0/word).
+pub const PATCH_BULK_CYCLES_PER_WORD_X100: u32 = 900;
+/// Bulk patcher fixed overhead (seed report: 9468 − 1024·9.0 ≈ 252; 936 − 78·9 = 234; 450 − 216 = 234).
+pub const PATCH_BULK_CALL_CYCLES: u32 = 240;
