@@ -138,6 +138,16 @@ impl GraphBuilder {
             typed.push((v, ty));
         }
         let results = infer(id, &kind, &typed)?;
+        // Reject results whose size overflows now, naming the value they would get.
+        let first_result = self.graph.value_count();
+        for (i, ty) in results.iter().enumerate() {
+            if ty.size_bytes().is_none() {
+                return Err(IrError::ShapeOverflow {
+                    value: ValueId::new((first_result + i) as u32),
+                    shape: ty.shape.clone(),
+                });
+            }
+        }
         let op = self
             .graph
             .append_op(region, kind, operands.to_vec(), results)

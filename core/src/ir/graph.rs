@@ -195,7 +195,8 @@ impl<'g> RepeatView<'g> {
         if index >= self.sequence_count() {
             return &[];
         }
-        let start = self.carried_len() + self.invariant_len() + index * self.trip_count();
+        let start = (self.carried_len() + self.invariant_len())
+            .saturating_add(index.saturating_mul(self.trip_count()));
         Self::part(self.operands, start, self.trip_count())
     }
 

@@ -193,7 +193,9 @@ impl<'g> Verifier<'g> {
             r.sequences as usize,
             r.trip_count as usize,
         );
-        let expected_operands = c + i + s * n;
+        // Saturating: the counts are u32 and this also runs on 32-bit targets.
+        let interface = c.saturating_add(i).saturating_add(s);
+        let expected_operands = c.saturating_add(i).saturating_add(s.saturating_mul(n));
         if operands.len() != expected_operands {
             return Err(IrError::RepeatOperandCount {
                 op: id,
@@ -205,11 +207,11 @@ impl<'g> Verifier<'g> {
             .graph
             .region(r.body)
             .ok_or(IrError::UnknownRegion { region: r.body })?;
-        if body.args().len() != c + i + s {
+        if body.args().len() != interface {
             return Err(IrError::RepeatArgumentCount {
                 op: id,
                 region: r.body,
-                expected: c + i + s,
+                expected: interface,
                 found: body.args().len(),
             });
         }
