@@ -32,8 +32,19 @@ enum Command {
     Inspect(ipuc::cli::inspect::Args),
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+/// Errors are printed as one chain of causes (`error: what: why`), without a
+/// backtrace: they are user-facing diagnostics, not crashes.
+fn main() -> std::process::ExitCode {
+    match dispatch(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Isa(args) => ipuc::cli::isa::run(args),
         Command::Asm(args) => ipuc::cli::asm::run(args),
