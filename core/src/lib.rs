@@ -14,5 +14,6 @@ pub mod ir;
 pub mod lower;
 pub mod numeric;
 pub mod package;
+pub mod place;
 pub mod plan;
 pub mod target;

@@ -3,6 +3,7 @@
 
 pub mod asm;
 pub mod isa;
+pub mod memory;
 pub mod sram;
 pub mod timing;
 pub mod topology;

@@ -1,0 +1,233 @@
+//! Liveness-based linear-scan allocation of one tile's buffers.
+//!
+//! Buffers are taken in order of first use (longest-lived and largest first
+//! among equals) and each gets the lowest aligned address, in its class's
+//! preferred window, that no buffer live at an overlapping step occupies and
+//! that shares no effective element with a placed conflict partner.
+
+use alloc::vec::Vec;
+use core::cmp::Reverse;
+use core::ops::Range;
+
+use super::error::{PlaceError, PlaceResult};
+use super::map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
+use super::regions::{blocked_span, blocked_spans, class_windows, element_span, merge};
+use super::request::{BufferKey, BufferRequest, PlacementRequest};
+
+/// Places every buffer of one tile.
+pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
+    let tile = request.tile;
+    let blocked = blocked_spans(tile, &request.reserved)?;
+    let spans = validate(request)?;
+
+    // Conflict partners per buffer index (symmetric).
+    let index_of = |key: BufferKey| -> PlaceResult<usize> {
+        request
+            .buffers
+            .iter()
+            .position(|b| b.key == key)
+            .ok_or(PlaceError::UnknownConflictBuffer { tile, buffer: key })
+    };
+    let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
+    for c in &request.conflicts {
+        let (a, b) = (index_of(c.a)?, index_of(c.b)?);
+        partners[a].push(b);
+        partners[b].push(a);
+    }
+
+    let mut order: Vec<usize> = (0..request.buffers.len()).collect();
+    order.sort_by_key(|&i| {
+        let b = &request.buffers[i];
+        (b.first_step, Reverse(b.last_step), Reverse(spans[i]), b.key)
+    });
+
+    let mut placed: Vec<Option<Range<u32>>> = alloc::vec![None; request.buffers.len()];
+    for &i in &order {
+        let buf = &request.buffers[i];
+        let mut occupied: Vec<Range<u32>> = Vec::new();
+        for (j, r) in placed.iter().enumerate() {
+            if let Some(r) = r {
+                if !r.is_empty() && request.buffers[j].overlaps_in_time(buf) {
+                    occupied.push(r.clone());
+                }
+            }
+        }
+        let live_bytes: u64 = occupied.iter().map(|r| u64::from(r.end - r.start)).sum();
+        for &p in &partners[i] {
+            if let Some(r) = &placed[p] {
+                if !r.is_empty() {
+                    occupied.push(element_span(r));
+                }
+            }
+        }
+        let occupied = merge(occupied);
+        let windows = class_windows(buf.class, &blocked);
+        match first_fit(&windows, &occupied, spans[i], buf.align) {
+            Ok(start) => placed[i] = Some(start..start + spans[i]),
+            Err(largest_free) => {
+                return Err(PlaceError::NoRoom {
+                    tile,
+                    buffer: buf.key,
+                    name: buf.name.clone(),
+                    class: buf.class,
+                    bytes_needed: spans[i],
+                    largest_free,
+                    live_bytes: u32::try_from(live_bytes).unwrap_or(u32::MAX),
+                    first_step: buf.first_step,
+                })
+            }
+        }
+    }
+
+    let mut allocations: Vec<Allocation> = request
+        .buffers
+        .iter()
+        .zip(placed)
+        .zip(&spans)
+        .map(|((b, r), &span)| {
+            // Invariant: the loop above placed every buffer or returned.
+            let range = r.unwrap_or(0..span);
+            Allocation {
+                key: b.key,
+                name: b.name.clone(),
+                class: b.class,
+                stride: b.stride().unwrap_or(span),
+                range,
+                copies: b.copies.max(1),
+                bytes: b.bytes,
+                first_step: b.first_step,
+                last_step: b.last_step,
+            }
+        })
+        .collect();
+    allocations.sort_by_key(|a| a.key);
+
+    let mut reserved: Vec<ReservedEntry> = request
+        .reserved
+        .iter()
+        .map(|r| ReservedEntry {
+            name: r.name.clone(),
+            kind: r.kind,
+            range: r.range.clone(),
+            blocked: blocked_span(r),
+        })
+        .collect();
+    reserved.sort_by_key(|r| (r.range.start, r.range.end));
+    let reserved_bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
+    let peak = peak_live(&allocations, reserved_bytes);
+    Ok(TilePlacement {
+        tile,
+        reserved,
+        allocations,
+        peak,
+    })
+}
+
+/// Checks every buffer and returns its span (all copies).
+fn validate(request: &PlacementRequest) -> PlaceResult<Vec<u32>> {
+    let tile = request.tile;
+    let mut keys: Vec<BufferKey> = request.buffers.iter().map(|b| b.key).collect();
+    keys.sort();
+    if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+        return Err(PlaceError::DuplicateBuffer { tile, buffer: w[0] });
+    }
+    request
+        .buffers
+        .iter()
+        .map(|b: &BufferRequest| {
+            if !b.align.is_power_of_two() {
+                return Err(PlaceError::BadAlignment {
+                    tile,
+                    buffer: b.key,
+                    align: b.align,
+                });
+            }
+            if b.last_step < b.first_step {
+                return Err(PlaceError::BadLifetime {
+                    tile,
+                    buffer: b.key,
+                    first_step: b.first_step,
+                    last_step: b.last_step,
+                });
+            }
+            b.span().ok_or(PlaceError::SizeOverflow {
+                tile,
+                buffer: b.key,
+                bytes: b.bytes,
+                copies: b.copies,
+            })
+        })
+        .collect()
+}
+
+/// Lowest aligned start of `size` bytes in the windows (in order) avoiding
+/// the sorted, merged `occupied` ranges; on failure the largest aligned free
+/// range seen.
+fn first_fit(
+    windows: &[Range<u32>],
+    occupied: &[Range<u32>],
+    size: u32,
+    align: u32,
+) -> Result<u32, u32> {
+    let mut largest = 0u32;
+    for w in windows {
+        let mut cursor = w.start;
+        let gaps = occupied
+            .iter()
+            .filter(|o| o.end > w.start && o.start < w.end)
+            .map(|o| o.start.max(w.start)..o.end.min(w.end))
+            .chain(core::iter::once(w.end..w.end));
+        for next in gaps {
+            let gap_end = next.start;
+            if let Some(start) = align_up(cursor, align) {
+                if start <= gap_end {
+                    if gap_end - start >= size {
+                        return Ok(start);
+                    }
+                    largest = largest.max(gap_end - start);
+                }
+            }
+            cursor = cursor.max(next.end);
+        }
+    }
+    Err(largest)
+}
+
+fn align_up(x: u32, align: u32) -> Option<u32> {
+    let a = align.max(1);
+    x.checked_add(a - 1).map(|v| v & !(a - 1))
+}
+
+/// Peak of reserved bytes plus allocations live at one step.
+fn peak_live(allocations: &[Allocation], reserved_bytes: u32) -> MemoryPeak {
+    // (step, delta) events: a buffer adds its span at its first step and
+    // removes it after its last.
+    let mut events: Vec<(u64, i64)> = Vec::with_capacity(allocations.len() * 2);
+    for a in allocations {
+        let span = i64::from(a.range.end - a.range.start);
+        events.push((u64::from(a.first_step), span));
+        events.push((u64::from(a.last_step) + 1, -span));
+    }
+    events.sort_by_key(|&(s, d)| (s, d));
+    let mut live: i64 = 0;
+    let mut best = MemoryPeak {
+        bytes: reserved_bytes,
+        step: 0,
+    };
+    let mut k = 0;
+    while k < events.len() {
+        let step = events[k].0;
+        while k < events.len() && events[k].0 == step {
+            live += events[k].1;
+            k += 1;
+        }
+        let total = i64::from(reserved_bytes) + live;
+        if total > i64::from(best.bytes) {
+            best = MemoryPeak {
+                bytes: u32::try_from(total).unwrap_or(u32::MAX),
+                step: u32::try_from(step).unwrap_or(u32::MAX),
+            };
+        }
+    }
+    best
+}

@@ -1,0 +1,150 @@
+//! Placement errors: each names the tile and the buffer or range at fault,
+//! with the numbers that explain it.
+
+use alloc::string::String;
+use core::fmt;
+use core::ops::Range;
+
+use super::request::{BufferKey, RegionClass};
+
+/// Why a tile's buffers could not be placed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlaceError {
+    /// No free range is large enough for a buffer during its lifetime.
+    NoRoom {
+        /// Logical tile.
+        tile: u32,
+        /// The buffer that did not fit.
+        buffer: BufferKey,
+        /// Its name.
+        name: String,
+        /// Its class.
+        class: RegionClass,
+        /// Bytes it needs (all copies).
+        bytes_needed: u32,
+        /// Largest suitably aligned free range its class offers while it is live.
+        largest_free: u32,
+        /// Bytes held by other buffers live at the same time in its class's regions.
+        live_bytes: u32,
+        /// Its first step.
+        first_step: u32,
+    },
+    /// The alignment is zero or not a power of two.
+    BadAlignment {
+        /// Logical tile.
+        tile: u32,
+        /// The buffer.
+        buffer: BufferKey,
+        /// Requested alignment.
+        align: u32,
+    },
+    /// `copies × stride` does not fit in 32 bits.
+    SizeOverflow {
+        /// Logical tile.
+        tile: u32,
+        /// The buffer.
+        buffer: BufferKey,
+        /// Bytes per copy.
+        bytes: u32,
+        /// Copies.
+        copies: u32,
+    },
+    /// The lifetime ends before it starts.
+    BadLifetime {
+        /// Logical tile.
+        tile: u32,
+        /// The buffer.
+        buffer: BufferKey,
+        /// First step.
+        first_step: u32,
+        /// Last step.
+        last_step: u32,
+    },
+    /// Two buffers share a key.
+    DuplicateBuffer {
+        /// Logical tile.
+        tile: u32,
+        /// The repeated key.
+        buffer: BufferKey,
+    },
+    /// A conflict names a buffer the request does not contain.
+    UnknownConflictBuffer {
+        /// Logical tile.
+        tile: u32,
+        /// The missing key.
+        buffer: BufferKey,
+    },
+    /// A reserved range is empty, reversed or outside SRAM.
+    ReservedOutsideSram {
+        /// Logical tile.
+        tile: u32,
+        /// Range name.
+        name: String,
+        /// Its addresses.
+        range: Range<u32>,
+    },
+}
+
+/// Result alias for placement.
+pub type PlaceResult<T> = Result<T, PlaceError>;
+
+impl fmt::Display for PlaceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlaceError::NoRoom {
+                tile,
+                buffer,
+                name,
+                class,
+                bytes_needed,
+                largest_free,
+                live_bytes,
+                first_step,
+            } => write!(
+                f,
+                "tile {tile}: buffer {} `{name}` ({class:?}, live from step {first_step}) needs {bytes_needed} bytes but the largest free range is {largest_free} bytes ({live_bytes} bytes held by buffers live at the same time)",
+                buffer.0
+            ),
+            PlaceError::BadAlignment { tile, buffer, align } => write!(
+                f,
+                "tile {tile}: buffer {} has alignment {align}, which is not a power of two",
+                buffer.0
+            ),
+            PlaceError::SizeOverflow {
+                tile,
+                buffer,
+                bytes,
+                copies,
+            } => write!(
+                f,
+                "tile {tile}: buffer {} of {copies} copies × {bytes} bytes overflows 32-bit addresses",
+                buffer.0
+            ),
+            PlaceError::BadLifetime {
+                tile,
+                buffer,
+                first_step,
+                last_step,
+            } => write!(
+                f,
+                "tile {tile}: buffer {} lives from step {first_step} to step {last_step}",
+                buffer.0
+            ),
+            PlaceError::DuplicateBuffer { tile, buffer } => {
+                write!(f, "tile {tile}: buffer {} requested twice", buffer.0)
+            }
+            PlaceError::UnknownConflictBuffer { tile, buffer } => write!(
+                f,
+                "tile {tile}: element conflict names buffer {}, which is not on this tile",
+                buffer.0
+            ),
+            PlaceError::ReservedOutsideSram { tile, name, range } => write!(
+                f,
+                "tile {tile}: reserved range `{name}` {:#x}..{:#x} is empty or outside SRAM",
+                range.start, range.end
+            ),
+        }
+    }
+}
+
+impl core::error::Error for PlaceError {}

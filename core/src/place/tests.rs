@@ -1,0 +1,404 @@
+//! Placement properties: no overlap of live buffers, alignment, region and
+//! element rules, Repeat strides, and the failure report.
+
+use alloc::format;
+use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::target::memory::{EXECUTABLE_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+
+fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
+    BufferRequest {
+        key: BufferKey(key),
+        name: format!("b{key}"),
+        bytes,
+        copies: 1,
+        align: 8,
+        class,
+        first_step: life.0,
+        last_step: life.1,
+    }
+}
+
+/// The runtime layout a package reserves: entry stub + runtime code in the
+/// first element, state block, and a code + exchange-row region.
+fn runtime_reserved() -> Vec<ReservedRange> {
+    vec![
+        ReservedRange {
+            name: "runtime code".to_string(),
+            kind: ReservedKind::Code,
+            range: 0x4C010..0x4D000,
+        },
+        ReservedRange {
+            name: "runtime state".to_string(),
+            kind: ReservedKind::State,
+            range: 0x58000..0x586E0,
+        },
+        ReservedRange {
+            name: "supervisor code".to_string(),
+            kind: ReservedKind::Code,
+            range: 0x5C000..0x5E000,
+        },
+        ReservedRange {
+            name: "exchange rows".to_string(),
+            kind: ReservedKind::ExchangeRows,
+            range: 0x60000..0x61000,
+        },
+    ]
+}
+
+/// Checks every invariant placement promises for `req`.
+fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
+    let blocked: Vec<_> = req.reserved.iter().map(regions::blocked_span).collect();
+    for b in &req.buffers {
+        let a = placed.allocation(b.key).expect("every buffer placed");
+        assert_eq!(a.range.start % b.align, 0, "{} misaligned", b.name);
+        assert_eq!(a.stride % b.align, 0, "{} stride misaligned", b.name);
+        assert!(a.stride >= b.bytes);
+        assert_eq!(a.range.end - a.range.start, a.stride * b.copies.max(1));
+        if a.range.is_empty() {
+            continue;
+        }
+        match b.class {
+            RegionClass::Interleaved => {
+                assert!(a.range.start >= INTERLEAVED_BASE && a.range.end <= LOADER_REACHABLE_LIMIT)
+            }
+            RegionClass::Standard => {
+                let in0 = a.range.end <= EXECUTABLE_LIMIT;
+                let in1 =
+                    a.range.start >= INTERLEAVED_BASE && a.range.end <= LOADER_REACHABLE_LIMIT;
+                assert!(in0 || in1, "{} straddles regions: {:x?}", b.name, a.range);
+            }
+        }
+        for s in &blocked {
+            assert!(
+                a.range.end <= s.start || a.range.start >= s.end,
+                "{} hits reserved {s:x?}",
+                b.name
+            );
+        }
+        for c in &req.buffers {
+            if c.key <= b.key || !c.overlaps_in_time(b) {
+                continue;
+            }
+            let o = placed.allocation(c.key).unwrap();
+            assert!(
+                o.range.is_empty() || a.range.end <= o.range.start || o.range.end <= a.range.start,
+                "{} {:x?} overlaps {} {:x?}",
+                b.name,
+                a.range,
+                c.name,
+                o.range
+            );
+        }
+    }
+    for c in &req.conflicts {
+        let (a, b) = (
+            placed.allocation(c.a).unwrap(),
+            placed.allocation(c.b).unwrap(),
+        );
+        assert!(
+            !share_element(&a.range, &b.range),
+            "conflict pair shares an element"
+        );
+    }
+}
+
+#[test]
+fn disjoint_lifetimes_reuse_memory_and_overlapping_ones_do_not() {
+    let req = PlacementRequest {
+        tile: 3,
+        buffers: vec![
+            buf(0, 4000, RegionClass::Standard, (0, 2)),
+            buf(1, 4000, RegionClass::Standard, (1, 3)),
+            buf(2, 4000, RegionClass::Standard, (3, 5)),
+        ],
+        ..Default::default()
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    // Buffer 2 starts after buffer 0 dies, so it takes buffer 0's place.
+    assert_eq!(p.address(BufferKey(0)), p.address(BufferKey(2)));
+    assert_ne!(p.address(BufferKey(0)), p.address(BufferKey(1)));
+    assert_eq!(p.peak.bytes, 8000);
+}
+
+#[test]
+fn standard_fills_region0_then_overflows_and_interleaved_stays_in_region1() {
+    let req = PlacementRequest {
+        tile: 0,
+        reserved: runtime_reserved(),
+        buffers: vec![
+            buf(0, 60_000, RegionClass::Standard, (0, 9)),
+            buf(1, 100_000, RegionClass::Standard, (0, 9)),
+            buf(2, 5_000, RegionClass::Interleaved, (0, 9)),
+        ],
+        conflicts: vec![],
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    // Region 0's data area is 0x50000..0x58000, 0x586E0..0x5C000 and 0x64000..0x80000.
+    assert_eq!(p.address(BufferKey(1)), Some(0x64000));
+    // 60 000 bytes fit nowhere else in region 0 once the 100 000 are placed.
+    assert!(p.address(BufferKey(0)).unwrap() >= INTERLEAVED_BASE);
+    assert!(p.address(BufferKey(2)).unwrap() >= INTERLEAVED_BASE);
+    // Code's first element is blocked whole: nothing below 0x50000.
+    assert!(p.allocations.iter().all(|a| a.range.start >= 0x50000));
+    let names: Vec<_> = p.reserved.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "runtime code",
+            "runtime state",
+            "supervisor code",
+            "exchange rows"
+        ]
+    );
+    assert_eq!(p.reserved[3].blocked, 0x60000..0x64000);
+}
+
+#[test]
+fn code_end_guard_covers_fetch_lookahead() {
+    // Code ending 32 bytes before an element boundary: the 64-byte look-ahead
+    // reaches into the next element, which must stay free of data too.
+    let req = PlacementRequest {
+        tile: 0,
+        reserved: vec![ReservedRange {
+            name: "code".to_string(),
+            kind: ReservedKind::Code,
+            range: 0x4C010..0x4FFE0,
+        }],
+        buffers: vec![buf(0, 64, RegionClass::Standard, (0, 0))],
+        conflicts: vec![],
+    };
+    let p = place_tile(&req).unwrap();
+    assert_eq!(p.address(BufferKey(0)), Some(0x54000));
+}
+
+#[test]
+fn repeat_sequences_use_a_constant_aligned_stride() {
+    let mut weights = buf(0, 1000, RegionClass::Interleaved, (1, 40));
+    weights.copies = 27;
+    weights.align = 32;
+    let mut carried = buf(1, 4096, RegionClass::Standard, (1, 40));
+    carried.align = 32;
+    let req = PlacementRequest {
+        tile: 1,
+        buffers: vec![weights, carried, buf(2, 512, RegionClass::Standard, (5, 6))],
+        ..Default::default()
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    let w = p.allocation(BufferKey(0)).unwrap();
+    assert_eq!((w.stride, w.copies), (1024, 27));
+    assert_eq!(w.range.end - w.range.start, 27 * 1024);
+    assert_eq!(w.copy_address(26), Some(w.range.start + 26 * 1024));
+    assert_eq!(w.copy_address(27), None);
+    let c = p.allocation(BufferKey(1)).unwrap();
+    assert_eq!(c.copy_address(0), Some(c.range.start));
+}
+
+#[test]
+fn gemm_left_operand_and_output_get_different_elements() {
+    let mut a = buf(0, 2048, RegionClass::Interleaved, (0, 3));
+    a.align = 32;
+    let mut out = buf(1, 2048, RegionClass::Interleaved, (2, 4));
+    out.align = 32;
+    let req = PlacementRequest {
+        tile: 9,
+        buffers: vec![a, out],
+        conflicts: vec![ElementConflict {
+            a: BufferKey(0),
+            b: BufferKey(1),
+        }],
+        ..Default::default()
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    // Without the conflict the output would sit right after `a` at 0x80800.
+    assert_eq!(p.address(BufferKey(1)), Some(0x88000));
+}
+
+#[test]
+fn failure_names_tile_buffer_and_sizes() {
+    let req = PlacementRequest {
+        tile: 1471,
+        buffers: vec![
+            buf(0, 300_000, RegionClass::Interleaved, (0, 5)),
+            buf(1, 200_000, RegionClass::Interleaved, (2, 3)),
+        ],
+        ..Default::default()
+    };
+    let err = place_tile(&req).unwrap_err();
+    let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
+    assert_eq!(
+        err,
+        PlaceError::NoRoom {
+            tile: 1471,
+            buffer: BufferKey(1),
+            name: "b1".to_string(),
+            class: RegionClass::Interleaved,
+            bytes_needed: 200_000,
+            largest_free: region1 - 300_000,
+            live_bytes: 300_000,
+            first_step: 2,
+        }
+    );
+    let text = err.to_string();
+    assert!(text.contains("tile 1471") && text.contains("`b1`") && text.contains("200000"));
+}
+
+#[test]
+fn malformed_requests_are_typed_errors() {
+    let mut bad = buf(0, 8, RegionClass::Standard, (0, 0));
+    bad.align = 12;
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![bad],
+        ..Default::default()
+    };
+    assert!(matches!(
+        place_tile(&req),
+        Err(PlaceError::BadAlignment {
+            tile: 2,
+            align: 12,
+            ..
+        })
+    ));
+
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![buf(0, 8, RegionClass::Standard, (4, 3))],
+        ..Default::default()
+    };
+    assert!(matches!(
+        place_tile(&req),
+        Err(PlaceError::BadLifetime { .. })
+    ));
+
+    let mut huge = buf(0, u32::MAX / 2, RegionClass::Standard, (0, 0));
+    huge.copies = 3;
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![huge],
+        ..Default::default()
+    };
+    assert!(matches!(
+        place_tile(&req),
+        Err(PlaceError::SizeOverflow { .. })
+    ));
+
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![
+            buf(0, 8, RegionClass::Standard, (0, 0)),
+            buf(0, 8, RegionClass::Standard, (0, 0)),
+        ],
+        ..Default::default()
+    };
+    assert!(matches!(
+        place_tile(&req),
+        Err(PlaceError::DuplicateBuffer { .. })
+    ));
+
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![buf(0, 8, RegionClass::Standard, (0, 0))],
+        conflicts: vec![ElementConflict {
+            a: BufferKey(0),
+            b: BufferKey(5),
+        }],
+        ..Default::default()
+    };
+    assert_eq!(
+        place_tile(&req),
+        Err(PlaceError::UnknownConflictBuffer {
+            tile: 2,
+            buffer: BufferKey(5)
+        })
+    );
+
+    let req = PlacementRequest {
+        tile: 2,
+        reserved: vec![ReservedRange {
+            name: "bad".to_string(),
+            kind: ReservedKind::State,
+            range: 0xE7000..0xE9000,
+        }],
+        ..Default::default()
+    };
+    assert!(matches!(
+        place_tile(&req),
+        Err(PlaceError::ReservedOutsideSram { .. })
+    ));
+}
+
+fn arb_request() -> impl Strategy<Value = PlacementRequest> {
+    let one = (
+        1u32..40_000,
+        1u32..4,
+        prop_oneof![Just(8u32), Just(32), Just(64)],
+        any::<bool>(),
+        0u32..20,
+        0u32..8,
+    );
+    (
+        prop::collection::vec(one, 1..40),
+        prop::collection::vec((0usize..40, 0usize..40), 0..6),
+    )
+        .prop_map(|(bufs, pairs)| {
+            let buffers: Vec<BufferRequest> = bufs
+                .iter()
+                .enumerate()
+                .map(
+                    |(i, &(bytes, copies, align, inter, first, len))| BufferRequest {
+                        key: BufferKey(i as u32),
+                        name: format!("b{i}"),
+                        bytes,
+                        copies,
+                        align,
+                        class: if inter {
+                            RegionClass::Interleaved
+                        } else {
+                            RegionClass::Standard
+                        },
+                        first_step: first,
+                        last_step: first + len,
+                    },
+                )
+                .collect();
+            let n = buffers.len();
+            let conflicts = pairs
+                .into_iter()
+                .filter(|&(a, b)| a < n && b < n && a != b)
+                .map(|(a, b)| ElementConflict {
+                    a: BufferKey(a as u32),
+                    b: BufferKey(b as u32),
+                })
+                .collect();
+            PlacementRequest {
+                tile: 5,
+                reserved: runtime_reserved(),
+                buffers,
+                conflicts,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn placements_satisfy_every_rule_or_report_no_room(req in arb_request()) {
+        match place_tile(&req) {
+            Ok(p) => check_invariants(&req, &p),
+            Err(PlaceError::NoRoom { bytes_needed, largest_free, .. }) => {
+                prop_assert!(largest_free < bytes_needed)
+            }
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+}
