@@ -4,9 +4,10 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use crate::target::memory::{
-    effective_element, ELEMENT_SIZE, EXECUTABLE_LIMIT, INTERLEAVED_BASE, INTERLEAVED_ELEMENT_SIZE,
-    LOADER_REACHABLE_LIMIT, SRAM_BASE, SRAM_END, SUPERVISOR_FETCH_LOOKAHEAD,
+use crate::target::sram::{
+    effective_element, ELEMENT_SIZE, EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE,
+    INTERLEAVED_ELEMENT_SIZE, LOADER_REACHABLE_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD, TILE_MEMORY_BASE,
+    TILE_MEMORY_END,
 };
 
 use super::error::{PlaceError, PlaceResult};
@@ -51,7 +52,7 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
             .range
             .end
             .saturating_add(SUPERVISOR_FETCH_LOOKAHEAD)
-            .min(SRAM_END);
+            .min(TILE_MEMORY_END);
         element_span(&(reserved.range.start..guarded_end))
     } else {
         reserved.range.clone()
@@ -62,7 +63,7 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
 pub fn blocked_spans(tile: u32, reserved: &[ReservedRange]) -> PlaceResult<Vec<Range<u32>>> {
     let mut spans = Vec::with_capacity(reserved.len());
     for r in reserved {
-        if r.range.is_empty() || r.range.start < SRAM_BASE || r.range.end > SRAM_END {
+        if r.range.is_empty() || r.range.start < TILE_MEMORY_BASE || r.range.end > TILE_MEMORY_END {
             return Err(PlaceError::ReservedOutsideSram {
                 tile,
                 name: r.name.clone(),
@@ -107,9 +108,9 @@ fn subtract(window: Range<u32>, blocked: &[Range<u32>]) -> Vec<Range<u32>> {
     out
 }
 
-/// Region 0 (`SRAM_BASE..0x80000`): the only executable region
+/// Region 0 (`TILE_MEMORY_BASE..0x80000`): the only executable region
 /// (`docs/facts/ipu21-target.md` §1.2).
-pub const REGION0: Range<u32> = SRAM_BASE..EXECUTABLE_LIMIT;
+pub const REGION0: Range<u32> = TILE_MEMORY_BASE..EXECUTABLE_MEMORY_LIMIT;
 
 /// Region 1 up to the loader-reachable limit: every placed buffer may be
 /// host-initialised, so nothing goes in the top 0x450 bytes the loader

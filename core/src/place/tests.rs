@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::target::memory::{EXECUTABLE_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+use crate::target::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
 
 fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
     BufferRequest {
@@ -68,7 +68,7 @@ fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
                 assert!(a.range.start >= INTERLEAVED_BASE && a.range.end <= LOADER_REACHABLE_LIMIT)
             }
             RegionClass::Standard => {
-                let in0 = a.range.end <= EXECUTABLE_LIMIT;
+                let in0 = a.range.end <= EXECUTABLE_MEMORY_LIMIT;
                 let in1 =
                     a.range.start >= INTERLEAVED_BASE && a.range.end <= LOADER_REACHABLE_LIMIT;
                 assert!(in0 || in1, "{} straddles regions: {:x?}", b.name, a.range);

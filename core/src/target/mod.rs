@@ -3,7 +3,6 @@
 
 pub mod asm;
 pub mod isa;
-pub mod memory;
 pub mod sram;
 pub mod timing;
 pub mod topology;
