@@ -16,4 +16,5 @@ pub mod numeric;
 pub mod package;
 pub mod place;
 pub mod plan;
+pub mod runtime;
 pub mod target;

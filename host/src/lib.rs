@@ -3,4 +3,5 @@
 
 pub mod cli;
 pub mod model;
+pub mod hwcheck;
 pub mod sim;

@@ -1,0 +1,99 @@
+//! The static runtime (`device-asm/static_runtime.S`), assembled by our own
+//! assembler and linked in front of a tile's supervisor program.
+//!
+//! The source is embedded as text; nothing binary is committed. Layout
+//! addresses the runtime needs come from [`crate::target::sram::layout`] as
+//! link-time symbols, so the `.S` file and the Rust constants cannot drift.
+//!
+//! ```
+//! use ipuc_core::runtime::{link_with_runtime, symbols};
+//! use ipuc_core::target::asm::assemble;
+//! let program = assemble("main.S", "
+//!         .globl ipuc_program
+//! ipuc_program:
+//!         setzi $m0, ipuc_static_complete
+//!         br $m0").unwrap();
+//! let image = link_with_runtime(&[program]).unwrap();
+//! assert_eq!(image.base, 0x4C010);
+//! assert_eq!(image.symbol(symbols::START), Some(0x4C010));
+//! ```
+
+use alloc::format;
+use alloc::string::String;
+
+use crate::target::asm::{assemble, link, AsmError, Image, LinkOptions, Object};
+use crate::target::sram::{layout, APPLICATION_LOAD_BASE};
+
+/// The runtime's assembly source.
+pub const SOURCE: &str = include_str!("../../device-asm/static_runtime.S");
+
+/// File name used in assembler error locations.
+pub const SOURCE_NAME: &str = "device-asm/static_runtime.S";
+
+/// Entry-point symbols (ABI documented at the top of the `.S` file).
+pub mod symbols {
+    /// Tile entry after loading: start-up, then `ipuc_program`.
+    pub const START: &str = "ipuc_static_start";
+    /// The supervisor program the start-up jumps to (defined by the caller).
+    pub const PROGRAM: &str = "ipuc_program";
+    /// Repeat word patcher: `$m2` word, `$m3` table, `$m4` remaining, `$m5` total; `br $m9`.
+    pub const PATCH_WORD: &str = "ipuc_patch_word";
+    /// Row-sharing patcher (dispatcher): `$m2` row, `$m3` offsets, `$m4` values, `$m5` count; `br $m9`.
+    pub const PATCH_ROW: &str = "ipuc_patch_row";
+    /// Row-sharing patcher, always the supervisor loop.
+    pub const PATCH_ROW_SCALAR: &str = "ipuc_patch_row_scalar";
+    /// Row-sharing patcher, always the six workers.
+    pub const PATCH_ROW_WORKERS: &str = "ipuc_patch_row_workers";
+    /// Worker 0 stores `$COUNT_L` at `$m2`; `br $m10`.
+    pub const SAMPLE_CYCLE: &str = "ipuc_sample_cycle";
+    /// All workers idle afterwards; `br $m7`.
+    pub const WORKER_BARRIER: &str = "ipuc_worker_barrier";
+    /// Completion word = 1, then halt.
+    pub const COMPLETE: &str = "ipuc_static_complete";
+}
+
+/// Lists of at least this many entries go to the six-worker patcher
+/// (the dispatcher's threshold in the `.S` file, measured break-even in
+/// `docs/facts/seed-vit-repeat-evaluation.txt`, "Worker bulk patching").
+pub const BULK_PATCH_MIN_WORDS: u32 = 24;
+
+/// Assembly text defining the layout symbols the runtime links against.
+pub fn layout_source() -> String {
+    let defs = [
+        ("ipuc_completion_word", layout::COMPLETION_WORD),
+        ("ipuc_supervisor_stack_top", layout::SUPERVISOR_STACK_TOP),
+        ("ipuc_worker_area", layout::WORKER_AREA),
+    ];
+    let mut s = String::new();
+    for (name, value) in defs {
+        s.push_str(&format!(
+            "        .globl {name}\n        .set {name}, {value:#x}\n"
+        ));
+    }
+    s
+}
+
+/// Assemble the runtime source and the layout symbols into two objects.
+pub fn runtime_objects() -> Result<[Object; 2], AsmError> {
+    Ok([
+        assemble(SOURCE_NAME, SOURCE)?,
+        assemble("<runtime layout>", &layout_source())?,
+    ])
+}
+
+/// Link the runtime at the application entry (`0x4C010`, so
+/// [`symbols::START`] is the tile entry point) followed by `program`
+/// objects, one of which must define the global [`symbols::PROGRAM`].
+pub fn link_with_runtime(program: &[Object]) -> Result<Image, AsmError> {
+    let [rt, lay] = runtime_objects()?;
+    let mut objects = alloc::vec::Vec::with_capacity(program.len() + 2);
+    objects.push(rt);
+    objects.push(lay);
+    objects.extend(program.iter().cloned());
+    link(
+        &objects,
+        &LinkOptions {
+            base: APPLICATION_LOAD_BASE,
+        },
+    )
+}
