@@ -2,6 +2,6 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
-pub mod model;
 pub mod hwcheck;
+pub mod model;
 pub mod sim;
