@@ -3,5 +3,7 @@
 
 pub mod cli;
 pub mod hwcheck;
+pub mod input;
 pub mod model;
 pub mod sim;
+pub mod weights;

@@ -1,0 +1,79 @@
+//! Model inputs and outputs on disk: `--image FILE` (PNG/JPEG with SigLIP
+//! preprocessing) or `--input pixel_values.npy` (float32 NCHW), and `.npy`
+//! output files.
+
+pub mod npy;
+pub mod preprocess;
+
+use std::path::Path;
+
+pub use npy::{NpyArray, NpyError, NpyErrorKind};
+
+/// Pixel values for the vision tower: `[batch, channels, size, size]` float32.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PixelValues {
+    /// `[B, C, H, W]`.
+    pub shape: [usize; 4],
+    /// C-order data.
+    pub data: Vec<f32>,
+}
+
+impl PixelValues {
+    /// Load and preprocess an image for a model with `image_size` square
+    /// inputs and 3 channels (batch 1).
+    pub fn from_image(path: &Path, image_size: usize) -> anyhow::Result<PixelValues> {
+        let data = preprocess::preprocess_image(path, image_size)?;
+        Ok(PixelValues {
+            shape: [1, 3, image_size, image_size],
+            data,
+        })
+    }
+
+    /// Read `pixel_values.npy`, requiring `[B, channels, image_size,
+    /// image_size]` (any B ≥ 1; `batch` pins it when given).
+    pub fn from_npy(
+        path: &Path,
+        batch: Option<usize>,
+        channels: usize,
+        image_size: usize,
+    ) -> Result<PixelValues, NpyError> {
+        let a = NpyArray::read(path)?;
+        a.expect_shape(
+            path,
+            &[batch, Some(channels), Some(image_size), Some(image_size)],
+        )?;
+        if a.shape[0] == 0 {
+            return Err(NpyError {
+                path: path.to_path_buf(),
+                kind: NpyErrorKind::ShapeMismatch {
+                    expected: vec![batch.or(Some(1)), Some(channels), Some(image_size), Some(image_size)],
+                    found: a.shape,
+                },
+            });
+        }
+        if let Some((index, &value)) = a.data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(NpyError {
+                path: path.to_path_buf(),
+                kind: NpyErrorKind::NonFinite { index, value },
+            });
+        }
+        Ok(PixelValues {
+            shape: [a.shape[0], a.shape[1], a.shape[2], a.shape[3]],
+            data: a.data,
+        })
+    }
+
+    /// Batch size.
+    pub fn batch(&self) -> usize {
+        self.shape[0]
+    }
+}
+
+/// Write a float32 array as `.npy`.
+pub fn write_npy(path: &Path, shape: &[usize], data: &[f32]) -> Result<(), NpyError> {
+    NpyArray {
+        shape: shape.to_vec(),
+        data: data.to_vec(),
+    }
+    .write(path)
+}

@@ -1,0 +1,272 @@
+//! HF checkpoint directories: `config.json` + `model.safetensors`.
+//!
+//! Tensor names may carry the `vision_model.` prefix (a full `SiglipModel` or a
+//! transformers-4 `SiglipVisionModel`) or not (a bare vision transformer);
+//! text-tower tensors (`text_model.*`, `logit_scale`, `logit_bias`) are
+//! ignored. F32, F16 and BF16 are accepted and widened to f32 exactly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensorError, SafeTensors};
+
+use super::{HostTensor, WeightError, WeightSpec, Weights};
+
+/// Prefix of vision-tower tensors in full SigLIP checkpoints.
+pub const VISION_PREFIX: &str = "vision_model.";
+
+/// Non-parameter buffers some exporters persist; never bound, never an error.
+const IGNORED_BUFFERS: &[&str] = &["embeddings.position_ids"];
+
+/// The config file name inside a checkpoint directory.
+pub const CONFIG_FILE: &str = "config.json";
+/// The weights file name inside a checkpoint directory.
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+
+/// Where a canonical (prefix-less) parameter lives in the file.
+#[derive(Clone, Debug)]
+struct StoredTensor {
+    stored_name: String,
+}
+
+/// An opened `model.safetensors`: the raw bytes (validated header) and the
+/// vision tensors by canonical name.
+pub struct Checkpoint {
+    file: PathBuf,
+    bytes: Vec<u8>,
+    vision: BTreeMap<String, StoredTensor>,
+}
+
+/// Read `config.json` of a checkpoint directory and return the vision config
+/// object: the top level for a `SiglipVisionConfig`, or its `vision_config`
+/// for a full `SiglipConfig`.
+pub fn read_vision_config(dir: &Path) -> Result<serde_json::Value, WeightError> {
+    let file = dir.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&file).map_err(|source| WeightError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    let root: serde_json::Value = serde_json::from_str(&text).map_err(|e| WeightError::Config {
+        file: file.clone(),
+        why: format!("invalid JSON: {e}"),
+    })?;
+    let obj = root.as_object().ok_or_else(|| WeightError::Config {
+        file: file.clone(),
+        why: "top level is not a JSON object".into(),
+    })?;
+    let vision = match obj.get("vision_config") {
+        Some(v) => v.clone(),
+        None => root.clone(),
+    };
+    let model_type = vision.get("model_type").and_then(|m| m.as_str()).unwrap_or("");
+    if !model_type.is_empty() && !model_type.starts_with("siglip") {
+        return Err(WeightError::Config {
+            file,
+            why: format!("model_type {model_type:?} is not a SigLIP vision config"),
+        });
+    }
+    Ok(vision)
+}
+
+fn dtype_name(d: Dtype) -> String {
+    format!("{d:?}")
+}
+
+/// Find the first tensor (by data offset) that lies beyond the bytes present,
+/// for a readable "truncated" error. Returns `None` if the header itself is
+/// unreadable.
+fn diagnose_truncation(bytes: &[u8]) -> Option<(String, usize, usize)> {
+    let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) as usize;
+    let header = std::str::from_utf8(bytes.get(8..8usize.checked_add(n)?)?).ok()?;
+    let json: serde_json::Value = serde_json::from_str(header).ok()?;
+    let available = bytes.len() - 8 - n;
+    let mut spans: Vec<(usize, String)> = json
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| k.as_str() != "__metadata__")
+        .filter_map(|(k, v)| {
+            let end = v.get("data_offsets")?.get(1)?.as_u64()? as usize;
+            Some((end, k.clone()))
+        })
+        .collect();
+    spans.sort();
+    spans
+        .into_iter()
+        .find(|(end, _)| *end > available)
+        .map(|(end, name)| (name, end, available))
+}
+
+impl Checkpoint {
+    /// Open `dir/model.safetensors` (or a `.safetensors` file path directly).
+    pub fn open(path: &Path) -> Result<Checkpoint, WeightError> {
+        let file = if path.is_dir() {
+            path.join(WEIGHTS_FILE)
+        } else {
+            path.to_path_buf()
+        };
+        let bytes = std::fs::read(&file).map_err(|source| WeightError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        let names: Vec<String> = match SafeTensors::deserialize(&bytes) {
+            Ok(st) => st.names().into_iter().map(str::to_string).collect(),
+            Err(SafeTensorError::MetadataIncompleteBuffer) => {
+                return Err(match diagnose_truncation(&bytes) {
+                    Some((tensor, needed, available)) => WeightError::Truncated {
+                        file,
+                        tensor,
+                        needed,
+                        available,
+                    },
+                    None => WeightError::Corrupt {
+                        file,
+                        why: "data section length does not match the header".into(),
+                    },
+                })
+            }
+            Err(e) => {
+                return Err(WeightError::Corrupt {
+                    file,
+                    why: format!("{e}"),
+                })
+            }
+        };
+        let mut vision = BTreeMap::new();
+        for stored in names {
+            if stored.starts_with("text_model.") || stored == "logit_scale" || stored == "logit_bias" {
+                continue;
+            }
+            let canonical = stored.strip_prefix(VISION_PREFIX).unwrap_or(&stored).to_string();
+            if IGNORED_BUFFERS.contains(&canonical.as_str()) {
+                continue;
+            }
+            if vision
+                .insert(canonical.clone(), StoredTensor { stored_name: stored })
+                .is_some()
+            {
+                return Err(WeightError::Duplicate {
+                    file,
+                    tensor: canonical,
+                });
+            }
+        }
+        Ok(Checkpoint { file, bytes, vision })
+    }
+
+    /// The weights file.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// Canonical names of the vision tensors present.
+    pub fn vision_tensor_names(&self) -> impl Iterator<Item = &str> {
+        self.vision.keys().map(String::as_str)
+    }
+
+    /// Bind every parameter in `specs` (canonical HF names, prefix optional)
+    /// to a checkpoint tensor, checking shapes and converting to f32.
+    ///
+    /// Vision tensors no spec asks for are an error, except encoder layers
+    /// beyond the deepest one requested (`--vit-layers N` on a deeper
+    /// checkpoint).
+    pub fn bind(&self, specs: &[WeightSpec]) -> Result<Weights, WeightError> {
+        // Deserialising again only re-parses the header; `open` validated it.
+        let st = SafeTensors::deserialize(&self.bytes).map_err(|e| WeightError::Corrupt {
+            file: self.file.clone(),
+            why: format!("{e}"),
+        })?;
+        let wanted: BTreeMap<&str, &WeightSpec> = specs
+            .iter()
+            .map(|s| (s.name.strip_prefix(VISION_PREFIX).unwrap_or(&s.name), s))
+            .collect();
+        let deepest_layer = wanted.keys().filter_map(|n| encoder_layer_index(n)).max();
+        for name in self.vision.keys() {
+            if wanted.contains_key(name.as_str()) {
+                continue;
+            }
+            let beyond_depth = match (encoder_layer_index(name), deepest_layer) {
+                (Some(i), Some(d)) => i > d,
+                _ => false,
+            };
+            if !beyond_depth {
+                return Err(WeightError::Unexpected {
+                    file: self.file.clone(),
+                    tensor: self.vision[name].stored_name.clone(),
+                });
+            }
+        }
+        let bound: Result<Vec<(String, HostTensor)>, WeightError> = wanted
+            .par_iter()
+            .map(|(&canonical, spec)| {
+                let stored = self.vision.get(canonical).ok_or_else(|| WeightError::Missing {
+                    file: self.file.clone(),
+                    tensor: canonical.to_string(),
+                    expected: spec.shape.clone(),
+                })?;
+                let view = st.tensor(&stored.stored_name).map_err(|e| WeightError::Corrupt {
+                    file: self.file.clone(),
+                    why: format!("tensor `{}`: {e}", stored.stored_name),
+                })?;
+                if view.shape() != spec.shape.as_slice() {
+                    return Err(WeightError::Shape {
+                        file: self.file.clone(),
+                        tensor: stored.stored_name.clone(),
+                        expected: spec.shape.clone(),
+                        found: view.shape().to_vec(),
+                    });
+                }
+                let data = widen(view.dtype(), view.data()).ok_or_else(|| WeightError::Dtype {
+                    file: self.file.clone(),
+                    tensor: stored.stored_name.clone(),
+                    dtype: dtype_name(view.dtype()),
+                })?;
+                if let Some(index) = data.iter().position(|v| !v.is_finite()) {
+                    return Err(WeightError::NonFinite {
+                        file: self.file.clone(),
+                        tensor: stored.stored_name.clone(),
+                        index,
+                    });
+                }
+                Ok((
+                    canonical.to_string(),
+                    HostTensor {
+                        shape: spec.shape.clone(),
+                        data,
+                    },
+                ))
+            })
+            .collect();
+        Ok(Weights::from_map(bound?.into_iter().collect()))
+    }
+}
+
+/// `encoder.layers.{i}.…` → `i`.
+pub fn encoder_layer_index(canonical: &str) -> Option<usize> {
+    let rest = canonical.strip_prefix("encoder.layers.")?;
+    rest.split('.').next()?.parse().ok()
+}
+
+/// Widen little-endian F32/F16/BF16 bytes to f32 (exact for all three).
+fn widen(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+    const CHUNK: usize = 1 << 16;
+    let width = match dtype {
+        Dtype::F32 => 4,
+        Dtype::F16 | Dtype::BF16 => 2,
+        _ => return None,
+    };
+    let mut out = vec![0f32; bytes.len() / width];
+    out.par_chunks_mut(CHUNK)
+        .zip(bytes.par_chunks(CHUNK * width))
+        .for_each(|(dst, src)| {
+            for (d, s) in dst.iter_mut().zip(src.chunks_exact(width)) {
+                *d = match dtype {
+                    Dtype::F32 => f32::from_le_bytes([s[0], s[1], s[2], s[3]]),
+                    Dtype::F16 => half::f16::from_bits(u16::from_le_bytes([s[0], s[1]])).to_f32(),
+                    // BF16 is the top half of an f32.
+                    _ => f32::from_bits(u32::from(u16::from_le_bytes([s[0], s[1]])) << 16),
+                };
+            }
+        });
+    Some(out)
+}

@@ -1,0 +1,146 @@
+//! Deterministic random weights from a seed.
+//!
+//! Each tensor gets its own stream, derived from (seed, tensor name, chunk),
+//! so a tensor's values do not depend on which other tensors exist (layer 3
+//! of a 4-layer model equals layer 3 of the 27-layer one) or on the thread
+//! count. Values are uniform with the standard deviation a trained network
+//! roughly has, so activations stay O(1) through 27 layers:
+//! matrices 1/√fan_in, LayerNorm γ = 1 ± 0.1, biases and β 0.02, the
+//! position table 1/√width, the MAP probe 1.
+
+use rayon::prelude::*;
+
+use super::{HostTensor, WeightSpec, Weights};
+
+/// Elements per independently seeded chunk (the parallel work unit).
+const CHUNK: usize = 1 << 16;
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, passes BigCrush when
+/// used as a stream; plenty for weights.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [−1, 1).
+    fn next_signed_unit(&mut self) -> f32 {
+        // 24 random bits → exactly representable f32 in [0, 1).
+        let u = (self.next_u64() >> 40) as f32 * (1.0 / (1u32 << 24) as f32);
+        2.0 * u - 1.0
+    }
+}
+
+/// FNV-1a over the name: a stable per-tensor stream id.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
+    })
+}
+
+/// (mean, standard deviation) for a parameter, from its HF name and shape.
+pub fn init_stats(name: &str, shape: &[usize]) -> (f32, f32) {
+    let leaf = name.rsplit('.').next().unwrap_or(name);
+    let is_norm = name.contains("layer_norm") || name.contains("layernorm");
+    let width = shape.last().copied().unwrap_or(1).max(1) as f32;
+    if is_norm {
+        if leaf == "weight" {
+            (1.0, 0.1)
+        } else {
+            (0.0, 0.02)
+        }
+    } else if leaf.ends_with("bias") {
+        (0.0, 0.02)
+    } else if name.contains("position_embedding") {
+        (0.0, 1.0 / width.sqrt())
+    } else if leaf == "probe" {
+        (0.0, 1.0)
+    } else if shape.len() >= 2 {
+        let fan_in: usize = shape[1..].iter().product();
+        (0.0, 1.0 / (fan_in.max(1) as f32).sqrt())
+    } else {
+        (0.0, 0.02)
+    }
+}
+
+/// One tensor's values.
+pub fn random_tensor(seed: u64, spec: &WeightSpec) -> HostTensor {
+    let canonical = spec
+        .name
+        .strip_prefix(super::checkpoint::VISION_PREFIX)
+        .unwrap_or(&spec.name);
+    let (mean, std) = init_stats(canonical, &spec.shape);
+    // Uniform on [−a, a] has standard deviation a/√3.
+    let half_width = std * 3f32.sqrt();
+    let count: usize = spec.shape.iter().product();
+    let stream = seed ^ name_hash(canonical).rotate_left(17);
+    let mut data = vec![0f32; count];
+    data.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+        let mut rng = SplitMix64(stream.wrapping_add((chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)));
+        for v in out {
+            *v = mean + half_width * rng.next_signed_unit();
+        }
+    });
+    HostTensor {
+        shape: spec.shape.clone(),
+        data,
+    }
+}
+
+/// Random values for every spec.
+pub fn random_weights(seed: u64, specs: &[WeightSpec]) -> Weights {
+    let map = specs
+        .par_iter()
+        .map(|s| {
+            let name = s
+                .name
+                .strip_prefix(super::checkpoint::VISION_PREFIX)
+                .unwrap_or(&s.name)
+                .to_string();
+            (name, random_tensor(seed, s))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    Weights::from_map(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, shape: &[usize]) -> WeightSpec {
+        WeightSpec { name: name.into(), shape: shape.to_vec() }
+    }
+
+    #[test]
+    fn deterministic_and_independent_of_other_tensors() {
+        let a = random_weights(7, &[spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])]);
+        let b = random_weights(
+            7,
+            &[spec("encoder.layers.1.mlp.fc1.weight", &[64, 32]), spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])],
+        );
+        let c = random_weights(8, &[spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])]);
+        let name = "encoder.layers.0.mlp.fc1.weight";
+        assert_eq!(a.get(name).unwrap().data, b.get(name).unwrap().data);
+        assert_ne!(a.get(name).unwrap().data, c.get(name).unwrap().data);
+        assert_ne!(b.get(name).unwrap().data, b.get("encoder.layers.1.mlp.fc1.weight").unwrap().data);
+    }
+
+    #[test]
+    fn statistics_follow_the_init_rules() {
+        let w = random_tensor(1, &spec("encoder.layers.0.self_attn.q_proj.weight", &[256, 1024]));
+        let n = w.data.len() as f64;
+        let mean = w.data.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+        let var = w.data.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+        assert!(mean.abs() < 1e-3, "{mean}");
+        assert!((var.sqrt() - 1.0 / 32.0).abs() < 1e-3, "{}", var.sqrt());
+        let g = random_tensor(1, &spec("post_layernorm.weight", &[4096]));
+        assert!(g.data.iter().all(|&v| (v - 1.0).abs() <= 0.1 * 3f32.sqrt() + 1e-6));
+    }
+}

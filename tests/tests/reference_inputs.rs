@@ -1,0 +1,99 @@
+//! Input handling against HF: SigLIP image preprocessing matches
+//! `SiglipImageProcessorPil` on the committed fixture images, and bad
+//! images / `.npy` files give errors that say what is wrong.
+
+use std::path::{Path, PathBuf};
+
+use ipuc::input::{NpyArray, NpyErrorKind, PixelValues};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/siglip")
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn png_preprocessing_matches_hf_exactly() {
+    let dir = fixtures().join("image");
+    for stem in ["stripes", "pattern"] {
+        let ours = PixelValues::from_image(&dir.join(format!("{stem}.png")), 42).unwrap();
+        let hf = NpyArray::read(&dir.join(format!("{stem}_png_pixel_values_42.npy"))).unwrap();
+        assert_eq!(ours.shape.to_vec(), hf.shape);
+        assert_eq!(max_abs_diff(&ours.data, &hf.data), 0.0, "{stem}.png");
+    }
+}
+
+#[test]
+fn jpeg_preprocessing_matches_hf_within_decoder_rounding() {
+    // PIL decodes JPEG with libjpeg-turbo, the `image` crate with its own
+    // decoder; IDCT/upsampling rounding may differ by a few levels.
+    let dir = fixtures().join("image");
+    let ours = PixelValues::from_image(&dir.join("stripes.jpg"), 42).unwrap();
+    let hf = NpyArray::read(&dir.join("stripes_jpg_pixel_values_42.npy")).unwrap();
+    let d = max_abs_diff(&ours.data, &hf.data);
+    assert!(d <= 4.0 * 2.0 / 255.0 + 1e-6, "max diff {d}");
+}
+
+#[test]
+fn bad_images_are_reported() {
+    let tmp = std::env::temp_dir().join(format!("ipuc-img-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let txt = tmp.join("notes.png");
+    std::fs::write(&txt, b"hello, not an image").unwrap();
+    let e = PixelValues::from_image(&txt, 42).unwrap_err().to_string();
+    assert!(e.contains("notes.png") && e.contains("not a PNG or JPEG"), "{e}");
+
+    let png = std::fs::read(fixtures().join("image/pattern.png")).unwrap();
+    let cut = tmp.join("cut.png");
+    std::fs::write(&cut, &png[..png.len() / 2]).unwrap();
+    let e = format!("{:#}", PixelValues::from_image(&cut, 42).unwrap_err());
+    assert!(e.contains("cut.png") && e.contains("decoding"), "{e}");
+
+    let gif = tmp.join("x.gif");
+    std::fs::write(&gif, b"GIF89a\x01\x00\x01\x00\x00\x00\x00;").unwrap();
+    let e = PixelValues::from_image(&gif, 42).unwrap_err().to_string();
+    assert!(e.contains("x.gif"), "{e}");
+
+    let missing = tmp.join("missing.png");
+    let e = format!("{:#}", PixelValues::from_image(&missing, 42).unwrap_err());
+    assert!(e.contains("missing.png"), "{e}");
+}
+
+#[test]
+fn npy_inputs_are_validated() {
+    let tmp = std::env::temp_dir().join(format!("ipuc-npy-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let good = fixtures().join("vision-f16/pixel_values.npy");
+    let pv = PixelValues::from_npy(&good, None, 3, 42).unwrap();
+    assert_eq!(pv.shape, [1, 3, 42, 42]);
+
+    // Wrong spatial size names both shapes.
+    let e = PixelValues::from_npy(&good, None, 3, 28).unwrap_err();
+    assert!(matches!(e.kind, NpyErrorKind::ShapeMismatch { .. }));
+    let msg = e.to_string();
+    assert!(msg.contains("[1, 3, 42, 42]") && msg.contains("[*, 3, 28, 28]"), "{msg}");
+
+    // Truncated data.
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = tmp.join("cut.npy");
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let e = PixelValues::from_npy(&cut, None, 3, 42).unwrap_err();
+    assert!(matches!(e.kind, NpyErrorKind::DataLength { .. }), "{e}");
+    assert!(e.to_string().contains("cut.npy"));
+
+    // Non-finite pixels.
+    let mut a = NpyArray::read(&good).unwrap();
+    a.data[5] = f32::NAN;
+    let nan = tmp.join("nan.npy");
+    a.write(&nan).unwrap();
+    let e = PixelValues::from_npy(&nan, None, 3, 42).unwrap_err();
+    assert!(matches!(e.kind, NpyErrorKind::NonFinite { index: 5, .. }), "{e}");
+
+    // Not an npy at all.
+    let png = fixtures().join("image/pattern.png");
+    let e = PixelValues::from_npy(&png, None, 3, 42).unwrap_err();
+    assert!(matches!(e.kind, NpyErrorKind::NotNpy), "{e}");
+}
