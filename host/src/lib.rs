@@ -5,5 +5,6 @@ pub mod cli;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
+pub mod reference;
 pub mod sim;
 pub mod weights;

@@ -12,7 +12,10 @@ fn fixtures() -> PathBuf {
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 #[test]
@@ -44,7 +47,10 @@ fn bad_images_are_reported() {
     let txt = tmp.join("notes.png");
     std::fs::write(&txt, b"hello, not an image").unwrap();
     let e = PixelValues::from_image(&txt, 42).unwrap_err().to_string();
-    assert!(e.contains("notes.png") && e.contains("not a PNG or JPEG"), "{e}");
+    assert!(
+        e.contains("notes.png") && e.contains("not a PNG or JPEG"),
+        "{e}"
+    );
 
     let png = std::fs::read(fixtures().join("image/pattern.png")).unwrap();
     let cut = tmp.join("cut.png");
@@ -74,7 +80,10 @@ fn npy_inputs_are_validated() {
     let e = PixelValues::from_npy(&good, None, 3, 28).unwrap_err();
     assert!(matches!(e.kind, NpyErrorKind::ShapeMismatch { .. }));
     let msg = e.to_string();
-    assert!(msg.contains("[1, 3, 42, 42]") && msg.contains("[*, 3, 28, 28]"), "{msg}");
+    assert!(
+        msg.contains("[1, 3, 42, 42]") && msg.contains("[*, 3, 28, 28]"),
+        "{msg}"
+    );
 
     // Truncated data.
     let bytes = std::fs::read(&good).unwrap();
@@ -90,7 +99,10 @@ fn npy_inputs_are_validated() {
     let nan = tmp.join("nan.npy");
     a.write(&nan).unwrap();
     let e = PixelValues::from_npy(&nan, None, 3, 42).unwrap_err();
-    assert!(matches!(e.kind, NpyErrorKind::NonFinite { index: 5, .. }), "{e}");
+    assert!(
+        matches!(e.kind, NpyErrorKind::NonFinite { index: 5, .. }),
+        "{e}"
+    );
 
     // Not an npy at all.
     let png = fixtures().join("image/pattern.png");

@@ -46,7 +46,12 @@ impl PixelValues {
             return Err(NpyError {
                 path: path.to_path_buf(),
                 kind: NpyErrorKind::ShapeMismatch {
-                    expected: vec![batch.or(Some(1)), Some(channels), Some(image_size), Some(image_size)],
+                    expected: vec![
+                        batch.or(Some(1)),
+                        Some(channels),
+                        Some(image_size),
+                        Some(image_size),
+                    ],
                     found: a.shape,
                 },
             });

@@ -145,7 +145,9 @@ impl NpyArray {
             1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
             2 | 3 => {
                 if bytes.len() < 12 {
-                    return Err(NpyErrorKind::BadHeader("file ends inside the header length".into()));
+                    return Err(NpyErrorKind::BadHeader(
+                        "file ends inside the header length".into(),
+                    ));
                 }
                 let n = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
                 (n as usize, 12)
@@ -265,16 +267,26 @@ impl Header {
         let value_of = |key: &str| -> Option<&str> {
             let k1 = format!("'{key}'");
             let k2 = format!("\"{key}\"");
-            let at = body.find(&k1).map(|i| i + k1.len()).or_else(|| body.find(&k2).map(|i| i + k2.len()))?;
+            let at = body
+                .find(&k1)
+                .map(|i| i + k1.len())
+                .or_else(|| body.find(&k2).map(|i| i + k2.len()))?;
             let rest = body[at..].trim_start().strip_prefix(':')?.trim_start();
             Some(rest)
         };
         let descr_rest = value_of("descr").ok_or_else(|| bad("no 'descr'"))?;
-        let quote = descr_rest.chars().next().ok_or_else(|| bad("empty 'descr'"))?;
+        let quote = descr_rest
+            .chars()
+            .next()
+            .ok_or_else(|| bad("empty 'descr'"))?;
         if quote != '\'' && quote != '"' {
-            return Err(bad("'descr' is not a string (structured dtypes are unsupported)"));
+            return Err(bad(
+                "'descr' is not a string (structured dtypes are unsupported)",
+            ));
         }
-        let descr_end = descr_rest[1..].find(quote).ok_or_else(|| bad("unterminated 'descr'"))?;
+        let descr_end = descr_rest[1..]
+            .find(quote)
+            .ok_or_else(|| bad("unterminated 'descr'"))?;
         let descr = descr_rest[1..1 + descr_end].to_string();
 
         let fo = value_of("fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
@@ -287,7 +299,9 @@ impl Header {
         };
 
         let sh = value_of("shape").ok_or_else(|| bad("no 'shape'"))?;
-        let sh = sh.strip_prefix('(').ok_or_else(|| bad("'shape' is not a tuple"))?;
+        let sh = sh
+            .strip_prefix('(')
+            .ok_or_else(|| bad("'shape' is not a tuple"))?;
         let close = sh.find(')').ok_or_else(|| bad("unterminated 'shape'"))?;
         let shape = sh[..close]
             .split(',')
@@ -326,7 +340,7 @@ mod tests {
     #[test]
     fn parses_numpy_written_header() {
         let mut h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }".to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');
@@ -342,7 +356,10 @@ mod tests {
         let short = &b[..b.len() - 1];
         assert!(matches!(
             NpyArray::parse(short),
-            Err(NpyErrorKind::DataLength { expected: 8, found: 7 })
+            Err(NpyErrorKind::DataLength {
+                expected: 8,
+                found: 7
+            })
         ));
         // float64 rejected by name.
         let mut b64 = b.clone();
@@ -356,17 +373,35 @@ mod tests {
 
     #[test]
     fn rejects_garbage() {
-        assert!(matches!(NpyArray::parse(b"PK\x03\x04 zip"), Err(NpyErrorKind::NotNpy)));
-        let mut b = NpyArray { shape: vec![1], data: vec![0.0] }.to_bytes();
+        assert!(matches!(
+            NpyArray::parse(b"PK\x03\x04 zip"),
+            Err(NpyErrorKind::NotNpy)
+        ));
+        let mut b = NpyArray {
+            shape: vec![1],
+            data: vec![0.0],
+        }
+        .to_bytes();
         b[6] = 9;
-        assert!(matches!(NpyArray::parse(&b), Err(NpyErrorKind::UnsupportedVersion(9, 0))));
+        assert!(matches!(
+            NpyArray::parse(&b),
+            Err(NpyErrorKind::UnsupportedVersion(9, 0))
+        ));
     }
 
     #[test]
     fn shape_check_names_both_shapes() {
-        let a = NpyArray { shape: vec![1, 3, 4, 4], data: vec![0.0; 48] };
-        let e = a.expect_shape(Path::new("x.npy"), &[None, Some(3), Some(8), Some(8)]).unwrap_err();
+        let a = NpyArray {
+            shape: vec![1, 3, 4, 4],
+            data: vec![0.0; 48],
+        };
+        let e = a
+            .expect_shape(Path::new("x.npy"), &[None, Some(3), Some(8), Some(8)])
+            .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("x.npy") && msg.contains("[1, 3, 4, 4]") && msg.contains("[*, 3, 8, 8]"), "{msg}");
+        assert!(
+            msg.contains("x.npy") && msg.contains("[1, 3, 4, 4]") && msg.contains("[*, 3, 8, 8]"),
+            "{msg}"
+        );
     }
 }

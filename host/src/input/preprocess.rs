@@ -110,7 +110,10 @@ fn taps(in_size: usize, out_size: usize) -> Vec<Taps> {
                     }
                 })
                 .collect();
-            Taps { first: xmin, weights }
+            Taps {
+                first: xmin,
+                weights,
+            }
         })
         .collect()
 }
@@ -209,14 +212,21 @@ mod tests {
         for (i, o) in [(53, 42), (37, 42), (130, 42), (384, 378), (10, 10)] {
             for t in taps(i, o) {
                 let s: i64 = t.weights.iter().map(|&w| i64::from(w)).sum();
-                assert!((s - (1 << PRECISION_BITS)).abs() <= t.weights.len() as i64, "{i}->{o}: {s}");
+                assert!(
+                    (s - (1 << PRECISION_BITS)).abs() <= t.weights.len() as i64,
+                    "{i}->{o}: {s}"
+                );
             }
         }
     }
 
     #[test]
     fn constant_image_stays_constant() {
-        let img = Rgb8 { width: 9, height: 5, pixels: vec![77; 9 * 5 * 3] };
+        let img = Rgb8 {
+            width: 9,
+            height: 5,
+            pixels: vec![77; 9 * 5 * 3],
+        };
         let r = resize_bicubic(&img, 4, 13);
         assert!(r.pixels.iter().all(|&p| p == 77));
         let v = normalize_chw(&r);

@@ -5,13 +5,13 @@
 //! text-tower tensors (`text_model.*`, `logit_scale`, `logit_bias`) are
 //! ignored. F32, F16 and BF16 are accepted and widened to f32 exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use safetensors::{Dtype, SafeTensorError, SafeTensors};
 
-use super::{HostTensor, WeightError, WeightSpec, Weights};
+use super::{canonical_name, HostTensor, WeightError, WeightSpec, Weights};
 
 /// Prefix of vision-tower tensors in full SigLIP checkpoints.
 pub const VISION_PREFIX: &str = "vision_model.";
@@ -59,7 +59,10 @@ pub fn read_vision_config(dir: &Path) -> Result<serde_json::Value, WeightError> 
         Some(v) => v.clone(),
         None => root.clone(),
     };
-    let model_type = vision.get("model_type").and_then(|m| m.as_str()).unwrap_or("");
+    let model_type = vision
+        .get("model_type")
+        .and_then(|m| m.as_str())
+        .unwrap_or("");
     if !model_type.is_empty() && !model_type.starts_with("siglip") {
         return Err(WeightError::Config {
             file,
@@ -134,15 +137,26 @@ impl Checkpoint {
         };
         let mut vision = BTreeMap::new();
         for stored in names {
-            if stored.starts_with("text_model.") || stored == "logit_scale" || stored == "logit_bias" {
+            if stored.starts_with("text_model.")
+                || stored == "logit_scale"
+                || stored == "logit_bias"
+            {
                 continue;
             }
-            let canonical = stored.strip_prefix(VISION_PREFIX).unwrap_or(&stored).to_string();
+            let canonical = stored
+                .strip_prefix(VISION_PREFIX)
+                .unwrap_or(&stored)
+                .to_string();
             if IGNORED_BUFFERS.contains(&canonical.as_str()) {
                 continue;
             }
             if vision
-                .insert(canonical.clone(), StoredTensor { stored_name: stored })
+                .insert(
+                    canonical.clone(),
+                    StoredTensor {
+                        stored_name: stored,
+                    },
+                )
                 .is_some()
             {
                 return Err(WeightError::Duplicate {
@@ -151,7 +165,11 @@ impl Checkpoint {
                 });
             }
         }
-        Ok(Checkpoint { file, bytes, vision })
+        Ok(Checkpoint {
+            file,
+            bytes,
+            vision,
+        })
     }
 
     /// The weights file.
@@ -164,8 +182,9 @@ impl Checkpoint {
         self.vision.keys().map(String::as_str)
     }
 
-    /// Bind every parameter in `specs` (canonical HF names, prefix optional)
-    /// to a checkpoint tensor, checking shapes and converting to f32.
+    /// Bind every parameter in `specs` to checkpoint tensors (concatenating
+    /// multi-part sources along axis 0), checking shapes and converting to
+    /// f32.
     ///
     /// Vision tensors no spec asks for are an error, except encoder layers
     /// beyond the deepest one requested (`--vit-layers N` on a deeper
@@ -176,13 +195,13 @@ impl Checkpoint {
             file: self.file.clone(),
             why: format!("{e}"),
         })?;
-        let wanted: BTreeMap<&str, &WeightSpec> = specs
+        let wanted: BTreeSet<&str> = specs
             .iter()
-            .map(|s| (s.name.strip_prefix(VISION_PREFIX).unwrap_or(&s.name), s))
+            .flat_map(|s| s.sources.iter().map(|n| canonical_name(n)))
             .collect();
-        let deepest_layer = wanted.keys().filter_map(|n| encoder_layer_index(n)).max();
+        let deepest_layer = wanted.iter().filter_map(|n| encoder_layer_index(n)).max();
         for name in self.vision.keys() {
-            if wanted.contains_key(name.as_str()) {
+            if wanted.contains(name.as_str()) {
                 continue;
             }
             let beyond_depth = match (encoder_layer_index(name), deepest_layer) {
@@ -196,40 +215,21 @@ impl Checkpoint {
                 });
             }
         }
-        let bound: Result<Vec<(String, HostTensor)>, WeightError> = wanted
+        let bound: Result<Vec<(String, HostTensor)>, WeightError> = specs
             .par_iter()
-            .map(|(&canonical, spec)| {
-                let stored = self.vision.get(canonical).ok_or_else(|| WeightError::Missing {
+            .map(|spec| {
+                let part_shape = spec.part_shape().ok_or_else(|| WeightError::Shape {
                     file: self.file.clone(),
-                    tensor: canonical.to_string(),
+                    tensor: spec.name.clone(),
                     expected: spec.shape.clone(),
+                    found: Vec::new(),
                 })?;
-                let view = st.tensor(&stored.stored_name).map_err(|e| WeightError::Corrupt {
-                    file: self.file.clone(),
-                    why: format!("tensor `{}`: {e}", stored.stored_name),
-                })?;
-                if view.shape() != spec.shape.as_slice() {
-                    return Err(WeightError::Shape {
-                        file: self.file.clone(),
-                        tensor: stored.stored_name.clone(),
-                        expected: spec.shape.clone(),
-                        found: view.shape().to_vec(),
-                    });
-                }
-                let data = widen(view.dtype(), view.data()).ok_or_else(|| WeightError::Dtype {
-                    file: self.file.clone(),
-                    tensor: stored.stored_name.clone(),
-                    dtype: dtype_name(view.dtype()),
-                })?;
-                if let Some(index) = data.iter().position(|v| !v.is_finite()) {
-                    return Err(WeightError::NonFinite {
-                        file: self.file.clone(),
-                        tensor: stored.stored_name.clone(),
-                        index,
-                    });
+                let mut data = Vec::with_capacity(spec.shape.iter().product());
+                for source in &spec.sources {
+                    data.extend(self.read_tensor(&st, canonical_name(source), &part_shape)?);
                 }
                 Ok((
-                    canonical.to_string(),
+                    canonical_name(&spec.name).to_string(),
                     HostTensor {
                         shape: spec.shape.clone(),
                         data,
@@ -238,6 +238,50 @@ impl Checkpoint {
             })
             .collect();
         Ok(Weights::from_map(bound?.into_iter().collect()))
+    }
+
+    /// One stored tensor, shape-checked, widened to f32, finite.
+    fn read_tensor(
+        &self,
+        st: &SafeTensors<'_>,
+        canonical: &str,
+        shape: &[usize],
+    ) -> Result<Vec<f32>, WeightError> {
+        let stored = self
+            .vision
+            .get(canonical)
+            .ok_or_else(|| WeightError::Missing {
+                file: self.file.clone(),
+                tensor: canonical.to_string(),
+                expected: shape.to_vec(),
+            })?;
+        let view = st
+            .tensor(&stored.stored_name)
+            .map_err(|e| WeightError::Corrupt {
+                file: self.file.clone(),
+                why: format!("tensor `{}`: {e}", stored.stored_name),
+            })?;
+        if view.shape() != shape {
+            return Err(WeightError::Shape {
+                file: self.file.clone(),
+                tensor: stored.stored_name.clone(),
+                expected: shape.to_vec(),
+                found: view.shape().to_vec(),
+            });
+        }
+        let data = widen(view.dtype(), view.data()).ok_or_else(|| WeightError::Dtype {
+            file: self.file.clone(),
+            tensor: stored.stored_name.clone(),
+            dtype: dtype_name(view.dtype()),
+        })?;
+        if let Some(index) = data.iter().position(|v| !v.is_finite()) {
+            return Err(WeightError::NonFinite {
+                file: self.file.clone(),
+                tensor: stored.stored_name.clone(),
+                index,
+            });
+        }
+        Ok(data)
     }
 }
 

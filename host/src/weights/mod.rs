@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! use ipuc::weights::{Checkpoint, WeightSpec, random_weights};
-//! let specs = vec![WeightSpec { name: "post_layernorm.weight".into(), shape: vec![1152] }];
+//! let specs = vec![WeightSpec::single("vision_model.post_layernorm.weight", vec![1152])];
 //! let from_seed = random_weights(0, &specs);
 //! let from_disk = Checkpoint::open("ckpt/".as_ref())?.bind(&specs)?;
 //! # Ok::<(), ipuc::weights::WeightError>(())
@@ -22,14 +22,49 @@ pub use checkpoint::{
 pub use error::WeightError;
 pub use random::{init_stats, random_tensor, random_weights};
 
-/// A parameter the model needs: HF checkpoint name (the `vision_model.`
-/// prefix is optional) and shape.
+/// A parameter the model needs: its graph name, shape, and the HF
+/// checkpoint tensors holding its data (the `vision_model.` prefix is
+/// optional everywhere).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WeightSpec {
-    /// HF name, e.g. `encoder.layers.3.mlp.fc1.weight`.
+    /// Graph parameter name, e.g. `vision_model.encoder.layers.3.mlp.fc1.weight`.
     pub name: String,
-    /// PyTorch shape, e.g. `[4304, 1152]`.
+    /// Shape the graph expects, e.g. `[4304, 1152]`.
     pub shape: Vec<usize>,
+    /// Checkpoint tensors concatenated along axis 0 to form it: just `name`
+    /// normally; q, k, v for a fused QKV projection. Each part has the
+    /// spec's shape with axis 0 divided by the part count.
+    pub sources: Vec<String>,
+}
+
+impl WeightSpec {
+    /// A spec stored under its own name.
+    pub fn single(name: impl Into<String>, shape: Vec<usize>) -> WeightSpec {
+        let name = name.into();
+        WeightSpec {
+            sources: vec![name.clone()],
+            name,
+            shape,
+        }
+    }
+
+    /// Shape of each source part (axis 0 split evenly), or `None` if the
+    /// parts cannot split it.
+    pub fn part_shape(&self) -> Option<Vec<usize>> {
+        let parts = self.sources.len();
+        let mut shape = self.shape.clone();
+        let first = shape.first_mut()?;
+        if parts == 0 || *first % parts != 0 {
+            return None;
+        }
+        *first /= parts;
+        Some(shape)
+    }
+}
+
+/// Strip the optional `vision_model.` prefix.
+pub fn canonical_name(name: &str) -> &str {
+    name.strip_prefix(VISION_PREFIX).unwrap_or(name)
 }
 
 /// A dense f32 tensor on the host, C order.
@@ -55,7 +90,7 @@ impl Weights {
 
     /// The tensor for an HF name, with or without the prefix.
     pub fn get(&self, name: &str) -> Option<&HostTensor> {
-        self.tensors.get(name.strip_prefix(VISION_PREFIX).unwrap_or(name))
+        self.tensors.get(canonical_name(name))
     }
 
     /// All tensors in name order.

@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::{HostTensor, WeightSpec, Weights};
+use super::{canonical_name, HostTensor, WeightSpec, Weights};
 
 /// Elements per independently seeded chunk (the parallel work unit).
 const CHUNK: usize = 1 << 16;
@@ -68,41 +68,50 @@ pub fn init_stats(name: &str, shape: &[usize]) -> (f32, f32) {
     }
 }
 
-/// One tensor's values.
-pub fn random_tensor(seed: u64, spec: &WeightSpec) -> HostTensor {
-    let canonical = spec
-        .name
-        .strip_prefix(super::checkpoint::VISION_PREFIX)
-        .unwrap_or(&spec.name);
-    let (mean, std) = init_stats(canonical, &spec.shape);
+/// Values of one checkpoint tensor `name` with `shape`.
+pub fn random_tensor(seed: u64, name: &str, shape: &[usize]) -> Vec<f32> {
+    let canonical = canonical_name(name);
+    let (mean, std) = init_stats(canonical, shape);
     // Uniform on [−a, a] has standard deviation a/√3.
     let half_width = std * 3f32.sqrt();
-    let count: usize = spec.shape.iter().product();
+    let count: usize = shape.iter().product();
     let stream = seed ^ name_hash(canonical).rotate_left(17);
     let mut data = vec![0f32; count];
-    data.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
-        let mut rng = SplitMix64(stream.wrapping_add((chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)));
-        for v in out {
-            *v = mean + half_width * rng.next_signed_unit();
-        }
-    });
-    HostTensor {
-        shape: spec.shape.clone(),
-        data,
-    }
+    data.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng =
+                SplitMix64(stream.wrapping_add((chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)));
+            for v in out {
+                *v = mean + half_width * rng.next_signed_unit();
+            }
+        });
+    data
 }
 
-/// Random values for every spec.
+/// Random values for every spec. Each source tensor is drawn on its own, so
+/// a fused QKV weight equals the concatenation of the unfused q, k, v.
 pub fn random_weights(seed: u64, specs: &[WeightSpec]) -> Weights {
     let map = specs
         .par_iter()
         .map(|s| {
-            let name = s
-                .name
-                .strip_prefix(super::checkpoint::VISION_PREFIX)
-                .unwrap_or(&s.name)
-                .to_string();
-            (name, random_tensor(seed, s))
+            let part = s.part_shape().unwrap_or_else(|| s.shape.clone());
+            let sources = if s.part_shape().is_some() {
+                s.sources.clone()
+            } else {
+                vec![s.name.clone()]
+            };
+            let mut data = Vec::with_capacity(s.shape.iter().product());
+            for source in &sources {
+                data.extend(random_tensor(seed, source, &part));
+            }
+            (
+                canonical_name(&s.name).to_string(),
+                HostTensor {
+                    shape: s.shape.clone(),
+                    data,
+                },
+            )
         })
         .collect::<Vec<_>>()
         .into_iter()
@@ -115,7 +124,7 @@ mod tests {
     use super::*;
 
     fn spec(name: &str, shape: &[usize]) -> WeightSpec {
-        WeightSpec { name: name.into(), shape: shape.to_vec() }
+        WeightSpec::single(name, shape.to_vec())
     }
 
     #[test]
@@ -123,24 +132,54 @@ mod tests {
         let a = random_weights(7, &[spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])]);
         let b = random_weights(
             7,
-            &[spec("encoder.layers.1.mlp.fc1.weight", &[64, 32]), spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])],
+            &[
+                spec("encoder.layers.1.mlp.fc1.weight", &[64, 32]),
+                spec("encoder.layers.0.mlp.fc1.weight", &[64, 32]),
+            ],
         );
         let c = random_weights(8, &[spec("encoder.layers.0.mlp.fc1.weight", &[64, 32])]);
         let name = "encoder.layers.0.mlp.fc1.weight";
         assert_eq!(a.get(name).unwrap().data, b.get(name).unwrap().data);
         assert_ne!(a.get(name).unwrap().data, c.get(name).unwrap().data);
-        assert_ne!(b.get(name).unwrap().data, b.get("encoder.layers.1.mlp.fc1.weight").unwrap().data);
+        assert_ne!(
+            b.get(name).unwrap().data,
+            b.get("encoder.layers.1.mlp.fc1.weight").unwrap().data
+        );
+    }
+
+    #[test]
+    fn fused_sources_equal_their_parts() {
+        let q = "vision_model.encoder.layers.0.self_attn.q_proj.weight";
+        let k = "vision_model.encoder.layers.0.self_attn.k_proj.weight";
+        let fused = WeightSpec {
+            name: "vision_model.encoder.layers.0.self_attn.qkv_proj.weight".into(),
+            shape: vec![8, 3],
+            sources: vec![q.into(), k.into()],
+        };
+        let w = random_weights(3, &[fused, spec(q, &[4, 3]), spec(k, &[4, 3])]);
+        let f = &w
+            .get("encoder.layers.0.self_attn.qkv_proj.weight")
+            .unwrap()
+            .data;
+        assert_eq!(&f[..12], &w.get(q).unwrap().data[..]);
+        assert_eq!(&f[12..], &w.get(k).unwrap().data[..]);
     }
 
     #[test]
     fn statistics_follow_the_init_rules() {
-        let w = random_tensor(1, &spec("encoder.layers.0.self_attn.q_proj.weight", &[256, 1024]));
-        let n = w.data.len() as f64;
-        let mean = w.data.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        let var = w.data.iter().map(|&v| (f64::from(v) - mean).powi(2)).sum::<f64>() / n;
+        let w = random_tensor(1, "encoder.layers.0.self_attn.q_proj.weight", &[256, 1024]);
+        let n = w.len() as f64;
+        let mean = w.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+        let var = w
+            .iter()
+            .map(|&v| (f64::from(v) - mean).powi(2))
+            .sum::<f64>()
+            / n;
         assert!(mean.abs() < 1e-3, "{mean}");
         assert!((var.sqrt() - 1.0 / 32.0).abs() < 1e-3, "{}", var.sqrt());
-        let g = random_tensor(1, &spec("post_layernorm.weight", &[4096]));
-        assert!(g.data.iter().all(|&v| (v - 1.0).abs() <= 0.1 * 3f32.sqrt() + 1e-6));
+        let g = random_tensor(1, "vision_model.post_layernorm.weight", &[4096]);
+        assert!(g
+            .iter()
+            .all(|&v| (v - 1.0).abs() <= 0.1 * 3f32.sqrt() + 1e-6));
     }
 }

@@ -1,0 +1,349 @@
+//! The graph walker: binds parameters and inputs, executes ops in region
+//! order, and runs a Repeat by iterating its body with the per-iteration
+//! sequence elements and the carried values.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
+
+use super::numerics::{round_f16_slice, round_to_dtype};
+use super::{ops, Numerics, ReferenceError, Tensor};
+use crate::weights::Weights;
+
+/// A graph with its parameters bound (and, for device numerics, already
+/// rounded to their storage dtypes), ready to run on inputs.
+pub struct Reference<'g> {
+    graph: &'g Graph,
+    numerics: Numerics,
+    params: BTreeMap<ValueId, Tensor>,
+}
+
+/// Values computed so far, by id.
+struct Env {
+    values: Vec<Option<Tensor>>,
+}
+
+impl Env {
+    fn get(&self, id: ValueId) -> Result<&Tensor, ReferenceError> {
+        self.values
+            .get(id.index())
+            .and_then(Option::as_ref)
+            .ok_or(ReferenceError::Unavailable { value: id })
+    }
+
+    fn set(&mut self, id: ValueId, t: Tensor) {
+        if let Some(slot) = self.values.get_mut(id.index()) {
+            *slot = Some(t);
+        }
+    }
+
+    fn clear(&mut self, id: ValueId) {
+        if let Some(slot) = self.values.get_mut(id.index()) {
+            *slot = None;
+        }
+    }
+}
+
+impl<'g> Reference<'g> {
+    /// Verify `graph`, bind every parameter to `weights` by name (shape
+    /// checked) and prepare it for `numerics`.
+    pub fn new(
+        graph: &'g Graph,
+        weights: &Weights,
+        numerics: Numerics,
+    ) -> Result<Self, ReferenceError> {
+        graph.verify()?;
+        let mut params = BTreeMap::new();
+        for (_, op) in graph.parameters() {
+            let OpKind::Parameter { name, ty } = op.kind() else {
+                continue;
+            };
+            let value = op
+                .result()
+                .ok_or(ReferenceError::MissingWeight { name: name.clone() })?;
+            let w = weights
+                .get(name)
+                .ok_or_else(|| ReferenceError::MissingWeight { name: name.clone() })?;
+            if w.shape != ty.shape.dims() || w.data.len() != w.shape.iter().product::<usize>() {
+                return Err(ReferenceError::WeightShape {
+                    name: name.clone(),
+                    expected: ty.shape.dims().to_vec(),
+                    found: w.shape.clone(),
+                });
+            }
+            let mut data = w.data.clone();
+            if numerics == Numerics::Device {
+                round_to_dtype(ty.dtype, &mut data);
+            }
+            params.insert(value, Tensor::new(w.shape.clone(), data));
+        }
+        Ok(Reference {
+            graph,
+            numerics,
+            params,
+        })
+    }
+
+    /// Run on named inputs; returns every graph output by name.
+    pub fn run(
+        &self,
+        inputs: &[(&str, Tensor)],
+    ) -> Result<BTreeMap<String, Tensor>, ReferenceError> {
+        let mut env = Env {
+            values: vec![None; self.graph.value_count()],
+        };
+        for (&id, t) in &self.params {
+            env.set(id, t.clone());
+        }
+        for (_, op) in self.graph.inputs() {
+            let OpKind::Input { name, ty } = op.kind() else {
+                continue;
+            };
+            let supplied = inputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t)
+                .ok_or_else(|| ReferenceError::MissingInput { name: name.clone() })?;
+            if supplied.shape != ty.shape.dims() || supplied.data.len() != supplied.element_count()
+            {
+                return Err(ReferenceError::InputShape {
+                    name: name.clone(),
+                    expected: ty.shape.dims().to_vec(),
+                    found: supplied.shape.clone(),
+                });
+            }
+            let mut t = supplied.clone();
+            if self.numerics == Numerics::Device && ty.dtype != DType::F32 {
+                let mut data = t.data.to_vec();
+                round_to_dtype(ty.dtype, &mut data);
+                t.data = Arc::new(data);
+            }
+            if let Some(id) = op.result() {
+                env.set(id, t);
+            }
+        }
+        self.exec_region(Graph::TOP, &mut env)?;
+        let mut out = BTreeMap::new();
+        for o in self.graph.outputs() {
+            out.insert(o.name.clone(), env.get(o.value)?.clone());
+        }
+        Ok(out)
+    }
+
+    fn exec_region(&self, region: RegionId, env: &mut Env) -> Result<(), ReferenceError> {
+        let ops = self
+            .graph
+            .region(region)
+            .map(|r| r.ops().to_vec())
+            .unwrap_or_default();
+        for op in ops {
+            self.exec_op(op, env)?;
+        }
+        Ok(())
+    }
+
+    fn exec_op(&self, id: OpId, env: &mut Env) -> Result<(), ReferenceError> {
+        let Some(op) = self.graph.op(id) else {
+            return Ok(());
+        };
+        match op.kind() {
+            // Bound before execution starts.
+            OpKind::Input { .. } | OpKind::Parameter { .. } => return Ok(()),
+            OpKind::Repeat(_) => return self.exec_repeat(id, env),
+            _ => {}
+        }
+        let Some(result) = op.result() else {
+            return Ok(());
+        };
+        let out_ty = self
+            .graph
+            .ty(result)
+            .ok_or(ReferenceError::Unavailable { value: result })?
+            .clone();
+        let dims = out_ty.shape.dims().to_vec();
+        let operands: Vec<&Tensor> = op
+            .operands()
+            .iter()
+            .map(|&v| env.get(v))
+            .collect::<Result<_, _>>()?;
+        let device = self.numerics == Numerics::Device;
+        // `rounds`: whether the result must be rounded to its dtype (data
+        // movement of already-rounded values needs no rounding).
+        let (data, rounds): (Arc<Vec<f32>>, bool) = match op.kind() {
+            OpKind::Constant { values, .. } => (Arc::new(values.clone()), true),
+            OpKind::MatMul(mm) => (
+                Arc::new(ops::matmul(
+                    operands[0],
+                    operands[1],
+                    mm.transpose_a,
+                    mm.transpose_b,
+                    &dims,
+                )),
+                true,
+            ),
+            OpKind::Add => (Arc::new(ops::add(operands[0], operands[1], &dims)), true),
+            OpKind::LayerNorm { eps } => (
+                Arc::new(ops::layer_norm(operands[0], operands[1], operands[2], *eps)),
+                true,
+            ),
+            OpKind::GeluTanh => {
+                let mut d = operands[0].data.to_vec();
+                super::kernels::gelu_in_place(&mut d);
+                (Arc::new(d), true)
+            }
+            OpKind::Softmax => {
+                let mut d = operands[0].data.to_vec();
+                let width = dims.last().copied().unwrap_or(1);
+                super::kernels::softmax_rows(&mut d, width);
+                (Arc::new(d), true)
+            }
+            OpKind::Attention { scale } => {
+                let round = (device && out_ty.dtype == DType::F16)
+                    .then_some(round_f16_slice as ops::Rounder);
+                (
+                    Arc::new(ops::attention(
+                        operands[0],
+                        operands[1],
+                        operands[2],
+                        *scale,
+                        &dims,
+                        round,
+                    )),
+                    true,
+                )
+            }
+            OpKind::SplitHeads { heads } => {
+                (Arc::new(ops::split_heads(operands[0], *heads)), false)
+            }
+            OpKind::MergeHeads => (Arc::new(ops::merge_heads(operands[0])), false),
+            OpKind::Reshape { .. } => (operands[0].data.clone(), false),
+            OpKind::Transpose { perm } => (Arc::new(ops::transpose(operands[0], perm)), false),
+            OpKind::Slice { axis, start, end } => (
+                Arc::new(ops::slice(operands[0], *axis, *start, *end)),
+                false,
+            ),
+            OpKind::Concat { axis } => (Arc::new(ops::concat(&operands, *axis)), false),
+            OpKind::Im2ColPatches { patch } => (Arc::new(ops::im2col(operands[0], *patch)), false),
+            OpKind::Cast { .. } => (operands[0].data.clone(), true),
+            OpKind::Input { .. } | OpKind::Parameter { .. } | OpKind::Repeat(_) => return Ok(()),
+        };
+        let data = if device && rounds && out_ty.dtype != DType::F32 {
+            let mut owned = Arc::try_unwrap(data).unwrap_or_else(|shared| shared.as_ref().clone());
+            round_to_dtype(out_ty.dtype, &mut owned);
+            Arc::new(owned)
+        } else {
+            data
+        };
+        env.set(result, Tensor { shape: dims, data });
+        Ok(())
+    }
+
+    fn exec_repeat(&self, id: OpId, env: &mut Env) -> Result<(), ReferenceError> {
+        let Some(view) = self.graph.repeat(id) else {
+            return Ok(());
+        };
+        let body = view.body();
+        let body_ops: Vec<OpId> = self
+            .graph
+            .region(body)
+            .map(|r| r.ops().to_vec())
+            .unwrap_or_default();
+        let mut carried: Vec<Tensor> = view
+            .carried_inits()
+            .iter()
+            .map(|&v| env.get(v).cloned())
+            .collect::<Result<_, _>>()?;
+        for (&arg, &outer) in view.invariant_args().iter().zip(view.invariants()) {
+            let t = env.get(outer)?.clone();
+            env.set(arg, t);
+        }
+        for iteration in 0..view.trip_count() {
+            for (&arg, t) in view.carried_args().iter().zip(carried.drain(..)) {
+                env.set(arg, t);
+            }
+            for (s, &arg) in view.iterated_args().iter().enumerate() {
+                let outer = view
+                    .sequence(s)
+                    .get(iteration)
+                    .copied()
+                    .ok_or(ReferenceError::Unavailable { value: arg })?;
+                let t = env.get(outer)?.clone();
+                env.set(arg, t);
+            }
+            for &op in &body_ops {
+                self.exec_op(op, env)?;
+            }
+            carried = view
+                .yields()
+                .iter()
+                .map(|&v| env.get(v).cloned())
+                .collect::<Result<_, _>>()?;
+            // Drop this iteration's temporaries (they can be large).
+            for &op in &body_ops {
+                if let Some(o) = self.graph.op(op) {
+                    for &r in o.results() {
+                        env.clear(r);
+                    }
+                }
+            }
+        }
+        for (&r, t) in view.results().iter().zip(carried) {
+            env.set(r, t);
+        }
+        Ok(())
+    }
+}
+
+/// Floating-point operations of one run (2 per multiply-add; matmuls and
+/// attention only), Repeat bodies counted once per iteration.
+pub fn graph_flops(graph: &Graph) -> u64 {
+    region_flops(graph, Graph::TOP)
+}
+
+fn region_flops(graph: &Graph, region: RegionId) -> u64 {
+    let Some(r) = graph.region(region) else {
+        return 0;
+    };
+    let dims = |v: ValueId| {
+        graph
+            .ty(v)
+            .map(|t| t.shape.dims().to_vec())
+            .unwrap_or_default()
+    };
+    let mut total = 0u64;
+    for &id in r.ops() {
+        let Some(op) = graph.op(id) else { continue };
+        match op.kind() {
+            OpKind::MatMul(mm) => {
+                let (a, out) = (
+                    dims(op.operands()[0]),
+                    op.result().map(dims).unwrap_or_default(),
+                );
+                let k = if mm.transpose_a {
+                    a[a.len() - 2]
+                } else {
+                    a[a.len() - 1]
+                };
+                let outputs: usize = out.iter().product();
+                total += 2 * (outputs as u64) * k as u64;
+            }
+            OpKind::Attention { .. } => {
+                let (q, v, out) = (
+                    dims(op.operands()[0]),
+                    dims(op.operands()[2]),
+                    op.result().map(dims).unwrap_or_default(),
+                );
+                let heads: usize = out[..out.len() - 2].iter().product();
+                let (sq, dk) = (q[q.len() - 2], q[q.len() - 1]);
+                let (sk, dv) = (v[v.len() - 2], v[v.len() - 1]);
+                total += 2 * (heads * sq * sk * (dk + dv)) as u64;
+            }
+            OpKind::Repeat(rep) => {
+                total += u64::from(rep.trip_count) * region_flops(graph, rep.body);
+            }
+            _ => {}
+        }
+    }
+    total
+}

@@ -1,0 +1,96 @@
+//! The FP32 reference: interprets an `ipuc_core::ir::Graph` directly on the
+//! host (architecture invariant 2: it never looks at planner or lowering
+//! structures), multi-threaded over rayon with the `gemm` crate's kernels.
+//!
+//! Two numerics:
+//! * [`Numerics::Fp32`] — every value in f32, dtypes ignored: the trusted
+//!   answer (matches HF transformers to ~1e-6 on the fixtures).
+//! * [`Numerics::Device`] — the casts the device applies: parameters rounded
+//!   to their graph dtype once (FP8 F143 at the graph's scale, FP16), every
+//!   op result rounded to its result dtype (FP16 activations), attention in
+//!   its dtype with FP16 scores and probabilities. Arithmetic inside an op
+//!   stays f32 (the IPU's FP8 AMP accumulates into FP16 partials; modelling
+//!   that adder tree is the simulator's job).
+//!
+//! ```
+//! use ipuc::reference::{Numerics, Reference, Tensor};
+//! use ipuc::weights::{HostTensor, Weights};
+//! use ipuc_core::ir::{DType, GraphBuilder, TensorType};
+//!
+//! let mut b = GraphBuilder::new();
+//! let x = b.input("x", TensorType::new(DType::F32, [2, 3]))?;
+//! let w = b.parameter("w", TensorType::new(DType::F32, [4, 3]))?;
+//! let y = b.matmul_transposed(x, w, DType::F32)?; // x · wᵀ
+//! b.output("y", y)?;
+//! let graph = b.finish()?;
+//!
+//! let mut weights = std::collections::BTreeMap::new();
+//! weights.insert("w".to_string(), HostTensor { shape: vec![4, 3], data: (0..12).map(|i| i as f32).collect() });
+//! let reference = Reference::new(&graph, &Weights::from_map(weights), Numerics::Fp32)?;
+//! let out = reference.run(&[("x", Tensor::new(vec![2, 3], vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]))])?;
+//! assert_eq!(out["y"].data.as_slice(), &[0.0, 3.0, 6.0, 9.0, 1.0, 4.0, 7.0, 10.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+pub mod gemm;
+mod interp;
+pub mod kernels;
+mod numerics;
+pub mod ops;
+
+use std::sync::Arc;
+
+pub use error::ReferenceError;
+pub use interp::{graph_flops, Reference};
+pub use numerics::{round_to_dtype, DEVICE_FP8_OVERFLOW};
+
+/// How the reference treats dtypes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Numerics {
+    /// Everything in f32; graph dtypes ignored.
+    Fp32,
+    /// Round to graph dtypes as the device does.
+    Device,
+}
+
+impl std::str::FromStr for Numerics {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fp32" => Ok(Numerics::Fp32),
+            "device" => Ok(Numerics::Device),
+            other => Err(format!("unknown numerics {other:?} (use fp32 or device)")),
+        }
+    }
+}
+
+/// A dense row-major f32 tensor; data is shared so reshapes, parameter
+/// bindings and carried values cost no copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// Dimensions, outermost first.
+    pub shape: Vec<usize>,
+    /// Elements.
+    pub data: Arc<Vec<f32>>,
+}
+
+impl Tensor {
+    /// Wrap owned data (`data.len()` must equal the shape's element count;
+    /// the interpreter checks it where it matters).
+    pub fn new(shape: Vec<usize>, data: Vec<f32>) -> Tensor {
+        Tensor {
+            shape,
+            data: Arc::new(data),
+        }
+    }
+
+    /// Element count of the shape.
+    pub fn element_count(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,339 @@
+//! Tensor-level implementations of the IR ops on dense row-major f32.
+//!
+//! Shapes come from the verified graph, so the index arithmetic here trusts
+//! them (the interpreter re-checks inputs and weights against the graph
+//! before running).
+
+use rayon::prelude::*;
+
+use super::gemm::{self, MatRef, Threads};
+use super::kernels;
+use super::Tensor;
+
+/// Row-major strides of `dims`.
+pub fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1];
+    }
+    s
+}
+
+/// Strides of `dims` as seen from the broadcast shape `out` (0 on broadcast
+/// or missing leading axes).
+fn broadcast_strides(dims: &[usize], out: &[usize]) -> Vec<usize> {
+    let own = strides(dims);
+    let lead = out.len() - dims.len();
+    (0..out.len())
+        .map(|i| {
+            if i < lead || dims[i - lead] == 1 {
+                0
+            } else {
+                own[i - lead]
+            }
+        })
+        .collect()
+}
+
+/// Offset into an operand for flat index `flat` of the broadcast shape.
+fn offset_of(mut flat: usize, out: &[usize], bstrides: &[usize]) -> usize {
+    let mut off = 0;
+    for i in (0..out.len()).rev() {
+        let d = out[i].max(1);
+        off += (flat % d) * bstrides[i];
+        flat /= d;
+    }
+    off
+}
+
+/// Elementwise `a + b` with numpy broadcasting to `out_dims`.
+pub fn add(a: &Tensor, b: &Tensor, out_dims: &[usize]) -> Vec<f32> {
+    let total: usize = out_dims.iter().product();
+    let (x, y) = (&a.data[..], &b.data[..]);
+    if a.shape == out_dims && b.shape == out_dims {
+        let mut out = vec![0f32; total];
+        out.par_iter_mut()
+            .zip(x.par_iter().zip(y.par_iter()))
+            .for_each(|(o, (p, q))| *o = p + q);
+        return out;
+    }
+    // Common case: one operand equals the output, the other repeats with
+    // period `y.len()` (a bias `[D]`, a position table `[T, D]`).
+    let suffix_of = |small: &[usize]| -> bool {
+        small.len() <= out_dims.len()
+            && small
+                .iter()
+                .zip(&out_dims[out_dims.len() - small.len()..])
+                .all(|(s, o)| s == o)
+    };
+    if a.shape == out_dims && suffix_of(&b.shape) && !y.is_empty() {
+        let mut out = x.to_vec();
+        out.par_chunks_mut(y.len()).for_each(|c| {
+            for (o, q) in c.iter_mut().zip(y) {
+                *o += q;
+            }
+        });
+        return out;
+    }
+    if b.shape == out_dims && suffix_of(&a.shape) && !x.is_empty() {
+        let mut out = y.to_vec();
+        out.par_chunks_mut(x.len()).for_each(|c| {
+            for (o, p) in c.iter_mut().zip(x) {
+                *o += p;
+            }
+        });
+        return out;
+    }
+    let sa = broadcast_strides(&a.shape, out_dims);
+    let sb = broadcast_strides(&b.shape, out_dims);
+    (0..total)
+        .into_par_iter()
+        .map(|i| x[offset_of(i, out_dims, &sa)] + y[offset_of(i, out_dims, &sb)])
+        .collect()
+}
+
+/// Batched matmul with numpy-broadcast batch dims. `a` is `[.., M, K]` (or
+/// `[.., K, M]` transposed), `b` is `[.., K, N]` (or `[.., N, K]`).
+pub fn matmul(
+    a: &Tensor,
+    b: &Tensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    out_dims: &[usize],
+) -> Vec<f32> {
+    let (ar, br, or) = (a.shape.len(), b.shape.len(), out_dims.len());
+    let (m, n) = (out_dims[or - 2], out_dims[or - 1]);
+    let k = if transpose_a {
+        a.shape[ar - 2]
+    } else {
+        a.shape[ar - 1]
+    };
+    let lead = &out_dims[..or - 2];
+    let batch: usize = lead.iter().product();
+    let a_lead = &a.shape[..ar - 2];
+    let b_lead = &b.shape[..br - 2];
+    let b_batch: usize = b_lead.iter().product();
+    let a_mat = m * k;
+    let b_mat = k * n;
+    let a_view = |off: usize| {
+        if transpose_a {
+            MatRef::transposed(&a.data, off, m)
+        } else {
+            MatRef::row_major(&a.data, off, k)
+        }
+    };
+    let b_view = |off: usize| {
+        if transpose_b {
+            MatRef::transposed(&b.data, off, k)
+        } else {
+            MatRef::row_major(&b.data, off, n)
+        }
+    };
+    let mut out = vec![0f32; batch * m * n];
+    // One shared weight and a dense, untransposed batch of rows: fold the
+    // batch into M and run a single large product.
+    let a_full = a_lead.len() == lead.len() && a_lead == lead;
+    if b_batch == 1 && !transpose_a && a_full {
+        gemm::gemm(
+            (batch * m, n, k),
+            a_view(0),
+            b_view(0),
+            &mut out,
+            1.0,
+            Threads::All,
+        );
+        return out;
+    }
+    let sa = broadcast_strides(a_lead, lead);
+    let sb = broadcast_strides(b_lead, lead);
+    gemm::batched(
+        batch,
+        m,
+        n,
+        k,
+        |i| a_view(offset_of(i, lead, &sa) * a_mat),
+        |i| b_view(offset_of(i, lead, &sb) * b_mat),
+        &mut out,
+    );
+    out
+}
+
+/// How attention rounds its intermediates (device numerics: FP16 scores and
+/// probabilities when the op runs in F16).
+pub type Rounder = fn(&mut [f32]);
+
+/// Non-causal scaled dot-product attention per leading index:
+/// `softmax(q·kᵀ·scale)·v`, leading dims broadcast to `out_dims`.
+pub fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    out_dims: &[usize],
+    round: Option<Rounder>,
+) -> Vec<f32> {
+    let (qr, kr, vr, or) = (q.shape.len(), k.shape.len(), v.shape.len(), out_dims.len());
+    let (sq, dk) = (q.shape[qr - 2], q.shape[qr - 1]);
+    let sk = k.shape[kr - 2];
+    let dv = v.shape[vr - 1];
+    let lead = &out_dims[..or - 2];
+    let batch: usize = lead.iter().product();
+    let sqs = broadcast_strides(&q.shape[..qr - 2], lead);
+    let sks = broadcast_strides(&k.shape[..kr - 2], lead);
+    let svs = broadcast_strides(&v.shape[..vr - 2], lead);
+    let mut out = vec![0f32; batch * sq * dv];
+    if sq * dv == 0 {
+        return out;
+    }
+    let one_head = |i: usize, o: &mut [f32], threads: Threads| {
+        let qo = offset_of(i, lead, &sqs) * sq * dk;
+        let ko = offset_of(i, lead, &sks) * sk * dk;
+        let vo = offset_of(i, lead, &svs) * sk * dv;
+        let mut scores = vec![0f32; sq * sk];
+        gemm::gemm(
+            (sq, sk, dk),
+            MatRef::row_major(&q.data, qo, dk),
+            MatRef::transposed(&k.data, ko, dk),
+            &mut scores,
+            scale,
+            threads,
+        );
+        if let Some(r) = round {
+            r(&mut scores);
+        }
+        for row in scores.chunks_mut(sk) {
+            kernels::softmax_row(row);
+        }
+        if let Some(r) = round {
+            r(&mut scores);
+        }
+        gemm::gemm(
+            (sq, dv, sk),
+            MatRef::row_major(&scores, 0, sk),
+            MatRef::row_major(&v.data, vo, dv),
+            o,
+            1.0,
+            threads,
+        );
+    };
+    if batch > 1 {
+        out.par_chunks_mut(sq * dv)
+            .enumerate()
+            .for_each(|(i, o)| one_head(i, o, Threads::One));
+    } else {
+        one_head(0, &mut out, Threads::All);
+    }
+    out
+}
+
+/// `[.., S, H·Dh]` → `[.., H, S, Dh]`.
+pub fn split_heads(x: &Tensor, heads: usize) -> Vec<f32> {
+    let r = x.shape.len();
+    let (s, w) = (x.shape[r - 2], x.shape[r - 1]);
+    let dh = w / heads;
+    let lead: usize = x.shape[..r - 2].iter().product();
+    let mut out = vec![0f32; x.data.len()];
+    out.par_chunks_mut(s * w)
+        .enumerate()
+        .take(lead)
+        .for_each(|(l, o)| {
+            let src = &x.data[l * s * w..(l + 1) * s * w];
+            for h in 0..heads {
+                for t in 0..s {
+                    o[(h * s + t) * dh..(h * s + t + 1) * dh]
+                        .copy_from_slice(&src[t * w + h * dh..t * w + (h + 1) * dh]);
+                }
+            }
+        });
+    out
+}
+
+/// `[.., H, S, Dh]` → `[.., S, H·Dh]`.
+pub fn merge_heads(x: &Tensor) -> Vec<f32> {
+    let r = x.shape.len();
+    let (heads, s, dh) = (x.shape[r - 3], x.shape[r - 2], x.shape[r - 1]);
+    let w = heads * dh;
+    let lead: usize = x.shape[..r - 3].iter().product();
+    let mut out = vec![0f32; x.data.len()];
+    out.par_chunks_mut(s * w)
+        .enumerate()
+        .take(lead)
+        .for_each(|(l, o)| {
+            let src = &x.data[l * s * w..(l + 1) * s * w];
+            for h in 0..heads {
+                for t in 0..s {
+                    o[t * w + h * dh..t * w + (h + 1) * dh]
+                        .copy_from_slice(&src[(h * s + t) * dh..(h * s + t + 1) * dh]);
+                }
+            }
+        });
+    out
+}
+
+/// General axis permutation.
+pub fn transpose(x: &Tensor, perm: &[usize]) -> Vec<f32> {
+    let in_strides = strides(&x.shape);
+    let out_dims: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
+    let src_strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+    let total = x.data.len();
+    (0..total)
+        .into_par_iter()
+        .map(|i| x.data[offset_of(i, &out_dims, &src_strides)])
+        .collect()
+}
+
+/// Elements `start..end` of `axis`.
+pub fn slice(x: &Tensor, axis: usize, start: usize, end: usize) -> Vec<f32> {
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let dim = x.shape[axis];
+    let mut out = Vec::with_capacity(outer * (end - start) * inner);
+    for o in 0..outer {
+        let base = o * dim * inner;
+        out.extend_from_slice(&x.data[base + start * inner..base + end * inner]);
+    }
+    out
+}
+
+/// Concatenation along `axis`.
+pub fn concat(xs: &[&Tensor], axis: usize) -> Vec<f32> {
+    let first = xs[0];
+    let outer: usize = first.shape[..axis].iter().product();
+    let inner: usize = first.shape[axis + 1..].iter().product();
+    let mut out = Vec::with_capacity(xs.iter().map(|t| t.data.len()).sum());
+    for o in 0..outer {
+        for t in xs {
+            let run = t.shape[axis] * inner;
+            out.extend_from_slice(&t.data[o * run..(o + 1) * run]);
+        }
+    }
+    out
+}
+
+/// im2col of a `p`×`p` stride-`p` valid convolution: `[B, C, H, W]` →
+/// `[B, (H/p)·(W/p), C·p·p]`, features in (channel, ky, kx) order.
+pub fn im2col(x: &Tensor, p: usize) -> Vec<f32> {
+    let (b, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let (ph, pw) = (h / p, w / p);
+    let feat = c * p * p;
+    let mut out = vec![0f32; b * ph * pw * feat];
+    out.par_chunks_mut(feat).enumerate().for_each(|(tok, o)| {
+        let (bi, t) = (tok / (ph * pw), tok % (ph * pw));
+        let (py, px) = (t / pw, t % pw);
+        for ch in 0..c {
+            for ky in 0..p {
+                let src = ((bi * c + ch) * h + py * p + ky) * w + px * p;
+                let dst = (ch * p + ky) * p;
+                o[dst..dst + p].copy_from_slice(&x.data[src..src + p]);
+            }
+        }
+    });
+    out
+}
+
+/// LayerNorm of rows of `x` (width = γ's length).
+pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, eps: f32) -> Vec<f32> {
+    let mut out = vec![0f32; x.data.len()];
+    kernels::layer_norm(&x.data, &gamma.data, &beta.data, eps, &mut out);
+    out
+}
