@@ -192,3 +192,42 @@ graph {
     assert_eq!(graph.dump(), expected);
     assert_eq!(graph.clone().dump(), expected);
 }
+
+#[test]
+fn users_and_flops() {
+    let mut b = GraphBuilder::new();
+    let x = b.input("x", f16(&[2, 4, 8])).unwrap();
+    let w = b.parameter("w", f16(&[6, 8])).unwrap();
+    let y = b.matmul_transposed(x, w, DType::F16).unwrap(); // 2·4·6·8·2 = 768
+    let s = b.add(y, y).unwrap();
+    let q = b.split_heads(s, 2).unwrap(); // [2,2,4,3]
+    let a = b.attention(q, q, q).unwrap(); // 2·2·4 rows · 2·4·(3+3) = 768
+    let r = b.begin_repeat(3).unwrap();
+    let h = b.carried(&r, x).unwrap();
+    let m = b
+        .matmul(
+            h,
+            h,
+            MatMul {
+                transpose_a: true,
+                transpose_b: false,
+                out: DType::F16,
+            },
+        )
+        .unwrap(); // [2,8,8]: 2·8·8·4·2 = 1024
+    let m = b.slice(m, 1, 0, 4).unwrap();
+    let out = b.end_repeat(&r, &[m]).unwrap();
+    b.output("a", a).unwrap();
+    b.output("o", out[0]).unwrap();
+    let g = b.finish().unwrap();
+    assert_eq!(g.flops(), 768 + 768 + 3 * 1024);
+    let users = g.users();
+    assert_eq!(
+        users[y.index()].len(),
+        1,
+        "add reads y twice but is one user"
+    );
+    assert_eq!(users[x.index()].len(), 2, "the matmul and the Repeat");
+    assert_eq!(users[h.index()].len(), 1);
+    assert!(users[a.index()].is_empty());
+}

@@ -434,3 +434,131 @@ fn small_one_layer_dump_filetest() {
         "dump changed; re-bless with IPUC_BLESS=1 after checking it"
     );
 }
+
+#[test]
+fn so400m_flops_match_the_facts_estimate() {
+    let model = build(&VisionConfig::siglip_so400m(), ModelOptions::default());
+    let (n, d, f, h, p) = (729u64, 1152u64, 4304u64, 16u64, 588u64);
+    let patch = 2 * n * p * d;
+    let layer = 2 * n * d * 4 * d + 2 * 2 * n * d * f + 2 * 2 * h * n * n * (d / h);
+    let head = 2 * d * d + 2 * n * d * 2 * d + 2 * 2 * h * n * (d / h) + 2 * d * d + 2 * 2 * d * f;
+    let total = model.graph.flops();
+    assert_eq!(total, patch + 27 * layer + head);
+    // docs/facts/siglip-and-fp8.md §1.5: ≈ 670.3 GFLOP per image.
+    assert!((total as f64 / 1e9 - 670.3).abs() < 0.2, "{total}");
+    assert_eq!(model.graph.op_flops(model.encoder), 27 * layer);
+    // Batch scales everything.
+    let b2 = build(
+        &VisionConfig::siglip_so400m(),
+        ModelOptions {
+            vit_batch: 2,
+            vit_layers: Some(1),
+            ..Default::default()
+        },
+    );
+    let b1 = build(
+        &VisionConfig::siglip_so400m(),
+        ModelOptions {
+            vit_layers: Some(1),
+            ..Default::default()
+        },
+    );
+    // The probe's q projection is computed once for the whole batch.
+    assert_eq!(b2.graph.flops(), 2 * b1.graph.flops() - 2 * d * d);
+}
+
+#[derive(clap::Parser, Debug)]
+struct Cli {
+    #[command(flatten)]
+    model: ipuc::model::ModelArgs,
+}
+
+fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+    use clap::Parser;
+    Cli::try_parse_from(std::iter::once("ipuc").chain(args.iter().copied()))
+}
+
+#[test]
+fn model_args_flags_build_the_described_model() {
+    let cli = parse(&[
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "2",
+        "--fp8-scale",
+        "-4",
+        "--fuse-qkv",
+        "--vit-batch",
+        "2",
+    ])
+    .unwrap();
+    let model = cli.model.build().unwrap();
+    assert_eq!(model.layers, 2);
+    assert_eq!(model.options.fp8_scale, Some(-4));
+    assert!(model.options.fuse_qkv);
+    assert_eq!(dims(&model, LAST_HIDDEN_STATE).0, vec![2, 4, 144]);
+    let cli = parse(&[
+        "--workload",
+        "siglip-so400m",
+        "--fp8-scale=-3",
+        "--activations",
+        "f32",
+    ])
+    .unwrap();
+    let options = cli.model.options();
+    assert_eq!(
+        (options.fp8_scale, options.activations, options.attention),
+        (Some(-3), DType::F32, DType::F16)
+    );
+    assert!(parse(&["--workload", "siglip-small", "--checkpoint", "/tmp"]).is_err());
+    assert_eq!(
+        parse(&[]).unwrap().model.build().unwrap_err().to_string(),
+        "give exactly one of --workload NAME or --checkpoint DIR"
+    );
+    let e = parse(&["--workload", "siglip-small", "--vit-layers", "30"])
+        .unwrap()
+        .model
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--vit-layers 30 is outside 1..=27 (the config has 27 layers)"
+    );
+}
+
+#[test]
+fn checkpoint_dir_config() {
+    let dir = std::env::temp_dir().join(format!("ipuc-model-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = parse(&["--checkpoint", dir.to_str().unwrap()])
+        .unwrap()
+        .model
+        .build()
+        .unwrap_err();
+    assert!(matches!(missing, ModelError::Io { .. }), "{missing}");
+    assert!(missing.to_string().contains("config.json"), "{missing}");
+    std::fs::write(
+        dir.join("config.json"),
+        r#"{"vision_config": {"hidden_size": 48, "num_attention_heads": 2,
+        "num_hidden_layers": 3, "intermediate_size": 64, "image_size": 16, "patch_size": 4}}"#,
+    )
+    .unwrap();
+    let model = parse(&["--checkpoint", dir.to_str().unwrap(), "--vit-layers", "2"])
+        .unwrap()
+        .model
+        .build()
+        .unwrap();
+    assert_eq!(dims(&model, LAST_HIDDEN_STATE).0, vec![1, 16, 48]);
+    std::fs::write(dir.join("config.json"), "{\"hidden_size\": -1}").unwrap();
+    let bad = VisionConfig::from_checkpoint_dir(&dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        bad.starts_with(&format!(
+            "{}: invalid value",
+            dir.join("config.json").display()
+        )),
+        "{bad}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -350,6 +350,23 @@ impl Graph {
         })
     }
 
+    /// For every value (indexed by `ValueId::index`), the ops reading it as
+    /// an operand, in op-id order. Yields and graph outputs are not ops; see
+    /// `Region::yields` and `outputs`.
+    pub fn users(&self) -> Vec<Vec<OpId>> {
+        let mut users = alloc::vec![Vec::new(); self.values.len()];
+        for (i, op) in self.ops.iter().enumerate() {
+            for &v in &op.operands {
+                if let Some(list) = users.get_mut(v.index()) {
+                    if list.last() != Some(&OpId::new(i as u32)) {
+                        list.push(OpId::new(i as u32));
+                    }
+                }
+            }
+        }
+        users
+    }
+
     /// Every op in execution order, Repeat bodies visited right after
     /// their Repeat op is reached (pre-order), each body once.
     pub fn walk(&self) -> Vec<OpId> {

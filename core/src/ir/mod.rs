@@ -43,11 +43,12 @@
 //! Layout: ids (`id`), dtypes/shapes (`types`), op kinds (`op`), the graph
 //! arenas and Repeat view (`graph`), shape rules (`infer`), the checked
 //! builder (`builder`), the verifier (`verify`), errors (`error`) and the
-//! text dump (`dump`).
+//! text dump (`dump`), FLOP counts (`flops`).
 
 mod builder;
 mod dump;
 mod error;
+mod flops;
 mod graph;
 mod id;
 mod infer;

@@ -135,6 +135,7 @@ impl VisionConfig {
     pub fn from_json(text: &str) -> Result<Self, ModelError> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| ModelError::ConfigJson {
+                source: "config.json".into(),
                 message: e.to_string(),
             })?;
         if let Some(vision) = value.get_mut("vision_config") {
@@ -142,15 +143,33 @@ impl VisionConfig {
         }
         if !value.is_object() {
             return Err(ModelError::ConfigJson {
+                source: "config.json".into(),
                 message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
         let config: VisionConfig =
             serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
+                source: "config.json".into(),
                 message: e.to_string(),
             })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Read `dir/config.json` (see [`VisionConfig::from_json`]).
+    pub fn from_checkpoint_dir(dir: &std::path::Path) -> Result<Self, ModelError> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_json(&text).map_err(|e| match e {
+            ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
+                source: path.display().to_string(),
+                message,
+            },
+            other => other,
+        })
     }
 
     /// Check the fields fit together.

@@ -22,6 +22,7 @@
 //! # Ok::<(), ipuc::model::ModelError>(())
 //! ```
 
+mod args;
 mod build;
 mod config;
 mod params;
@@ -30,6 +31,7 @@ use std::fmt;
 
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
+pub use args::{ModelArgs, Precision};
 pub use build::build_siglip;
 pub use config::{VisionConfig, SUPPORTED_ACTIVATIONS};
 pub use params::{
@@ -116,8 +118,9 @@ impl SiglipModel {
 /// Why a model could not be built.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelError {
-    /// `config.json` is not valid JSON or has wrongly typed fields.
-    ConfigJson { message: String },
+    /// `config.json` is not valid JSON or has wrongly typed fields
+    /// (`source` is the file path, or `config.json` for text).
+    ConfigJson { source: String, message: String },
     /// Fields that do not fit together.
     InvalidConfig { reason: String },
     /// A preset name that does not exist.
@@ -130,6 +133,10 @@ pub enum ModelError {
     Fp8Scale { scale: i8 },
     /// An activation/attention dtype other than F32/F16.
     Precision { what: &'static str, dtype: DType },
+    /// `config.json` could not be read.
+    Io { path: String, message: String },
+    /// Neither or both of `--workload` and `--checkpoint`.
+    ModelChoice,
     /// The IR rejected the graph (a bug in the builder).
     Ir(IrError),
 }
@@ -137,7 +144,7 @@ pub enum ModelError {
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ModelError::ConfigJson { message } => write!(f, "config.json: {message}"),
+            ModelError::ConfigJson { source, message } => write!(f, "{source}: {message}"),
             ModelError::InvalidConfig { reason } => write!(f, "invalid SigLIP vision config: {reason}"),
             ModelError::UnknownPreset { name } => write!(
                 f,
@@ -155,6 +162,8 @@ impl fmt::Display for ModelError {
             ModelError::Precision { what, dtype } => {
                 write!(f, "{what} dtype {dtype} is not supported (use f32 or f16)")
             }
+            ModelError::Io { path, message } => write!(f, "{path}: {message}"),
+            ModelError::ModelChoice => write!(f, "give exactly one of --workload NAME or --checkpoint DIR"),
             ModelError::Ir(e) => write!(f, "internal error building the SigLIP graph: {e}"),
         }
     }
