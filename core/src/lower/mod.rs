@@ -9,6 +9,7 @@
 
 mod build;
 pub mod check;
+pub mod exec;
 mod lifetime;
 pub mod schedule;
 

@@ -161,11 +161,33 @@ impl<'g> SearchCx<'g> {
                 Some(_) => format!("{} result (v{})", self.op_label(op), v.index()),
                 None => format!("v{}", v.index()),
             },
-            Some(ValueDef::Argument { index, .. }) => {
-                format!("repeat argument {index} (v{})", v.index())
+            Some(ValueDef::Argument { region, index }) => {
+                self.argument_name(region, index as usize, v)
             }
             None => format!("v{}", v.index()),
         }
+    }
+
+    /// A Repeat argument: iterated ones are named after their sequence's
+    /// first element (`….layers.0.mlp.fc1.weight ×27`).
+    fn argument_name(&self, region: RegionId, index: usize, v: ValueId) -> String {
+        let rep = self
+            .graph
+            .region(region)
+            .and_then(|r| r.parent())
+            .and_then(|op| self.graph.repeat(op));
+        if let Some(rep) = rep {
+            let (c, i) = (rep.carried_args().len(), rep.invariant_args().len());
+            if index < c {
+                return format!("carried residual {index} (v{})", v.index());
+            }
+            if index >= c + i {
+                if let Some(&first) = rep.sequence(index - c - i).first() {
+                    return format!("{} ×{}", self.value_name(first), rep.trip_count());
+                }
+            }
+        }
+        format!("repeat argument {index} (v{})", v.index())
     }
 
     /// `mnemonic#index` of an op.
@@ -500,7 +522,7 @@ fn search_body(
     for (&arg, layout) in rep.carried_args().iter().zip(carried) {
         let elem = cx.view(arg).map(|w| w.elem()).unwrap_or(1);
         let a = Arc::new(Allocation {
-            name: format!("carried {}", cx.value_name(arg)),
+            name: cx.value_name(arg),
             kind: AllocationKind::Carried,
             class: MemoryClass::Standard,
             tiles: TileBytes::Layout {

@@ -238,6 +238,7 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
             if g.rp > 1 {
                 out.push(build(cx, mm, g, WeightMode::Streamed));
             }
+            out.push(build(cx, mm, g, WeightMode::StreamedBalanced));
         } else {
             out.push(build(cx, mm, g, WeightMode::Computed));
         }
@@ -251,6 +252,8 @@ enum WeightMode {
         interleaved: bool,
     },
     Streamed,
+    /// Streamed from storage balanced over every tile (the default storage).
+    StreamedBalanced,
     /// `b` is an activation: re-laid out like any operand.
     Computed,
 }
@@ -261,7 +264,11 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
     let b_req = g.b_layout(mm.transpose_b);
     let b_plan = OperandPlan {
         layout: b_req,
-        storage: (mode == WeightMode::Streamed).then(|| g.b_storage(mm.transpose_b)),
+        storage: match mode {
+            WeightMode::Streamed => Some(g.b_storage(mm.transpose_b)),
+            WeightMode::StreamedBalanced => Some(super::default_storage(&b.view, cx.cfg.tiles)),
+            _ => None,
+        },
         class: if b_interleaved {
             MemoryClass::Interleaved
         } else {
@@ -341,7 +348,7 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
         stages.push(Stage::Compute(reduce));
     }
     let cost: Cycles = OpPlan::stage_cost(&stages);
-    let streamed = mode == WeightMode::Streamed;
+    let streamed = matches!(mode, WeightMode::Streamed | WeightMode::StreamedBalanced);
     OpPlan {
         op: cx.op,
         family: PlanFamily::Gemm {
@@ -374,6 +381,7 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
                 WeightMode::Resident { interleaved: true } => "resident interleaved",
                 WeightMode::Resident { interleaved: false } => "resident standard",
                 WeightMode::Streamed => "streamed",
+                WeightMode::StreamedBalanced => "streamed from balanced storage",
                 WeightMode::Computed => "computed",
             }
         ),

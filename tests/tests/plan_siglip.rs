@@ -1,0 +1,78 @@
+//! Planning and lowering the SigLIP vision tower (`host::model`) end to end
+//! through `core::plan` and `core::lower`.
+
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
+use ipuc_core::ir::Graph;
+use ipuc_core::lower::{check::check, lower, schedule::Step};
+use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError};
+
+fn small(layers: usize) -> Graph {
+    let opts = ModelOptions {
+        vit_layers: Some(layers),
+        ..ModelOptions::default()
+    };
+    build_siglip(&VisionConfig::siglip_small(), &opts)
+        .unwrap()
+        .graph
+}
+
+fn plan_and_lower(graph: &Graph, config: PlanConfig) -> Plan {
+    let plan = match plan_graph(graph, config) {
+        Ok(p) => p,
+        Err(e) => panic!("planning failed: {e}"),
+    };
+    let schedule = lower(graph, &plan).unwrap();
+    check(&schedule).unwrap();
+    // Exactly one structured Repeat; its body holds the encoder once.
+    let repeats = schedule
+        .steps
+        .iter()
+        .filter(|s| matches!(s, Step::Repeat(_)))
+        .count();
+    assert_eq!(repeats, 1);
+    println!(
+        "cycles {:?} peak {} B on tile {} stats {:?}",
+        plan.cycles, plan.peak_bytes, plan.peak_tile, plan.stats
+    );
+    plan
+}
+
+#[test]
+fn siglip_small_plans_at_1_2_and_27_layers() {
+    let mut per_layer = Vec::new();
+    for layers in [1, 2, 27] {
+        let plan = plan_and_lower(&small(layers), PlanConfig::default());
+        assert!(plan.peak_bytes <= plan.config.budget);
+        assert!(plan.stats.body_searches >= 1 && plan.stats.body_searches <= 64);
+        per_layer.push(plan.cycles.total());
+    }
+    // More layers cost more cycles.
+    assert!(per_layer[0] < per_layer[1] && per_layer[1] < per_layer[2]);
+}
+
+#[test]
+fn siglip_so400m_plans_or_rejects_with_a_report() {
+    let opts = ModelOptions {
+        fp8_scale: Some(-4),
+        ..ModelOptions::default()
+    };
+    let graph = build_siglip(&VisionConfig::siglip_so400m(), &opts)
+        .unwrap()
+        .graph;
+    match plan_graph(&graph, PlanConfig::default()) {
+        Ok(plan) => {
+            let schedule = lower(&graph, &plan).unwrap();
+            check(&schedule).unwrap();
+            println!(
+                "so400m: cycles {:?} peak {} stats {:?}",
+                plan.cycles, plan.peak_bytes, plan.stats
+            );
+        }
+        Err(PlanError::OutOfMemory(r)) => {
+            println!("so400m rejected:\n{r}");
+            assert!(r.total_bytes() > r.budget_bytes);
+            assert!(!r.live.is_empty());
+        }
+        Err(e) => panic!("so400m: unexpected error {e}"),
+    }
+}
