@@ -31,6 +31,7 @@ pub mod fault;
 pub mod memory;
 pub mod op;
 pub mod profile;
+pub mod row_call;
 pub mod tile;
 
 pub use codelet::{Codelet, CodeletCall, CodeletTable, FnCodelet};
@@ -39,6 +40,7 @@ pub use device::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Sup
 pub use fault::{ExchangeError, FaultKind, SimFault};
 pub use memory::{AccessError, TileMemory};
 pub use profile::{CycleSample, SampleKind};
+pub use row_call::RowCall;
 pub use tile::{StopReason, Tile};
 
 #[cfg(test)]

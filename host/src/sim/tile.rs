@@ -148,13 +148,11 @@ impl Tile {
     }
 
     /// Delay the supervisor's next issue by `cycles` (an exchange fabric
-    /// charging a row it executed on the supervisor's behalf).
+    /// charging work it did on the supervisor's behalf; see also
+    /// [`Tile::finish_row_call`]).
     pub fn charge_supervisor(&mut self, cycles: u64) {
         let s = &mut self.contexts[0];
         s.ready_at = s.ready_at.max(self.next_free) + cycles;
-        self.next_free = self
-            .next_free
-            .max(s.ready_at.saturating_sub(ISSUE_INTERVAL));
     }
 
     /// Global syncs passed.

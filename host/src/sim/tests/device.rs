@@ -135,3 +135,52 @@ fn many_tiles_run_in_parallel_between_syncs() {
         assert_eq!(t.superstep(), 2);
     }
 }
+
+/// A fabric that retires each tile's row call, charging 1 cycle per row word
+/// up to its `br $m10`, and writes the row length to DATA.
+struct RowFabric;
+
+impl ExchangeFabric for RowFabric {
+    fn superstep(&self, step: &mut Superstep<'_>) -> Result<(), SimFault> {
+        for t in step.tiles.iter_mut() {
+            let Some(call) = t.pending_row_call()? else {
+                continue;
+            };
+            let mut len = 0;
+            while t.memory().read_u32(call.row + 4 * len) != Ok(0x43A0_0000) {
+                len += 1;
+            }
+            t.memory_mut().write_u32(DATA, len).unwrap();
+            t.finish_row_call(call, 100 + u64::from(len), Arc::from("row"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn fabric_retires_the_row_call_after_the_sync() {
+    let row = ENTRY + 0x200;
+    let program = [
+        I::sync(SyncZone::INTERNAL),
+        I::call(reg(10), row),
+        I::setzi(reg(1), 1),
+    ];
+    let mut t = tile(4, &program);
+    let row_words = words(&[I::delay(3), I::delay(4), I::br(reg(10))]);
+    t.load(row, &bytes(&row_words)).unwrap();
+    let mut device = Device::with_fabric(vec![t], Box::new(RowFabric));
+    device.run(1_000_000).unwrap();
+    let t = &device.tiles()[0];
+    assert_eq!(t.memory().read_u32(DATA), Ok(2), "fabric saw the row");
+    assert_eq!(t.supervisor().m[1], 1, "execution continued after the call");
+    assert_eq!(t.supervisor().m[10], ENTRY + 8, "link register set");
+    // sync at 0 (arrival 1); call issues at 6 and holds 102 cycles; setzi at
+    // 108; halting branch at 114.
+    assert_eq!(t.cycle(), 115);
+    let ex = t
+        .samples()
+        .iter()
+        .find(|s| matches!(s.kind, SampleKind::Exchange { .. }))
+        .unwrap();
+    assert_eq!((ex.start, ex.end), (6, 108));
+}
