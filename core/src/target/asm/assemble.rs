@@ -120,7 +120,8 @@ impl SymbolEnv for ConstEnv<'_> {
                 if depth >= MAX_SET_DEPTH {
                     return Err((
                         loc,
-                        AsmErrorKind::TooDeep {
+                        AsmErrorKind::SetChainTooDeep {
+                            name: name.into(),
                             limit: MAX_SET_DEPTH,
                         },
                     ));
@@ -300,13 +301,16 @@ impl Assembler {
                 },
             ));
         };
-        let text = first.tok.text();
+        let mut text = first.tok.text();
         let operand = match (&first.tok, group.get(1).map(|t| &t.tok)) {
             (Tok::Dollar(name), next) => {
                 let op = dollar(name).map_err(|k| (first.loc, k))?;
                 match (op, next, group.get(2)) {
                     (op, None, _) => op,
-                    (Operand::MReg(r), Some(Tok::PlusEq), None) => Operand::MRegPostInc(r),
+                    (Operand::MReg(r), Some(Tok::PlusEq), None) => {
+                        text.push_str("+=");
+                        Operand::MRegPostInc(r)
+                    }
                     (_, Some(_), _) => {
                         let bad = if group.len() > 2 && next == Some(&Tok::PlusEq) {
                             &group[2]

@@ -21,6 +21,7 @@ pub enum AsmErrorKind {
         what: &'static str,
         found: String,
     },
+    UnexpectedChar(char),
     UnterminatedComment,
     UnterminatedString,
     /// An integer literal that does not fit 64 bits or has no digits.
@@ -35,6 +36,11 @@ pub enum AsmErrorKind {
     DuplicateSymbol(String),
     /// Parentheses or `.set` chains nested deeper than the assembler allows.
     TooDeep {
+        limit: usize,
+    },
+    /// A `.set` chain longer than the limit (usually a cycle).
+    SetChainTooDeep {
+        name: String,
         limit: usize,
     },
     DivisionByZero,
@@ -92,6 +98,7 @@ impl fmt::Display for AsmErrorKind {
         use AsmErrorKind as K;
         match self {
             K::Expected { what, found } => write!(f, "expected {what}, found '{found}'"),
+            K::UnexpectedChar(c) => write!(f, "unexpected character '{c}'"),
             K::UnterminatedComment => f.write_str("unterminated /* comment"),
             K::UnterminatedString => f.write_str("unterminated string"),
             K::BadNumber(s) => write!(f, "bad integer literal '{s}' (must fit 64 bits)"),
@@ -102,6 +109,12 @@ impl fmt::Display for AsmErrorKind {
             K::UndefinedSymbol(s) => write!(f, "undefined symbol '{s}'"),
             K::DuplicateSymbol(s) => write!(f, "symbol '{s}' is already defined"),
             K::TooDeep { limit } => write!(f, "expression nested deeper than {limit} levels"),
+            K::SetChainTooDeep { name, limit } => {
+                write!(
+                    f,
+                    "'.set' chain through '{name}' is deeper than {limit} (a cycle?)"
+                )
+            }
             K::DivisionByZero => f.write_str("division by zero in expression"),
             K::OperandCount {
                 name,

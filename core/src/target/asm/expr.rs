@@ -40,7 +40,8 @@ pub enum Expr {
     },
     Neg(Box<Expr>),
     Not(Box<Expr>),
-    Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// A binary operation; `loc` is the operator's position.
+    Bin(BinOp, Box<Expr>, Box<Expr>, Loc),
 }
 
 /// Where symbol values come from while evaluating.
@@ -69,22 +70,13 @@ impl Expr {
             Expr::Here { section, offset } => env.here(*section, *offset),
             Expr::Neg(e) => e.eval(env, depth)?.map(i64::wrapping_neg),
             Expr::Not(e) => e.eval(env, depth)?.map(|v| !v),
-            Expr::Bin(op, a, b) => {
+            Expr::Bin(op, a, b, loc) => {
                 let (Some(x), Some(y)) = (a.eval(env, depth)?, b.eval(env, depth)?) else {
                     return Ok(None);
                 };
-                Some(apply(*op, x, y).map_err(|k| (self.first_loc(), k))?)
+                Some(apply(*op, x, y).map_err(|k| (*loc, k))?)
             }
         })
-    }
-
-    fn first_loc(&self) -> Loc {
-        match self {
-            Expr::Sym { loc, .. } => *loc,
-            Expr::Neg(e) | Expr::Not(e) => e.first_loc(),
-            Expr::Bin(_, a, _) => a.first_loc(),
-            _ => Loc::default(),
-        }
     }
 
     /// True when the expression mentions no symbol and no `.`.
@@ -93,7 +85,7 @@ impl Expr {
             Expr::Num(_) => true,
             Expr::Sym { .. } | Expr::Here { .. } => false,
             Expr::Neg(e) | Expr::Not(e) => e.is_constant(),
-            Expr::Bin(_, a, b) => a.is_constant() && b.is_constant(),
+            Expr::Bin(_, a, b, _) => a.is_constant() && b.is_constant(),
         }
     }
 }
@@ -210,10 +202,11 @@ impl<'a> ExprParser<'a> {
             if prec < min_prec {
                 break;
             }
+            let loc = self.loc();
             self.pos += 1;
             self.bump_node()?;
             let rhs = self.parse_bin(prec + 1)?;
-            lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs));
+            lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs), loc);
         }
         Ok(lhs)
     }

@@ -246,13 +246,7 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, (Loc, AsmErrorKind)> {
                     ('=', _) => (Tok::Equals, 1),
                     ('@', _) => (Tok::At, 1),
                     _ => {
-                        return Err((
-                            loc,
-                            AsmErrorKind::Expected {
-                                what: "a token",
-                                found: c.to_string(),
-                            },
-                        ));
+                        return Err((loc, AsmErrorKind::UnexpectedChar(c)));
                     }
                 };
                 out.push(Token { tok, loc });

@@ -124,7 +124,8 @@ impl SymbolEnv for Env<'_, '_> {
                 if depth >= MAX_SET_DEPTH {
                     return Err((
                         loc,
-                        AsmErrorKind::TooDeep {
+                        AsmErrorKind::SetChainTooDeep {
+                            name: name.into(),
                             limit: MAX_SET_DEPTH,
                         },
                     ));
