@@ -148,7 +148,7 @@ fn objects_record_symbolic_operands_as_relocations() {
 fn link_resolves_globals_across_objects_and_rejects_duplicates() {
     let a = assemble("a.S", ".globl f\nf: br $m10\n").unwrap();
     let b = assemble("b.S", "main: call $m10, f\n.Llocal: bri .Llocal\n").unwrap();
-    let image = link(&[b.clone(), a.clone()], &LinkOptions { base: 0x5C000 }).unwrap();
+    let image = link(&[b.clone(), a.clone()], &LinkOptions::at(0x5C000)).unwrap();
     // b's code first, then a's: f = 0x5C008.
     assert_eq!(image.words, [0x18A1_7002, 0x4081_7001, 0x43A0_0000]);
     assert_eq!(image.symbol("f"), Some(0x5C008));
@@ -237,4 +237,26 @@ fn supervisor_and_worker_sections_are_recorded_on_symbols() {
         ["nop", "exitz $m15"]
     );
     assert_eq!(image.listing[1].labels, ["work"]);
+}
+
+#[test]
+fn caller_defined_symbols_fill_in_undefined_names_only() {
+    let obj = assemble(
+        "t.S",
+        ".globl ext\nsetzi $m0, ext\nsetzi $m1, own\n.set own, 5\n",
+    )
+    .unwrap();
+    let mut opts = LinkOptions::at(0x4C010);
+    opts.defines.insert("ext".into(), 0x58000);
+    opts.defines.insert("own".into(), 9);
+    assert_eq!(
+        link(std::slice::from_ref(&obj), &opts).unwrap().words,
+        [0x1905_8000, 0x1910_0005]
+    );
+    assert_eq!(
+        link(&[obj], &LinkOptions::default())
+            .unwrap_err()
+            .to_string(),
+        "t.S:2:12: undefined symbol 'ext'"
+    );
 }

@@ -4,8 +4,9 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context;
-use ipuc_core::target::asm::{assemble_and_link, Image, APPLICATION_LOAD_BASE};
+use anyhow::{bail, Context};
+use ipuc_core::target::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
+use ipuc_core::target::sram::layout;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -20,6 +21,33 @@ pub struct Args {
     /// Load address (default: the application load base 0x4C010).
     #[arg(long, value_parser = super::isa::parse_u32, default_value_t = APPLICATION_LOAD_BASE)]
     at: u32,
+    /// Define an absolute symbol NAME=VALUE for names the file leaves
+    /// undefined (repeatable; overrides the runtime layout defaults).
+    #[arg(long = "defsym", value_name = "NAME=VALUE")]
+    defsym: Vec<String>,
+}
+
+/// Link-time symbols `device-asm/static_runtime.S` expects from the image
+/// builder. `ipuc asm` supplies these defaults (taken from
+/// `core::target::sram::layout`) so the runtime assembles and lists on its
+/// own; they apply only to names the source leaves undefined.
+pub fn runtime_layout_defaults() -> [(&'static str, u32); 4] {
+    [
+        ("ipuc_completion_word", layout::COMPLETION_WORD),
+        ("ipuc_supervisor_stack_top", layout::SUPERVISOR_STACK_TOP),
+        ("ipuc_worker_area", layout::WORKER_AREA),
+        // Generated supervisor code lives in the second executable region,
+        // which starts where the reserved state block ends (facts §1.2).
+        ("ipuc_program", layout::RESERVED_END),
+    ]
+}
+
+fn parse_defsym(s: &str) -> anyhow::Result<(String, i64)> {
+    let Some((name, value)) = s.split_once('=') else {
+        bail!("--defsym expects NAME=VALUE, found '{s}'");
+    };
+    let v = super::isa::parse_u32(value).map_err(anyhow::Error::msg)?;
+    Ok((name.trim().to_string(), v as i64))
 }
 
 /// The listing text: labels on their own lines, then one line per word
@@ -42,9 +70,14 @@ pub fn listing(image: &Image) -> String {
             }
         } else {
             let words: Vec<String> = line.words.iter().map(|w| format!("{w:#010x}")).collect();
+            let note = line
+                .note
+                .as_ref()
+                .map(|n| format!(" <{n}>"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{:#010x}  {:<22} {}",
+                "{:#010x}  {:<22} {}{note}",
                 line.address,
                 words.join(" "),
                 line.text
@@ -58,10 +91,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let src = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
     let name = args.file.display().to_string();
-    let image = assemble_and_link(&name, &src, args.at).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut opts = LinkOptions::at(args.at);
+    for (n, v) in runtime_layout_defaults() {
+        opts.defines.insert(n.into(), v as i64);
+    }
+    for d in &args.defsym {
+        let (n, v) = parse_defsym(d)?;
+        opts.defines.insert(n, v);
+    }
+    let obj = assemble(&name, &src).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let image = link(&[obj], &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     std::fs::write(&args.output, image.to_le_bytes())
         .with_context(|| format!("writing {}", args.output.display()))?;
     if args.listing {
+        let defines: Vec<String> = opts
+            .defines
+            .iter()
+            .map(|(n, v)| format!("{n}={v:#x}"))
+            .collect();
+        println!(
+            "# {name}: {} words at {:#x}; names left undefined resolve to: {}",
+            image.words.len(),
+            args.at,
+            defines.join(" ")
+        );
         print!("{}", listing(&image));
     }
     Ok(())
@@ -70,14 +123,58 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipuc_core::target::asm::assemble_and_link;
 
     #[test]
     fn listing_shows_labels_addresses_words_and_text() {
-        let image =
-            assemble_and_link("t.S", "start:\n setzi $m0, start\n br $m0\n", 0x4C010).unwrap();
+        let src = "start:\n setzi $m0, start\n br $m0\n.worker\nw: get $m1, $WSR\n bri start\n";
+        let image = assemble_and_link("t.S", src, 0x4C010).unwrap();
         assert_eq!(
             listing(&image),
-            "start:\n0x0004c010  0x1904c010             setzi $m0, 0x4c010\n0x0004c014  0x43000000             br $m0\n"
+            "start:\n\
+             0x0004c010  0x1904c010             setzi $m0, 0x4c010\n\
+             0x0004c014  0x43000000             br $m0\n\
+             w:\n\
+             0x0004c018  0x41010001             get $m1, $WSR\n\
+             0x0004c01c  0x40813004             bri 0x4c010 <start>\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod runtime_tests {
+    use super::*;
+
+    /// The static runtime on main assembles and links with the layout defaults.
+    #[test]
+    fn static_runtime_assembles_with_layout_defaults() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../device-asm/static_runtime.S"
+        );
+        let Ok(src) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let mut opts = LinkOptions::at(APPLICATION_LOAD_BASE);
+        for (n, v) in runtime_layout_defaults() {
+            opts.defines.insert(n.into(), v as i64);
+        }
+        let obj = assemble("static_runtime.S", &src).unwrap_or_else(|e| panic!("{e}"));
+        let image = link(&[obj], &opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            image.symbol("ipuc_static_start"),
+            Some(APPLICATION_LOAD_BASE)
+        );
+        assert!(
+            image.listing.iter().all(|l| !l.text.starts_with('<')),
+            "every word disassembles"
+        );
+    }
+
+    #[test]
+    fn defsym_parses_hex_and_decimal() {
+        assert_eq!(parse_defsym("a=0x10").unwrap(), ("a".to_string(), 16));
+        assert_eq!(parse_defsym("b=7").unwrap(), ("b".to_string(), 7));
+        assert!(parse_defsym("c").is_err());
     }
 }

@@ -162,6 +162,7 @@ impl Assembler {
     }
 
     fn push_words(&mut self, words: &[u32], loc: Loc, what: ItemKind) -> SResult<()> {
+        let context = self.context;
         let offset = self.offset();
         if (self.section().words.len() + words.len()) as u64 * 4 > u32::MAX as u64 {
             return Err((loc, AsmErrorKind::AddressOverflow));
@@ -173,6 +174,7 @@ impl Assembler {
             words: words.len() as u32,
             loc,
             what,
+            context,
         });
         Ok(())
     }

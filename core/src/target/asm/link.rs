@@ -11,22 +11,34 @@ use super::build::{build, ROp, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::SymbolEnv;
 use super::object::*;
-use crate::target::isa::{decode, encode, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN};
+use crate::target::isa::{
+    decode, encode, CsrContext, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN,
+};
 
-/// Where tile images start: the SDK loader's first frame and the entry point
-/// (docs/facts/ipu21-target.md §1.2, `APPLICATION_LOAD_BASE`).
-pub const APPLICATION_LOAD_BASE: u32 = 0x4C010;
+/// Default link base: where tile images start (defined in `target::sram`).
+pub use crate::target::sram::APPLICATION_LOAD_BASE;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkOptions {
     /// Address of the first placed byte (code first, then data).
     pub base: u32,
+    /// Absolute symbols supplied by the caller (like `ld --defsym`), used for
+    /// names no object defines: e.g. the runtime's link-time layout symbols.
+    pub defines: BTreeMap<String, i64>,
 }
 
 impl Default for LinkOptions {
     fn default() -> Self {
+        LinkOptions::at(APPLICATION_LOAD_BASE)
+    }
+}
+
+impl LinkOptions {
+    /// Options linking at `base` with no extra symbols.
+    pub fn at(base: u32) -> LinkOptions {
         LinkOptions {
-            base: APPLICATION_LOAD_BASE,
+            base,
+            defines: BTreeMap::new(),
         }
     }
 }
@@ -50,6 +62,8 @@ pub struct ListingLine {
     pub words: Vec<u32>,
     /// Disassembly (instructions), `.long 0x…` (data) or `nop` / `.long 0` (padding).
     pub text: String,
+    /// The label a branch/call target points at, as objdump's `<name>`.
+    pub note: Option<String>,
     /// Labels at this address, in definition order.
     pub labels: Vec<String>,
     pub file: String,
@@ -87,6 +101,7 @@ struct Linker<'a> {
     addresses: Vec<Vec<u32>>,
     /// Global name → (object, symbol index).
     globals: BTreeMap<&'a str, (usize, usize)>,
+    defines: &'a BTreeMap<String, i64>,
 }
 
 struct Env<'l, 'a> {
@@ -110,9 +125,10 @@ impl SymbolEnv for Env<'_, '_> {
             Some(i) => (self.object, i),
             None => match self.linker.globals.get(name) {
                 Some(&found) => found,
-                None => match SyncZone::by_name(name) {
-                    Some(z) => return Ok(Some(z.index() as i64)),
-                    None => return Err((loc, AsmErrorKind::UndefinedSymbol(name.into()))),
+                None => match (self.linker.defines.get(name), SyncZone::by_name(name)) {
+                    (Some(&v), _) => return Ok(Some(v)),
+                    (None, Some(z)) => return Ok(Some(z.index() as i64)),
+                    (None, None) => return Err((loc, AsmErrorKind::UndefinedSymbol(name.into()))),
                 },
             },
         };
@@ -170,6 +186,18 @@ impl Linker<'_> {
             )),
             Err((loc, kind)) => Err(AsmError::new(file, loc, kind)),
         }
+    }
+}
+
+/// The code address an instruction transfers control to, if it has one.
+fn branch_target(i: &Instruction) -> Option<u32> {
+    match *i {
+        Instruction::Call { target, .. }
+        | Instruction::Bri { target }
+        | Instruction::Brz { target, .. }
+        | Instruction::Brnz { target, .. }
+        | Instruction::Brnzdec { target, .. } => Some(target),
+        _ => None,
     }
 }
 
@@ -232,6 +260,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
                 } else {
                     ".long 0".into()
                 },
+                note: None,
                 labels: Vec::new(),
                 file: objects[oi].file.clone(),
                 line: 0,
@@ -246,6 +275,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
         objects,
         addresses,
         globals: BTreeMap::new(),
+        defines: &opts.defines,
     };
     for (oi, o) in objects.iter().enumerate() {
         for (i, s) in o.symbols.iter().enumerate() {
@@ -318,7 +348,17 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             }
         }
     }
-    // Listing, symbols and placement checks.
+    // Listing, symbols and placement checks. First label at each address
+    // (objects and definitions in order) names branch targets.
+    let mut label_at: BTreeMap<u32, String> = BTreeMap::new();
+    for (oi, o) in objects.iter().enumerate() {
+        for s in &o.symbols {
+            if let Some(SymbolValue::Label { section, offset }) = s.value {
+                let addr = linker.addresses[oi][section].wrapping_add(offset);
+                label_at.entry(addr).or_insert_with(|| s.name.clone());
+            }
+        }
+    }
     for &(oi, si) in &order {
         let sec = &objects[oi].sections[si];
         let base = linker.addresses[oi][si];
@@ -326,6 +366,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             let address = base + item.offset;
             let at = word_index(&linker, oi, si, item.offset);
             let ws = words[at..at + item.words as usize].to_vec();
+            let mut note = None;
             let text = match item.what {
                 ItemKind::Instruction => match decode(&ws) {
                     Ok((i, _)) => {
@@ -338,7 +379,12 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
                                 AsmErrorKind::MisalignedSendpicp { address },
                             ));
                         }
-                        i.to_string()
+                        let ctx = match item.context {
+                            CodeContext::Worker => CsrContext::Worker,
+                            CodeContext::Supervisor => CsrContext::Supervisor,
+                        };
+                        note = branch_target(&i).and_then(|t| label_at.get(&t).cloned());
+                        i.disasm(ctx).to_string()
                     }
                     Err(e) => format!("<{e}>"),
                 },
@@ -362,6 +408,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
                 address,
                 words: ws,
                 text,
+                note,
                 labels,
                 file: objects[oi].file.clone(),
                 line: item.loc.line,
@@ -400,7 +447,10 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             );
         }
         if let Some(s) = o.symbols.iter().find(|s| {
-            s.global && s.value.is_none() && !linker.globals.contains_key(s.name.as_str())
+            s.global
+                && s.value.is_none()
+                && !linker.globals.contains_key(s.name.as_str())
+                && !opts.defines.contains_key(&s.name)
         }) {
             // `.globl name` with no definition anywhere.
             return Err(err(

@@ -37,7 +37,7 @@ use alloc::vec::Vec;
 /// Assembles and links one source file at `base`.
 pub fn assemble_and_link(file: &str, src: &str, base: u32) -> Result<Image, AsmError> {
     let obj = assemble(file, src)?;
-    link(&[obj], &LinkOptions { base })
+    link(&[obj], &LinkOptions::at(base))
 }
 
 /// Assembles text (instructions separated by `;` or newlines) placed at `at`

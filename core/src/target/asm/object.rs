@@ -31,6 +31,8 @@ pub struct SourceItem {
     pub words: u32,
     pub loc: Loc,
     pub what: ItemKind,
+    /// `.supervisor` / `.worker` in force (selects CSR names in listings).
+    pub context: CodeContext,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -198,6 +198,19 @@ impl Csr {
         }
     }
 
+    /// The name for code running in `context`: an entry of that context if
+    /// the index has one, else the first name listed.
+    pub fn name_in(self, context: CsrContext) -> Option<&'static str> {
+        let mut names = CSR_TABLE
+            .iter()
+            .filter(|c| c.space == CsrSpace::Lower && c.index == self.0 as u16);
+        let first = names.clone().next();
+        names
+            .find(|c| c.context == context)
+            .or(first)
+            .map(|c| c.name)
+    }
+
     /// The name the disassembler prints, if the index has one.
     pub fn name(self) -> Option<&'static str> {
         CSR_TABLE

@@ -2,20 +2,57 @@
 
 use core::fmt;
 
+use super::csr::{Csr, CsrContext};
 use super::instr::{Imm12Op, Imm16Op, Instruction, RegOp};
 use super::reg::MReg;
 
+/// Disassembly that prints CSR names for a given context (`$WSR`, `$COUNT_L`
+/// in worker code; `$SSR`, `$SCOUNT_L` for the supervisor).
+pub struct Disasm<'a> {
+    instr: &'a Instruction,
+    context: CsrContext,
+}
+
+struct CsrIn(Csr, CsrContext);
+
+impl fmt::Display for CsrIn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.name_in(self.1) {
+            Some(name) => f.write_str(name),
+            None => write!(f, "{}", self.0 .0),
+        }
+    }
+}
+
+impl Instruction {
+    /// Disassembly for code running in `context`; `Display` uses the
+    /// supervisor's names.
+    pub fn disasm(&self, context: CsrContext) -> Disasm<'_> {
+        Disasm {
+            instr: self,
+            context,
+        }
+    }
+}
+
 impl fmt::Display for Instruction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.disasm(CsrContext::Supervisor).fmt(f)
+    }
+}
+
+impl fmt::Display for Disasm<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use Instruction as I;
-        let mn = self.mnemonic();
-        match *self {
+        let mn = self.instr.mnemonic();
+        let ctx = self.context;
+        match *self.instr {
             I::Setzi { d, imm } => write!(f, "{mn} {d}, {imm:#x}"),
             I::Nop => f.write_str(mn),
             I::Call { link, target } => write!(f, "{mn} {link}, {target:#x}"),
             I::Br { r } | I::Exitz { r } => write!(f, "{mn} {r}"),
-            I::Put { csr, s } => write!(f, "{mn} {csr}, {s}"),
-            I::Get { d, csr } => write!(f, "{mn} {d}, {csr}"),
+            I::Put { csr, s } => write!(f, "{mn} {}, {s}", CsrIn(csr, ctx)),
+            I::Get { d, csr } => write!(f, "{mn} {d}, {}", CsrIn(csr, ctx)),
             I::Sync { zone } => write!(f, "{mn} {zone}"),
             I::Trap { code } => write!(f, "{mn} {code}"),
             I::Bri { target } => write!(f, "{mn} {target:#x}"),

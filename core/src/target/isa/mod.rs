@@ -28,6 +28,7 @@ pub use csr::{
     WORKER_SYNC_CONTEXT_CSR,
 };
 pub use decode::decode;
+pub use disasm::Disasm;
 pub use encode::{encode, MAX_TARGET, NOP_WORD, SENDPICP_ALIGN};
 pub use instr::{Imm12Op, Imm16Op, Instruction, PicField, PicTarget, RegOp};
 pub use reg::{m, AReg, MReg, ARF_COUNT, MRF_COUNT};
