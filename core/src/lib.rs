@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod exchange;
 pub mod ir;
 pub mod lower;
 pub mod numeric;
@@ -17,4 +18,5 @@ pub mod package;
 pub mod place;
 pub mod plan;
 pub mod runtime;
+pub mod patch;
 pub mod target;

@@ -1,8 +1,131 @@
-//! `ipuc exchange` (issue #3).
+//! `ipuc exchange` (issue #3): exchange scheduler tools.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use ipuc_core::exchange::{
+    check_phase, random_phase, schedule_unchecked, RandomPhaseSpec, ScheduleOptions,
+};
+
+use crate::sim::fabric::execute_phase;
+use crate::sim::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`ipuc exchange` is not built yet (issue #3)")
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Schedule a random many-to-many phase, check it, run it on the
+    /// simulator's fabric and report events against the lower bound.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Logical tiles 0..N each send one transfer.
+    #[arg(long, default_value_t = 1472)]
+    tiles: u32,
+    /// Words per transfer (random in W/2..=W unless --exact).
+    #[arg(long, default_value_t = 1024)]
+    words: u32,
+    /// Destinations per transfer.
+    #[arg(long, default_value_t = 4)]
+    fanout: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Every transfer exactly W words.
+    #[arg(long)]
+    exact: bool,
+    /// Mark about half the transfers as 64-bit paired requests.
+    #[arg(long)]
+    mixed_width: bool,
+    /// Smallest piece the scheduler splits a transfer into.
+    #[arg(long, default_value_t = ScheduleOptions::default().min_piece_words)]
+    min_piece: u32,
+    /// Sender load budget (% of the lower bound) for splitting multicasts.
+    #[arg(long, default_value_t = ScheduleOptions::default().sender_budget_percent)]
+    sender_budget: u32,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.command {
+        Command::Bench(b) => bench(b),
+    }
+}
+
+fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    let spec = RandomPhaseSpec {
+        tiles: a.tiles,
+        words: a.words,
+        fanout: a.fanout,
+        seed: a.seed,
+        exact_words: a.exact,
+        mixed_width: a.mixed_width,
+    };
+    let phase = random_phase(spec);
+    println!(
+        "phase: tiles={} transfers={} words<={} fanout={} seed={}",
+        a.tiles,
+        phase.transfers.len(),
+        a.words,
+        a.fanout,
+        a.seed
+    );
+    let t0 = Instant::now();
+    let scheduled = schedule_unchecked(
+        &phase,
+        ScheduleOptions {
+            min_piece_words: a.min_piece,
+            sender_budget_percent: a.sender_budget,
+        },
+    )
+    .context("scheduling")?;
+    let t_schedule = t0.elapsed();
+    let t1 = Instant::now();
+    let report = check_phase(&phase, &scheduled.rows).context("checking the rows")?;
+    let t_check = t1.elapsed();
+    let (before, calls) = build_image(&phase, &scheduled.rows, DEFAULT_ROW_ADDRESS, a.seed as u32);
+    let mut after = before.clone();
+    let t2 = Instant::now();
+    let run = execute_phase(&calls, &mut after).context("simulating the phase")?;
+    let t_sim = t2.elapsed();
+    let compared = verify_image(&phase, &before, &after).map_err(anyhow::Error::msg)?;
+    if run.words_moved != phase.words_delivered() || report.words_delivered != run.words_moved {
+        bail!(
+            "moved {} words, expected {}",
+            run.words_moved,
+            phase.words_delivered()
+        );
+    }
+    let lb = scheduled.lower_bound.max(1);
+    let row_words: usize = scheduled.rows.iter().map(|r| r.words.len()).sum();
+    println!(
+        "events={} lower_bound={} ratio={:.3} pieces={} row_words={} max_row_words={}",
+        scheduled.events,
+        scheduled.lower_bound,
+        f64::from(scheduled.events) / lb as f64,
+        scheduled.pieces.len(),
+        row_words,
+        scheduled
+            .rows
+            .iter()
+            .map(|r| r.words.len())
+            .max()
+            .unwrap_or(0)
+    );
+    println!(
+        "words moved={} (checked; simulated bytes compared={})",
+        run.words_moved, compared
+    );
+    println!(
+        "wall: schedule={:.1}ms check={:.1}ms simulate={:.1}ms ({:.1} Mwords/s simulated fabric)",
+        t_schedule.as_secs_f64() * 1e3,
+        t_check.as_secs_f64() * 1e3,
+        t_sim.as_secs_f64() * 1e3,
+        run.words_moved as f64 / t_sim.as_secs_f64().max(1e-9) / 1e6
+    );
+    Ok(())
 }

@@ -1,0 +1,241 @@
+//! Errors of the exchange layer: bad requests, rows that cannot be encoded,
+//! rows that cannot be decoded, and replay/check failures.
+
+use core::fmt;
+
+use crate::target::isa::IsaError;
+use crate::target::topology::PhysicalTile;
+
+/// Result alias of the exchange layer.
+pub type Result<T> = core::result::Result<T, ExchangeError>;
+
+/// Everything that can go wrong between a phase request and checked rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExchangeError {
+    /// A transfer of zero words.
+    EmptyTransfer { transfer: usize },
+    /// A transfer without receivers.
+    NoDestinations { transfer: usize },
+    /// A paired (64-bit) transfer must move whole 64-bit items.
+    OddPairedWords { transfer: usize, words: u32 },
+    /// An address not aligned to the transfer's item width.
+    Misaligned {
+        transfer: usize,
+        tile: PhysicalTile,
+        address: u32,
+        align: u32,
+    },
+    /// A span leaving tile SRAM.
+    OutsideMemory {
+        transfer: usize,
+        tile: PhysicalTile,
+        address: u32,
+        bytes: u64,
+    },
+    /// A tile sending to itself (use a local copy instead).
+    SelfTransfer { transfer: usize, tile: PhysicalTile },
+    /// The same tile listed twice as a receiver of one transfer.
+    DuplicateDestination { transfer: usize, tile: PhysicalTile },
+    /// A destination span overlapping another destination or a source span on
+    /// the same tile.
+    OverlappingSpans {
+        tile: PhysicalTile,
+        first: usize,
+        second: usize,
+        address: u32,
+    },
+    /// The phase would last longer than the event counter can express.
+    PhaseTooLong { events: u64 },
+    /// A row cannot be expressed with the exchange instruction forms.
+    Unencodable {
+        tile: PhysicalTile,
+        event: u32,
+        reason: &'static str,
+    },
+    /// The ISA layer rejected an operand.
+    Isa { tile: PhysicalTile, error: IsaError },
+    /// A row word that is not an exchange row instruction, or a malformed row.
+    Decode(RowDecodeError),
+    /// Replaying the rows failed (what a receiving tile would raise).
+    Receive(ReceiveError),
+    /// The rows replay cleanly but do not deliver what the request promised.
+    Check(CheckError),
+    /// A row placed where it conflicts with the phase's data (§2.10).
+    RowPlacement {
+        tile: PhysicalTile,
+        row_address: u32,
+        reason: &'static str,
+    },
+    /// A broken internal invariant (a bug, reported instead of panicking).
+    Internal(&'static str),
+}
+
+/// Why a row's words cannot be decoded into an event timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowDecodeError {
+    /// The ISA decoder rejected the word at `index`.
+    Isa { index: usize, error: IsaError },
+    /// A valid instruction that has no place in an exchange row.
+    NotExchange { index: usize, word: u32 },
+    /// `sendoff`/`sendpic` with no outgoing stream to continue.
+    NoStream { index: usize },
+    /// `sendoff` with a non-zero delta (semantics unconfirmed, §2.3).
+    NonZeroDelta { index: usize, delta: u32 },
+    /// `sendpicp` not at an 8-byte boundary of the row.
+    MisalignedSendpicp { index: usize },
+    /// The row ended without `br $m10`.
+    MissingReturn { words: usize },
+    /// Too many events for the 32-bit event counter.
+    EventOverflow { index: usize },
+}
+
+/// What a receiving tile would raise while a phase runs (§1.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiveError {
+    /// The receiver selected `source` at `event`, but `source` puts no word on
+    /// the receiver's route at the matching send event.
+    NoSender {
+        tile: PhysicalTile,
+        event: u32,
+        source: u32,
+    },
+    /// A word would be written at `event` after the row returned, or the
+    /// receiver is still attached to a source when its row ends.
+    Overrun {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+    /// A word would be written outside tile SRAM (or with no pointer set).
+    OutsideMemory {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+    /// XPIC names a value that is neither a tile nor the neutral mux.
+    BadSource {
+        tile: PhysicalTile,
+        event: u32,
+        source: u32,
+    },
+    /// Paired (64-bit) receive controls, which this replay does not model.
+    PairedUnsupported { tile: PhysicalTile, event: u32 },
+    /// A receive write into the element the executing row is fetched from
+    /// (§2.10, `CLASH_IFETCH`).
+    FetchClash {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+}
+
+/// Replayed rows that do not match the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// A promised word was never written.
+    Missing {
+        tile: PhysicalTile,
+        address: u32,
+        transfer: usize,
+    },
+    /// A word was written where no transfer promised one.
+    Unexpected { tile: PhysicalTile, address: u32 },
+    /// The right address received the wrong source word.
+    WrongSource {
+        tile: PhysicalTile,
+        address: u32,
+        expected_tile: u16,
+        expected_address: u32,
+        got_tile: u16,
+        got_address: u32,
+    },
+    /// An address written twice.
+    WrittenTwice { tile: PhysicalTile, address: u32 },
+    /// A row is longer than the schedule claims.
+    LengthMismatch {
+        tile: PhysicalTile,
+        scheduled: u32,
+        decoded: u32,
+    },
+}
+
+impl From<RowDecodeError> for ExchangeError {
+    fn from(e: RowDecodeError) -> Self {
+        ExchangeError::Decode(e)
+    }
+}
+impl From<ReceiveError> for ExchangeError {
+    fn from(e: ReceiveError) -> Self {
+        ExchangeError::Receive(e)
+    }
+}
+impl From<CheckError> for ExchangeError {
+    fn from(e: CheckError) -> Self {
+        ExchangeError::Check(e)
+    }
+}
+
+impl fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ExchangeError as E;
+        match self {
+            E::EmptyTransfer { transfer } => write!(f, "transfer {transfer} moves no words"),
+            E::NoDestinations { transfer } => write!(f, "transfer {transfer} has no destinations"),
+            E::OddPairedWords { transfer, words } => write!(
+                f,
+                "paired transfer {transfer} moves {words} words, not whole 64-bit items"
+            ),
+            E::Misaligned {
+                transfer,
+                tile,
+                address,
+                align,
+            } => write!(
+                f,
+                "transfer {transfer}: address {address:#x} on {tile} is not {align}-byte aligned"
+            ),
+            E::OutsideMemory {
+                transfer,
+                tile,
+                address,
+                bytes,
+            } => write!(
+                f,
+                "transfer {transfer}: {bytes} bytes at {address:#x} on {tile} leave SRAM"
+            ),
+            E::SelfTransfer { transfer, tile } => {
+                write!(f, "transfer {transfer}: {tile} sends to itself")
+            }
+            E::DuplicateDestination { transfer, tile } => {
+                write!(f, "transfer {transfer}: {tile} is a destination twice")
+            }
+            E::OverlappingSpans {
+                tile,
+                first,
+                second,
+                address,
+            } => write!(
+                f,
+                "{tile}: transfers {first} and {second} overlap at {address:#x} and one of them writes"
+            ),
+            E::PhaseTooLong { events } => write!(f, "phase would last {events} events"),
+            E::Unencodable {
+                tile,
+                event,
+                reason,
+            } => write!(f, "{tile}, event {event}: cannot encode row: {reason}"),
+            E::Isa { tile, error } => write!(f, "{tile}: {error}"),
+            E::Decode(e) => write!(f, "row decode: {e:?}"),
+            E::Receive(e) => write!(f, "receive error: {e:?}"),
+            E::Check(e) => write!(f, "exchange check: {e:?}"),
+            E::RowPlacement {
+                tile,
+                row_address,
+                reason,
+            } => write!(f, "{tile}: row at {row_address:#x}: {reason}"),
+            E::Internal(what) => write!(f, "internal exchange invariant broken: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for ExchangeError {}

@@ -1,0 +1,117 @@
+//! Exchange phases: from "these words on these tiles must land at those
+//! addresses on those tiles" to checked IPU21 exchange rows
+//! (`docs/facts/ipu21-target.md` §2).
+//!
+//! Pipeline: [`ExchangePhase`] (validated request) → [`schedule_pieces`]
+//! (list scheduling over per-tile busy intervals) → [`build_timelines`]
+//! (route model: XPIC at `S+T+1`, PIC at `X+52+2·row`, tear-downs, pointer
+//! continuation) → [`encode_timeline`] (instruction words) →
+//! [`check_phase`] (decode every row, replay, compare with the request).
+//!
+//! Supervisor contract for the rows: `$INCOMING_BASE = 0`,
+//! `$OUTGOING_BASE = 0`, `$INCOMING_MUX = 0x640` before the call; PIC values
+//! and send addresses are absolute word addresses.
+//!
+//! ```
+//! use ipuc_core::exchange::{schedule_phase, Destination, ExchangePhase, Transfer, Width};
+//! use ipuc_core::target::topology::LogicalTile;
+//! let tile = |l| LogicalTile::new(l).unwrap().physical();
+//! let phase = ExchangePhase {
+//!     transfers: vec![Transfer {
+//!         source: tile(0),
+//!         source_address: 0x60000,
+//!         words: 100,
+//!         destinations: vec![Destination { tile: tile(2), address: 0x70000 }],
+//!         width: Width::Word32,
+//!     }],
+//! };
+//! let scheduled = schedule_phase(&phase, Default::default()).unwrap();
+//! ipuc_core::exchange::check_phase(&phase, &scheduled.rows).unwrap();
+//! assert!(scheduled.events >= 100);
+//! ```
+
+mod check;
+mod decode;
+mod encode;
+mod error;
+mod intervals;
+mod random;
+mod replay;
+mod request;
+mod schedule;
+mod timeline;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::vec::Vec;
+
+pub use check::{check_phase, compare, CheckReport};
+pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
+pub use encode::{encode_timeline, ExchangeRow};
+pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError};
+pub use random::{
+    random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
+};
+pub use replay::{replay, TileRowView, WordMove};
+pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
+pub use schedule::{schedule_pieces, Piece, ScheduleOptions};
+pub use timeline::{build_timelines, ControlEvent, OutgoingMessage, TileTimeline};
+
+use crate::target::topology::PhysicalTile;
+
+/// A scheduled phase: one row per physical tile (inactive tiles get the
+/// one-word `br $m10` row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduledPhase {
+    /// Indexed by physical tile id.
+    pub rows: Vec<ExchangeRow>,
+    /// Events until the last row returns.
+    pub events: u32,
+    /// Largest number of words one tile sends or receives.
+    pub lower_bound: u64,
+    /// The scheduled pieces (messages), sorted by start.
+    pub pieces: Vec<Piece>,
+}
+
+impl ScheduledPhase {
+    /// Rows of tiles that take part (more than the bare return).
+    pub fn active_rows(&self) -> impl Iterator<Item = &ExchangeRow> {
+        self.rows.iter().filter(|r| r.words.len() > 1)
+    }
+}
+
+/// Schedules and encodes a phase. In debug and test builds the result is
+/// checked with [`check_phase`] before it is returned.
+pub fn schedule_phase(phase: &ExchangePhase, options: ScheduleOptions) -> Result<ScheduledPhase> {
+    let scheduled = schedule_unchecked(phase, options)?;
+    if cfg!(debug_assertions) {
+        check_phase(phase, &scheduled.rows)?;
+    }
+    Ok(scheduled)
+}
+
+/// [`schedule_phase`] without the check (callers that check separately, e.g.
+/// benchmarks that time the check on its own).
+pub fn schedule_unchecked(
+    phase: &ExchangePhase,
+    options: ScheduleOptions,
+) -> Result<ScheduledPhase> {
+    let pieces = schedule_pieces(phase, options)?;
+    let timelines = build_timelines(phase, &pieces)?;
+    let mut rows = Vec::with_capacity(timelines.len());
+    let mut events = 0;
+    for (id, tl) in timelines.iter().enumerate() {
+        let tile =
+            PhysicalTile::new(id as u32).map_err(|_| ExchangeError::Internal("timeline index"))?;
+        let (_, row) = encode_timeline(tile, tl)?;
+        events = events.max(row.events);
+        rows.push(row);
+    }
+    Ok(ScheduledPhase {
+        rows,
+        events,
+        lower_bound: phase.lower_bound(),
+        pieces,
+    })
+}

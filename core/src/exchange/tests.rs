@@ -1,0 +1,202 @@
+//! Unit tests of the exchange pipeline on hand-sized phases.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::*;
+use crate::target::topology::LogicalTile;
+
+fn tile(l: u32) -> PhysicalTile {
+    LogicalTile::new(l).unwrap().physical()
+}
+
+fn unicast(src: u32, src_addr: u32, words: u32, dst: u32, dst_addr: u32) -> Transfer {
+    Transfer {
+        source: tile(src),
+        source_address: src_addr,
+        words,
+        destinations: vec![Destination {
+            tile: tile(dst),
+            address: dst_addr,
+        }],
+        width: Width::Word32,
+    }
+}
+
+#[test]
+fn worked_example_of_facts_2_12_schedules_and_checks() {
+    let phase = ExchangePhase {
+        transfers: vec![
+            unicast(0, 0x60000, 100, 2, 0x70000),
+            unicast(2, 0x61000, 100, 0, 0x71000),
+            unicast(46, 0x62000, 30, 2, 0x70190),
+        ],
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let report = check_phase(&phase, &s.rows).unwrap();
+    assert_eq!(report.words_delivered, 230);
+    assert_eq!(s.lower_bound, 130);
+    // Tile 2 receives 130 words back to back; XPIC ≥ 1 forces 0 → 2 to start
+    // at event ≥ 31 ... the phase fits in lower bound + route latency + guard.
+    assert!(s.events < 130 + 200, "events {}", s.events);
+}
+
+#[test]
+fn facts_worked_example_rows_decode_to_the_documented_timeline() {
+    // L2's row from facts §2.12, verbatim.
+    let words = [
+        0x6400_0000u32,
+        0x61a9_c000,
+        0x640b_4581,
+        0x6407_4640,
+        0x40a0_0007,
+        0x7fec_2001,
+        0x7460_0001,
+        0x43a0_0000,
+    ];
+    let d = decode_row(&words).unwrap();
+    let events: Vec<(u32, ControlKind)> = d.controls.iter().map(|c| (c.event, c.kind)).collect();
+    assert_eq!(
+        events,
+        vec![
+            (1, ControlKind::Xpic(0)),
+            (55, ControlKind::PicPointer(0x1c000)),
+            (101, ControlKind::Xpic(0x581)),
+            (131, ControlKind::Xpic(0x640)),
+        ]
+    );
+    assert_eq!(d.sends.len(), 2);
+    assert_eq!(
+        (d.sends[0].start, d.sends[0].items, d.sends[0].word_address),
+        (139, 64, 0x18400)
+    );
+    assert_eq!(
+        (d.sends[1].start, d.sends[1].items, d.sends[1].word_address),
+        (203, 36, 0x18440)
+    );
+    assert_eq!(d.events, 239);
+}
+
+#[test]
+fn facts_worked_example_rows_replay_to_the_promised_words() {
+    // All three rows of facts §2.12 (tile 0's PIC relies on INCOMING_BASE =
+    // 0x71000 there; we rebase its PIC value to the absolute address).
+    let l0 = [
+        0x40a0_001eu32,
+        0x7fec_0001,
+        0x7200_0001,
+        0x7250_0040,
+        0x6108_0000 | (0x71000 >> 2),
+        0x640b_c640,
+        0x40a0_0038,
+        0x43a0_0000,
+    ];
+    let l2 = [
+        0x6400_0000u32,
+        0x61a9_c000,
+        0x640b_4581,
+        0x6407_4640,
+        0x40a0_0007,
+        0x7fec_2001,
+        0x7460_0001,
+        0x43a0_0000,
+    ];
+    let l46 = [0x40a0_0052u32, 0x7bac_4002, 0x43a0_0000];
+    let rows: Vec<ExchangeRow> = [(0, &l0[..]), (2, &l2[..]), (46, &l46[..])]
+        .iter()
+        .map(|(l, w)| ExchangeRow {
+            tile: tile(*l),
+            words: w.to_vec(),
+            events: decode_row(w).unwrap().events,
+        })
+        .collect();
+    let phase = ExchangePhase {
+        transfers: vec![
+            unicast(0, 0x60000, 100, 2, 0x70000),
+            unicast(2, 0x61000, 100, 0, 0x71000),
+            unicast(46, 0x62000, 30, 2, 0x70190),
+        ],
+    };
+    check_phase(&phase, &rows).unwrap();
+}
+
+#[test]
+fn multicast_and_many_to_many_check() {
+    let mut transfers = Vec::new();
+    for s in 0..16u32 {
+        let dsts = (1..=3)
+            .map(|k| Destination {
+                tile: tile((s + 5 * k) % 16),
+                address: 0x90000 + 0x1000 * s,
+            })
+            .collect();
+        transfers.push(Transfer {
+            source: tile(s),
+            source_address: 0x60000,
+            words: 52 + 37 * s,
+            destinations: dsts,
+            width: Width::Word32,
+        });
+    }
+    let phase = ExchangePhase { transfers };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    check_phase(&phase, &s.rows).unwrap();
+    assert!(s.events as u64 >= s.lower_bound);
+}
+
+#[test]
+fn checker_rejects_a_tampered_row() {
+    let phase = ExchangePhase {
+        transfers: vec![unicast(0, 0x60000, 100, 2, 0x70000)],
+    };
+    let mut s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    // Move the sender's first send address by one word.
+    let row = &mut s.rows[tile(0).index()];
+    let idx = decode_row(&row.words).unwrap().sends[0].word_index;
+    row.words[idx] += 1 << 3;
+    assert!(matches!(
+        check_phase(&phase, &s.rows),
+        Err(ExchangeError::Check(CheckError::WrongSource { .. }))
+    ));
+    // A receiver row that returns too early overruns.
+    let mut s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let rx = &mut s.rows[tile(2).index()];
+    let n = rx.words.len();
+    rx.words[n - 2] = 0x40a0_0000; // shrink the final delay to one event
+    rx.events = decode_row(&rx.words).unwrap().events;
+    assert!(matches!(
+        check_phase(&phase, &s.rows),
+        Err(ExchangeError::Receive(ReceiveError::Overrun { .. }))
+    ));
+}
+
+#[test]
+fn requests_are_validated() {
+    let bad = |t: Transfer| ExchangePhase { transfers: vec![t] }.validate().unwrap_err();
+    assert!(matches!(
+        bad(unicast(0, 0x60002, 4, 2, 0x70000)),
+        ExchangeError::Misaligned { .. }
+    ));
+    assert!(matches!(
+        bad(unicast(0, 0x60000, 0, 2, 0x70000)),
+        ExchangeError::EmptyTransfer { .. }
+    ));
+    assert!(matches!(
+        bad(unicast(0, 0x60000, 4, 0, 0x70000)),
+        ExchangeError::SelfTransfer { .. }
+    ));
+    assert!(matches!(
+        bad(unicast(0, 0xE7FF0, 8, 2, 0x70000)),
+        ExchangeError::OutsideMemory { .. }
+    ));
+    let overlapping = ExchangePhase {
+        transfers: vec![
+            unicast(0, 0x60000, 8, 2, 0x70000),
+            unicast(4, 0x60000, 8, 2, 0x70010),
+        ],
+    };
+    assert!(matches!(
+        overlapping.validate(),
+        Err(ExchangeError::OverlappingSpans { .. })
+    ));
+}

@@ -1,0 +1,192 @@
+//! Patch audit: how much Repeat and sharing patching a program needs, and
+//! which phases could instead use one constant `$OUTGOING_BASE` per sender
+//! (the seed report's "displacement runs" and "phase-level eligibility",
+//! `docs/facts/seed-vit-repeat-evaluation.txt`).
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::fields::{address_fields, AddressFieldKind};
+use super::repeat::RepeatPatchPlan;
+use super::sharing::{Patcher, SharedRows};
+use super::PatchError;
+use crate::exchange::ExchangeRow;
+use crate::target::topology::PhysicalTile;
+
+/// One phase's rows and (inside a Repeat) its patch plan.
+#[derive(Clone, Copy, Debug)]
+pub struct AuditedPhase<'a> {
+    pub rows: &'a [ExchangeRow],
+    pub repeat: Option<&'a RepeatPatchPlan>,
+}
+
+/// Whether a phase's moving senders could use one constant outgoing base.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BaseEligibility {
+    /// No sender address depends on the iteration.
+    Stationary,
+    /// Every moving sender has one uniform displacement over its whole row.
+    ConstantBase,
+    /// Some senders mix displacements: (tile, displacement runs in row order).
+    Mixed(Vec<(PhysicalTile, Vec<i64>)>),
+}
+
+/// Per-phase findings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhaseAudit {
+    pub phase: usize,
+    /// Tiles with at least one iteration-dependent send.
+    pub moving_senders: usize,
+    /// Most Repeat-patched words on one tile.
+    pub max_patched_words_per_tile: usize,
+    pub eligibility: BaseEligibility,
+}
+
+/// Whole-program findings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PatchAudit {
+    /// Active rows audited.
+    pub rows: usize,
+    /// Repeat-patched instruction words.
+    pub patched_words: usize,
+    /// Rows with at least one changing source.
+    pub rows_with_changing_sources: usize,
+    /// Of those, rows whose send words all move by one displacement.
+    pub uniform_rows: usize,
+    /// Displacement runs → number of rows with that many runs (changing rows only).
+    pub rows_by_runs: BTreeMap<usize, usize>,
+    /// Patched words per row → number of rows.
+    pub rows_by_patched_words: BTreeMap<usize, usize>,
+    pub phases: Vec<PhaseAudit>,
+    /// Sharing patch lists, longest list, and lists going to the bulk patcher.
+    pub sharing_sites: usize,
+    pub sharing_max_words: usize,
+    pub sharing_bulk_sites: usize,
+}
+
+/// Maximal runs of equal values.
+fn runs(values: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = Vec::new();
+    for &v in values {
+        if out.last() != Some(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Audits phases (and optionally the sharing of their rows).
+pub fn audit(
+    phases: &[AuditedPhase<'_>],
+    sharing: Option<&SharedRows>,
+) -> Result<PatchAudit, PatchError> {
+    let mut a = PatchAudit::default();
+    for (pi, phase) in phases.iter().enumerate() {
+        let mut moving = 0;
+        let mut max_patched = 0;
+        let mut mixed = Vec::new();
+        for row in phase.rows.iter().filter(|r| r.words.len() > 1) {
+            a.rows += 1;
+            let fields = address_fields(&row.words).map_err(|error| PatchError::Decode {
+                tile: row.tile,
+                error,
+            })?;
+            let patched: BTreeMap<usize, i64> = phase
+                .repeat
+                .map(|plan| {
+                    plan.tables
+                        .iter()
+                        .filter(|t| t.tile == row.tile)
+                        .map(|t| (t.word_index, t.displacement_bytes))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let displacements: Vec<i64> = fields
+                .iter()
+                .filter(|f| f.kind == AddressFieldKind::Send)
+                .map(|f| patched.get(&f.word_index).copied().unwrap_or(0))
+                .collect();
+            let n_patched = patched.len();
+            if displacements.iter().all(|&d| d == 0) {
+                continue;
+            }
+            moving += 1;
+            max_patched = max_patched.max(n_patched);
+            a.patched_words += n_patched;
+            a.rows_with_changing_sources += 1;
+            *a.rows_by_patched_words.entry(n_patched).or_default() += 1;
+            let r = runs(&displacements);
+            *a.rows_by_runs.entry(r.len()).or_default() += 1;
+            if r.len() == 1 {
+                a.uniform_rows += 1;
+            } else {
+                mixed.push((row.tile, r));
+            }
+        }
+        let eligibility = if moving == 0 {
+            BaseEligibility::Stationary
+        } else if mixed.is_empty() {
+            BaseEligibility::ConstantBase
+        } else {
+            BaseEligibility::Mixed(mixed)
+        };
+        a.phases.push(PhaseAudit {
+            phase: pi,
+            moving_senders: moving,
+            max_patched_words_per_tile: max_patched,
+            eligibility,
+        });
+    }
+    if let Some(s) = sharing {
+        for list in s.uses.iter().flatten().filter_map(|u| u.patch.as_ref()) {
+            a.sharing_sites += 1;
+            a.sharing_max_words = a.sharing_max_words.max(list.words.len());
+            if list.patcher == Patcher::Bulk {
+                a.sharing_bulk_sites += 1;
+            }
+        }
+    }
+    Ok(a)
+}
+
+impl fmt::Display for PatchAudit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "rows {}; Repeat-patched words {} across {} rows with changing sources; {} rows uniform",
+            self.rows, self.patched_words, self.rows_with_changing_sources, self.uniform_rows
+        )?;
+        for (runs, rows) in &self.rows_by_runs {
+            writeln!(f, "  {rows} rows with {runs} displacement run(s)")?;
+        }
+        for (words, rows) in &self.rows_by_patched_words {
+            writeln!(f, "  {rows} rows patch {words} word(s)")?;
+        }
+        for p in &self.phases {
+            let e = match &p.eligibility {
+                BaseEligibility::Stationary => alloc::string::String::from("stationary"),
+                BaseEligibility::ConstantBase => {
+                    alloc::string::String::from("constant outgoing base eligible")
+                }
+                BaseEligibility::Mixed(tiles) => {
+                    let mut s = alloc::format!("mixed on {} tile(s):", tiles.len());
+                    for (t, r) in tiles.iter().take(4) {
+                        s.push_str(&alloc::format!(" {} {:?}", t.get(), r));
+                    }
+                    s
+                }
+            };
+            writeln!(
+                f,
+                "phase {}: {} moving senders, max {} patched words/tile, {}",
+                p.phase, p.moving_senders, p.max_patched_words_per_tile, e
+            )?;
+        }
+        writeln!(
+            f,
+            "sharing: {} patch lists, longest {} words, {} to the bulk patcher",
+            self.sharing_sites, self.sharing_max_words, self.sharing_bulk_sites
+        )
+    }
+}

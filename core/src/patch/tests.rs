@@ -1,0 +1,227 @@
+//! Tests of patch generation: patched rows are re-checked with the exchange
+//! checker for every iteration / every use.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::audit::{audit, AuditedPhase, BaseEligibility};
+use super::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
+use super::sharing::{share_rows, Patcher, BULK_PATCH_MIN_WORDS};
+use super::*;
+use crate::exchange::{
+    check_phase, schedule_phase, Destination, ExchangePhase, ExchangeRow, ScheduleOptions,
+    Transfer, Width,
+};
+use crate::target::topology::LogicalTile;
+
+fn tile(l: u32) -> PhysicalTile {
+    LogicalTile::new(l).unwrap().physical()
+}
+
+fn phase(src_base: u32, dst_base: u32) -> ExchangePhase {
+    let mut transfers = Vec::new();
+    for s in 0..8u32 {
+        transfers.push(Transfer {
+            source: tile(s),
+            source_address: src_base + 0x400 * (s % 2),
+            words: 40 + 30 * s,
+            destinations: (1..=2)
+                .map(|k| Destination {
+                    tile: tile((s + 3 * k) % 8),
+                    address: dst_base + 0x1000 * s,
+                })
+                .collect(),
+            width: Width::Word32,
+        });
+    }
+    ExchangePhase { transfers }
+}
+
+#[test]
+fn repeat_tables_move_each_iterations_source() {
+    let p = phase(0x60000, 0x90000);
+    let s = schedule_phase(&p, ScheduleOptions::default()).unwrap();
+    let iterated = [
+        IteratedSource {
+            transfer: 1,
+            stride_bytes: 0x2000,
+        },
+        IteratedSource {
+            transfer: 4,
+            stride_bytes: -0x800,
+        },
+    ];
+    let plan = repeat_patch_plan(&p, &s, &iterated, 5).unwrap();
+    assert!(!plan.tables.is_empty());
+    for t in &plan.tables {
+        assert_eq!(t.words[0], s.rows[t.tile.index()].words[t.word_index]);
+        assert!(t.transfer == 1 || t.transfer == 4);
+    }
+    for i in 0..5 {
+        let mut rows = s.rows.clone();
+        plan.apply(&mut rows, i);
+        let pi = phase_for_iteration(&p, &iterated, i);
+        check_phase(&pi, &rows).unwrap();
+        if i > 0 {
+            // The unpatched rows must not deliver iteration i's sources.
+            assert!(check_phase(&pi, &s.rows).is_err());
+        }
+    }
+    let calls = plan.calls_for_tile(tile(1), 0x50000, 0x54000);
+    assert!(!calls.is_empty());
+    let instrs = calls[0].instructions(0x4C100).unwrap();
+    assert_eq!(instrs.len(), 5);
+}
+
+#[test]
+fn repeat_rejects_strides_leaving_memory() {
+    let p = phase(0x60000, 0x90000);
+    let s = schedule_phase(&p, ScheduleOptions::default()).unwrap();
+    let far = [IteratedSource {
+        transfer: 0,
+        stride_bytes: 0x40000,
+    }];
+    assert!(matches!(
+        repeat_patch_plan(&p, &s, &far, 8),
+        Err(PatchError::AddressOutOfRange { .. })
+    ));
+    let odd = [IteratedSource {
+        transfer: 0,
+        stride_bytes: 6,
+    }];
+    assert!(matches!(
+        repeat_patch_plan(&p, &s, &odd, 2),
+        Err(PatchError::MisalignedStride { .. })
+    ));
+}
+
+#[test]
+fn shared_rows_deliver_for_both_phases() {
+    let p0 = phase(0x60000, 0x90000);
+    let p1 = phase(0x61000, 0xA0000);
+    let s0 = schedule_phase(&p0, ScheduleOptions::default()).unwrap();
+    let s1 = schedule_phase(&p1, ScheduleOptions::default()).unwrap();
+    let mut shared = share_rows(&[&s0.rows, &s1.rows], &[]).unwrap();
+    let active = s0.active_rows().count();
+    // Same structure, different addresses: one stored row per tile.
+    assert_eq!(
+        shared.stored.values().map(|v| v.len()).sum::<usize>(),
+        active
+    );
+    for (p, phase) in [(1usize, &p1), (0, &p0), (1, &p1)] {
+        let uses = shared.uses[p].clone();
+        let rows: Vec<ExchangeRow> = uses
+            .iter()
+            .map(|u| shared.apply(u).unwrap().clone())
+            .collect();
+        check_phase(phase, &rows).unwrap();
+        for u in &uses {
+            let list = u.patch.as_ref().unwrap();
+            assert_eq!(list.patcher, Patcher::for_len(list.words.len()));
+        }
+    }
+    assert_eq!(Patcher::for_len(BULK_PATCH_MIN_WORDS - 1), Patcher::Scalar);
+    assert_eq!(Patcher::for_len(BULK_PATCH_MIN_WORDS), Patcher::Bulk);
+}
+
+#[test]
+fn repeat_patched_rows_are_not_shared() {
+    let p0 = phase(0x60000, 0x90000);
+    let s0 = schedule_phase(&p0, ScheduleOptions::default()).unwrap();
+    let private = [tile(0)];
+    let shared = share_rows(&[&s0.rows, &s0.rows], &[&private, &private]).unwrap();
+    assert_eq!(shared.stored[&tile(0)].len(), 2);
+    assert_eq!(shared.stored[&tile(1)].len(), 1);
+}
+
+#[test]
+fn audit_counts_runs_and_eligibility() {
+    // A tile sending two transfers, only one iterated → mixed runs.
+    let p = ExchangePhase {
+        transfers: vec![
+            Transfer {
+                source: tile(0),
+                source_address: 0x60000,
+                words: 100,
+                destinations: vec![Destination {
+                    tile: tile(2),
+                    address: 0x90000,
+                }],
+                width: Width::Word32,
+            },
+            Transfer {
+                source: tile(0),
+                source_address: 0x62000,
+                words: 100,
+                destinations: vec![Destination {
+                    tile: tile(3),
+                    address: 0x90000,
+                }],
+                width: Width::Word32,
+            },
+            Transfer {
+                source: tile(5),
+                source_address: 0x62000,
+                words: 10,
+                destinations: vec![Destination {
+                    tile: tile(6),
+                    address: 0x90000,
+                }],
+                width: Width::Word32,
+            },
+        ],
+    };
+    let s = schedule_phase(&p, ScheduleOptions::default()).unwrap();
+    let mixed = [IteratedSource {
+        transfer: 0,
+        stride_bytes: 1152,
+    }];
+    let plan = repeat_patch_plan(&p, &s, &mixed, 2).unwrap();
+    let uniform = [IteratedSource {
+        transfer: 2,
+        stride_bytes: 2304,
+    }];
+    let plan2 = repeat_patch_plan(&p, &s, &uniform, 2).unwrap();
+    let a = audit(
+        &[
+            AuditedPhase {
+                rows: &s.rows,
+                repeat: Some(&plan),
+            },
+            AuditedPhase {
+                rows: &s.rows,
+                repeat: Some(&plan2),
+            },
+            AuditedPhase {
+                rows: &s.rows,
+                repeat: None,
+            },
+        ],
+        None,
+    )
+    .unwrap();
+    assert!(matches!(a.phases[0].eligibility, BaseEligibility::Mixed(ref t) if t[0].0 == tile(0)));
+    assert_eq!(a.phases[1].eligibility, BaseEligibility::ConstantBase);
+    assert_eq!(a.phases[2].eligibility, BaseEligibility::Stationary);
+    assert_eq!(a.rows_with_changing_sources, 2);
+    assert_eq!(a.uniform_rows, 1);
+    assert!(alloc::format!("{a}").contains("constant outgoing base eligible"));
+}
+
+#[test]
+fn shapes_ignore_addresses_only() {
+    let p0 = phase(0x60000, 0x90000);
+    let s0 = schedule_phase(&p0, ScheduleOptions::default()).unwrap();
+    let row = &s0.rows[tile(0).index()];
+    let fields = address_fields(&row.words).unwrap();
+    assert!(fields.iter().any(|f| f.kind == AddressFieldKind::Send));
+    assert!(fields
+        .iter()
+        .any(|f| f.kind == AddressFieldKind::PicPointer));
+    let shape = row_shape(&row.words).unwrap();
+    for (i, (a, b)) in row.words.iter().zip(&shape).enumerate() {
+        if fields.iter().all(|f| f.word_index != i) {
+            assert_eq!(a, b, "non-address word {i} changed");
+        }
+    }
+}

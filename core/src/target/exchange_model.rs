@@ -1,0 +1,38 @@
+//! Exchange timing constants and instruction field limits used by the phase
+//! scheduler, the row decoder and the simulator fabric
+//! (`docs/facts/ipu21-target.md` §2.2–§2.5, §3.4).
+
+use super::topology::PhysicalTile;
+
+/// Receiver memory-write lag: PIC is written at `X + 52 + 2·row(d)` (§2.5).
+pub const PIC_LAG_BASE: u32 = 52;
+/// Extra memory-write lag per physical row of the receiver (§2.5).
+pub const PIC_LAG_PER_ROW: u32 = 2;
+/// Guard events a row keeps after its last memory write or send (§2.5, ~5).
+pub const GUARD_EVENTS: u32 = 5;
+/// A row that sends lasts at least this many events (§2.5).
+pub const MIN_SENDER_ROW_EVENTS: u32 = 6;
+/// Neutral XPIC value: tear-down / not receiving (§2.4, `TILE_MUX_EXCHANGE`).
+pub const XPIC_NEUTRAL: u32 = 0x640;
+/// Largest item count of a first `send` (§2.2, §2.3).
+pub const SEND_MAX_ITEMS: u32 = 64;
+/// Largest item count of `sendoff` (§2.2).
+pub const SENDOFF_MAX_ITEMS: u32 = 4096;
+/// Largest item count of `sendpic` / `sendpicp` (§2.2).
+pub const SENDPIC_MAX_ITEMS: u32 = 64;
+/// Largest advance of `delaypic` (§2.2).
+pub const DELAYPIC_MAX_EVENTS: u32 = 128;
+/// Largest advance of `delayxpic` (§2.2).
+pub const DELAYXPIC_MAX_EVENTS: u32 = 4096;
+/// Largest advance of `delay` (§2.2).
+pub const DELAY_MAX_EVENTS: u32 = 0x8_0000;
+/// `sendpicp` must start on this byte boundary within the row (§2.3).
+pub const SENDPICP_ALIGN_BYTES: u32 = 8;
+/// Bytes of one exchange instruction word (§0).
+pub const WORD_BYTES: u32 = 4;
+
+/// Events from the receiver's XPIC select to its first memory write:
+/// `52 + 2·row(d)` (§2.5).
+pub fn pic_lag(receiver: PhysicalTile) -> u32 {
+    PIC_LAG_BASE + PIC_LAG_PER_ROW * u32::from(receiver.row())
+}
