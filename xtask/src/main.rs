@@ -25,6 +25,11 @@ enum Task {
         #[arg(long, default_value = "sim")]
         target: String,
     },
+    /// Benchmarks (not tests): `reference` = full 27-layer So400m FP32 reference.
+    Bench {
+        /// What to benchmark: `reference`.
+        what: String,
+    },
     /// Run every cargo-fuzz target for N seconds each (needs nightly; installs cargo-fuzz).
     Fuzz {
         #[arg(long, default_value_t = 30)]
@@ -45,6 +50,10 @@ fn main() -> Result<()> {
         Task::Ci => ci(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
+        Task::Bench { what } => match what.as_str() {
+            "reference" => bench_reference(&root),
+            other => bail!("unknown benchmark {other:?} (known: reference)"),
+        },
     }
 }
 
@@ -148,4 +157,51 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
         targets.len()
     );
     Ok(())
+}
+
+/// `ipuc reference --workload siglip-so400m` (27 layers, random weights) on
+/// a deterministic random 1×3×378×378 input, in release.
+fn bench_reference(root: &Path) -> Result<()> {
+    let dir = root.join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    let input = dir.join("pixel_values_1x3x378x378.npy");
+    // .npy v1.0: magic, version, header length, dict padded to 64 bytes, data.
+    let mut header =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 378, 378), }".to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..3 * 378 * 378 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
+        bytes.extend_from_slice(&(2.0 * unit - 1.0).to_le_bytes());
+    }
+    std::fs::write(&input, bytes)?;
+    let input = input.to_string_lossy().into_owned();
+    let output = dir.join("embedding.npy").to_string_lossy().into_owned();
+    cargo(
+        root,
+        &[
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "ipuc",
+            "--",
+            "reference",
+            "--workload",
+            "siglip-so400m",
+            "--input",
+            &input,
+            "--output-embedding",
+            &output,
+        ],
+    )
 }

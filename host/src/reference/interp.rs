@@ -17,7 +17,11 @@ pub struct Reference<'g> {
     graph: &'g Graph,
     numerics: Numerics,
     params: BTreeMap<ValueId, Tensor>,
+    progress: Option<Progress<'g>>,
 }
+
+/// Called after each Repeat iteration with (iterations done, trip count).
+pub type Progress<'g> = Box<dyn Fn(usize, usize) + Send + Sync + 'g>;
 
 /// Values computed so far, by id.
 struct Env {
@@ -82,7 +86,14 @@ impl<'g> Reference<'g> {
             graph,
             numerics,
             params,
+            progress: None,
         })
+    }
+
+    /// Report Repeat progress through `f`.
+    pub fn with_progress(mut self, f: Progress<'g>) -> Self {
+        self.progress = Some(f);
+        self
     }
 
     /// Run on named inputs; returns every graph output by name.
@@ -286,6 +297,9 @@ impl<'g> Reference<'g> {
                         env.clear(r);
                     }
                 }
+            }
+            if let Some(p) = &self.progress {
+                p(iteration + 1, view.trip_count());
             }
         }
         for (&r, t) in view.results().iter().zip(carried) {

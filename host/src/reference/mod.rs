@@ -38,12 +38,14 @@ mod interp;
 pub mod kernels;
 mod numerics;
 pub mod ops;
+mod siglip;
 
 use std::sync::Arc;
 
 pub use error::ReferenceError;
-pub use interp::{graph_flops, Reference};
+pub use interp::{graph_flops, Progress, Reference};
 pub use numerics::{round_to_dtype, DEVICE_FP8_OVERFLOW};
+pub use siglip::{run_siglip, SiglipOutputs};
 
 /// How the reference treats dtypes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,40 +38,6 @@ pub struct Checkpoint {
     vision: BTreeMap<String, StoredTensor>,
 }
 
-/// Read `config.json` of a checkpoint directory and return the vision config
-/// object: the top level for a `SiglipVisionConfig`, or its `vision_config`
-/// for a full `SiglipConfig`.
-pub fn read_vision_config(dir: &Path) -> Result<serde_json::Value, WeightError> {
-    let file = dir.join(CONFIG_FILE);
-    let text = std::fs::read_to_string(&file).map_err(|source| WeightError::Io {
-        file: file.clone(),
-        source,
-    })?;
-    let root: serde_json::Value = serde_json::from_str(&text).map_err(|e| WeightError::Config {
-        file: file.clone(),
-        why: format!("invalid JSON: {e}"),
-    })?;
-    let obj = root.as_object().ok_or_else(|| WeightError::Config {
-        file: file.clone(),
-        why: "top level is not a JSON object".into(),
-    })?;
-    let vision = match obj.get("vision_config") {
-        Some(v) => v.clone(),
-        None => root.clone(),
-    };
-    let model_type = vision
-        .get("model_type")
-        .and_then(|m| m.as_str())
-        .unwrap_or("");
-    if !model_type.is_empty() && !model_type.starts_with("siglip") {
-        return Err(WeightError::Config {
-            file,
-            why: format!("model_type {model_type:?} is not a SigLIP vision config"),
-        });
-    }
-    Ok(vision)
-}
-
 fn dtype_name(d: Dtype) -> String {
     format!("{d:?}")
 }

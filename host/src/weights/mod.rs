@@ -15,10 +15,11 @@ mod error;
 mod random;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-pub use checkpoint::{
-    encoder_layer_index, read_vision_config, Checkpoint, CONFIG_FILE, VISION_PREFIX, WEIGHTS_FILE,
-};
+use crate::model::{ParameterSpec, SiglipModel};
+
+pub use checkpoint::{encoder_layer_index, Checkpoint, CONFIG_FILE, VISION_PREFIX, WEIGHTS_FILE};
 pub use error::WeightError;
 pub use random::{init_stats, random_tensor, random_weights};
 
@@ -59,6 +60,37 @@ impl WeightSpec {
         }
         *first /= parts;
         Some(shape)
+    }
+}
+
+impl From<&ParameterSpec> for WeightSpec {
+    fn from(p: &ParameterSpec) -> Self {
+        WeightSpec {
+            name: p.name.clone(),
+            shape: p.shape.clone(),
+            sources: p.sources.clone(),
+        }
+    }
+}
+
+/// Where a model's weights come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WeightSource {
+    /// An HF checkpoint directory (`model.safetensors` inside it) or file.
+    Checkpoint(PathBuf),
+    /// Deterministic random values from this seed.
+    Random {
+        /// Seed.
+        seed: u64,
+    },
+}
+
+/// Weights for every parameter of `model`, loaded or generated.
+pub fn weights_for(model: &SiglipModel, source: &WeightSource) -> Result<Weights, WeightError> {
+    let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
+    match source {
+        WeightSource::Checkpoint(path) => Checkpoint::open(path)?.bind(&specs),
+        WeightSource::Random { seed } => Ok(random_weights(*seed, &specs)),
     }
 }
 
