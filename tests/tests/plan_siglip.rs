@@ -76,3 +76,63 @@ fn siglip_so400m_plans_or_rejects_with_a_report() {
         Err(e) => panic!("so400m: unexpected error {e}"),
     }
 }
+
+/// The lowered siglip-small program, run by the f32 schedule oracle, gives
+/// the FP32 reference's outputs (both outputs, 1 and 2 layers).
+#[test]
+fn siglip_small_lowering_matches_the_fp32_reference() {
+    use ipuc::reference::{Numerics, Reference, Tensor};
+    use ipuc::weights::{random_tensor, random_weights, WeightSpec};
+    use ipuc_core::lower::exec::Executor;
+    for layers in [1, 2] {
+        let opts = ModelOptions {
+            vit_layers: Some(layers),
+            ..ModelOptions::default()
+        };
+        let model = build_siglip(&VisionConfig::siglip_small(), &opts).unwrap();
+        let graph = &model.graph;
+        let specs: Vec<WeightSpec> = model
+            .parameters
+            .iter()
+            .map(|p| WeightSpec::single(p.name.clone(), p.shape.clone()))
+            .collect();
+        let weights = random_weights(7, &specs);
+        let pixel_shape = graph.ty(model.pixel_values).unwrap().shape.dims().to_vec();
+        let pixels = random_tensor(11, "pixel_values", &pixel_shape);
+        let reference = Reference::new(graph, &weights, Numerics::Fp32).unwrap();
+        let want = reference
+            .run(&[(
+                "pixel_values",
+                Tensor::new(pixel_shape.clone(), pixels.clone()),
+            )])
+            .unwrap();
+
+        let plan = plan_graph(graph, PlanConfig::default()).unwrap();
+        let schedule = lower(graph, &plan).unwrap();
+        let mut ex = Executor::new(&schedule, |name| {
+            if name == "pixel_values" {
+                Some(pixels.clone())
+            } else {
+                weights.get(name).map(|t| t.data.clone())
+            }
+        })
+        .unwrap();
+        ex.run().unwrap();
+        let got = ex.outputs().unwrap();
+        for (name, w) in &want {
+            let g = &got[name];
+            assert_eq!(g.len(), w.data.len(), "{name}");
+            let err = g
+                .iter()
+                .zip(w.data.iter())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            let scale = w.data.iter().map(|v| v.abs()).fold(0f32, f32::max);
+            println!("{layers} layers {name}: max abs err {err} (max |ref| {scale})");
+            assert!(
+                err <= 1e-3 * scale.max(1.0),
+                "{layers} layers, {name}: max abs error {err}"
+            );
+        }
+    }
+}
