@@ -6,5 +6,6 @@ pub mod hwcheck;
 pub mod input;
 pub mod model;
 pub mod reference;
+pub mod report;
 pub mod sim;
 pub mod weights;

@@ -1,0 +1,230 @@
+"use strict";
+// ipuc memory map: per-tile allocations (address × liveness) with a tile
+// selector, an overview of every tile's peak and the live set at a moment.
+(function () {
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const [BUDGET, RESERVE, BASE, END] = D.budget;
+  const T = D.tiles.length, M = Math.max(1, D.moments.length);
+  const dpr = window.devicePixelRatio || 1;
+  const fmt = (n) => Math.round(n).toLocaleString("en-US");
+  const hex = (n) => "0x" + n.toString(16);
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const tip = document.getElementById("tip");
+
+  let peakIdx = 0;
+  D.peaks.forEach((p, i) => { if (p[0] > D.peaks[peakIdx][0]) peakIdx = i; });
+  let sel = peakIdx, moment = D.peaks[peakIdx] ? D.peaks[peakIdx][1] : 0;
+  const mode = document.getElementById("mode");
+  const anyPlaced = D.allocs.some((a) => { for (let k = 2; k < a.length; k += 6) if (a[k] >= 0) return true; return false; });
+  mode.value = anyPlaced ? "addr" : "live";
+
+  // ---- header ----------------------------------------------------------------
+  const legend = document.getElementById("legend");
+  D.classes.forEach((c, i) => legend.insertAdjacentHTML("beforeend",
+    `<span><span class="swatch" style="background:${D.colors[i]}"></span>${c}</span>`));
+  const over = D.peaks.filter((p) => p[0] + RESERVE > BUDGET).length;
+  const verdict = document.getElementById("verdict");
+  if (T) {
+    const pk = D.peaks[peakIdx][0] + RESERVE;
+    verdict.textContent = over ? `${over} tile${over === 1 ? "" : "s"} over budget` : "all tiles fit";
+    if (over) verdict.classList.add("bad");
+    document.getElementById("stats").innerHTML =
+      `<span><b>${T}</b> tiles</span><span><b>${D.moments.length}</b> moments</span>` +
+      `<span>peak tile <b>${D.tiles[peakIdx]}</b>: <b>${fmt(pk)}</b> B incl. ${fmt(RESERVE)} B support reserve, ` +
+      `budget <b>${fmt(BUDGET)}</b> B (${(100 * pk / BUDGET).toFixed(1)}%) at “${esc(D.moments[D.peaks[peakIdx][1]] || "")}”</span>` +
+      `<span>SRAM ${hex(BASE)}–${hex(END)}</span>`;
+  }
+  const tileSel = document.getElementById("tile");
+  const order = D.tiles.map((_, i) => i).sort((a, b) => D.peaks[b][0] - D.peaks[a][0] || a - b);
+  order.forEach((i) => tileSel.insertAdjacentHTML("beforeend",
+    `<option value="${i}">tile ${D.tiles[i]} — ${fmt(D.peaks[i][0] + RESERVE)} B${i === peakIdx ? " ★ peak" : ""}</option>`));
+
+  function select(i, keepMoment) {
+    sel = Math.max(0, Math.min(T - 1, i));
+    if (!keepMoment) moment = D.peaks[sel] ? D.peaks[sel][1] : 0;
+    tileSel.value = String(sel);
+    drawAll();
+  }
+  tileSel.onchange = () => select(+tileSel.value);
+  document.getElementById("prev").onclick = () => select(sel - 1);
+  document.getElementById("next").onclick = () => select(sel + 1);
+  document.getElementById("peak").onclick = () => select(peakIdx);
+  mode.onchange = () => drawAll();
+
+  // ---- canvases --------------------------------------------------------------
+  function setup(cv) {
+    const r = cv.getBoundingClientRect();
+    cv.width = Math.max(200, Math.round(r.width * dpr)); cv.height = Math.max(60, Math.round(r.height * dpr));
+    const ctx = cv.getContext("2d");
+    ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
+    return ctx;
+  }
+  const ov = document.getElementById("overview"), mp = document.getElementById("map");
+  const OV_LEFT = 70 * dpr, LEFT = 80 * dpr, TOP = 8 * dpr, BOTTOM = 26 * dpr;
+  const ovMax = () => Math.max(BUDGET, ...D.peaks.map((p) => p[0] + RESERVE)) * 1.08;
+
+  function drawOverview() {
+    const ctx = setup(ov), W = ov.width, H = ov.height, pw = W - OV_LEFT, mx = ovMax();
+    ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right";
+    ctx.fillText(fmt(BUDGET), OV_LEFT - 6 * dpr, H - (BUDGET / mx) * (H - 4 * dpr));
+    const bw = pw / Math.max(1, T);
+    for (let i = 0; i < T; i++) {
+      const v = D.peaks[i][0] + RESERVE, h = (v / mx) * (H - 4 * dpr);
+      ctx.fillStyle = i === peakIdx ? "#8b0000" : v > BUDGET ? "#e15759" : "#3b7dd8";
+      ctx.fillRect(OV_LEFT + i * bw, H - h, Math.max(1, bw - (bw > 3 ? 1 : 0)), h);
+    }
+    const by = H - (BUDGET / mx) * (H - 4 * dpr);
+    ctx.strokeStyle = "#d62728"; ctx.setLineDash([6 * dpr, 3 * dpr]); ctx.beginPath();
+    ctx.moveTo(OV_LEFT, by); ctx.lineTo(W, by); ctx.stroke(); ctx.setLineDash([]);
+    const sx = OV_LEFT + (sel + 0.5) * bw;
+    ctx.fillStyle = "#1d2330"; ctx.beginPath();
+    ctx.moveTo(sx - 5 * dpr, 0); ctx.lineTo(sx + 5 * dpr, 0); ctx.lineTo(sx, 7 * dpr); ctx.fill();
+  }
+  ov.onclick = (ev) => {
+    const r = ov.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr;
+    const i = Math.floor((x - OV_LEFT) / ((ov.width - OV_LEFT) / Math.max(1, T)));
+    if (i >= 0 && i < T) select(i);
+  };
+  ov.onmousemove = (ev) => {
+    const r = ov.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr;
+    const i = Math.floor((x - OV_LEFT) / ((ov.width - OV_LEFT) / Math.max(1, T)));
+    if (i < 0 || i >= T) { tip.style.display = "none"; return; }
+    const p = D.peaks[i];
+    showTip(ev, `tile ${D.tiles[i]}${i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B (incl. reserve)\nbudget  ${fmt(BUDGET)} B\nmoment  ${D.moments[p[1]] || ""}`);
+  };
+  ov.onmouseleave = mp.onmouseleave = () => { tip.style.display = "none"; };
+
+  function allocsOf(i) {
+    const a = D.allocs[i], out = [];
+    for (let k = 0; k < a.length; k += 6)
+      out.push({ name: D.names[a[k]], cls: a[k + 1], addr: a[k + 2], size: a[k + 3], first: a[k + 4], last: a[k + 5] });
+    return out;
+  }
+  const xOf = (m, W) => LEFT + (m / M) * (W - LEFT);
+  const yOf = (addr, H) => TOP + ((addr - BASE) / (END - BASE)) * (H - TOP - BOTTOM);
+
+  function drawMap() {
+    const ctx = setup(mp), W = mp.width, H = mp.height;
+    const list = T ? allocsOf(sel) : [];
+    ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, TOP, W - LEFT, H - TOP - BOTTOM);
+    ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right";
+    if (mode.value === "addr") {
+      for (let a = BASE; a <= END; a += 0x10000) {
+        const y = yOf(a, H); ctx.fillText(hex(a), LEFT - 6 * dpr, y);
+        ctx.strokeStyle = "#eceff3"; ctx.beginPath(); ctx.moveTo(LEFT, y); ctx.lineTo(W, y); ctx.stroke();
+      }
+      list.forEach((a) => {
+        if (a.addr < 0) return;
+        const x0 = xOf(a.first, W), x1 = xOf(a.last + 1, W), y0 = yOf(a.addr, H), y1 = yOf(a.addr + a.size, H);
+        ctx.fillStyle = D.colors[a.cls];
+        ctx.globalAlpha = a.first <= moment && moment <= a.last ? 0.95 : 0.55;
+        ctx.fillRect(x0, y0, Math.max(1, x1 - x0 - 1), Math.max(1, y1 - y0 - (y1 - y0 > 4 * dpr ? 1 : 0)));
+        ctx.globalAlpha = 1;
+        if (y1 - y0 > 12 * dpr && ctx.measureText(a.name).width < x1 - x0 - 6 * dpr) {
+          ctx.fillStyle = "#fff"; ctx.textAlign = "left"; ctx.fillText(a.name, x0 + 3 * dpr, (y0 + y1) / 2);
+        }
+      });
+    } else {
+      const mx = ovMax(), byClass = liveByClass(list), ph = H - TOP - BOTTOM;
+      const yv = (v) => TOP + ph - (v / mx) * ph;
+      for (let v = 0; v <= mx; v += 100000) {
+        ctx.textAlign = "right"; ctx.fillStyle = "#5f6b7a"; ctx.fillText(fmt(v), LEFT - 6 * dpr, yv(v));
+      }
+      const cw = (W - LEFT) / M;
+      for (let m = 0; m < M; m++) {
+        let acc = RESERVE;
+        ctx.fillStyle = "#c9ced6"; ctx.fillRect(LEFT + m * cw, yv(acc), Math.max(1, cw - 1), yv(0) - yv(acc));
+        byClass[m].forEach((v, c) => {
+          if (!v) return;
+          ctx.fillStyle = D.colors[c]; ctx.fillRect(LEFT + m * cw, yv(acc + v), Math.max(1, cw - 1), yv(acc) - yv(acc + v));
+          acc += v;
+        });
+      }
+      ctx.strokeStyle = "#d62728"; ctx.setLineDash([6 * dpr, 3 * dpr]); ctx.beginPath();
+      ctx.moveTo(LEFT, yv(BUDGET)); ctx.lineTo(W, yv(BUDGET)); ctx.stroke(); ctx.setLineDash([]);
+    }
+    // Moment axis and the selected moment.
+    ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "center";
+    // Moment names when every name fits its column, else sparse indices.
+    const cw = (W - LEFT) / M;
+    const named = D.moments.every((n) => ctx.measureText(`${n}`).width + 8 * dpr < cw);
+    const every = named ? 1 : Math.max(1, Math.ceil(M / ((W - LEFT) / (60 * dpr))));
+    for (let m = 0; m < M; m += every)
+      ctx.fillText(named ? `${m} ${D.moments[m]}`.length * 6 * dpr < cw ? `${m} ${D.moments[m]}` : D.moments[m] : String(m),
+        xOf(m + 0.5, W), H - BOTTOM / 2);
+    const x = xOf(moment + 0.5, W);
+    ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1.5 * dpr; ctx.beginPath(); ctx.moveTo(x, TOP); ctx.lineTo(x, H - BOTTOM); ctx.stroke();
+    ctx.lineWidth = 1;
+  }
+
+  function liveByClass(list) {
+    const out = [];
+    for (let m = 0; m < M; m++) out.push(new Array(D.classes.length).fill(0));
+    list.forEach((a) => { for (let m = a.first; m <= a.last && m < M; m++) out[m][a.cls] += a.size; });
+    return out;
+  }
+
+  function hitAt(ev) {
+    const r = mp.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr, y = (ev.clientY - r.top) * dpr;
+    const W = mp.width, H = mp.height;
+    const m = Math.floor(((x - LEFT) / (W - LEFT)) * M);
+    const addr = BASE + ((y - TOP) / (H - TOP - BOTTOM)) * (END - BASE);
+    return { m, addr, inside: x >= LEFT && m >= 0 && m < M };
+  }
+  mp.onclick = (ev) => { const h = hitAt(ev); if (h.inside) { moment = h.m; drawMap(); drawTable(); } };
+  mp.onmousemove = (ev) => {
+    const h = hitAt(ev);
+    if (!h.inside || !T) { tip.style.display = "none"; return; }
+    const list = allocsOf(sel);
+    if (mode.value === "addr") {
+      const a = list.find((a) => a.addr >= 0 && a.first <= h.m && h.m <= a.last && a.addr <= h.addr && h.addr < a.addr + a.size);
+      if (!a) { showTip(ev, `moment ${h.m}: ${D.moments[h.m] || ""}\naddress ${hex(Math.floor(h.addr))}\nfree`); return; }
+      showTip(ev, `${a.name}\nclass   ${D.classes[a.cls]}\nrange   ${hex(a.addr)}–${hex(a.addr + a.size)}\nsize    ${fmt(a.size)} B\nlive    #${a.first} ${D.moments[a.first] || ""}\n     →  #${a.last} ${D.moments[a.last] || ""}`);
+    } else {
+      const row = liveByClass(list)[h.m];
+      const total = row.reduce((s, v) => s + v, 0) + RESERVE;
+      showTip(ev, `moment ${h.m}: ${D.moments[h.m] || ""}\n` + row.map((v, c) => v ? `${D.classes[c].padEnd(17)}${fmt(v)} B\n` : "").join("") +
+        `${"reserve".padEnd(17)}${fmt(RESERVE)} B\n${"total".padEnd(17)}${fmt(total)} B of ${fmt(BUDGET)}`);
+    }
+  };
+
+  function drawTable() {
+    if (!T) return;
+    const list = allocsOf(sel).filter((a) => a.first <= moment && moment <= a.last)
+      .sort((a, b) => (a.addr < 0) - (b.addr < 0) || a.addr - b.addr || b.size - a.size);
+    const live = list.reduce((s, a) => s + a.size, 0);
+    document.getElementById("livetitle").textContent =
+      `Live on tile ${D.tiles[sel]} at moment ${moment} “${D.moments[moment] || ""}”: ${list.length} allocations, ${fmt(live)} B + ${fmt(RESERVE)} B reserve = ${fmt(live + RESERVE)} B`;
+    let h = `<table><thead><tr><th class="l">allocation</th><th class="l">class</th><th class="l">address</th><th>bytes</th><th class="l">live</th></tr></thead><tbody>`;
+    list.forEach((a) => {
+      h += `<tr><td class="l">${esc(a.name)}</td><td class="l"><span class="swatch" style="background:${D.colors[a.cls]}"></span>${D.classes[a.cls]}</td>` +
+        `<td class="l">${a.addr >= 0 ? hex(a.addr) + "–" + hex(a.addr + a.size) : "unplaced"}</td><td>${fmt(a.size)}</td>` +
+        `<td class="l">#${a.first} ${esc(D.moments[a.first] || "")} → #${a.last} ${esc(D.moments[a.last] || "")}</td></tr>`;
+    });
+    document.getElementById("live").innerHTML = h + "</tbody></table>";
+  }
+
+  function showTip(ev, text) {
+    tip.textContent = text; tip.style.display = "block";
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 8) + "px";
+    tip.style.top = Math.min(ev.clientY + 14, window.innerHeight - tip.offsetHeight - 8) + "px";
+  }
+
+  function drawAll() {
+    if (T) {
+      const p = D.peaks[sel];
+      document.getElementById("maptitle").textContent =
+        `Tile ${D.tiles[sel]}${sel === peakIdx ? " (peak tile)" : ""}: peak ${fmt(p[0] + RESERVE)} B at moment ${p[1]} — ` +
+        (mode.value === "addr" ? "address (down) × moment (across); click to pick a moment" : "live bytes by class per moment; grey = support reserve");
+    }
+    drawOverview(); drawMap(); drawTable();
+  }
+  // #tile=<physical id>&mode=live|addr&moment=<index> selects a view.
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.has("tile")) { const i = D.tiles.indexOf(+h.get("tile")); if (i >= 0) { sel = i; moment = D.peaks[i][1]; } }
+  if (h.get("mode") === "live" || h.get("mode") === "addr") mode.value = h.get("mode");
+  if (h.has("moment")) moment = Math.max(0, Math.min(M - 1, +h.get("moment") || 0));
+  window.addEventListener("resize", drawAll);
+  tileSel.value = String(sel);
+  drawAll();
+})();

@@ -1,0 +1,99 @@
+//! Reports: execution profiles (`profile.json`, `operations.json`,
+//! `profile.html`), memory maps and memory-rejection reports (HTML), the
+//! package view behind `ipuc inspect`, and the package hash.
+//!
+//! Every HTML file is standalone: inline CSS and JS, data embedded as JSON,
+//! no network resources.
+
+pub mod hash;
+pub mod html;
+pub mod memory;
+pub mod memory_html;
+pub mod operations;
+pub mod package_view;
+pub mod profile;
+pub mod profile_html;
+pub mod text_table;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+pub use hash::{package_hash_line, sha256_hex};
+pub use memory::{
+    Allocation, AllocationClass, LiveAllocation, Liveness, MemoryBudget, MemoryMap,
+    MemoryRejection, TileMemoryMap, TilePeak,
+};
+pub use operations::{summarize, OperationSummary};
+pub use profile::{CycleSample, IterationSpan, Profile, ProfileStep, StepKind, TileSamples};
+
+/// Paths written by [`write_profile`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileFiles {
+    pub profile_json: PathBuf,
+    pub operations_json: PathBuf,
+    pub profile_html: PathBuf,
+}
+
+impl ProfileFiles {
+    /// `out` ending in `.json` names the profile file (the others go next to
+    /// it); anything else is a directory that receives all three.
+    pub fn at(out: &Path) -> Self {
+        let (dir, json) = if out.extension().is_some_and(|e| e == "json") {
+            (
+                out.parent().map(Path::to_path_buf).unwrap_or_default(),
+                out.to_path_buf(),
+            )
+        } else {
+            (out.to_path_buf(), out.join("profile.json"))
+        };
+        ProfileFiles {
+            profile_json: json,
+            operations_json: dir.join("operations.json"),
+            profile_html: dir.join("profile.html"),
+        }
+    }
+}
+
+fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes `profile.json`, `operations.json` and `profile.html` (see
+/// [`ProfileFiles::at`] for where).
+pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
+    let files = ProfileFiles::at(out);
+    let html = profile_html::render(profile)?;
+    write_file(&files.profile_json, &serde_json::to_vec(profile)?)?;
+    write_file(
+        &files.operations_json,
+        &serde_json::to_vec_pretty(&summarize(profile))?,
+    )?;
+    write_file(&files.profile_html, html.as_bytes())?;
+    Ok(files)
+}
+
+/// Writes the interactive memory map to `path` (HTML) and its data next to
+/// it (same name, `.json`).
+pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
+    let html = memory_html::render_memory_map(map)?;
+    write_file(path, html.as_bytes())?;
+    write_file(&path.with_extension("json"), &serde_json::to_vec(map)?)
+}
+
+/// Writes a memory-rejection report to `path` (HTML) and its data next to
+/// it (same name, `.json`).
+pub fn write_rejection(path: &Path, rejection: &MemoryRejection) -> Result<()> {
+    write_file(path, memory_html::render_rejection(rejection).as_bytes())?;
+    write_file(
+        &path.with_extension("json"),
+        &serde_json::to_vec_pretty(rejection)?,
+    )
+}

@@ -1,0 +1,209 @@
+//! Execution profile: per tile, per step start/end cycles.
+//!
+//! Steps are described once in [`Profile::steps`] (kind, operation, Repeat
+//! iteration) and every tile's samples refer to them by index, as in a BSP
+//! program all tiles run the same step sequence. A Repeat body step executed
+//! 27 times is 27 step descriptors, one per iteration.
+
+use std::collections::BTreeSet;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+/// What a step spends its cycles on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Compute,
+    Exchange,
+    Sync,
+    Patch,
+}
+
+impl StepKind {
+    pub const ALL: [StepKind; 4] = [
+        StepKind::Compute,
+        StepKind::Exchange,
+        StepKind::Sync,
+        StepKind::Patch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        ipuc_core::package::StepKind::from(self).name()
+    }
+
+    /// Dense index used by the HTML renderer (0..4).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl From<ipuc_core::package::StepKind> for StepKind {
+    fn from(k: ipuc_core::package::StepKind) -> Self {
+        use ipuc_core::package::StepKind as P;
+        match k {
+            P::Compute => StepKind::Compute,
+            P::Exchange => StepKind::Exchange,
+            P::Sync => StepKind::Sync,
+            P::Patch => StepKind::Patch,
+        }
+    }
+}
+
+impl From<StepKind> for ipuc_core::package::StepKind {
+    fn from(k: StepKind) -> Self {
+        use ipuc_core::package::StepKind as P;
+        match k {
+            StepKind::Compute => P::Compute,
+            StepKind::Exchange => P::Exchange,
+            StepKind::Sync => P::Sync,
+            StepKind::Patch => P::Patch,
+        }
+    }
+}
+
+/// One step of the global program order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileStep {
+    pub kind: StepKind,
+    pub operation: String,
+    /// Repeat iteration (0-based) for steps inside a Repeat body.
+    pub iteration: Option<u32>,
+}
+
+/// One executed step on one tile: `[step index, start cycle, end cycle)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "(u32, u64, u64)", from = "(u32, u64, u64)")]
+pub struct CycleSample {
+    pub step: u32,
+    pub start_cycle: u64,
+    pub end_cycle: u64,
+}
+
+impl CycleSample {
+    pub fn cycles(&self) -> u64 {
+        self.end_cycle.saturating_sub(self.start_cycle)
+    }
+}
+
+impl From<CycleSample> for (u32, u64, u64) {
+    fn from(s: CycleSample) -> Self {
+        (s.step, s.start_cycle, s.end_cycle)
+    }
+}
+
+impl From<(u32, u64, u64)> for CycleSample {
+    fn from((step, start_cycle, end_cycle): (u32, u64, u64)) -> Self {
+        CycleSample {
+            step,
+            start_cycle,
+            end_cycle,
+        }
+    }
+}
+
+/// The samples of one physical tile, sorted by start cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TileSamples {
+    pub tile: u32,
+    pub samples: Vec<CycleSample>,
+}
+
+/// A whole run's profile (`profile.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub title: String,
+    /// True for simulator profiles; figures derived from them say so.
+    pub simulated: bool,
+    pub clock_hz: u64,
+    pub steps: Vec<ProfileStep>,
+    pub tiles: Vec<TileSamples>,
+}
+
+/// First and last cycle of one Repeat iteration over all tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationSpan {
+    pub iteration: u32,
+    pub start_cycle: u64,
+    pub end_cycle: u64,
+}
+
+impl Profile {
+    /// Checks step references and sample order; sorts nothing.
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = BTreeSet::new();
+        for t in &self.tiles {
+            if !seen.insert(t.tile) {
+                bail!("profile: tile {} appears twice", t.tile);
+            }
+            let mut previous_start = 0;
+            for (i, s) in t.samples.iter().enumerate() {
+                if s.step as usize >= self.steps.len() {
+                    bail!(
+                        "profile: tile {} sample {i} refers to step {} of {}",
+                        t.tile,
+                        s.step,
+                        self.steps.len()
+                    );
+                }
+                if s.end_cycle < s.start_cycle {
+                    bail!(
+                        "profile: tile {} sample {i} ends ({}) before it starts ({})",
+                        t.tile,
+                        s.end_cycle,
+                        s.start_cycle
+                    );
+                }
+                if s.start_cycle < previous_start {
+                    bail!(
+                        "profile: tile {} sample {i} starts before the previous sample",
+                        t.tile
+                    );
+                }
+                previous_start = s.start_cycle;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cropped span: first sample start to last sample end over all tiles.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let samples = self.tiles.iter().flat_map(|t| t.samples.iter());
+        let start = samples.clone().map(|s| s.start_cycle).min()?;
+        let end = samples.map(|s| s.end_cycle).max()?;
+        Some((start, end))
+    }
+
+    pub fn span_cycles(&self) -> u64 {
+        self.span().map_or(0, |(s, e)| e - s)
+    }
+
+    /// Simulated (or measured) milliseconds for `cycles` at the profile's clock.
+    pub fn millis(&self, cycles: u64) -> f64 {
+        cycles as f64 * 1e3 / self.clock_hz.max(1) as f64
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.tiles.iter().map(|t| t.samples.len()).sum()
+    }
+
+    /// Spans of each Repeat iteration, in iteration order.
+    pub fn iteration_spans(&self) -> Vec<IterationSpan> {
+        let mut spans: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+        for s in self.tiles.iter().flat_map(|t| t.samples.iter()) {
+            if let Some(it) = self.steps.get(s.step as usize).and_then(|st| st.iteration) {
+                let e = spans.entry(it).or_insert((u64::MAX, 0));
+                e.0 = e.0.min(s.start_cycle);
+                e.1 = e.1.max(s.end_cycle);
+            }
+        }
+        spans
+            .into_iter()
+            .map(|(iteration, (start_cycle, end_cycle))| IterationSpan {
+                iteration,
+                start_cycle,
+                end_cycle,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,482 @@
+//! Reports from synthetic data: a BSP-shaped multi-tile profile with a
+//! Repeat, and a memory map with one tile over budget.
+
+use std::path::PathBuf;
+
+use super::*;
+
+/// Deterministic xorshift for synthetic cycle counts.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn jitter(&mut self, base: u64, percent: u64) -> u64 {
+        base + self.next() % (base * percent / 100 + 1)
+    }
+}
+
+/// Builds a BSP profile superstep by superstep.
+struct SyntheticRun {
+    rng: Rng,
+    steps: Vec<ProfileStep>,
+    samples: Vec<Vec<CycleSample>>,
+    now: u64,
+}
+
+impl SyntheticRun {
+    fn step(&mut self, kind: StepKind, op: &str, iteration: Option<u32>) -> u32 {
+        self.steps.push(ProfileStep {
+            kind,
+            operation: op.to_string(),
+            iteration,
+        });
+        self.steps.len() as u32 - 1
+    }
+
+    /// Compute (tile-dependent length), sync (waiting for the slowest tile
+    /// plus a fixed barrier cost), then an optional exchange.
+    fn superstep(&mut self, op: &str, compute: u64, exchange: u64, iteration: Option<u32>) {
+        let c = self.step(StepKind::Compute, op, iteration);
+        let s = self.step(StepKind::Sync, op, iteration);
+        let tiles = self.samples.len();
+        let ends: Vec<u64> = (0..tiles)
+            .map(|t| {
+                // Tiles in the first quarter hold more of the tensor.
+                let load = if t < tiles / 4 {
+                    compute * 3 / 2
+                } else {
+                    compute
+                };
+                self.now + self.rng.jitter(load, 20)
+            })
+            .collect();
+        let barrier = ends.iter().copied().max().unwrap_or(self.now) + 60;
+        for (t, &end) in ends.iter().enumerate() {
+            self.samples[t].push(CycleSample {
+                step: c,
+                start_cycle: self.now,
+                end_cycle: end,
+            });
+            self.samples[t].push(CycleSample {
+                step: s,
+                start_cycle: end,
+                end_cycle: barrier,
+            });
+        }
+        self.now = barrier;
+        if exchange > 0 {
+            self.uniform(StepKind::Exchange, op, exchange, iteration);
+        }
+    }
+
+    /// A step taking the same time on every tile.
+    fn uniform(&mut self, kind: StepKind, op: &str, cycles: u64, iteration: Option<u32>) {
+        let x = self.step(kind, op, iteration);
+        let now = self.now;
+        for s in &mut self.samples {
+            s.push(CycleSample {
+                step: x,
+                start_cycle: now,
+                end_cycle: now + cycles,
+            });
+        }
+        self.now += cycles;
+    }
+}
+
+/// A BSP profile of a SigLIP-like run: bookends once, the encoder body
+/// repeated `iterations` times, each iteration starting with a patch step.
+pub(crate) fn synthetic_profile(tiles: u32, iterations: u32) -> Profile {
+    let mut run = SyntheticRun {
+        rng: Rng(0x9e37_79b9_7f4a_7c15),
+        steps: Vec::new(),
+        samples: vec![Vec::new(); tiles as usize],
+        now: 1_000,
+    };
+    run.superstep("patch-embed", 40_000, 6_000, None);
+    run.superstep("pos-add", 3_000, 0, None);
+    for it in 0..iterations {
+        run.uniform(StepKind::Patch, "repeat.patch", 900, Some(it));
+        run.superstep("layer.ln1", 4_000, 2_500, Some(it));
+        run.superstep("layer.qkv", 30_000, 9_000, Some(it));
+        run.superstep("layer.attention", 45_000, 7_000, Some(it));
+        run.superstep("layer.out-proj", 12_000, 4_000, Some(it));
+        run.superstep("layer.mlp", 60_000, 8_000, Some(it));
+    }
+    run.superstep("final-ln", 4_000, 3_000, None);
+    run.superstep("map-head", 20_000, 0, None);
+    Profile {
+        title: "synthetic siglip-small profile".into(),
+        simulated: true,
+        clock_hz: 1_500_000_000,
+        steps: run.steps,
+        tiles: run
+            .samples
+            .into_iter()
+            .enumerate()
+            .map(|(t, samples)| TileSamples {
+                tile: t as u32 * 2,
+                samples,
+            })
+            .collect(),
+    }
+}
+
+/// A memory map: code/tables always live, per-layer weights, activations
+/// with staggered liveness; tile 0 holds an oversized QKV weight block.
+pub(crate) fn synthetic_memory_map(tiles: u32) -> MemoryMap {
+    let moments: Vec<String> = [
+        "load",
+        "patch-embed",
+        "ln1",
+        "qkv",
+        "attention",
+        "out-proj",
+        "mlp-up",
+        "mlp-down",
+        "final-ln",
+        "map-head",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let last = moments.len() as u32 - 1;
+    let mut rng = Rng(42);
+    let tiles = (0..tiles)
+        .map(|t| {
+            let mut a = Vec::new();
+            let mut add = |name: &str, class, address: u32, size: u64, first, last| {
+                a.push(Allocation {
+                    name: name.to_string(),
+                    class,
+                    address: Some(address),
+                    size,
+                    live: Liveness { first, last },
+                })
+            };
+            add("runtime", AllocationClass::Code, 0x4C010, 0x3FF0, 0, last);
+            add(
+                "host window",
+                AllocationClass::HostDescriptors,
+                0x50000,
+                0x8000,
+                0,
+                last,
+            );
+            add(
+                "exchange rows",
+                AllocationClass::ExchangeTable,
+                0x5C000,
+                0x6000 + (t as u64 % 7) * 0x400,
+                0,
+                last,
+            );
+            add(
+                "supervisor program",
+                AllocationClass::Code,
+                0x64000,
+                0x4000,
+                0,
+                last,
+            );
+            let qkv = if t == 0 {
+                0x34000
+            } else {
+                0x20000 + rng.next() % 0x8000
+            };
+            add("w.qkv", AllocationClass::Weight, 0x80000, qkv, 0, last);
+            add("w.mlp", AllocationClass::Weight, 0x68000, 0x18000, 0, last);
+            let act = 0x80000 + qkv as u32;
+            add(
+                "x (residual)",
+                AllocationClass::Activation,
+                act,
+                0x6000,
+                1,
+                last,
+            );
+            add(
+                "ln1 out",
+                AllocationClass::Activation,
+                act + 0x6000,
+                0x6000,
+                2,
+                3,
+            );
+            add(
+                "qkv out",
+                AllocationClass::Activation,
+                act + 0xC000,
+                0x12000,
+                3,
+                4,
+            );
+            add(
+                "attention scratch",
+                AllocationClass::Scratch,
+                act + 0x6000,
+                0x6000,
+                4,
+                4,
+            );
+            add(
+                "attention out",
+                AllocationClass::Activation,
+                act + 0x1E000,
+                0x6000,
+                4,
+                5,
+            );
+            add(
+                "mlp hidden",
+                AllocationClass::Activation,
+                act + 0x6000,
+                0x18000,
+                6,
+                7,
+            );
+            add(
+                "head scratch",
+                AllocationClass::Scratch,
+                act + 0x6000,
+                0x2000,
+                9,
+                9,
+            );
+            TileMemoryMap {
+                tile: t * 2,
+                allocations: a,
+            }
+        })
+        .collect();
+    MemoryMap {
+        title: "synthetic memory map".into(),
+        budget: MemoryBudget::IPU21,
+        moments,
+        tiles,
+    }
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ipuc-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Embedded JSON payload of a generated page.
+fn embedded(html: &str) -> serde_json::Value {
+    let start = html
+        .find(r#"<script type="application/json" id="data">"#)
+        .expect("data element")
+        + 42;
+    let end = start + html[start..].find("</script>").expect("closed");
+    serde_json::from_str(&html[start..end]).expect("embedded data is JSON")
+}
+
+fn assert_standalone(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for external in ["src=\"http", "href=\"http", "src='http", "@import", "<link"] {
+        assert!(!html.contains(external), "external resource `{external}`");
+    }
+}
+
+#[test]
+fn profile_files_carry_the_data() {
+    let profile = synthetic_profile(48, 4);
+    profile.validate().unwrap();
+    let dir = scratch_dir("profile");
+    let files = write_profile(&dir, &profile).unwrap();
+    assert_eq!(files.profile_html, dir.join("profile.html"));
+
+    let back: Profile =
+        serde_json::from_slice(&std::fs::read(&files.profile_json).unwrap()).unwrap();
+    assert_eq!(back, profile);
+
+    let html = std::fs::read_to_string(&files.profile_html).unwrap();
+    assert_standalone(&html);
+    let data = embedded(&html);
+    assert_eq!(data["tiles"].as_array().unwrap().len(), 48);
+    assert_eq!(data["iterations"].as_array().unwrap().len(), 4);
+    assert_eq!(data["steps"].as_array().unwrap().len(), profile.steps.len());
+    let ops: Vec<&str> = data["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(ops.contains(&"layer.qkv") && ops.contains(&"repeat.patch"));
+    // Decoding tile 0's delta-encoded samples gives back the profile.
+    let flat: Vec<i64> = data["samples"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    let (mut step, mut end) = (0i64, data["span"][0].as_i64().unwrap());
+    for (k, s) in profile.tiles[0].samples.iter().enumerate() {
+        step += flat[3 * k];
+        let start = end + flat[3 * k + 1];
+        end = start + flat[3 * k + 2];
+        assert_eq!(
+            (step as u32, start as u64, end as u64),
+            (s.step, s.start_cycle, s.end_cycle)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn operation_summaries_add_up() {
+    let profile = synthetic_profile(8, 3);
+    let ops = summarize(&profile);
+    let patch = ops.iter().find(|o| o.operation == "repeat.patch").unwrap();
+    assert_eq!(
+        (patch.count, patch.min_cycles, patch.max_cycles),
+        (8 * 3, 900, 900)
+    );
+    assert_eq!(
+        (patch.total_cycles, patch.wall_cycles, patch.tiles),
+        (8 * 3 * 900, 3 * 900, 8)
+    );
+    let total: u64 = ops.iter().map(|o| o.total_cycles).sum();
+    let samples: u64 = profile
+        .tiles
+        .iter()
+        .flat_map(|t| &t.samples)
+        .map(CycleSample::cycles)
+        .sum();
+    assert_eq!(total, samples);
+    // Supersteps tile the span exactly, so wall cycles sum to it.
+    assert_eq!(
+        ops.iter().map(|o| o.wall_cycles).sum::<u64>(),
+        profile.span_cycles()
+    );
+    assert!(ops.windows(2).all(|w| w[0].wall_cycles >= w[1].wall_cycles));
+}
+
+#[test]
+fn iteration_spans_follow_the_repeat() {
+    let profile = synthetic_profile(4, 3);
+    let spans = profile.iteration_spans();
+    assert_eq!(
+        spans.iter().map(|s| s.iteration).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    assert!(spans.windows(2).all(|w| w[0].end_cycle <= w[1].start_cycle));
+}
+
+#[test]
+fn invalid_profiles_are_refused() {
+    let mut p = synthetic_profile(2, 1);
+    p.tiles[1].samples[0].step = 10_000;
+    assert!(profile_html::render(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("refers to step 10000"));
+}
+
+#[test]
+fn memory_map_marks_the_peak_tile() {
+    let map = synthetic_memory_map(32);
+    let peak = map.peak_tile().unwrap();
+    assert_eq!(peak.tile, 0);
+    assert_eq!(map.moments[peak.moment as usize], "attention");
+    let dir = scratch_dir("memory");
+    let path = dir.join("memory.html");
+    write_memory_map(&path, &map).unwrap();
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert_standalone(&html);
+    let data = embedded(&html);
+    assert_eq!(data["tiles"].as_array().unwrap().len(), 32);
+    assert_eq!(data["peaks"][0][0].as_u64().unwrap(), peak.live_bytes);
+    assert!(data["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "w.qkv"));
+    let back: MemoryMap =
+        serde_json::from_slice(&std::fs::read(path.with_extension("json")).unwrap()).unwrap();
+    assert_eq!(back, map);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rejection_report_names_op_tile_moment_and_excess() {
+    let map = synthetic_memory_map(4);
+    let rejection = MemoryRejection::at_peak(
+        "layer.qkv (op 4)",
+        &map.tiles[0],
+        &map.moments,
+        MemoryBudget::IPU21,
+    );
+    assert_eq!(
+        (rejection.peak_tile, rejection.peak_moment.as_str()),
+        (0, "attention")
+    );
+    let live: u64 = rejection.live.iter().map(|a| a.bytes).sum();
+    assert_eq!(rejection.effective_bytes(), live + 49_152);
+    assert!(
+        rejection.excess_bytes() > 0,
+        "tile 0 is built to exceed 586,960 bytes"
+    );
+    assert_eq!(rejection.live[0].name, "w.qkv");
+    let dir = scratch_dir("rejection");
+    let path = dir.join("rejected-op4.html");
+    write_rejection(&path, &rejection).unwrap();
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert_standalone(&html);
+    for needle in [
+        "layer.qkv (op 4)",
+        "peak tile <b>0</b>",
+        "qkv out",
+        "586,960",
+        "49,152",
+        "over budget by",
+    ] {
+        assert!(html.contains(needle), "missing `{needle}`");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn embedded_json_cannot_close_its_script_element() {
+    let mut p = synthetic_profile(1, 1);
+    p.steps[0].operation = "</script><script>alert(1)</script>".into();
+    let html = profile_html::render(&p).unwrap();
+    assert_eq!(
+        html.matches("</script>").count(),
+        2,
+        "data and code elements only"
+    );
+    assert!(embedded(&html)["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o.as_str().unwrap().starts_with("</script>")));
+}
+
+/// Writes full-size reports (1472 tiles, 27 iterations) for a visual check
+/// in a browser: `IPUC_REPORT_DEMO_DIR=/tmp/r cargo test -p ipuc demo -- --ignored`.
+#[test]
+#[ignore = "writes large demo files for manual browser checks"]
+fn demo_full_size_reports() {
+    let dir = std::env::var_os("IPUC_REPORT_DEMO_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch_dir("demo"));
+    let profile = synthetic_profile(1472, 27);
+    write_profile(&dir, &profile).unwrap();
+    let map = synthetic_memory_map(1472);
+    write_memory_map(&dir.join("memory.html"), &map).unwrap();
+    let rejection = MemoryRejection::at_peak(
+        "layer.qkv (op 4)",
+        &map.tiles[0],
+        &map.moments,
+        MemoryBudget::IPU21,
+    );
+    write_rejection(&dir.join("rejected-op4.html"), &rejection).unwrap();
+    eprintln!("demo reports in {}", dir.display());
+}
