@@ -90,10 +90,5 @@ pub fn link_with_runtime(program: &[Object]) -> Result<Image, AsmError> {
     objects.push(rt);
     objects.push(lay);
     objects.extend(program.iter().cloned());
-    link(
-        &objects,
-        &LinkOptions {
-            base: APPLICATION_LOAD_BASE,
-        },
-    )
+    link(&objects, &LinkOptions::at(APPLICATION_LOAD_BASE))
 }
