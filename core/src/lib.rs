@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod exchange;
 pub mod ir;
+pub mod kernel;
 pub mod lower;
 pub mod numeric;
 pub mod package;

@@ -4,6 +4,7 @@
 pub mod asm;
 pub mod exchange_model;
 pub mod isa;
+pub mod kernel_abi;
 pub mod sram;
 pub mod timing;
 pub mod topology;

@@ -1,0 +1,179 @@
+//! Kernel calls at the ABI level: symbol names, argument blocks and operand
+//! extents, shared by emission (which writes argument blocks and loads
+//! registers), the package's kernel symbol table and the simulator's
+//! codelets (which decode them). The register convention and the block
+//! header are in [`crate::target::kernel_abi`].
+//!
+//! A call is described by a [`KernelArgs`]: the lowered [`Kernel`] (what the
+//! planner costed) plus GEMM epilogue options. [`encode`] turns it into
+//! argument-block words and [`decode`] back, checking every field; the cycle
+//! charge is [`KernelArgs::cycles`], which calls the planner's cost function
+//! so the planner and the simulator agree by construction.
+//!
+//! ```
+//! use ipuc_core::ir::DType;
+//! use ipuc_core::kernel::{decode, encode, KernelArgs, KernelSymbol};
+//! use ipuc_core::lower::schedule::Kernel;
+//! let args = KernelArgs::new(Kernel::Gemm {
+//!     m: 8, k: 64, n: 32, a: DType::F16, b: DType::f143(-4), out: DType::F32,
+//!     b_transposed: true, b_interleaved: true,
+//! });
+//! let words = encode(&args);
+//! assert_eq!(decode(&words).unwrap(), args);
+//! assert_eq!(args.symbol(), KernelSymbol::GemmAmp);
+//! assert_eq!(args.symbol().name(), "gemm_amp");
+//! ```
+
+mod args;
+mod error;
+mod operands;
+
+pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
+pub use error::AbiError;
+pub use operands::{OperandRole, OperandSpec};
+
+use crate::ir::DType;
+use crate::lower::schedule::Kernel;
+use crate::target::timing as t;
+
+/// Every kernel symbol the package can reference: one native codelet per
+/// family, dtype variants selected by the argument block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KernelSymbol {
+    /// `out (+)= a · b (+ bias)` on the AMP.
+    GemmAmp,
+    /// Sum of k-split partials.
+    ReduceAdd,
+    /// Element-wise add, optional row broadcast.
+    Add,
+    /// Row-wise LayerNorm.
+    LayerNorm,
+    /// Tanh-approximate GELU.
+    GeluTanh,
+    /// Row-wise softmax.
+    Softmax,
+    /// Type conversion.
+    Cast,
+    /// One head's attention for a block of query rows.
+    AttentionHead,
+    /// Strided local copy (also im2col patch gathering).
+    Copy,
+}
+
+impl KernelSymbol {
+    /// All symbols, in code order.
+    pub const ALL: [KernelSymbol; 9] = [
+        KernelSymbol::GemmAmp,
+        KernelSymbol::ReduceAdd,
+        KernelSymbol::Add,
+        KernelSymbol::LayerNorm,
+        KernelSymbol::GeluTanh,
+        KernelSymbol::Softmax,
+        KernelSymbol::Cast,
+        KernelSymbol::AttentionHead,
+        KernelSymbol::Copy,
+    ];
+
+    /// Symbol name in the package's kernel table (equal to
+    /// [`Kernel::name`] of the family).
+    pub const fn name(self) -> &'static str {
+        match self {
+            KernelSymbol::GemmAmp => "gemm_amp",
+            KernelSymbol::ReduceAdd => "reduce_add",
+            KernelSymbol::Add => "add",
+            KernelSymbol::LayerNorm => "layer_norm",
+            KernelSymbol::GeluTanh => "gelu_tanh",
+            KernelSymbol::Softmax => "softmax",
+            KernelSymbol::Cast => "cast",
+            KernelSymbol::AttentionHead => "attention_head",
+            KernelSymbol::Copy => "copy",
+        }
+    }
+
+    /// Code in argument-block word 0 (1-based so a zeroed block is rejected).
+    pub const fn code(self) -> u8 {
+        match self {
+            KernelSymbol::GemmAmp => 1,
+            KernelSymbol::ReduceAdd => 2,
+            KernelSymbol::Add => 3,
+            KernelSymbol::LayerNorm => 4,
+            KernelSymbol::GeluTanh => 5,
+            KernelSymbol::Softmax => 6,
+            KernelSymbol::Cast => 7,
+            KernelSymbol::AttentionHead => 8,
+            KernelSymbol::Copy => 9,
+        }
+    }
+
+    /// The symbol with code `code`.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// The symbol called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The symbol implementing `kernel`.
+    pub const fn of(kernel: &Kernel) -> Self {
+        match kernel {
+            Kernel::Gemm { .. } => KernelSymbol::GemmAmp,
+            Kernel::ReduceAdd { .. } => KernelSymbol::ReduceAdd,
+            Kernel::Add { .. } => KernelSymbol::Add,
+            Kernel::LayerNorm { .. } => KernelSymbol::LayerNorm,
+            Kernel::Gelu { .. } => KernelSymbol::GeluTanh,
+            Kernel::Softmax { .. } => KernelSymbol::Softmax,
+            Kernel::Cast { .. } => KernelSymbol::Cast,
+            Kernel::Attention { .. } => KernelSymbol::AttentionHead,
+            Kernel::Copy { .. } => KernelSymbol::Copy,
+        }
+    }
+}
+
+/// Optional GEMM epilogue. Both default off; other kernels must leave them off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GemmEpilogue {
+    /// Add the product to the output's current contents (k-split partials
+    /// accumulated in place).
+    pub accumulate: bool,
+    /// Add a `[n]` bias row, read from the operand after `b`, of this type.
+    pub bias: Option<DType>,
+}
+
+/// Everything a kernel call needs except addresses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelArgs {
+    /// The lowered kernel.
+    pub kernel: Kernel,
+    /// GEMM epilogue (ignored and must be default for other kernels).
+    pub epilogue: GemmEpilogue,
+}
+
+impl KernelArgs {
+    /// A call without epilogue.
+    pub fn new(kernel: Kernel) -> Self {
+        Self {
+            kernel,
+            epilogue: GemmEpilogue::default(),
+        }
+    }
+
+    /// Its symbol.
+    pub fn symbol(&self) -> KernelSymbol {
+        KernelSymbol::of(&self.kernel)
+    }
+
+    /// Cycles the call costs: the planner's kernel cost
+    /// (`crate::plan::cost::kernel_cycles`) plus the bias epilogue, charged
+    /// like a broadcast Add of the output block (`docs/facts/ipu21-target.md`
+    /// §6, Add ≈ elements/16). Accumulating is free: the AMP loads its
+    /// partials from the output anyway.
+    pub fn cycles(&self) -> u64 {
+        let mut c = crate::plan::cost::kernel_cycles(&self.kernel);
+        if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&self.kernel, self.epilogue.bias) {
+            c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
+        }
+        c
+    }
+}
