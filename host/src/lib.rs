@@ -2,6 +2,7 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
+pub mod codelets;
 pub mod hwcheck;
 pub mod input;
 pub mod model;

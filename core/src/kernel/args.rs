@@ -52,7 +52,11 @@ pub fn decode_dtype(word: u32) -> Option<DType> {
     if word >> 16 != 0 {
         return None;
     }
-    let fp8 = |format| (SCALE_MIN..=SCALE_MAX).contains(&scale).then_some(DType::F8 { format, scale });
+    let fp8 = |format| {
+        (SCALE_MIN..=SCALE_MAX)
+            .contains(&scale)
+            .then_some(DType::F8 { format, scale })
+    };
     match word & 0xFF {
         DTYPE_F32 if scale == 0 => Some(DType::F32),
         DTYPE_F16 if scale == 0 => Some(DType::F16),
@@ -95,7 +99,12 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             cols,
             broadcast_rows,
             dtype,
-        } => alloc::vec![rows, cols, u32::from(broadcast_rows) * ADD_BROADCAST, d(dtype)],
+        } => alloc::vec![
+            rows,
+            cols,
+            u32::from(broadcast_rows) * ADD_BROADCAST,
+            d(dtype)
+        ],
         Kernel::LayerNorm {
             rows,
             cols,
@@ -224,7 +233,10 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
     let mut epilogue = GemmEpilogue::default();
     let kernel = match sym {
         KernelSymbol::GemmAmp => {
-            let flags = f.flags(8, GEMM_B_TRANSPOSED | GEMM_B_INTERLEAVED | GEMM_ACCUMULATE | GEMM_BIAS)?;
+            let flags = f.flags(
+                8,
+                GEMM_B_TRANSPOSED | GEMM_B_INTERLEAVED | GEMM_ACCUMULATE | GEMM_BIAS,
+            )?;
             epilogue.accumulate = flags & GEMM_ACCUMULATE != 0;
             if flags & GEMM_BIAS != 0 {
                 epilogue.bias = Some(f.arith(9)?);
@@ -379,14 +391,23 @@ mod tests {
             let words = encode(&args);
             assert_eq!(decode(&words), Ok(args.clone()));
             assert_eq!(args.symbol().name(), args.kernel.name());
-            assert_eq!(KernelSymbol::from_name(args.kernel.name()), Some(args.symbol()));
+            assert_eq!(
+                KernelSymbol::from_name(args.kernel.name()),
+                Some(args.symbol())
+            );
             assert!(words.len() as u32 <= crate::target::kernel_abi::ARG_BLOCK_MAX_WORDS);
         }
     }
 
     #[test]
     fn dtype_words_round_trip_and_reject_garbage() {
-        for d in [DType::F32, DType::F16, DType::f143(-32), DType::f143(31), DType::f152(-4)] {
+        for d in [
+            DType::F32,
+            DType::F16,
+            DType::f143(-32),
+            DType::f143(31),
+            DType::f152(-4),
+        ] {
             assert_eq!(decode_dtype(encode_dtype(d)), Some(d));
         }
         assert_eq!(encode_dtype(DType::f143(-4)), 0xFC02);
@@ -399,7 +420,13 @@ mod tests {
     #[test]
     fn malformed_blocks_are_rejected_with_the_word_at_fault() {
         let good = encode(&all_kernels()[0]);
-        assert_eq!(decode(&[]), Err(AbiError::BadLength { expected: 2, found: 0 }));
+        assert_eq!(
+            decode(&[]),
+            Err(AbiError::BadLength {
+                expected: 2,
+                found: 0
+            })
+        );
         let mut w = good.clone();
         w[0] = 0xDEAD_0001;
         assert_eq!(decode(&w), Err(AbiError::BadMagic { word: 0xDEAD_0001 }));
@@ -407,19 +434,49 @@ mod tests {
         assert_eq!(decode(&w), Err(AbiError::UnknownKernel { code: 0x77 }));
         let mut w = good.clone();
         w[1] = 5;
-        assert_eq!(decode(&w), Err(AbiError::BadLength { expected: 10, found: 5 }));
-        assert_eq!(decode(&good[..7]), Err(AbiError::BadLength { expected: 10, found: 7 }));
+        assert_eq!(
+            decode(&w),
+            Err(AbiError::BadLength {
+                expected: 10,
+                found: 5
+            })
+        );
+        assert_eq!(
+            decode(&good[..7]),
+            Err(AbiError::BadLength {
+                expected: 10,
+                found: 7
+            })
+        );
         let mut w = good.clone();
         w[7] = encode_dtype(DType::f143(0)); // FP8 output
-        assert_eq!(decode(&w), Err(AbiError::BadField { word_index: 7, word: 2 }));
+        assert_eq!(
+            decode(&w),
+            Err(AbiError::BadField {
+                word_index: 7,
+                word: 2
+            })
+        );
         let mut w = good.clone();
         w[8] |= 1 << 7;
-        assert!(matches!(decode(&w), Err(AbiError::BadField { word_index: 8, .. })));
+        assert!(matches!(
+            decode(&w),
+            Err(AbiError::BadField { word_index: 8, .. })
+        ));
         let mut w = good.clone();
         w[5] = 9;
-        assert_eq!(decode(&w), Err(AbiError::BadDType { word_index: 5, word: 9 }));
+        assert_eq!(
+            decode(&w),
+            Err(AbiError::BadDType {
+                word_index: 5,
+                word: 9
+            })
+        );
         let mut ln = encode(&all_kernels()[3]);
         ln[4] = f32::NAN.to_bits();
-        assert!(matches!(decode(&ln), Err(AbiError::BadField { word_index: 4, .. })));
+        assert!(matches!(
+            decode(&ln),
+            Err(AbiError::BadField { word_index: 4, .. })
+        ));
     }
 }

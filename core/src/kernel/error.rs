@@ -53,21 +53,35 @@ impl fmt::Display for AbiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AbiError::BadMagic { word } => {
-                write!(f, "argument block word 0 is {word:#010x}, not an argument-block header")
+                write!(
+                    f,
+                    "argument block word 0 is {word:#010x}, not an argument-block header"
+                )
             }
-            AbiError::UnknownKernel { code } => write!(f, "argument block names unknown kernel code {code}"),
+            AbiError::UnknownKernel { code } => {
+                write!(f, "argument block names unknown kernel code {code}")
+            }
             AbiError::WrongKernel { expected, found } => write!(
                 f,
                 "argument block is for kernel code {found} but kernel code {expected} was called"
             ),
             AbiError::BadLength { expected, found } => {
-                write!(f, "argument block has {found} words, the layout needs {expected}")
+                write!(
+                    f,
+                    "argument block has {found} words, the layout needs {expected}"
+                )
             }
             AbiError::BadDType { word_index, word } => {
-                write!(f, "argument block word {word_index} ({word:#010x}) is not an element type")
+                write!(
+                    f,
+                    "argument block word {word_index} ({word:#010x}) is not an element type"
+                )
             }
             AbiError::BadField { word_index, word } => {
-                write!(f, "argument block word {word_index} ({word:#010x}) is not valid for this kernel")
+                write!(
+                    f,
+                    "argument block word {word_index} ({word:#010x}) is not valid for this kernel"
+                )
             }
         }
     }

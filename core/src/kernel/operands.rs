@@ -66,7 +66,9 @@ impl KernelArgs {
         use OperandRole::{Input, Output};
         let x = u64::from;
         match self.kernel {
-            Kernel::Gemm { m, k, n, a, b, out, .. } => {
+            Kernel::Gemm {
+                m, k, n, a, b, out, ..
+            } => {
                 let mut v = alloc::vec![
                     spec(Output, "out", x(m) * x(n), out),
                     spec(Input(0), "a", x(m) * x(k), a),
