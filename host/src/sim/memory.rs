@@ -15,6 +15,13 @@ use super::op::Op;
 
 /// Number of instruction words in the executable region.
 const CODE_WORDS: usize = ((EXECUTABLE_LIMIT - SRAM_BASE) / 4) as usize;
+/// Decode-cache chunk (words). Chunks are allocated on first fetch, so a
+/// tile only pays for the code it runs (a full cache would be ~1 MiB per
+/// tile, 1.5 GiB for a C600).
+const CHUNK_WORDS: usize = 256;
+const CHUNKS: usize = CODE_WORDS.div_ceil(CHUNK_WORDS);
+
+type Chunk = Box<[CachedOp; CHUNK_WORDS]>;
 
 /// A decode-cache slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +46,7 @@ pub enum AccessError {
 #[derive(Clone)]
 pub struct TileMemory {
     bytes: Vec<u8>,
-    code: Vec<CachedOp>,
+    code: Vec<Option<Chunk>>,
 }
 
 impl Default for TileMemory {
@@ -62,7 +69,7 @@ impl TileMemory {
     pub fn new() -> Self {
         Self {
             bytes: vec![0; SRAM_SIZE as usize],
-            code: vec![CachedOp::Stale; CODE_WORDS],
+            code: (0..CHUNKS).map(|_| None).collect(),
         }
     }
 
@@ -101,7 +108,10 @@ impl TileMemory {
         let i = Self::check(addr, 4)?;
         self.bytes[i..i + 4].copy_from_slice(&value.to_le_bytes());
         if addr < EXECUTABLE_LIMIT {
-            self.code[i / 4] = CachedOp::Stale;
+            let w = i / 4;
+            if let Some(chunk) = &mut self.code[w / CHUNK_WORDS] {
+                chunk[w % CHUNK_WORDS] = CachedOp::Stale;
+            }
         }
         Ok(())
     }
@@ -136,18 +146,29 @@ impl TileMemory {
         }
         let first = offset / 4;
         let last = ((offset + len).min(code_bytes)).div_ceil(4);
-        self.code[first..last].fill(CachedOp::Stale);
+        for w in first..last {
+            if let Some(chunk) = &mut self.code[w / CHUNK_WORDS] {
+                chunk[w % CHUNK_WORDS] = CachedOp::Stale;
+            }
+        }
     }
 
     /// Decode-cache slot of an executable word (caller checked `addr`).
     #[inline]
     pub(crate) fn cached(&self, addr: u32) -> CachedOp {
-        self.code[((addr - SRAM_BASE) / 4) as usize]
+        let w = ((addr - SRAM_BASE) / 4) as usize;
+        match &self.code[w / CHUNK_WORDS] {
+            Some(chunk) => chunk[w % CHUNK_WORDS],
+            None => CachedOp::Stale,
+        }
     }
 
     #[inline]
     pub(crate) fn set_cached(&mut self, addr: u32, op: Op) {
-        self.code[((addr - SRAM_BASE) / 4) as usize] = CachedOp::Op(op);
+        let w = ((addr - SRAM_BASE) / 4) as usize;
+        let chunk = self.code[w / CHUNK_WORDS]
+            .get_or_insert_with(|| Box::new([CachedOp::Stale; CHUNK_WORDS]));
+        chunk[w % CHUNK_WORDS] = CachedOp::Op(op);
     }
 }
 
