@@ -1,6 +1,6 @@
 //! `ipuc isa asm|disasm`: the IPU21 instruction encoder/decoder on the command line.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use ipuc_core::target::asm::assemble_words;
 use ipuc_core::target::isa::decode;
 
@@ -57,8 +57,9 @@ pub fn asm_lines(text: &str, at: u32) -> anyhow::Result<Vec<String>> {
     Ok(words.iter().map(|w| format!("{w:#010x}")).collect())
 }
 
-/// The lines `ipuc isa disasm` prints: one per instruction.
-pub fn disasm_lines(words: &[u32]) -> anyhow::Result<Vec<String>> {
+/// The lines `ipuc isa disasm` prints: one per instruction, up to the first
+/// word that does not decode (returned as the error, after the good lines).
+pub fn disasm_lines(words: &[u32]) -> (Vec<String>, Option<anyhow::Error>) {
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
@@ -67,25 +68,37 @@ pub fn disasm_lines(words: &[u32]) -> anyhow::Result<Vec<String>> {
                 out.push(instr.to_string());
                 i += used;
             }
-            Err(e) => bail!("word {} ({:#010x}): {e}", i + 1, words[i]),
+            Err(e) => {
+                return (
+                    out,
+                    Some(anyhow::anyhow!("word {} ({:#010x}): {e}", i + 1, words[i])),
+                )
+            }
         }
     }
-    Ok(out)
+    (out, None)
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let lines = match args.command {
-        Command::Asm { at, text } => asm_lines(&text.join("\n"), at)?,
+    match args.command {
+        Command::Asm { at, text } => {
+            for l in asm_lines(&text.join("\n"), at)? {
+                println!("{l}");
+            }
+        }
         Command::Disasm { words } => {
             let words = words
                 .iter()
                 .map(|w| parse_word(w))
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            disasm_lines(&words)?
+            let (lines, error) = disasm_lines(&words);
+            for l in lines {
+                println!("{l}");
+            }
+            if let Some(e) = error {
+                return Err(e);
+            }
         }
-    };
-    for l in lines {
-        println!("{l}");
     }
     Ok(())
 }
@@ -110,13 +123,23 @@ mod tests {
 
     #[test]
     fn disasm_joins_sendpicp_prefix_and_payload() {
+        let (lines, error) = disasm_lines(&[0xF54A0109, 0x19015000, 0x41800000]);
         assert_eq!(
-            disasm_lines(&[0xF54A0109, 0x19015000, 0x41800000]).unwrap(),
+            lines,
             [
                 "sendpicp 42, 0x14021, 1, 0, 0x640, 0x15000",
                 "sync SYNCZONE_RECV"
             ]
         );
-        assert!(disasm_lines(&[0xF54A0109]).is_err());
+        assert!(error.is_none());
+        let (lines, error) = disasm_lines(&[0x43A00000, 0xF54A0109]);
+        assert_eq!(lines, ["br $m10"]);
+        assert_eq!(
+            error.map(|e| e.to_string()),
+            Some(
+                "word 2 (0xf54a0109): sendpicp prefix 0xf54a0109 is missing its payload word"
+                    .into()
+            )
+        );
     }
 }
