@@ -99,6 +99,12 @@ fn write_output(path: &Path, shape: &[usize], data: &[f32], what: &str) -> anyho
     Ok(())
 }
 
+/// The 1-minute load average (Linux), to qualify timings.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next().map(str::to_string)
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let total = Instant::now();
     let config = load_config(&args)?;
@@ -155,6 +161,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out.flops as f64 / 1e9,
         out.gflops_per_second()
     );
+    if let Some(cpu) = out.cpu_seconds {
+        let threads = rayon::current_num_threads() as f64;
+        println!(
+            "forward CPU time: {cpu:.2} s over {threads} thread(s) (≈ {:.2} s wall on an otherwise idle machine; machine load {})",
+            cpu / threads,
+            load_average().unwrap_or_else(|| "unknown".into())
+        );
+    }
 
     let pooled = out
         .pooler_output

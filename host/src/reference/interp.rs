@@ -18,6 +18,10 @@ pub struct Reference<'g> {
     numerics: Numerics,
     params: BTreeMap<ValueId, Tensor>,
     progress: Option<Progress<'g>>,
+    /// Per region, per op position: operands whose last use is that op
+    /// (freed right after it, so buffers are reused in place and the
+    /// working set stays small).
+    dying: BTreeMap<RegionId, Vec<Vec<ValueId>>>,
 }
 
 /// Called after each Repeat iteration with (iterations done, trip count).
@@ -87,6 +91,7 @@ impl<'g> Reference<'g> {
             numerics,
             params,
             progress: None,
+            dying: last_uses(graph),
         })
     }
 
@@ -148,13 +153,29 @@ impl<'g> Reference<'g> {
             .region(region)
             .map(|r| r.ops().to_vec())
             .unwrap_or_default();
-        for op in ops {
-            self.exec_op(op, env)?;
+        for (position, op) in ops.into_iter().enumerate() {
+            self.exec_op(op, self.dying_at(region, position), env)?;
+            self.free_dying(region, position, env);
         }
         Ok(())
     }
 
-    fn exec_op(&self, id: OpId, env: &mut Env) -> Result<(), ReferenceError> {
+    fn dying_at(&self, region: RegionId, position: usize) -> &[ValueId] {
+        self.dying
+            .get(&region)
+            .and_then(|d| d.get(position))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    fn free_dying(&self, region: RegionId, position: usize, env: &mut Env) {
+        for &v in self.dying_at(region, position) {
+            env.clear(v);
+        }
+    }
+
+    /// Execute one op. `dying` operands are removed from `env` before the
+    /// computation so their buffers can be reused in place.
+    fn exec_op(&self, id: OpId, dying: &[ValueId], env: &mut Env) -> Result<(), ReferenceError> {
         let Some(op) = self.graph.op(id) else {
             return Ok(());
         };
@@ -173,11 +194,15 @@ impl<'g> Reference<'g> {
             .ok_or(ReferenceError::Unavailable { value: result })?
             .clone();
         let dims = out_ty.shape.dims().to_vec();
-        let operands: Vec<&Tensor> = op
+        let mut owned: Vec<Tensor> = op
             .operands()
             .iter()
-            .map(|&v| env.get(v))
+            .map(|&v| env.get(v).cloned())
             .collect::<Result<_, _>>()?;
+        for &v in dying {
+            env.clear(v);
+        }
+        let operands: Vec<&Tensor> = owned.iter().collect();
         let device = self.numerics == Numerics::Device;
         // `rounds`: whether the result must be rounded to its dtype (data
         // movement of already-rounded values needs no rounding).
@@ -193,18 +218,44 @@ impl<'g> Reference<'g> {
                 )),
                 true,
             ),
-            OpKind::Add => (Arc::new(ops::add(operands[0], operands[1], &dims)), true),
-            OpKind::LayerNorm { eps } => (
-                Arc::new(ops::layer_norm(operands[0], operands[1], operands[2], *eps)),
-                true,
-            ),
+            OpKind::Add => {
+                // Accumulate into whichever operand has the result's shape
+                // and is not shared (the residual stream, a fresh matmul).
+                let into = (0..2).find(|&i| {
+                    operands[i].shape == dims && Arc::strong_count(&operands[i].data) == 1
+                });
+                drop(operands);
+                match into {
+                    Some(i) => {
+                        let other = owned.swap_remove(1 - i);
+                        let acc = owned.swap_remove(0);
+                        let mut acc_data = take_vec(acc.data);
+                        ops::add_assign(&mut acc_data, &dims, &other);
+                        (Arc::new(acc_data), true)
+                    }
+                    None => (Arc::new(ops::add(&owned[0], &owned[1], &dims)), true),
+                }
+            }
+            OpKind::LayerNorm { eps } => {
+                let eps = *eps;
+                drop(operands);
+                let mut it = owned.into_iter();
+                let (Some(x), Some(g), Some(b)) = (it.next(), it.next(), it.next()) else {
+                    return Err(ReferenceError::Unavailable { value: result });
+                };
+                let mut d = take_vec(x.data);
+                super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
+                (Arc::new(d), true)
+            }
             OpKind::GeluTanh => {
-                let mut d = operands[0].data.to_vec();
+                drop(operands);
+                let mut d = take_vec(owned.swap_remove(0).data);
                 super::kernels::gelu_in_place(&mut d);
                 (Arc::new(d), true)
             }
             OpKind::Softmax => {
-                let mut d = operands[0].data.to_vec();
+                drop(operands);
+                let mut d = take_vec(owned.swap_remove(0).data);
                 let width = dims.last().copied().unwrap_or(1);
                 super::kernels::softmax_rows(&mut d, width);
                 (Arc::new(d), true)
@@ -240,7 +291,7 @@ impl<'g> Reference<'g> {
             OpKind::Input { .. } | OpKind::Parameter { .. } | OpKind::Repeat(_) => return Ok(()),
         };
         let data = if device && rounds && out_ty.dtype != DType::F32 {
-            let mut owned = Arc::try_unwrap(data).unwrap_or_else(|shared| shared.as_ref().clone());
+            let mut owned = take_vec(data);
             round_to_dtype(out_ty.dtype, &mut owned);
             Arc::new(owned)
         } else {
@@ -265,11 +316,13 @@ impl<'g> Reference<'g> {
             .iter()
             .map(|&v| env.get(v).cloned())
             .collect::<Result<_, _>>()?;
-        for (&arg, &outer) in view.invariant_args().iter().zip(view.invariants()) {
-            let t = env.get(outer)?.clone();
-            env.set(arg, t);
-        }
         for iteration in 0..view.trip_count() {
+            // Re-bound every iteration: a body argument is freed after its
+            // last use inside the body.
+            for (&arg, &outer) in view.invariant_args().iter().zip(view.invariants()) {
+                let t = env.get(outer)?.clone();
+                env.set(arg, t);
+            }
             for (&arg, t) in view.carried_args().iter().zip(carried.drain(..)) {
                 env.set(arg, t);
             }
@@ -282,8 +335,9 @@ impl<'g> Reference<'g> {
                 let t = env.get(outer)?.clone();
                 env.set(arg, t);
             }
-            for &op in &body_ops {
-                self.exec_op(op, env)?;
+            for (position, &op) in body_ops.iter().enumerate() {
+                self.exec_op(op, self.dying_at(body, position), env)?;
+                self.free_dying(body, position, env);
             }
             carried = view
                 .yields()
@@ -360,4 +414,42 @@ fn region_flops(graph: &Graph, region: RegionId) -> u64 {
         }
     }
     total
+}
+
+/// The buffer of a tensor: moved out if unshared, copied otherwise.
+fn take_vec(data: Arc<Vec<f32>>) -> Vec<f32> {
+    Arc::try_unwrap(data).unwrap_or_else(|shared| shared.as_ref().clone())
+}
+
+/// For every region, the operands whose last use is each op. Region yields
+/// and graph outputs never die inside their region.
+fn last_uses(graph: &Graph) -> BTreeMap<RegionId, Vec<Vec<ValueId>>> {
+    let mut out = BTreeMap::new();
+    for index in 0..graph.region_count() {
+        let region_id = RegionId::new(index as u32);
+        let Some(region) = graph.region(region_id) else {
+            continue;
+        };
+        let mut keep: std::collections::BTreeSet<ValueId> =
+            region.yields().iter().copied().collect();
+        if region_id == Graph::TOP {
+            keep.extend(graph.outputs().iter().map(|o| o.value));
+        }
+        let mut last: BTreeMap<ValueId, usize> = BTreeMap::new();
+        for (position, &op) in region.ops().iter().enumerate() {
+            if let Some(o) = graph.op(op) {
+                for &v in o.operands() {
+                    last.insert(v, position);
+                }
+            }
+        }
+        let mut dying = vec![Vec::new(); region.ops().len()];
+        for (v, position) in last {
+            if !keep.contains(&v) {
+                dying[position].push(v);
+            }
+        }
+        out.insert(region_id, dying);
+    }
+    out
 }

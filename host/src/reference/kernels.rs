@@ -113,25 +113,23 @@ fn lane_sum(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     s
 }
 
-/// LayerNorm over rows of `width`: `(x − μ)/sqrt(var + eps)·γ + β` with the
-/// biased variance (two-pass), written to `out`.
-pub fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut [f32]) {
+/// LayerNorm over rows of `width` = γ's length, in place:
+/// `(x − μ)/sqrt(var + eps)·γ + β` with the biased variance (two-pass).
+pub fn layer_norm_in_place(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let width = gamma.len();
     if width == 0 {
         return;
     }
-    out.par_chunks_mut(width * ROWS_PER_TASK)
-        .zip(x.par_chunks(width * ROWS_PER_TASK))
-        .for_each(|(o_rows, x_rows)| {
-            for (o, row) in o_rows.chunks_mut(width).zip(x_rows.chunks(width)) {
-                let mean = lane_sum(row, |v| v) / width as f32;
-                let var = lane_sum(row, |v| (v - mean) * (v - mean)) / width as f32;
-                let inv = 1.0 / (var + eps).sqrt();
-                for (((o, &v), &g), &b) in o.iter_mut().zip(row).zip(gamma).zip(beta) {
-                    *o = (v - mean) * inv * g + b;
-                }
+    x.par_chunks_mut(width * ROWS_PER_TASK).for_each(|rows| {
+        for row in rows.chunks_mut(width) {
+            let mean = lane_sum(row, |v| v) / width as f32;
+            let var = lane_sum(row, |v| (v - mean) * (v - mean)) / width as f32;
+            let inv = 1.0 / (var + eps).sqrt();
+            for ((v, &g), &b) in row.iter_mut().zip(gamma).zip(beta) {
+                *v = (*v - mean) * inv * g + b;
             }
-        });
+        }
+    });
 }
 
 #[cfg(test)]
@@ -176,15 +174,8 @@ mod tests {
         for (g, w) in r.iter().zip(&want) {
             assert!((f64::from(*g) - w).abs() < 1e-6);
         }
-        let x = [1.0f32, 2.0, 3.0, 4.0];
-        let mut o = [0f32; 4];
-        layer_norm(
-            &x,
-            &[1.0, 2.0, 1.0, 1.0],
-            &[0.0, 0.0, 1.0, 0.0],
-            1e-6,
-            &mut o,
-        );
+        let mut o = [1.0f32, 2.0, 3.0, 4.0];
+        layer_norm_in_place(&mut o, &[1.0, 2.0, 1.0, 1.0], &[0.0, 0.0, 1.0, 0.0], 1e-6);
         let inv = 1.0 / (1.25f32 + 1e-6).sqrt();
         assert!((o[0] + 1.5 * inv).abs() < 1e-6 && (o[1] + 1.0 * inv).abs() < 1e-6);
         assert!((o[2] - (0.5 * inv + 1.0)).abs() < 1e-6 && (o[3] - 1.5 * inv).abs() < 1e-6);

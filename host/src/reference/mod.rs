@@ -45,7 +45,7 @@ use std::sync::Arc;
 pub use error::ReferenceError;
 pub use interp::{graph_flops, Progress, Reference};
 pub use numerics::{round_to_dtype, DEVICE_FP8_OVERFLOW};
-pub use siglip::{run_siglip, SiglipOutputs};
+pub use siglip::{process_cpu_seconds, run_siglip, SiglipOutputs};
 
 /// How the reference treats dtypes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -92,6 +92,34 @@ pub fn add(a: &Tensor, b: &Tensor, out_dims: &[usize]) -> Vec<f32> {
         .collect()
 }
 
+/// `acc += other` where `acc` already has the broadcast result shape
+/// `out_dims`.
+pub fn add_assign(acc: &mut [f32], out_dims: &[usize], other: &Tensor) {
+    let y = &other.data[..];
+    if y.is_empty() {
+        return;
+    }
+    let is_suffix = other.shape.len() <= out_dims.len()
+        && other
+            .shape
+            .iter()
+            .zip(&out_dims[out_dims.len() - other.shape.len()..])
+            .all(|(s, o)| s == o);
+    if is_suffix {
+        // Same shape (period = whole tensor) or a repeating bias/table.
+        acc.par_chunks_mut(y.len()).for_each(|c| {
+            for (o, q) in c.iter_mut().zip(y) {
+                *o += q;
+            }
+        });
+        return;
+    }
+    let sb = broadcast_strides(&other.shape, out_dims);
+    acc.par_iter_mut()
+        .enumerate()
+        .for_each(|(i, o)| *o += y[offset_of(i, out_dims, &sb)]);
+}
+
 /// Batched matmul with numpy-broadcast batch dims. `a` is `[.., M, K]` (or
 /// `[.., K, M]` transposed), `b` is `[.., K, N]` (or `[.., N, K]`).
 pub fn matmul(
@@ -328,12 +356,5 @@ pub fn im2col(x: &Tensor, p: usize) -> Vec<f32> {
             }
         }
     });
-    out
-}
-
-/// LayerNorm of rows of `x` (width = γ's length).
-pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, eps: f32) -> Vec<f32> {
-    let mut out = vec![0f32; x.data.len()];
-    kernels::layer_norm(&x.data, &gamma.data, &beta.data, eps, &mut out);
     out
 }

@@ -18,6 +18,10 @@ pub struct SiglipOutputs {
     pub flops: u64,
     /// Wall time of the forward pass (binding and rounding excluded).
     pub seconds: f64,
+    /// Process CPU time (user + system) spent in the forward pass, where
+    /// the OS reports it (Linux): on a loaded machine, CPU time / threads
+    /// estimates the unloaded wall time better than the wall clock does.
+    pub cpu_seconds: Option<f64>,
 }
 
 impl SiglipOutputs {
@@ -40,9 +44,14 @@ pub fn run_siglip<'g>(
         reference = reference.with_progress(p);
     }
     let input = Tensor::new(pixels.shape.to_vec(), pixels.data.clone());
+    let cpu_start = process_cpu_seconds();
     let start = Instant::now();
     let mut out = reference.run(&[(PIXEL_VALUES, input)])?;
     let seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = match (cpu_start, process_cpu_seconds()) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
     let last_hidden_state = out
         .remove(LAST_HIDDEN_STATE)
         .ok_or(ReferenceError::Unavailable {
@@ -53,5 +62,18 @@ pub fn run_siglip<'g>(
         pooler_output: out.remove(POOLER_OUTPUT),
         flops: graph_flops(&model.graph),
         seconds,
+        cpu_seconds,
     })
+}
+
+/// utime + stime of this process from `/proc/self/stat` (fields 14 and 15,
+/// in clock ticks of 1/100 s on Linux), or `None` elsewhere.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces; fields resume after ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
