@@ -38,6 +38,7 @@ mod error;
 mod map;
 mod regions;
 mod request;
+mod schedule;
 #[cfg(test)]
 mod tests;
 
@@ -49,3 +50,4 @@ pub use request::{
     BufferKey, BufferRequest, ElementConflict, PlacementRequest, RegionClass, ReservedKind,
     ReservedRange,
 };
+pub use schedule::{place_schedule, requests, SchedulePlacement};

@@ -5,14 +5,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-/// Which SRAM region class a buffer needs (`docs/facts/ipu21-target.md` §1.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RegionClass {
-    /// Region 0's free data area first, then region 1 when region 0 is full.
-    Standard,
-    /// Region 1 only (AMP outputs, weights streamed at 16 B/cycle).
-    Interleaved,
-}
+/// Region class of a buffer: the lowering's [`MemoryClass`] (standard
+/// buffers fill region 0's data area first, then overflow to region 1;
+/// interleaved buffers use region 1 only).
+pub use crate::lower::schedule::MemoryClass as RegionClass;
 
 /// What a reserved range holds; decides how far data must keep away from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

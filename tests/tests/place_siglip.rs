@@ -1,0 +1,174 @@
+//! SRAM placement of the lowered siglip-small program: every block on every
+//! tile gets an address that respects liveness, alignment, region classes,
+//! the code/row element guards, the AMP element rule and the Repeat stride.
+
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
+use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
+use ipuc_core::lower::{check::check, lower};
+use ipuc_core::place::{
+    place_schedule, share_element, BufferKey, PlaceError, ReservedKind, ReservedRange, REGION0,
+    REGION1,
+};
+use ipuc_core::plan::{plan_graph, PlanConfig};
+use ipuc_core::target::sram::layout;
+
+fn schedule(layers: usize) -> TileSchedule {
+    let opts = ModelOptions {
+        vit_layers: Some(layers),
+        ..ModelOptions::default()
+    };
+    let graph = build_siglip(&VisionConfig::siglip_small(), &opts)
+        .unwrap()
+        .graph;
+    let plan = plan_graph(&graph, PlanConfig::default()).unwrap();
+    let s = lower(&graph, &plan).unwrap();
+    check(&s).unwrap();
+    s
+}
+
+/// The runtime's fixed ranges plus a code region and a row table.
+fn reserved(_tile: u32) -> Vec<ReservedRange> {
+    vec![
+        ReservedRange {
+            name: "runtime + entry".into(),
+            kind: ReservedKind::Code,
+            range: 0x4C010..0x4E000,
+        },
+        ReservedRange {
+            name: "runtime state".into(),
+            kind: ReservedKind::State,
+            range: layout::COMPLETION_WORD..layout::RESERVED_END,
+        },
+        ReservedRange {
+            name: "supervisor program".into(),
+            kind: ReservedKind::Code,
+            range: 0x5C000..0x5F000,
+        },
+        ReservedRange {
+            name: "exchange rows".into(),
+            kind: ReservedKind::ExchangeRows,
+            range: 0x60000..0x61800,
+        },
+    ]
+}
+
+#[test]
+fn siglip_small_two_layers_places_every_block_by_the_rules() {
+    let s = schedule(2);
+    let placed = place_schedule(&s, reserved).unwrap();
+    let guards: Vec<_> = reserved(0)
+        .iter()
+        .filter(|r| r.kind.isolates_elements())
+        .map(|r| r.range.start..r.range.end + 64)
+        .collect();
+    let mut blocks = 0;
+    for buf in &s.buffers {
+        for block in &buf.blocks {
+            blocks += 1;
+            let tile = placed.tile(block.tile).expect("tile placed");
+            let a = tile.allocation(BufferKey(buf.id.0)).expect("block placed");
+            assert_eq!(a.range.start % buf.align, 0);
+            // The allocation stride is the schedule's per-iteration stride.
+            assert_eq!(a.stride, buf.iteration_stride(block), "{}", buf.name);
+            assert_eq!(a.range.end - a.range.start, buf.allocation_bytes(block));
+            let in_region =
+                |r: &std::ops::Range<u32>| a.range.start >= r.start && a.range.end <= r.end;
+            match buf.class {
+                MemoryClass::Interleaved => assert!(in_region(&REGION1), "{}", buf.name),
+                MemoryClass::Standard => assert!(in_region(&REGION0) || in_region(&REGION1)),
+            }
+            for g in &guards {
+                assert!(
+                    !share_element(&a.range, g),
+                    "{} shares an element with code",
+                    buf.name
+                );
+            }
+            if matches!(buf.role, BufferRole::Iterated { .. }) {
+                assert_eq!(a.copies, buf.copies);
+                assert_eq!(
+                    placed.resolve(
+                        block.tile,
+                        ipuc_core::lower::schedule::BufferRef {
+                            buffer: buf.id,
+                            offset: 4
+                        },
+                        1
+                    ),
+                    Some(a.range.start + a.stride + 4)
+                );
+            }
+        }
+    }
+    // No two buffers live at a common step overlap on any tile.
+    for tile in &placed.tiles {
+        let allocs = tile.by_address();
+        for (i, x) in allocs.iter().enumerate() {
+            for y in &allocs[i + 1..] {
+                let live_together = x.first_step <= y.last_step && y.first_step <= x.last_step;
+                let overlap = x.range.start < y.range.end && y.range.start < x.range.end;
+                assert!(
+                    !live_together || !overlap || x.range.is_empty() || y.range.is_empty(),
+                    "tile {}: {} and {} overlap",
+                    tile.tile,
+                    x.name,
+                    y.name
+                );
+            }
+        }
+    }
+    // AMP left operands and outputs sit in different elements.
+    let mut amp_calls = 0;
+    s.visit(|step, _| {
+        if let Step::Compute(c) = step {
+            for call in &c.calls {
+                if matches!(call.kernel, Kernel::Gemm { .. })
+                    && call.operands[0].buffer != call.operands[1].buffer
+                {
+                    amp_calls += 1;
+                    let t = placed.tile(call.tile).unwrap();
+                    let out = t.allocation(BufferKey(call.operands[0].buffer.0)).unwrap();
+                    let left = t.allocation(BufferKey(call.operands[1].buffer.0)).unwrap();
+                    assert!(!share_element(&out.range, &left.range));
+                }
+            }
+        }
+    });
+    assert!(amp_calls > 0);
+    let peak = placed.peak_tile().unwrap();
+    println!(
+        "placed {blocks} blocks on {} tiles; peak {} B at step {} on tile {}",
+        placed.tiles.len(),
+        peak.peak.bytes,
+        peak.peak.step,
+        peak.tile
+    );
+}
+
+#[test]
+fn a_reservation_that_leaves_no_room_is_reported_per_tile() {
+    let s = schedule(1);
+    // Everything except 4 KiB of region 1 taken by code.
+    let greedy = |_t: u32| {
+        vec![
+            ReservedRange {
+                name: "code".into(),
+                kind: ReservedKind::State,
+                range: 0x4C000..0x80000,
+            },
+            ReservedRange {
+                name: "tables".into(),
+                kind: ReservedKind::State,
+                range: 0x81000..0xE7BB0,
+            },
+        ]
+    };
+    match place_schedule(&s, greedy) {
+        Err(PlaceError::NoRoom {
+            bytes_needed,
+            largest_free,
+            ..
+        }) => assert!(largest_free < bytes_needed && largest_free <= 4096),
+        other => panic!("expected NoRoom, got {other:?}"),
+    }
+}
