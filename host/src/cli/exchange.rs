@@ -87,7 +87,8 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     let t1 = Instant::now();
     let report = check_phase(&phase, &scheduled.rows).context("checking the rows")?;
     let t_check = t1.elapsed();
-    let (before, calls) = build_image(&phase, &scheduled.rows, DEFAULT_ROW_ADDRESS, a.seed as u32);
+    let (before, calls) = build_image(&phase, &scheduled.rows, DEFAULT_ROW_ADDRESS, a.seed as u32)
+        .map_err(anyhow::Error::msg)?;
     let mut after = before.clone();
     let t2 = Instant::now();
     let run = execute_phase(&calls, &mut after).context("simulating the phase")?;

@@ -114,9 +114,10 @@ pub struct PhaseRun {
 /// Upper bound on the words read when decoding a row from SRAM.
 pub const MAX_ROW_WORDS: usize = 1 << 16;
 
-/// A tile taking part in a phase and where its row is.
+/// A tile taking part in a phase and where its row is (the fabric's own
+/// view; [`super::row_call::RowCall`] is the supervisor's pending call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RowCall {
+pub struct RowLocation {
     pub tile: PhysicalTile,
     /// Byte address of the row's first word.
     pub address: u32,
@@ -124,25 +125,47 @@ pub struct RowCall {
 
 /// Decodes each tile's row from memory and executes the phase.
 pub fn execute_phase(
-    calls: &[RowCall],
+    calls: &[RowLocation],
     memory: &mut impl PhaseMemory,
 ) -> Result<PhaseRun, FabricError> {
-    let mut decoded: Vec<(RowCall, DecodedRow)> = Vec::with_capacity(calls.len());
+    let decoded = decode_rows(calls, memory)?;
+    execute_decoded(&decoded, memory)
+}
+
+/// Decodes each tile's row from memory (reading more words until the row's
+/// `br $m10` is found, up to [`MAX_ROW_WORDS`]).
+pub fn decode_rows(
+    calls: &[RowLocation],
+    memory: &impl PhaseMemory,
+) -> Result<Vec<(RowLocation, DecodedRow)>, FabricError> {
+    let mut decoded = Vec::with_capacity(calls.len());
     for &call in calls {
-        let words = memory.row_words(call.tile, call.address, MAX_ROW_WORDS);
-        let row = decode_row(&words).map_err(|error| FabricError::Row {
-            tile: call.tile,
-            address: call.address,
-            error,
-        })?;
+        let mut n = 256;
+        let row = loop {
+            let words = memory.row_words(call.tile, call.address, n);
+            match decode_row(&words) {
+                Err(RowDecodeError::MissingReturn { .. })
+                    if words.len() == n && n < MAX_ROW_WORDS =>
+                {
+                    n *= 4;
+                }
+                other => {
+                    break other.map_err(|error| FabricError::Row {
+                        tile: call.tile,
+                        address: call.address,
+                        error,
+                    })?
+                }
+            }
+        };
         decoded.push((call, row));
     }
-    execute_decoded(&decoded, memory)
+    Ok(decoded)
 }
 
 /// Executes already-decoded rows (each with the address it is fetched from).
 pub fn execute_decoded(
-    rows: &[(RowCall, DecodedRow)],
+    rows: &[(RowLocation, DecodedRow)],
     memory: &mut impl PhaseMemory,
 ) -> Result<PhaseRun, FabricError> {
     let views: Vec<TileRowView<'_>> = rows
@@ -246,11 +269,20 @@ pub struct SparseTileMemory {
 }
 
 impl SparseTileMemory {
-    /// Maps `[addr, addr + data.len())` on `tile` with initial contents.
-    pub fn map(&mut self, tile: PhysicalTile, addr: u32, data: Vec<u8>) {
+    /// Maps `[addr, addr + data.len())` on `tile` with initial contents;
+    /// `false` (and nothing mapped) if it overlaps an existing region.
+    pub fn map(&mut self, tile: PhysicalTile, addr: u32, data: Vec<u8>) -> bool {
         let list = self.regions.entry(tile.get()).or_default();
+        let end = u64::from(addr) + data.len() as u64;
+        if list
+            .iter()
+            .any(|(a, d)| u64::from(*a) < end && u64::from(addr) < u64::from(*a) + d.len() as u64)
+        {
+            return false;
+        }
         list.push((addr, data));
         list.sort_by_key(|r| r.0);
+        true
     }
     /// The mapped region containing `[addr, addr+len)`, as a slice.
     pub fn slice(&self, tile: PhysicalTile, addr: u32, len: u32) -> Option<&[u8]> {
@@ -287,6 +319,292 @@ impl PhaseMemory for SparseTileMemory {
                 true
             }
             None => false,
+        }
+    }
+}
+
+/// The simulator's exchange fabric: after each global sync, every tile whose
+/// supervisor's next instruction is `call $mL, row` has its row decoded from
+/// its SRAM and executed with the route model; each call is then retired,
+/// charging the row's events as supervisor cycles.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RouteFabric;
+
+/// Physical tile id → device index, over all tiles of a superstep.
+struct DeviceMemory<'a> {
+    tiles: &'a mut [super::Tile],
+    index: Vec<Option<usize>>,
+}
+
+impl PhaseMemory for DeviceMemory<'_> {
+    fn read_u32(&self, tile: PhysicalTile, addr: u32) -> Option<u32> {
+        let i = (*self.index.get(tile.index())?)?;
+        self.tiles[i].memory().read_u32(addr).ok()
+    }
+    fn write_u32(&mut self, tile: PhysicalTile, addr: u32, value: u32) -> bool {
+        match self.index.get(tile.index()).copied().flatten() {
+            Some(i) => self.tiles[i].memory_mut().write_u32(addr, value).is_ok(),
+            None => false,
+        }
+    }
+}
+
+impl FabricError {
+    /// The tile that raises this error.
+    pub fn tile(&self) -> PhysicalTile {
+        match *self {
+            FabricError::Row { tile, .. } | FabricError::SourceOutsideMemory { tile, .. } => tile,
+            FabricError::Receive(e) => match e {
+                ReceiveError::NoSender { tile, .. }
+                | ReceiveError::Overrun { tile, .. }
+                | ReceiveError::OutsideMemory { tile, .. }
+                | ReceiveError::BadSource { tile, .. }
+                | ReceiveError::PairedUnsupported { tile, .. }
+                | ReceiveError::FetchClash { tile, .. } => tile,
+            },
+        }
+    }
+
+    /// The hardware receive-error class this corresponds to (§1.8).
+    pub fn class(&self) -> super::ExchangeError {
+        match self {
+            FabricError::Receive(ReceiveError::OutsideMemory { .. }) => super::ExchangeError::Addr,
+            FabricError::Receive(ReceiveError::FetchClash { .. }) => {
+                super::ExchangeError::ClashIfetch
+            }
+            _ => super::ExchangeError::Other,
+        }
+    }
+}
+
+impl super::ExchangeFabric for RouteFabric {
+    fn superstep(&self, step: &mut super::Superstep<'_>) -> Result<(), super::SimFault> {
+        let mut pending = Vec::new();
+        for (i, (t, zone)) in step.tiles.iter().zip(step.zones).enumerate() {
+            if zone.is_none() {
+                continue;
+            }
+            if let Some(call) = t.pending_row_call()? {
+                pending.push((i, call));
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut index = vec![None; usize::from(ipuc_core::target::topology::TILE_COUNT)];
+        for (i, t) in step.tiles.iter().enumerate() {
+            if let Some(slot) = index.get_mut(usize::from(t.id())) {
+                *slot = Some(i);
+            }
+        }
+        let pcs: Vec<(u16, u32)> = pending
+            .iter()
+            .map(|&(i, c)| (step.tiles[i].id(), c.pc))
+            .collect();
+        let fault = |e: FabricError| {
+            let tile = e.tile();
+            let pc = pcs.iter().find(|p| p.0 == tile.get()).map_or(0, |p| p.1);
+            super::SimFault {
+                tile: tile.get(),
+                context: super::ContextId::SUPERVISOR,
+                pc,
+                kind: super::FaultKind::Exchange {
+                    error: e.class(),
+                    detail: e.to_string(),
+                },
+            }
+        };
+        let mut locations = Vec::with_capacity(pending.len());
+        for &(i, call) in &pending {
+            let id = step.tiles[i].id();
+            let tile = PhysicalTile::new(u32::from(id)).map_err(|_| super::SimFault {
+                tile: id,
+                context: super::ContextId::SUPERVISOR,
+                pc: call.pc,
+                kind: super::FaultKind::Exchange {
+                    error: super::ExchangeError::Conf,
+                    detail: "tile id outside the C600".into(),
+                },
+            })?;
+            locations.push(RowLocation {
+                tile,
+                address: call.row,
+            });
+        }
+        let mut memory = DeviceMemory {
+            tiles: step.tiles,
+            index,
+        };
+        let decoded = decode_rows(&locations, &memory).map_err(fault)?;
+        execute_decoded(&decoded, &mut memory).map_err(fault)?;
+        let label: std::sync::Arc<str> = std::sync::Arc::from(format!("exchange {}", step.index));
+        for ((i, call), (_, row)) in pending.into_iter().zip(&decoded) {
+            step.tiles[i].finish_row_call(call, u64::from(row.events), label.clone());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ipuc_core::exchange::{
+        schedule_phase, Destination, ExchangePhase, ScheduleOptions, Transfer, Width,
+    };
+    use ipuc_core::target::isa::{encode, m, Instruction, MReg, SyncZone};
+    use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
+    use ipuc_core::target::topology::LogicalTile;
+
+    use super::*;
+    use crate::sim::{Device, DeviceError, FaultKind, Tile};
+
+    const ROW: u32 = 0x5_0000;
+
+    fn phys(l: u32) -> PhysicalTile {
+        LogicalTile::new(l).unwrap().physical()
+    }
+
+    fn program() -> Vec<u8> {
+        [
+            Instruction::sync(SyncZone::INTERNAL),
+            Instruction::call(m::M10, ROW),
+            Instruction::br(MReg::ZERO),
+        ]
+        .iter()
+        .flat_map(|i| encode(i).unwrap().words().to_vec())
+        .flat_map(|w| w.to_le_bytes())
+        .collect()
+    }
+
+    fn device(phase: &ExchangePhase, rows: &[(PhysicalTile, Vec<u32>)]) -> Device {
+        let mut tiles = Vec::new();
+        for (tile, words) in rows {
+            let mut t = Tile::new(tile.get());
+            t.load(APPLICATION_LOAD_BASE, &program()).unwrap();
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            t.load(ROW, &bytes).unwrap();
+            for tr in phase.transfers.iter().filter(|tr| tr.source == *tile) {
+                let data: Vec<u8> = (0..tr.words * 4)
+                    .map(|k| (k as u8) ^ (tile.get() as u8).wrapping_mul(31))
+                    .collect();
+                t.load(tr.source_address, &data).unwrap();
+            }
+            t.start_supervisor(APPLICATION_LOAD_BASE);
+            tiles.push(t);
+        }
+        Device::with_fabric(tiles, Box::new(RouteFabric))
+    }
+
+    fn small_phase() -> ExchangePhase {
+        ExchangePhase {
+            transfers: (0..6u32)
+                .map(|s| Transfer {
+                    source: phys(s),
+                    source_address: 0x6_0000,
+                    words: 70 + 13 * s,
+                    destinations: (1..=2)
+                        .map(|k| Destination {
+                            tile: phys((s + k) % 6),
+                            address: 0x9_0000 + 0x1000 * s,
+                        })
+                        .collect(),
+                    width: Width::Word32,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn device_runs_scheduled_rows_after_the_sync() {
+        let phase = small_phase();
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let rows: Vec<_> = (0..6)
+            .map(|l| (phys(l), s.rows[phys(l).index()].words.clone()))
+            .collect();
+        let mut dev = device(&phase, &rows);
+        dev.run(10_000_000).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        for tr in &phase.transfers {
+            let src = by_id(tr.source)
+                .memory()
+                .slice(tr.source_address, tr.words * 4)
+                .unwrap()
+                .to_vec();
+            for d in &tr.destinations {
+                let got = by_id(d.tile)
+                    .memory()
+                    .slice(d.address, tr.words * 4)
+                    .unwrap();
+                assert_eq!(got, &src[..], "transfer to {}", d.tile);
+            }
+        }
+        // Each supervisor spent the row's events inside the call.
+        for (tile, _) in &rows {
+            let t = by_id(*tile);
+            assert!(t.cycle() >= u64::from(s.rows[tile.index()].events));
+        }
+    }
+
+    #[test]
+    fn patched_row_words_in_sram_take_effect() {
+        let phase = small_phase();
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let mut rows: Vec<_> = (0..6)
+            .map(|l| (phys(l), s.rows[phys(l).index()].words.clone()))
+            .collect();
+        // Move tile 0's sources by 0x1000 bytes, as a Repeat patch would.
+        let mut moved = phase.clone();
+        moved.transfers[0].source_address += 0x1000;
+        let decoded = decode_row(&rows[0].1).unwrap();
+        for ti in &decoded.instructions {
+            if let ipuc_core::target::isa::Instruction::Send { n, addr, sctl } = ti.instruction {
+                let w = encode(&ipuc_core::target::isa::Instruction::Send {
+                    n,
+                    addr: addr + 0x400,
+                    sctl,
+                })
+                .unwrap();
+                rows[0].1[ti.word_index] = w.words()[0];
+            }
+        }
+        let mut dev = device(&moved, &rows);
+        dev.run(10_000_000).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        let tr = &moved.transfers[0];
+        let src = by_id(tr.source)
+            .memory()
+            .slice(tr.source_address, tr.words * 4)
+            .unwrap()
+            .to_vec();
+        for d in &tr.destinations {
+            assert_eq!(
+                by_id(d.tile)
+                    .memory()
+                    .slice(d.address, tr.words * 4)
+                    .unwrap(),
+                &src[..]
+            );
+        }
+    }
+
+    #[test]
+    fn selecting_a_silent_source_is_a_receive_error() {
+        // Tile 1 selects tile 0 at event 5 although tile 0 sends nothing.
+        let rx = [
+            0x6400_0000 | (4 << 14) | u32::from(phys(0).get()), // delayxpic 4, 0, phys(0)
+            0x6400_0000 | (9 << 14) | 0x640,                    // delayxpic 9, 0, 0x640
+            0x43A0_0000,
+        ];
+        let rows = vec![(phys(0), vec![0x43A0_0000]), (phys(1), rx.to_vec())];
+        let mut dev = device(&ExchangePhase::default(), &rows);
+        match dev.run(1_000_000) {
+            Err(DeviceError::Fault(f)) => {
+                assert_eq!(f.tile, phys(1).get());
+                let FaultKind::Exchange { detail, .. } = f.kind else {
+                    panic!("{f:?}")
+                };
+                assert!(detail.contains("event 5"), "{detail}");
+            }
+            other => panic!("expected a receive error, got {other:?}"),
         }
     }
 }

@@ -6,7 +6,7 @@
 use ipuc_core::exchange::{ExchangePhase, ExchangeRow};
 use ipuc_core::target::topology::PhysicalTile;
 
-use super::fabric::{RowCall, SparseTileMemory};
+use super::fabric::{RowLocation, SparseTileMemory};
 
 /// Where benchmarks and tests place each tile's row (region 0, its own element).
 pub const DEFAULT_ROW_ADDRESS: u32 = 0x5_0000;
@@ -24,7 +24,7 @@ pub fn build_image(
     rows: &[ExchangeRow],
     row_address: u32,
     salt: u32,
-) -> (SparseTileMemory, Vec<RowCall>) {
+) -> Result<(SparseTileMemory, Vec<RowLocation>), String> {
     let mut spans: std::collections::BTreeMap<u16, Vec<(u32, u32)>> = Default::default();
     for t in &phase.transfers {
         let bytes = t.words * 4;
@@ -54,7 +54,9 @@ pub fn build_image(
         let phys = PhysicalTile::new(u32::from(tile)).expect("tile ids come from PhysicalTile");
         for (a, b) in merged {
             let data = (a..b).map(|addr| pattern(tile, addr, salt)).collect();
-            mem.map(phys, a, data);
+            if !mem.map(phys, a, data) {
+                return Err(format!("phys {tile}: data spans overlap at {a:#x}"));
+            }
         }
     }
     let mut calls = Vec::new();
@@ -63,13 +65,18 @@ pub fn build_image(
             continue;
         }
         let bytes: Vec<u8> = r.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        mem.map(r.tile, row_address, bytes);
-        calls.push(RowCall {
+        if !mem.map(r.tile, row_address, bytes) {
+            return Err(format!(
+                "{}: row at {row_address:#x} overlaps the phase's data",
+                r.tile
+            ));
+        }
+        calls.push(RowLocation {
             tile: r.tile,
             address: row_address,
         });
     }
-    (mem, calls)
+    Ok((mem, calls))
 }
 
 /// Checks `after` against `before` and the request: each destination byte
