@@ -12,6 +12,7 @@ pub mod memory_html;
 pub mod operations;
 pub mod package_view;
 pub mod profile;
+pub mod profile_builder;
 pub mod profile_html;
 pub mod text_table;
 
@@ -30,6 +31,7 @@ pub use memory::{
 };
 pub use operations::{summarize, OperationSummary};
 pub use profile::{CycleSample, IterationSpan, Profile, ProfileStep, StepKind, TileSamples};
+pub use profile_builder::ProfileBuilder;
 
 /// Paths written by [`write_profile`].
 #[derive(Clone, Debug, PartialEq, Eq)]
