@@ -200,6 +200,12 @@ mod tests {
         assert_eq!(v["tiles"][1]["host_descriptor_bytes"], 268);
         assert_eq!(v["bindings"][0]["tiles"], 2);
         assert_eq!(v["sha256"].as_str().unwrap().len(), 64);
+        let bytes = std::fs::read(&path).unwrap();
+        let view = PackageView::new(&read(&bytes).unwrap(), &bytes);
+        assert_eq!(view.max_table_bytes(), (54, 268));
+        assert!(view
+            .report_lines()
+            .contains("exchange tables 54 B, host descriptors 268 B"));
         let _ = std::fs::remove_file(path);
     }
 

@@ -31,7 +31,7 @@ pub use memory::{
 };
 pub use operations::{summarize, OperationSummary};
 pub use profile::{CycleSample, IterationSpan, Profile, ProfileStep, StepKind, TileSamples};
-pub use profile_builder::ProfileBuilder;
+pub use profile_builder::{ProfileBuilder, StepKey};
 
 /// Paths written by [`write_profile`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -277,6 +277,30 @@ impl PackageView {
     }
 }
 
+impl PackageView {
+    /// Largest per-tile exchange-table and host-descriptor bytes.
+    pub fn max_table_bytes(&self) -> (u64, u64) {
+        let max = |f: fn(&TileView) -> u64| self.tiles.iter().map(f).max().unwrap_or(0);
+        (
+            max(|t| t.exchange_table_bytes),
+            max(|t| t.host_descriptor_bytes),
+        )
+    }
+
+    /// The package lines of the run report: size, hash and reserved tables.
+    pub fn report_lines(&self) -> String {
+        let (exchange, host) = self.max_table_bytes();
+        format!(
+            "package: {} bytes, SHA-256 {}\n  {} tile images; reserved per tile (max): exchange tables {} B, host descriptors {} B\n",
+            grouped(self.bytes),
+            self.sha256,
+            self.tiles.len(),
+            grouped(exchange),
+            grouped(host)
+        )
+    }
+}
+
 /// What the text rendering includes beyond the summary tables.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TextDetail {

@@ -8,6 +8,17 @@ use ipuc_core::package::{StepInfo, StepTables};
 
 use super::profile::{CycleSample, Profile, ProfileStep, StepKind, TileSamples};
 
+/// Which step a sample belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct StepKey<'a> {
+    /// The package's step id ([`StepInfo::step`]).
+    pub step_id: u32,
+    pub kind: StepKind,
+    pub operation: &'a str,
+    /// Repeat iteration for steps in a Repeat body.
+    pub iteration: Option<u32>,
+}
+
 /// Builds a [`Profile`] from individual samples.
 pub struct ProfileBuilder {
     title: String,
@@ -33,33 +44,26 @@ impl ProfileBuilder {
         }
     }
 
-    /// Records that `tile` ran step `step_id` (iteration `iteration` when in a
-    /// Repeat body) from `start_cycle` to `end_cycle`. The first sample of a
-    /// (step id, iteration) fixes its kind and operation.
-    pub fn sample(
-        &mut self,
-        tile: u32,
-        step_id: u32,
-        kind: StepKind,
-        operation: &str,
-        iteration: Option<u32>,
-        start_cycle: u64,
-        end_cycle: u64,
-    ) {
+    /// Records that `tile` ran `step` from `start_cycle` to `end_cycle`. The
+    /// first sample of a (step id, iteration) fixes its kind and operation.
+    pub fn sample(&mut self, tile: u32, step: StepKey<'_>, start_cycle: u64, end_cycle: u64) {
         let next = self.steps.len() as u32;
-        let step = *self.index.entry((step_id, iteration)).or_insert(next);
-        if step == next {
+        let index = *self
+            .index
+            .entry((step.step_id, step.iteration))
+            .or_insert(next);
+        if index == next {
             self.steps.push(ProfileStep {
-                kind,
-                operation: operation.to_string(),
-                iteration,
+                kind: step.kind,
+                operation: step.operation.to_string(),
+                iteration: step.iteration,
             });
             self.first_start.push(start_cycle);
         }
-        let first = &mut self.first_start[step as usize];
+        let first = &mut self.first_start[index as usize];
         *first = (*first).min(start_cycle);
         self.tiles.entry(tile).or_default().push(CycleSample {
-            step,
+            step: index,
             start_cycle,
             end_cycle,
         });
@@ -79,15 +83,13 @@ impl ProfileBuilder {
             .operations
             .get(info.operation as usize)
             .map_or("?", String::as_str);
-        self.sample(
-            tile,
-            info.step,
-            info.kind.into(),
+        let key = StepKey {
+            step_id: info.step,
+            kind: info.kind.into(),
             operation,
             iteration,
-            start_cycle,
-            end_cycle,
-        );
+        };
+        self.sample(tile, key, start_cycle, end_cycle);
     }
 
     /// The profile: steps in order of first start, each tile's samples by start.
@@ -130,12 +132,18 @@ mod tests {
     #[test]
     fn steps_are_keyed_by_id_and_iteration_and_ordered_by_start() {
         let mut b = ProfileBuilder::new("t", true, 1_500_000_000);
+        let key = |step_id, kind, iteration| StepKey {
+            step_id,
+            kind,
+            operation: "qkv",
+            iteration,
+        };
         // Reported out of order, as parallel tiles might.
-        b.sample(2, 5, StepKind::Exchange, "qkv", Some(1), 300, 350);
-        b.sample(0, 5, StepKind::Exchange, "qkv", Some(0), 100, 150);
-        b.sample(0, 4, StepKind::Compute, "qkv", Some(0), 0, 100);
-        b.sample(2, 5, StepKind::Exchange, "qkv", Some(0), 100, 160);
-        b.sample(0, 5, StepKind::Exchange, "qkv", Some(1), 300, 340);
+        b.sample(2, key(5, StepKind::Exchange, Some(1)), 300, 350);
+        b.sample(0, key(5, StepKind::Exchange, Some(0)), 100, 150);
+        b.sample(0, key(4, StepKind::Compute, Some(0)), 0, 100);
+        b.sample(2, key(5, StepKind::Exchange, Some(0)), 100, 160);
+        b.sample(0, key(5, StepKind::Exchange, Some(1)), 300, 340);
         let p = b.finish();
         p.validate().unwrap();
         let described: Vec<_> = p.steps.iter().map(|s| (s.kind, s.iteration)).collect();
