@@ -1,5 +1,6 @@
 //! Source text → `Object`: labels, directives and instructions.
 
+use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -27,6 +28,7 @@ pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
             symbols: Vec::new(),
             relocations: Vec::new(),
         },
+        index: BTreeMap::new(),
         cur: 0,
         context: CodeContext::Supervisor,
     };
@@ -42,6 +44,8 @@ pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
 
 struct Assembler {
     obj: Object,
+    /// Symbol name → index in `obj.symbols` (keeps lookups logarithmic).
+    index: BTreeMap<String, usize>,
     cur: usize,
     context: CodeContext,
 }
@@ -111,11 +115,12 @@ fn group_text(group: &[Token]) -> String {
 }
 
 /// Evaluation while assembling: constants only; labels wait for the linker.
-struct ConstEnv<'a>(&'a Object);
+struct ConstEnv<'a>(&'a Object, &'a BTreeMap<String, usize>);
 
 impl SymbolEnv for ConstEnv<'_> {
     fn symbol(&self, name: &str, loc: Loc, depth: usize) -> SResult<Option<i64>> {
-        match self.0.symbol(name).and_then(|s| s.value.as_ref()) {
+        let sym = self.1.get(name).map(|&i| &self.0.symbols[i]);
+        match sym.and_then(|s| s.value.as_ref()) {
             Some(SymbolValue::Set(e)) => {
                 if depth >= MAX_SET_DEPTH {
                     return Err((
@@ -162,6 +167,9 @@ impl Assembler {
     }
 
     fn push_words(&mut self, words: &[u32], loc: Loc, what: ItemKind) -> SResult<()> {
+        if words.is_empty() {
+            return Ok(());
+        }
         let context = self.context;
         let offset = self.offset();
         if (self.section().words.len() + words.len()) as u64 * 4 > u32::MAX as u64 {
@@ -180,9 +188,10 @@ impl Assembler {
     }
 
     fn symbol_mut(&mut self, name: &str, loc: Loc) -> &mut Symbol {
-        let idx = match self.obj.symbols.iter().position(|s| s.name == name) {
-            Some(i) => i,
+        let idx = match self.index.get(name) {
+            Some(&i) => i,
             None => {
+                self.index.insert(name.into(), self.obj.symbols.len());
                 self.obj.symbols.push(Symbol {
                     name: name.into(),
                     value: None,
@@ -229,7 +238,7 @@ impl Assembler {
     fn const_value(&self, group: &[Token], fallback: Loc) -> SResult<i64> {
         let e = self.expr(group, fallback)?;
         let loc = group.first().map_or(fallback, |t| t.loc);
-        e.eval(&ConstEnv(&self.obj), 0)?.ok_or((
+        e.eval(&ConstEnv(&self.obj, &self.index), 0)?.ok_or((
             loc,
             AsmErrorKind::Expected {
                 what: "constant expression",
@@ -348,7 +357,7 @@ impl Assembler {
         }
         // Evaluate what is constant now; anything else becomes a relocation,
         // checked here with placeholder zeros so shape errors surface early.
-        let env = ConstEnv(&self.obj);
+        let env = ConstEnv(&self.obj, &self.index);
         let mut resolved = Vec::with_capacity(operands.len());
         let mut pending = false;
         for op in &operands {
@@ -580,7 +589,7 @@ impl Assembler {
                 for g in &args {
                     let e = self.expr(g, end)?;
                     let gl = g.first().map_or(loc, |t| t.loc);
-                    let word = match e.eval(&ConstEnv(&self.obj), 0)? {
+                    let word = match e.eval(&ConstEnv(&self.obj, &self.index), 0)? {
                         Some(v) => self.word_value(v, gl)?,
                         None => {
                             let offset = self.offset();

@@ -102,6 +102,8 @@ struct Linker<'a> {
     /// Global name → (object, symbol index).
     globals: BTreeMap<&'a str, (usize, usize)>,
     defines: &'a BTreeMap<String, i64>,
+    /// Per object: defined symbol name → index.
+    local: Vec<BTreeMap<&'a str, usize>>,
 }
 
 struct Env<'l, 'a> {
@@ -117,10 +119,7 @@ impl SymbolEnv for Env<'_, '_> {
         depth: usize,
     ) -> Result<Option<i64>, (Loc, AsmErrorKind)> {
         let objects = self.linker.objects;
-        let local = objects[self.object]
-            .symbols
-            .iter()
-            .position(|s| s.name == name && s.value.is_some());
+        let local = self.linker.local[self.object].get(name).copied();
         let (obj, idx) = match local {
             Some(i) => (self.object, i),
             None => match self.linker.globals.get(name) {
@@ -276,6 +275,17 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
         addresses,
         globals: BTreeMap::new(),
         defines: &opts.defines,
+        local: objects
+            .iter()
+            .map(|o| {
+                o.symbols
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.value.is_some())
+                    .map(|(i, s)| (s.name.as_str(), i))
+                    .collect()
+            })
+            .collect(),
     };
     for (oi, o) in objects.iter().enumerate() {
         for (i, s) in o.symbols.iter().enumerate() {
@@ -351,11 +361,16 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
     // Listing, symbols and placement checks. First label at each address
     // (objects and definitions in order) names branch targets.
     let mut label_at: BTreeMap<u32, String> = BTreeMap::new();
+    let mut labels_of: BTreeMap<(usize, usize, u32), Vec<String>> = BTreeMap::new();
     for (oi, o) in objects.iter().enumerate() {
         for s in &o.symbols {
             if let Some(SymbolValue::Label { section, offset }) = s.value {
                 let addr = linker.addresses[oi][section].wrapping_add(offset);
                 label_at.entry(addr).or_insert_with(|| s.name.clone());
+                labels_of
+                    .entry((oi, section, offset))
+                    .or_default()
+                    .push(s.name.clone());
             }
         }
     }
@@ -392,18 +407,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
                 ItemKind::Padding if ws.first() == Some(&NOP_WORD) => "nop".into(),
                 ItemKind::Padding => format!(".long {:#010x}", ws.first().copied().unwrap_or(0)),
             };
-            let labels = objects[oi]
-                .symbols
-                .iter()
-                .filter(|s| {
-                    s.value
-                        == Some(SymbolValue::Label {
-                            section: si,
-                            offset: item.offset,
-                        })
-                })
-                .map(|s| s.name.clone())
-                .collect();
+            let labels = labels_of.remove(&(oi, si, item.offset)).unwrap_or_default();
             listing.push(ListingLine {
                 address,
                 words: ws,
