@@ -36,6 +36,8 @@ pub mod elements;
 mod error;
 pub mod math;
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;
