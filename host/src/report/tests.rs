@@ -460,14 +460,19 @@ fn embedded_json_cannot_close_its_script_element() {
 }
 
 /// Writes full-size reports (1472 tiles, 27 iterations) for a visual check
-/// in a browser: `IPUC_REPORT_DEMO_DIR=/tmp/r cargo test -p ipuc demo -- --ignored`.
+/// in a browser: `IPUC_REPORT_DEMO_DIR=/tmp/r cargo test -p ipuc demo -- --ignored`
+/// (`IPUC_REPORT_DEMO_ITERATIONS` sets the Repeat count, default 27).
 #[test]
 #[ignore = "writes large demo files for manual browser checks"]
 fn demo_full_size_reports() {
     let dir = std::env::var_os("IPUC_REPORT_DEMO_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| scratch_dir("demo"));
-    let profile = synthetic_profile(1472, 27);
+    let iterations = std::env::var("IPUC_REPORT_DEMO_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(27);
+    let profile = synthetic_profile(1472, iterations);
     write_profile(&dir, &profile).unwrap();
     let map = synthetic_memory_map(1472);
     write_memory_map(&dir.join("memory.html"), &map).unwrap();
