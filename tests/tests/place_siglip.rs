@@ -172,3 +172,19 @@ fn a_reservation_that_leaves_no_room_is_reported_per_tile() {
         other => panic!("expected NoRoom, got {other:?}"),
     }
 }
+
+#[test]
+fn placement_renders_as_a_valid_memory_map() {
+    let s = schedule(1);
+    let placed = place_schedule(&s, reserved).unwrap();
+    let map =
+        ipuc::report::placement_map::memory_map_from_placement("siglip-small ×1", &s, &placed);
+    map.validate().unwrap();
+    assert_eq!(map.tiles.len(), placed.tiles.len());
+    assert_eq!(map.moments.len(), s.step_count as usize);
+    let t0 = &map.tiles[0];
+    // Four reserved ranges, then one allocation per block on the tile.
+    assert_eq!(t0.allocations.len(), 4 + placed.tiles[0].allocations.len());
+    let html = ipuc::report::memory_html::render_memory_map(&map).unwrap();
+    assert!(html.contains("siglip-small"));
+}

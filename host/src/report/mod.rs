@@ -11,6 +11,7 @@ pub mod memory;
 pub mod memory_html;
 pub mod operations;
 pub mod package_view;
+pub mod placement_map;
 pub mod profile;
 pub mod profile_builder;
 pub mod profile_html;

@@ -1,0 +1,101 @@
+//! The memory map of a placed schedule: every tile's reserved ranges and
+//! placed buffers with their addresses and lifetimes, for `memory.html`.
+
+use ipuc_core::lower::schedule::{BufferRole, TileSchedule};
+use ipuc_core::place::{BufferKey, ReservedKind, SchedulePlacement};
+
+use super::memory::{
+    Allocation, AllocationClass, Liveness, MemoryBudget, MemoryMap, TileMemoryMap,
+};
+
+/// Map class of a buffer role.
+fn role_class(role: &BufferRole) -> AllocationClass {
+    match role {
+        BufferRole::Parameter { .. }
+        | BufferRole::Iterated { .. }
+        | BufferRole::Constant { .. } => AllocationClass::Weight,
+        BufferRole::Scratch => AllocationClass::Scratch,
+        _ => AllocationClass::Activation,
+    }
+}
+
+/// Map class of a reserved range.
+fn reserved_class(kind: ReservedKind) -> AllocationClass {
+    match kind {
+        ReservedKind::Code => AllocationClass::Code,
+        ReservedKind::ExchangeRows => AllocationClass::ExchangeTable,
+        ReservedKind::HostWindow => AllocationClass::HostDescriptors,
+        ReservedKind::State => AllocationClass::Reserve,
+    }
+}
+
+/// Builds the memory map of `placement` (moments = the schedule's steps in
+/// pre-order, named by their originating op). Reserved ranges are live
+/// throughout.
+pub fn memory_map_from_placement(
+    title: &str,
+    schedule: &TileSchedule,
+    placement: &SchedulePlacement,
+) -> MemoryMap {
+    let count = schedule.step_count.max(1) as usize;
+    let mut moments: Vec<String> = (0..count).map(|i| format!("step {i}")).collect();
+    schedule.visit(|step, _| {
+        use ipuc_core::lower::schedule::Step;
+        let (i, label) = match step {
+            Step::Compute(c) => (c.index.0, format!("compute: {}", c.origin.label)),
+            Step::Exchange(e) => (e.index.0, format!("exchange: {}", e.origin.label)),
+            Step::Repeat(r) => (
+                r.index.0,
+                format!("repeat ×{}: {}", r.trip_count, r.origin.label),
+            ),
+        };
+        if let Some(m) = moments.get_mut(i as usize) {
+            *m = label;
+        }
+    });
+    let last = count as u32 - 1;
+    let tiles = placement
+        .tiles
+        .iter()
+        .map(|t| {
+            let mut allocations: Vec<Allocation> = t
+                .reserved
+                .iter()
+                .map(|r| Allocation {
+                    name: r.name.clone(),
+                    class: reserved_class(r.kind),
+                    address: Some(r.range.start),
+                    size: u64::from(r.range.end - r.range.start),
+                    live: Liveness { first: 0, last },
+                })
+                .collect();
+            allocations.extend(t.by_address().into_iter().map(|a| {
+                let class = schedule
+                    .buffers
+                    .get(a.key.0 as usize)
+                    .filter(|b| BufferKey(b.id.0) == a.key)
+                    .map_or(AllocationClass::Activation, |b| role_class(&b.role));
+                Allocation {
+                    name: a.name.clone(),
+                    class,
+                    address: Some(a.range.start),
+                    size: u64::from(a.range.end - a.range.start),
+                    live: Liveness {
+                        first: a.first_step.min(last),
+                        last: a.last_step.min(last),
+                    },
+                }
+            }));
+            TileMemoryMap {
+                tile: t.tile,
+                allocations,
+            }
+        })
+        .collect();
+    MemoryMap {
+        title: title.to_owned(),
+        budget: MemoryBudget::IPU21,
+        moments,
+        tiles,
+    }
+}
