@@ -231,3 +231,33 @@ fn users_and_flops() {
     assert_eq!(users[h.index()].len(), 1);
     assert!(users[a.index()].is_empty());
 }
+
+#[test]
+fn labels_name_ops_in_the_dump() {
+    let mut b = GraphBuilder::new();
+    let x = b.input("x", f16(&[2])).unwrap();
+    let c = b.constant_named("two", f16(&[2]), vec![2.0, 2.0]).unwrap();
+    let y = b.add(x, c).unwrap();
+    b.label(y, "scale").unwrap();
+    let r = b.begin_repeat(1).unwrap();
+    let h = b.carried(&r, y).unwrap();
+    let e = b.label(h, "arg").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "%3 is a region argument, not an op result, and cannot be labelled"
+    );
+    let out = b.end_repeat(&r, &[h]).unwrap();
+    b.output("y", out[0]).unwrap();
+    let g = b.finish().unwrap();
+    assert_eq!(g.label(g.defining_op(y).unwrap()), Some("scale"));
+    assert_eq!(g.label(g.defining_op(x).unwrap()), None);
+    let dump = g.dump();
+    assert!(
+        dump.contains("  %1 = constant [2.0, 2.0] : f16[2]  # two\n"),
+        "{dump}"
+    );
+    assert!(
+        dump.contains("  %2 = add %0, %1 : f16[2]  # scale\n"),
+        "{dump}"
+    );
+}

@@ -7,9 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use ipuc::input::{NpyArray, PixelValues};
-use ipuc::model::{
-    build_siglip, ModelOptions, SiglipModel, VisionConfig, LAST_HIDDEN_STATE, POOLER_OUTPUT,
-};
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig, LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use ipuc::reference::{Numerics, Reference, Tensor};
 use ipuc::weights::{Checkpoint, WeightSpec};
 
@@ -27,11 +25,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// Max abs error of both outputs against HF.
-fn run(
-    dir: &Path,
-    options: impl Fn(usize) -> ModelOptions,
-    numerics: Numerics,
-) -> (SiglipModel, [f32; 2]) {
+fn run(dir: &Path, options: impl Fn(usize) -> ModelOptions, numerics: Numerics) -> [f32; 2] {
     let config = VisionConfig::from_checkpoint_dir(dir).unwrap();
     let pixels =
         PixelValues::from_npy(&dir.join("pixel_values.npy"), None, 3, config.image_size).unwrap();
@@ -64,7 +58,7 @@ fn run(
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f32::max);
     }
-    (model, errors)
+    errors
 }
 
 #[test]
@@ -76,7 +70,7 @@ fn fp32_graph_matches_hf_separate_and_fused_qkv() {
                 fuse_qkv,
                 ..Default::default()
             };
-            let (_, errors) = run(&fixture(name), options, Numerics::Fp32);
+            let errors = run(&fixture(name), options, Numerics::Fp32);
             assert!(
                 errors.iter().all(|&e| e <= 1e-4),
                 "{name} fuse_qkv={fuse_qkv}: {errors:?}"
@@ -94,7 +88,7 @@ fn device_numerics_stay_near_hf() {
                 fp8_scale,
                 ..Default::default()
             };
-            let (_, errors) = run(&fixture(name), options, Numerics::Device);
+            let errors = run(&fixture(name), options, Numerics::Device);
             println!("{name} fp8_scale={fp8_scale:?}: {errors:?}");
             // Loose bounds: these say "same model, rounded", not accuracy claims.
             let bound = if fp8_scale.is_some() { 0.5 } else { 0.05 };

@@ -562,3 +562,38 @@ fn checkpoint_dir_config() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ops_carry_hf_module_labels() {
+    let model = build(
+        &VisionConfig::siglip_small(),
+        ModelOptions {
+            vit_layers: Some(1),
+            ..Default::default()
+        },
+    );
+    let g = &model.graph;
+    let find = |label: &str| {
+        g.walk()
+            .into_iter()
+            .find(|&op| g.label(op) == Some(label))
+            .unwrap()
+    };
+    for (label, mnemonic) in [
+        ("embeddings.patchify", "im2col_patches"),
+        ("embeddings.patch_embedding", "matmul"),
+        ("layer_norm1", "layer_norm"),
+        ("self_attn.q_proj", "matmul"),
+        ("self_attn.attention", "attention"),
+        ("mlp.fc1", "matmul"),
+        ("mlp.fc2.bias", "add"),
+        ("residual_mlp", "add"),
+        ("encoder", "repeat"),
+        ("post_layernorm", "layer_norm"),
+        ("head.attention.kv_proj", "matmul"),
+        ("head.mlp.gelu", "gelu_tanh"),
+    ] {
+        assert_eq!(g.op(find(label)).unwrap().mnemonic(), mnemonic, "{label}");
+    }
+    assert_eq!(find("encoder"), model.encoder);
+}

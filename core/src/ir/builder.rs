@@ -187,6 +187,31 @@ impl GraphBuilder {
         )
     }
 
+    /// Label the op defining `value` (e.g. `mlp.fc1`); returns `value` so
+    /// calls chain. Labels show in dumps and profiles only.
+    pub fn label(&mut self, value: ValueId, label: &str) -> IrResult<ValueId> {
+        self.ty(value)?;
+        let op = self
+            .graph
+            .defining_op(value)
+            .ok_or(IrError::NotAnOpResult { value })?;
+        self.graph
+            .set_label(op, label)
+            .ok_or(IrError::UnknownOp { op })?;
+        Ok(value)
+    }
+
+    /// A labelled literal tensor (row-major values).
+    pub fn constant_named(
+        &mut self,
+        name: &str,
+        ty: TensorType,
+        values: Vec<f32>,
+    ) -> IrResult<ValueId> {
+        let value = self.constant(ty, values)?;
+        self.label(value, name)
+    }
+
     /// A literal tensor (row-major values).
     pub fn constant(&mut self, ty: TensorType, values: Vec<f32>) -> IrResult<ValueId> {
         self.single(OpKind::Constant { ty, values }, &[])

@@ -1,7 +1,8 @@
 //! Compact, deterministic text form of a graph (for filetests and debugging).
 //!
 //! One line per op, `%result = mnemonic operands {attrs} : types`, Repeat
-//! bodies indented under their Repeat with the argument kinds spelled out.
+//! bodies indented under their Repeat with the argument kinds spelled out;
+//! an op's label, if any, follows as `# label`.
 //! Output depends only on the graph (ids are printed as they are).
 
 use alloc::string::String;
@@ -95,6 +96,9 @@ impl Graph {
                     Some(t) => write!(out, "{t}")?,
                     None => out.write_str("?")?,
                 }
+            }
+            if let Some(label) = self.label(id) {
+                write!(out, "  # {label}")?;
             }
             out.write_str("\n")?;
         }

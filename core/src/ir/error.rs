@@ -35,8 +35,10 @@ impl fmt::Display for RepeatArgKind {
 pub enum IrError {
     /// A value id that does not exist.
     UnknownValue { op: Option<OpId>, value: ValueId },
-    /// An op or region id that does not exist.
+    /// An op id that does not exist.
     UnknownOp { op: OpId },
+    /// Builder: a label for a value no op defines (a region argument).
+    NotAnOpResult { value: ValueId },
     /// A region id that does not exist.
     UnknownRegion { region: RegionId },
     /// An operand not defined earlier in the op's own region.
@@ -231,6 +233,9 @@ impl fmt::Display for IrError {
             UnknownValue { op: Some(op), value } => write!(f, "{op}: unknown value {value}"),
             UnknownValue { op: None, value } => write!(f, "unknown value {value}"),
             UnknownOp { op } => write!(f, "unknown op {op}"),
+            NotAnOpResult { value } => {
+                write!(f, "{value} is a region argument, not an op result, and cannot be labelled")
+            }
             UnknownRegion { region } => write!(f, "unknown region {region}"),
             NotVisible { op, op_name, value, region } => write!(
                 f,

@@ -5,6 +5,7 @@
 //! [`GraphBuilder`](super::GraphBuilder) checks as it goes, and
 //! [`Graph::verify`] checks any graph however it was built.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -132,6 +133,8 @@ pub struct Graph {
     ops: Vec<Op>,
     regions: Vec<Region>,
     outputs: Vec<GraphOutput>,
+    /// Optional human names of ops (e.g. `mlp.fc1`), for dumps and profiles.
+    labels: BTreeMap<OpId, String>,
 }
 
 impl Default for Graph {
@@ -246,6 +249,7 @@ impl Graph {
             ops: Vec::new(),
             regions: alloc::vec![Region::default()],
             outputs: Vec::new(),
+            labels: BTreeMap::new(),
         }
     }
 
@@ -314,6 +318,27 @@ impl Graph {
             .iter()
             .find(|o| o.name == name)
             .map(|o| o.value)
+    }
+
+    /// The label of an op (a human name such as `self_attn.q_proj`), if set.
+    pub fn label(&self, op: OpId) -> Option<&str> {
+        self.labels.get(&op).map(String::as_str)
+    }
+
+    /// Label an op (replacing any previous label). Labels carry no meaning
+    /// for verification or execution.
+    pub fn set_label(&mut self, op: OpId, label: impl Into<String>) -> Option<()> {
+        self.op(op)?;
+        self.labels.insert(op, label.into());
+        Some(())
+    }
+
+    /// The op defining `value`, if it is an op result.
+    pub fn defining_op(&self, value: ValueId) -> Option<OpId> {
+        match self.value(value)?.def {
+            ValueDef::Result { op, .. } => Some(op),
+            ValueDef::Argument { .. } => None,
+        }
     }
 
     /// The region a value lives in.

@@ -59,6 +59,7 @@ pub fn build_siglip(
     let pixels =
         t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
     let cols = t.b.im2col_patches(pixels, p)?;
+    t.b.label(cols, "embeddings.patchify")?;
     let cols = t.cast_to(cols, t.act)?;
     let pw = t.single(
         "embeddings.patch_embedding.weight",
@@ -66,13 +67,13 @@ pub fn build_siglip(
         ParameterRole::GemmWeight,
     )?;
     let pw = t.b.reshape(pw, [t.d, c * p * p])?;
+    t.b.label(pw, "embeddings.patch_embedding.weight_matrix")?;
     let pb = t.single(
         "embeddings.patch_embedding.bias",
         vec![t.d],
         ParameterRole::GemmBias,
     )?;
-    let x = t.b.matmul_transposed(cols, pw, t.act)?;
-    let x = t.b.add(x, pb)?;
+    let x = t.linear(cols, pw, pb, "embeddings.patch_embedding")?;
     // 2. Learned positions (position_ids = 0..tokens, not in the checkpoint).
     let pos = t.single(
         "embeddings.position_embedding.weight",
@@ -80,6 +81,7 @@ pub fn build_siglip(
         ParameterRole::PositionEmbedding,
     )?;
     let x = t.b.add(x, pos)?;
+    t.b.label(x, "embeddings.position_add")?;
 
     // 3. Encoder: one Repeat, residual stream carried.
     let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
@@ -88,6 +90,7 @@ pub fn build_siglip(
     let lw = t.single("post_layernorm.weight", vec![t.d], ParameterRole::NormScale)?;
     let lb = t.single("post_layernorm.bias", vec![t.d], ParameterRole::NormBias)?;
     let hidden = t.b.layer_norm(x, lw, lb, t.eps)?;
+    t.b.label(hidden, "post_layernorm")?;
     let last_hidden_state = t.cast_to(hidden, DType::F32)?;
     t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
 
@@ -95,6 +98,7 @@ pub fn build_siglip(
     let pooled = if config.vision_use_head {
         let y = t.map_head(config, hidden)?;
         let y = t.b.reshape(y, [batch, t.d])?;
+        t.b.label(y, "head.pool")?;
         let y = t.cast_to(y, DType::F32)?;
         t.b.output(POOLER_OUTPUT, y)?;
         Some(y)
@@ -185,10 +189,19 @@ impl Tower {
         Ok(value)
     }
 
-    /// `x · wᵀ + b` (PyTorch Linear).
-    fn linear(&mut self, x: ValueId, w: ValueId, bias: ValueId) -> Result<ValueId, IrError> {
+    /// `x · wᵀ + b` (PyTorch Linear); the matmul is labelled `name`, the
+    /// bias add `name.bias`.
+    fn linear(
+        &mut self,
+        x: ValueId,
+        w: ValueId,
+        bias: ValueId,
+        name: &str,
+    ) -> Result<ValueId, IrError> {
         let y = self.b.matmul_transposed(x, w, self.act)?;
-        self.b.add(y, bias)
+        self.b.label(y, name)?;
+        let y = self.b.add(y, bias)?;
+        self.b.label(y, &format!("{name}.bias"))
     }
 
     fn layer_slots(&self, f: usize, fuse_qkv: bool) -> Vec<LayerSlot> {
@@ -294,7 +307,7 @@ impl Tower {
         let args = LayerArgs(args);
         let y = self.layer(&args, fuse_qkv, h)?;
         let results = self.b.end_repeat(&repeat, &[y])?;
-        let out = results[0];
+        let out = self.b.label(results[0], "encoder")?;
         match self.b.graph().value(out).map(|v| v.def()) {
             Some(ValueDef::Result { op, .. }) => Ok((op, out)),
             _ => Err(IrError::UnknownValue {
@@ -308,58 +321,67 @@ impl Tower {
     fn layer(&mut self, a: &LayerArgs, fuse_qkv: bool, h: ValueId) -> Result<ValueId, IrError> {
         let d = self.d;
         let n1 = self.b.layer_norm(h, a.get(0), a.get(1), self.eps)?;
+        self.b.label(n1, "layer_norm1")?;
         let (q, k, v, next) = if fuse_qkv {
-            let qkv = self.linear(n1, a.get(2), a.get(3))?;
+            let qkv = self.linear(n1, a.get(2), a.get(3), "self_attn.qkv_proj")?;
             let q = self.b.slice(qkv, 2, 0, d)?;
             let k = self.b.slice(qkv, 2, d, 2 * d)?;
             let v = self.b.slice(qkv, 2, 2 * d, 3 * d)?;
             (q, k, v, 4)
         } else {
-            let q = self.linear(n1, a.get(2), a.get(3))?;
-            let k = self.linear(n1, a.get(4), a.get(5))?;
-            let v = self.linear(n1, a.get(6), a.get(7))?;
+            let q = self.linear(n1, a.get(2), a.get(3), "self_attn.q_proj")?;
+            let k = self.linear(n1, a.get(4), a.get(5), "self_attn.k_proj")?;
+            let v = self.linear(n1, a.get(6), a.get(7), "self_attn.v_proj")?;
             (q, k, v, 8)
         };
-        let attn = self.attention(q, k, v)?;
-        let o = self.linear(attn, a.get(next), a.get(next + 1))?;
+        let attn = self.attention(q, k, v, "self_attn")?;
+        let o = self.linear(attn, a.get(next), a.get(next + 1), "self_attn.out_proj")?;
         let h = self.b.add(h, o)?;
+        self.b.label(h, "residual_attn")?;
         let n2 = self
             .b
             .layer_norm(h, a.get(next + 2), a.get(next + 3), self.eps)?;
-        let mlp = self.mlp(
-            n2,
+        self.b.label(n2, "layer_norm2")?;
+        let mlp_params = [
             a.get(next + 4),
             a.get(next + 5),
             a.get(next + 6),
             a.get(next + 7),
-        )?;
-        self.b.add(h, mlp)
+        ];
+        let mlp = self.mlp(n2, mlp_params, "mlp")?;
+        let y = self.b.add(h, mlp)?;
+        self.b.label(y, "residual_mlp")
     }
 
     /// Multi-head attention core: split heads, softmax(q·kᵀ/√Dh)·v in the
     /// attention dtype, merge heads (back in the activation dtype).
-    fn attention(&mut self, q: ValueId, k: ValueId, v: ValueId) -> Result<ValueId, IrError> {
+    fn attention(
+        &mut self,
+        q: ValueId,
+        k: ValueId,
+        v: ValueId,
+        prefix: &str,
+    ) -> Result<ValueId, IrError> {
         let mut split = [q, k, v];
-        for x in &mut split {
+        for (x, which) in split.iter_mut().zip(["q", "k", "v"]) {
             let heads = self.b.split_heads(*x, self.heads)?;
+            self.b.label(heads, &format!("{prefix}.split_{which}"))?;
             *x = self.cast_to(heads, self.attn)?;
         }
         let out = self.b.attention(split[0], split[1], split[2])?;
+        self.b.label(out, &format!("{prefix}.attention"))?;
         let out = self.cast_to(out, self.act)?;
-        self.b.merge_heads(out)
+        let merged = self.b.merge_heads(out)?;
+        self.b.label(merged, &format!("{prefix}.merge_heads"))
     }
 
-    fn mlp(
-        &mut self,
-        x: ValueId,
-        w1: ValueId,
-        b1: ValueId,
-        w2: ValueId,
-        b2: ValueId,
-    ) -> Result<ValueId, IrError> {
-        let y = self.linear(x, w1, b1)?;
+    /// fc1 → GELU(tanh) → fc2; `params` = [fc1.w, fc1.b, fc2.w, fc2.b].
+    fn mlp(&mut self, x: ValueId, params: [ValueId; 4], prefix: &str) -> Result<ValueId, IrError> {
+        let [w1, b1, w2, b2] = params;
+        let y = self.linear(x, w1, b1, &format!("{prefix}.fc1"))?;
         let y = self.b.gelu_tanh(y)?;
-        self.linear(y, w2, b2)
+        self.b.label(y, &format!("{prefix}.gelu"))?;
+        self.linear(y, w2, b2, &format!("{prefix}.fc2"))
     }
 
     /// HF `SiglipMultiheadAttentionPoolingHead`: the probe attends to the
@@ -388,14 +410,16 @@ impl Tower {
         let bq = self.b.slice(in_b, 0, 0, d)?;
         let wkv = self.b.slice(in_w, 0, d, 3 * d)?;
         let bkv = self.b.slice(in_b, 0, d, 3 * d)?;
-        let q = self.linear(probe, wq, bq)?;
-        let kv = self.linear(hidden, wkv, bkv)?;
+        let q = self.linear(probe, wq, bq, "head.attention.q_proj")?;
+        let kv = self.linear(hidden, wkv, bkv, "head.attention.kv_proj")?;
         let k = self.b.slice(kv, 2, 0, d)?;
         let v = self.b.slice(kv, 2, d, 2 * d)?;
-        let attn = self.attention(q, k, v)?;
-        let a = self.linear(attn, out_w, out_b)?;
+        let attn = self.attention(q, k, v, "head.attention")?;
+        let a = self.linear(attn, out_w, out_b, "head.attention.out_proj")?;
         let n = self.b.layer_norm(a, ln_w, ln_b, self.eps)?;
-        let m = self.mlp(n, fc1_w, fc1_b, fc2_w, fc2_b)?;
-        self.b.add(a, m)
+        self.b.label(n, "head.layernorm")?;
+        let m = self.mlp(n, [fc1_w, fc1_b, fc2_w, fc2_b], "head.mlp")?;
+        let y = self.b.add(a, m)?;
+        self.b.label(y, "head.residual")
     }
 }
