@@ -4,7 +4,7 @@
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc_core::ir::Graph;
 use ipuc_core::lower::{check::check, lower, schedule::Step};
-use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError};
+use ipuc_core::plan::{plan_graph, plan_graph_with_stats, Plan, PlanConfig, PlanError};
 
 fn small(layers: usize) -> Graph {
     let opts = ModelOptions {
@@ -59,7 +59,10 @@ fn siglip_so400m_plans_or_rejects_with_a_report() {
     let graph = build_siglip(&VisionConfig::siglip_so400m(), &opts)
         .unwrap()
         .graph;
-    match plan_graph(&graph, PlanConfig::default()) {
+    let (result, stats) = plan_graph_with_stats(&graph, PlanConfig::default());
+    println!("so400m stats {stats:?}");
+    assert!(stats.body_searches >= 1);
+    match result {
         Ok(plan) => {
             let schedule = lower(&graph, &plan).unwrap();
             check(&schedule).unwrap();

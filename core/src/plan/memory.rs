@@ -18,11 +18,17 @@ use core::fmt;
 use super::layout::Layout;
 use super::layout::TILE_COUNT;
 use crate::lower::schedule::{MemoryClass, TileBlock};
-use crate::target::sram::{SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
+use crate::target::sram::{
+    INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET,
+};
 
 /// Per-tile bytes available to planned data: the tile budget minus the
 /// package support reserve (both defined in `crate::target::sram`).
 pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_RESERVE_BYTES) as u64;
+
+/// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
+/// `crate::target::sram`): interleaved-class allocations must fit here.
+pub const INTERLEAVED_BUDGET_BYTES: u64 = (LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE) as u64;
 
 /// Allocation granule: blocks are rounded up to 8 bytes (exchange rows and
 /// local copies need 8-byte alignment, `docs/facts/ipu21-target.md` §2.7).
@@ -176,6 +182,12 @@ pub struct MemoryRejection {
     pub reserve_bytes: u64,
     /// Tile budget including the reserve.
     pub budget_bytes: u64,
+    /// Interleaved-class bytes on that tile at that moment.
+    pub interleaved_bytes: u64,
+    /// Interleaved region size (interleaved allocations must fit in it).
+    pub interleaved_budget_bytes: u64,
+    /// How many tiles exceed a budget at that moment.
+    pub tiles_over_budget: u32,
     /// Allocations live on that tile at that moment, largest first.
     pub live: Vec<LiveAllocation>,
 }
@@ -199,6 +211,11 @@ impl fmt::Display for MemoryRejection {
             self.peak_bytes,
             self.reserve_bytes,
             self.budget_bytes
+        )?;
+        writeln!(
+            f,
+            "  interleaved {} of {} bytes; {} tiles over budget at this moment",
+            self.interleaved_bytes, self.interleaved_budget_bytes, self.tiles_over_budget
         )?;
         for a in &self.live {
             writeln!(
@@ -273,6 +290,35 @@ pub fn check_moment(
         exact: true,
         tile,
     }
+}
+
+/// Interleaved-class check of one moment: `(peak, tile)` of the per-tile
+/// interleaved usage when its cheap bound exceeds the interleaved budget,
+/// else `None` (fits).
+pub fn interleaved_excess(
+    base: &[u64],
+    base_max: u64,
+    dynamic: &[&Allocation],
+) -> Option<(u64, u32)> {
+    let il: Vec<&Allocation> = dynamic
+        .iter()
+        .copied()
+        .filter(|a| a.class == MemoryClass::Interleaved)
+        .collect();
+    let bound = base_max + il.iter().map(|a| a.max_bytes()).sum::<u64>();
+    if bound <= INTERLEAVED_BUDGET_BYTES {
+        return None;
+    }
+    let (peak, tile) = exact_peak(base, &il);
+    (peak > INTERLEAVED_BUDGET_BYTES).then_some((peak, tile))
+}
+
+/// Interleaved-class bytes of `allocs` on `tile`.
+pub fn interleaved_on_tile<'a>(tile: u32, allocs: impl Iterator<Item = &'a Allocation>) -> u64 {
+    allocs
+        .filter(|a| a.class == MemoryClass::Interleaved)
+        .map(|a| a.tiles.on_tile(tile) * a.copies.max(1) as u64)
+        .sum()
 }
 
 /// Lists the allocations on `tile`, largest first.

@@ -15,7 +15,9 @@ pub mod region;
 pub mod search;
 pub mod state;
 
-pub use search::{plan_graph, BodyPlan, Plan, PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH};
+pub use search::{
+    plan_graph, plan_graph_with_stats, BodyPlan, Plan, PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH,
+};
 pub use state::{OperandRelayout, PlannedOp, StorageChoice};
 #[cfg(test)]
 mod tests;

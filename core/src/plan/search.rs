@@ -301,20 +301,24 @@ fn prune(states: Vec<State>, width: usize) -> Vec<State> {
     let mut leaders = Vec::new();
     let mut rest = Vec::new();
     for (_, mut g) in groups {
-        g.sort_by_key(|s| (s.cycles.total(), s.peak));
-        let mut best_peak = u64::MAX;
-        let mut first = true;
+        // Dominance over (cycles, peak so far, static bytes now): static
+        // storage (e.g. resident vs streamed weights) weighs on every later
+        // moment, so a cheaper-but-heavier branch does not hide a lighter one.
+        g.sort_by_key(|s| (s.cycles.total(), s.peak, s.static_max()));
+        let mut kept: Vec<State> = Vec::new();
         for s in g {
-            if s.peak < best_peak {
-                best_peak = s.peak;
-                if first {
-                    leaders.push(s);
-                    first = false;
-                } else {
-                    rest.push(s);
-                }
+            let dominated = kept
+                .iter()
+                .any(|k| k.peak <= s.peak && k.static_max() <= s.static_max());
+            if !dominated {
+                kept.push(s);
             }
         }
+        let mut kept = kept.into_iter();
+        if let Some(first) = kept.next() {
+            leaders.push(first);
+        }
+        rest.extend(kept);
     }
     let lowest = leaders
         .iter()
@@ -609,10 +613,22 @@ fn search_body(
 
 /// Plans `graph` (verified IR) with `config`.
 pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
+    plan_graph_with_stats(graph, config).0
+}
+
+/// Like [`plan_graph`], also returning the search statistics when planning
+/// fails (a memory rejection still screened candidates and searched bodies).
+pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
     let cx = SearchCx::new(graph, config);
+    let result = plan_with(&cx, graph, config);
+    let stats = *cx.stats.borrow();
+    (result, stats)
+}
+
+fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
     let info = RegionInfo::new(graph, graph.top())?;
-    let start = State::start(&cx, &info, &[]);
-    let finals = run_region(&cx, &info, start.clone())?;
+    let start = State::start(cx, &info, &[]);
+    let finals = run_region(cx, &info, start.clone())?;
     // Finalists: cheapest first; replay exactly to get the true peak.
     let mut best: Option<(State, u64, u32)> = None;
     let mut sorted = finals;
@@ -625,10 +641,10 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
         for (pos, p) in ops.iter().enumerate() {
             let r = match (&p.plan, &p.repeat) {
                 (Some(plan), _) => {
-                    s.apply(&cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
+                    s.apply(cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
                 }
                 (None, Some(body)) => {
-                    s.apply_repeat(&cx, &info, pos as u32, p.op, body, Mode::Exact(&mut record))
+                    s.apply_repeat(cx, &info, pos as u32, p.op, body, Mode::Exact(&mut record))
                 }
                 _ => Err(Reject::Unaligned),
             };
@@ -659,4 +675,50 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
         stats,
         config,
     })
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+    use crate::ir::DType;
+
+    fn repeat_op(g: &Graph) -> OpId {
+        g.walk()
+            .into_iter()
+            .find(|&op| g.repeat(op).is_some())
+            .unwrap()
+    }
+
+    #[test]
+    fn same_boundary_hits_the_region_cache_and_infeasible_contexts_are_cached() {
+        let g = crate::plan::tests::residual_mlp(16, 64, 128, 3, DType::F16);
+        let op = repeat_op(&g);
+        for (budget, feasible) in [(DATA_BUDGET_BYTES, true), (2_000, false)] {
+            let cx = SearchCx::new(
+                &g,
+                PlanConfig {
+                    tiles: 16,
+                    budget,
+                    ..PlanConfig::default()
+                },
+            );
+            let info = RegionInfo::new(&g, g.top()).unwrap();
+            // Two outer branches reaching the Repeat with the same boundary.
+            let a = State::start(&cx, &info, &[]);
+            let b = a.clone();
+            let first = body_frontier(&cx, &a, op).unwrap();
+            let second = body_frontier(&cx, &b, op).unwrap();
+            let stats = *cx.stats.borrow();
+            assert_eq!((stats.body_searches, stats.cache_hits), (1, 1));
+            assert_eq!(first.is_ok(), feasible);
+            match (first, second) {
+                (Ok(x), Ok(y)) => assert!(Arc::ptr_eq(&x, &y) && !x.is_empty()),
+                (Err(x), Err(y)) => {
+                    assert!(Arc::ptr_eq(&x, &y));
+                    assert!(x.region.contains("repeat body"));
+                }
+                _ => panic!("cache returned a different outcome"),
+            }
+        }
+    }
 }

@@ -89,6 +89,9 @@ pub struct State {
     statics: Arc<BTreeMap<ValueId, Arc<Allocation>>>,
     static_usage: Arc<Vec<u64>>,
     static_max: u64,
+    /// Interleaved-class part of `static_usage`.
+    static_il: Arc<Vec<u64>>,
+    static_il_max: u64,
     choices: Option<Arc<ChoiceNode>>,
     /// Cycles so far.
     pub cycles: Cycles,
@@ -154,6 +157,8 @@ impl State {
             statics: Arc::new(BTreeMap::new()),
             static_usage: Arc::new(memory::empty_usage()),
             static_max: 0,
+            static_il: Arc::new(memory::empty_usage()),
+            static_il_max: 0,
             choices: None,
             cycles: Cycles::default(),
             peak: 0,
@@ -243,6 +248,11 @@ impl State {
         &self.statics
     }
 
+    /// Largest static per-tile usage.
+    pub fn static_max(&self) -> u64 {
+        self.static_max
+    }
+
     /// Static per-tile usage.
     pub fn static_usage(&self) -> &[u64] {
         &self.static_usage
@@ -251,14 +261,26 @@ impl State {
     fn set_static(&mut self, v: ValueId, a: Option<Arc<Allocation>>) {
         let statics = Arc::make_mut(&mut self.statics);
         let usage = Arc::make_mut(&mut self.static_usage);
+        let mut il_changed = false;
         if let Some(old) = statics.remove(&v) {
             old.accumulate(usage, false);
+            if old.class == MemoryClass::Interleaved {
+                old.accumulate(Arc::make_mut(&mut self.static_il).as_mut_slice(), false);
+                il_changed = true;
+            }
         }
         if let Some(a) = a {
             a.accumulate(usage, true);
+            if a.class == MemoryClass::Interleaved {
+                a.accumulate(Arc::make_mut(&mut self.static_il).as_mut_slice(), true);
+                il_changed = true;
+            }
             statics.insert(v, a);
         }
         self.static_max = memory::peak_of(usage).0;
+        if il_changed {
+            self.static_il_max = memory::peak_of(&self.static_il).0;
+        }
     }
 
     fn drop_value(&mut self, v: ValueId) {
@@ -310,31 +332,46 @@ impl State {
                 (c.peak, c.tile, c.exact)
             }
         };
-        if peak <= budget || !exact {
+        let il_excess = memory::interleaved_excess(&self.static_il, self.static_il_max, &dynamic);
+        if (peak <= budget || !exact) && il_excess.is_none() {
             return Ok(peak);
         }
+        // Report the tile that breaks a budget: the total one first.
+        let tile = if peak > budget && exact {
+            tile
+        } else {
+            il_excess.map(|e| e.1).unwrap_or(tile)
+        };
         let report = matches!(mode, Mode::Report).then(|| {
             let (op_name, op_index, what) = moment();
-            let live = memory::live_on_tile(
-                tile,
+            let all = || {
                 self.statics
                     .values()
                     .map(|a| &**a)
-                    .chain(dynamic.iter().copied()),
-            );
+                    .chain(dynamic.iter().copied())
+            };
+            let live = memory::live_on_tile(tile, all());
+            let usage = memory::moment_usage(&self.static_usage, &dynamic);
+            let on_tile = usage.get(tile as usize).copied().unwrap_or(peak);
             alloc::boxed::Box::new(MemoryRejection {
                 op_name,
                 op_index,
                 region: cx.region_label(),
                 moment: what,
                 tile,
-                peak_bytes: peak,
+                peak_bytes: on_tile,
                 reserve_bytes: cx.reserve(),
                 budget_bytes: budget + cx.reserve(),
+                interleaved_bytes: memory::interleaved_on_tile(tile, all()),
+                interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
+                tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
                 live,
             })
         });
-        Err(Reject::Memory { peak, report })
+        Err(Reject::Memory {
+            peak: peak.max(il_excess.map(|e| e.0).unwrap_or(0)),
+            report,
+        })
     }
 
     /// Extends the state by `op` implemented as `plan` at position `pos`.
@@ -573,6 +610,15 @@ impl State {
                         peak_bytes: peak,
                         reserve_bytes: cx.reserve(),
                         budget_bytes: budget + cx.reserve(),
+                        interleaved_bytes: memory::interleaved_on_tile(
+                            tile,
+                            s.statics
+                                .values()
+                                .map(|a| &**a)
+                                .chain(dynamic.iter().copied()),
+                        ),
+                        interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
+                        tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
                         live,
                     })
                 });

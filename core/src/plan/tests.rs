@@ -102,6 +102,21 @@ fn over_budget_plans_are_rejected_with_a_report() {
     // The live list adds up to the peak.
     let sum: u64 = r.live.iter().map(|a| a.bytes).sum();
     assert_eq!(sum, r.peak_bytes, "{r}");
+    // The body's first op (the up-projection) is where the 64-layer weight
+    // sequences first coexist; both show up, 64 copies each.
+    assert_eq!((r.op_name.as_str(), r.op_index), ("matmul", 0), "{r}");
+    assert!(r.region.contains("repeat body"), "{r}");
+    assert!(r.moment.contains("matmul"), "{r}");
+    assert!(r.tiles_over_budget >= 1);
+    for seq in ["l0.w1 ×64", "l0.w2 ×64"] {
+        let a = r
+            .live
+            .iter()
+            .find(|a| a.name == seq)
+            .unwrap_or_else(|| panic!("{seq} missing from\n{r}"));
+        assert_eq!(a.kind, memory::AllocationKind::IteratedParameter);
+        assert_eq!(a.bytes % 64, 0);
+    }
 }
 
 #[test]

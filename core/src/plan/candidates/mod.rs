@@ -199,8 +199,8 @@ pub(crate) fn row_part_options(rows: u32, tiles: u32) -> Vec<u32> {
 }
 
 /// Where a value nobody has placed yet is kept: balanced over all tiles (a
-/// one-row tensor in 8-byte chunks, a matrix as the 2-D block grid that uses
-/// the most tiles), so pending parameters never pile up on a few tiles.
+/// one-row tensor in 8-byte chunks, a matrix as the 2-D block grid with the
+/// smallest largest block), so pending parameters never pile up on a few tiles.
 pub fn default_storage(view: &TensorView, tiles: u32) -> Layout {
     let elem = view.elem().max(1);
     // Chunks of 8 bytes (two words) so vectors spread instead of piling up.
@@ -209,16 +209,18 @@ pub fn default_storage(view: &TensorView, tiles: u32) -> Layout {
         return Layout::balanced_linear(1, view.cols, grain, 0, tiles);
     }
     let col_units = view.cols.div_ceil(grain).max(1);
-    let mut best = (0u64, 1u32, 1u32);
+    // Smallest largest block; among equals, more tiles used.
+    let mut best = (u64::MAX, 0u64, 1u32, 1u32);
     for rp in 1..=view.rows.min(tiles).max(1) {
         let cp = (tiles / rp).min(col_units).max(1);
+        let block =
+            view.rows.div_ceil(rp) as u64 * (col_units.div_ceil(cp) * grain).min(view.cols) as u64;
         let used = rp as u64 * cp as u64;
-        // Most tiles used; among equals, the squarest (fewest, fattest runs).
-        if used > best.0 || (used == best.0 && rp.abs_diff(cp) < best.1.abs_diff(best.2)) {
-            best = (used, rp, cp);
+        if block < best.0 || (block == best.0 && used > best.1) {
+            best = (block, used, rp, cp);
         }
     }
-    let (_, rp, cp) = best;
+    let (_, _, rp, cp) = best;
     Layout {
         first_tile: 0,
         rows: super::layout::AxisSplit::parts(view.rows, 1, rp, cp),
