@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod emit;
 pub mod exchange;
 pub mod ir;
 pub mod kernel;

@@ -3,10 +3,13 @@
 
 pub mod cli;
 pub mod codelets;
+pub mod compile;
+pub mod device;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
 pub mod reference;
 pub mod report;
+pub mod run_report;
 pub mod sim;
 pub mod weights;

@@ -14,3 +14,4 @@ mod lifetime;
 pub mod schedule;
 
 pub use build::{lower, LowerError};
+pub use schedule::*;

@@ -92,7 +92,8 @@ fn bindings(w: &mut ByteWriter, p: &Package) -> Result<()> {
     for b in bindings {
         w.u8(b.kind.code());
         w.u8(b.dtype.code());
-        w.u16(0);
+        w.u8(b.scale as u8);
+        w.u8(0);
         w.string("binding name", &b.name)?;
         w.len32("binding rank", b.shape.len())?;
         for &d in &b.shape {

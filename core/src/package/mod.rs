@@ -32,7 +32,7 @@
 //!   2 tiles      n · { physical u32 · entry u32 · nseg · { address u32 · memory_size u32
 //!                · flags u8 (R1 W2 X4) · role u8 · reserved u16 · data blob } }
 //!   3 kernels    n · { name str · address u32 }
-//!   4 bindings   n · { kind u8 · dtype u8 · reserved u16 · name str · rank · dims u64…
+//!   4 bindings   n · { kind u8 · dtype u8 · scale i8 · reserved u8 · name str · rank · dims u64…
 //!                · nslice · { file_offset u64 · tile u32 · tile_address u32 · size u32 } }
 //!   5 host calls n · { name str · command u32 · phases u32 · invocations u32
 //!                · inputs n·{binding str · file_offset u64 · size u64} · outputs (same) }

@@ -377,6 +377,8 @@ pub struct Binding {
     pub name: String,
     pub kind: BindingKind,
     pub dtype: DType,
+    /// Power-of-two scale of FP8 data (value = decoded code · 2^scale); 0 otherwise.
+    pub scale: i8,
     pub shape: Vec<u64>,
     pub slices: Vec<BindingSlice>,
 }

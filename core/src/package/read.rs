@@ -304,7 +304,18 @@ fn read_bindings(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<Vec<Bind
             field: "binding dtype",
             value: u32::from(dtype_code),
         })?;
-        r.reserved_u16("binding reserved")?;
+        // FP8 tensors carry their power-of-two scale (value = code · 2^scale);
+        // other dtypes store 0.
+        let scale = r.u8("binding scale")? as i8;
+        let reserved_offset = r.offset();
+        let reserved = r.u8("binding reserved")?;
+        if reserved != 0 {
+            return Err(PackageError::NonZeroReserved {
+                offset: reserved_offset,
+                field: "binding reserved",
+                value: u32::from(reserved),
+            });
+        }
         let name = r.string("binding name")?;
         match bindings.last().map(|b| &b.name) {
             Some(p) if *p == name => {
@@ -331,6 +342,7 @@ fn read_bindings(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<Vec<Bind
             name,
             kind,
             dtype,
+            scale,
             shape,
             slices: Vec::new(),
         };

@@ -1,8 +1,24 @@
-//! `ipuc compile` (issue #5).
+//! `ipuc compile`: build the package only (same flags as `ipuc run`'s model
+//! and build options).
 
+use super::run::{compile_workload, BuildArgs};
+use super::workload::WorkloadArgs;
+use crate::run_report::print_compile_report;
+
+/// `ipuc compile` flags.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub model: WorkloadArgs,
+    #[command(flatten)]
+    pub build: BuildArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`ipuc compile` is not built yet (issue #5)")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.build.package.is_none() {
+        eprintln!("note: no --package given; the package is built, checked and hashed but not written");
+    }
+    let (_, _, compiled) = compile_workload(&args.model, &args.build)?;
+    print_compile_report(&compiled.report);
+    Ok(())
 }

@@ -103,6 +103,7 @@ mod tests {
             name: "image".into(),
             kind: BindingKind::Input,
             dtype: DType::F16,
+            scale: 0,
             shape: vec![2, 8],
             slices: vec![
                 BindingSlice {

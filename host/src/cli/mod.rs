@@ -8,3 +8,4 @@ pub mod isa;
 pub mod reference;
 pub mod run;
 pub mod topology;
+pub mod workload;

@@ -1,8 +1,152 @@
-//! `ipuc run` (issue #5).
+//! `ipuc run`: compile the SigLIP vision tower, execute the package on the
+//! simulated IPU21 and validate it against the FP32 reference.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
+use crate::compile::{compile, CompileOptions, Compiled};
+use crate::device::sim::SimDevice;
+use crate::device::DeviceOutput;
+use crate::input::npy::NpyArray;
+use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
+use crate::reference::{run_siglip, Numerics};
+use crate::run_report::{compare, print_compile_report, print_run_report, Validation};
+use crate::weights::HostTensor;
+
+/// `ipuc run` flags.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub model: WorkloadArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Compare every inference with the FP32 reference.
+    #[arg(long)]
+    pub reference_run: bool,
+    /// Inferences to execute (each validated with --reference-run).
+    #[arg(long, default_value_t = 1)]
+    pub reference_inferences: u32,
+    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|.
+    #[arg(long, default_value_t = 0.2)]
+    pub diagnostic_atol: f32,
+    /// Relative tolerance of the validation.
+    #[arg(long, default_value_t = 0.05)]
+    pub diagnostic_rtol: f32,
+    /// Write the per-tile profile (JSON), `profile.html` and `operations.json` here.
+    #[arg(long)]
+    pub profile_output: Option<PathBuf>,
+    /// Write the pooled embedding (MAP head output) as `.npy`.
+    #[arg(long)]
+    pub output_embedding: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`ipuc run` is not built yet (issue #5)")
+/// Compilation flags shared by `ipuc run` and `ipuc compile`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BuildArgs {
+    /// Width of the planner's Pareto beam.
+    #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH)]
+    pub planning_beam_width: usize,
+    /// Write the package here.
+    #[arg(long)]
+    pub package: Option<PathBuf>,
+}
+
+/// Builds and compiles the model the flags describe.
+pub fn compile_workload(model: &WorkloadArgs, build: &BuildArgs) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    let (siglip, weights) = load_model(model)?;
+    eprintln!(
+        "model: {} ({} layers, {} tokens, width {}, weights {})",
+        workload_name(model),
+        siglip.layers,
+        siglip.config.num_tokens(),
+        siglip.config.hidden_size,
+        match model.fp8_scale {
+            Some(s) => format!("FP8 F143 at scale {s}"),
+            None => "FP16".into(),
+        }
+    );
+    let compiled = compile(
+        &siglip.graph,
+        &crate::device::sim::kernel_abi(),
+        &CompileOptions {
+            beam_width: build.planning_beam_width,
+            name: workload_name(model),
+        },
+    )?;
+    if let Some(path) = &build.package {
+        std::fs::write(path, &compiled.bytes)
+            .with_context(|| format!("writing the package to {}", path.display()))?;
+        eprintln!("package written to {}", path.display());
+    }
+    Ok((siglip, weights, compiled))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let (model, weights, compiled) = compile_workload(&args.model, &args.build)?;
+    print_compile_report(&compiled.report);
+    let pixels = load_pixels(&args.input, &model, args.model.seed)?;
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        PIXEL_VALUES.to_string(),
+        HostTensor {
+            shape: pixels.shape.to_vec(),
+            data: pixels.data.clone(),
+        },
+    );
+
+    let reference = if args.reference_run {
+        eprintln!("reference: FP32 forward pass…");
+        let r = run_siglip(&model, &weights, &pixels, Numerics::Fp32, None)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("FP32 reference")?;
+        eprintln!("reference: {:.2} s ({:.1} GFLOP/s)", r.seconds, r.gflops_per_second());
+        Some(r)
+    } else {
+        None
+    };
+
+    let mut last: Option<DeviceOutput> = None;
+    let mut validations: Vec<Validation> = Vec::new();
+    for i in 0..args.reference_inferences.max(1) {
+        eprintln!("device: simulated run {} of {}…", i + 1, args.reference_inferences.max(1));
+        let t = Instant::now();
+        let out = SimDevice::for_package(&compiled.package)?
+            .run(&compiled.package, &inputs, &weights)
+            .context("simulated run")?;
+        eprintln!("device: finished in {:.2} s wall time", t.elapsed().as_secs_f64());
+        if let Some(r) = &reference {
+            validations.push(compare(
+                &out,
+                r,
+                args.diagnostic_atol,
+                args.diagnostic_rtol,
+            )?);
+        }
+        last = Some(out);
+    }
+    let out = last.expect("at least one inference ran");
+    print_run_report(&compiled, &out, &validations, args.diagnostic_atol, args.diagnostic_rtol);
+
+    if let Some(dir) = &args.profile_output {
+        crate::run_report::write_profile(dir, &compiled, &out)?;
+    }
+    if let Some(path) = &args.output_embedding {
+        let t = out
+            .outputs
+            .get(POOLER_OUTPUT)
+            .context("the package has no pooled embedding output")?;
+        NpyArray::new(t.shape.clone(), t.data.clone())
+            .write(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if validations.iter().any(|v| !v.pass) {
+        anyhow::bail!("reference validation FAILED");
+    }
+    Ok(())
 }

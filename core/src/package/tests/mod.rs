@@ -53,6 +53,7 @@ pub(super) fn sample() -> Package {
     });
     p.bindings.push(Binding {
         name: "image".to_string(),
+        scale: 0,
         kind: BindingKind::Input,
         dtype: DType::F16,
         shape: vec![4, 8],
@@ -73,6 +74,7 @@ pub(super) fn sample() -> Package {
     });
     p.bindings.push(Binding {
         name: "w.qkv".to_string(),
+        scale: 0,
         kind: BindingKind::Weight,
         dtype: DType::F8E4M3,
         shape: vec![16],
@@ -93,6 +95,7 @@ pub(super) fn sample() -> Package {
     });
     p.bindings.push(Binding {
         name: "embedding".to_string(),
+        scale: 0,
         kind: BindingKind::Output,
         dtype: DType::F32,
         shape: vec![4],

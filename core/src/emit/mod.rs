@@ -1,0 +1,38 @@
+//! Emission: per-tile supervisor programs from a placed [`TileSchedule`].
+//!
+//! Lowering says *what* each tile does (kernel calls, exchange phases, one
+//! structured Repeat); placement says *where* each buffer lives. Emission
+//! turns both into IPU21 assembly for every tile — the generated supervisor
+//! program plus its exchange rows, Repeat patch tables, row-sharing patch
+//! lists and kernel argument blocks — which the linker joins with the static
+//! runtime (`device-asm/static_runtime.S`) into one image per tile.
+//!
+//! Generated code is assembly text on purpose: the same assembler that checks
+//! the runtime checks it, and `ipuc compile --listing` can show it.
+//!
+//! Every address an instruction needs inside a Repeat comes from
+//! [`Buffer::iteration_offset`]'s function `base + iteration × stride`
+//! (architecture invariant 3): kernels read the iterated buffer's current
+//! base from the Repeat frame, and exchange sends of iterated sources are
+//! rewritten per iteration by Repeat patch tables built from the same stride.
+
+mod error;
+mod exchange;
+mod program;
+mod repeat;
+
+pub use error::EmitError;
+pub use exchange::{ExchangeSummary, PhaseRows};
+pub use program::{
+    area_label, emit_programs, kernel_stubs_source, kernel_symbol, step_label, Area, EmitInput,
+    EmittedProgram, KernelAbi,
+};
+
+use crate::lower::BufferId;
+
+/// Where placement put each buffer: the byte address of `buffer`'s block on
+/// logical `tile` (the start of iteration 0 for iterated buffers).
+pub trait BufferAddresses {
+    /// `None` when the buffer has no block on that tile.
+    fn base(&self, buffer: BufferId, tile: u32) -> Option<u32>;
+}

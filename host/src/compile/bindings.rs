@@ -1,0 +1,185 @@
+//! Package bindings: where the host writes inputs and weights and reads
+//! outputs, as tile address ranges of each tensor's row-major bytes.
+//!
+//! A buffer block is a rectangle `rows × cols` of the tensor's 2-D view
+//! (leading dims folded into rows) stored row-major on its tile; a block of
+//! whole rows is one slice, a block of partial rows one slice per row.
+
+use anyhow::{anyhow, bail, Result};
+
+use ipuc_core::emit::BufferAddresses;
+use ipuc_core::ir::{DType as IrType, Graph};
+use ipuc_core::numeric::F8Format;
+use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
+use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType};
+use ipuc_core::target::topology::LogicalTile;
+
+/// The package dtype and FP8 scale of an IR dtype.
+pub fn package_dtype(dtype: IrType) -> (DType, i8) {
+    match dtype {
+        IrType::F32 => (DType::F32, 0),
+        IrType::F16 => (DType::F16, 0),
+        IrType::F8 {
+            format: F8Format::F143,
+            scale,
+        } => (DType::F8E4M3, scale),
+        IrType::F8 {
+            format: F8Format::F152,
+            scale,
+        } => (DType::F8E5M2, scale),
+    }
+}
+
+/// Slices of one tile block at `base`, for a tensor whose 2-D view has
+/// `cols` columns of `elem` bytes.
+fn block_slices(block: &TileBlock, base: u32, cols: u32, elem: u32) -> Result<Vec<BindingSlice>> {
+    // Package slices name physical tiles, like the tile images.
+    let tile = u32::from(LogicalTile::new(block.tile).map_err(|e| anyhow!("{e:?}"))?.physical().get());
+    let width = block.cols.end - block.cols.start;
+    let pitch = width * elem;
+    if width == cols {
+        let rows = block.rows.end - block.rows.start;
+        return Ok(vec![BindingSlice {
+            file_offset: u64::from(block.rows.start) * u64::from(cols * elem),
+            tile,
+            tile_address: base,
+            size: rows * pitch,
+        }]);
+    }
+    Ok(block
+        .rows
+        .clone()
+        .enumerate()
+        .map(|(i, r)| BindingSlice {
+            file_offset: (u64::from(r) * u64::from(cols) + u64::from(block.cols.start))
+                * u64::from(elem),
+            tile,
+            tile_address: base + i as u32 * pitch,
+            size: pitch,
+        })
+        .collect())
+}
+
+fn binding(
+    name: &str,
+    kind: BindingKind,
+    buffer: &Buffer,
+    blocks: &[TileBlock],
+    shape: [u32; 2],
+    full_shape: Vec<u64>,
+    iteration: u32,
+    addrs: &dyn BufferAddresses,
+) -> Result<Binding> {
+    let (dtype, scale) = package_dtype(buffer.dtype);
+    let elem = dtype.size_bytes() as u32;
+    let mut slices = Vec::new();
+    for block in blocks {
+        let base = addrs.base(buffer.id, block.tile).ok_or_else(|| {
+            anyhow!("binding `{name}`: buffer `{}` is not placed on tile {}", buffer.name, block.tile)
+        })?;
+        // Iteration `i` of a sequence sits at `base + i × stride`: the same
+        // address function the Repeat body reads (architecture invariant 3).
+        let at = base + buffer.iteration_offset(block, iteration, 0);
+        slices.extend(block_slices(block, at, shape[1], elem)?);
+    }
+    slices.sort();
+    Ok(Binding {
+        name: name.to_string(),
+        kind,
+        dtype,
+        scale,
+        shape: full_shape,
+        slices,
+    })
+}
+
+/// Full shape of a named input or parameter.
+fn dims_of(graph: &Graph, name: &str) -> Option<Vec<u64>> {
+    let v = graph.external(name)?;
+    Some(graph.ty(v)?.shape.dims().iter().map(|&d| d as u64).collect())
+}
+
+/// Every input, weight and output binding of the schedule.
+pub fn bindings(
+    graph: &Graph,
+    schedule: &TileSchedule,
+    addrs: &dyn BufferAddresses,
+) -> Result<Vec<Binding>> {
+    let mut out = Vec::new();
+    for buffer in &schedule.buffers {
+        let two_d = |name: &str| {
+            dims_of(graph, name).unwrap_or_else(|| buffer.shape.iter().map(|&d| u64::from(d)).collect())
+        };
+        match &buffer.role {
+            BufferRole::Input { name } => out.push(binding(
+                name,
+                BindingKind::Input,
+                buffer,
+                &buffer.blocks,
+                buffer.shape,
+                two_d(name),
+                0,
+                addrs,
+            )?),
+            BufferRole::Parameter { name } => out.push(binding(
+                name,
+                BindingKind::Weight,
+                buffer,
+                &buffer.blocks,
+                buffer.shape,
+                two_d(name),
+                0,
+                addrs,
+            )?),
+            BufferRole::Iterated { names } => {
+                for (i, name) in names.iter().enumerate() {
+                    out.push(binding(
+                        name,
+                        BindingKind::Weight,
+                        buffer,
+                        &buffer.blocks,
+                        buffer.shape,
+                        two_d(name),
+                        i as u32,
+                        addrs,
+                    )?);
+                }
+            }
+            BufferRole::Constant { op } => bail!(
+                "buffer `{}` holds constant op {op}: constants must be folded into parameters before compilation",
+                buffer.name
+            ),
+            BufferRole::Output { .. }
+            | BufferRole::Carried
+            | BufferRole::Activation
+            | BufferRole::Scratch => {}
+        }
+    }
+    for o in &schedule.outputs {
+        let buffer = schedule
+            .buffer(o.buffer)
+            .ok_or_else(|| anyhow!("output `{}` names a missing buffer", o.name))?;
+        let dims = graph_output_dims(graph, &o.name).unwrap_or_else(|| o.shape.iter().map(|&d| u64::from(d)).collect());
+        let mut b = binding(
+            &o.name,
+            BindingKind::Output,
+            buffer,
+            &o.blocks,
+            o.shape,
+            dims,
+            0,
+            addrs,
+        )?;
+        let (dtype, scale) = package_dtype(o.dtype);
+        b.dtype = dtype;
+        b.scale = scale;
+        out.push(b);
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
+    let v = graph.output(name)?;
+    Some(graph.ty(v)?.shape.dims().iter().map(|&d| d as u64).collect())
+}

@@ -1,0 +1,259 @@
+//! The compiler driver: graph → plan → tile schedule → placement → emission
+//! → linked tile images → package. Each stage reports progress and its wall
+//! time on stderr; the result carries everything the run report prints.
+
+mod bindings;
+mod image;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use ipuc_core::emit::{emit_programs, BufferAddresses, EmitInput, ExchangeSummary, KernelAbi};
+use ipuc_core::ir::Graph;
+use ipuc_core::lower::{lower, BufferId, TileSchedule};
+use ipuc_core::package::{self, Package, SummaryValue};
+use ipuc_core::place::{
+    place_tile, requests_from_schedule, BufferKey, ReservedKind, ReservedRange, TilePlacement,
+};
+use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanStats};
+use ipuc_core::target::sram::{layout, TILE_MEMORY_BASE};
+
+pub use image::CODE_END;
+
+/// Compiler settings (the seeds' planning flags).
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// `--planning-beam-width`.
+    pub beam_width: usize,
+    /// Name recorded in the package (e.g. the workload).
+    pub name: String,
+}
+
+/// Wall times of the stages, in milliseconds.
+#[derive(Clone, Debug, Default)]
+pub struct StageTimes {
+    pub planning_ms: f64,
+    pub lowering_ms: f64,
+    pub placement_ms: f64,
+    pub emission_ms: f64,
+    pub packaging_ms: f64,
+}
+
+/// What the run report needs from compilation.
+#[derive(Clone, Debug)]
+pub struct CompileReport {
+    pub plan_stats: PlanStats,
+    /// Planner's estimated cycles of the whole program.
+    pub estimated_cycles: u64,
+    /// Planner's per-tile peak estimate (excluding the support reserve).
+    pub estimated_peak_bytes: u64,
+    pub estimated_peak_tile: u32,
+    /// Placement's largest per-tile live bytes (incl. reserved ranges) and tile.
+    pub placed_peak_bytes: u32,
+    pub placed_peak_tile: u32,
+    /// Largest exchange-table bytes (rows + patch data) on one tile.
+    pub exchange_table_bytes_per_tile: u64,
+    /// Largest host-descriptor bytes on one tile.
+    pub host_descriptor_bytes_per_tile: u64,
+    /// Largest linked code image (runtime + program + rows) on one tile.
+    pub code_bytes_per_tile: u64,
+    pub tiles: usize,
+    pub exchange: ExchangeSummary,
+    pub times: StageTimes,
+    pub package_bytes: usize,
+    pub sha256: String,
+}
+
+/// A compiled model.
+pub struct Compiled {
+    pub package: Package,
+    pub bytes: Vec<u8>,
+    pub report: CompileReport,
+    /// Per-tile placement (memory maps).
+    pub placements: Vec<TilePlacement>,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Ranges every tile keeps for the runtime: code (runtime, generated program,
+/// exchange rows and tables, checked after linking against [`CODE_END`]) and
+/// the runtime state block.
+fn reserved_ranges() -> Vec<ReservedRange> {
+    vec![
+        ReservedRange {
+            name: "code and exchange tables".into(),
+            kind: ReservedKind::Code,
+            range: TILE_MEMORY_BASE..CODE_END,
+        },
+        ReservedRange {
+            name: "runtime state".into(),
+            kind: ReservedKind::State,
+            range: layout::COMPLETION_WORD..layout::DATA_BASE,
+        },
+    ]
+}
+
+/// Buffer addresses from per-tile placements.
+struct Placed<'a> {
+    by_tile: BTreeMap<u32, &'a TilePlacement>,
+}
+
+impl BufferAddresses for Placed<'_> {
+    fn base(&self, buffer: BufferId, tile: u32) -> Option<u32> {
+        self.by_tile.get(&tile)?.address(BufferKey(buffer.0))
+    }
+}
+
+/// Compiles `graph` into a package.
+pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) -> Result<Compiled> {
+    let mut times = StageTimes::default();
+
+    eprintln!("compile: planning (beam width {})…", opts.beam_width);
+    let t = Instant::now();
+    let plan: Plan = plan_graph(
+        graph,
+        PlanConfig {
+            beam_width: opts.beam_width,
+            ..PlanConfig::default()
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
+    .context("planning")?;
+    times.planning_ms = ms_since(t);
+    let s = plan.stats;
+    eprintln!(
+        "compile: planned in {:.0} ms: {} candidates screened, {} body searches, {} cache hits, {} memory rejections",
+        times.planning_ms, s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
+    );
+
+    let t = Instant::now();
+    let schedule: TileSchedule = lower(graph, &plan)
+        .map_err(|e| anyhow::anyhow!("{e:?}"))
+        .context("lowering")?;
+    times.lowering_ms = ms_since(t);
+    eprintln!(
+        "compile: lowered in {:.0} ms: {} buffers, {} steps",
+        times.lowering_ms,
+        schedule.buffers.len(),
+        schedule.step_count
+    );
+
+    let t = Instant::now();
+    let requests = requests_from_schedule(&schedule, &reserved_ranges());
+    let placements: Vec<TilePlacement> = requests
+        .par_iter()
+        .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))
+        .collect::<Result<_>>()
+        .context("SRAM placement")?;
+    times.placement_ms = ms_since(t);
+    let peak = placements
+        .iter()
+        .max_by_key(|p| (p.peak.bytes, std::cmp::Reverse(p.tile)))
+        .map(|p| (p.peak.bytes, p.tile))
+        .unwrap_or((0, 0));
+    eprintln!(
+        "compile: placed {} tiles in {:.0} ms (peak {} bytes on tile {})",
+        placements.len(),
+        times.placement_ms,
+        peak.0,
+        peak.1
+    );
+
+    let t = Instant::now();
+    let addresses = Placed {
+        by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
+    };
+    let (programs, exchange) = emit_programs(&EmitInput {
+        schedule: &schedule,
+        addresses: &addresses,
+        kernels,
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))
+    .context("emission")?;
+    let stubs = image::kernel_stubs(kernels)?;
+    let images = programs
+        .par_iter()
+        .map(|p| image::link_tile(&stubs, p))
+        .collect::<Result<Vec<_>>>()?;
+    times.emission_ms = ms_since(t);
+    eprintln!(
+        "compile: emitted {} tile programs in {:.0} ms ({} exchange phases, {} stored rows)",
+        images.len(),
+        times.emission_ms,
+        exchange.phases,
+        exchange.stored_rows
+    );
+
+    let t = Instant::now();
+    let mut pkg = Package::new(format!("ipuc {} ({})", env!("CARGO_PKG_VERSION"), opts.name));
+    for img in &images {
+        pkg.tiles.push(img.tile_image());
+    }
+    pkg.kernels = image::kernel_symbols(kernels, &images)?;
+    pkg.bindings = bindings::bindings(graph, &schedule, &addresses)?;
+    pkg.steps = image::step_tables(&schedule, &images);
+    let summary = [
+        ("beam_width", SummaryValue::Integer(opts.beam_width as i64)),
+        ("estimated_cycles", SummaryValue::Integer(plan.cycles.total() as i64)),
+        ("estimated_peak_bytes", SummaryValue::Integer(plan.peak_bytes as i64)),
+        ("exchange_phases", SummaryValue::Integer(exchange.phases as i64)),
+        ("workload", SummaryValue::Text(opts.name.clone())),
+    ];
+    pkg.plan_summary = summary
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let bytes = package::write(&pkg)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("writing the package")?;
+    times.packaging_ms = ms_since(t);
+    let sha256 = hex(&Sha256::digest(&bytes));
+
+    let per_tile = |f: &dyn Fn(&ipuc_core::package::TileImage) -> u64| {
+        pkg.tiles.iter().map(f).max().unwrap_or(0)
+    };
+    let report = CompileReport {
+        plan_stats: plan.stats,
+        estimated_cycles: plan.cycles.total(),
+        estimated_peak_bytes: plan.peak_bytes,
+        estimated_peak_tile: plan.peak_tile,
+        placed_peak_bytes: peak.0,
+        placed_peak_tile: peak.1,
+        exchange_table_bytes_per_tile: per_tile(&|t| {
+            t.segments
+                .iter()
+                .filter(|s| s.role.is_exchange_table())
+                .map(|s| u64::from(s.memory_size))
+                .sum()
+        }),
+        host_descriptor_bytes_per_tile: per_tile(&|t| {
+            t.role_bytes(ipuc_core::package::SegmentRole::HostDescriptors)
+        }),
+        code_bytes_per_tile: images.iter().map(|i| u64::from(i.code_bytes())).max().unwrap_or(0),
+        tiles: images.len(),
+        exchange,
+        times,
+        package_bytes: bytes.len(),
+        sha256,
+    };
+    if report.tiles == 0 {
+        bail!("the schedule uses no tiles");
+    }
+    Ok(Compiled {
+        package: pkg,
+        bytes,
+        report,
+        placements,
+    })
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,206 @@
+//! The embedded IPU21 simulator as a device: loads a package (tile images,
+//! bindings), registers the native codelets at the package's kernel symbols,
+//! connects the tiles with the exchange fabric, runs to completion and reads
+//! the outputs back through the output bindings. Every cycle it reports is
+//! simulated.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use ipuc_core::package::{Binding, BindingKind, Package};
+use ipuc_core::target::sram::layout;
+
+use ipuc_core::emit::KernelAbi;
+use ipuc_core::kernel::{self, KernelArgs, KernelSymbol};
+use ipuc_core::lower::Kernel;
+use ipuc_core::target::kernel_abi as abi;
+
+use super::convert::{decode_elements, encode_elements};
+use crate::codelets::codelet_table;
+use crate::sim::row_fabric::RowFabric;
+use super::DeviceOutput;
+use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
+use crate::weights::HostTensor;
+
+/// Default bound on every tile's clock: a runaway program faults instead of
+/// spinning forever.
+pub const DEFAULT_CYCLE_LIMIT: u64 = 50_000_000_000;
+
+/// Per-tile cycle samples of a run (simulated).
+#[derive(Clone, Debug, Default)]
+pub struct RunProfile {
+    /// `(physical tile, samples)` in device order.
+    pub tiles: Vec<(u16, Vec<CycleSample>)>,
+    /// Latest halt cycle over all tiles.
+    pub cycles: u64,
+    /// Global syncs resolved.
+    pub supersteps: u64,
+}
+
+/// ipuc's kernel calling convention (`ipuc_core::target::kernel_abi`), as
+/// emission needs it: codelet symbols, argument blocks, registers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NativeKernelAbi;
+
+impl KernelAbi for NativeKernelAbi {
+    fn families(&self) -> Vec<&'static str> {
+        KernelSymbol::ALL.iter().map(|s| s.name()).collect()
+    }
+    fn family(&self, kernel: &Kernel) -> &'static str {
+        KernelArgs::new(kernel.clone()).symbol().name()
+    }
+    fn arg_block(&self, kernel: &Kernel) -> Vec<u32> {
+        kernel::encode(&KernelArgs::new(kernel.clone()))
+    }
+    fn operand_register(&self, index: usize) -> Option<u8> {
+        match index {
+            0 => Some(abi::OUTPUT_REGISTER),
+            i if i - 1 < abi::MAX_INPUTS => Some(abi::FIRST_INPUT_REGISTER + (i - 1) as u8),
+            _ => None,
+        }
+    }
+    fn arg_register(&self) -> u8 {
+        abi::ARG_BLOCK_REGISTER
+    }
+}
+
+/// The kernel ABI emission uses for the simulator's native codelets.
+pub fn kernel_abi() -> NativeKernelAbi {
+    NativeKernelAbi
+}
+
+/// Where the simulator gets its kernels and exchange fabric.
+pub struct SimDevice {
+    pub codelets: Arc<CodeletTable>,
+    pub fabric: Box<dyn ExchangeFabric>,
+    pub cycle_limit: u64,
+}
+
+fn tensor_for<'a>(
+    binding: &Binding,
+    inputs: &'a BTreeMap<String, HostTensor>,
+    weights: &'a crate::weights::Weights,
+) -> Result<&'a HostTensor> {
+    let t = match binding.kind {
+        BindingKind::Input => inputs.get(&binding.name),
+        BindingKind::Weight => weights.get(&binding.name),
+        BindingKind::Output => None,
+    }
+    .ok_or_else(|| anyhow!("no host tensor for {:?} binding `{}`", binding.kind, binding.name))?;
+    let want: u64 = binding.shape.iter().product();
+    if t.data.len() as u64 != want {
+        bail!(
+            "binding `{}` holds {} elements (shape {:?}) but the host tensor has {} (shape {:?})",
+            binding.name,
+            want,
+            binding.shape,
+            t.data.len(),
+            t.shape
+        );
+    }
+    Ok(t)
+}
+
+impl SimDevice {
+    /// The simulator for `package`: a native codelet at every kernel symbol,
+    /// the row-executing exchange fabric, the default cycle limit.
+    pub fn for_package(package: &Package) -> Result<SimDevice> {
+        let table = codelet_table(package.kernels.iter().map(|k| (k.name.as_str(), k.address)))
+            .map_err(|e| anyhow!("{e}"))?;
+        Ok(SimDevice {
+            codelets: Arc::new(table),
+            fabric: Box::new(RowFabric),
+            cycle_limit: DEFAULT_CYCLE_LIMIT,
+        })
+    }
+
+    /// Loads `package`, writes inputs and weights through its bindings, runs
+    /// every tile to completion and reads the outputs.
+    pub fn run(
+        self,
+        package: &Package,
+        inputs: &BTreeMap<String, HostTensor>,
+        weights: &crate::weights::Weights,
+    ) -> Result<DeviceOutput> {
+        let mut index_of: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut tiles = Vec::with_capacity(package.tiles.len());
+        for (i, image) in package.tiles.iter().enumerate() {
+            let id = u16::try_from(image.physical_tile)
+                .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
+            let mut tile = Tile::new(id);
+            for seg in &image.segments {
+                tile.load(seg.address, &seg.data)
+                    .map_err(|e| anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address))?;
+            }
+            tile.set_codelets(self.codelets.clone());
+            tile.start_supervisor(image.entry_point);
+            index_of.insert(image.physical_tile, i);
+            tiles.push(tile);
+        }
+        for binding in package.bindings.iter().filter(|b| b.kind != BindingKind::Output) {
+            let tensor = tensor_for(binding, inputs, weights)?;
+            let bytes = encode_elements(&tensor.data, binding.dtype, binding.scale)
+                .with_context(|| format!("binding `{}`", binding.name))?;
+            for s in &binding.slices {
+                let i = *index_of
+                    .get(&s.tile)
+                    .ok_or_else(|| anyhow!("binding `{}` names tile {} which has no image", binding.name, s.tile))?;
+                let from = s.file_offset as usize;
+                let data = bytes
+                    .get(from..from + s.size as usize)
+                    .ok_or_else(|| anyhow!("binding `{}` slice past the tensor's end", binding.name))?;
+                tiles[i]
+                    .load(s.tile_address, data)
+                    .map_err(|e| anyhow!("binding `{}` on tile {}: {e:?}", binding.name, s.tile))?;
+            }
+        }
+
+        let mut device = Device::with_fabric(tiles, self.fabric);
+        let run = device
+            .run(self.cycle_limit)
+            .map_err(|e| anyhow!("simulated device: {e}"))?;
+        let tiles = device.into_tiles();
+        for t in &tiles {
+            let done = t
+                .memory()
+                .read_u32(layout::COMPLETION_WORD)
+                .map_err(|e| anyhow!("{e:?}"))?;
+            if done != 1 {
+                bail!("tile {} halted without running the completion routine", t.id());
+            }
+        }
+
+        let mut outputs = BTreeMap::new();
+        for binding in package.bindings_of(BindingKind::Output) {
+            let size = binding
+                .byte_size()
+                .ok_or_else(|| anyhow!("output `{}` size overflows", binding.name))? as usize;
+            let mut bytes = vec![0u8; size];
+            for s in &binding.slices {
+                let tile = &tiles[index_of[&s.tile]];
+                let data = tile
+                    .memory()
+                    .slice(s.tile_address, s.size)
+                    .map_err(|e| anyhow!("reading output `{}`: {e:?}", binding.name))?;
+                let from = s.file_offset as usize;
+                bytes[from..from + s.size as usize].copy_from_slice(data);
+            }
+            let data = decode_elements(&bytes, binding.dtype, binding.scale)?;
+            outputs.insert(
+                binding.name.clone(),
+                HostTensor {
+                    shape: binding.shape.iter().map(|&d| d as usize).collect(),
+                    data,
+                },
+            );
+        }
+        let profile = RunProfile {
+            tiles: tiles.iter().map(|t| (t.id(), t.samples().to_vec())).collect(),
+            cycles: run.cycles,
+            supersteps: run.supersteps,
+        };
+        Ok(DeviceOutput { outputs, profile })
+    }
+}

@@ -1,0 +1,126 @@
+//! What `ipuc run` and `ipuc compile` print: planning statistics, memory,
+//! package, simulated cycles, and the validation against the reference.
+
+use anyhow::{bail, Result};
+
+use crate::compile::{CompileReport, Compiled};
+use crate::device::DeviceOutput;
+use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
+use crate::reference::SiglipOutputs;
+use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
+
+/// Device output vs reference for one inference.
+#[derive(Clone, Debug)]
+pub struct Validation {
+    /// `(output name, max abs error, cosine, elements outside tolerance)`.
+    pub outputs: Vec<(String, f32, f64, usize)>,
+    /// Every element within `atol + rtol·|ref|`.
+    pub pass: bool,
+}
+
+/// Max abs error, cosine similarity and count of elements outside tolerance.
+pub fn error_stats(device: &[f32], reference: &[f32], atol: f32, rtol: f32) -> (f32, f64, usize) {
+    let mut max_abs = 0f32;
+    let mut outside = 0;
+    let (mut dot, mut nd, mut nr) = (0f64, 0f64, 0f64);
+    for (&d, &r) in device.iter().zip(reference) {
+        let err = (d - r).abs();
+        if !(err <= atol + rtol * r.abs()) {
+            outside += 1;
+        }
+        if err > max_abs || err.is_nan() {
+            max_abs = err;
+        }
+        dot += f64::from(d) * f64::from(r);
+        nd += f64::from(d) * f64::from(d);
+        nr += f64::from(r) * f64::from(r);
+    }
+    let cosine = if nd > 0.0 && nr > 0.0 {
+        dot / (nd.sqrt() * nr.sqrt())
+    } else {
+        f64::NAN
+    };
+    (max_abs, cosine, outside)
+}
+
+/// Compares the device's outputs with the FP32 reference.
+pub fn compare(out: &DeviceOutput, reference: &SiglipOutputs, atol: f32, rtol: f32) -> Result<Validation> {
+    let mut pairs = vec![(LAST_HIDDEN_STATE, &reference.last_hidden_state)];
+    if let Some(p) = &reference.pooler_output {
+        pairs.push((POOLER_OUTPUT, p));
+    }
+    let mut outputs = Vec::new();
+    for (name, r) in pairs {
+        let Some(d) = out.outputs.get(name) else {
+            bail!("the device produced no `{name}` output");
+        };
+        if d.data.len() != r.data.len() {
+            bail!(
+                "`{name}`: device has {} elements, reference {}",
+                d.data.len(),
+                r.data.len()
+            );
+        }
+        let (max_abs, cosine, outside) = error_stats(&d.data, &r.data, atol, rtol);
+        outputs.push((name.to_string(), max_abs, cosine, outside));
+    }
+    let pass = outputs.iter().all(|o| o.3 == 0);
+    Ok(Validation { outputs, pass })
+}
+
+/// Planning, memory, exchange and package figures.
+pub fn print_compile_report(r: &CompileReport) {
+    let s = &r.plan_stats;
+    println!("planning: {} candidates screened, {} body searches, {} cache hits, {} memory rejections, {:.0} ms",
+        s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections, r.times.planning_ms);
+    println!(
+        "stages: lowering {:.0} ms, placement {:.0} ms, emission {:.0} ms, packaging {:.0} ms",
+        r.times.lowering_ms, r.times.placement_ms, r.times.emission_ms, r.times.packaging_ms
+    );
+    println!(
+        "memory: peak {} bytes/tile on tile {} placed (planner estimate {} + {} support reserve on tile {}); budget {} bytes/tile",
+        r.placed_peak_bytes,
+        r.placed_peak_tile,
+        r.estimated_peak_bytes,
+        SUPPORT_RESERVE_BYTES,
+        r.estimated_peak_tile,
+        TILE_MEMORY_BUDGET
+    );
+    println!(
+        "reserved per tile: exchange tables {} bytes, host descriptors {} bytes, code image {} bytes; {} tiles",
+        r.exchange_table_bytes_per_tile, r.host_descriptor_bytes_per_tile, r.code_bytes_per_tile, r.tiles
+    );
+    let e = &r.exchange;
+    println!(
+        "exchange: {} phases, {} stored rows, {} shared uses, {} Repeat-patched words; {} events vs lower bound {}",
+        e.phases, e.stored_rows, e.shared_uses, e.repeat_patched_words, e.events, e.lower_bound
+    );
+    println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
+}
+
+/// Simulated cycles and validation.
+pub fn print_run_report(
+    compiled: &Compiled,
+    out: &DeviceOutput,
+    validations: &[Validation],
+    atol: f32,
+    rtol: f32,
+) {
+    let p = &out.profile;
+    let ms = p.cycles as f64 / CLOCK_HZ as f64 * 1e3;
+    println!(
+        "simulated: {} cycles ({:.6} ms at 1.5 GHz, simulated), {} supersteps; planner estimate {} cycles",
+        p.cycles, ms, p.supersteps, compiled.report.estimated_cycles
+    );
+    for (i, v) in validations.iter().enumerate() {
+        for (name, max_abs, cosine, outside) in &v.outputs {
+            println!(
+                "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs FP32 reference, {outside} elements outside atol {atol} / rtol {rtol}"
+            );
+        }
+        println!(
+            "validation[{i}]: {}",
+            if v.pass { "PASS" } else { "FAIL" }
+        );
+    }
+}
