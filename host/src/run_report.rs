@@ -1,10 +1,15 @@
 //! What `ipuc run` and `ipuc compile` print: planning statistics, memory,
 //! package, simulated cycles, and the validation against the reference.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use anyhow::{bail, Result};
 
 use crate::compile::{CompileReport, Compiled};
+use crate::device::trace::cropped_span;
 use crate::device::DeviceOutput;
+use crate::report::Profile;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
 use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
@@ -98,20 +103,59 @@ pub fn print_compile_report(r: &CompileReport) {
     println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
 }
 
+/// Cycles of each Repeat iteration: from the first start to the last end of
+/// any body step of that iteration on any tile.
+pub fn iteration_spans(profile: &Profile) -> Vec<(u32, u64)> {
+    let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for t in &profile.tiles {
+        for s in &t.samples {
+            if let Some(i) = profile.steps.get(s.step as usize).and_then(|d| d.iteration) {
+                let e = spans.entry(i).or_insert((u64::MAX, 0));
+                e.0 = e.0.min(s.start_cycle);
+                e.1 = e.1.max(s.end_cycle);
+            }
+        }
+    }
+    spans.into_iter().map(|(i, (a, b))| (i, b.saturating_sub(a))).collect()
+}
+
 /// Simulated cycles and validation.
 pub fn print_run_report(
     compiled: &Compiled,
     out: &DeviceOutput,
+    profile: &Profile,
     validations: &[Validation],
     atol: f32,
     rtol: f32,
 ) {
     let p = &out.profile;
-    let ms = p.cycles as f64 / CLOCK_HZ as f64 * 1e3;
+    let ms = |c: u64| c as f64 / CLOCK_HZ as f64 * 1e3;
     println!(
-        "simulated: {} cycles ({:.6} ms at 1.5 GHz, simulated), {} supersteps; planner estimate {} cycles",
-        p.cycles, ms, p.supersteps, compiled.report.estimated_cycles
+        "simulated: {} cycles to the last halt ({:.6} ms at 1.5 GHz), {} supersteps; planner estimate {} cycles",
+        p.cycles,
+        ms(p.cycles),
+        p.supersteps,
+        compiled.report.estimated_cycles
     );
+    if let Some((first, last)) = cropped_span(profile) {
+        println!(
+            "simulated cropped span: {} cycles ({:.6} ms at 1.5 GHz), first to last step",
+            last - first,
+            ms(last - first)
+        );
+    }
+    let spans = iteration_spans(profile);
+    if !spans.is_empty() {
+        let total: u64 = spans.iter().map(|s| s.1).sum();
+        let list: Vec<String> = spans.iter().take(4).map(|s| s.1.to_string()).collect();
+        println!(
+            "simulated Repeat: {} iterations, {} cycles per iteration on average (first: {}{})",
+            spans.len(),
+            total / spans.len() as u64,
+            list.join(", "),
+            if spans.len() > 4 { ", …" } else { "" }
+        );
+    }
     for (i, v) in validations.iter().enumerate() {
         for (name, max_abs, cosine, outside) in &v.outputs {
             println!(
@@ -123,4 +167,16 @@ pub fn print_run_report(
             if v.pass { "PASS" } else { "FAIL" }
         );
     }
+}
+
+/// Writes `profile.json`, `operations.json` and `profile.html` under `dir`.
+pub fn write_profile(dir: &Path, profile: &Profile) -> Result<()> {
+    let files = crate::report::write_profile(dir, profile)?;
+    println!(
+        "profile: {} (timeline), {} (per-operation summary), {} (data)",
+        files.profile_html.display(),
+        files.operations_json.display(),
+        files.profile_json.display()
+    );
+    Ok(())
 }

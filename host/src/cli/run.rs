@@ -11,10 +11,11 @@ use super::workload::{load_model, load_pixels, workload_name, InputArgs, Workloa
 use crate::compile::{compile, CompileOptions, Compiled};
 use crate::device::sim::SimDevice;
 use crate::device::DeviceOutput;
-use crate::input::npy::NpyArray;
+use crate::device::trace::build_profile;
+use crate::input::write_npy;
 use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
-use crate::run_report::{compare, print_compile_report, print_run_report, Validation};
+use crate::run_report::{compare, print_compile_report, print_run_report, write_profile, Validation};
 use crate::weights::HostTensor;
 
 /// `ipuc run` flags.
@@ -131,19 +132,28 @@ pub fn run(args: Args) -> Result<()> {
         last = Some(out);
     }
     let out = last.expect("at least one inference ran");
-    print_run_report(&compiled, &out, &validations, args.diagnostic_atol, args.diagnostic_rtol);
-
+    let profile = build_profile(
+        &compiled.package,
+        &out.profile,
+        &format!("ipuc run {} (simulated)", workload_name(&args.model)),
+    );
+    print_run_report(
+        &compiled,
+        &out,
+        &profile,
+        &validations,
+        args.diagnostic_atol,
+        args.diagnostic_rtol,
+    );
     if let Some(dir) = &args.profile_output {
-        crate::run_report::write_profile(dir, &compiled, &out)?;
+        write_profile(dir, &profile)?;
     }
     if let Some(path) = &args.output_embedding {
         let t = out
             .outputs
             .get(POOLER_OUTPUT)
             .context("the package has no pooled embedding output")?;
-        NpyArray::new(t.shape.clone(), t.data.clone())
-            .write(path)
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_npy(path, &t.shape, &t.data).with_context(|| format!("writing {}", path.display()))?;
     }
     if validations.iter().any(|v| !v.pass) {
         anyhow::bail!("reference validation FAILED");

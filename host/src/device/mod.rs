@@ -8,6 +8,7 @@
 
 mod convert;
 pub mod sim;
+pub mod trace;
 
 use std::collections::BTreeMap;
 

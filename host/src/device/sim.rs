@@ -28,11 +28,24 @@ use crate::weights::HostTensor;
 /// spinning forever.
 pub const DEFAULT_CYCLE_LIMIT: u64 = 50_000_000_000;
 
-/// Per-tile cycle samples of a run (simulated).
+/// What one tile did during a run (simulated cycles).
+#[derive(Clone, Debug, Default)]
+pub struct TileTrace {
+    /// Physical tile id.
+    pub tile: u16,
+    /// The simulator's samples (compute spans, sync waits, codelets, exchange).
+    pub samples: Vec<CycleSample>,
+    /// `(code address, cycle)` each time a profile step started.
+    pub marks: Vec<(u32, u64)>,
+    /// Cycle at which the tile halted.
+    pub halt: u64,
+}
+
+/// Per-tile traces of a run (simulated).
 #[derive(Clone, Debug, Default)]
 pub struct RunProfile {
-    /// `(physical tile, samples)` in device order.
-    pub tiles: Vec<(u16, Vec<CycleSample>)>,
+    /// In device order.
+    pub tiles: Vec<TileTrace>,
     /// Latest halt cycle over all tiles.
     pub cycles: u64,
     /// Global syncs resolved.
@@ -135,6 +148,17 @@ impl SimDevice {
                     .map_err(|e| anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address))?;
             }
             tile.set_codelets(self.codelets.clone());
+            if let Some(table) = package
+                .steps
+                .tiles
+                .iter()
+                .find(|t| t.physical_tile == image.physical_tile)
+            {
+                let mut marks: Vec<u32> = table.steps.iter().map(|s| s.code_address).collect();
+                marks.sort_unstable();
+                marks.dedup();
+                tile.set_markers(Arc::new(marks));
+            }
             tile.start_supervisor(image.entry_point);
             index_of.insert(image.physical_tile, i);
             tiles.push(tile);
@@ -197,7 +221,15 @@ impl SimDevice {
             );
         }
         let profile = RunProfile {
-            tiles: tiles.iter().map(|t| (t.id(), t.samples().to_vec())).collect(),
+            tiles: tiles
+                .iter()
+                .map(|t| TileTrace {
+                    tile: t.id(),
+                    samples: t.samples().to_vec(),
+                    marks: t.marks().to_vec(),
+                    halt: t.cycle(),
+                })
+                .collect(),
             cycles: run.cycles,
             supersteps: run.supersteps,
         };

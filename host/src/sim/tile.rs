@@ -36,6 +36,11 @@ pub struct Tile {
     /// First cycle at which the barrel has a free issue slot.
     pub(crate) next_free: u64,
     pub(crate) samples: Vec<CycleSample>,
+    /// Sorted supervisor addresses whose every issue is recorded in `marks`
+    /// (the package's profile step table: where each step's code starts).
+    markers: Arc<Vec<u32>>,
+    /// `(address, issue cycle)` of every marker reached, in order.
+    marks: Vec<(u32, u64)>,
     /// Start of the current compute span.
     step_start: u64,
     /// Global syncs this tile has passed.
@@ -67,6 +72,8 @@ impl Tile {
             codelets: Arc::new(CodeletTable::new()),
             next_free: 0,
             samples: Vec::new(),
+            markers: Arc::new(Vec::new()),
+            marks: Vec::new(),
             step_start: 0,
             superstep: 0,
             sync_arrival: 0,
@@ -138,6 +145,17 @@ impl Tile {
     }
 
     /// Cycle samples recorded so far.
+    /// Record the issue cycle of the supervisor instruction at each of
+    /// `addresses` (sorted) every time it runs: profile step boundaries.
+    pub fn set_markers(&mut self, addresses: Arc<Vec<u32>>) {
+        self.markers = addresses;
+    }
+
+    /// `(address, cycle)` of every marker the supervisor issued, in order.
+    pub fn marks(&self) -> &[(u32, u64)] {
+        &self.marks
+    }
+
     pub fn samples(&self) -> &[CycleSample] {
         &self.samples
     }
@@ -251,6 +269,9 @@ impl Tile {
                 continue;
             }
             let op = self.fetch(best, pc)?;
+            if best == 0 && self.markers.binary_search(&pc).is_ok() {
+                self.marks.push((pc, t));
+            }
             self.next_free = t + 1;
             let ctx = &mut self.contexts[best];
             ctx.issued += 1;

@@ -1,0 +1,137 @@
+//! Turning a simulated run's per-tile traces into the report's [`Profile`]:
+//! one sample per executed step per tile, Repeat iterations numbered, and an
+//! exchange step split into its patch, sync-wait and exchange parts.
+//!
+//! A step starts when the supervisor issues the step's first instruction
+//! (the marker addresses from the package's step table) and ends where the
+//! next step starts (the last one at the tile's halt).
+
+use std::collections::BTreeMap;
+
+use ipuc_core::package::{Package, StepInfo, StepKind as PkgKind};
+use ipuc_core::target::sram::CLOCK_HZ;
+
+use super::sim::RunProfile;
+use crate::report::{CycleSample, Profile, ProfileStep, StepKind, TileSamples};
+use crate::sim::SampleKind;
+
+/// Global step descriptors, keyed by (step id, iteration, part).
+struct Steps {
+    list: Vec<ProfileStep>,
+    index: BTreeMap<(u32, Option<u32>, StepKind), u32>,
+}
+
+impl Steps {
+    fn id(&mut self, step: u32, iteration: Option<u32>, kind: StepKind, operation: &str) -> u32 {
+        let key = (step, iteration, kind);
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(ProfileStep {
+            kind,
+            operation: operation.to_string(),
+            iteration,
+        });
+        self.index.insert(key, i);
+        i
+    }
+}
+
+/// The profile of `run` for `package` (simulated cycles).
+pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profile {
+    let mut steps = Steps {
+        list: Vec::new(),
+        index: BTreeMap::new(),
+    };
+    let mut tiles = Vec::with_capacity(run.tiles.len());
+    for trace in &run.tiles {
+        let Some(table) = package
+            .steps
+            .tiles
+            .iter()
+            .find(|t| t.physical_tile == u32::from(trace.tile))
+        else {
+            continue;
+        };
+        let by_address: BTreeMap<u32, &StepInfo> =
+            table.steps.iter().map(|s| (s.code_address, s)).collect();
+        let waits: Vec<(u64, u64)> = trace
+            .samples
+            .iter()
+            .filter(|s| matches!(s.kind, SampleKind::SyncWait { .. }))
+            .map(|s| (s.start, s.end))
+            .collect();
+        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut samples = Vec::with_capacity(trace.marks.len());
+        for (k, &(address, start)) in trace.marks.iter().enumerate() {
+            let Some(info) = by_address.get(&address) else {
+                continue;
+            };
+            let end = trace
+                .marks
+                .get(k + 1)
+                .map(|m| m.1)
+                .unwrap_or(trace.halt)
+                .max(start);
+            let count = seen.entry(info.step).or_insert(0);
+            let iteration = info.repeat.map(|_| *count);
+            *count += 1;
+            let op = package
+                .steps
+                .operations
+                .get(info.operation as usize)
+                .map(String::as_str)
+                .unwrap_or("?");
+            let mut push = |kind: StepKind, from: u64, to: u64, steps: &mut Steps| {
+                if to > from {
+                    samples.push(CycleSample {
+                        step: steps.id(info.step, iteration, kind, op),
+                        start_cycle: from,
+                        end_cycle: to,
+                    });
+                }
+            };
+            match info.kind {
+                PkgKind::Exchange => {
+                    // patch + set-up | wait at the internal sync | the row.
+                    let wait = waits
+                        .iter()
+                        .find(|w| w.0 >= start && w.1 <= end)
+                        .copied()
+                        .unwrap_or((start, start));
+                    push(StepKind::Patch, start, wait.0, &mut steps);
+                    push(StepKind::Sync, wait.0, wait.1, &mut steps);
+                    push(StepKind::Exchange, wait.1, end, &mut steps);
+                }
+                other => push(other.into(), start, end, &mut steps),
+            }
+        }
+        tiles.push(TileSamples {
+            tile: u32::from(trace.tile),
+            samples,
+        });
+    }
+    Profile {
+        title: title.to_string(),
+        simulated: true,
+        clock_hz: CLOCK_HZ,
+        steps: steps.list,
+        tiles,
+    }
+}
+
+/// First and last sampled cycle over all tiles (the cropped span).
+pub fn cropped_span(profile: &Profile) -> Option<(u64, u64)> {
+    let first = profile
+        .tiles
+        .iter()
+        .filter_map(|t| t.samples.first().map(|s| s.start_cycle))
+        .min()?;
+    let last = profile
+        .tiles
+        .iter()
+        .filter_map(|t| t.samples.iter().map(|s| s.end_cycle).max())
+        .max()?;
+    Some((first, last))
+}
