@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use ipuc_core::emit::{emit_programs, BufferAddresses, EmitInput, ExchangeSummary, KernelAbi};
 use ipuc_core::ir::Graph;
-use ipuc_core::lower::{lower, BufferId, TileSchedule};
-use ipuc_core::package::{self, Package, SummaryValue};
+use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
+use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
 use ipuc_core::place::{
     place_tile, requests_from_schedule, BufferKey, ReservedKind, ReservedRange, TilePlacement,
 };
@@ -192,8 +192,20 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
 
     let t = Instant::now();
     let mut pkg = Package::new(format!("ipuc {} ({})", env!("CARGO_PKG_VERSION"), opts.name));
+    let by_logical: BTreeMap<u32, &TilePlacement> = placements.iter().map(|p| (p.tile, p)).collect();
     for img in &images {
-        pkg.tiles.push(img.tile_image());
+        let mut tile = img.tile_image();
+        tile.segments.push(Segment::data(
+            layout::COMPLETION_WORD,
+            layout::DATA_BASE - layout::COMPLETION_WORD,
+            SegmentRole::State,
+            Vec::new(),
+        ));
+        if let Some(p) = by_logical.get(&img.logical_tile) {
+            tile.segments.extend(data_segments(&schedule, p));
+        }
+        tile.segments.sort_by_key(|s| s.address);
+        pkg.tiles.push(tile);
     }
     pkg.kernels = image::kernel_symbols(kernels, &images)?;
     pkg.bindings = bindings::bindings(graph, &schedule, &addresses)?;
@@ -251,6 +263,47 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         report,
         placements,
     })
+}
+
+/// Zero-initialised data segments covering every placed buffer of a tile:
+/// the union of its allocations, one segment per disjoint range, tagged
+/// `Tensor` when a host-bound buffer (input, weight, output) lives in it.
+fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segment> {
+    let mut ranges: Vec<(u32, u32, bool)> = placement
+        .allocations
+        .iter()
+        .map(|a| {
+            let bound = schedule.buffer(BufferId(a.key.0)).is_some_and(|b| {
+                matches!(
+                    b.role,
+                    BufferRole::Input { .. }
+                        | BufferRole::Parameter { .. }
+                        | BufferRole::Iterated { .. }
+                        | BufferRole::Output { .. }
+                )
+            }) || schedule.outputs.iter().any(|o| o.buffer.0 == a.key.0);
+            (a.range.start, a.range.end, bound)
+        })
+        .filter(|r| r.1 > r.0)
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32, bool)> = Vec::new();
+    for (start, end, bound) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => {
+                last.1 = last.1.max(end);
+                last.2 |= bound;
+            }
+            _ => merged.push((start, end, bound)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(start, end, bound)| {
+            let role = if bound { SegmentRole::Tensor } else { SegmentRole::Scratch };
+            Segment::data(start, end - start, role, Vec::new())
+        })
+        .collect()
 }
 
 /// Lower-case hex of a digest.

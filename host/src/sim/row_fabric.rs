@@ -98,15 +98,11 @@ impl ExchangeFabric for RowFabric {
                         format!("fetching the row call at {pc:#x}: {e:?}"),
                     )
                 })?;
+            // A sync not followed by a row call (e.g. the runtime's start-up
+            // `sync 3`) is a plain barrier: this tile takes no part.
             let target = match decode(&[word]) {
                 Ok((Instruction::Call { link, target }, _)) if link.index() == ROW_LINK => target,
-                _ => {
-                    return Err(exchange_fault(
-                        tile,
-                        ExchangeError::Conf,
-                        format!("the instruction after the internal sync at {pc:#x} is not `call $m10, row` (word {word:#010x})"),
-                    ))
-                }
+                _ => continue,
             };
             let physical = PhysicalTile::new(u32::from(tile.id()))
                 .map_err(|_| {
