@@ -9,9 +9,9 @@ use anyhow::{bail, Result};
 use crate::compile::{CompileReport, Compiled};
 use crate::device::trace::cropped_span;
 use crate::device::DeviceOutput;
-use crate::report::Profile;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
+use crate::report::Profile;
 use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
 
 /// Device output vs reference for one inference.
@@ -30,7 +30,9 @@ pub fn error_stats(device: &[f32], reference: &[f32], atol: f32, rtol: f32) -> (
     let (mut dot, mut nd, mut nr) = (0f64, 0f64, 0f64);
     for (&d, &r) in device.iter().zip(reference) {
         let err = (d - r).abs();
-        if !(err <= atol + rtol * r.abs()) {
+        // NaN errors count as outside.
+        let within = err <= atol + rtol * r.abs();
+        if !within {
             outside += 1;
         }
         if err > max_abs || err.is_nan() {
@@ -49,7 +51,12 @@ pub fn error_stats(device: &[f32], reference: &[f32], atol: f32, rtol: f32) -> (
 }
 
 /// Compares the device's outputs with the FP32 reference.
-pub fn compare(out: &DeviceOutput, reference: &SiglipOutputs, atol: f32, rtol: f32) -> Result<Validation> {
+pub fn compare(
+    out: &DeviceOutput,
+    reference: &SiglipOutputs,
+    atol: f32,
+    rtol: f32,
+) -> Result<Validation> {
     let mut pairs = vec![(LAST_HIDDEN_STATE, &reference.last_hidden_state)];
     if let Some(p) = &reference.pooler_output {
         pairs.push((POOLER_OUTPUT, p));
@@ -116,7 +123,10 @@ pub fn iteration_spans(profile: &Profile) -> Vec<(u32, u64)> {
             }
         }
     }
-    spans.into_iter().map(|(i, (a, b))| (i, b.saturating_sub(a))).collect()
+    spans
+        .into_iter()
+        .map(|(i, (a, b))| (i, b.saturating_sub(a)))
+        .collect()
 }
 
 /// Simulated cycles and validation.
@@ -162,10 +172,7 @@ pub fn print_run_report(
                 "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs FP32 reference, {outside} elements outside atol {atol} / rtol {rtol}"
             );
         }
-        println!(
-            "validation[{i}]: {}",
-            if v.pass { "PASS" } else { "FAIL" }
-        );
+        println!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
     }
 }
 

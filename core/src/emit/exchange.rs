@@ -133,15 +133,19 @@ fn wire_phase(
         let src0 = address(schedule, addrs, t.source, t.source_tile)?;
         let mut dests = Vec::with_capacity(t.destinations.len());
         for d in &t.destinations {
-            dests.push((physical(d.tile)?, address(schedule, addrs, d.at, d.tile)?, d.pitch));
+            dests.push((
+                physical(d.tile)?,
+                address(schedule, addrs, d.at, d.tile)?,
+                d.pitch,
+            ));
         }
         let stride = schedule
             .buffer(t.source.buffer)
             .and_then(|b| iterated_stride(b, t.source_tile));
         // Runs that are contiguous at the source and at every destination
         // travel as one message; otherwise one message per run.
-        let contiguous = t.source_pitch == t.row_bytes
-            && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
+        let contiguous =
+            t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
         let (runs, run_bytes) = if contiguous {
             (1, t.rows * t.row_bytes)
         } else {

@@ -71,7 +71,10 @@ pub fn kernel_stubs_source(abi: &dyn KernelAbi) -> String {
     let mut s = String::from("        .text\n        .supervisor\n");
     for family in abi.families() {
         let sym = kernel_symbol(family);
-        let _ = writeln!(s, "        .p2align 3\n        .globl {sym}\n{sym}:\n        trap 0\n        br $m10");
+        let _ = writeln!(
+            s,
+            "        .p2align 3\n        .globl {sym}\n{sym}:\n        trap 0\n        br $m10"
+        );
     }
     s
 }
@@ -244,7 +247,11 @@ impl TileWriter<'_, '_> {
         Ok(())
     }
 
-    fn kernel_call(&mut self, call: &KernelCall, frame: Option<&RepeatFrame>) -> Result<(), EmitError> {
+    fn kernel_call(
+        &mut self,
+        call: &KernelCall,
+        frame: Option<&RepeatFrame>,
+    ) -> Result<(), EmitError> {
         let abi = self.input.kernels;
         let kernel = abi.family(&call.kernel);
         if !abi.families().contains(&kernel) {
@@ -278,7 +285,11 @@ impl TileWriter<'_, '_> {
 
     /// The per-phase sequence of docs/facts/ipu21-target.md §2.7: patches,
     /// base registers, worker barrier, receive count, internal sync, row.
-    fn exchange_phase(&mut self, step: StepIndex, frame: Option<&RepeatFrame>) -> Result<(), EmitError> {
+    fn exchange_phase(
+        &mut self,
+        step: StepIndex,
+        frame: Option<&RepeatFrame>,
+    ) -> Result<(), EmitError> {
         let exchange = self.exchange;
         let row_use = exchange
             .phases
@@ -371,7 +382,10 @@ impl TileWriter<'_, '_> {
 
     /// Stored rows (8-byte aligned, `sendpicp` needs it) and the idle row.
     fn emit_rows(&mut self) {
-        let _ = writeln!(self.rows, "        .p2align 3\n.Lidle_row:\n        br $m10");
+        let _ = writeln!(
+            self.rows,
+            "        .p2align 3\n.Lidle_row:\n        br $m10"
+        );
         if let Some(rows) = self.exchange.stored.get(&self.physical) {
             for (i, row) in rows.iter().enumerate() {
                 let _ = writeln!(self.rows, "        .p2align 3\n{}:", row_label(i));

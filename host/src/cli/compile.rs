@@ -16,7 +16,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.build.package.is_none() {
-        eprintln!("note: no --package given; the package is built, checked and hashed but not written");
+        eprintln!(
+            "note: no --package given; the package is built, checked and hashed but not written"
+        );
     }
     let (_, _, compiled) = compile_workload(&args.model, &args.build)?;
     print_compile_report(&compiled.report);

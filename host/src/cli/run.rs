@@ -10,12 +10,14 @@ use anyhow::{Context, Result};
 use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
 use crate::compile::{compile, CompileOptions, Compiled};
 use crate::device::sim::SimDevice;
-use crate::device::DeviceOutput;
 use crate::device::trace::build_profile;
+use crate::device::DeviceOutput;
 use crate::input::write_npy;
 use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
-use crate::run_report::{compare, print_compile_report, print_run_report, write_profile, Validation};
+use crate::run_report::{
+    compare, print_compile_report, print_run_report, write_profile, Validation,
+};
 use crate::weights::HostTensor;
 
 /// `ipuc run` flags.
@@ -59,7 +61,10 @@ pub struct BuildArgs {
 }
 
 /// Builds and compiles the model the flags describe.
-pub fn compile_workload(model: &WorkloadArgs, build: &BuildArgs) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+pub fn compile_workload(
+    model: &WorkloadArgs,
+    build: &BuildArgs,
+) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
     let (siglip, weights) = load_model(model)?;
     eprintln!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
@@ -106,7 +111,11 @@ pub fn run(args: Args) -> Result<()> {
         let r = run_siglip(&model, &weights, &pixels, Numerics::Fp32, None)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("FP32 reference")?;
-        eprintln!("reference: {:.2} s ({:.1} GFLOP/s)", r.seconds, r.gflops_per_second());
+        eprintln!(
+            "reference: {:.2} s ({:.1} GFLOP/s)",
+            r.seconds,
+            r.gflops_per_second()
+        );
         Some(r)
     } else {
         None
@@ -115,12 +124,19 @@ pub fn run(args: Args) -> Result<()> {
     let mut last: Option<DeviceOutput> = None;
     let mut validations: Vec<Validation> = Vec::new();
     for i in 0..args.reference_inferences.max(1) {
-        eprintln!("device: simulated run {} of {}…", i + 1, args.reference_inferences.max(1));
+        eprintln!(
+            "device: simulated run {} of {}…",
+            i + 1,
+            args.reference_inferences.max(1)
+        );
         let t = Instant::now();
         let out = SimDevice::for_package(&compiled.package)?
             .run(&compiled.package, &inputs, &weights)
             .context("simulated run")?;
-        eprintln!("device: finished in {:.2} s wall time", t.elapsed().as_secs_f64());
+        eprintln!(
+            "device: finished in {:.2} s wall time",
+            t.elapsed().as_secs_f64()
+        );
         if let Some(r) = &reference {
             validations.push(compare(
                 &out,
@@ -153,7 +169,8 @@ pub fn run(args: Args) -> Result<()> {
             .outputs
             .get(POOLER_OUTPUT)
             .context("the package has no pooled embedding output")?;
-        write_npy(path, &t.shape, &t.data).with_context(|| format!("writing {}", path.display()))?;
+        write_npy(path, &t.shape, &t.data)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if validations.iter().any(|v| !v.pass) {
         anyhow::bail!("reference validation FAILED");

@@ -13,7 +13,11 @@ use crate::weights::{random_tensor, weights_for, WeightSource, Weights, CONFIG_F
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkloadArgs {
     /// Preset: `siglip-small` (28×28, width 144, 2 heads) or `siglip-so400m` (378×378, 27 layers).
-    #[arg(long, required_unless_present = "checkpoint", conflicts_with = "checkpoint")]
+    #[arg(
+        long,
+        required_unless_present = "checkpoint",
+        conflicts_with = "checkpoint"
+    )]
     pub workload: Option<String>,
     /// HF checkpoint directory (`config.json` + `model.safetensors`); without
     /// it weights are random from `--seed`.
@@ -101,7 +105,8 @@ pub fn load_pixels(input: &InputArgs, model: &SiglipModel, seed: u64) -> Result<
         return PixelValues::from_image(path, size);
     }
     if let Some(path) = &input.input {
-        return PixelValues::from_npy(path, Some(batch), channels, size).map_err(|e| anyhow!("{e}"));
+        return PixelValues::from_npy(path, Some(batch), channels, size)
+            .map_err(|e| anyhow!("{e}"));
     }
     let shape = [batch, channels, size, size];
     let data = random_tensor(seed ^ 0x5EED_1A6E, "pixel_values", &shape)

@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Result};
 
 use ipuc_core::emit::BufferAddresses;
 use ipuc_core::ir::{DType as IrType, Graph};
-use ipuc_core::numeric::F8Format;
 use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
+use ipuc_core::numeric::F8Format;
 use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType};
 use ipuc_core::target::topology::LogicalTile;
 
@@ -34,7 +34,12 @@ pub fn package_dtype(dtype: IrType) -> (DType, i8) {
 /// `cols` columns of `elem` bytes.
 fn block_slices(block: &TileBlock, base: u32, cols: u32, elem: u32) -> Result<Vec<BindingSlice>> {
     // Package slices name physical tiles, like the tile images.
-    let tile = u32::from(LogicalTile::new(block.tile).map_err(|e| anyhow!("{e:?}"))?.physical().get());
+    let tile = u32::from(
+        LogicalTile::new(block.tile)
+            .map_err(|e| anyhow!("{e:?}"))?
+            .physical()
+            .get(),
+    );
     let width = block.cols.end - block.cols.start;
     let pitch = width * elem;
     if width == cols {
@@ -60,27 +65,46 @@ fn block_slices(block: &TileBlock, base: u32, cols: u32, elem: u32) -> Result<Ve
         .collect())
 }
 
-fn binding(
-    name: &str,
+/// One host-visible tensor held by a buffer.
+struct Target<'a> {
+    name: &'a str,
     kind: BindingKind,
+    /// The tensor's full shape.
+    shape: Vec<u64>,
+    /// Columns of its 2-D view (the blocks' row pitch in elements).
+    view_cols: u32,
+    /// Which copy of an iterated buffer (0 otherwise).
+    iteration: u32,
+}
+
+fn binding(
+    target: Target<'_>,
     buffer: &Buffer,
     blocks: &[TileBlock],
-    shape: [u32; 2],
-    full_shape: Vec<u64>,
-    iteration: u32,
     addrs: &dyn BufferAddresses,
 ) -> Result<Binding> {
+    let Target {
+        name,
+        kind,
+        shape: full_shape,
+        view_cols,
+        iteration,
+    } = target;
     let (dtype, scale) = package_dtype(buffer.dtype);
     let elem = dtype.size_bytes() as u32;
     let mut slices = Vec::new();
     for block in blocks {
         let base = addrs.base(buffer.id, block.tile).ok_or_else(|| {
-            anyhow!("binding `{name}`: buffer `{}` is not placed on tile {}", buffer.name, block.tile)
+            anyhow!(
+                "binding `{name}`: buffer `{}` is not placed on tile {}",
+                buffer.name,
+                block.tile
+            )
         })?;
         // Iteration `i` of a sequence sits at `base + i × stride`: the same
         // address function the Repeat body reads (architecture invariant 3).
         let at = base + buffer.iteration_offset(block, iteration, 0);
-        slices.extend(block_slices(block, at, shape[1], elem)?);
+        slices.extend(block_slices(block, at, view_cols, elem)?);
     }
     slices.sort();
     Ok(Binding {
@@ -96,7 +120,15 @@ fn binding(
 /// Full shape of a named input or parameter.
 fn dims_of(graph: &Graph, name: &str) -> Option<Vec<u64>> {
     let v = graph.external(name)?;
-    Some(graph.ty(v)?.shape.dims().iter().map(|&d| d as u64).collect())
+    Some(
+        graph
+            .ty(v)?
+            .shape
+            .dims()
+            .iter()
+            .map(|&d| d as u64)
+            .collect(),
+    )
 }
 
 /// Every input, weight and output binding of the schedule.
@@ -107,42 +139,35 @@ pub fn bindings(
 ) -> Result<Vec<Binding>> {
     let mut out = Vec::new();
     for buffer in &schedule.buffers {
-        let two_d = |name: &str| {
-            dims_of(graph, name).unwrap_or_else(|| buffer.shape.iter().map(|&d| u64::from(d)).collect())
+        let full_shape = |name: &str| {
+            dims_of(graph, name)
+                .unwrap_or_else(|| buffer.shape.iter().map(|&d| u64::from(d)).collect())
         };
         match &buffer.role {
-            BufferRole::Input { name } => out.push(binding(
-                name,
-                BindingKind::Input,
-                buffer,
-                &buffer.blocks,
-                buffer.shape,
-                two_d(name),
-                0,
-                addrs,
-            )?),
-            BufferRole::Parameter { name } => out.push(binding(
-                name,
-                BindingKind::Weight,
-                buffer,
-                &buffer.blocks,
-                buffer.shape,
-                two_d(name),
-                0,
-                addrs,
-            )?),
+            BufferRole::Input { name } | BufferRole::Parameter { name } => {
+                let kind = match buffer.role {
+                    BufferRole::Input { .. } => BindingKind::Input,
+                    _ => BindingKind::Weight,
+                };
+                let target = Target {
+                    name,
+                    kind,
+                    shape: full_shape(name),
+                    view_cols: buffer.shape[1],
+                    iteration: 0,
+                };
+                out.push(binding(target, buffer, &buffer.blocks, addrs)?);
+            }
             BufferRole::Iterated { names } => {
                 for (i, name) in names.iter().enumerate() {
-                    out.push(binding(
+                    let target = Target {
                         name,
-                        BindingKind::Weight,
-                        buffer,
-                        &buffer.blocks,
-                        buffer.shape,
-                        two_d(name),
-                        i as u32,
-                        addrs,
-                    )?);
+                        kind: BindingKind::Weight,
+                        shape: full_shape(name),
+                        view_cols: buffer.shape[1],
+                        iteration: i as u32,
+                    };
+                    out.push(binding(target, buffer, &buffer.blocks, addrs)?);
                 }
             }
             BufferRole::Constant { op } => bail!(
@@ -159,17 +184,16 @@ pub fn bindings(
         let buffer = schedule
             .buffer(o.buffer)
             .ok_or_else(|| anyhow!("output `{}` names a missing buffer", o.name))?;
-        let dims = graph_output_dims(graph, &o.name).unwrap_or_else(|| o.shape.iter().map(|&d| u64::from(d)).collect());
-        let mut b = binding(
-            &o.name,
-            BindingKind::Output,
-            buffer,
-            &o.blocks,
-            o.shape,
-            dims,
-            0,
-            addrs,
-        )?;
+        let dims = graph_output_dims(graph, &o.name)
+            .unwrap_or_else(|| o.shape.iter().map(|&d| u64::from(d)).collect());
+        let target = Target {
+            name: &o.name,
+            kind: BindingKind::Output,
+            shape: dims,
+            view_cols: o.shape[1],
+            iteration: 0,
+        };
+        let mut b = binding(target, buffer, &o.blocks, addrs)?;
         let (dtype, scale) = package_dtype(o.dtype);
         b.dtype = dtype;
         b.scale = scale;
@@ -181,5 +205,13 @@ pub fn bindings(
 
 fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
     let v = graph.output(name)?;
-    Some(graph.ty(v)?.shape.dims().iter().map(|&d| d as u64).collect())
+    Some(
+        graph
+            .ty(v)?
+            .shape
+            .dims()
+            .iter()
+            .map(|&d| d as u64)
+            .collect(),
+    )
 }

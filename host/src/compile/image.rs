@@ -40,7 +40,12 @@ pub fn link_tile(stubs: &Object, program: &EmittedProgram) -> Result<LinkedTile>
     let name = format!("<tile {} program>", program.logical_tile);
     let object = assemble(&name, &program.source)
         .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("assembling the program of logical tile {}", program.logical_tile))?;
+        .with_context(|| {
+            format!(
+                "assembling the program of logical tile {}",
+                program.logical_tile
+            )
+        })?;
     let image = link_with_runtime(&[stubs.clone(), object])
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("linking logical tile {}", program.logical_tile))?;
@@ -82,9 +87,18 @@ impl LinkedTile {
         let bounds = [
             (base, SegmentRole::Runtime),
             (self.symbol(symbols::PROGRAM), SegmentRole::SupervisorCode),
-            (self.symbol(area_label(Area::RepeatTables)), SegmentRole::RepeatPatchTable),
-            (self.symbol(area_label(Area::SharingLists)), SegmentRole::SharingPatchList),
-            (self.symbol(area_label(Area::Rows)), SegmentRole::ExchangeRows),
+            (
+                self.symbol(area_label(Area::RepeatTables)),
+                SegmentRole::RepeatPatchTable,
+            ),
+            (
+                self.symbol(area_label(Area::SharingLists)),
+                SegmentRole::SharingPatchList,
+            ),
+            (
+                self.symbol(area_label(Area::Rows)),
+                SegmentRole::ExchangeRows,
+            ),
             (self.symbol(area_label(Area::End)), SegmentRole::Runtime),
             (self.image.end(), SegmentRole::Runtime),
         ];

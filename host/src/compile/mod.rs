@@ -17,7 +17,7 @@ use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
 use ipuc_core::place::{
-    place_tile, requests_from_schedule, BufferKey, ReservedKind, ReservedRange, TilePlacement,
+    place_tile, requests, BufferKey, ReservedKind, ReservedRange, TilePlacement,
 };
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanStats};
 use ipuc_core::target::sram::{layout, TILE_MEMORY_BASE};
@@ -145,7 +145,7 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     );
 
     let t = Instant::now();
-    let requests = requests_from_schedule(&schedule, &reserved_ranges());
+    let requests = requests(&schedule, |_| reserved_ranges());
     let placements: Vec<TilePlacement> = requests
         .par_iter()
         .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))
@@ -191,8 +191,13 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     );
 
     let t = Instant::now();
-    let mut pkg = Package::new(format!("ipuc {} ({})", env!("CARGO_PKG_VERSION"), opts.name));
-    let by_logical: BTreeMap<u32, &TilePlacement> = placements.iter().map(|p| (p.tile, p)).collect();
+    let mut pkg = Package::new(format!(
+        "ipuc {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        opts.name
+    ));
+    let by_logical: BTreeMap<u32, &TilePlacement> =
+        placements.iter().map(|p| (p.tile, p)).collect();
     for img in &images {
         let mut tile = img.tile_image();
         tile.segments.push(Segment::data(
@@ -212,9 +217,18 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     pkg.steps = image::step_tables(&schedule, &images);
     let summary = [
         ("beam_width", SummaryValue::Integer(opts.beam_width as i64)),
-        ("estimated_cycles", SummaryValue::Integer(plan.cycles.total() as i64)),
-        ("estimated_peak_bytes", SummaryValue::Integer(plan.peak_bytes as i64)),
-        ("exchange_phases", SummaryValue::Integer(exchange.phases as i64)),
+        (
+            "estimated_cycles",
+            SummaryValue::Integer(plan.cycles.total() as i64),
+        ),
+        (
+            "estimated_peak_bytes",
+            SummaryValue::Integer(plan.peak_bytes as i64),
+        ),
+        (
+            "exchange_phases",
+            SummaryValue::Integer(exchange.phases as i64),
+        ),
         ("workload", SummaryValue::Text(opts.name.clone())),
     ];
     pkg.plan_summary = summary
@@ -247,7 +261,11 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         host_descriptor_bytes_per_tile: per_tile(&|t| {
             t.role_bytes(ipuc_core::package::SegmentRole::HostDescriptors)
         }),
-        code_bytes_per_tile: images.iter().map(|i| u64::from(i.code_bytes())).max().unwrap_or(0),
+        code_bytes_per_tile: images
+            .iter()
+            .map(|i| u64::from(i.code_bytes()))
+            .max()
+            .unwrap_or(0),
         tiles: images.len(),
         exchange,
         times,
@@ -300,7 +318,11 @@ fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segm
     merged
         .into_iter()
         .map(|(start, end, bound)| {
-            let role = if bound { SegmentRole::Tensor } else { SegmentRole::Scratch };
+            let role = if bound {
+                SegmentRole::Tensor
+            } else {
+                SegmentRole::Scratch
+            };
             Segment::data(start, end - start, role, Vec::new())
         })
         .collect()

@@ -18,9 +18,9 @@ use ipuc_core::lower::Kernel;
 use ipuc_core::target::kernel_abi as abi;
 
 use super::convert::{decode_elements, encode_elements};
+use super::DeviceOutput;
 use crate::codelets::codelet_table;
 use crate::sim::row_fabric::RowFabric;
-use super::DeviceOutput;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
 use crate::weights::HostTensor;
 
@@ -101,7 +101,13 @@ fn tensor_for<'a>(
         BindingKind::Weight => weights.get(&binding.name),
         BindingKind::Output => None,
     }
-    .ok_or_else(|| anyhow!("no host tensor for {:?} binding `{}`", binding.kind, binding.name))?;
+    .ok_or_else(|| {
+        anyhow!(
+            "no host tensor for {:?} binding `{}`",
+            binding.kind,
+            binding.name
+        )
+    })?;
     let want: u64 = binding.shape.iter().product();
     if t.data.len() as u64 != want {
         bail!(
@@ -144,8 +150,9 @@ impl SimDevice {
                 .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
             let mut tile = Tile::new(id);
             for seg in &image.segments {
-                tile.load(seg.address, &seg.data)
-                    .map_err(|e| anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address))?;
+                tile.load(seg.address, &seg.data).map_err(|e| {
+                    anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address)
+                })?;
             }
             tile.set_codelets(self.codelets.clone());
             if let Some(table) = package
@@ -163,18 +170,26 @@ impl SimDevice {
             index_of.insert(image.physical_tile, i);
             tiles.push(tile);
         }
-        for binding in package.bindings.iter().filter(|b| b.kind != BindingKind::Output) {
+        for binding in package
+            .bindings
+            .iter()
+            .filter(|b| b.kind != BindingKind::Output)
+        {
             let tensor = tensor_for(binding, inputs, weights)?;
             let bytes = encode_elements(&tensor.data, binding.dtype, binding.scale)
                 .with_context(|| format!("binding `{}`", binding.name))?;
             for s in &binding.slices {
-                let i = *index_of
-                    .get(&s.tile)
-                    .ok_or_else(|| anyhow!("binding `{}` names tile {} which has no image", binding.name, s.tile))?;
+                let i = *index_of.get(&s.tile).ok_or_else(|| {
+                    anyhow!(
+                        "binding `{}` names tile {} which has no image",
+                        binding.name,
+                        s.tile
+                    )
+                })?;
                 let from = s.file_offset as usize;
-                let data = bytes
-                    .get(from..from + s.size as usize)
-                    .ok_or_else(|| anyhow!("binding `{}` slice past the tensor's end", binding.name))?;
+                let data = bytes.get(from..from + s.size as usize).ok_or_else(|| {
+                    anyhow!("binding `{}` slice past the tensor's end", binding.name)
+                })?;
                 tiles[i]
                     .load(s.tile_address, data)
                     .map_err(|e| anyhow!("binding `{}` on tile {}: {e:?}", binding.name, s.tile))?;
@@ -192,7 +207,10 @@ impl SimDevice {
                 .read_u32(layout::COMPLETION_WORD)
                 .map_err(|e| anyhow!("{e:?}"))?;
             if done != 1 {
-                bail!("tile {} halted without running the completion routine", t.id());
+                bail!(
+                    "tile {} halted without running the completion routine",
+                    t.id()
+                );
             }
         }
 
@@ -200,7 +218,8 @@ impl SimDevice {
         for binding in package.bindings_of(BindingKind::Output) {
             let size = binding
                 .byte_size()
-                .ok_or_else(|| anyhow!("output `{}` size overflows", binding.name))? as usize;
+                .ok_or_else(|| anyhow!("output `{}` size overflows", binding.name))?
+                as usize;
             let mut bytes = vec![0u8; size];
             for s in &binding.slices {
                 let tile = &tiles[index_of[&s.tile]];

@@ -32,9 +32,9 @@ pub mod fault;
 pub mod memory;
 pub mod op;
 pub mod phase_image;
-pub mod row_fabric;
 pub mod profile;
 pub mod row_call;
+pub mod row_fabric;
 pub mod tile;
 
 pub use codelet::{Codelet, CodeletCall, CodeletTable, FnCodelet};

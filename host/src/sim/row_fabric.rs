@@ -88,26 +88,22 @@ impl ExchangeFabric for RowFabric {
                 continue;
             }
             let pc = tile.supervisor().pc;
-            let word = tile
-                .memory()
-                .read_u32(pc)
-                .map_err(|e| {
-                    exchange_fault(
-                        tile,
-                        ExchangeError::Conf,
-                        format!("fetching the row call at {pc:#x}: {e:?}"),
-                    )
-                })?;
+            let word = tile.memory().read_u32(pc).map_err(|e| {
+                exchange_fault(
+                    tile,
+                    ExchangeError::Conf,
+                    format!("fetching the row call at {pc:#x}: {e:?}"),
+                )
+            })?;
             // A sync not followed by a row call (e.g. the runtime's start-up
             // `sync 3`) is a plain barrier: this tile takes no part.
             let target = match decode(&[word]) {
                 Ok((Instruction::Call { link, target }, _)) if link.index() == ROW_LINK => target,
                 _ => continue,
             };
-            let physical = PhysicalTile::new(u32::from(tile.id()))
-                .map_err(|_| {
-                    exchange_fault(tile, ExchangeError::Conf, "tile id outside the C600".into())
-                })?;
+            let physical = PhysicalTile::new(u32::from(tile.id())).map_err(|_| {
+                exchange_fault(tile, ExchangeError::Conf, "tile id outside the C600".into())
+            })?;
             calls.push(RowCall {
                 tile: physical,
                 address: target,
@@ -132,7 +128,8 @@ impl ExchangeFabric for RowFabric {
             Err(e) => {
                 // Blame the tile the error names (the receiver or sender).
                 let named = match &e {
-                    FabricError::Row { tile, .. } | FabricError::SourceOutsideMemory { tile, .. } => Some(*tile),
+                    FabricError::Row { tile, .. }
+                    | FabricError::SourceOutsideMemory { tile, .. } => Some(*tile),
                     FabricError::Receive(r) => Some(receiver(r)),
                 };
                 let i = named
