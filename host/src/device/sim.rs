@@ -20,7 +20,7 @@ use ipuc_core::target::kernel_abi as abi;
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
-use crate::sim::row_fabric::RowFabric;
+use crate::sim::fabric::RouteFabric;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
 use crate::weights::HostTensor;
 
@@ -130,7 +130,7 @@ impl SimDevice {
             .map_err(|e| anyhow!("{e}"))?;
         Ok(SimDevice {
             codelets: Arc::new(table),
-            fabric: Box::new(RowFabric),
+            fabric: Box::new(RouteFabric),
             cycle_limit: DEFAULT_CYCLE_LIMIT,
         })
     }

@@ -34,7 +34,6 @@ pub mod op;
 pub mod phase_image;
 pub mod profile;
 pub mod row_call;
-pub mod row_fabric;
 pub mod tile;
 
 pub use codelet::{Codelet, CodeletCall, CodeletTable, FnCodelet};
