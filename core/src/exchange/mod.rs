@@ -35,6 +35,7 @@ mod decode;
 mod encode;
 mod error;
 mod intervals;
+mod placement;
 mod random;
 mod replay;
 mod request;
@@ -50,6 +51,7 @@ pub use check::{check_phase, compare, CheckReport};
 pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
 pub use encode::{encode_timeline, ExchangeRow};
 pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError};
+pub use placement::check_row_placement;
 pub use random::{
     random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
 };

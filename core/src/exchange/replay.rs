@@ -49,11 +49,16 @@ pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
     for r in rows {
         senders[r.tile.index()] = Some(&r.row.sends);
     }
+    // Receivers in tile order, each tile's moves sorted: the whole list is
+    // then sorted by (destination tile, destination word) without a global sort.
+    let mut order: Vec<&TileRowView<'_>> = rows.iter().collect();
+    order.sort_by_key(|r| r.tile);
     let mut moves = Vec::new();
-    for r in rows {
+    for r in order {
+        let first = moves.len();
         replay_receiver(r, &senders, &mut moves)?;
+        moves[first..].sort_unstable();
     }
-    moves.sort_unstable();
     Ok(moves)
 }
 
@@ -90,7 +95,8 @@ fn replay_receiver(
         let runs = senders[s.index()].unwrap_or(&[]);
         let offset = i64::from(mux_time(s, d)) + 1;
         let bit = u32::from(direction(s, d).sctl_bit());
-        for e in from..to {
+        let mut e = from;
+        while e < to {
             let se = i64::from(e) - offset;
             let hit = u32::try_from(se)
                 .ok()
@@ -103,7 +109,13 @@ fn replay_receiver(
                     source,
                 });
             };
-            items.push((e, s.get(), r.word_address + (se - r.start), se));
+            // The rest of this send run covers consecutive events.
+            let n = (to - e).min(r.start + r.items - se);
+            let first = r.word_address + (se - r.start);
+            for k in 0..n {
+                items.push((e + k, s.get(), first + k, se + k));
+            }
+            e += n;
         }
         Ok(())
     };

@@ -192,25 +192,7 @@ fn tile_of(id: u16) -> PhysicalTile {
 /// Moves words in event order. When no word is both read and written in the
 /// phase (the usual case) order cannot matter and all reads happen first.
 fn apply_moves(moves: &[WordMove], memory: &mut impl PhaseMemory) -> Result<(), FabricError> {
-    let mut reads: Vec<(u16, u32)> = moves.iter().map(|m| (m.src_tile, m.src_word)).collect();
-    reads.sort_unstable();
-    reads.dedup();
-    // `moves` is sorted by destination.
-    let overlap = {
-        let (mut i, mut j, mut hit) = (0, 0, false);
-        while i < reads.len() && j < moves.len() {
-            let w = (moves[j].dst_tile, moves[j].dst_word);
-            match reads[i].cmp(&w) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    hit = true;
-                    break;
-                }
-            }
-        }
-        hit
-    };
+    let overlap = reads_meet_writes(moves);
     let read = |memory: &dyn Fn(PhysicalTile, u32) -> Option<u32>, m: &WordMove| {
         memory(tile_of(m.src_tile), m.src_word.wrapping_mul(4)).ok_or(
             FabricError::SourceOutsideMemory {
@@ -258,6 +240,48 @@ fn apply_moves(moves: &[WordMove], memory: &mut impl PhaseMemory) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Word runs `(tile, first word, end word)` of `words`, merged and sorted.
+fn runs(mut words: impl Iterator<Item = (u16, u32)>) -> Vec<(u16, u32, u32)> {
+    let mut out: Vec<(u16, u32, u32)> = Vec::new();
+    if let Some((t, w)) = words.next() {
+        let mut cur = (t, w, w + 1);
+        for (t, w) in words {
+            if t == cur.0 && w == cur.2 {
+                cur.2 += 1;
+            } else {
+                out.push(cur);
+                cur = (t, w, w + 1);
+            }
+        }
+        out.push(cur);
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Is any word both read and written by the phase?
+fn reads_meet_writes(moves: &[WordMove]) -> bool {
+    let reads = runs(moves.iter().map(|m| (m.src_tile, m.src_word)));
+    let writes = runs(moves.iter().map(|m| (m.dst_tile, m.dst_word)));
+    // Sweep both sorted run lists; runs within one list may overlap each other.
+    let (mut i, mut j) = (0, 0);
+    while i < reads.len() && j < writes.len() {
+        let (r, w) = (reads[i], writes[j]);
+        if (r.0, r.1) < (w.0, w.1) {
+            if r.0 == w.0 && r.2 > w.1 {
+                return true;
+            }
+            i += 1;
+        } else {
+            if r.0 == w.0 && w.2 > r.1 {
+                return true;
+            }
+            j += 1;
+        }
+    }
+    false
 }
 
 /// Sparse per-tile memory images: only the byte ranges a caller maps exist.
@@ -584,6 +608,22 @@ mod tests {
                 &src[..]
             );
         }
+    }
+
+    #[test]
+    fn read_write_overlap_is_detected() {
+        let mv = |src_tile, src_word, dst_tile, dst_word| WordMove {
+            dst_tile,
+            dst_word,
+            src_tile,
+            src_word,
+            read_event: 0,
+            write_event: 1,
+        };
+        let disjoint = [mv(0, 100, 1, 100), mv(0, 101, 1, 101), mv(1, 50, 0, 200)];
+        assert!(!reads_meet_writes(&disjoint));
+        let forwarding = [mv(0, 100, 1, 100), mv(0, 101, 1, 101), mv(1, 101, 2, 7)];
+        assert!(reads_meet_writes(&forwarding));
     }
 
     #[test]
