@@ -147,14 +147,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         rayon::current_num_threads()
     );
-    let progress: crate::reference::Progress<'_> = Box::new(|done, of| {
+    let progress: crate::reference::Progress = Box::new(|done, of| {
         eprint!("\r  encoder layer {done}/{of}");
         if done == of {
             eprintln!();
         }
         let _ = std::io::stderr().flush();
     });
-    let out = run_siglip(&model, &weights, &pixels, args.numerics, Some(progress))?;
+    let out = run_siglip(&model, weights, &pixels, args.numerics, Some(progress))?;
     println!(
         "forward: {:.3} s wall, {:.1} GFLOP (matmul + attention), {:.1} GFLOP/s",
         out.seconds,

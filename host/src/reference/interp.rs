@@ -9,7 +9,7 @@ use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 
 use super::numerics::{round_f16_slice, round_to_dtype};
 use super::{ops, Numerics, ReferenceError, Tensor};
-use crate::weights::Weights;
+use crate::weights::{canonical_name, HostTensor, Weights};
 
 /// A graph with its parameters bound (and, for device numerics, already
 /// rounded to their storage dtypes), ready to run on inputs.
@@ -17,7 +17,7 @@ pub struct Reference<'g> {
     graph: &'g Graph,
     numerics: Numerics,
     params: BTreeMap<ValueId, Tensor>,
-    progress: Option<Progress<'g>>,
+    progress: Option<Progress>,
     /// Per region, per op position: operands whose last use is that op
     /// (freed right after it, so buffers are reused in place and the
     /// working set stays small).
@@ -25,7 +25,7 @@ pub struct Reference<'g> {
 }
 
 /// Called after each Repeat iteration with (iterations done, trip count).
-pub type Progress<'g> = Box<dyn Fn(usize, usize) + Send + Sync + 'g>;
+pub type Progress = Box<dyn Fn(usize, usize) + Send + Sync>;
 
 /// Values computed so far, by id.
 struct Env {
@@ -55,11 +55,37 @@ impl Env {
 
 impl<'g> Reference<'g> {
     /// Verify `graph`, bind every parameter to `weights` by name (shape
-    /// checked) and prepare it for `numerics`.
+    /// checked) and prepare it for `numerics`. Copies the weights; use
+    /// [`Reference::with_weights`] to hand them over instead.
     pub fn new(
         graph: &'g Graph,
         weights: &Weights,
         numerics: Numerics,
+    ) -> Result<Self, ReferenceError> {
+        Self::bind(graph, numerics, |name| {
+            weights.get(name).map(|w| (w.shape.clone(), w.data.clone()))
+        })
+    }
+
+    /// Like [`Reference::new`] but takes ownership of the weights, so the
+    /// ~1.7 GB of a full So400m is neither copied nor held twice.
+    pub fn with_weights(
+        graph: &'g Graph,
+        weights: Weights,
+        numerics: Numerics,
+    ) -> Result<Self, ReferenceError> {
+        let mut by_name: BTreeMap<String, HostTensor> = weights.into_tensors().collect();
+        Self::bind(graph, numerics, |name| {
+            by_name
+                .remove(canonical_name(name))
+                .map(|w| (w.shape, w.data))
+        })
+    }
+
+    fn bind(
+        graph: &'g Graph,
+        numerics: Numerics,
+        mut take: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Self, ReferenceError> {
         graph.verify()?;
         let mut params = BTreeMap::new();
@@ -70,21 +96,19 @@ impl<'g> Reference<'g> {
             let value = op
                 .result()
                 .ok_or(ReferenceError::MissingWeight { name: name.clone() })?;
-            let w = weights
-                .get(name)
-                .ok_or_else(|| ReferenceError::MissingWeight { name: name.clone() })?;
-            if w.shape != ty.shape.dims() || w.data.len() != w.shape.iter().product::<usize>() {
+            let (shape, mut data) =
+                take(name).ok_or_else(|| ReferenceError::MissingWeight { name: name.clone() })?;
+            if shape != ty.shape.dims() || data.len() != shape.iter().product::<usize>() {
                 return Err(ReferenceError::WeightShape {
                     name: name.clone(),
                     expected: ty.shape.dims().to_vec(),
-                    found: w.shape.clone(),
+                    found: shape,
                 });
             }
-            let mut data = w.data.clone();
             if numerics == Numerics::Device {
                 round_to_dtype(ty.dtype, &mut data);
             }
-            params.insert(value, Tensor::new(w.shape.clone(), data));
+            params.insert(value, Tensor::new(shape, data));
         }
         Ok(Reference {
             graph,
@@ -96,7 +120,7 @@ impl<'g> Reference<'g> {
     }
 
     /// Report Repeat progress through `f`.
-    pub fn with_progress(mut self, f: Progress<'g>) -> Self {
+    pub fn with_progress(mut self, f: Progress) -> Self {
         self.progress = Some(f);
         self
     }

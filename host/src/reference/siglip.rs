@@ -31,15 +31,16 @@ impl SiglipOutputs {
     }
 }
 
-/// Run `model` on `pixels` with `weights` in `numerics`.
-pub fn run_siglip<'g>(
-    model: &'g SiglipModel,
-    weights: &Weights,
+/// Run `model` on `pixels` with `weights` (consumed: they become the
+/// reference's parameters without a copy) in `numerics`.
+pub fn run_siglip(
+    model: &SiglipModel,
+    weights: Weights,
     pixels: &PixelValues,
     numerics: Numerics,
-    progress: Option<Progress<'g>>,
+    progress: Option<Progress>,
 ) -> Result<SiglipOutputs, ReferenceError> {
-    let mut reference = Reference::new(&model.graph, weights, numerics)?;
+    let mut reference = Reference::with_weights(&model.graph, weights, numerics)?;
     if let Some(p) = progress {
         reference = reference.with_progress(p);
     }

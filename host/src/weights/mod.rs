@@ -140,6 +140,11 @@ impl Weights {
         self.tensors.is_empty()
     }
 
+    /// Consume into (name, tensor) pairs in name order, without copying.
+    pub fn into_tensors(self) -> impl Iterator<Item = (String, HostTensor)> {
+        self.tensors.into_iter()
+    }
+
     /// Total parameter count.
     pub fn parameter_count(&self) -> usize {
         self.tensors.values().map(|t| t.data.len()).sum()

@@ -101,10 +101,16 @@ pub fn random_weights(seed: u64, specs: &[WeightSpec]) -> Weights {
             } else {
                 vec![s.name.clone()]
             };
-            let mut data = Vec::with_capacity(s.shape.iter().product());
-            for source in &sources {
-                data.extend(random_tensor(seed, source, &part));
-            }
+            let data = match sources.as_slice() {
+                [only] => random_tensor(seed, only, &part),
+                parts => {
+                    let mut data = Vec::with_capacity(s.shape.iter().product());
+                    for source in parts {
+                        data.extend(random_tensor(seed, source, &part));
+                    }
+                    data
+                }
+            };
             (
                 canonical_name(&s.name).to_string(),
                 HostTensor {
