@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<()> {
 
     let reference = if args.reference_run {
         eprintln!("reference: FP32 forward pass…");
-        let r = run_siglip(&model, &weights, &pixels, Numerics::Fp32, None)
+        let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Fp32, None)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("FP32 reference")?;
         eprintln!(
