@@ -55,6 +55,9 @@ pub struct BuildArgs {
     /// Width of the planner's Pareto beam.
     #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH)]
     pub planning_beam_width: usize,
+    /// Tiles the planner may use (1..=1472; the C600 has 1472).
+    #[arg(long, default_value_t = ipuc_core::target::topology::TILE_COUNT as u32)]
+    pub planning_tiles: u32,
     /// Write the package here.
     #[arg(long)]
     pub package: Option<PathBuf>,
@@ -82,6 +85,7 @@ pub fn compile_workload(
         &crate::device::sim::kernel_abi(),
         &CompileOptions {
             beam_width: build.planning_beam_width,
+            tiles: build.planning_tiles,
             name: workload_name(model),
         },
     )?;

@@ -29,6 +29,8 @@ pub use image::CODE_END;
 pub struct CompileOptions {
     /// `--planning-beam-width`.
     pub beam_width: usize,
+    /// `--planning-tiles`: logical tiles `0..tiles` the planner may use.
+    pub tiles: u32,
     /// Name recorded in the package (e.g. the workload).
     pub name: String,
 }
@@ -114,12 +116,19 @@ impl BufferAddresses for Placed<'_> {
 pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) -> Result<Compiled> {
     let mut times = StageTimes::default();
 
-    eprintln!("compile: planning (beam width {})…", opts.beam_width);
+    if opts.tiles == 0 || opts.tiles > u32::from(ipuc_core::target::topology::TILE_COUNT) {
+        bail!("--planning-tiles must be 1..=1472, got {}", opts.tiles);
+    }
+    eprintln!(
+        "compile: planning on {} tiles (beam width {})…",
+        opts.tiles, opts.beam_width
+    );
     let t = Instant::now();
     let plan: Plan = plan_graph(
         graph,
         PlanConfig {
             beam_width: opts.beam_width,
+            tiles: opts.tiles,
             ..PlanConfig::default()
         },
     )

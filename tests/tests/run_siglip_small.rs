@@ -1,0 +1,107 @@
+//! End to end on the simulator: siglip-small compiled into a package,
+//! executed by the simulated IPU21 and validated against the FP32 reference
+//! with the seeds' tolerances (atol 0.2, rtol 0.05). 64 tiles keep the
+//! simulation fast; the planner, emission and fabric paths are the same as
+//! on the full chip.
+
+use std::collections::BTreeMap;
+
+use ipuc::compile::{compile, CompileOptions};
+use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::input::PixelValues;
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig, PIXEL_VALUES};
+use ipuc::reference::{run_siglip, Numerics};
+use ipuc::run_report::compare;
+use ipuc::weights::{weights_for, HostTensor, WeightSource};
+
+fn options(layers: usize) -> (ModelOptions, CompileOptions) {
+    (
+        ModelOptions {
+            vit_layers: Some(layers),
+            ..ModelOptions::default()
+        },
+        CompileOptions {
+            beam_width: 8,
+            tiles: 64,
+            name: format!("siglip-small x{layers}"),
+        },
+    )
+}
+
+fn run_and_validate(layers: usize) {
+    let (model_opts, compile_opts) = options(layers);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let pixels = PixelValues {
+        shape: [1, 3, 28, 28],
+        data: (0..3 * 28 * 28)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect(),
+    };
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        PIXEL_VALUES.to_string(),
+        HostTensor {
+            shape: pixels.shape.to_vec(),
+            data: pixels.data.clone(),
+        },
+    );
+    let out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &inputs, &weights)
+        .unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, Numerics::Fp32, None).unwrap();
+    let v = compare(&out, &reference, 0.2, 0.05).unwrap();
+    assert!(v.pass, "{layers} layers: {:?}", v.outputs);
+    for (name, max_abs, cosine, _) in &v.outputs {
+        // FP16 activations: far tighter than the tolerance in practice.
+        assert!(*max_abs < 0.05, "{name}: max abs error {max_abs}");
+        assert!(*cosine > 0.999, "{name}: cosine {cosine}");
+    }
+    assert!(out.profile.cycles > 0);
+}
+
+#[test]
+fn siglip_small_one_layer_matches_the_reference() {
+    run_and_validate(1);
+}
+
+#[test]
+fn siglip_small_two_layers_matches_the_reference() {
+    run_and_validate(2);
+}
+
+#[test]
+fn siglip_small_27_layers_matches_the_reference() {
+    run_and_validate(27);
+}
+
+#[test]
+fn the_same_inputs_give_a_byte_identical_package() {
+    let (model_opts, compile_opts) = options(2);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let a = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let b = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    assert_eq!(a.report.sha256, b.report.sha256);
+    assert_eq!(a.bytes, b.bytes);
+    // The reader accepts what the compiler wrote, and re-encoding what it
+    // read gives the same bytes (one package, one encoding).
+    let read = ipuc_core::package::read(&a.bytes).unwrap();
+    assert_eq!(ipuc_core::package::write(&read).unwrap(), a.bytes);
+}
+
+#[test]
+fn an_over_budget_plan_is_rejected_with_a_memory_report() {
+    // 27 layers of weights cannot fit on 16 tiles.
+    let (model_opts, mut compile_opts) = options(27);
+    compile_opts.tiles = 16;
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let err = compile(&model.graph, &kernel_abi(), &compile_opts)
+        .err()
+        .expect("27 layers do not fit on 16 tiles");
+    let text = format!("{err:#}");
+    assert!(text.contains("per-tile memory exceeded"), "{text}");
+    assert!(text.contains("support reserve"), "{text}");
+    assert!(text.contains("586960"), "{text}");
+}
