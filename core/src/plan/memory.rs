@@ -203,7 +203,7 @@ impl fmt::Display for MemoryRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "per-tile memory exceeded in {} at {}: tile {} needs {} bytes ({} planned + {} support reserve) of {}",
+            "per-tile memory exceeded in {}, {}: tile {} needs {} bytes ({} planned + {} support reserve) of {}",
             self.region,
             self.moment,
             self.tile,
