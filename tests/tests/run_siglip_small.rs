@@ -51,7 +51,7 @@ fn run_and_validate(layers: usize) {
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let reference = run_siglip(&model, &weights, &pixels, Numerics::Fp32, None).unwrap();
+    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
