@@ -177,8 +177,11 @@ fn a_reservation_that_leaves_no_room_is_reported_per_tile() {
 fn placement_renders_as_a_valid_memory_map() {
     let s = schedule(1);
     let placed = place_schedule(&s, reserved).unwrap();
-    let map =
-        ipuc::report::placement_map::memory_map_from_placement("siglip-small ×1", &s, &placed);
+    let map = ipuc::report::placement_map::memory_map_from_placement(
+        "siglip-small ×1",
+        &s,
+        &placed.tiles,
+    );
     map.validate().unwrap();
     assert_eq!(map.tiles.len(), placed.tiles.len());
     assert_eq!(map.moments.len(), s.step_count as usize);

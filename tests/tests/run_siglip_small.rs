@@ -104,4 +104,14 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     assert!(text.contains("per-tile memory exceeded"), "{text}");
     assert!(text.contains("support reserve"), "{text}");
     assert!(text.contains("586960"), "{text}");
+    // The error carries the estimator's report, which renders as HTML.
+    let rejected = err
+        .downcast_ref::<ipuc::compile::PlanOverBudget>()
+        .expect("a memory rejection is a typed PlanOverBudget error");
+    let report = ipuc::report::MemoryRejection::from_plan(&rejected.0);
+    assert!(report.excess_bytes() > 0);
+    assert_eq!(report.effective_bytes(), rejected.0.total_bytes());
+    assert!(!report.live.is_empty());
+    let html = ipuc::report::memory_html::render_rejection(&report);
+    assert!(html.contains("over budget by"), "rejection page lacks its verdict");
 }

@@ -8,13 +8,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
-use crate::compile::{compile, CompileOptions, Compiled};
+use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
 use crate::device::trace::build_profile;
 use crate::device::DeviceOutput;
 use crate::input::write_npy;
 use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
+use crate::report::placement_map::memory_map_from_placement;
+use crate::report::{write_memory_map, write_rejection, MemoryRejection};
 use crate::run_report::{
     compare, print_compile_report, print_run_report, write_profile, Validation,
 };
@@ -61,6 +63,12 @@ pub struct BuildArgs {
     /// Write the package here.
     #[arg(long)]
     pub package: Option<PathBuf>,
+    /// Write the exact per-tile memory placement here (`memory.html` +
+    /// `memory.json`); a plan rejected for memory writes its report
+    /// (`memory-rejection.html` + `.json`) here, or in the current directory
+    /// without this flag.
+    #[arg(long)]
+    pub memory_profile_directory: Option<PathBuf>,
 }
 
 /// Builds and compiles the model the flags describe.
@@ -88,13 +96,44 @@ pub fn compile_workload(
             tiles: build.planning_tiles,
             name: workload_name(model),
         },
-    )?;
+    )
+    .map_err(|err| with_rejection_report(err, build))?;
+    if let Some(dir) = &build.memory_profile_directory {
+        let path = dir.join("memory.html");
+        let map = memory_map_from_placement(
+            &format!("{} memory placement", workload_name(model)),
+            &compiled.schedule,
+            &compiled.placements,
+        );
+        write_memory_map(&path, &map)?;
+        eprintln!("memory map written to {} (+ memory.json)", path.display());
+    }
     if let Some(path) = &build.package {
         std::fs::write(path, &compiled.bytes)
             .with_context(|| format!("writing the package to {}", path.display()))?;
         eprintln!("package written to {}", path.display());
     }
     Ok((siglip, weights, compiled))
+}
+
+/// A memory rejection gets its HTML report written (and its path printed)
+/// before the error goes up.
+fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error {
+    let Some(rejected) = err.downcast_ref::<PlanOverBudget>() else {
+        return err;
+    };
+    let dir = build
+        .memory_profile_directory
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let path = dir.join("memory-rejection.html");
+    match write_rejection(&path, &MemoryRejection::from_plan(&rejected.0)) {
+        Ok(()) => eprintln!("memory rejection report: {} (+ .json)", path.display()),
+        Err(write_err) => {
+            return err.context(format!("could not write the memory report: {write_err:#}"))
+        }
+    }
+    err
 }
 
 pub fn run(args: Args) -> Result<()> {

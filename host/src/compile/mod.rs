@@ -19,7 +19,8 @@ use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
 use ipuc_core::place::{
     place_tile, requests, BufferKey, ReservedKind, ReservedRange, TilePlacement,
 };
-use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanStats};
+use ipuc_core::plan::memory::MemoryRejection;
+use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 use ipuc_core::target::sram::{layout, TILE_MEMORY_BASE};
 
 pub use image::CODE_END;
@@ -70,11 +71,27 @@ pub struct CompileReport {
     pub sha256: String,
 }
 
+/// Every plan the planner tried exceeds the per-tile memory budget. A typed
+/// error (reachable with `anyhow::Error::downcast_ref`) so the CLI can write
+/// the rejection report next to the message.
+#[derive(Debug)]
+pub struct PlanOverBudget(pub Box<MemoryRejection>);
+
+impl std::fmt::Display for PlanOverBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::error::Error for PlanOverBudget {}
+
 /// A compiled model.
 pub struct Compiled {
     pub package: Package,
     pub bytes: Vec<u8>,
     pub report: CompileReport,
+    /// The lowered per-tile schedule the package was emitted from.
+    pub schedule: TileSchedule,
     /// Per-tile placement (memory maps).
     pub placements: Vec<TilePlacement>,
 }
@@ -132,7 +149,10 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
             ..PlanConfig::default()
         },
     )
-    .map_err(|e| anyhow::anyhow!("{e}"))
+    .map_err(|e| match e {
+        PlanError::OutOfMemory(rejection) => anyhow::Error::new(PlanOverBudget(rejection)),
+        other => anyhow::anyhow!("{other}"),
+    })
     .context("planning")?;
     times.planning_ms = ms_since(t);
     let s = plan.stats;
@@ -288,6 +308,7 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         package: pkg,
         bytes,
         report,
+        schedule,
         placements,
     })
 }

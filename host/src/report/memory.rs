@@ -283,6 +283,45 @@ impl MemoryRejection {
         }
     }
 
+    /// The report of a planner rejection (`ipuc_core::plan`'s estimator):
+    /// the peak tile, the moment and every allocation live there. The
+    /// estimator checks moments of candidate plans, not a whole schedule, so
+    /// it has no per-moment timeline to give (`timeline` stays empty).
+    pub fn from_plan(r: &ipuc_core::plan::memory::MemoryRejection) -> Self {
+        use ipuc_core::plan::memory::AllocationKind;
+        let live = r
+            .live
+            .iter()
+            .map(|a| LiveAllocation {
+                name: a.name.clone(),
+                class: match a.kind {
+                    AllocationKind::Parameter | AllocationKind::IteratedParameter => {
+                        AllocationClass::Weight
+                    }
+                    AllocationKind::Activation | AllocationKind::Carried => {
+                        AllocationClass::Activation
+                    }
+                    AllocationKind::Staging | AllocationKind::Scratch => AllocationClass::Scratch,
+                },
+                bytes: a.bytes,
+            })
+            .collect();
+        MemoryRejection {
+            operation: format!("{} #{} in {}", r.op_name, r.op_index, r.region),
+            peak_tile: r.tile,
+            peak_moment: r.moment.clone(),
+            peak_moment_index: r.op_index,
+            budget: MemoryBudget {
+                tile_bytes: r.budget_bytes,
+                support_reserve: r.reserve_bytes,
+                ..MemoryBudget::IPU21
+            },
+            live,
+            timeline: Vec::new(),
+            tiles_over_budget: Some(r.tiles_over_budget),
+        }
+    }
+
     /// Live bytes plus the support reserve: what is compared with the budget.
     pub fn effective_bytes(&self) -> u64 {
         self.live.iter().map(|a| a.bytes).sum::<u64>() + self.budget.support_reserve

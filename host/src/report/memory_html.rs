@@ -147,8 +147,10 @@ pub fn render_rejection(r: &MemoryRejection) -> String {
     );
     body.push_str("<h2>Tile memory at the peak</h2>");
     body.push_str(&stacked_bar(r));
-    body.push_str("<h2>Live bytes on the peak tile over the schedule</h2>");
-    body.push_str(&timeline_svg(r));
+    if !r.timeline.is_empty() {
+        body.push_str("<h2>Live bytes on the peak tile over the schedule</h2>");
+        body.push_str(&timeline_svg(r));
+    }
     body.push_str(&class_table(r));
     body.push_str(&live_table(r));
     body.push_str("</section>");

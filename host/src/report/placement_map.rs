@@ -2,7 +2,7 @@
 //! placed buffers with their addresses and lifetimes, for `memory.html`.
 
 use ipuc_core::lower::schedule::{BufferRole, TileSchedule};
-use ipuc_core::place::{BufferKey, ReservedKind, SchedulePlacement};
+use ipuc_core::place::{BufferKey, ReservedKind, TilePlacement};
 
 use super::memory::{
     Allocation, AllocationClass, Liveness, MemoryBudget, MemoryMap, TileMemoryMap,
@@ -29,13 +29,13 @@ fn reserved_class(kind: ReservedKind) -> AllocationClass {
     }
 }
 
-/// Builds the memory map of `placement` (moments = the schedule's steps in
+/// Builds the memory map of per-tile `placements` (moments = the schedule's steps in
 /// pre-order, named by their originating op). Reserved ranges are live
 /// throughout.
 pub fn memory_map_from_placement(
     title: &str,
     schedule: &TileSchedule,
-    placement: &SchedulePlacement,
+    placements: &[TilePlacement],
 ) -> MemoryMap {
     let count = schedule.step_count.max(1) as usize;
     let mut moments: Vec<String> = (0..count).map(|i| format!("step {i}")).collect();
@@ -54,8 +54,7 @@ pub fn memory_map_from_placement(
         }
     });
     let last = count as u32 - 1;
-    let tiles = placement
-        .tiles
+    let tiles = placements
         .iter()
         .map(|t| {
             let mut allocations: Vec<Allocation> = t
