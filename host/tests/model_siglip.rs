@@ -1,6 +1,7 @@
 //! SigLIP graph builder: shapes, parameter specs and Repeat structure for
 //! both presets, several layer counts and the option matrix.
 
+use ipuc::cli::workload::{build_model, WorkloadArgs};
 use ipuc::model::{
     build_siglip, ModelError, ModelOptions, ParameterRole, SiglipModel, VisionConfig,
     LAST_HIDDEN_STATE, POOLER_OUTPUT,
@@ -470,7 +471,7 @@ fn so400m_flops_match_the_facts_estimate() {
 #[derive(clap::Parser, Debug)]
 struct Cli {
     #[command(flatten)]
-    model: ipuc::model::ModelArgs,
+    model: WorkloadArgs,
 }
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
@@ -478,9 +479,15 @@ fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("ipuc").chain(args.iter().copied()))
 }
 
+/// The model `args` describe (batch from `--vit-batch`, else 1).
+fn build_from(args: &[&str]) -> anyhow::Result<SiglipModel> {
+    let cli = parse(args)?;
+    build_model(&cli.model, cli.model.vit_batch.unwrap_or(1))
+}
+
 #[test]
-fn model_args_flags_build_the_described_model() {
-    let cli = parse(&[
+fn workload_flags_build_the_described_model() {
+    let model = build_from(&[
         "--workload",
         "siglip-small",
         "--vit-layers",
@@ -492,34 +499,22 @@ fn model_args_flags_build_the_described_model() {
         "2",
     ])
     .unwrap();
-    let model = cli.model.build().unwrap();
     assert_eq!(model.layers, 2);
     assert_eq!(model.options.fp8_scale, Some(-4));
     assert!(model.options.fuse_qkv);
     assert_eq!(dims(&model, LAST_HIDDEN_STATE).0, vec![2, 4, 144]);
-    let cli = parse(&[
+    let model = build_from(&[
         "--workload",
         "siglip-so400m",
         "--fp8-scale=-3",
-        "--activations",
-        "f32",
+        "--vit-layers",
+        "1",
     ])
     .unwrap();
-    let options = cli.model.options();
-    assert_eq!(
-        (options.fp8_scale, options.activations, options.attention),
-        (Some(-3), DType::F32, DType::F16)
-    );
+    assert_eq!(model.options.fp8_scale, Some(-3));
     assert!(parse(&["--workload", "siglip-small", "--checkpoint", "/tmp"]).is_err());
-    assert_eq!(
-        parse(&[]).unwrap().model.build().unwrap_err().to_string(),
-        "give exactly one of --workload NAME or --checkpoint DIR"
-    );
-    let e = parse(&["--workload", "siglip-small", "--vit-layers", "30"])
-        .unwrap()
-        .model
-        .build()
-        .unwrap_err();
+    assert!(parse(&[]).is_err(), "a model must be named");
+    let e = build_from(&["--workload", "siglip-small", "--vit-layers", "30"]).unwrap_err();
     assert_eq!(
         e.to_string(),
         "--vit-layers 30 is outside 1..=27 (the config has 27 layers)"
@@ -530,12 +525,14 @@ fn model_args_flags_build_the_described_model() {
 fn checkpoint_dir_config() {
     let dir = std::env::temp_dir().join(format!("ipuc-model-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let missing = parse(&["--checkpoint", dir.to_str().unwrap()])
-        .unwrap()
-        .model
-        .build()
-        .unwrap_err();
-    assert!(matches!(missing, ModelError::Io { .. }), "{missing}");
+    let missing = build_from(&["--checkpoint", dir.to_str().unwrap()]).unwrap_err();
+    assert!(
+        matches!(
+            missing.downcast_ref::<ModelError>(),
+            Some(ModelError::Io { .. })
+        ),
+        "{missing}"
+    );
     assert!(missing.to_string().contains("config.json"), "{missing}");
     std::fs::write(
         dir.join("config.json"),
@@ -543,11 +540,7 @@ fn checkpoint_dir_config() {
         "num_hidden_layers": 3, "intermediate_size": 64, "image_size": 16, "patch_size": 4}}"#,
     )
     .unwrap();
-    let model = parse(&["--checkpoint", dir.to_str().unwrap(), "--vit-layers", "2"])
-        .unwrap()
-        .model
-        .build()
-        .unwrap();
+    let model = build_from(&["--checkpoint", dir.to_str().unwrap(), "--vit-layers", "2"]).unwrap();
     assert_eq!(dims(&model, LAST_HIDDEN_STATE).0, vec![1, 16, 48]);
     std::fs::write(dir.join("config.json"), "{\"hidden_size\": -1}").unwrap();
     let bad = VisionConfig::from_checkpoint_dir(&dir)

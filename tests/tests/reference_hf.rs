@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ipuc::cli::workload::{InputArgs, WorkloadArgs};
 use ipuc::input::{NpyArray, PixelValues};
 use ipuc::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
@@ -132,17 +133,22 @@ fn cli_writes_outputs_that_match_transformers() {
     std::fs::create_dir_all(&tmp).unwrap();
     let (emb, hid) = (tmp.join("emb.npy"), tmp.join("hid.npy"));
     let args = ipuc::cli::reference::Args {
-        workload: None,
-        checkpoint: Some(dir.clone()),
-        vit_layers: None,
-        seed: 0,
-        image: None,
-        input: Some(dir.join("pixel_values.npy")),
+        model: WorkloadArgs {
+            workload: None,
+            checkpoint: Some(dir.clone()),
+            vit_layers: None,
+            vit_batch: None,
+            fuse_qkv: false,
+            fp8_scale: None,
+            seed: 0,
+        },
+        input: InputArgs {
+            image: None,
+            input: Some(dir.join("pixel_values.npy")),
+        },
         output_embedding: emb.clone(),
         output_hidden: Some(hid.clone()),
         numerics: Numerics::Fp32,
-        fp8_scale: None,
-        fuse_qkv: false,
     };
     ipuc::cli::reference::run(args).unwrap();
     for (ours, theirs) in [(emb, "pooler_output.npy"), (hid, "last_hidden_state.npy")] {

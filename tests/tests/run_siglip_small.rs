@@ -113,5 +113,8 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     assert_eq!(report.effective_bytes(), rejected.0.total_bytes());
     assert!(!report.live.is_empty());
     let html = ipuc::report::memory_html::render_rejection(&report);
-    assert!(html.contains("over budget by"), "rejection page lacks its verdict");
+    assert!(
+        html.contains("over budget by"),
+        "rejection page lacks its verdict"
+    );
 }

@@ -20,7 +20,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "note: no --package given; the package is built, checked and hashed but not written"
         );
     }
-    let (_, _, compiled) = compile_workload(&args.model, &args.build)?;
+    let (_, _, compiled) =
+        compile_workload(&args.model, args.model.vit_batch.unwrap_or(1), &args.build)?;
     print_compile_report(&compiled.report);
     Ok(())
 }

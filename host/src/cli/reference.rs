@@ -8,33 +8,18 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-use crate::input::{write_npy, PixelValues};
-use crate::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
+use super::workload::{load_model, load_pixels, InputArgs, WorkloadArgs};
+use crate::input::write_npy;
+use crate::model::SiglipModel;
 use crate::reference::{run_siglip, Numerics};
-use crate::weights::{weights_for, WeightSource, CONFIG_FILE};
 
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("model").required(true).args(["workload", "checkpoint"])))]
 #[command(group(clap::ArgGroup::new("pixels").required(true).args(["image", "input"])))]
 pub struct Args {
-    /// Preset: siglip-so400m or siglip-small (random weights from --seed).
-    #[arg(long)]
-    pub workload: Option<String>,
-    /// HF checkpoint directory (config.json + model.safetensors).
-    #[arg(long)]
-    pub checkpoint: Option<PathBuf>,
-    /// Encoder layers to run (1..=config layers; default all).
-    #[arg(long)]
-    pub vit_layers: Option<usize>,
-    /// Seed for random weights (presets only).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// PNG or JPEG image (SigLIP preprocessing to the model's image size).
-    #[arg(long)]
-    pub image: Option<PathBuf>,
-    /// float32 NCHW pixel values `[B, C, H, W]` (.npy).
-    #[arg(long)]
-    pub input: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: WorkloadArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Where to write the MAP-head embedding `[B, D]` (.npy).
     #[arg(long)]
     pub output_embedding: PathBuf,
@@ -44,39 +29,6 @@ pub struct Args {
     /// fp32 (exact) or device (FP8 weights / FP16 activations as the IPU casts).
     #[arg(long, default_value = "fp32")]
     pub numerics: Numerics,
-    /// Store GEMM weights as FP8 F143 at this power-of-two scale (device numerics).
-    #[arg(long, allow_negative_numbers = true)]
-    pub fp8_scale: Option<i8>,
-    /// One fused QKV projection per layer (same numbers).
-    #[arg(long)]
-    pub fuse_qkv: bool,
-}
-
-/// The config of a checkpoint directory or a preset.
-fn load_config(args: &Args) -> anyhow::Result<VisionConfig> {
-    match (&args.workload, &args.checkpoint) {
-        (Some(name), None) => Ok(VisionConfig::preset(name)?),
-        (None, Some(dir)) => {
-            let file = dir.join(CONFIG_FILE);
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            VisionConfig::from_json(&text).with_context(|| format!("in {}", file.display()))
-        }
-        _ => bail!("give exactly one of --workload and --checkpoint"),
-    }
-}
-
-fn load_pixels(args: &Args, config: &VisionConfig) -> anyhow::Result<PixelValues> {
-    match (&args.image, &args.input) {
-        (Some(image), None) => PixelValues::from_image(image, config.image_size),
-        (None, Some(npy)) => Ok(PixelValues::from_npy(
-            npy,
-            None,
-            config.num_channels,
-            config.image_size,
-        )?),
-        _ => bail!("give exactly one of --image and --input"),
-    }
 }
 
 fn describe(model: &SiglipModel) -> String {
@@ -107,30 +59,16 @@ fn load_average() -> Option<String> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let total = Instant::now();
-    let config = load_config(&args)?;
-    let pixels = load_pixels(&args, &config)?;
-    let options = ModelOptions {
-        vit_layers: args.vit_layers,
-        vit_batch: pixels.batch(),
-        fuse_qkv: args.fuse_qkv,
-        fp8_scale: args.fp8_scale,
-        ..ModelOptions::default()
-    };
-    let model = build_siglip(&config, &options)?;
+    let pixels = load_pixels(&args.input, &args.model)?;
+    let t = Instant::now();
+    let (model, weights) = load_model(&args.model, pixels.batch())?;
     if model.pooled.is_none() {
         bail!("this config has no MAP head (vision_use_head = false), so there is no embedding to write");
     }
     println!("model: {}", describe(&model));
-
-    let t = Instant::now();
-    let source = match &args.checkpoint {
-        Some(dir) => WeightSource::Checkpoint(dir.clone()),
-        None => WeightSource::Random { seed: args.seed },
-    };
-    let weights = weights_for(&model, &source)?;
-    let what = match &source {
-        WeightSource::Checkpoint(dir) => format!("loaded from {}", dir.display()),
-        WeightSource::Random { seed } => format!("random, seed {seed}"),
+    let what = match &args.model.checkpoint {
+        Some(dir) => format!("loaded from {}", dir.display()),
+        None => format!("random, seed {}", args.model.seed),
     };
     println!(
         "weights: {} tensors, {:.1} M parameters ({what}) in {:.2} s",

@@ -71,12 +71,13 @@ pub struct BuildArgs {
     pub memory_profile_directory: Option<PathBuf>,
 }
 
-/// Builds and compiles the model the flags describe.
+/// Builds and compiles the model the flags describe, for `batch` images.
 pub fn compile_workload(
     model: &WorkloadArgs,
+    batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    let (siglip, weights) = load_model(model)?;
+    let (siglip, weights) = load_model(model, batch)?;
     eprintln!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
         workload_name(model),
@@ -137,9 +138,9 @@ fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let (model, weights, compiled) = compile_workload(&args.model, &args.build)?;
+    let pixels = load_pixels(&args.input, &args.model)?;
+    let (model, weights, compiled) = compile_workload(&args.model, pixels.batch(), &args.build)?;
     print_compile_report(&compiled.report);
-    let pixels = load_pixels(&args.input, &model, args.model.seed)?;
     let mut inputs = BTreeMap::new();
     inputs.insert(
         PIXEL_VALUES.to_string(),

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::input::PixelValues;
-use crate::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
-use crate::weights::{random_tensor, weights_for, WeightSource, Weights, CONFIG_FILE};
+use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
+use crate::weights::{random_tensor, weights_for, WeightSource, Weights};
 
 /// Model selection and build options (the seeds' flags).
 #[derive(clap::Args, Debug, Clone)]
@@ -26,9 +26,9 @@ pub struct WorkloadArgs {
     /// Encoder layers to build (1..=config layers).
     #[arg(long)]
     pub vit_layers: Option<usize>,
-    /// Images per run.
-    #[arg(long, default_value_t = 1)]
-    pub vit_batch: usize,
+    /// Images per run (default: the batch of `--input`, else 1).
+    #[arg(long)]
+    pub vit_batch: Option<usize>,
     /// One fused QKV projection per layer.
     #[arg(long)]
     pub fuse_qkv: bool,
@@ -62,29 +62,28 @@ pub fn workload_name(args: &WorkloadArgs) -> String {
 
 /// The config of a checkpoint directory or a preset.
 pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
-    match (&args.workload, &args.checkpoint) {
-        (Some(name), None) => Ok(VisionConfig::preset(name)?),
-        (None, Some(dir)) => {
-            let file = dir.join(CONFIG_FILE);
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            VisionConfig::from_json(&text).with_context(|| format!("in {}", file.display()))
-        }
-        _ => bail!("give exactly one of --workload and --checkpoint"),
-    }
+    Ok(match (&args.workload, &args.checkpoint) {
+        (Some(name), None) => VisionConfig::preset(name)?,
+        (None, Some(dir)) => VisionConfig::from_checkpoint_dir(dir)?,
+        _ => return Err(ModelError::ModelChoice.into()),
+    })
 }
 
-/// Builds the model and binds (or draws) its weights.
-pub fn load_model(args: &WorkloadArgs) -> Result<(SiglipModel, Weights)> {
-    let config = load_config(args)?;
+/// Builds the model the flags describe, for `batch` images.
+pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
     let options = ModelOptions {
         vit_layers: args.vit_layers,
-        vit_batch: args.vit_batch,
+        vit_batch: batch,
         fuse_qkv: args.fuse_qkv,
         fp8_scale: args.fp8_scale,
         ..ModelOptions::default()
     };
-    let model = build_siglip(&config, &options)?;
+    Ok(build_siglip(&load_config(args)?, &options)?)
+}
+
+/// Builds the model for `batch` images and binds (or draws) its weights.
+pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Weights)> {
+    let model = build_model(args, batch)?;
     let source = match &args.checkpoint {
         Some(dir) => WeightSource::Checkpoint(dir.clone()),
         None => WeightSource::Random { seed: args.seed },
@@ -93,23 +92,24 @@ pub fn load_model(args: &WorkloadArgs) -> Result<(SiglipModel, Weights)> {
     Ok((model, weights))
 }
 
-/// The model input named by `input`, or a seeded synthetic image in [-1, 1].
-pub fn load_pixels(input: &InputArgs, model: &SiglipModel, seed: u64) -> Result<PixelValues> {
-    let size = model.config.image_size;
-    let channels = model.config.num_channels;
-    let batch = model.options.vit_batch;
+/// The model input named by `input` (its batch pinned by `--vit-batch` when
+/// given), or `--vit-batch` seeded synthetic images in [-1, 1].
+pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues> {
+    let config = load_config(args)?;
+    let size = config.image_size;
+    let channels = config.num_channels;
     if let Some(path) = &input.image {
-        if batch != 1 {
-            bail!("--image gives one image but --vit-batch is {batch}");
+        match args.vit_batch {
+            None | Some(1) => return PixelValues::from_image(path, size),
+            Some(batch) => bail!("--image gives one image but --vit-batch is {batch}"),
         }
-        return PixelValues::from_image(path, size);
     }
     if let Some(path) = &input.input {
-        return PixelValues::from_npy(path, Some(batch), channels, size)
+        return PixelValues::from_npy(path, args.vit_batch, channels, size)
             .map_err(|e| anyhow!("{e}"));
     }
-    let shape = [batch, channels, size, size];
-    let data = random_tensor(seed ^ 0x5EED_1A6E, "pixel_values", &shape)
+    let shape = [args.vit_batch.unwrap_or(1), channels, size, size];
+    let data = random_tensor(args.seed ^ 0x5EED_1A6E, "pixel_values", &shape)
         .into_iter()
         .map(|v| v.clamp(-1.0, 1.0))
         .collect();

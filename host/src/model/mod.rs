@@ -22,7 +22,6 @@
 //! # Ok::<(), ipuc::model::ModelError>(())
 //! ```
 
-mod args;
 mod build;
 mod config;
 mod params;
@@ -31,7 +30,6 @@ use std::fmt;
 
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
-pub use args::{ModelArgs, Precision};
 pub use build::build_siglip;
 pub use config::{VisionConfig, SUPPORTED_ACTIVATIONS};
 pub use params::{
