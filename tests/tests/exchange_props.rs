@@ -33,15 +33,18 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// Known encoder bug found by the random-phase property (CI run, 2026-11-29):
-/// 251 tiles, ≤3 words, fan-out 45 — a `sendpicp` needs an 8-byte-aligned
-/// start but every instruction since the previous `sendpicp` is a 1-event
-/// instruction, so there is nothing to split ("no instruction to split for
-/// sendpicp alignment"). Kept as an ignored reproducer until the encoder
-/// learns another way to realign; issue #3 tracks it.
+/// Regression (found by the random-phase property in CI, 2026-11-29):
+/// 251 tiles, ≤3 words, fan-out 45. On one tile every instruction between
+/// two `sendpicp`s advanced a single event (1–2-word messages, 1-event
+/// delays and `sendpic`s between closely spaced controls), so the second
+/// `sendpicp` could not be moved to an 8-byte boundary by splitting an
+/// instruction. Root cause: the scheduler's control spacing only kept
+/// *controls* apart, while message starts and ends cut the gaps between them
+/// into 1-event instructions. Fix: such tiles are rescheduled without
+/// coincident XPIC/PIC controls (no `sendpicp` at all), and receiver-only
+/// `sendpicp`s absorb the following delay so they are splittable themselves.
 #[test]
-#[ignore = "known bug: sendpicp realignment with only 1-event instructions (issue #3)"]
-fn known_bug_sendpicp_realignment_after_one_event_instructions() {
+fn sendpicp_realignment_after_one_event_instructions() {
     let phase = random_phase(RandomPhaseSpec {
         tiles: 251,
         words: 3,
@@ -50,7 +53,9 @@ fn known_bug_sendpicp_realignment_after_one_event_instructions() {
         exact_words: false,
         mixed_width: false,
     });
-    schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    check_phase(&phase, &s.rows).unwrap();
+    simulate(&phase, &s.rows, 7).unwrap();
 }
 
 /// Random phase shapes over the full ranges (1–1472 tiles, 1–4000 words,

@@ -152,6 +152,22 @@ fn split(i: &Instruction, stream_sctl: u32) -> Option<(Instruction, Instruction)
 
 impl RowBuilder {
     fn push(&mut self, i: Instruction) -> Result<()> {
+        // A receiver-only `sendpicp` absorbs the delay that follows it: same
+        // events, one word less, and a multi-event instruction that a later
+        // `sendpicp` can split for its own alignment.
+        if let (
+            Instruction::Delay { n: k },
+            Some(Instruction::SendPicP {
+                ref mut n, sctl: 0, ..
+            }),
+        ) = (i, self.instrs.last_mut())
+        {
+            if *n + k + 2 <= SENDPIC_MAX_ITEMS {
+                *n += k + 1;
+                self.t += k + 1;
+                return Ok(());
+            }
+        }
         if let Instruction::SendPicP { .. } = i {
             if self.words % 2 == 1 {
                 self.realign()?;
@@ -180,10 +196,9 @@ impl RowBuilder {
                 return Ok(());
             }
         }
-        Err(ExchangeError::Unencodable {
+        Err(ExchangeError::SendpicpAlignment {
             tile: self.tile,
-            event: self.t,
-            reason: "no instruction to split for sendpicp alignment",
+            event: self.t + 1,
         })
     }
 

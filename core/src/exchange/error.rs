@@ -52,6 +52,11 @@ pub enum ExchangeError {
         event: u32,
         reason: &'static str,
     },
+    /// A `sendpicp` (an XPIC and a PIC control at one event) would start on
+    /// an odd word of the row and no instruction since the previous
+    /// `sendpicp` can be split to realign it (§2.3). The scheduler reacts by
+    /// rescheduling with single controls on this tile.
+    SendpicpAlignment { tile: PhysicalTile, event: u32 },
     /// The ISA layer rejected an operand.
     Isa { tile: PhysicalTile, error: IsaError },
     /// A row word that is not an exchange row instruction, or a malformed row.
@@ -224,6 +229,10 @@ impl fmt::Display for ExchangeError {
                 event,
                 reason,
             } => write!(f, "{tile}, event {event}: cannot encode row: {reason}"),
+            E::SendpicpAlignment { tile, event } => write!(
+                f,
+                "{tile}, event {event}: cannot 8-byte align the sendpicp (no multi-event instruction since the previous one)"
+            ),
             E::Isa { tile, error } => write!(f, "{tile}: {error}"),
             E::Decode(e) => write!(f, "row decode: {e:?}"),
             E::Receive(e) => write!(f, "receive error: {e:?}"),

@@ -57,7 +57,7 @@ pub use random::{
 };
 pub use replay::{replay, TileRowView, WordMove};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
-pub use schedule::{schedule_pieces, Piece, ScheduleOptions};
+pub use schedule::{schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions};
 pub use timeline::{build_timelines, ControlEvent, OutgoingMessage, TileTimeline};
 
 use crate::target::topology::PhysicalTile;
@@ -99,21 +99,41 @@ pub fn schedule_unchecked(
     phase: &ExchangePhase,
     options: ScheduleOptions,
 ) -> Result<ScheduledPhase> {
-    let pieces = schedule_pieces(phase, options)?;
-    let timelines = build_timelines(phase, &pieces)?;
-    let mut rows = Vec::with_capacity(timelines.len());
-    let mut events = 0;
-    for (id, tl) in timelines.iter().enumerate() {
-        let tile =
-            PhysicalTile::new(id as u32).map_err(|_| ExchangeError::Internal("timeline index"))?;
-        let (_, row) = encode_timeline(tile, tl)?;
-        events = events.max(row.events);
-        rows.push(row);
+    // A row whose `sendpicp` cannot be 8-byte aligned (every instruction
+    // since the previous `sendpicp` advances one event, e.g. between tiny
+    // messages) is not encodable as scheduled. Such tiles are rescheduled in
+    // single-control mode (no XPIC and PIC on one event, hence no
+    // `sendpicp`), which always encodes. The set only grows, so this ends.
+    let mut single: Vec<PhysicalTile> = Vec::new();
+    loop {
+        let pieces = schedule_pieces_avoiding(phase, options, &single)?;
+        let timelines = build_timelines(phase, &pieces)?;
+        let mut rows = Vec::with_capacity(timelines.len());
+        let mut events = 0;
+        let mut misaligned = Vec::new();
+        for (id, tl) in timelines.iter().enumerate() {
+            let tile = PhysicalTile::new(id as u32)
+                .map_err(|_| ExchangeError::Internal("timeline index"))?;
+            match encode_timeline(tile, tl) {
+                Ok((_, row)) => {
+                    events = events.max(row.events);
+                    rows.push(row);
+                }
+                Err(ExchangeError::SendpicpAlignment { tile, .. }) if !single.contains(&tile) => {
+                    misaligned.push(tile);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if misaligned.is_empty() {
+            return Ok(ScheduledPhase {
+                rows,
+                events,
+                lower_bound: phase.lower_bound(),
+                pieces,
+            });
+        }
+        single.extend(misaligned);
+        single.sort_unstable();
     }
-    Ok(ScheduledPhase {
-        rows,
-        events,
-        lower_bound: phase.lower_bound(),
-        pieces,
-    })
 }

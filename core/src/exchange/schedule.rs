@@ -75,6 +75,14 @@ struct TileState {
     inc: BusyIntervals,
     send_starts: BTreeSet<u64>,
     controls: BTreeSet<u64>,
+    /// XPIC (select / tear-down) and PIC-pointer events, kept apart so that
+    /// tiles in single-control mode can refuse an XPIC and a PIC at one event.
+    xpic_events: BTreeSet<u64>,
+    pic_events: BTreeSet<u64>,
+    /// Never put an XPIC and a PIC control on one event of this tile, so its
+    /// row needs no `sendpicp` (and therefore no 8-byte realignment). Set by
+    /// [`schedule_pieces_avoiding`] for tiles whose row could not be aligned.
+    single_controls: bool,
     windows: Vec<Window>,
 }
 
@@ -91,6 +99,14 @@ impl TileState {
         self.controls
             .range(c.saturating_sub(2)..=c + 2)
             .any(|&e| e != c)
+    }
+    /// Would an XPIC at `x` share an event with a PIC (single-control tiles only)?
+    fn xpic_doubles(&self, x: u64) -> bool {
+        self.single_controls && self.pic_events.contains(&x)
+    }
+    /// Would a PIC at `p` share an event with an XPIC (single-control tiles only)?
+    fn pic_doubles(&self, p: u64) -> bool {
+        self.single_controls && self.xpic_events.contains(&p)
     }
     /// Would a send starting at `s` put a receive control on its first two events?
     fn send_blocked(&self, s: u64) -> bool {
@@ -162,6 +178,18 @@ struct Receiver {
 
 /// Schedules a validated phase into pieces. Deterministic.
 pub fn schedule_pieces(phase: &ExchangePhase, options: ScheduleOptions) -> Result<Vec<Piece>> {
+    schedule_pieces_avoiding(phase, options, &[])
+}
+
+/// [`schedule_pieces`] where the tiles listed in `single_control_tiles`
+/// (physical ids) never get an XPIC and a PIC control on the same event, so
+/// their rows need no `sendpicp`. Used to reschedule after a row could not
+/// be 8-byte aligned (see [`super::schedule_unchecked`]).
+pub fn schedule_pieces_avoiding(
+    phase: &ExchangePhase,
+    options: ScheduleOptions,
+    single_control_tiles: &[PhysicalTile],
+) -> Result<Vec<Piece>> {
     phase.validate()?;
     let (out_load, in_load) = phase.loads();
     let lower_bound = out_load
@@ -191,6 +219,9 @@ pub fn schedule_pieces(phase: &ExchangePhase, options: ScheduleOptions) -> Resul
     });
 
     let mut tiles: Vec<TileState> = (0..TILE_COUNT).map(|_| TileState::default()).collect();
+    for t in single_control_tiles {
+        tiles[t.index()].single_controls = true;
+    }
     let mut pieces = Vec::new();
     let min_piece = u64::from(options.min_piece_words.max(1));
 
@@ -323,8 +354,13 @@ fn placement_problem(
         return Err(start + 1);
     }
     // Try the full length first, then slightly shorter pieces whose tear-down
-    // avoids a receiver's send start.
-    let shortest = min_len.max(len.saturating_sub(3));
+    // avoids a receiver's send start (or, on single-control tiles, a PIC —
+    // possibly the piece's own, when its length equals the PIC lag; hence
+    // one word below `min_len` is allowed).
+    let shortest = min_len
+        .max(len.saturating_sub(3))
+        .min(len.saturating_sub(1))
+        .max(1);
     let mut m = len;
     'lengths: loop {
         let mask_src = element_mask(src_addr, (m as u32) * 4);
@@ -341,10 +377,17 @@ fn placement_problem(
                 || rt.control_blocked(p)
                 || rt.control_crowded(x)
                 || rt.control_crowded(p)
+                || rt.xpic_doubles(x)
+                || rt.pic_doubles(p)
             {
                 return Err(start + 1);
             }
-            if rt.control_blocked(x + m) || rt.control_crowded(x + m) {
+            let own_double = rt.single_controls && x + m == p;
+            if rt.control_blocked(x + m)
+                || rt.control_crowded(x + m)
+                || rt.xpic_doubles(x + m)
+                || own_double
+            {
                 if m > shortest {
                     m -= 1;
                     continue 'lengths;
@@ -388,6 +431,9 @@ fn place(
         rt.controls.insert(x);
         rt.controls.insert(x + len);
         rt.controls.insert(p);
+        rt.xpic_events.insert(x);
+        rt.xpic_events.insert(x + len);
+        rt.pic_events.insert(p);
         let dst = t.destinations[usize::from(r.index)].address + (offset as u32) * 4;
         rt.windows.push(Window {
             mask: element_mask(dst, (len as u32) * 4),

@@ -200,3 +200,51 @@ fn requests_are_validated() {
         Err(ExchangeError::OverlappingSpans { .. })
     ));
 }
+
+/// Phases (tiny messages, high fan-out) whose first schedule leaves a tile
+/// with an unalignable `sendpicp`; the tile is rescheduled in single-control
+/// mode and the phase checks.
+#[test]
+fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
+    for (tiles, words, fanout, seed) in [(171, 5, 63, 1), (179, 5, 39, 2), (160, 5, 36, 15)] {
+        let phase = random_phase(RandomPhaseSpec {
+            tiles,
+            words,
+            fanout,
+            seed,
+            exact_words: false,
+            mixed_width: false,
+        });
+        // The first pass really hits the alignment problem somewhere …
+        let pieces = schedule_pieces(&phase, ScheduleOptions::default()).unwrap();
+        let timelines = build_timelines(&phase, &pieces).unwrap();
+        let misaligned: Vec<PhysicalTile> = timelines
+            .iter()
+            .enumerate()
+            .filter_map(|(i, tl)| {
+                let tile = PhysicalTile::new(i as u32).unwrap();
+                match encode_timeline(tile, tl) {
+                    Err(ExchangeError::SendpicpAlignment { tile, .. }) => Some(tile),
+                    _ => None,
+                }
+            })
+            .collect();
+        assert!(
+            !misaligned.is_empty(),
+            "seed {seed} no longer exercises the retry"
+        );
+        // … and single-control mode removes every sendpicp from those tiles.
+        let pieces =
+            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned).unwrap();
+        let timelines = build_timelines(&phase, &pieces).unwrap();
+        for &tile in &misaligned {
+            let tl = &timelines[tile.index()];
+            assert!(tl
+                .controls
+                .iter()
+                .all(|c| c.xpic.is_none() || c.pic.is_none()));
+        }
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        check_phase(&phase, &s.rows).unwrap();
+    }
+}
