@@ -1,13 +1,11 @@
 //! What `ipuc run` and `ipuc compile` print: planning statistics, memory,
 //! package, simulated cycles, and the validation against the reference.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
 
 use crate::compile::{CompileReport, Compiled};
-use crate::device::trace::cropped_span;
 use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
@@ -110,25 +108,6 @@ pub fn print_compile_report(r: &CompileReport) {
     println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
 }
 
-/// Cycles of each Repeat iteration: from the first start to the last end of
-/// any body step of that iteration on any tile.
-pub fn iteration_spans(profile: &Profile) -> Vec<(u32, u64)> {
-    let mut spans: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    for t in &profile.tiles {
-        for s in &t.samples {
-            if let Some(i) = profile.steps.get(s.step as usize).and_then(|d| d.iteration) {
-                let e = spans.entry(i).or_insert((u64::MAX, 0));
-                e.0 = e.0.min(s.start_cycle);
-                e.1 = e.1.max(s.end_cycle);
-            }
-        }
-    }
-    spans
-        .into_iter()
-        .map(|(i, (a, b))| (i, b.saturating_sub(a)))
-        .collect()
-}
-
 /// Simulated cycles and validation.
 pub fn print_run_report(
     compiled: &Compiled,
@@ -147,17 +126,21 @@ pub fn print_run_report(
         p.supersteps,
         compiled.report.estimated_cycles
     );
-    if let Some((first, last)) = cropped_span(profile) {
+    if let Some((first, last)) = profile.span() {
         println!(
             "simulated cropped span: {} cycles ({:.6} ms at 1.5 GHz), first to last step",
             last - first,
             ms(last - first)
         );
     }
-    let spans = iteration_spans(profile);
+    let spans = profile.iteration_spans();
     if !spans.is_empty() {
-        let total: u64 = spans.iter().map(|s| s.1).sum();
-        let list: Vec<String> = spans.iter().take(4).map(|s| s.1.to_string()).collect();
+        let total: u64 = spans.iter().map(|s| s.cycles()).sum();
+        let list: Vec<String> = spans
+            .iter()
+            .take(4)
+            .map(|s| s.cycles().to_string())
+            .collect();
         println!(
             "simulated Repeat: {} iterations, {} cycles per iteration on average (first: {}{})",
             spans.len(),

@@ -466,6 +466,11 @@ pub struct RepeatScope {
 
 /// What a step spends its cycles on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "lowercase")
+)]
 pub enum StepKind {
     Compute,
     Exchange,

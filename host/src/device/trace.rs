@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_core::package::{Package, StepInfo, StepKind as PkgKind};
+use ipuc_core::package::{Package, StepInfo};
 use ipuc_core::target::sram::CLOCK_HZ;
 
 use super::sim::RunProfile;
@@ -93,7 +93,7 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
                 }
             };
             match info.kind {
-                PkgKind::Exchange => {
+                StepKind::Exchange => {
                     // patch + set-up | wait at the internal sync | the row.
                     let wait = waits
                         .iter()
@@ -104,7 +104,7 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
                     push(StepKind::Sync, wait.0, wait.1, &mut steps);
                     push(StepKind::Exchange, wait.1, end, &mut steps);
                 }
-                other => push(other.into(), start, end, &mut steps),
+                other => push(other, start, end, &mut steps),
             }
         }
         tiles.push(TileSamples {
@@ -119,19 +119,4 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
         steps: steps.list,
         tiles,
     }
-}
-
-/// First and last sampled cycle over all tiles (the cropped span).
-pub fn cropped_span(profile: &Profile) -> Option<(u64, u64)> {
-    let first = profile
-        .tiles
-        .iter()
-        .filter_map(|t| t.samples.first().map(|s| s.start_cycle))
-        .min()?;
-    let last = profile
-        .tiles
-        .iter()
-        .filter_map(|t| t.samples.iter().map(|s| s.end_cycle).max())
-        .max()?;
-    Some((first, last))
 }

@@ -10,57 +10,7 @@ use std::collections::BTreeSet;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-/// What a step spends its cycles on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepKind {
-    Compute,
-    Exchange,
-    Sync,
-    Patch,
-}
-
-impl StepKind {
-    pub const ALL: [StepKind; 4] = [
-        StepKind::Compute,
-        StepKind::Exchange,
-        StepKind::Sync,
-        StepKind::Patch,
-    ];
-
-    pub fn name(self) -> &'static str {
-        ipuc_core::package::StepKind::from(self).name()
-    }
-
-    /// Dense index used by the HTML renderer (0..4).
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl From<ipuc_core::package::StepKind> for StepKind {
-    fn from(k: ipuc_core::package::StepKind) -> Self {
-        use ipuc_core::package::StepKind as P;
-        match k {
-            P::Compute => StepKind::Compute,
-            P::Exchange => StepKind::Exchange,
-            P::Sync => StepKind::Sync,
-            P::Patch => StepKind::Patch,
-        }
-    }
-}
-
-impl From<StepKind> for ipuc_core::package::StepKind {
-    fn from(k: StepKind) -> Self {
-        use ipuc_core::package::StepKind as P;
-        match k {
-            StepKind::Compute => P::Compute,
-            StepKind::Exchange => P::Exchange,
-            StepKind::Sync => P::Sync,
-            StepKind::Patch => P::Patch,
-        }
-    }
-}
+pub use ipuc_core::package::StepKind;
 
 /// One step of the global program order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +76,13 @@ pub struct IterationSpan {
     pub iteration: u32,
     pub start_cycle: u64,
     pub end_cycle: u64,
+}
+
+impl IterationSpan {
+    /// Cycles from the iteration's first step start to its last step end.
+    pub fn cycles(&self) -> u64 {
+        self.end_cycle.saturating_sub(self.start_cycle)
+    }
 }
 
 impl Profile {

@@ -85,7 +85,7 @@ impl ProfileBuilder {
             .map_or("?", String::as_str);
         let key = StepKey {
             step_id: info.step,
-            kind: info.kind.into(),
+            kind: info.kind,
             operation,
             iteration,
         };

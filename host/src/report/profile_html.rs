@@ -46,7 +46,11 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         .iter()
         .map(|s| {
             let op = ops.binary_search(&s.operation.as_str()).unwrap_or(0) as i64;
-            [s.kind.index() as i64, op, s.iteration.map_or(-1, i64::from)]
+            [
+                i64::from(s.kind.code()),
+                op,
+                s.iteration.map_or(-1, i64::from),
+            ]
         })
         .collect();
     let (span_start, span_end) = profile.span().unwrap_or((0, 0));
