@@ -422,6 +422,13 @@ pub struct HostTransfer {
     pub size: u64,
 }
 
+impl HostTransfer {
+    /// The tensor bytes it moves (the reader checked it lies in the binding).
+    pub fn range(&self) -> core::ops::Range<u64> {
+        self.file_offset..self.file_offset.saturating_add(self.size)
+    }
+}
+
 /// Profile metadata: what each step of each tile's program is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepTables {

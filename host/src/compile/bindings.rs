@@ -11,7 +11,7 @@ use ipuc_core::emit::BufferAddresses;
 use ipuc_core::ir::{DType as IrType, Graph};
 use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
 use ipuc_core::numeric::F8Format;
-use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType};
+use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer};
 use ipuc_core::target::topology::LogicalTile;
 
 /// The package dtype and FP8 scale of an IR dtype.
@@ -214,4 +214,37 @@ fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
             .map(|&d| d as u64)
             .collect(),
     )
+}
+
+/// Name of the host call that runs one inference.
+pub const INFERENCE_CALL: &str = "inference";
+
+/// The package's host calls: one `inference` call that writes every input
+/// binding whole before the program starts and reads every output binding
+/// whole after it completes (two host-sync phases). Weights are not part of
+/// it: they are loaded once with the tile images.
+pub fn host_calls(bindings: &[Binding]) -> Result<Vec<HostCall>> {
+    let whole = |kind: BindingKind| -> Result<Vec<HostTransfer>> {
+        bindings
+            .iter()
+            .filter(|b| b.kind == kind)
+            .map(|b| {
+                Ok(HostTransfer {
+                    binding: b.name.clone(),
+                    file_offset: 0,
+                    size: b
+                        .byte_size()
+                        .ok_or_else(|| anyhow!("binding `{}` size overflows", b.name))?,
+                })
+            })
+            .collect()
+    };
+    Ok(vec![HostCall {
+        name: INFERENCE_CALL.into(),
+        command: 1,
+        phases: 2,
+        invocations: 1,
+        inputs: whole(BindingKind::Input)?,
+        outputs: whole(BindingKind::Output)?,
+    }])
 }

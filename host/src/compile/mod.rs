@@ -23,6 +23,7 @@ use ipuc_core::plan::memory::MemoryRejection;
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 use ipuc_core::target::sram::{layout, TILE_MEMORY_BASE};
 
+pub use bindings::INFERENCE_CALL;
 pub use image::CODE_END;
 
 /// Compiler settings (the seeds' planning flags).
@@ -243,6 +244,7 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     }
     pkg.kernels = image::kernel_symbols(kernels, &images)?;
     pkg.bindings = bindings::bindings(graph, &schedule, &addresses)?;
+    pkg.host_calls = bindings::host_calls(&pkg.bindings)?;
     pkg.steps = image::step_tables(&schedule, &images);
     let summary = [
         ("beam_width", SummaryValue::Integer(opts.beam_width as i64)),

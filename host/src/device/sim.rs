@@ -5,11 +5,12 @@
 //! simulated.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use ipuc_core::package::{Binding, BindingKind, Package};
+use ipuc_core::package::{Binding, BindingKind, BindingSlice, Package};
 use ipuc_core::target::sram::layout;
 
 use ipuc_core::emit::KernelAbi;
@@ -20,6 +21,7 @@ use ipuc_core::target::kernel_abi as abi;
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
+use crate::compile::INFERENCE_CALL;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
 use crate::weights::HostTensor;
@@ -89,6 +91,102 @@ pub struct SimDevice {
     pub codelets: Arc<CodeletTable>,
     pub fabric: Box<dyn ExchangeFabric>,
     pub cycle_limit: u64,
+}
+
+fn binding_named<'a>(package: &'a Package, name: &str) -> Result<&'a Binding> {
+    package
+        .bindings
+        .iter()
+        .find(|b| b.name == name)
+        .ok_or_else(|| anyhow!("host call names binding `{name}`, which the package lacks"))
+}
+
+/// The host tensor of an input or weight binding, encoded in its dtype.
+fn binding_bytes(
+    binding: &Binding,
+    inputs: &BTreeMap<String, HostTensor>,
+    weights: &crate::weights::Weights,
+) -> Result<Vec<u8>> {
+    let tensor = tensor_for(binding, inputs, weights)?;
+    encode_elements(&tensor.data, binding.dtype, binding.scale)
+        .with_context(|| format!("binding `{}`", binding.name))
+}
+
+/// The part of `slice` inside the tensor byte range `range`: (offset into
+/// the slice, offset into the tensor, length).
+fn overlap(slice: &BindingSlice, range: &Range<u64>) -> Option<(u32, usize, usize)> {
+    let start = slice.file_offset.max(range.start);
+    let end = (slice.file_offset + u64::from(slice.size)).min(range.end);
+    (start < end).then(|| {
+        (
+            (start - slice.file_offset) as u32,
+            start as usize,
+            (end - start) as usize,
+        )
+    })
+}
+
+/// Writes the tensor bytes in `range` to the tiles holding them.
+fn load_range(
+    tiles: &mut [Tile],
+    index_of: &BTreeMap<u32, usize>,
+    binding: &Binding,
+    bytes: &[u8],
+    range: Range<u64>,
+) -> Result<()> {
+    for s in &binding.slices {
+        let Some((into_slice, from, len)) = overlap(s, &range) else {
+            continue;
+        };
+        let i = *index_of.get(&s.tile).ok_or_else(|| {
+            anyhow!(
+                "binding `{}` names tile {} which has no image",
+                binding.name,
+                s.tile
+            )
+        })?;
+        let data = bytes
+            .get(from..from + len)
+            .ok_or_else(|| anyhow!("binding `{}` slice past the tensor's end", binding.name))?;
+        tiles[i]
+            .load(s.tile_address + into_slice, data)
+            .map_err(|e| anyhow!("binding `{}` on tile {}: {e:?}", binding.name, s.tile))?;
+    }
+    Ok(())
+}
+
+/// Reads the tensor bytes in `range` from the tiles holding them.
+fn read_range(
+    tiles: &[Tile],
+    index_of: &BTreeMap<u32, usize>,
+    binding: &Binding,
+    bytes: &mut [u8],
+    range: Range<u64>,
+) -> Result<()> {
+    for s in &binding.slices {
+        let Some((into_slice, from, len)) = overlap(s, &range) else {
+            continue;
+        };
+        let tile = index_of
+            .get(&s.tile)
+            .and_then(|&i| tiles.get(i))
+            .ok_or_else(|| {
+                anyhow!(
+                    "output `{}` names tile {} which has no image",
+                    binding.name,
+                    s.tile
+                )
+            })?;
+        let data = tile
+            .memory()
+            .slice(s.tile_address + into_slice, len as u32)
+            .map_err(|e| anyhow!("reading output `{}`: {e:?}", binding.name))?;
+        bytes
+            .get_mut(from..from + len)
+            .ok_or_else(|| anyhow!("output `{}` slice past the tensor's end", binding.name))?
+            .copy_from_slice(data);
+    }
+    Ok(())
 }
 
 fn tensor_for<'a>(
@@ -170,30 +268,22 @@ impl SimDevice {
             index_of.insert(image.physical_tile, i);
             tiles.push(tile);
         }
-        for binding in package
-            .bindings
+        // Weights are loaded once with the images; the inference call says
+        // which input ranges the host writes before the program starts.
+        for binding in package.bindings_of(BindingKind::Weight) {
+            let bytes = binding_bytes(binding, inputs, weights)?;
+            let whole = 0..bytes.len() as u64;
+            load_range(&mut tiles, &index_of, binding, &bytes, whole)?;
+        }
+        let call = package
+            .host_calls
             .iter()
-            .filter(|b| b.kind != BindingKind::Output)
-        {
-            let tensor = tensor_for(binding, inputs, weights)?;
-            let bytes = encode_elements(&tensor.data, binding.dtype, binding.scale)
-                .with_context(|| format!("binding `{}`", binding.name))?;
-            for s in &binding.slices {
-                let i = *index_of.get(&s.tile).ok_or_else(|| {
-                    anyhow!(
-                        "binding `{}` names tile {} which has no image",
-                        binding.name,
-                        s.tile
-                    )
-                })?;
-                let from = s.file_offset as usize;
-                let data = bytes.get(from..from + s.size as usize).ok_or_else(|| {
-                    anyhow!("binding `{}` slice past the tensor's end", binding.name)
-                })?;
-                tiles[i]
-                    .load(s.tile_address, data)
-                    .map_err(|e| anyhow!("binding `{}` on tile {}: {e:?}", binding.name, s.tile))?;
-            }
+            .find(|c| c.name == INFERENCE_CALL)
+            .ok_or_else(|| anyhow!("the package has no `{INFERENCE_CALL}` host call"))?;
+        for t in &call.inputs {
+            let binding = binding_named(package, &t.binding)?;
+            let bytes = binding_bytes(binding, inputs, weights)?;
+            load_range(&mut tiles, &index_of, binding, &bytes, t.range())?;
         }
 
         let mut device = Device::with_fabric(tiles, self.fabric);
@@ -215,21 +305,14 @@ impl SimDevice {
         }
 
         let mut outputs = BTreeMap::new();
-        for binding in package.bindings_of(BindingKind::Output) {
+        for t in &call.outputs {
+            let binding = binding_named(package, &t.binding)?;
             let size = binding
                 .byte_size()
                 .ok_or_else(|| anyhow!("output `{}` size overflows", binding.name))?
                 as usize;
             let mut bytes = vec![0u8; size];
-            for s in &binding.slices {
-                let tile = &tiles[index_of[&s.tile]];
-                let data = tile
-                    .memory()
-                    .slice(s.tile_address, s.size)
-                    .map_err(|e| anyhow!("reading output `{}`: {e:?}", binding.name))?;
-                let from = s.file_offset as usize;
-                bytes[from..from + s.size as usize].copy_from_slice(data);
-            }
+            read_range(&tiles, &index_of, binding, &mut bytes, t.range())?;
             let data = decode_elements(&bytes, binding.dtype, binding.scale)?;
             outputs.insert(
                 binding.name.clone(),
