@@ -3,14 +3,16 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+
+use ipuc_core::patch::audit::{BaseEligibility, PatchAudit};
+use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
 
 use crate::compile::{CompileReport, Compiled};
 use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
 use crate::report::Profile;
-use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
 
 /// Device output vs reference for one inference.
 #[derive(Clone, Debug)]
@@ -105,7 +107,33 @@ pub fn print_compile_report(r: &CompileReport) {
         "exchange: {} phases, {} stored rows, {} shared uses, {} Repeat-patched words; {} events vs lower bound {}",
         e.phases, e.stored_rows, e.shared_uses, e.repeat_patched_words, e.events, e.lower_bound
     );
+    print_patch_audit(&e.audit);
     println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
+}
+
+/// The patch audit in brief (the full text goes to `patch-audit.txt` with
+/// `--profile-output`).
+fn print_patch_audit(a: &PatchAudit) {
+    let (mut stationary, mut constant, mut mixed) = (0, 0, 0);
+    for p in &a.phases {
+        match p.eligibility {
+            BaseEligibility::Stationary => stationary += 1,
+            BaseEligibility::ConstantBase => constant += 1,
+            BaseEligibility::Mixed(_) => mixed += 1,
+        }
+    }
+    println!(
+        "patch audit: {} Repeat-patched words in {} rows with changing sources ({} with one uniform displacement); phases: {} stationary, {} eligible for a constant outgoing base, {} mixed; sharing: {} patch lists, longest {} words, {} on the six-worker bulk patcher",
+        a.patched_words,
+        a.rows_with_changing_sources,
+        a.uniform_rows,
+        stationary,
+        constant,
+        mixed,
+        a.sharing_sites,
+        a.sharing_max_words,
+        a.sharing_bulk_sites
+    );
 }
 
 /// Simulated cycles and validation.
@@ -168,5 +196,20 @@ pub fn write_profile(dir: &Path, profile: &Profile) -> Result<()> {
         files.operations_json.display(),
         files.profile_json.display()
     );
+    Ok(())
+}
+
+/// Writes the full patch audit (per phase) as `patch-audit.txt` next to the
+/// profile (see [`crate::report::ProfileFiles::at`] for the directory).
+pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
+    let dir = crate::report::ProfileFiles::at(out)
+        .profile_html
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let path = dir.join("patch-audit.txt");
+    std::fs::write(&path, audit.to_string())
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("patch audit: {}", path.display());
     Ok(())
 }

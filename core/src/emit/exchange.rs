@@ -20,7 +20,8 @@ use crate::exchange::{
 use crate::lower::{
     Buffer, BufferRef, BufferRole, ExchangePhase, RepeatStep, Step, StepIndex, TileSchedule,
 };
-use crate::patch::repeat::{repeat_patch_plan, IteratedSource, RepeatPatchTable};
+use crate::patch::audit::{audit, AuditedPhase, PatchAudit};
+use crate::patch::repeat::{repeat_patch_plan, IteratedSource, RepeatPatchPlan, RepeatPatchTable};
 use crate::patch::sharing::{share_rows, SharingPatchList};
 use crate::target::topology::{LogicalTile, PhysicalTile};
 
@@ -63,6 +64,8 @@ pub struct ExchangeSummary {
     pub events: u64,
     /// Sum of the phases' lower bounds.
     pub lower_bound: u64,
+    /// Audit of the emitted Repeat patches and sharing patch lists.
+    pub audit: PatchAudit,
 }
 
 /// All rows of a program.
@@ -195,6 +198,7 @@ pub(super) fn plan_exchange(
 
     let mut scheduled_rows: Vec<Vec<ExchangeRow>> = Vec::with_capacity(lowered.len());
     let mut tables: Vec<BTreeMap<u16, Vec<RepeatPatchTable>>> = Vec::new();
+    let mut patch_plans: Vec<Option<RepeatPatchPlan>> = Vec::new();
     let mut private: Vec<Vec<PhysicalTile>> = Vec::new();
     let mut plan = ExchangePlan::default();
     for (phase, repeat) in &lowered {
@@ -203,14 +207,17 @@ pub(super) fn plan_exchange(
         let scheduled = schedule_phase(&wire, ScheduleOptions::default())
             .map_err(|error| EmitError::Exchange { step, error })?;
         let mut by_tile: BTreeMap<u16, Vec<RepeatPatchTable>> = BTreeMap::new();
+        let mut patch_plan = None;
         if let (Some(r), false) = (repeat, iterated.is_empty()) {
             let patch = repeat_patch_plan(&wire, &scheduled, &iterated, r.trip_count)
                 .map_err(|error| EmitError::Patch { step, error })?;
-            for t in patch.tables {
+            for t in &patch.tables {
                 plan.summary.repeat_patched_words += 1;
-                by_tile.entry(t.tile.get()).or_default().push(t);
+                by_tile.entry(t.tile.get()).or_default().push(t.clone());
             }
+            patch_plan = Some(patch);
         }
+        patch_plans.push(patch_plan);
         private.push(
             by_tile
                 .keys()
@@ -235,6 +242,18 @@ pub(super) fn plan_exchange(
     let row_refs: Vec<&[ExchangeRow]> = scheduled_rows.iter().map(Vec::as_slice).collect();
     let private_refs: Vec<&[PhysicalTile]> = private.iter().map(Vec::as_slice).collect();
     let shared = share_rows(&row_refs, &private_refs).map_err(|error| EmitError::Patch {
+        step: u32::MAX,
+        error,
+    })?;
+    let audited: Vec<AuditedPhase<'_>> = row_refs
+        .iter()
+        .zip(&patch_plans)
+        .map(|(rows, repeat)| AuditedPhase {
+            rows,
+            repeat: repeat.as_ref(),
+        })
+        .collect();
+    plan.summary.audit = audit(&audited, Some(&shared)).map_err(|error| EmitError::Patch {
         step: u32::MAX,
         error,
     })?;

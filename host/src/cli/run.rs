@@ -18,7 +18,7 @@ use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection};
 use crate::run_report::{
-    compare, print_compile_report, print_run_report, write_profile, Validation,
+    compare, print_compile_report, print_run_report, write_patch_audit, write_profile, Validation,
 };
 use crate::weights::HostTensor;
 
@@ -228,6 +228,7 @@ pub fn run(args: Args) -> Result<()> {
     );
     if let Some(dir) = &args.profile_output {
         write_profile(dir, &profile)?;
+        write_patch_audit(dir, &compiled.report.exchange.audit)?;
     }
     if let Some(path) = &args.output_embedding {
         let t = out
