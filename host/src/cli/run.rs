@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
@@ -77,6 +77,11 @@ pub fn compile_workload(
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    if batch != 1 {
+        // The reference runs any batch; the planner's broadcasts (position
+        // add, MAP-head probe) are written for one image.
+        bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
+    }
     let (siglip, weights) = load_model(model, batch)?;
     eprintln!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",

@@ -165,10 +165,16 @@ pub fn concat(cx: &GenCx<'_>, axis: usize) -> PlanResult<Vec<OpPlan>> {
 pub fn im2col(cx: &GenCx<'_>, p: usize) -> PlanResult<Vec<OpPlan>> {
     let x = cx.operand(0)?;
     let dims = x.ty.shape.dims();
-    if dims.len() != 4 || dims[0] != 1 {
-        return Err(cx.unsupported("im2col needs [1, C, H, W]"));
+    if dims.len() != 4 {
+        return Err(cx.unsupported("im2col needs [B, C, H, W]"));
     }
-    let (c, h, w, p) = (dims[1] as u32, dims[2] as u32, dims[3] as u32, p as u32);
+    let (b, c, h, w, p) = (
+        dims[0] as u32,
+        dims[1] as u32,
+        dims[2] as u32,
+        dims[3] as u32,
+        p as u32,
+    );
     let (hp, wp) = (h / p.max(1), w / p.max(1));
     let elem = x.view.elem();
     let run = p * elem;
@@ -181,20 +187,22 @@ pub fn im2col(cx: &GenCx<'_>, p: usize) -> PlanResult<Vec<OpPlan>> {
     // The image is read by whole rows.
     let src = match x.current {
         Some(l) if l.cols.part_count() == 1 && l.replicas == 1 => l,
-        _ => Layout::row_split(c * h, w, 0, (c * h).min(cx.cfg.tiles)),
+        _ => Layout::row_split(b * c * h, w, 0, (b * c * h).min(cx.cfg.tiles)),
     };
+    // Image `img` holds source rows `img·c·h ..` and tokens `img·hp·wp ..`.
     let out_cols = c * p * p;
     let mut plans = Vec::new();
     for out in output_options(cx) {
         let mut moves = Relayout::default();
-        for ch in 0..c {
+        for (img, ch) in (0..b).flat_map(|img| (0..c).map(move |ch| (img, ch))) {
             for ty in 0..hp {
                 for ky in 0..p {
-                    let row = ch * h + ty * p + ky;
+                    let row = (img * c + ch) * h + ty * p + ky;
                     let sq = src.rows.part_of(row);
                     let sblock = src.block(sq, 0);
                     let s_tile = src.tile_of(sq, 0, 0);
-                    let tokens = ty * wp..(ty + 1) * wp;
+                    let first = img * hp * wp + ty * wp;
+                    let tokens = first..first + wp;
                     for dq in out.rows.parts_touching(tokens.clone()) {
                         let dblock = out.block(dq, 0);
                         let t0 = tokens.start.max(dblock.rows.start);
