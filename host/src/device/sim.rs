@@ -22,6 +22,7 @@ use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
 use crate::compile::INFERENCE_CALL;
+use crate::sim::device::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
 use crate::weights::HostTensor;
@@ -286,7 +287,16 @@ impl SimDevice {
             load_range(&mut tiles, &index_of, binding, &bytes, t.range())?;
         }
 
-        let mut device = Device::with_fabric(tiles, self.fabric);
+        let started = std::time::Instant::now();
+        let mut device = Device::with_fabric(tiles, self.fabric).with_progress(Progress {
+            every: std::time::Duration::from_secs(5),
+            report: Box::new(move |supersteps, cycles| {
+                eprintln!(
+                    "device: {supersteps} supersteps, {cycles} simulated cycles so far ({:.0} s)",
+                    started.elapsed().as_secs_f64()
+                )
+            }),
+        });
         let run = device
             .run(self.cycle_limit)
             .map_err(|e| anyhow!("simulated device: {e}"))?;

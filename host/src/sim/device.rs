@@ -96,6 +96,14 @@ pub struct Device {
     tiles: Vec<Tile>,
     fabric: Box<dyn ExchangeFabric>,
     supersteps: u64,
+    progress: Option<Progress>,
+}
+
+/// Called with (supersteps so far, simulated cycles so far) at most once per
+/// `every` of wall time, so long simulations show they are moving.
+pub struct Progress {
+    pub every: std::time::Duration,
+    pub report: Box<dyn FnMut(u64, u64) + Send>,
 }
 
 impl core::fmt::Debug for Device {
@@ -118,7 +126,14 @@ impl Device {
             tiles,
             fabric,
             supersteps: 0,
+            progress: None,
         }
+    }
+
+    /// Report progress while [`Device::run`] runs.
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(progress);
+        self
     }
 
     pub fn tiles(&self) -> &[Tile] {
@@ -136,7 +151,15 @@ impl Device {
     /// Run every tile until all halt. `cycle_limit` bounds every tile's clock
     /// (absolute cycles); passing it is a fault on the tile concerned.
     pub fn run(&mut self, cycle_limit: u64) -> Result<DeviceRun, DeviceError> {
+        let mut last_report = std::time::Instant::now();
         loop {
+            if let Some(p) = &mut self.progress {
+                if last_report.elapsed() >= p.every {
+                    last_report = std::time::Instant::now();
+                    let cycles = self.tiles.iter().map(Tile::cycle).max().unwrap_or(0);
+                    (p.report)(self.supersteps, cycles);
+                }
+            }
             let results: Vec<Result<Option<StopReason>, SimFault>> = self
                 .tiles
                 .par_iter_mut()
