@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use ipuc_core::patch::audit::{BaseEligibility, PatchAudit};
-use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET};
+use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
 
 use crate::compile::{CompileReport, Compiled};
 use crate::device::DeviceOutput;
@@ -90,11 +90,14 @@ pub fn print_compile_report(r: &CompileReport) {
         r.times.lowering_ms, r.times.placement_ms, r.times.emission_ms, r.times.packaging_ms
     );
     println!(
-        "memory: peak {} bytes/tile on tile {} placed (planner estimate {} + {} support reserve on tile {}); budget {} bytes/tile",
+        "memory: peak {} bytes/tile charged on tile {} after placement ({} support + {} live); planner bound {} ({} support + {} on tile {}); budget {} bytes/tile",
         r.placed_peak_bytes,
         r.placed_peak_tile,
+        SUPPORT_CHARGE_BYTES,
+        r.placed_peak_bytes.saturating_sub(SUPPORT_CHARGE_BYTES),
+        r.estimated_peak_bytes + u64::from(SUPPORT_CHARGE_BYTES),
+        SUPPORT_CHARGE_BYTES,
         r.estimated_peak_bytes,
-        SUPPORT_RESERVE_BYTES,
         r.estimated_peak_tile,
         TILE_MEMORY_BUDGET
     );

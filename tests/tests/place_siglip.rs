@@ -191,3 +191,41 @@ fn placement_renders_as_a_valid_memory_map() {
     let html = ipuc::report::memory_html::render_memory_map(&map).unwrap();
     assert!(html.contains("siglip-small"));
 }
+
+/// The configuration that used to place 611,384 bytes on a tile while the
+/// planner estimated 537,632 + reserve: placement must never charge a tile
+/// more than the support charge plus the planner's estimate for that tile,
+/// and the charged peak stays within the budget (placement fails otherwise).
+#[test]
+fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
+    use ipuc_core::place::support_reserved;
+    use ipuc_core::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    let opts = ModelOptions {
+        vit_layers: Some(27),
+        ..ModelOptions::default()
+    };
+    let graph = build_siglip(&VisionConfig::siglip_small(), &opts)
+        .unwrap()
+        .graph;
+    let plan = plan_graph(
+        &graph,
+        PlanConfig {
+            tiles: 32,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    let s = lower(&graph, &plan).unwrap();
+    let placed = place_schedule(&s, |_| support_reserved()).unwrap();
+    for t in &placed.tiles {
+        let bound = u64::from(SUPPORT_CHARGE_BYTES) + plan.tile_peaks[t.tile as usize];
+        assert!(
+            u64::from(t.peak.bytes) <= bound,
+            "tile {}: placed {} at step {} > estimate bound {bound}",
+            t.tile,
+            t.peak.bytes,
+            t.peak.step
+        );
+        assert!(t.peak.bytes <= TILE_MEMORY_BUDGET);
+    }
+}

@@ -98,9 +98,9 @@ impl<'g> Builder<'g> {
     ) -> BufferId {
         let id = BufferId(self.buffers.len() as u32);
         let align = if class == MemoryClass::Interleaved {
-            32
+            AMP_BUFFER_ALIGN
         } else {
-            8
+            BASE_BUFFER_ALIGN
         };
         self.buffers.push(Buffer {
             id,
@@ -220,7 +220,7 @@ impl<'g> Builder<'g> {
         if matches!(c.kernel, Kernel::Gemm { .. }) {
             // AMP operands are 32-byte aligned (`docs/facts/ipu21-target.md` §2.10 rule 6).
             for r in &operands {
-                self.buffers[r.buffer.index()].align = 32;
+                self.buffers[r.buffer.index()].align = AMP_BUFFER_ALIGN;
             }
         }
         Ok(KernelCall {

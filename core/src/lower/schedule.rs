@@ -107,6 +107,20 @@ pub struct TileBlock {
     pub bytes: u32,
 }
 
+/// Start alignment of AMP operands (GEMM/attention inputs and outputs) and
+/// of interleaved-class buffers (`docs/facts/ipu21-target.md` §2.10 rule 6).
+pub const AMP_BUFFER_ALIGN: u32 = 32;
+/// Start alignment of every other buffer: exchange rows and local copies
+/// move 8-byte aligned data (`docs/facts/ipu21-target.md` §2.7).
+pub const BASE_BUFFER_ALIGN: u32 = 8;
+/// The largest alignment lowering gives any buffer; the memory estimator
+/// charges blocks rounded up to it, which bounds placement's span.
+pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
+    AMP_BUFFER_ALIGN
+} else {
+    BASE_BUFFER_ALIGN
+};
+
 /// A logical per-tile allocation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buffer {

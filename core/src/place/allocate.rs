@@ -5,6 +5,7 @@
 //! preferred window, that no buffer live at an overlapping step occupies and
 //! that shares no effective element with a placed conflict partner.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::ops::Range;
@@ -12,9 +13,16 @@ use core::ops::Range;
 use super::error::{PlaceError, PlaceResult};
 use super::map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
 use super::regions::{blocked_span, blocked_spans, class_windows, element_span, merge};
-use super::request::{BufferKey, BufferRequest, PlacementRequest};
+use super::request::{BufferKey, BufferRequest, PlacementRequest, RegionClass};
+use crate::target::sram::TILE_MEMORY_BUDGET;
 
 /// Places every buffer of one tile.
+///
+/// The tile is charged, at every step, the blocked bytes of its reserved
+/// ranges plus the span (all copies, alignment padding) of every buffer
+/// live then — the same quantity the planner's estimator bounds
+/// ([`crate::target::sram::SUPPORT_CHARGE_BYTES`] + its per-tile peak). A
+/// peak above [`TILE_MEMORY_BUDGET`] is [`PlaceError::OverBudget`].
 pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let tile = request.tile;
     let blocked = blocked_spans(tile, &request.reserved)?;
@@ -35,10 +43,19 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
         partners[b].push(a);
     }
 
+    // Interleaved-class buffers first: they can only use region 1, while
+    // standard buffers may take whatever region 0 or 1 leaves (any order
+    // is correct, as every fit checks all placed buffers live at the time).
     let mut order: Vec<usize> = (0..request.buffers.len()).collect();
     order.sort_by_key(|&i| {
         let b = &request.buffers[i];
-        (b.first_step, Reverse(b.last_step), Reverse(spans[i]), b.key)
+        (
+            b.class != RegionClass::Interleaved,
+            b.first_step,
+            Reverse(b.last_step),
+            Reverse(spans[i]),
+            b.key,
+        )
     });
 
     let mut placed: Vec<Option<Range<u32>>> = alloc::vec![None; request.buffers.len()];
@@ -115,6 +132,22 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     reserved.sort_by_key(|r| (r.range.start, r.range.end));
     let reserved_bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
     let peak = peak_live(&allocations, reserved_bytes);
+    if peak.bytes > TILE_MEMORY_BUDGET {
+        let mut live: Vec<(String, u32)> = allocations
+            .iter()
+            .filter(|a| a.first_step <= peak.step && peak.step <= a.last_step)
+            .map(|a| (a.name.clone(), a.range.end - a.range.start))
+            .collect();
+        live.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        return Err(PlaceError::OverBudget {
+            tile,
+            step: peak.step,
+            charged: peak.bytes,
+            reserved: reserved_bytes,
+            budget: TILE_MEMORY_BUDGET,
+            live,
+        });
+    }
     Ok(TilePlacement {
         tile,
         reserved,

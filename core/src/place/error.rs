@@ -2,6 +2,7 @@
 //! with the numbers that explain it.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt;
 use core::ops::Range;
 
@@ -74,6 +75,23 @@ pub enum PlaceError {
         /// The missing key.
         buffer: BufferKey,
     },
+    /// The bytes charged at the tile's peak step (reserved ranges' blocked
+    /// bytes plus every buffer live then, all copies and alignment padding)
+    /// exceed the per-tile budget.
+    OverBudget {
+        /// Logical tile.
+        tile: u32,
+        /// The step of the peak.
+        step: u32,
+        /// Bytes charged at that step.
+        charged: u32,
+        /// Of which the reserved ranges' blocked bytes.
+        reserved: u32,
+        /// The per-tile budget (`TILE_MEMORY_BUDGET`).
+        budget: u32,
+        /// Buffers live at that step with their spans, largest first.
+        live: Vec<(String, u32)>,
+    },
     /// A reserved range is empty, reversed or outside SRAM.
     ReservedOutsideSram {
         /// Logical tile.
@@ -138,6 +156,29 @@ impl fmt::Display for PlaceError {
                 "tile {tile}: element conflict names buffer {}, which is not on this tile",
                 buffer.0
             ),
+            PlaceError::OverBudget {
+                tile,
+                step,
+                charged,
+                reserved,
+                budget,
+                live,
+            } => {
+                write!(
+                    f,
+                    "tile {tile}: {charged} bytes charged at step {step} ({reserved} reserved + {} in {} live buffers) exceed the budget of {budget} bytes by {}",
+                    charged.saturating_sub(*reserved),
+                    live.len(),
+                    charged.saturating_sub(*budget)
+                )?;
+                for (name, bytes) in live.iter().take(12) {
+                    write!(f, "\n  {bytes:>9} B  {name}")?;
+                }
+                if live.len() > 12 {
+                    write!(f, "\n  … {} more", live.len() - 12)?;
+                }
+                Ok(())
+            }
             PlaceError::ReservedOutsideSram { tile, name, range } => write!(
                 f,
                 "tile {tile}: reserved range `{name}` {:#x}..{:#x} is empty or outside SRAM",

@@ -59,6 +59,29 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
     }
 }
 
+/// The ranges every tile keeps for the runtime (ipuc's fixed layout,
+/// `crate::target::sram::layout`): the code area (runtime, generated
+/// program, exchange rows; linked images end at `layout::CODE_LIMIT`, so its
+/// look-ahead guard ends exactly at the state element) and the runtime
+/// state block. Their blocked bytes are exactly
+/// [`SUPPORT_CHARGE_BYTES`](crate::target::sram::SUPPORT_CHARGE_BYTES), the
+/// charge the planner's data budget is derived from.
+pub fn support_reserved() -> Vec<ReservedRange> {
+    use crate::target::sram::layout;
+    alloc::vec![
+        ReservedRange {
+            name: "code and exchange rows".into(),
+            kind: super::request::ReservedKind::Code,
+            range: TILE_MEMORY_BASE..layout::CODE_LIMIT,
+        },
+        ReservedRange {
+            name: "runtime state".into(),
+            kind: super::request::ReservedKind::State,
+            range: layout::COMPLETION_WORD..layout::DATA_BASE,
+        },
+    ]
+}
+
 /// Validates reserved ranges and returns their blocked spans, sorted and merged.
 pub fn blocked_spans(tile: u32, reserved: &[ReservedRange]) -> PlaceResult<Vec<Range<u32>>> {
     let mut spans = Vec::with_capacity(reserved.len());
@@ -160,6 +183,17 @@ mod tests {
             ..code.clone()
         };
         assert_eq!(blocked_span(&state), 0x5C000..0x63FC8);
+    }
+
+    #[test]
+    fn support_ranges_block_exactly_the_support_charge() {
+        use crate::target::sram::{layout, SUPPORT_CHARGE_BYTES};
+        let blocked = blocked_spans(0, &support_reserved()).unwrap();
+        let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
+        assert_eq!(bytes, SUPPORT_CHARGE_BYTES);
+        // Data may start right after the state block.
+        let windows = class_windows(RegionClass::Standard, &blocked);
+        assert_eq!(windows[0].start, layout::DATA_BASE);
     }
 
     #[test]

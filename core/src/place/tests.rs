@@ -53,6 +53,7 @@ fn runtime_reserved() -> Vec<ReservedRange> {
 
 /// Checks every invariant placement promises for `req`.
 fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
+    assert!(placed.peak.bytes <= crate::target::sram::TILE_MEMORY_BUDGET);
     let blocked: Vec<_> = req.reserved.iter().map(regions::blocked_span).collect();
     for b in &req.buffers {
         let a = placed.allocation(b.key).expect("every buffer placed");
@@ -398,7 +399,69 @@ proptest! {
             Err(PlaceError::NoRoom { bytes_needed, largest_free, .. }) => {
                 prop_assert!(largest_free < bytes_needed)
             }
+            Err(PlaceError::OverBudget { charged, reserved, budget, live, step, .. }) => {
+                // The report adds up: reserved + every listed live span.
+                prop_assert!(charged > budget);
+                let listed: u32 = live.iter().map(|l| l.1).sum();
+                prop_assert_eq!(charged, reserved + listed);
+                let at_step = req.buffers.iter().filter(|b| b.first_step <= step && step <= b.last_step).count();
+                prop_assert_eq!(live.len(), at_step);
+            }
             Err(e) => prop_assert!(false, "unexpected error {e}"),
         }
     }
+}
+
+#[test]
+fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
+    use crate::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    // Two buffers that fit SRAM physically (region 0 data area + region 1)
+    // but whose span plus the support charge exceeds the budget by 40 bytes
+    // at step 3, where both are live.
+    let room = TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES;
+    let low = buf(0, 150_000, RegionClass::Standard, (0, 9));
+    let high = BufferRequest {
+        align: 32,
+        ..buf(1, room - 4096 - 150_000, RegionClass::Interleaved, (0, 9))
+    };
+    let late = buf(2, 4096 + 40, RegionClass::Standard, (3, 4));
+    let req = PlacementRequest {
+        tile: 9,
+        reserved: support_reserved(),
+        buffers: vec![low.clone(), high.clone(), late],
+        ..Default::default()
+    };
+    match place_tile(&req) {
+        Err(PlaceError::OverBudget {
+            tile,
+            step,
+            charged,
+            reserved,
+            budget,
+            live,
+        }) => {
+            assert_eq!(
+                (tile, step, reserved, budget),
+                (9, 3, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET)
+            );
+            assert_eq!(charged - budget, 40);
+            assert_eq!(
+                live,
+                vec![
+                    ("b1".to_string(), room - 4096 - 150_000),
+                    ("b0".to_string(), 150_000),
+                    ("b2".to_string(), 4136)
+                ]
+            );
+        }
+        other => panic!("expected OverBudget, got {other:?}"),
+    }
+    // Exactly at the budget is fine, and the peak says so.
+    let fits = PlacementRequest {
+        buffers: vec![low, high, buf(2, 4096, RegionClass::Standard, (3, 4))],
+        ..req
+    };
+    let placed = place_tile(&fits).unwrap();
+    assert_eq!(placed.peak.bytes, TILE_MEMORY_BUDGET);
+    assert_eq!(placed.peak.step, 3);
 }

@@ -19,20 +19,24 @@ use super::layout::Layout;
 use super::layout::TILE_COUNT;
 use crate::lower::schedule::{MemoryClass, TileBlock};
 use crate::target::sram::{
-    INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, SUPPORT_RESERVE_BYTES, TILE_MEMORY_BUDGET,
+    INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET,
 };
 
 /// Per-tile bytes available to planned data: the tile budget minus the
-/// package support reserve (both defined in `crate::target::sram`).
-pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_RESERVE_BYTES) as u64;
+/// fixed support charge (code area and runtime state, both defined in
+/// `crate::target::sram`); placement charges exactly that for the fixed
+/// ranges ([`crate::place::support_reserved`]).
+pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES) as u64;
 
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
 /// `crate::target::sram`): interleaved-class allocations must fit here.
 pub const INTERLEAVED_BUDGET_BYTES: u64 = (LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE) as u64;
 
-/// Allocation granule: blocks are rounded up to 8 bytes (exchange rows and
-/// local copies need 8-byte alignment, `docs/facts/ipu21-target.md` §2.7).
-pub const ALLOCATION_GRANULE: u64 = 8;
+/// Allocation granule: every block is charged rounded up to the largest
+/// alignment lowering gives a buffer ([`crate::lower::schedule::MAX_BUFFER_ALIGN`],
+/// AMP operands and interleaved data), so a charged block is never smaller
+/// than placement's span (`copies × round_up(bytes, align)`).
+pub const ALLOCATION_GRANULE: u64 = crate::lower::schedule::MAX_BUFFER_ALIGN as u64;
 
 fn granule(bytes: u64) -> u64 {
     bytes.div_ceil(ALLOCATION_GRANULE) * ALLOCATION_GRANULE
@@ -365,10 +369,12 @@ mod tests {
         let c = check_moment(&base, 0, &[&a, &b], DATA_BUDGET_BYTES);
         assert!(c.exact);
         assert_eq!((c.peak, c.tile), (300_000, 0));
+        // 1000 bytes are charged as 1024: blocks round up to the largest
+        // buffer alignment, which bounds placement's span.
         let small = alloc("s", Layout::single(1, 1000, 0), 1, 1);
         let c = check_moment(&base, 0, &[&small], DATA_BUDGET_BYTES);
         assert!(!c.exact);
-        assert_eq!(c.peak, 1000);
+        assert_eq!(c.peak, 1024);
     }
 
     #[test]
@@ -379,9 +385,10 @@ mod tests {
             ..alloc("w", Layout::row_split(4, 1000, 10, 4), 1, 27)
         };
         seq.accumulate(&mut base, true);
-        assert_eq!(peak_of(&base), (27_000, 10));
+        // 1000-byte blocks are charged 1024 per copy (granule 32).
+        assert_eq!(peak_of(&base), (27 * 1024, 10));
         assert_eq!(base[14], 0);
         let live = live_on_tile(12, [&seq].into_iter());
-        assert_eq!(live[0].bytes, 27_000);
+        assert_eq!(live[0].bytes, 27 * 1024);
     }
 }

@@ -34,7 +34,7 @@ use super::relayout::{relayout, Window};
 use super::state::{Mode, PlannedOp, Reject, State};
 use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
 use crate::lower::schedule::MemoryClass;
-use crate::target::sram::SUPPORT_RESERVE_BYTES;
+use crate::target::sram::SUPPORT_CHARGE_BYTES;
 
 /// Default beam width (`--planning-beam-width`).
 pub const DEFAULT_BEAM_WIDTH: usize = 64;
@@ -92,6 +92,12 @@ pub struct BodyPlan {
     /// Exact per-tile peak over the body's moments (iterated storage and
     /// carried buffers included).
     pub peak_tile: Arc<Vec<u64>>,
+    /// `peak_tile` without the iterated storage: what the body adds to the
+    /// enclosing region's dynamic usage (the iterated storage becomes static
+    /// there).
+    pub dyn_tile: Arc<Vec<u64>>,
+    /// Interleaved-class part of `dyn_tile`.
+    pub dyn_il_tile: Arc<Vec<u64>>,
     /// Max of `peak_tile`.
     pub peak: u64,
 }
@@ -109,6 +115,9 @@ pub struct Plan {
     pub peak_bytes: u64,
     /// Tile of the peak.
     pub peak_tile: u32,
+    /// Exact peak of every tile over all moments (excluding the support
+    /// reserve), indexed by logical tile.
+    pub tile_peaks: Arc<Vec<u64>>,
     /// Search statistics.
     pub stats: PlanStats,
     /// Settings used.
@@ -206,7 +215,7 @@ impl<'g> SearchCx<'g> {
 
     /// Support reserve bytes.
     pub fn reserve(&self) -> u64 {
-        SUPPORT_RESERVE_BYTES as u64
+        SUPPORT_CHARGE_BYTES as u64
     }
 
     /// Cost of re-laying out `from` into `to` (`None` if a run is unaligned),
@@ -590,19 +599,35 @@ fn search_body(
         if !ok {
             continue;
         }
-        let iterated = rep
+        let iterated: Vec<(ValueId, Arc<Allocation>)> = rep
             .iterated_args()
             .iter()
             .filter_map(|a| s.statics().get(a).map(|al| (*a, al.clone())))
             .collect();
-        let peak = memory::peak_of(&record).0;
+        let peak_tile = s.tile_peaks();
+        let mut iterated_usage = memory::empty_usage();
+        let mut iterated_il = memory::empty_usage();
+        for (_, a) in &iterated {
+            a.accumulate(&mut iterated_usage, true);
+            if a.class == MemoryClass::Interleaved {
+                a.accumulate(&mut iterated_il, true);
+            }
+        }
+        let minus = |p: &[u64], i: &[u64]| -> Vec<u64> {
+            p.iter().zip(i).map(|(p, i)| p.saturating_sub(*i)).collect()
+        };
+        let dyn_tile = minus(&peak_tile, &iterated_usage);
+        let dyn_il_tile = minus(&s.interleaved_peaks(), &iterated_il);
+        let peak = memory::peak_of(&peak_tile).0;
         bodies.push(Arc::new(BodyPlan {
             ops,
             cycles,
             carried_layouts: carried.to_vec(),
             invariant_layouts: invariants.to_vec(),
             iterated,
-            peak_tile: Arc::new(record),
+            peak_tile: Arc::new(peak_tile),
+            dyn_tile: Arc::new(dyn_tile),
+            dyn_il_tile: Arc::new(dyn_il_tile),
             peak,
         }));
     }
@@ -630,7 +655,7 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
     let start = State::start(cx, &info, &[]);
     let finals = run_region(cx, &info, start.clone())?;
     // Finalists: cheapest first; replay exactly to get the true peak.
-    let mut best: Option<(State, u64, u32)> = None;
+    let mut best: Option<(State, u64, u32, Vec<u64>)> = None;
     let mut sorted = finals;
     sorted.sort_by_key(|s| (s.cycles.total(), s.peak));
     for f in sorted.into_iter().take(4) {
@@ -657,13 +682,20 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
             }
         }
         if ok {
-            let (peak, tile) = memory::peak_of(&record);
-            best = Some((s, peak, tile));
+            // Statics chosen late are live from the start: the final
+            // per-tile peak is the final static usage plus the largest
+            // dynamic usage of any moment.
+            let peaks = s.tile_peaks();
+            let (peak, tile) = memory::peak_of(&peaks);
+            if peak > config.budget {
+                continue;
+            }
+            best = Some((s, peak, tile, peaks));
             break;
         }
     }
-    let (state, peak_bytes, peak_tile) = best.ok_or(PlanError::MalformedGraph {
-        what: "finalist (replay failed)",
+    let (state, peak_bytes, peak_tile, tile_peaks) = best.ok_or(PlanError::MalformedGraph {
+        what: "finalist (replay failed or exceeded the budget the search checked)",
     })?;
     let stats = *cx.stats.borrow();
     Ok(Plan {
@@ -672,6 +704,7 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
         cycles: state.cycles,
         peak_bytes,
         peak_tile,
+        tile_peaks: Arc::new(tile_peaks),
         stats,
         config,
     })

@@ -92,6 +92,15 @@ pub struct State {
     /// Interleaved-class part of `static_usage`.
     static_il: Arc<Vec<u64>>,
     static_il_max: u64,
+    /// Per tile, the largest dynamic (non-static) usage of any moment so
+    /// far. Statics are live for the whole program (the host writes them
+    /// before the first step), so a tile's true peak is
+    /// `static_usage[t] + dyn_hist[t]` even when a static's storage is
+    /// chosen after the moment that set `dyn_hist[t]`.
+    dyn_hist: Arc<Vec<u64>>,
+    /// Interleaved-class part of `dyn_hist` (its own per-tile history:
+    /// interleaved data must fit region 1).
+    il_hist: Arc<Vec<u64>>,
     choices: Option<Arc<ChoiceNode>>,
     /// Cycles so far.
     pub cycles: Cycles,
@@ -159,6 +168,8 @@ impl State {
             static_max: 0,
             static_il: Arc::new(memory::empty_usage()),
             static_il_max: 0,
+            dyn_hist: Arc::new(memory::empty_usage()),
+            il_hist: Arc::new(memory::empty_usage()),
             choices: None,
             cycles: Cycles::default(),
             peak: 0,
@@ -258,6 +269,30 @@ impl State {
         &self.static_usage
     }
 
+    /// Exact per-tile peak of the prefix: statics (live for the whole
+    /// program) plus the largest dynamic usage of any moment.
+    pub fn tile_peaks(&self) -> Vec<u64> {
+        self.static_usage
+            .iter()
+            .zip(self.dyn_hist.iter())
+            .map(|(s, d)| s + d)
+            .collect()
+    }
+
+    /// Per-tile largest dynamic usage of any moment so far.
+    pub fn dynamic_peaks(&self) -> &[u64] {
+        &self.dyn_hist
+    }
+
+    /// Exact per-tile interleaved-class peak of the prefix.
+    pub fn interleaved_peaks(&self) -> Vec<u64> {
+        self.static_il
+            .iter()
+            .zip(self.il_hist.iter())
+            .map(|(s, d)| s + d)
+            .collect()
+    }
+
     fn set_static(&mut self, v: ValueId, a: Option<Arc<Allocation>>) {
         let statics = Arc::make_mut(&mut self.statics);
         let usage = Arc::make_mut(&mut self.static_usage);
@@ -303,11 +338,16 @@ impl State {
         }));
     }
 
-    /// Checks one moment with `transient` allocations on top of the live ones.
+    /// Checks one moment with `transient` allocations (and `extra` per-tile
+    /// bytes, a Repeat body's dynamic peak) on top of the live ones, and
+    /// folds the moment into the dynamic history. The checked peak is
+    /// `max_t(static[t] + dyn_hist[t])`: exact, because statics are live at
+    /// every moment.
     fn check(
-        &self,
+        &mut self,
         cx: &SearchCx<'_>,
         transient: &[Arc<Allocation>],
+        extra: Option<(&[u64], &[u64])>,
         mode: &mut Mode<'_>,
         moment: &dyn Fn() -> (String, u32, String),
     ) -> Result<u64, Reject> {
@@ -317,27 +357,57 @@ impl State {
             .map(|r| &*r.alloc)
             .chain(transient.iter().map(|a| &**a))
             .collect();
+        let il_dynamic: Vec<&Allocation> = dynamic
+            .iter()
+            .copied()
+            .filter(|a| a.class == MemoryClass::Interleaved)
+            .collect();
+        let mut now = memory::moment_usage(&memory::empty_usage(), &dynamic);
+        let mut il_now = memory::moment_usage(&memory::empty_usage(), &il_dynamic);
+        if let Some((extra, extra_il)) = extra {
+            for (n, e) in now.iter_mut().zip(extra) {
+                *n += e;
+            }
+            for (n, e) in il_now.iter_mut().zip(extra_il) {
+                *n += e;
+            }
+        }
+        let il_hist = Arc::make_mut(&mut self.il_hist);
+        for (h, n) in il_hist.iter_mut().zip(&il_now) {
+            *h = (*h).max(*n);
+        }
+        let il_usage: Vec<u64> = self
+            .static_il
+            .iter()
+            .zip(il_hist.iter())
+            .map(|(s, d)| s + d)
+            .collect();
+        let hist = Arc::make_mut(&mut self.dyn_hist);
+        for (h, n) in hist.iter_mut().zip(&now) {
+            *h = (*h).max(*n);
+        }
+        let usage: Vec<u64> = self
+            .static_usage
+            .iter()
+            .zip(hist.iter())
+            .map(|(s, d)| s + d)
+            .collect();
+        if let Mode::Exact(record) = mode {
+            for (r, u) in record.iter_mut().zip(&usage) {
+                *r = (*r).max(*u);
+            }
+        }
+        let (peak, tile) = memory::peak_of(&usage);
         let budget = cx.config.budget;
-        let (peak, tile, exact) = match mode {
-            Mode::Exact(record) => {
-                let usage = memory::moment_usage(&self.static_usage, &dynamic);
-                for (r, u) in record.iter_mut().zip(&usage) {
-                    *r = (*r).max(*u);
-                }
-                let (p, t) = memory::peak_of(&usage);
-                (p, t, true)
-            }
-            _ => {
-                let c = memory::check_moment(&self.static_usage, self.static_max, &dynamic, budget);
-                (c.peak, c.tile, c.exact)
-            }
+        let il_excess = {
+            let (p, t) = memory::peak_of(&il_usage);
+            (p > memory::INTERLEAVED_BUDGET_BYTES).then_some((p, t))
         };
-        let il_excess = memory::interleaved_excess(&self.static_il, self.static_il_max, &dynamic);
-        if (peak <= budget || !exact) && il_excess.is_none() {
+        if peak <= budget && il_excess.is_none() {
             return Ok(peak);
         }
         // Report the tile that breaks a budget: the total one first.
-        let tile = if peak > budget && exact {
+        let tile = if peak > budget {
             tile
         } else {
             il_excess.map(|e| e.1).unwrap_or(tile)
@@ -350,16 +420,37 @@ impl State {
                     .map(|a| &**a)
                     .chain(dynamic.iter().copied())
             };
-            let live = memory::live_on_tile(tile, all());
-            let usage = memory::moment_usage(&self.static_usage, &dynamic);
-            let on_tile = usage.get(tile as usize).copied().unwrap_or(peak);
+            let mut live = memory::live_on_tile(tile, all());
+            let t = tile as usize;
+            let now_t = now.get(t).copied().unwrap_or(0);
+            let listed_now: u64 = dynamic.iter().map(|a| a.tiles.on_tile(tile) * a.copies.max(1) as u64).sum();
+            if now_t > listed_now {
+                live.push(memory::LiveAllocation {
+                    name: String::from("repeat body dynamic peak"),
+                    kind: AllocationKind::Activation,
+                    class: MemoryClass::Standard,
+                    bytes: now_t - listed_now,
+                });
+            }
+            let hist_t = self.dyn_hist.get(t).copied().unwrap_or(0);
+            if hist_t > now_t {
+                live.push(memory::LiveAllocation {
+                    name: String::from(
+                        "dynamic data of an earlier moment (statics chosen since are live then too)",
+                    ),
+                    kind: AllocationKind::Activation,
+                    class: MemoryClass::Standard,
+                    bytes: hist_t - now_t,
+                });
+            }
+            live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
             alloc::boxed::Box::new(MemoryRejection {
                 op_name,
                 op_index,
                 region: cx.region_label(),
                 moment: what,
                 tile,
-                peak_bytes: on_tile,
+                peak_bytes: usage.get(t).copied().unwrap_or(peak),
                 reserve_bytes: cx.reserve(),
                 budget_bytes: budget + cx.reserve(),
                 interleaved_bytes: memory::interleaved_on_tile(tile, all()),
@@ -483,7 +574,7 @@ impl State {
             transient.push(a.clone());
             Some(a)
         };
-        let peak = s.check(cx, &transient, &mut mode, &|| {
+        let peak = s.check(cx, &transient, None, &mut mode, &|| {
             (
                 String::from(graph_op.mnemonic()),
                 pos,
@@ -570,70 +661,27 @@ impl State {
                 }
             }
         }
-        let dynamic: Vec<&Allocation> = s.roots.values().map(|r| &*r.alloc).collect();
-        let outer_bound = s.static_max + dynamic.iter().map(|a| a.max_bytes()).sum::<u64>();
-        let budget = cx.config.budget;
-        let exact = matches!(mode, Mode::Exact(_)) || outer_bound + body.peak > budget;
-        let peak = if exact {
-            let mut usage = memory::moment_usage(&s.static_usage, &dynamic);
-            for (u, b) in usage.iter_mut().zip(body.peak_tile.iter()) {
-                *u += b;
-            }
-            if let Mode::Exact(record) = &mut mode {
-                for (r, u) in record.iter_mut().zip(&usage) {
-                    *r = (*r).max(*u);
-                }
-            }
-            let (peak, tile) = memory::peak_of(&usage);
-            if peak > budget {
-                let report = matches!(mode, Mode::Report).then(|| {
-                    let mut live = memory::live_on_tile(
-                        tile,
-                        s.statics
-                            .values()
-                            .map(|a| &**a)
-                            .chain(dynamic.iter().copied()),
-                    );
-                    live.push(memory::LiveAllocation {
-                        name: format!("repeat body peak (×{trip} iterations' parameters included)"),
-                        kind: AllocationKind::IteratedParameter,
-                        class: MemoryClass::Standard,
-                        bytes: body.peak_tile.get(tile as usize).copied().unwrap_or(0),
-                    });
-                    live.sort_by_key(|b| core::cmp::Reverse(b.bytes));
-                    alloc::boxed::Box::new(MemoryRejection {
-                        op_name: String::from("repeat"),
-                        op_index: pos,
-                        region: cx.region_label(),
-                        moment: format!("during the repeat body (op {pos})"),
-                        tile,
-                        peak_bytes: peak,
-                        reserve_bytes: cx.reserve(),
-                        budget_bytes: budget + cx.reserve(),
-                        interleaved_bytes: memory::interleaved_on_tile(
-                            tile,
-                            s.statics
-                                .values()
-                                .map(|a| &**a)
-                                .chain(dynamic.iter().copied()),
-                        ),
-                        interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
-                        tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
-                        live,
-                    })
-                });
-                return Err(Reject::Memory { peak, report });
-            }
-            peak
-        } else {
-            outer_bound + body.peak
-        };
-        s.peak = s.peak.max(peak);
-        s.cycles = s.cycles.plus(cost);
-        // Iterated storage stays for the whole program.
+        // Iterated storage stays for the whole program: it is static from
+        // the start, so it is charged at every moment, this one included.
         for (arg, a) in &body.iterated {
             s.set_static(*arg, Some(a.clone()));
         }
+        let label = |_: ()| {
+            (
+                String::from("repeat"),
+                pos,
+                format!("during the repeat body (op {pos}, ×{trip})"),
+            )
+        };
+        let peak = s.check(
+            cx,
+            &[],
+            Some((&body.dyn_tile, &body.dyn_il_tile)),
+            &mut mode,
+            &|| label(()),
+        )?;
+        s.peak = s.peak.max(peak);
+        s.cycles = s.cycles.plus(cost);
         for ((&result, layout), &init) in rep
             .results()
             .iter()

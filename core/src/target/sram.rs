@@ -33,6 +33,17 @@ pub const TILE_MEMORY_BUDGET: u32 = 586_960;
 /// package support reserve").
 pub const SUPPORT_RESERVE_BYTES: u32 = 49_152;
 
+/// Bytes every tile charges against [`TILE_MEMORY_BUDGET`] before any
+/// planned data: everything below [`layout::DATA_BASE`], i.e. the code area
+/// (`TILE_MEMORY_BASE..layout::COMPLETION_WORD`: runtime, generated program,
+/// exchange rows; exactly [`SUPPORT_RESERVE_BYTES`]) plus the runtime state
+/// block (`layout::COMPLETION_WORD..layout::DATA_BASE`, 1,760 bytes). The
+/// planner's data budget is `TILE_MEMORY_BUDGET − SUPPORT_CHARGE_BYTES` and
+/// placement charges the same bytes for the fixed ranges, so the two
+/// compare the same quantity (ipuc's layout choice, `layout` below).
+pub const SUPPORT_CHARGE_BYTES: u32 = layout::DATA_BASE - TILE_MEMORY_BASE;
+const _: () = assert!(layout::COMPLETION_WORD - TILE_MEMORY_BASE == SUPPORT_RESERVE_BYTES);
+
 /// Physical memory element size (16 KiB) (`docs/facts/ipu21-target.md` §1.2, `TMEM_ELEMSIZE`).
 pub const ELEMENT_SIZE: u32 = 0x4000;
 
@@ -80,6 +91,11 @@ pub const fn effective_element(addr: u32) -> u32 {
 pub mod layout {
     /// Completion word: the runtime's completion routine stores 1 here.
     pub const COMPLETION_WORD: u32 = 0x5_8000;
+    /// Linked code (runtime, program, exchange rows) ends at or below this
+    /// address, so the supervisor's 64-byte fetch look-ahead stays inside the
+    /// code area and the state element below holds data only
+    /// (`docs/facts/ipu21-target.md` §1.2, §2.10 rules 2–3).
+    pub const CODE_LIMIT: u32 = COMPLETION_WORD - super::SUPERVISOR_FETCH_LOOKAHEAD;
     /// Cycle-sample word written by timing wrappers before the timed code.
     pub const CYCLE_SAMPLE_START: u32 = 0x5_8004;
     /// Cycle-sample word written by timing wrappers after the timed code.

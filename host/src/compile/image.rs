@@ -17,8 +17,9 @@ use ipuc_core::target::sram::{layout, APPLICATION_LOAD_BASE};
 
 /// End of the region reserved for code (runtime, generated program, argument
 /// blocks, patch tables, exchange rows): the runtime state block follows
-/// (`core::target::sram::layout`). Every linked image must end below it.
-pub const CODE_END: u32 = layout::COMPLETION_WORD;
+/// after the fetch look-ahead guard (`core::target::sram::layout::CODE_LIMIT`).
+/// Every linked image must end at or below it.
+pub const CODE_END: u32 = layout::CODE_LIMIT;
 
 /// One tile's linked image.
 pub struct LinkedTile {

@@ -16,12 +16,10 @@ use ipuc_core::emit::{emit_programs, BufferAddresses, EmitInput, ExchangeSummary
 use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
-use ipuc_core::place::{
-    place_tile, requests, BufferKey, ReservedKind, ReservedRange, TilePlacement,
-};
+use ipuc_core::place::{place_tile, requests, support_reserved, BufferKey, TilePlacement};
 use ipuc_core::plan::memory::MemoryRejection;
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
-use ipuc_core::target::sram::{layout, TILE_MEMORY_BASE};
+use ipuc_core::target::sram::layout;
 
 pub use bindings::INFERENCE_CALL;
 pub use image::CODE_END;
@@ -53,10 +51,11 @@ pub struct CompileReport {
     pub plan_stats: PlanStats,
     /// Planner's estimated cycles of the whole program.
     pub estimated_cycles: u64,
-    /// Planner's per-tile peak estimate (excluding the support reserve).
+    /// Planner's per-tile peak estimate (excluding the support charge).
     pub estimated_peak_bytes: u64,
     pub estimated_peak_tile: u32,
-    /// Placement's largest per-tile live bytes (incl. reserved ranges) and tile.
+    /// Placement's largest per-tile charged bytes (support charge + live
+    /// buffers, never above the budget: placement fails otherwise) and tile.
     pub placed_peak_bytes: u32,
     pub placed_peak_tile: u32,
     /// Largest exchange-table bytes (rows + patch data) on one tile.
@@ -99,24 +98,6 @@ pub struct Compiled {
 
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
-}
-
-/// Ranges every tile keeps for the runtime: code (runtime, generated program,
-/// exchange rows and tables, checked after linking against [`CODE_END`]) and
-/// the runtime state block.
-fn reserved_ranges() -> Vec<ReservedRange> {
-    vec![
-        ReservedRange {
-            name: "code and exchange tables".into(),
-            kind: ReservedKind::Code,
-            range: TILE_MEMORY_BASE..CODE_END,
-        },
-        ReservedRange {
-            name: "runtime state".into(),
-            kind: ReservedKind::State,
-            range: layout::COMPLETION_WORD..layout::DATA_BASE,
-        },
-    ]
 }
 
 /// Buffer addresses from per-tile placements.
@@ -175,7 +156,7 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     );
 
     let t = Instant::now();
-    let requests = requests(&schedule, |_| reserved_ranges());
+    let requests = requests(&schedule, |_| support_reserved());
     let placements: Vec<TilePlacement> = requests
         .par_iter()
         .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))

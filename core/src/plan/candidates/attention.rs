@@ -112,7 +112,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
                 dtype: DType::F32,
                 blocks: Arc::new(scores),
                 class: MemoryClass::Standard,
-                align: 8,
+                align: crate::lower::schedule::BASE_BUFFER_ALIGN,
             }],
             stages,
             cost,

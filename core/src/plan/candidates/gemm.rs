@@ -335,14 +335,14 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
             dtype: DType::F32,
             blocks: Arc::new(partials),
             class: MemoryClass::Interleaved,
-            align: 32,
+            align: crate::lower::schedule::AMP_BUFFER_ALIGN,
         });
         scratch.push(ScratchPlan {
             name: "received partials",
             dtype: DType::F32,
             blocks: Arc::new(received),
             class: MemoryClass::Standard,
-            align: 8,
+            align: crate::lower::schedule::BASE_BUFFER_ALIGN,
         });
         stages.push(Stage::Exchange(exchange));
         stages.push(Stage::Compute(reduce));
