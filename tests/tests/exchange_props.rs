@@ -85,6 +85,58 @@ fn spec() -> impl Strategy<Value = RandomPhaseSpec> {
         })
 }
 
+/// Mixed 32/64-bit phases whose transfers are long enough to be paired
+/// (≥ 64 items), most 64-bit requests naming complete receiver pairs.
+fn mixed_spec() -> impl Strategy<Value = RandomPhaseSpec> {
+    (2u32..=200, 128u32..=2000, 1u32..=8, any::<u64>()).prop_map(|(tiles, words, fanout, seed)| {
+        let budget = env("IPUC_PROPTEST_WORDS", 60_000);
+        let per_word = u64::from(tiles) * u64::from(fanout.min(tiles - 1).max(1));
+        let words = words.min((budget / per_word) as u32).max(128);
+        RandomPhaseSpec {
+            tiles,
+            words,
+            fanout,
+            seed,
+            exact_words: false,
+            mixed_width: true,
+        }
+    })
+}
+
+/// Paired words reported = words carried by paired pieces (per receiver).
+fn paired_piece_words(s: &ipuc_core::exchange::ScheduledPhase) -> u64 {
+    s.pieces
+        .iter()
+        .filter(|p| p.paired)
+        .map(|p| u64::from(p.words) * p.destinations.len() as u64)
+        .sum()
+}
+
+/// A fixed mixed phase: 64-bit items really move (and some requests fall
+/// back), end to end through the fabric.
+#[test]
+fn mixed_width_phase_sends_paired_items_end_to_end() {
+    let phase = random_phase(RandomPhaseSpec {
+        tiles: 64,
+        words: 512,
+        fanout: 4,
+        seed: 3,
+        exact_words: false,
+        mixed_width: true,
+    });
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    check_phase(&phase, &s.rows).unwrap();
+    assert!(s.pairing.paired > 0, "{:?}", s.pairing);
+    assert!(
+        s.pairing.reasons.values().sum::<usize>() > 0,
+        "{:?}",
+        s.pairing
+    );
+    assert_eq!(paired_piece_words(&s), s.pairing.paired_words);
+    assert!(s.pieces.iter().any(|p| !p.paired));
+    simulate(&phase, &s.rows, 11).unwrap();
+}
+
 /// Runs `rows` for `phase` on the fabric and compares every mapped byte.
 fn simulate(phase: &ExchangePhase, rows: &[ExchangeRow], salt: u32) -> Result<(), TestCaseError> {
     let (before, calls) =
@@ -106,6 +158,16 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         check_phase(&phase, &s.rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert!(u64::from(s.events) >= s.lower_bound);
+        simulate(&phase, &s.rows, spec.seed as u32)?;
+    }
+
+    #[test]
+    fn mixed_width_phases_deliver_every_byte(spec in mixed_spec()) {
+        let phase = random_phase(spec);
+        let s = schedule_phase(&phase, ScheduleOptions::default())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check_phase(&phase, &s.rows).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(paired_piece_words(&s), s.pairing.paired_words);
         simulate(&phase, &s.rows, spec.seed as u32)?;
     }
 

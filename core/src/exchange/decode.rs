@@ -14,7 +14,8 @@ pub struct SendRun {
     pub start: u32,
     /// Items (one per event).
     pub items: u32,
-    /// Word address (relative to `$OUTGOING_BASE` = 0) of the first item.
+    /// Address (relative to `$OUTGOING_BASE` = 0) of the first item: a word
+    /// address, or 8-byte units for 64-bit items (`sctl` bit 2, §2.3).
     pub word_address: u32,
     /// Route bits and width (bit 2 = 64-bit items).
     pub sctl: u32,

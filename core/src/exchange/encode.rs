@@ -223,6 +223,7 @@ impl RowBuilder {
         if c.event <= self.t {
             return Err(self.unencodable(c.event, "receive control at or before the current event"));
         }
+        let (psel, xsel) = selectors(c);
         match (c.xpic, c.pic) {
             (Some(xpic), Some(pic)) => {
                 self.delay_until(c.event - 1)?;
@@ -230,8 +231,8 @@ impl RowBuilder {
                     n: 0,
                     addr: 0,
                     sctl: 0,
-                    psel: PicField::Pointer,
-                    xpic,
+                    psel,
+                    xpic: xpic_word(c, xpic),
                     pic,
                 })
             }
@@ -239,7 +240,7 @@ impl RowBuilder {
                 self.delay_until(c.event.saturating_sub(DELAYXPIC_MAX_EVENTS))?;
                 self.push(Instruction::DelayXPic {
                     n: c.event - self.t - 1,
-                    paired: false,
+                    paired: xsel == PicTarget::XpicPaired,
                     value,
                 })
             }
@@ -247,7 +248,7 @@ impl RowBuilder {
                 self.delay_until(c.event.saturating_sub(DELAYPIC_MAX_EVENTS))?;
                 self.push(Instruction::DelayPic {
                     n: c.event - self.t - 1,
-                    sel: PicField::Pointer,
+                    sel: psel,
                     value,
                 })
             }
@@ -276,23 +277,28 @@ impl RowBuilder {
             if items == 0 {
                 return Err(self.unencodable(c.event, "control at the last event of a message"));
             }
+            let (psel, xsel) = selectors(c);
             let instr = match (c.xpic, c.pic) {
                 (Some(xpic), Some(pic)) => Instruction::SendPicP {
                     n: items - 1,
                     addr,
                     sctl: msg.sctl,
-                    psel: PicField::Pointer,
-                    xpic,
+                    psel,
+                    xpic: xpic_word(c, xpic),
                     pic,
                 },
                 (Some(value), None) => Instruction::SendPic {
                     n: items - 1,
-                    sel: PicTarget::Xpic,
+                    sel: xsel,
                     value,
                 },
                 (None, Some(value)) => Instruction::SendPic {
                     n: items - 1,
-                    sel: PicTarget::PicPointer,
+                    sel: if psel == PicField::Format {
+                        PicTarget::PicFormat
+                    } else {
+                        PicTarget::PicPointer
+                    },
                     value,
                 },
                 (None, None) => continue,
@@ -336,6 +342,31 @@ impl RowBuilder {
             self.push(instr)?;
         }
         Ok(())
+    }
+}
+
+/// The PIC field and XPIC target a control event uses.
+fn selectors(c: &ControlEvent) -> (PicField, PicTarget) {
+    (
+        if c.pic_format {
+            PicField::Format
+        } else {
+            PicField::Pointer
+        },
+        if c.xpic_paired {
+            PicTarget::XpicPaired
+        } else {
+            PicTarget::Xpic
+        },
+    )
+}
+
+/// The 14-bit XPIC payload of a `sendpicp` (bit 13 = paired stream, §3.4).
+fn xpic_word(c: &ControlEvent, value: u32) -> u32 {
+    if c.xpic_paired {
+        value | 1 << 13
+    } else {
+        value
     }
 }
 

@@ -123,8 +123,32 @@ pub enum ReceiveError {
         event: u32,
         source: u32,
     },
-    /// Paired (64-bit) receive controls, which this replay does not model.
-    PairedUnsupported { tile: PhysicalTile, event: u32 },
+    /// Both members of a pair select the paired stream, or a tile follows a
+    /// paired stream while its own XPIC selects a 32-bit source (§2.6).
+    PairedStreams { tile: PhysicalTile, event: u32 },
+    /// A word arrives while the PIC format does not match its width: a
+    /// 32-bit word in 64-bit mode, or a 64-bit item with the format off or
+    /// not equal to its route direction (§2.4, §2.6).
+    FormatMismatch {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+    /// A 64-bit item written to an address that is not 8-byte aligned.
+    PairedMisaligned {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+    /// Two incoming writes on one tile at the same event.
+    WriteClash {
+        tile: PhysicalTile,
+        event: u32,
+        address: u32,
+    },
+    /// A tile sends or receives while its pair partner streams 64-bit items
+    /// ("partner busy", §2.6).
+    PartnerBusy { tile: PhysicalTile, event: u32 },
     /// A receive write into the element the executing row is fetched from
     /// (§2.10, `CLASH_IFETCH`).
     FetchClash {

@@ -2,7 +2,8 @@
 //! addresses on those tiles" to checked IPU21 exchange rows
 //! (`docs/facts/ipu21-target.md` §2).
 //!
-//! Pipeline: [`ExchangePhase`] (validated request) → [`schedule_pieces`]
+//! Pipeline: [`ExchangePhase`] (validated request) → [`plan_pairing`]
+//! (which 64-bit requests get 64-bit items, §2.6) → [`schedule_pieces`]
 //! (list scheduling over per-tile busy intervals) → [`build_timelines`]
 //! (route model: XPIC at `S+T+1`, PIC at `X+52+2·row`, tear-downs, pointer
 //! continuation) → [`encode_timeline`] (instruction words) →
@@ -35,6 +36,7 @@ mod decode;
 mod encode;
 mod error;
 mod intervals;
+mod pairing;
 mod placement;
 mod random;
 mod replay;
@@ -51,6 +53,9 @@ pub use check::{check_phase, compare, CheckReport};
 pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
 pub use encode::{encode_timeline, ExchangeRow};
 pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError};
+pub use pairing::{
+    plan_pairing, PairedFallback, PairedReceiveSetup, PairingReport, ReceiverPair, TransferPairing,
+};
 pub use placement::check_row_placement;
 pub use random::{
     random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
@@ -58,7 +63,9 @@ pub use random::{
 pub use replay::{replay, TileRowView, WordMove};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
 pub use schedule::{schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions};
-pub use timeline::{build_timelines, ControlEvent, OutgoingMessage, TileTimeline};
+pub use timeline::{
+    build_timelines, paired_source_event, ControlEvent, OutgoingMessage, TileTimeline,
+};
 
 use crate::target::topology::PhysicalTile;
 
@@ -72,8 +79,18 @@ pub struct ScheduledPhase {
     pub events: u32,
     /// Largest number of words one tile sends or receives.
     pub lower_bound: u64,
+    /// Largest number of events one tile must stream out or in once 64-bit
+    /// items are counted as one event each (plus a paired receive's two
+    /// margin events and the partner-busy time); equals `lower_bound`
+    /// when nothing is paired.
+    pub lower_bound_events: u64,
     /// The scheduled pieces (messages), sorted by start.
     pub pieces: Vec<Piece>,
+    /// `$INCOMING_FORMAT` / `$INCOMING_MUXPAIR` values paired receivers need
+    /// before the phase (§2.6), sorted by tile.
+    pub paired_setup: Vec<PairedReceiveSetup>,
+    /// Which 64-bit requests were sent as 64-bit items and why others fell back.
+    pub pairing: PairingReport,
 }
 
 impl ScheduledPhase {
@@ -126,11 +143,17 @@ pub fn schedule_unchecked(
             }
         }
         if misaligned.is_empty() {
+            let (plans, paired_setup, pairing) = plan_pairing(phase);
+            let (out, inc) = schedule::event_loads(phase, &plans);
+            let lower_bound_events = out.iter().chain(&inc).copied().max().unwrap_or(0);
             return Ok(ScheduledPhase {
                 rows,
                 events,
                 lower_bound: phase.lower_bound(),
+                lower_bound_events,
                 pieces,
+                paired_setup,
+                pairing,
             });
         }
         single.extend(misaligned);

@@ -76,25 +76,41 @@ pub fn random_phase(spec: RandomPhaseSpec) -> ExchangePhase {
             Width::Word32
         };
         let bytes = words * 4;
-        let mut destinations = Vec::new();
+        let mut destinations: Vec<Destination> = Vec::new();
         let mut tries = 0;
         while destinations.len() < fanout as usize && tries < 8 * fanout + 16 {
             tries += 1;
             let d = rng.below(u64::from(tiles - 1)) as u32;
             let d = if d >= s { d + 1 } else { d };
-            let Ok(tile) = phys(d) else { continue };
-            if destinations.iter().any(|x: &Destination| x.tile == tile) {
-                continue;
+            // 64-bit requests mostly name complete pairs (logical 2k, 2k+1 are
+            // physical partners, §1.1) so that they can be sent paired; one
+            // pick in eight stays single and exercises the 32-bit fallback.
+            let mut picks = alloc::vec![d];
+            if width == Width::Paired64
+                && rng.below(8) != 0
+                && destinations.len() + 2 <= fanout as usize
+                && (d ^ 1) < tiles
+                && (d ^ 1) != s
+            {
+                picks.push(d ^ 1);
             }
-            let addr = next_free[d as usize];
-            if addr + bytes > TILE_MEMORY_END {
-                continue;
+            let mut chosen = Vec::new();
+            for d in picks {
+                let Ok(tile) = phys(d) else { continue };
+                let addr = next_free[d as usize];
+                if destinations.iter().any(|x| x.tile == tile) || addr + bytes > TILE_MEMORY_END {
+                    chosen.clear();
+                    break;
+                }
+                chosen.push((d, tile, addr));
             }
-            next_free[d as usize] = (addr + bytes + 7) & !7;
-            destinations.push(Destination {
-                tile,
-                address: addr,
-            });
+            for (d, tile, addr) in chosen {
+                next_free[d as usize] = (addr + bytes + 7) & !7;
+                destinations.push(Destination {
+                    tile,
+                    address: addr,
+                });
+            }
         }
         let Ok(source) = phys(s) else { continue };
         if destinations.is_empty() {

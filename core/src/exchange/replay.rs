@@ -2,19 +2,35 @@
 //! of which sender each receiver stores where, and when. Shared by the
 //! checker and the simulator's fabric, so both see the same semantics.
 //!
-//! Model (§2.4, §2.5): a receiver whose XPIC selects sender `s` from event
-//! `X` takes, at each mux event `e`, the item `s` put on the fabric at event
-//! `e − T(s,d) − 1` on a route that includes `d`'s direction; that word is
-//! written at event `e + 52 + 2·row(d)` to the PIC pointer in force at that
-//! event, which then increments. PIC writes at event `p` apply to the write at
-//! `p`. The receiver must be torn down (`0x640`) and its last write done
-//! `GUARD_EVENTS` before its row returns.
+//! 32-bit model (§2.4, §2.5): a receiver whose XPIC selects sender `s` from
+//! event `X` takes, at each mux event `e`, the item `s` put on the fabric at
+//! event `e − T(s,d) − 1` on a route that includes `d`'s direction; that word
+//! is written at event `e + 52 + 2·row(d)` to the PIC pointer in force at
+//! that event, which then increments. PIC writes at event `p` apply to the
+//! write at `p`. The receiver must be torn down (`0x640`) and its last write
+//! done `GUARD_EVENTS` before its row returns.
+//!
+//! Paired (64-bit) model (§2.6): the pair member that owns the stream
+//! selects `sender ^ (owner & 2)` with the paired XPIC selector; both
+//! members of the pair `{d, d^2}` then take, at each mux event `e`, the
+//! 64-bit item the sender put on the fabric (with `sctl` bit 2) at event
+//! `e − max(T(s,d), T(s,d^2)) − 1`. The item is written as two words at
+//! `e + 53 + 2·row(d)` (the pointer written at `F + 2`, `F = source event +
+//! 51 + 2·row(d)`), and the PIC format in force two events earlier (`F + k`
+//! for item `k`) must equal the route direction; 32-bit words need the
+//! format off. The sender's partner neither sends nor receives while a
+//! 64-bit message streams (partner busy). The exact sender-to-select offset
+//! and write event of paired items are not stated in §2.6: we keep the
+//! 32-bit relation (`+1` after the later member's `T`) and the pointer
+//! event as the first write — the encoder follows the same rules.
 
 use alloc::vec::Vec;
 
 use super::decode::{ControlKind, DecodedRow, SendRun};
 use super::error::ReceiveError;
-use crate::target::exchange_model::{pic_lag, GUARD_EVENTS, XPIC_NEUTRAL};
+use crate::target::exchange_model::{
+    pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
+};
 use crate::target::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
 use crate::target::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
@@ -46,9 +62,12 @@ pub struct TileRowView<'a> {
 /// (destination tile, destination word).
 pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
     let mut senders: Vec<Option<&[SendRun]>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
     for r in rows {
         senders[r.tile.index()] = Some(&r.row.sends);
+        by_tile[r.tile.index()] = Some(r.row);
     }
+    check_partner_busy(rows, &by_tile)?;
     // Receivers in tile order, each tile's moves sorted: the whole list is
     // then sorted by (destination tile, destination word) without a global sort.
     let mut order: Vec<&TileRowView<'_>> = rows.iter().collect();
@@ -56,10 +75,82 @@ pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
     let mut moves = Vec::new();
     for r in order {
         let first = moves.len();
-        replay_receiver(r, &senders, &mut moves)?;
+        replay_receiver(r, &senders, &by_tile, &mut moves)?;
         moves[first..].sort_unstable();
     }
     Ok(moves)
+}
+
+/// A source selected on one XPIC stream over `[from, to)`.
+#[derive(Clone, Copy, Debug)]
+struct Selection {
+    from: u32,
+    to: u32,
+    source: u32,
+}
+
+/// The non-neutral selections of a row's ordinary (`paired = false`) or
+/// paired XPIC stream, and the value still selected when the row ends.
+fn selections(row: &DecodedRow, paired: bool) -> (Vec<Selection>, u32) {
+    let mut out = Vec::new();
+    let mut current = XPIC_NEUTRAL;
+    let mut since = 0u32;
+    for c in &row.controls {
+        let v = match (c.kind, paired) {
+            (ControlKind::Xpic(v), false) | (ControlKind::XpicPaired(v), true) => v,
+            _ => continue,
+        };
+        if current != XPIC_NEUTRAL && since < c.event {
+            out.push(Selection {
+                from: since,
+                to: c.event,
+                source: current,
+            });
+        }
+        current = v;
+        since = c.event;
+    }
+    (out, current)
+}
+
+/// §2.6 partner busy: while a tile streams 64-bit items, its partner
+/// (`p ^ 2`) neither sends nor has a source selected.
+fn check_partner_busy(
+    rows: &[TileRowView<'_>],
+    by_tile: &[Option<&DecodedRow>],
+) -> Result<(), ReceiveError> {
+    for r in rows {
+        let partner = r.tile.pair_partner();
+        let Some(prow) = by_tile[partner.index()] else {
+            continue;
+        };
+        for run in r.row.sends.iter().filter(|s| s.sctl & SCTL_PAIRED != 0) {
+            let (a, b) = (run.start, run.start + run.items);
+            if let Some(o) = prow
+                .sends
+                .iter()
+                .find(|o| o.start < b && a < o.start + o.items)
+            {
+                return Err(ReceiveError::PartnerBusy {
+                    tile: partner,
+                    event: o.start.max(a),
+                });
+            }
+            for paired in [false, true] {
+                if let Some(sel) = selections(prow, paired)
+                    .0
+                    .iter()
+                    .find(|s| s.from < b && a < s.to)
+                {
+                    return Err(ReceiveError::PartnerBusy {
+                        tile: partner,
+                        event: sel.from.max(a),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The run of `runs` (sorted by start) containing event `e`.
@@ -69,79 +160,161 @@ fn run_at(runs: &[SendRun], e: u32) -> Option<&SendRun> {
     (e < r.start + r.items).then_some(r)
 }
 
+/// One received item before its memory write.
+#[derive(Clone, Copy)]
+struct Item {
+    /// Memory-write event.
+    write: u32,
+    src_tile: u16,
+    /// Source word address of the item's first word.
+    src_word: u32,
+    read_event: u32,
+    /// 64-bit item: route direction the format must show; 0 for 32-bit.
+    format: u32,
+}
+
 fn replay_receiver(
     view: &TileRowView<'_>,
     senders: &[Option<&[SendRun]>],
+    by_tile: &[Option<&DecodedRow>],
     moves: &mut Vec<WordMove>,
 ) -> Result<(), ReceiveError> {
     let d = view.tile;
     let row = view.row;
     let lag = pic_lag(d);
     let end = row.events;
-    // Received items in mux-event order: (mux event, src tile, src word, read event).
-    let mut items: Vec<(u32, u16, u32, u32)> = Vec::new();
-    let mut pics: Vec<(u32, u32)> = Vec::new();
-    let mut current = XPIC_NEUTRAL;
-    let mut since = 0u32;
-    let close = |source: u32, from: u32, to: u32, items: &mut Vec<(u32, u16, u32, u32)>| {
-        if source == XPIC_NEUTRAL || from >= to {
-            return Ok(());
-        }
-        let s = PhysicalTile::new(source).map_err(|_| ReceiveError::BadSource {
+    let source_tile = |event: u32, source: u32| {
+        PhysicalTile::new(source).map_err(|_| ReceiveError::BadSource {
             tile: d,
-            event: from,
+            event,
             source,
-        })?;
-        let runs = senders[s.index()].unwrap_or(&[]);
-        let offset = i64::from(mux_time(s, d)) + 1;
-        let bit = u32::from(direction(s, d).sctl_bit());
-        let mut e = from;
-        while e < to {
-            let se = i64::from(e) - offset;
-            let hit = u32::try_from(se)
-                .ok()
-                .and_then(|se| run_at(runs, se).map(|r| (se, r)))
-                .filter(|(_, r)| r.sctl & bit != 0 && r.sctl & 4 == 0);
-            let Some((se, r)) = hit else {
-                return Err(ReceiveError::NoSender {
-                    tile: d,
-                    event: e,
-                    source,
-                });
-            };
-            // The rest of this send run covers consecutive events.
-            let n = (to - e).min(r.start + r.items - se);
-            let first = r.word_address + (se - r.start);
-            for k in 0..n {
-                items.push((e + k, s.get(), first + k, se + k));
-            }
-            e += n;
-        }
-        Ok(())
+        })
     };
-    for c in &row.controls {
-        match c.kind {
-            ControlKind::Xpic(v) => {
-                close(current, since, c.event, &mut items)?;
-                current = v;
-                since = c.event;
-            }
-            ControlKind::PicPointer(p) => pics.push((c.event, p)),
-            ControlKind::XpicPaired(_) | ControlKind::PicFormat(_) => {
-                return Err(ReceiveError::PairedUnsupported {
-                    tile: d,
-                    event: c.event,
-                })
-            }
-        }
-    }
-    if current != XPIC_NEUTRAL {
+    let mut items: Vec<Item> = Vec::new();
+    // 32-bit stream.
+    let (ordinary, last) = selections(row, false);
+    if last != XPIC_NEUTRAL {
         return Err(ReceiveError::Overrun {
             tile: d,
             event: end,
             address: 0,
         });
     }
+    for sel in &ordinary {
+        let s = source_tile(sel.from, sel.source)?;
+        let runs = senders[s.index()].unwrap_or(&[]);
+        let offset = i64::from(mux_time(s, d)) + 1;
+        let bit = u32::from(direction(s, d).sctl_bit());
+        let mut e = sel.from;
+        while e < sel.to {
+            let se = i64::from(e) - offset;
+            let hit = u32::try_from(se)
+                .ok()
+                .and_then(|se| run_at(runs, se).map(|r| (se, r)))
+                .filter(|(_, r)| r.sctl & bit != 0 && r.sctl & SCTL_PAIRED == 0);
+            let Some((se, r)) = hit else {
+                return Err(ReceiveError::NoSender {
+                    tile: d,
+                    event: e,
+                    source: sel.source,
+                });
+            };
+            // The rest of this send run covers consecutive events.
+            let n = (sel.to - e).min(r.start + r.items - se);
+            let first = r.word_address + (se - r.start);
+            for k in 0..n {
+                items.push(Item {
+                    write: e + k + lag,
+                    src_tile: s.get(),
+                    src_word: first + k,
+                    read_event: se + k,
+                    format: 0,
+                });
+            }
+            e += n;
+        }
+    }
+    // Paired stream: selected by this tile or by its partner, never both.
+    let (own, own_last) = selections(row, true);
+    let partner = d.pair_partner();
+    let (theirs, _) =
+        by_tile[partner.index()].map_or((Vec::new(), XPIC_NEUTRAL), |r| selections(r, true));
+    if own_last != XPIC_NEUTRAL {
+        return Err(ReceiveError::Overrun {
+            tile: d,
+            event: end,
+            address: 0,
+        });
+    }
+    let (paired, owner) = match (own.first(), theirs.first()) {
+        (Some(a), Some(_)) => {
+            return Err(ReceiveError::PairedStreams {
+                tile: d,
+                event: a.from,
+            })
+        }
+        (Some(_), None) => (own, d),
+        (None, Some(_)) => (theirs, partner),
+        (None, None) => (Vec::new(), d),
+    };
+    for sel in &paired {
+        if let Some(o) = ordinary.iter().find(|o| o.from < sel.to && sel.from < o.to) {
+            return Err(ReceiveError::PairedStreams {
+                tile: d,
+                event: o.from.max(sel.from),
+            });
+        }
+        let s = source_tile(sel.from, sel.source ^ u32::from(owner.get() & 2))?;
+        let runs = senders[s.index()].unwrap_or(&[]);
+        let t = mux_time(s, d).max(mux_time(s, partner));
+        let offset = i64::from(t) + 1;
+        let bit = u32::from(direction(s, d).sctl_bit());
+        for e in sel.from..sel.to {
+            let se = i64::from(e) - offset;
+            let hit = u32::try_from(se)
+                .ok()
+                .and_then(|se| run_at(runs, se).map(|r| (se, r)))
+                .filter(|(_, r)| r.sctl & bit != 0 && r.sctl & SCTL_PAIRED != 0);
+            let Some((se, r)) = hit else {
+                return Err(ReceiveError::NoSender {
+                    tile: d,
+                    event: e,
+                    source: sel.source,
+                });
+            };
+            items.push(Item {
+                write: e + lag + 1,
+                src_tile: s.get(),
+                src_word: (r.word_address + (se - r.start)).wrapping_mul(2),
+                read_event: se,
+                format: bit,
+            });
+        }
+    }
+    items.sort_unstable_by_key(|i| i.write);
+    let mut pics: Vec<(u32, u32)> = Vec::new();
+    let mut formats: Vec<(u32, u32)> = Vec::new();
+    for c in &row.controls {
+        match c.kind {
+            ControlKind::PicPointer(p) => pics.push((c.event, p)),
+            ControlKind::PicFormat(f) => formats.push((c.event, f)),
+            ControlKind::Xpic(_) | ControlKind::XpicPaired(_) => {}
+        }
+    }
+    if let Some(&(event, f)) = formats.last() {
+        let tail = event + PAIRED_ROW_TAIL_EVENTS;
+        if f != 0 || tail > end {
+            return Err(ReceiveError::Overrun {
+                tile: d,
+                event: tail.min(end),
+                address: 0,
+            });
+        }
+    }
+    let format_at = |q: u32| {
+        let idx = formats.partition_point(|f| f.0 <= q);
+        idx.checked_sub(1).map_or(0, |i| formats[i].1)
+    };
     // Writes: merge with PIC pointer updates in event order.
     let mut pointer: Option<u32> = None;
     let mut pi = 0;
@@ -149,15 +322,47 @@ fn replay_receiver(
         let (lo, hi) = (effective_element(a), effective_element(b.max(a + 1) - 1));
         (lo, hi)
     });
-    for &(e, src_tile, src_word, read_event) in &items {
-        let w = e + lag;
+    let mut previous_write: Option<u32> = None;
+    for it in &items {
+        let w = it.write;
         while pi < pics.len() && pics[pi].0 <= w {
             pointer = Some(pics[pi].1);
             pi += 1;
         }
         let address = pointer.map_or(0, |p| p.wrapping_mul(4));
-        if pointer.is_none() || !(TILE_MEMORY_BASE..TILE_MEMORY_END).contains(&address) {
+        let words = if it.format == 0 { 1 } else { 2 };
+        let fits = address
+            .checked_add(4 * words)
+            .is_some_and(|e| e <= TILE_MEMORY_END);
+        if pointer.is_none() || address < TILE_MEMORY_BASE || !fits {
             return Err(ReceiveError::OutsideMemory {
+                tile: d,
+                event: w,
+                address,
+            });
+        }
+        if previous_write == Some(w) {
+            return Err(ReceiveError::WriteClash {
+                tile: d,
+                event: w,
+                address,
+            });
+        }
+        previous_write = Some(w);
+        let shown = if it.format == 0 {
+            format_at(w)
+        } else {
+            format_at(w.saturating_sub(2))
+        };
+        if shown != it.format {
+            return Err(ReceiveError::FormatMismatch {
+                tile: d,
+                event: w,
+                address,
+            });
+        }
+        if it.format != 0 && !address.is_multiple_of(8) {
+            return Err(ReceiveError::PairedMisaligned {
                 tile: d,
                 event: w,
                 address,
@@ -170,25 +375,28 @@ fn replay_receiver(
                 address,
             });
         }
-        if let Some((lo, hi)) = fetch_mask {
-            let el = effective_element(address);
-            if (lo..=hi).contains(&el) {
-                return Err(ReceiveError::FetchClash {
-                    tile: d,
-                    event: w,
-                    address,
-                });
+        for k in 0..words {
+            let a = address + 4 * k;
+            if let Some((lo, hi)) = fetch_mask {
+                let el = effective_element(a);
+                if (lo..=hi).contains(&el) {
+                    return Err(ReceiveError::FetchClash {
+                        tile: d,
+                        event: w,
+                        address: a,
+                    });
+                }
             }
+            moves.push(WordMove {
+                dst_tile: d.get(),
+                dst_word: a / 4,
+                src_tile: it.src_tile,
+                src_word: it.src_word + k,
+                read_event: it.read_event,
+                write_event: w,
+            });
         }
-        moves.push(WordMove {
-            dst_tile: d.get(),
-            dst_word: address / 4,
-            src_tile,
-            src_word,
-            read_event,
-            write_event: w,
-        });
-        pointer = pointer.map(|p| p + 1);
+        pointer = pointer.map(|p| p + words);
     }
     Ok(())
 }

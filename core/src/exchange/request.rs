@@ -9,10 +9,12 @@ use crate::target::topology::PhysicalTile;
 
 /// Item width a transfer asks for.
 ///
-/// `Paired64` requests a 64-bit paired transfer (§2.6). The scheduler currently
-/// falls back to 32-bit rows for every paired request — the fallback ipu-stack
-/// also uses whenever the paired rules cannot be met — so the bytes delivered
-/// are the same, only the item width on the fabric differs.
+/// `Paired64` requests a 64-bit paired transfer (§2.6). Receivers that meet
+/// the §2.6 rules (complete physical pairs, ≥ 64 items, one paired sender per
+/// receiver pair per phase, no coincident paired controls) get 64-bit items;
+/// the others get 32-bit items — the fallback ipu-stack also uses — so the
+/// bytes delivered are the same either way. See `exchange::plan_pairing` and
+/// `ScheduledPhase::pairing` for what happened to each request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Width {
     /// One 32-bit word per event.

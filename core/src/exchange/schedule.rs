@@ -20,8 +20,12 @@ use alloc::vec::Vec;
 
 use super::error::{ExchangeError, Result};
 use super::intervals::{BusyIntervals, Slot};
-use super::request::{element_mask, ExchangePhase};
-use crate::target::exchange_model::{pic_lag, GUARD_EVENTS};
+use super::pairing::{plan_pairing, TransferPairing};
+use super::request::{element_mask, ExchangePhase, Transfer};
+use super::timeline::paired_source_event;
+use crate::target::exchange_model::{
+    paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
+};
 use crate::target::topology::{mux_time, PhysicalTile, TILE_COUNT};
 
 /// Scheduler knobs.
@@ -57,8 +61,22 @@ pub struct Piece {
     pub words: u32,
     /// Sender's first event `S`.
     pub start: u64,
-    /// Indices into the transfer's destinations.
+    /// Indices into the transfer's destinations; for a paired piece, the
+    /// receiving pairs as consecutive (early, late) members.
     pub destinations: Vec<u16>,
+    /// Sent as 64-bit items (§2.6): `words / 2` events.
+    pub paired: bool,
+}
+
+impl Piece {
+    /// Events the sender streams this piece for.
+    pub fn events(&self) -> u32 {
+        if self.paired {
+            self.words / 2
+        } else {
+            self.words
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,9 +102,20 @@ struct TileState {
     /// [`schedule_pieces_avoiding`] for tiles whose row could not be aligned.
     single_controls: bool,
     windows: Vec<Window>,
+    /// Control events of paired receives: nothing else may share them
+    /// (coincident paired controls fault, §2.6).
+    strict: BTreeSet<u64>,
 }
 
 impl TileState {
+    /// Is the stream free on `[start, end)`? Otherwise the first event worth trying.
+    fn free(list: &BusyIntervals, start: u64, end: u64) -> core::result::Result<(), u64> {
+        match list.slot(start) {
+            Slot::BusyUntil(b) => Err(b),
+            Slot::FreeUntil(f) if f < end => Err(f),
+            Slot::FreeUntil(_) => Ok(()),
+        }
+    }
     /// Is `c` (a receive control on this tile) on one of its sends' first two events?
     fn control_blocked(&self, c: u64) -> bool {
         self.send_starts.contains(&c) || (c > 0 && self.send_starts.contains(&(c - 1)))
@@ -128,6 +157,8 @@ impl TileState {
 struct Job {
     transfer: usize,
     destinations: Vec<u16>,
+    /// 64-bit items to receiver pairs (`destinations` = early, late, …).
+    paired: bool,
 }
 
 /// Splits multicasts whose receivers would be hard to align into smaller
@@ -141,30 +172,82 @@ struct Job {
 /// sender may grow its load to `sender_budget_percent` of the lower bound.
 fn split_multicasts(
     phase: &ExchangePhase,
+    pairing: &[TransferPairing],
     out_load: &[u64],
     lower_bound: u64,
     options: ScheduleOptions,
 ) -> Vec<Job> {
     let mut jobs = Vec::new();
+    let budget = lower_bound * u64::from(options.sender_budget_percent) / 100;
     for (ti, t) in phase.transfers.iter().enumerate() {
-        let fanout = t.destinations.len();
         let load = out_load[t.source.index()].max(1);
-        let budget = lower_bound * u64::from(options.sender_budget_percent) / 100;
-        let groups = ((budget / load) as usize).clamp(1, fanout);
-        // Receivers sorted by route offset so a group's members start close together.
-        let mut idx: Vec<u16> = (0..fanout as u16).collect();
-        idx.sort_by_key(|&k| (mux_time(t.source, t.destinations[usize::from(k)].tile), k));
-        let per = fanout.div_ceil(groups);
-        for chunk in idx.chunks(per) {
-            let mut destinations = chunk.to_vec();
-            destinations.sort_unstable();
-            jobs.push(Job {
-                transfer: ti,
-                destinations,
+        let groups = (budget / load) as usize;
+        let plan = &pairing[ti];
+        if !plan.singles.is_empty() {
+            // Receivers sorted by route offset so a group's members start close together.
+            let mut idx = plan.singles.clone();
+            idx.sort_by_key(|&k| (mux_time(t.source, t.destinations[usize::from(k)].tile), k));
+            let per = idx.len().div_ceil(groups.clamp(1, idx.len()));
+            for chunk in idx.chunks(per) {
+                let mut destinations = chunk.to_vec();
+                destinations.sort_unstable();
+                jobs.push(Job {
+                    transfer: ti,
+                    destinations,
+                    paired: false,
+                });
+            }
+        }
+        if !plan.pairs.is_empty() {
+            let mut pairs = plan.pairs.clone();
+            pairs.sort_by_key(|p| {
+                let e = t.destinations[usize::from(p.early)].tile;
+                (paired_source_event(0, t.source, e), p.early)
             });
+            let per = pairs.len().div_ceil(groups.clamp(1, pairs.len()));
+            for chunk in pairs.chunks(per) {
+                jobs.push(Job {
+                    transfer: ti,
+                    destinations: chunk.iter().flat_map(|p| [p.early, p.late]).collect(),
+                    paired: true,
+                });
+            }
         }
     }
     jobs
+}
+
+/// Events each tile streams out and in, given the pairing decisions: a
+/// paired transfer costs `words / 2` events on the sender, its partner
+/// (partner busy) and each receiver (plus the two guard events of a paired
+/// receive window).
+pub(crate) fn event_loads(
+    phase: &ExchangePhase,
+    pairing: &[TransferPairing],
+) -> (Vec<u64>, Vec<u64>) {
+    let n = usize::from(TILE_COUNT);
+    let (mut out, mut inc) = (alloc::vec![0u64; n], alloc::vec![0u64; n]);
+    for (t, plan) in phase.transfers.iter().zip(pairing) {
+        let words = u64::from(t.words);
+        if !plan.singles.is_empty() {
+            out[t.source.index()] += words;
+            for &k in &plan.singles {
+                inc[t.destinations[usize::from(k)].tile.index()] += words;
+            }
+        }
+        if !plan.pairs.is_empty() {
+            let items = words / 2;
+            out[t.source.index()] += items;
+            out[t.source.pair_partner().index()] += items;
+            inc[t.source.pair_partner().index()] += items;
+            for p in &plan.pairs {
+                for k in [p.early, p.late] {
+                    inc[t.destinations[usize::from(k)].tile.index()] += items + 2;
+                }
+            }
+        }
+    }
+    (out, inc)
 }
 
 struct Receiver {
@@ -191,14 +274,15 @@ pub fn schedule_pieces_avoiding(
     single_control_tiles: &[PhysicalTile],
 ) -> Result<Vec<Piece>> {
     phase.validate()?;
-    let (out_load, in_load) = phase.loads();
+    let (pairing, _, _) = plan_pairing(phase);
+    let (out_load, in_load) = event_loads(phase, &pairing);
     let lower_bound = out_load
         .iter()
         .chain(in_load.iter())
         .copied()
         .max()
         .unwrap_or(0);
-    let jobs = split_multicasts(phase, &out_load, lower_bound, options);
+    let jobs = split_multicasts(phase, &pairing, &out_load, lower_bound, options);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     let priority = |j: &Job| {
         let t = &phase.transfers[j.transfer];
@@ -228,6 +312,10 @@ pub fn schedule_pieces_avoiding(
     for &ji in &order {
         let ti = jobs[ji].transfer;
         let t = &phase.transfers[ti];
+        if jobs[ji].paired {
+            pieces.push(place_paired(&mut tiles, ti, t, &jobs[ji].destinations)?);
+            continue;
+        }
         let receivers: Vec<Receiver> = jobs[ji]
             .destinations
             .iter()
@@ -275,6 +363,7 @@ pub fn schedule_pieces_avoiding(
                         words: len as u32,
                         start,
                         destinations: receivers.iter().map(|r| r.index).collect(),
+                        paired: false,
                     });
                     remaining -= len;
                     offset += len;
@@ -375,6 +464,8 @@ fn placement_problem(
             let p = x + r.lag;
             if rt.control_blocked(x)
                 || rt.control_blocked(p)
+                || rt.strict.contains(&x)
+                || rt.strict.contains(&p)
                 || rt.control_crowded(x)
                 || rt.control_crowded(p)
                 || rt.xpic_doubles(x)
@@ -384,6 +475,7 @@ fn placement_problem(
             }
             let own_double = rt.single_controls && x + m == p;
             if rt.control_blocked(x + m)
+                || rt.strict.contains(&(x + m))
                 || rt.control_crowded(x + m)
                 || rt.xpic_doubles(x + m)
                 || own_double
@@ -442,4 +534,154 @@ fn place(
             send: false,
         });
     }
+}
+
+/// Places one paired job as a single piece (§2.6): the earliest sender start
+/// `S` where the sender streams `words / 2` items, its partner is idle
+/// (partner busy), and every member of every receiving pair is free from one
+/// event before its source select to one event after the stream (the paired
+/// memory writes lag one event more than 32-bit ones, so the margins keep
+/// neighbouring 32-bit writes and the format window apart), with every
+/// paired control on an event no other control uses.
+///
+/// "Partner busy" (§2.6: the sender's partner is reserved for the sender's
+/// row): read conservatively as "the partner neither sends nor receives
+/// while the paired message streams".
+fn place_paired(
+    tiles: &mut [TileState],
+    transfer: usize,
+    t: &Transfer,
+    destinations: &[u16],
+) -> Result<Piece> {
+    let items = u64::from(t.words / 2);
+    let guard = u64::from(GUARD_EVENTS);
+    let partner = t.source.pair_partner();
+    struct Member {
+        tile: PhysicalTile,
+        /// Source select relative to `S`.
+        offset: i64,
+        format_lag: u64,
+        owns: bool,
+        address: u32,
+    }
+    let mut members = Vec::with_capacity(destinations.len());
+    for pair in destinations.chunks(2) {
+        let [early, late] = pair else {
+            return Err(ExchangeError::Internal("paired job with an odd receiver"));
+        };
+        let e = t.destinations[usize::from(*early)].tile;
+        let offset = paired_source_event(0, t.source, e);
+        for (k, owns) in [(*early, true), (*late, false)] {
+            let d = t.destinations[usize::from(k)];
+            members.push(Member {
+                tile: d.tile,
+                offset,
+                format_lag: u64::from(paired_format_lag(d.tile)),
+                owns,
+                address: d.address,
+            });
+        }
+    }
+    let earliest = members
+        .iter()
+        .map(|m| (2 - m.offset).max(0) as u64)
+        .max()
+        .unwrap_or(0);
+    let src_mask = element_mask(t.source_address, t.words * 4);
+    let mut s = earliest;
+    let mut steps = 0u64;
+    let start = 'search: loop {
+        steps += 1;
+        if steps > 50_000_000 {
+            return Err(ExchangeError::Internal("paired placement made no progress"));
+        }
+        let st = &tiles[t.source.index()];
+        if let Err(next) = TileState::free(&st.out, s, s + items) {
+            s = next.max(s + 1);
+            continue;
+        }
+        if st.send_blocked(s) {
+            s += 1;
+            continue;
+        }
+        if let Some(next) = st.window_clash(src_mask, s, s + items + guard, true) {
+            s = next.max(s + 1);
+            continue;
+        }
+        let pt = &tiles[partner.index()];
+        for list in [&pt.out, &pt.inc] {
+            if let Err(next) = TileState::free(list, s, s + items) {
+                s = next.max(s + 1);
+                continue 'search;
+            }
+        }
+        for m in &members {
+            let rt = &tiles[m.tile.index()];
+            let x = (s as i64 + m.offset) as u64;
+            if let Err(next) = TileState::free(&rt.inc, x - 1, x + items + 1) {
+                s = ((next as i64 + 1 - m.offset).max(s as i64 + 1)) as u64;
+                continue 'search;
+            }
+            let f = x + m.format_lag;
+            let p = f + u64::from(PAIRED_POINTER_AFTER_FORMAT);
+            let own = [x, x + items];
+            let controls = [f, p, f + items];
+            let mine = if m.owns { &own[..] } else { &[][..] };
+            for &c in mine.iter().chain(controls.iter()) {
+                if rt.control_blocked(c) || rt.controls.contains(&c) || rt.control_crowded(c) {
+                    s += 1;
+                    continue 'search;
+                }
+            }
+            let mask = element_mask(m.address, t.words * 4);
+            if let Some(next) = rt.window_clash(mask, p, p + items + guard, false) {
+                s = ((next as i64 - m.offset - m.format_lag as i64).max(s as i64 + 1)) as u64;
+                continue 'search;
+            }
+        }
+        break s;
+    };
+    let st = &mut tiles[t.source.index()];
+    st.out.insert(start, start + items);
+    st.send_starts.insert(start);
+    st.windows.push(Window {
+        mask: src_mask,
+        start,
+        end: start + items + guard,
+        send: true,
+    });
+    let pt = &mut tiles[partner.index()];
+    pt.out.insert(start, start + items);
+    pt.inc.insert(start, start + items);
+    for m in &members {
+        let rt = &mut tiles[m.tile.index()];
+        let x = (start as i64 + m.offset) as u64;
+        let f = x + m.format_lag;
+        let p = f + u64::from(PAIRED_POINTER_AFTER_FORMAT);
+        rt.inc.insert(x - 1, x + items + 1);
+        let mut events = alloc::vec![f, p, f + items];
+        if m.owns {
+            events.extend([x, x + items]);
+            rt.xpic_events.extend([x, x + items]);
+        }
+        rt.pic_events.extend([f, p, f + items]);
+        for c in events {
+            rt.controls.insert(c);
+            rt.strict.insert(c);
+        }
+        rt.windows.push(Window {
+            mask: element_mask(m.address, t.words * 4),
+            start: p,
+            end: p + items + guard,
+            send: false,
+        });
+    }
+    Ok(Piece {
+        transfer,
+        offset: 0,
+        words: t.words,
+        start,
+        destinations: destinations.to_vec(),
+        paired: true,
+    })
 }

@@ -248,3 +248,172 @@ fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
         check_phase(&phase, &s.rows).unwrap();
     }
 }
+
+/// A 64-bit request to a complete physical pair is sent as 64-bit items
+/// (§2.6): one paired message, paired XPIC on the early member only, PIC
+/// format on both, and every word delivered.
+#[test]
+fn paired_request_to_a_complete_pair_moves_64_bit_items() {
+    // Logical 10 and 11 are physical partners (§1.1).
+    let (a, b) = (tile(10), tile(11));
+    assert_eq!(a.pair_partner(), b);
+    let phase = ExchangePhase {
+        transfers: vec![
+            Transfer {
+                source: tile(0),
+                source_address: 0x60000,
+                words: 300,
+                destinations: vec![
+                    Destination {
+                        tile: a,
+                        address: 0x70000,
+                    },
+                    Destination {
+                        tile: b,
+                        address: 0x71000,
+                    },
+                ],
+                width: Width::Paired64,
+            },
+            // A 32-bit transfer into the same pair member, before or after.
+            unicast(5, 0x60000, 100, 10, 0x72000),
+        ],
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    assert_eq!(s.pairing.paired, 1);
+    assert_eq!(s.pairing.paired_words, 600);
+    let paired: Vec<&Piece> = s.pieces.iter().filter(|p| p.paired).collect();
+    assert_eq!(paired.len(), 1);
+    assert_eq!(paired[0].events(), 150);
+    let report = check_phase(&phase, &s.rows).unwrap();
+    assert_eq!(report.words_delivered, 700);
+    let sender = decode_row(&s.rows[tile(0).index()].words).unwrap();
+    assert!(sender.sends.iter().all(|r| r.sctl & 4 != 0));
+    assert_eq!(sender.sends.iter().map(|r| r.items).sum::<u32>(), 150);
+    let owners: Vec<bool> = [a, b]
+        .iter()
+        .map(|t| {
+            decode_row(&s.rows[t.index()].words)
+                .unwrap()
+                .controls
+                .iter()
+                .any(|c| matches!(c.kind, ControlKind::XpicPaired(_)))
+        })
+        .collect();
+    assert_eq!(owners.iter().filter(|&&o| o).count(), 1, "{owners:?}");
+    for t in [a, b] {
+        let row = decode_row(&s.rows[t.index()].words).unwrap();
+        let formats: Vec<u32> = row
+            .controls
+            .iter()
+            .filter_map(|c| match c.kind {
+                ControlKind::PicFormat(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(formats.len(), 2);
+        assert_eq!(formats[1], 0);
+    }
+    assert_eq!(s.paired_setup.len(), 2);
+    assert!(s
+        .paired_setup
+        .iter()
+        .all(|p| p.muxpair == u32::from(tile(0).pair_partner().get())));
+}
+
+/// 64-bit requests that break a §2.6 rule fall back to 32-bit items and are
+/// counted by reason.
+#[test]
+fn paired_requests_fall_back_with_reasons() {
+    let pair = |src: u32, words: u32, dsts: &[u32], base: u32| Transfer {
+        source: tile(src),
+        source_address: 0x60000,
+        words,
+        destinations: dsts
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| Destination {
+                tile: tile(d),
+                address: base + 0x2000 * k as u32,
+            })
+            .collect(),
+        width: Width::Paired64,
+    };
+    let phase = ExchangePhase {
+        transfers: vec![
+            pair(0, 100, &[10, 11], 0x70000),     // 50 items < 64
+            pair(2, 200, &[20], 0x70000),         // partner missing
+            pair(4, 200, &[30, 31, 32], 0x70000), // 30/31 paired, 32 single
+            pair(6, 200, &[30, 31], 0x78000),     // pair taken by tile 4
+        ],
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let r = &s.pairing;
+    assert_eq!(
+        (r.requested, r.paired, r.partial, r.fell_back),
+        (4, 0, 1, 3)
+    );
+    assert_eq!(r.reasons[&PairedFallback::TooFewItems], 2);
+    assert_eq!(r.reasons[&PairedFallback::IncompletePair], 2);
+    assert_eq!(r.reasons[&PairedFallback::PairTakenByOtherSender], 2);
+    check_phase(&phase, &s.rows).unwrap();
+}
+
+/// The checker rejects paired rows whose format or item width is wrong.
+#[test]
+fn checker_rejects_broken_paired_rows() {
+    let phase = ExchangePhase {
+        transfers: vec![Transfer {
+            source: tile(0),
+            source_address: 0x60000,
+            words: 256,
+            destinations: vec![
+                Destination {
+                    tile: tile(10),
+                    address: 0x70000,
+                },
+                Destination {
+                    tile: tile(11),
+                    address: 0x71000,
+                },
+            ],
+            width: Width::Paired64,
+        }],
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    // Late or early member: drop its format-on write (turn it into a delay).
+    let mut rows = s.rows.clone();
+    let r = &mut rows[tile(11).index()];
+    let d = decode_row(&r.words).unwrap();
+    let f = d
+        .controls
+        .iter()
+        .find(|c| c.kind == ControlKind::PicFormat(1) || c.kind == ControlKind::PicFormat(2))
+        .unwrap();
+    let ti = d
+        .instructions
+        .iter()
+        .find(|i| i.word_index == f.word_index)
+        .unwrap();
+    let crate::target::isa::Instruction::DelayPic { n, .. } = ti.instruction else {
+        panic!("format written by {:?}", ti.instruction)
+    };
+    r.words[f.word_index] =
+        crate::target::isa::encode(&crate::target::isa::Instruction::Delay { n })
+            .unwrap()
+            .words()[0];
+    assert!(matches!(
+        check_phase(&phase, &rows),
+        Err(ExchangeError::Receive(ReceiveError::FormatMismatch { .. }))
+    ));
+    // Sender: 32-bit items where 64-bit ones are expected.
+    let mut rows = s.rows.clone();
+    let r = &mut rows[tile(0).index()];
+    let d = decode_row(&r.words).unwrap();
+    let first = d.sends[0].word_index;
+    r.words[first] &= !4;
+    assert!(matches!(
+        check_phase(&phase, &rows),
+        Err(ExchangeError::Receive(ReceiveError::NoSender { .. }))
+    ));
+}

@@ -8,12 +8,27 @@ use alloc::vec::Vec;
 use super::error::{ExchangeError, Result};
 use super::request::ExchangePhase;
 use super::schedule::Piece;
-use crate::target::exchange_model::{pic_lag, GUARD_EVENTS, MIN_SENDER_ROW_EVENTS, XPIC_NEUTRAL};
+use crate::target::exchange_model::{
+    paired_format_lag, pic_lag, GUARD_EVENTS, MIN_SENDER_ROW_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
+    PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
+};
 use crate::target::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
-/// One outgoing message: `items` consecutive words from `word_address`
+/// Event at which the early member of a receiving pair selects a paired
+/// stream whose sender starts at `start` (§2.6): `max(T(s,d), T(s,d^2))`
+/// after the sender's start, plus one event as on the 32-bit path (§2.5).
+/// §2.6 gives `source_event` relative to a shift but does not state the
+/// sender's start on the same clock; we keep the 32-bit relation `X = S + T + 1`
+/// with the later member's `T` (an assumption; the replay uses the same rule).
+pub fn paired_source_event(start: u64, sender: PhysicalTile, member: PhysicalTile) -> i64 {
+    let t = mux_time(sender, member).max(mux_time(sender, member.pair_partner()));
+    start as i64 + i64::from(t) + 1
+}
+
+/// One outgoing message: `items` consecutive items from `word_address`
 /// starting at event `start`, on the routes in `sctl` (bit 0 = direction 1,
-/// bit 1 = direction 2).
+/// bit 1 = direction 2, bit 2 = 64-bit items; then `word_address` counts
+/// 8-byte units, §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutgoingMessage {
     pub start: u32,
@@ -23,14 +38,19 @@ pub struct OutgoingMessage {
 }
 
 /// Receive controls that take effect at one event (at most one XPIC and one
-/// PIC pointer write, §2.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// PIC write, §2.4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ControlEvent {
     pub event: u32,
     /// New XPIC source (physical tile id or `0x640`).
     pub xpic: Option<u32>,
-    /// New PIC pointer (absolute word address; `$INCOMING_BASE` = 0).
+    /// New PIC value: a pointer (absolute word address; `$INCOMING_BASE` = 0)
+    /// or, with `pic_format`, the 64-bit receive format.
     pub pic: Option<u32>,
+    /// `xpic` selects the paired (64-bit) stream (§2.4 selector 1).
+    pub xpic_paired: bool,
+    /// `pic` is the PIC format (§2.4 selector 1), not the pointer.
+    pub pic_format: bool,
 }
 
 /// Everything one tile's row does in a phase.
@@ -56,6 +76,20 @@ struct Incoming {
     words: u64,
     source: u32,
     dst_word: u32,
+    /// A paired stream: `x` is the source event, `words` counts 64-bit
+    /// items; `Some(true)` on the member that owns the paired XPIC.
+    paired: Option<bool>,
+    /// PIC format of a paired receive: the route direction (§2.6).
+    format: u32,
+}
+
+/// A control before grouping by event.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Raw {
+    Xpic(u32),
+    XpicPaired(u32),
+    Pic(u32),
+    PicFormat(u32),
 }
 
 fn to_event(e: u64) -> Result<u32> {
@@ -73,32 +107,67 @@ pub fn build_timelines(phase: &ExchangePhase, pieces: &[Piece]) -> Result<Vec<Ti
             .transfers
             .get(p.transfer)
             .ok_or(ExchangeError::Internal("piece names a missing transfer"))?;
-        let mut sctl = 0u32;
-        for &k in &p.destinations {
-            let d = t
-                .destinations
+        let dest = |k: u16| {
+            t.destinations
                 .get(usize::from(k))
-                .ok_or(ExchangeError::Internal("piece names a missing destination"))?;
-            sctl |= u32::from(direction(t.source, d.tile).sctl_bit());
-            let x = p.start as i64 + i64::from(mux_time(t.source, d.tile)) + 1;
-            if x < 1 {
-                return Err(ExchangeError::Internal("XPIC select before event 1"));
+                .ok_or(ExchangeError::Internal("piece names a missing destination"))
+        };
+        let mut sctl = 0u32;
+        // Events the sender streams: one per word, or per 64-bit item.
+        let items = if p.paired { p.words / 2 } else { p.words };
+        if p.paired {
+            // §2.6: both members of each pair get the stream; the early one
+            // selects it at `S + max(T(s,d), T(s,d^2)) + 1` (see `paired_source_event`).
+            for pair in p.destinations.chunks(2) {
+                let [early, late] = pair else {
+                    return Err(ExchangeError::Internal("paired piece with an odd receiver"));
+                };
+                let (e, l) = (dest(*early)?, dest(*late)?);
+                sctl |= u32::from(direction(t.source, e.tile).sctl_bit())
+                    | u32::from(direction(t.source, l.tile).sctl_bit());
+                let x = paired_source_event(p.start, t.source, e.tile);
+                if x < 1 {
+                    return Err(ExchangeError::Internal("paired select before event 1"));
+                }
+                for (d, owns) in [(e, true), (l, false)] {
+                    incoming[d.tile.index()].push(Incoming {
+                        x: x as u64,
+                        words: u64::from(items),
+                        source: u32::from(t.source.get() ^ (e.tile.get() & 2)),
+                        dst_word: d.address / 4 + p.offset,
+                        paired: Some(owns),
+                        format: u32::from(direction(t.source, d.tile).sctl_bit()),
+                    });
+                }
             }
-            incoming[d.tile.index()].push(Incoming {
-                x: x as u64,
-                words: u64::from(p.words),
-                source: u32::from(t.source.get()),
-                dst_word: d.address / 4 + p.offset,
-            });
+            sctl |= SCTL_PAIRED;
+        } else {
+            for &k in &p.destinations {
+                let d = dest(k)?;
+                sctl |= u32::from(direction(t.source, d.tile).sctl_bit());
+                let x = p.start as i64 + i64::from(mux_time(t.source, d.tile)) + 1;
+                if x < 1 {
+                    return Err(ExchangeError::Internal("XPIC select before event 1"));
+                }
+                incoming[d.tile.index()].push(Incoming {
+                    x: x as u64,
+                    words: u64::from(p.words),
+                    source: u32::from(t.source.get()),
+                    dst_word: d.address / 4 + p.offset,
+                    paired: None,
+                    format: 0,
+                });
+            }
         }
         let sender = &mut timelines[t.source.index()];
+        let first_word = t.source_address / 4 + p.offset;
         sender.messages.push(OutgoingMessage {
             start: to_event(p.start)?,
-            items: p.words,
-            word_address: t.source_address / 4 + p.offset,
+            items,
+            word_address: if p.paired { first_word / 2 } else { first_word },
             sctl,
         });
-        let end = p.start + u64::from(p.words) + u64::from(GUARD_EVENTS);
+        let end = p.start + u64::from(items) + u64::from(GUARD_EVENTS);
         let e = &mut ends[t.source.index()];
         *e = (*e).max(end).max(u64::from(MIN_SENDER_ROW_EVENTS));
     }
@@ -110,40 +179,66 @@ pub fn build_timelines(phase: &ExchangePhase, pieces: &[Piece]) -> Result<Vec<Ti
         let phys = PhysicalTile::new(tile as u32)
             .map_err(|_| ExchangeError::Internal("tile index out of range"))?;
         let lag = u64::from(pic_lag(phys));
-        // (event, is_pic, value)
-        let mut raw: Vec<(u64, bool, u32)> = Vec::with_capacity(list.len() * 3);
+        let mut raw: Vec<(u64, Raw)> = Vec::with_capacity(list.len() * 3);
         let mut pointer: Option<u32> = None;
         for (i, inc) in list.iter().enumerate() {
-            raw.push((inc.x, false, inc.source));
+            let e = &mut ends[tile];
+            if let Some(owns) = inc.paired {
+                // §2.6: format = route direction at F, pointer at F + 2,
+                // format 0 at F + items; the owner selects and tears down
+                // the paired stream; the row ends 7 events after the last control.
+                let f = inc.x + u64::from(paired_format_lag(phys));
+                if owns {
+                    raw.push((inc.x, Raw::XpicPaired(inc.source)));
+                    raw.push((inc.x + inc.words, Raw::XpicPaired(XPIC_NEUTRAL)));
+                }
+                raw.push((f, Raw::PicFormat(inc.format)));
+                raw.push((
+                    f + u64::from(PAIRED_POINTER_AFTER_FORMAT),
+                    Raw::Pic(inc.dst_word),
+                ));
+                raw.push((f + inc.words, Raw::PicFormat(0)));
+                *e = (*e).max(f + inc.words + u64::from(PAIRED_ROW_TAIL_EVENTS));
+                // 32-bit pointer continuation never spans a paired receive.
+                pointer = None;
+                continue;
+            }
+            raw.push((inc.x, Raw::Xpic(inc.source)));
             let stop = inc.x + inc.words;
-            if list.get(i + 1).map(|n| n.x) != Some(stop) {
-                raw.push((stop, false, XPIC_NEUTRAL));
+            let next = list.get(i + 1);
+            if next.map(|n| (n.x, n.paired.is_none())) != Some((stop, true)) {
+                raw.push((stop, Raw::Xpic(XPIC_NEUTRAL)));
             }
             if pointer != Some(inc.dst_word) {
-                raw.push((inc.x + lag, true, inc.dst_word));
+                raw.push((inc.x + lag, Raw::Pic(inc.dst_word)));
             }
             pointer = Some(inc.dst_word + inc.words as u32);
-            let e = &mut ends[tile];
             *e = (*e).max(inc.x + lag + inc.words + u64::from(GUARD_EVENTS));
         }
         raw.sort_unstable();
         let controls = &mut timelines[tile].controls;
-        for (event, is_pic, value) in raw {
+        for (event, r) in raw {
             let event = to_event(event)?;
             if controls.last().map(|c| c.event) != Some(event) {
                 controls.push(ControlEvent {
                     event,
-                    xpic: None,
-                    pic: None,
+                    ..ControlEvent::default()
                 });
             }
             let slot = controls
                 .last_mut()
                 .ok_or(ExchangeError::Internal("control list empty after push"))?;
-            let field = if is_pic {
-                &mut slot.pic
-            } else {
-                &mut slot.xpic
+            let (field, value) = match r {
+                Raw::Xpic(v) => (&mut slot.xpic, v),
+                Raw::XpicPaired(v) => {
+                    slot.xpic_paired = true;
+                    (&mut slot.xpic, v)
+                }
+                Raw::Pic(v) => (&mut slot.pic, v),
+                Raw::PicFormat(v) => {
+                    slot.pic_format = true;
+                    (&mut slot.pic, v)
+                }
             };
             if field.replace(value).is_some() {
                 return Err(ExchangeError::Internal(

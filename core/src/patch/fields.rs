@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use crate::exchange::{decode_row, RowDecodeError};
+use crate::target::exchange_model::SCTL_PAIRED;
 use crate::target::isa::{encode, Instruction, PicField, PicTarget};
 
 /// What an address field addresses.
@@ -22,8 +23,11 @@ pub struct AddressField {
     /// Index of the word in the row.
     pub word_index: usize,
     pub kind: AddressFieldKind,
-    /// The word address it holds.
+    /// The address it holds: in words, or in 8-byte units for the source of
+    /// a 64-bit send (`item_bytes` = 8).
     pub word_address: u32,
+    /// Bytes per unit of `word_address`: 8 for 64-bit sends, else 4.
+    pub item_bytes: u32,
     /// Event the instruction starts at.
     pub event: u32,
 }
@@ -33,16 +37,20 @@ pub fn address_fields(words: &[u32]) -> Result<Vec<AddressField>, RowDecodeError
     let row = decode_row(words)?;
     let mut out = Vec::new();
     for ti in &row.instructions {
-        let mut push = |word_index, kind, word_address| {
+        let mut push = |word_index, kind, word_address, item_bytes| {
             out.push(AddressField {
                 word_index,
                 kind,
                 word_address,
+                item_bytes,
                 event: ti.start,
             })
         };
+        let unit = |sctl: u32| if sctl & SCTL_PAIRED != 0 { 8 } else { 4 };
         match ti.instruction {
-            Instruction::Send { addr, .. } => push(ti.word_index, AddressFieldKind::Send, addr),
+            Instruction::Send { addr, sctl, .. } => {
+                push(ti.word_index, AddressFieldKind::Send, addr, unit(sctl))
+            }
             Instruction::SendPicP {
                 addr,
                 sctl,
@@ -51,22 +59,22 @@ pub fn address_fields(words: &[u32]) -> Result<Vec<AddressField>, RowDecodeError
                 ..
             } => {
                 if sctl != 0 {
-                    push(ti.word_index, AddressFieldKind::Send, addr);
+                    push(ti.word_index, AddressFieldKind::Send, addr, unit(sctl));
                 }
                 if psel == PicField::Pointer {
-                    push(ti.word_index + 1, AddressFieldKind::PicPointer, pic);
+                    push(ti.word_index + 1, AddressFieldKind::PicPointer, pic, 4);
                 }
             }
             Instruction::DelayPic {
                 sel: PicField::Pointer,
                 value,
                 ..
-            } => push(ti.word_index, AddressFieldKind::PicPointer, value),
+            } => push(ti.word_index, AddressFieldKind::PicPointer, value, 4),
             Instruction::SendPic {
                 sel: PicTarget::PicPointer,
                 value,
                 ..
-            } => push(ti.word_index, AddressFieldKind::PicPointer, value),
+            } => push(ti.word_index, AddressFieldKind::PicPointer, value, 4),
             _ => {}
         }
     }

@@ -185,7 +185,8 @@ pub fn repeat_patch_plan(
                 .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
             let mut words = Vec::with_capacity(iterations as usize);
             for i in 0..iterations {
-                let address = i64::from(field.word_address) + i64::from(i) * stride / 4;
+                let address = i64::from(field.word_address)
+                    + i64::from(i) * stride / i64::from(field.item_bytes);
                 let a = u32::try_from(address).map_err(|_| PatchError::AddressOutOfRange {
                     tile: row.tile,
                     word_index: field.word_index,

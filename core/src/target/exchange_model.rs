@@ -36,3 +36,24 @@ pub const WORD_BYTES: u32 = 4;
 pub fn pic_lag(receiver: PhysicalTile) -> u32 {
     PIC_LAG_BASE + PIC_LAG_PER_ROW * u32::from(receiver.row())
 }
+
+/// `sctl` bit selecting 64-bit (paired) items (§2.3).
+pub const SCTL_PAIRED: u32 = 4;
+/// A paired transfer moves at least this many 64-bit items (§2.6).
+pub const PAIRED_MIN_ITEMS: u32 = 64;
+/// Paired receive: PIC format is set at `source_event + 51 + 2·row(d)` (§2.6, §6).
+pub const PAIRED_FORMAT_LAG_BASE: u32 = 51;
+/// Paired receive: the PIC pointer is written this many events after the format (§2.6).
+pub const PAIRED_POINTER_AFTER_FORMAT: u32 = 2;
+/// A paired receiver's row ends this many events after its last control (§2.6).
+pub const PAIRED_ROW_TAIL_EVENTS: u32 = 7;
+/// `$INCOMING_FORMAT` of the pair member that owns the paired XPIC stream (§2.6).
+pub const INCOMING_FORMAT_EARLY: u32 = 1;
+/// `$INCOMING_FORMAT` of the other pair member (§2.6).
+pub const INCOMING_FORMAT_LATE: u32 = 2;
+
+/// Events from a paired stream's source select to the PIC format write:
+/// `51 + 2·row(d)` (§2.6).
+pub fn paired_format_lag(receiver: PhysicalTile) -> u32 {
+    PAIRED_FORMAT_LAG_BASE + PIC_LAG_PER_ROW * u32::from(receiver.row())
+}

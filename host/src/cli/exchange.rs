@@ -117,10 +117,35 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             .max()
             .unwrap_or(0)
     );
+    if scheduled.lower_bound_events != scheduled.lower_bound {
+        println!(
+            "with 64-bit items: lower_bound_events={} ratio_events={:.3}",
+            scheduled.lower_bound_events,
+            f64::from(scheduled.events) / scheduled.lower_bound_events.max(1) as f64
+        );
+    }
     println!(
         "words moved={} (checked; simulated bytes compared={})",
         run.words_moved, compared
     );
+    let p = &scheduled.pairing;
+    if p.requested > 0 {
+        let reasons: Vec<String> = p
+            .reasons
+            .iter()
+            .map(|(why, n)| format!("{n} receivers: {}", why.describe()))
+            .collect();
+        println!(
+            "paired: {} of {} 64-bit requests sent as 64-bit items, {} partly, {} fell back to 32-bit ({}); {} words moved as 64-bit items, {} paired pieces",
+            p.paired,
+            p.requested,
+            p.partial,
+            p.fell_back,
+            if reasons.is_empty() { "none".into() } else { reasons.join(", ") },
+            p.paired_words,
+            scheduled.pieces.iter().filter(|x| x.paired).count()
+        );
+    }
     println!(
         "wall: schedule={:.1}ms check={:.1}ms simulate={:.1}ms ({:.1} Mwords/s simulated fabric)",
         t_schedule.as_secs_f64() * 1e3,

@@ -383,7 +383,11 @@ impl FabricError {
                 | ReceiveError::Overrun { tile, .. }
                 | ReceiveError::OutsideMemory { tile, .. }
                 | ReceiveError::BadSource { tile, .. }
-                | ReceiveError::PairedUnsupported { tile, .. }
+                | ReceiveError::PairedStreams { tile, .. }
+                | ReceiveError::FormatMismatch { tile, .. }
+                | ReceiveError::PairedMisaligned { tile, .. }
+                | ReceiveError::WriteClash { tile, .. }
+                | ReceiveError::PartnerBusy { tile, .. }
                 | ReceiveError::FetchClash { tile, .. } => tile,
             },
         }
