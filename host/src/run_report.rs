@@ -90,7 +90,7 @@ pub fn print_compile_report(r: &CompileReport) {
         r.times.lowering_ms, r.times.placement_ms, r.times.emission_ms, r.times.packaging_ms
     );
     println!(
-        "memory: peak {} bytes/tile charged on tile {} after placement ({} support + {} live); planner bound {} ({} support + {} on tile {}); budget {} bytes/tile",
+        "memory: peak {} bytes/tile charged on tile {} after placement ({} support + {} live data incl. patch data); planner bound {} ({} support + {} on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",
         r.placed_peak_bytes,
         r.placed_peak_tile,
         SUPPORT_CHARGE_BYTES,
@@ -99,6 +99,8 @@ pub fn print_compile_report(r: &CompileReport) {
         SUPPORT_CHARGE_BYTES,
         r.estimated_peak_bytes,
         r.estimated_peak_tile,
+        r.patch_data_bytes_per_tile,
+        r.patch_allowance_bytes,
         TILE_MEMORY_BUDGET
     );
     println!(

@@ -22,6 +22,14 @@ pub enum EmitError {
     },
     /// A logical tile id outside the C600.
     Tile(TileOutOfRange),
+    /// A tile has patch data (Repeat tables, sharing lists) but no placed
+    /// block for it.
+    UnplacedPatchData {
+        /// Logical tile.
+        tile: u32,
+        /// Bytes of its patch data.
+        bytes: u32,
+    },
     /// A kernel has no entry in the kernel table.
     UnknownKernel {
         /// Kernel family name.
@@ -73,6 +81,10 @@ impl fmt::Display for EmitError {
                 buffer.0
             ),
             EmitError::Tile(e) => write!(f, "{e:?}"),
+            EmitError::UnplacedPatchData { tile, bytes } => write!(
+                f,
+                "logical tile {tile}: {bytes} bytes of patch data (Repeat tables, sharing lists) have no placed block"
+            ),
             EmitError::UnknownKernel { kernel } => {
                 write!(f, "kernel `{kernel}` has no entry in the kernel table")
             }

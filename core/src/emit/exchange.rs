@@ -184,7 +184,7 @@ fn wire_phase(
 }
 
 /// Schedules every exchange phase of `schedule` and shares rows per tile.
-pub(super) fn plan_exchange(
+pub fn plan_exchange(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
 ) -> Result<ExchangePlan, EmitError> {

@@ -20,13 +20,15 @@ mod error;
 mod exchange;
 mod program;
 mod repeat;
+mod tables;
 
 pub use error::EmitError;
-pub use exchange::{ExchangeSummary, PhaseRows};
+pub use exchange::{plan_exchange, ExchangePlan, ExchangeSummary, PhaseRows, TileRowUse};
 pub use program::{
-    area_label, emit_programs, kernel_stubs_source, kernel_symbol, step_label, Area, EmitInput,
-    EmittedProgram, KernelAbi,
+    area_label, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles, step_label, Area,
+    EmitInput, EmittedProgram, KernelAbi,
 };
+pub use tables::{PatchAddresses, PatchData};
 
 use crate::lower::BufferId;
 

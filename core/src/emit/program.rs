@@ -12,8 +12,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use super::exchange::{address, plan_exchange, ExchangePlan, ExchangeSummary};
+use super::exchange::{address, ExchangePlan};
 use super::repeat::RepeatFrame;
+use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
 use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
@@ -45,6 +46,11 @@ pub struct EmitInput<'a> {
     pub addresses: &'a dyn BufferAddresses,
     /// Kernel calling convention.
     pub kernels: &'a dyn KernelAbi,
+    /// Scheduled rows and patches ([`super::plan_exchange`] on the same
+    /// placement).
+    pub exchange: &'a ExchangePlan,
+    /// Where each tile's patch-data block ([`PatchData::for_tile`]) was placed.
+    pub patch_addresses: &'a dyn PatchAddresses,
 }
 
 /// One tile's generated program.
@@ -56,6 +62,9 @@ pub struct EmittedProgram {
     pub physical_tile: u16,
     /// Assembly source defining the global `ipuc_program`.
     pub source: String,
+    /// The tile's patch data and the address it was emitted for (`None`
+    /// when the tile patches nothing): a data block, not part of the image.
+    pub patch: Option<(u32, PatchData)>,
 }
 
 /// Symbol of a kernel family's entry.
@@ -87,35 +96,51 @@ pub fn step_label(index: StepIndex) -> String {
 
 /// Emits every tile's program. Tiles are those holding any buffer block or
 /// taking part in any step, in logical order.
-pub fn emit_programs(
-    input: &EmitInput<'_>,
-) -> Result<(Vec<EmittedProgram>, ExchangeSummary), EmitError> {
-    let exchange = plan_exchange(input.schedule, input.addresses)?;
+pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitError> {
     let tiles = tiles_used(input.schedule);
     let mut programs = Vec::with_capacity(tiles.len());
     for tile in tiles {
         let physical = LogicalTile::new(tile)?.physical();
+        let patch = PatchData::for_tile(input.exchange, physical.get());
+        let patch_base = if patch.bytes() == 0 {
+            0
+        } else {
+            input
+                .patch_addresses
+                .patch_base(tile)
+                .ok_or(EmitError::UnplacedPatchData {
+                    tile,
+                    bytes: patch.bytes(),
+                })?
+        };
         let mut w = TileWriter {
             input,
-            exchange: &exchange,
+            exchange: input.exchange,
             tile,
             physical: physical.get(),
             code: String::new(),
             args: String::new(),
-            repeat_tables: String::new(),
-            sharing_lists: String::new(),
+            patch: &patch,
+            patch_base,
             rows: String::new(),
             labels: 0,
             arg_blocks: BTreeMap::new(),
         };
         w.program()?;
+        let source = w.finish();
         programs.push(EmittedProgram {
             logical_tile: tile,
             physical_tile: physical.get(),
-            source: w.finish(),
+            source,
+            patch: (patch.bytes() > 0).then_some((patch_base, patch)),
         });
     }
-    Ok((programs, exchange.summary))
+    Ok(programs)
+}
+
+/// Logical tiles that get a program (hold a block or take part in a step).
+pub fn program_tiles(schedule: &TileSchedule) -> Vec<u32> {
+    tiles_used(schedule)
 }
 
 /// Logical tiles that hold a block or appear in a call or transfer, sorted.
@@ -148,10 +173,9 @@ struct TileWriter<'a, 'i> {
     code: String,
     /// Kernel argument blocks.
     args: String,
-    /// Repeat patch tables.
-    repeat_tables: String,
-    /// Row-sharing patch lists.
-    sharing_lists: String,
+    /// The tile's patch data (Repeat tables, sharing lists) and its base.
+    patch: &'a PatchData,
+    patch_base: u32,
     /// Stored exchange rows.
     rows: String,
     labels: u32,
@@ -192,8 +216,6 @@ impl TileWriter<'_, '_> {
         let mut s = self.code;
         for (area, text) in [
             (Area::Args, self.args),
-            (Area::RepeatTables, self.repeat_tables),
-            (Area::SharingLists, self.sharing_lists),
             (Area::Rows, self.rows),
             (Area::End, String::new()),
         ] {
@@ -297,37 +319,23 @@ impl TileWriter<'_, '_> {
             .and_then(|phase| phase.uses.get(&self.physical));
         if let Some(u) = &row_use {
             let row = row_label(u.stored);
-            if let Some(list) = &u.sharing {
-                let offs = self.fresh("share_offsets");
-                let vals = self.fresh("share_words");
-                let _ = writeln!(self.sharing_lists, "{offs}:");
-                for o in &list.offsets {
-                    let _ = writeln!(self.sharing_lists, "        .long {o:#x}");
-                }
-                let _ = writeln!(self.sharing_lists, "{vals}:");
-                for v in &list.words {
-                    let _ = writeln!(self.sharing_lists, "        .long {v:#010x}");
-                }
+            // Patch data lives in the tile's placed data block (tables.rs).
+            let patch = self.patch.phase(step).cloned().unwrap_or_default();
+            let base = self.patch_base;
+            if let Some((offs, vals, count)) = patch.sharing {
                 self.op(&format!("setzi $m2, {row}"));
-                self.op(&format!("setzi $m3, {offs}"));
-                self.op(&format!("setzi $m4, {vals}"));
-                self.op(&format!("setzi $m5, {}", list.offsets.len()));
+                self.op(&format!("setzi $m3, {:#x}", base + offs));
+                self.op(&format!("setzi $m4, {:#x}", base + vals));
+                self.op(&format!("setzi $m5, {count}"));
                 self.op(&format!("call $m9, {}", symbols::PATCH_ROW));
             }
-            if !u.repeat.is_empty() {
-                let total = frame.map(|f| f.trip_count).unwrap_or(1);
-                for t in &u.repeat {
-                    let tab = self.fresh("repeat_words");
-                    let _ = writeln!(self.repeat_tables, "{tab}:");
-                    for w in &t.words {
-                        let _ = writeln!(self.repeat_tables, "        .long {w:#010x}");
-                    }
-                    self.op(&format!("setzi $m2, {row} + {}", 4 * t.word_index));
-                    self.op(&format!("setzi $m3, {tab}"));
-                    self.op("ld32 $m4, $m11, $m15, 0");
-                    self.op(&format!("setzi $m5, {total}"));
-                    self.op(&format!("call $m9, {}", symbols::PATCH_WORD));
-                }
+            let total = frame.map(|f| f.trip_count).unwrap_or(1);
+            for (word_index, table) in patch.repeat {
+                self.op(&format!("setzi $m2, {row} + {}", 4 * word_index));
+                self.op(&format!("setzi $m3, {:#x}", base + table));
+                self.op("ld32 $m4, $m11, $m15, 0");
+                self.op(&format!("setzi $m5, {total}"));
+                self.op(&format!("call $m9, {}", symbols::PATCH_WORD));
             }
         }
         // Receivers use absolute PIC word addresses (INCOMING_BASE = 0) and
@@ -397,15 +405,13 @@ impl TileWriter<'_, '_> {
     }
 }
 
-/// The data areas after a tile's code, in image order.
+/// The data areas after a tile's code, in image order. (Repeat patch
+/// tables and sharing lists are not here: they are data read by the
+/// patchers and live in a placed data block, see `tables.rs`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Area {
     /// Kernel argument blocks.
     Args,
-    /// Repeat patch tables.
-    RepeatTables,
-    /// Row-sharing patch lists.
-    SharingLists,
     /// Exchange rows.
     Rows,
     /// End of the image.
@@ -416,8 +422,6 @@ pub enum Area {
 pub const fn area_label(area: Area) -> &'static str {
     match area {
         Area::Args => "ipuc_args",
-        Area::RepeatTables => "ipuc_repeat_tables",
-        Area::SharingLists => "ipuc_sharing_lists",
         Area::Rows => "ipuc_rows",
         Area::End => "ipuc_end",
     }

@@ -152,6 +152,7 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
         tile,
         reserved,
         allocations,
+        constants: Vec::new(),
         peak,
     })
 }
@@ -196,7 +197,7 @@ fn validate(request: &PlacementRequest) -> PlaceResult<Vec<u32>> {
 /// Lowest aligned start of `size` bytes in the windows (in order) avoiding
 /// the sorted, merged `occupied` ranges; on failure the largest aligned free
 /// range seen.
-fn first_fit(
+pub(super) fn first_fit(
     windows: &[Range<u32>],
     occupied: &[Range<u32>],
     size: u32,

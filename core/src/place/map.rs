@@ -6,7 +6,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
+use super::allocate::first_fit;
+use super::error::{PlaceError, PlaceResult};
+use super::regions::{class_windows, merge};
 use super::request::{BufferKey, RegionClass, ReservedKind};
+use crate::target::sram::TILE_MEMORY_BUDGET;
 
 /// A reserved range as placed on the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +68,16 @@ pub struct MemoryPeak {
     pub step: u32,
 }
 
+/// A constant data block live for the whole program (e.g. a tile's patch
+/// data), placed after the buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstantBlock {
+    /// For the memory map.
+    pub name: String,
+    /// Its bytes.
+    pub range: Range<u32>,
+}
+
 /// Placement of one tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TilePlacement {
@@ -73,11 +87,86 @@ pub struct TilePlacement {
     pub reserved: Vec<ReservedEntry>,
     /// Allocations sorted by key.
     pub allocations: Vec<Allocation>,
-    /// Peak live bytes.
+    /// Constant blocks live at every step, in placement order.
+    pub constants: Vec<ConstantBlock>,
+    /// Peak charged bytes: reserved (blocked) bytes, constant blocks and
+    /// the buffers live at `peak.step`.
     pub peak: MemoryPeak,
 }
 
 impl TilePlacement {
+    /// Places a constant block of `bytes` (aligned to `align`, a power of
+    /// two) live at every step: the lowest free range of the standard
+    /// windows that no buffer, reserved range or earlier constant uses. It
+    /// is charged at every step, so the peak grows by `bytes`; a peak over
+    /// [`TILE_MEMORY_BUDGET`] is [`PlaceError::OverBudget`] and no room is
+    /// [`PlaceError::NoRoom`] (the block gets key `u32::MAX` there).
+    pub fn add_constant(&mut self, name: &str, bytes: u32, align: u32) -> PlaceResult<Range<u32>> {
+        let tile = self.tile;
+        if !align.is_power_of_two() {
+            return Err(PlaceError::BadAlignment {
+                tile,
+                buffer: BufferKey(u32::MAX),
+                align,
+            });
+        }
+        let blocked = merge(self.reserved.iter().map(|r| r.blocked.clone()).collect());
+        let reserved_bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
+        let charged = self.peak.bytes.saturating_add(bytes);
+        if charged > TILE_MEMORY_BUDGET {
+            let mut live: Vec<(String, u32)> = self
+                .allocations
+                .iter()
+                .filter(|a| a.first_step <= self.peak.step && self.peak.step <= a.last_step)
+                .map(|a| (a.name.clone(), a.range.end - a.range.start))
+                .chain(
+                    self.constants
+                        .iter()
+                        .map(|c| (c.name.clone(), c.range.end - c.range.start)),
+                )
+                .chain(core::iter::once((String::from(name), bytes)))
+                .collect();
+            live.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            return Err(PlaceError::OverBudget {
+                tile,
+                step: self.peak.step,
+                charged,
+                reserved: reserved_bytes,
+                budget: TILE_MEMORY_BUDGET,
+                live,
+            });
+        }
+        let occupied = merge(
+            self.allocations
+                .iter()
+                .map(|a| a.range.clone())
+                .chain(self.constants.iter().map(|c| c.range.clone()))
+                .collect(),
+        );
+        let windows = class_windows(RegionClass::Standard, &blocked);
+        match first_fit(&windows, &occupied, bytes, align) {
+            Ok(start) => {
+                let range = start..start + bytes;
+                self.constants.push(ConstantBlock {
+                    name: String::from(name),
+                    range: range.clone(),
+                });
+                self.peak.bytes = charged;
+                Ok(range)
+            }
+            Err(largest_free) => Err(PlaceError::NoRoom {
+                tile,
+                buffer: BufferKey(u32::MAX),
+                name: String::from(name),
+                class: RegionClass::Standard,
+                bytes_needed: bytes,
+                largest_free,
+                live_bytes: occupied.iter().map(|r| r.end - r.start).sum(),
+                first_step: 0,
+            }),
+        }
+    }
+
     /// The allocation of `key`.
     pub fn allocation(&self, key: BufferKey) -> Option<&Allocation> {
         self.allocations

@@ -44,7 +44,7 @@ mod tests;
 
 pub use allocate::place_tile;
 pub use error::{PlaceError, PlaceResult};
-pub use map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
+pub use map::{Allocation, ConstantBlock, MemoryPeak, ReservedEntry, TilePlacement};
 pub use regions::{element_bounds, share_element, support_reserved, REGION0, REGION1};
 pub use request::{
     BufferKey, BufferRequest, ElementConflict, PlacementRequest, RegionClass, ReservedKind,

@@ -465,3 +465,40 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
     assert_eq!(placed.peak.bytes, TILE_MEMORY_BUDGET);
     assert_eq!(placed.peak.step, 3);
 }
+
+#[test]
+fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
+    use crate::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    let req = PlacementRequest {
+        tile: 4,
+        reserved: support_reserved(),
+        buffers: vec![
+            buf(0, 4000, RegionClass::Standard, (0, 2)),
+            buf(1, 4000, RegionClass::Standard, (3, 5)),
+        ],
+        ..Default::default()
+    };
+    let mut placed = place_tile(&req).unwrap();
+    // The two buffers share an address (disjoint lifetimes); the constant,
+    // live at every step, must avoid both.
+    assert_eq!(placed.peak.bytes, SUPPORT_CHARGE_BYTES + 4000);
+    let c = placed.add_constant("patch data", 1000, 8).unwrap();
+    for a in &placed.allocations {
+        assert!(c.end <= a.range.start || a.range.end <= c.start);
+    }
+    assert_eq!(c.start % 8, 0);
+    assert_eq!(placed.peak.bytes, SUPPORT_CHARGE_BYTES + 5000);
+    assert_eq!(placed.constants.len(), 1);
+    // A block past the budget is an error naming it among the live data.
+    let over = TILE_MEMORY_BUDGET - placed.peak.bytes + 1;
+    match placed.clone().add_constant("tables", over, 8) {
+        Err(PlaceError::OverBudget {
+            tile, charged, live, ..
+        }) => {
+            assert_eq!((tile, charged), (4, TILE_MEMORY_BUDGET + 1));
+            assert!(live.contains(&("tables".to_string(), over)));
+            assert!(live.contains(&("patch data".to_string(), 1000)));
+        }
+        other => panic!("expected OverBudget, got {other:?}"),
+    }
+}

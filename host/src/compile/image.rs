@@ -16,7 +16,7 @@ use ipuc_core::target::asm::{assemble, Image, Object};
 use ipuc_core::target::sram::{layout, APPLICATION_LOAD_BASE};
 
 /// End of the region reserved for code (runtime, generated program, argument
-/// blocks, patch tables, exchange rows): the runtime state block follows
+/// blocks, exchange rows; patch tables are placed data): the runtime state block follows
 /// after the fetch look-ahead guard (`core::target::sram::layout::CODE_LIMIT`).
 /// Every linked image must end at or below it.
 pub const CODE_END: u32 = layout::CODE_LIMIT;
@@ -88,14 +88,6 @@ impl LinkedTile {
         let bounds = [
             (base, SegmentRole::Runtime),
             (self.symbol(symbols::PROGRAM), SegmentRole::SupervisorCode),
-            (
-                self.symbol(area_label(Area::RepeatTables)),
-                SegmentRole::RepeatPatchTable,
-            ),
-            (
-                self.symbol(area_label(Area::SharingLists)),
-                SegmentRole::SharingPatchList,
-            ),
             (
                 self.symbol(area_label(Area::Rows)),
                 SegmentRole::ExchangeRows,

@@ -12,14 +12,20 @@ use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use ipuc_core::emit::{emit_programs, BufferAddresses, EmitInput, ExchangeSummary, KernelAbi};
+use ipuc_core::emit::{
+    emit_programs, plan_exchange, program_tiles, BufferAddresses, EmitInput, ExchangePlan,
+    ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
+};
 use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
-use ipuc_core::place::{place_tile, requests, support_reserved, BufferKey, TilePlacement};
-use ipuc_core::plan::memory::MemoryRejection;
+use ipuc_core::place::{
+    place_tile, requests, support_reserved, BufferKey, PlacementRequest, TilePlacement,
+};
+use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 use ipuc_core::target::sram::layout;
+use ipuc_core::target::topology::LogicalTile;
 
 pub use bindings::INFERENCE_CALL;
 pub use image::CODE_END;
@@ -58,6 +64,12 @@ pub struct CompileReport {
     /// buffers, never above the budget: placement fails otherwise) and tile.
     pub placed_peak_bytes: u32,
     pub placed_peak_tile: u32,
+    /// Largest patch-data block (Repeat tables + sharing lists, placed in
+    /// the data region and included in `placed_peak_bytes`) on one tile.
+    pub patch_data_bytes_per_tile: u64,
+    /// Per-tile bytes of the data budget the planner kept for patch data
+    /// (0 unless a first plan left no room for it).
+    pub patch_allowance_bytes: u64,
     /// Largest exchange-table bytes (rows + patch data) on one tile.
     pub exchange_table_bytes_per_tile: u64,
     /// Largest host-descriptor bytes on one tile.
@@ -122,47 +134,82 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         "compile: planning on {} tiles (beam width {})…",
         opts.tiles, opts.beam_width
     );
-    let t = Instant::now();
-    let plan: Plan = plan_graph(
-        graph,
-        PlanConfig {
-            beam_width: opts.beam_width,
-            tiles: opts.tiles,
-            ..PlanConfig::default()
-        },
-    )
-    .map_err(|e| match e {
-        PlanError::OutOfMemory(rejection) => anyhow::Error::new(PlanOverBudget(rejection)),
-        other => anyhow::anyhow!("{other}"),
-    })
-    .context("planning")?;
-    times.planning_ms = ms_since(t);
-    let s = plan.stats;
-    eprintln!(
-        "compile: planned in {:.0} ms: {} candidates screened, {} body searches, {} cache hits, {} memory rejections",
-        times.planning_ms, s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
-    );
+    // Patch data (Repeat tables, sharing lists) is only known once rows are
+    // scheduled on placed addresses. It is placed and charged like data;
+    // when it does not fit, the plan is redone with the data budget reduced
+    // by the largest per-tile patch data seen (a measured allowance), at most
+    // PATCH_REPLANS times, so the planner accounts for it.
+    let mut allowance: u64 = 0;
+    let mut attempt = 0;
+    let (plan, schedule, placements, exchange_plan, patch_bases) = loop {
+        let t = Instant::now();
+        let plan: Plan = plan_graph(
+            graph,
+            PlanConfig {
+                beam_width: opts.beam_width,
+                tiles: opts.tiles,
+                budget: DATA_BUDGET_BYTES.saturating_sub(allowance),
+            },
+        )
+        .map_err(|e| match e {
+            PlanError::OutOfMemory(rejection) => anyhow::Error::new(PlanOverBudget(rejection)),
+            other => anyhow::anyhow!("{other}"),
+        })
+        .context("planning")?;
+        times.planning_ms += ms_since(t);
+        let s = plan.stats;
+        eprintln!(
+            "compile: planned in {:.0} ms: {} candidates screened, {} body searches, {} cache hits, {} memory rejections",
+            times.planning_ms, s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
+        );
 
-    let t = Instant::now();
-    let schedule: TileSchedule = lower(graph, &plan)
-        .map_err(|e| anyhow::anyhow!("{e:?}"))
-        .context("lowering")?;
-    times.lowering_ms = ms_since(t);
-    eprintln!(
-        "compile: lowered in {:.0} ms: {} buffers, {} steps",
-        times.lowering_ms,
-        schedule.buffers.len(),
-        schedule.step_count
-    );
+        let t = Instant::now();
+        let schedule: TileSchedule = lower(graph, &plan)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))
+            .context("lowering")?;
+        times.lowering_ms += ms_since(t);
+        eprintln!(
+            "compile: lowered in {:.0} ms: {} buffers, {} steps",
+            times.lowering_ms,
+            schedule.buffers.len(),
+            schedule.step_count
+        );
 
-    let t = Instant::now();
-    let requests = requests(&schedule, |_| support_reserved());
-    let placements: Vec<TilePlacement> = requests
-        .par_iter()
-        .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))
-        .collect::<Result<_>>()
-        .context("SRAM placement")?;
-    times.placement_ms = ms_since(t);
+        let t = Instant::now();
+        let requests = requests(&schedule, |_| support_reserved());
+        let mut placements: Vec<TilePlacement> = requests
+            .par_iter()
+            .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))
+            .collect::<Result<_>>()
+            .context("SRAM placement")?;
+        // Exchange rows need buffer addresses; the Repeat patch tables and
+        // sharing lists they imply are data (read by the patchers, never
+        // fetched), so each tile's block of them is placed in the data
+        // region and charged to the budget like a buffer, not linked with
+        // the code.
+        let exchange_plan = plan_exchange(
+            &schedule,
+            &Placed {
+                by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("exchange scheduling")?;
+        let result = place_patch_data(&schedule, &exchange_plan, &mut placements);
+        times.placement_ms += ms_since(t);
+        match result {
+            Ok(bases) => break (plan, schedule, placements, exchange_plan, bases),
+            Err(e) if attempt < PATCH_REPLANS && u64::from(e.largest) > allowance => {
+                attempt += 1;
+                allowance = u64::from(e.largest).next_multiple_of(ALLOCATION_GRANULE);
+                eprintln!(
+                    "compile: {e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for patch data"
+                );
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("placing patch data")),
+        }
+    };
+    let patch_data_bytes = patch_bases.largest;
     let peak = placements
         .iter()
         .max_by_key(|p| (p.peak.bytes, std::cmp::Reverse(p.tile)))
@@ -180,13 +227,41 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
     let addresses = Placed {
         by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
     };
-    let (programs, exchange) = emit_programs(&EmitInput {
+    let programs = emit_programs(&EmitInput {
         schedule: &schedule,
         addresses: &addresses,
         kernels,
+        exchange: &exchange_plan,
+        patch_addresses: &patch_bases,
     })
     .map_err(|e| anyhow::anyhow!("{e}"))
     .context("emission")?;
+    let exchange = exchange_plan.summary.clone();
+    let patch_segments: BTreeMap<u32, Vec<Segment>> = programs
+        .iter()
+        .filter_map(|p| {
+            let (base, data) = p.patch.as_ref()?;
+            let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+            let mut segs = Vec::new();
+            if data.repeat_bytes() > 0 {
+                segs.push(Segment::data(
+                    *base,
+                    data.repeat_bytes(),
+                    SegmentRole::RepeatPatchTable,
+                    words(&data.repeat_words),
+                ));
+            }
+            if data.sharing_bytes() > 0 {
+                segs.push(Segment::data(
+                    base + data.repeat_bytes(),
+                    data.sharing_bytes(),
+                    SegmentRole::SharingPatchList,
+                    words(&data.sharing_words),
+                ));
+            }
+            Some((p.logical_tile, segs))
+        })
+        .collect();
     let stubs = image::kernel_stubs(kernels)?;
     let images = programs
         .par_iter()
@@ -219,6 +294,9 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         ));
         if let Some(p) = by_logical.get(&img.logical_tile) {
             tile.segments.extend(data_segments(&schedule, p));
+        }
+        if let Some(segs) = patch_segments.get(&img.logical_tile) {
+            tile.segments.extend(segs.iter().cloned());
         }
         tile.segments.sort_by_key(|s| s.address);
         pkg.tiles.push(tile);
@@ -263,6 +341,8 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         estimated_peak_tile: plan.peak_tile,
         placed_peak_bytes: peak.0,
         placed_peak_tile: peak.1,
+        patch_data_bytes_per_tile: u64::from(patch_data_bytes),
+        patch_allowance_bytes: allowance,
         exchange_table_bytes_per_tile: per_tile(&|t| {
             t.segments
                 .iter()
@@ -295,6 +375,107 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
         placements,
     })
 }
+
+/// Patch-data block bases by logical tile.
+struct PatchBases {
+    bases: BTreeMap<u32, u32>,
+    /// Largest block on one tile.
+    largest: u32,
+}
+
+impl PatchAddresses for PatchBases {
+    fn patch_base(&self, tile: u32) -> Option<u32> {
+        self.bases.get(&tile).copied()
+    }
+}
+
+/// How many times compilation re-plans to make room for patch data.
+const PATCH_REPLANS: u32 = 3;
+
+/// A tile's patch data did not fit (budget or room).
+#[derive(Debug)]
+struct PatchDataDoesNotFit {
+    tile: u32,
+    repeat_bytes: u32,
+    sharing_bytes: u32,
+    /// Largest patch data of any tile of this plan.
+    largest: u32,
+    error: ipuc_core::place::PlaceError,
+}
+
+impl std::fmt::Display for PatchDataDoesNotFit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "logical tile {}: {} bytes of patch data ({} of Repeat tables, {} of sharing lists; largest on any tile {}) do not fit: {}",
+            self.tile,
+            self.repeat_bytes + self.sharing_bytes,
+            self.repeat_bytes,
+            self.sharing_bytes,
+            self.largest,
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for PatchDataDoesNotFit {}
+
+/// Places every tile's patch data ([`PatchData::for_tile`]) as a constant
+/// block in its data region; tiles that hold no buffer get a placement of
+/// their own. Fails with placement's typed error (budget or room) naming
+/// the tile.
+fn place_patch_data(
+    schedule: &TileSchedule,
+    exchange: &ExchangePlan,
+    placements: &mut Vec<TilePlacement>,
+) -> Result<PatchBases, PatchDataDoesNotFit> {
+    let mut blocks = Vec::new();
+    for tile in program_tiles(schedule) {
+        // Invariant: program tiles come from the schedule's blocks, calls and
+        // transfers, whose tiles lowering checked against the C600.
+        let Ok(logical) = LogicalTile::new(tile) else {
+            continue;
+        };
+        let data = PatchData::for_tile(exchange, logical.physical().get());
+        if data.bytes() > 0 {
+            blocks.push((tile, data));
+        }
+    }
+    let largest = blocks.iter().map(|(_, d)| d.bytes()).max().unwrap_or(0);
+    let mut bases = BTreeMap::new();
+    for (tile, data) in blocks {
+        let fail = |error| PatchDataDoesNotFit {
+            tile,
+            repeat_bytes: data.repeat_bytes(),
+            sharing_bytes: data.sharing_bytes(),
+            largest,
+            error,
+        };
+        let index = match placements.binary_search_by_key(&tile, |p| p.tile) {
+            Ok(i) => i,
+            Err(i) => {
+                let empty = PlacementRequest {
+                    tile,
+                    reserved: support_reserved(),
+                    ..PlacementRequest::default()
+                };
+                placements.insert(i, place_tile(&empty).map_err(fail)?);
+                i
+            }
+        };
+        let range = placements[index]
+            .add_constant(PATCH_DATA_NAME, data.bytes(), PATCH_DATA_ALIGN)
+            .map_err(fail)?;
+        bases.insert(tile, range.start);
+    }
+    Ok(PatchBases { bases, largest })
+}
+
+/// Memory-map name of a tile's patch-data block.
+const PATCH_DATA_NAME: &str = "patch data (Repeat tables, sharing lists)";
+/// Word tables: 8-byte aligned like every other data block (the patchers
+/// read 32-bit words, `docs/facts/ipu21-target.md` §2.8).
+const PATCH_DATA_ALIGN: u32 = ipuc_core::lower::schedule::BASE_BUFFER_ALIGN;
 
 /// Zero-initialised data segments covering every placed buffer of a tile:
 /// the union of its allocations, one segment per disjoint range, tagged
