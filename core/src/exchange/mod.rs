@@ -112,10 +112,32 @@ pub fn schedule_phase(phase: &ExchangePhase, options: ScheduleOptions) -> Result
 
 /// [`schedule_phase`] without the check (callers that check separately, e.g.
 /// benchmarks that time the check on its own).
+///
+/// Splitting multicasts into smaller receiver groups (the sender budget)
+/// helps when receivers are random subsets of the tiles, but costs when
+/// nearly every tile receives nearly every transfer: then whole multicasts
+/// line up back to back. Both are scheduled and the shorter phase is kept
+/// (ties: the split schedule), so neither shape pays for the other.
 pub fn schedule_unchecked(
     phase: &ExchangePhase,
     options: ScheduleOptions,
 ) -> Result<ScheduledPhase> {
+    let split = schedule_encoded(phase, options)?;
+    if options.sender_budget_percent == 0 {
+        return Ok(split);
+    }
+    let whole = ScheduleOptions {
+        sender_budget_percent: 0,
+        ..options
+    };
+    match schedule_encoded(phase, whole) {
+        Ok(w) if w.events < split.events => Ok(w),
+        _ => Ok(split),
+    }
+}
+
+/// Schedules with exactly `options` and encodes every row.
+fn schedule_encoded(phase: &ExchangePhase, options: ScheduleOptions) -> Result<ScheduledPhase> {
     // A row whose `sendpicp` cannot be 8-byte aligned (every instruction
     // since the previous `sendpicp` advances one event, e.g. between tiny
     // messages) is not encodable as scheduled. Such tiles are rescheduled in

@@ -36,7 +36,8 @@ pub struct ScheduleOptions {
     pub min_piece_words: u32,
     /// How far a sender's outgoing load may grow (as a percentage of the
     /// phase's lower bound) by sending a multicast several times to smaller
-    /// receiver groups. 0 keeps every multicast whole.
+    /// receiver groups. 0 keeps every multicast whole; otherwise
+    /// `schedule_phase` also tries whole multicasts and keeps the shorter.
     pub sender_budget_percent: u32,
 }
 

@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// Smallest piece the scheduler splits a transfer into.
     #[arg(long, default_value_t = ScheduleOptions::default().min_piece_words)]
     min_piece: u32,
+    /// Only schedule and report events and ratio (no check, no simulation):
+    /// for exploring scheduler settings on large shapes.
+    #[arg(long)]
+    schedule_only: bool,
     /// Sender load budget (% of the lower bound) for splitting multicasts.
     #[arg(long, default_value_t = ScheduleOptions::default().sender_budget_percent)]
     sender_budget: u32,
@@ -84,6 +88,17 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
     )
     .context("scheduling")?;
     let t_schedule = t0.elapsed();
+    if a.schedule_only {
+        println!(
+            "events={} lower_bound={} ratio={:.3} pieces={} (schedule only: not checked or simulated)",
+            scheduled.events,
+            scheduled.lower_bound,
+            f64::from(scheduled.events) / scheduled.lower_bound.max(1) as f64,
+            scheduled.pieces.len()
+        );
+        println!("wall: schedule={:.1}ms", t_schedule.as_secs_f64() * 1e3);
+        return Ok(());
+    }
     let t1 = Instant::now();
     let report = check_phase(&phase, &scheduled.rows).context("checking the rows")?;
     let t_check = t1.elapsed();
