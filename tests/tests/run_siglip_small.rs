@@ -6,13 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use ipuc::compile::{compile, CompileOptions};
+use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::input::PixelValues;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig, PIXEL_VALUES};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::run_report::compare;
 use ipuc::weights::{weights_for, HostTensor, WeightSource};
+use ipuc_core::patch::audit::BaseEligibility;
 
 fn options(layers: usize) -> (ModelOptions, CompileOptions) {
     (
@@ -28,8 +29,13 @@ fn options(layers: usize) -> (ModelOptions, CompileOptions) {
     )
 }
 
-fn run_and_validate(layers: usize) {
-    let (model_opts, compile_opts) = options(layers);
+fn run_and_validate(layers: usize) -> Compiled {
+    run_and_validate_on(layers, 64)
+}
+
+fn run_and_validate_on(layers: usize, tiles: u32) -> Compiled {
+    let (model_opts, mut compile_opts) = options(layers);
+    compile_opts.tiles = tiles;
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
@@ -60,6 +66,7 @@ fn run_and_validate(layers: usize) {
         assert!(*cosine > 0.999, "{name}: cosine {cosine}");
     }
     assert!(out.profile.cycles > 0);
+    compiled
 }
 
 #[test]
@@ -75,6 +82,27 @@ fn siglip_small_two_layers_matches_the_reference() {
 #[test]
 fn siglip_small_27_layers_matches_the_reference() {
     run_and_validate(27);
+}
+
+#[test]
+fn streamed_weights_run_through_repeat_patch_tables() {
+    // On 20 tiles the 27 layers' weights do not fit resident: the planner
+    // streams them from their iterated storage, so the all-gathers read
+    // layer i's weights at `base + i·stride` through Repeat-patched send
+    // words. Wrong patching would feed layer 0's weights to every layer and
+    // fail the validation.
+    let compiled = run_and_validate_on(27, 20);
+    let e = &compiled.report.exchange;
+    assert!(e.repeat_patched_words > 0, "no Repeat-patched words: {e:?}");
+    assert_eq!(e.audit.patched_words, e.repeat_patched_words);
+    assert!(e.audit.rows_with_changing_sources > 0);
+    assert!(
+        e.audit
+            .phases
+            .iter()
+            .any(|p| p.eligibility == BaseEligibility::ConstantBase),
+        "no phase eligible for a constant outgoing base"
+    );
 }
 
 #[test]

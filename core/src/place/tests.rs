@@ -493,7 +493,10 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
     let over = TILE_MEMORY_BUDGET - placed.peak.bytes + 1;
     match placed.clone().add_constant("tables", over, 8) {
         Err(PlaceError::OverBudget {
-            tile, charged, live, ..
+            tile,
+            charged,
+            live,
+            ..
         }) => {
             assert_eq!((tile, charged), (4, TILE_MEMORY_BUDGET + 1));
             assert!(live.contains(&("tables".to_string(), over)));
