@@ -9,8 +9,8 @@
 use ipuc::sim::fabric::execute_phase;
 use ipuc::sim::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use ipuc_core::exchange::{
-    check_phase, random_phase, schedule_phase, ExchangePhase, ExchangeRow, RandomPhaseSpec,
-    ScheduleOptions,
+    check_phase, random_phase, schedule_phase, schedule_phase_sweeping, ExchangePhase, ExchangeRow,
+    RandomPhaseSpec, ScheduleOptions, SourceSweep,
 };
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
@@ -182,8 +182,6 @@ proptest! {
         // source below the receive buffers and above the rows at 0x50000..0x54000.
         let phase = random_phase(RandomPhaseSpec { tiles: spec.tiles.min(200), ..spec });
         prop_assume!(!phase.transfers.is_empty());
-        let s = schedule_phase(&phase, ScheduleOptions::default())
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut iterated: Vec<IteratedSource> = picks
             .iter()
             .zip(&strides)
@@ -191,6 +189,14 @@ proptest! {
             .collect();
         iterated.sort_by_key(|i| i.transfer);
         iterated.dedup_by_key(|i| i.transfer);
+        // Scheduled as `emit` does: every iteration's source kept clear of
+        // concurrent receives (the patch plan re-checks each iteration).
+        let sweeps: Vec<SourceSweep> = iterated
+            .iter()
+            .map(|i| SourceSweep { transfer: i.transfer, stride_bytes: i.stride_bytes, iterations })
+            .collect();
+        let s = schedule_phase_sweeping(&phase, ScheduleOptions::default(), &sweeps)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let plan = repeat_patch_plan(&phase, &s, &iterated, iterations)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         for i in 0..iterations {

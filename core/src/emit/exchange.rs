@@ -14,8 +14,8 @@ use alloc::vec::Vec;
 
 use super::{BufferAddresses, EmitError};
 use crate::exchange::{
-    schedule_phase, Destination, ExchangePhase as WirePhase, ExchangeRow, ScheduleOptions,
-    Transfer as WireTransfer, Width,
+    schedule_phase_sweeping, Destination, ExchangePhase as WirePhase, ExchangeRow, ScheduleOptions,
+    SourceSweep, Transfer as WireTransfer, Width,
 };
 use crate::lower::{
     Buffer, BufferRef, BufferRole, ExchangePhase, RepeatStep, Step, StepIndex, TileSchedule,
@@ -204,7 +204,20 @@ pub fn plan_exchange(
     for (phase, repeat) in &lowered {
         let step = phase.index.0;
         let (wire, iterated) = wire_phase(schedule, addrs, phase)?;
-        let scheduled = schedule_phase(&wire, ScheduleOptions::default())
+        // Inside a Repeat, every iteration's source must keep clear of
+        // concurrent receives (§2.10 rule 5), not only iteration 0's.
+        let sweeps: Vec<SourceSweep> = match repeat {
+            Some(r) => iterated
+                .iter()
+                .map(|it| SourceSweep {
+                    transfer: it.transfer,
+                    stride_bytes: it.stride_bytes,
+                    iterations: r.trip_count,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let scheduled = schedule_phase_sweeping(&wire, ScheduleOptions::default(), &sweeps)
             .map_err(|error| EmitError::Exchange { step, error })?;
         let mut by_tile: BTreeMap<u16, Vec<RepeatPatchTable>> = BTreeMap::new();
         let mut patch_plan = None;

@@ -62,7 +62,9 @@ pub use random::{
 };
 pub use replay::{replay, TileRowView, WordMove};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
-pub use schedule::{schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions};
+pub use schedule::{
+    schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions, SourceSweep,
+};
 pub use timeline::{
     build_timelines, paired_source_event, ControlEvent, OutgoingMessage, TileTimeline,
 };
@@ -103,7 +105,18 @@ impl ScheduledPhase {
 /// Schedules and encodes a phase. In debug and test builds the result is
 /// checked with [`check_phase`] before it is returned.
 pub fn schedule_phase(phase: &ExchangePhase, options: ScheduleOptions) -> Result<ScheduledPhase> {
-    let scheduled = schedule_unchecked(phase, options)?;
+    schedule_phase_sweeping(phase, options, &[])
+}
+
+/// [`schedule_phase`] for a phase inside a Repeat whose `sweeps` sources move
+/// per iteration (Repeat patch tables, §2.8): SRAM element conflicts
+/// (§2.10 rule 5) are avoided for every iteration's source address.
+pub fn schedule_phase_sweeping(
+    phase: &ExchangePhase,
+    options: ScheduleOptions,
+    sweeps: &[SourceSweep],
+) -> Result<ScheduledPhase> {
+    let scheduled = schedule_unchecked_sweeping(phase, options, sweeps)?;
     if cfg!(debug_assertions) {
         check_phase(phase, &scheduled.rows)?;
     }
@@ -122,7 +135,16 @@ pub fn schedule_unchecked(
     phase: &ExchangePhase,
     options: ScheduleOptions,
 ) -> Result<ScheduledPhase> {
-    let split = schedule_encoded(phase, options)?;
+    schedule_unchecked_sweeping(phase, options, &[])
+}
+
+/// [`schedule_unchecked`] with Repeat source sweeps (see [`schedule_phase_sweeping`]).
+pub fn schedule_unchecked_sweeping(
+    phase: &ExchangePhase,
+    options: ScheduleOptions,
+    sweeps: &[SourceSweep],
+) -> Result<ScheduledPhase> {
+    let split = schedule_encoded(phase, options, sweeps)?;
     if options.sender_budget_percent == 0 {
         return Ok(split);
     }
@@ -130,14 +152,18 @@ pub fn schedule_unchecked(
         sender_budget_percent: 0,
         ..options
     };
-    match schedule_encoded(phase, whole) {
+    match schedule_encoded(phase, whole, sweeps) {
         Ok(w) if w.events < split.events => Ok(w),
         _ => Ok(split),
     }
 }
 
 /// Schedules with exactly `options` and encodes every row.
-fn schedule_encoded(phase: &ExchangePhase, options: ScheduleOptions) -> Result<ScheduledPhase> {
+fn schedule_encoded(
+    phase: &ExchangePhase,
+    options: ScheduleOptions,
+    sweeps: &[SourceSweep],
+) -> Result<ScheduledPhase> {
     // A row whose `sendpicp` cannot be 8-byte aligned (every instruction
     // since the previous `sendpicp` advances one event, e.g. between tiny
     // messages) is not encodable as scheduled. Such tiles are rescheduled in
@@ -145,7 +171,7 @@ fn schedule_encoded(phase: &ExchangePhase, options: ScheduleOptions) -> Result<S
     // `sendpicp`), which always encodes. The set only grows, so this ends.
     let mut single: Vec<PhysicalTile> = Vec::new();
     loop {
-        let pieces = schedule_pieces_avoiding(phase, options, &single)?;
+        let pieces = schedule_pieces_avoiding(phase, options, &single, sweeps)?;
         let timelines = build_timelines(phase, &pieces)?;
         let mut rows = Vec::with_capacity(timelines.len());
         let mut events = 0;

@@ -50,6 +50,39 @@ impl Default for ScheduleOptions {
     }
 }
 
+/// A transfer whose source moves by `stride_bytes` in each of `iterations`
+/// Repeat iterations (the rows are scheduled once and Repeat-patched, §2.8).
+/// The scheduler keeps every iteration's source span, not only iteration 0's,
+/// clear of receive windows sharing an SRAM element (§2.10 rule 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceSweep {
+    /// Index of the transfer in the phase.
+    pub transfer: usize,
+    /// Byte distance between consecutive iterations' sources.
+    pub stride_bytes: i64,
+    /// Number of iterations (≥ 1).
+    pub iterations: u32,
+}
+
+/// SRAM elements the span `[addr, addr + bytes)` touches in any iteration of
+/// `sweep` (`(stride, iterations)`), or in iteration 0 only without one.
+pub(crate) fn swept_mask(addr: u32, bytes: u32, sweep: Option<(i64, u32)>) -> u64 {
+    let Some((stride, iterations)) = sweep else {
+        return element_mask(addr, bytes);
+    };
+    let mut mask = 0;
+    for i in 0..iterations.max(1) {
+        let a = i64::from(addr) + i64::from(i) * stride;
+        // Out-of-range iterations are rejected by the Repeat patch plan.
+        if let Ok(a) = u32::try_from(a) {
+            if a.checked_add(bytes).is_some() {
+                mask |= element_mask(a, bytes);
+            }
+        }
+    }
+    mask
+}
+
 /// One scheduled message: consecutive words of one transfer, sent once and
 /// received by the listed destinations.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,7 +295,7 @@ struct Receiver {
 
 /// Schedules a validated phase into pieces. Deterministic.
 pub fn schedule_pieces(phase: &ExchangePhase, options: ScheduleOptions) -> Result<Vec<Piece>> {
-    schedule_pieces_avoiding(phase, options, &[])
+    schedule_pieces_avoiding(phase, options, &[], &[])
 }
 
 /// [`schedule_pieces`] where the tiles listed in `single_control_tiles`
@@ -273,8 +306,18 @@ pub fn schedule_pieces_avoiding(
     phase: &ExchangePhase,
     options: ScheduleOptions,
     single_control_tiles: &[PhysicalTile],
+    sweeps: &[SourceSweep],
 ) -> Result<Vec<Piece>> {
     phase.validate()?;
+    let mut sweep_of: Vec<Option<(i64, u32)>> = alloc::vec![None; phase.transfers.len()];
+    for sw in sweeps {
+        let slot = sweep_of
+            .get_mut(sw.transfer)
+            .ok_or(ExchangeError::Internal(
+                "source sweep names a missing transfer",
+            ))?;
+        *slot = Some((sw.stride_bytes, sw.iterations));
+    }
     let (pairing, _, _) = plan_pairing(phase);
     let (out_load, in_load) = event_loads(phase, &pairing);
     let lower_bound = out_load
@@ -314,7 +357,13 @@ pub fn schedule_pieces_avoiding(
         let ti = jobs[ji].transfer;
         let t = &phase.transfers[ti];
         if jobs[ji].paired {
-            pieces.push(place_paired(&mut tiles, ti, t, &jobs[ji].destinations)?);
+            pieces.push(place_paired(
+                &mut tiles,
+                ti,
+                t,
+                &jobs[ji].destinations,
+                sweep_of[ti],
+            )?);
             continue;
         }
         let receivers: Vec<Receiver> = jobs[ji]
@@ -350,14 +399,23 @@ pub fn schedule_pieces_avoiding(
                 find_common_gap(&tiles, t.source, &receivers, candidate, min_len, remaining);
             let src_addr = t.source_address + (offset as u32) * 4;
             match placement_problem(
-                &tiles, t.source, &receivers, start, len, min_len, src_addr, t, offset,
+                &tiles,
+                t.source,
+                &receivers,
+                start,
+                len,
+                min_len,
+                src_addr,
+                t,
+                offset,
+                sweep_of[ti],
             ) {
                 Err(next) => {
                     candidate = next.max(start + 1);
                     continue;
                 }
                 Ok(len) => {
-                    place(&mut tiles, t, &receivers, start, len, offset);
+                    place(&mut tiles, t, &receivers, start, len, offset, sweep_of[ti]);
                     pieces.push(Piece {
                         transfer: ti,
                         offset: offset as u32,
@@ -438,6 +496,7 @@ fn placement_problem(
     src_addr: u32,
     t: &super::request::Transfer,
     offset: u64,
+    sweep: Option<(i64, u32)>,
 ) -> core::result::Result<u64, u64> {
     let st = &tiles[source.index()];
     if st.send_blocked(start) {
@@ -453,7 +512,7 @@ fn placement_problem(
         .max(1);
     let mut m = len;
     'lengths: loop {
-        let mask_src = element_mask(src_addr, (m as u32) * 4);
+        let mask_src = swept_mask(src_addr, (m as u32) * 4, sweep);
         if let Some(next) =
             st.window_clash(mask_src, start, start + m + u64::from(GUARD_EVENTS), true)
         {
@@ -505,13 +564,18 @@ fn place(
     start: u64,
     len: u64,
     offset: u64,
+    sweep: Option<(i64, u32)>,
 ) {
     let guard = u64::from(GUARD_EVENTS);
     let src = &mut tiles[t.source.index()];
     src.out.insert(start, start + len);
     src.send_starts.insert(start);
     src.windows.push(Window {
-        mask: element_mask(t.source_address + (offset as u32) * 4, (len as u32) * 4),
+        mask: swept_mask(
+            t.source_address + (offset as u32) * 4,
+            (len as u32) * 4,
+            sweep,
+        ),
         start,
         end: start + len + guard,
         send: true,
@@ -553,6 +617,7 @@ fn place_paired(
     transfer: usize,
     t: &Transfer,
     destinations: &[u16],
+    sweep: Option<(i64, u32)>,
 ) -> Result<Piece> {
     let items = u64::from(t.words / 2);
     let guard = u64::from(GUARD_EVENTS);
@@ -588,7 +653,7 @@ fn place_paired(
         .map(|m| (2 - m.offset).max(0) as u64)
         .max()
         .unwrap_or(0);
-    let src_mask = element_mask(t.source_address, t.words * 4);
+    let src_mask = swept_mask(t.source_address, t.words * 4, sweep);
     let mut s = earliest;
     let mut steps = 0u64;
     let start = 'search: loop {

@@ -235,7 +235,7 @@ fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
         );
         // … and single-control mode removes every sendpicp from those tiles.
         let pieces =
-            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned).unwrap();
+            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned, &[]).unwrap();
         let timelines = build_timelines(&phase, &pieces).unwrap();
         for &tile in &misaligned {
             let tl = &timelines[tile.index()];

@@ -50,6 +50,17 @@ pub enum PatchError {
     Isa { tile: PhysicalTile, error: IsaError },
     /// Two uses on one tile disagree about the shape they share (a bug).
     ShapeMismatch { tile: PhysicalTile },
+    /// In some iteration, a Repeat-moved send source shares an SRAM element
+    /// with a receive on the same tile while both are active (§2.10 rule 5).
+    ElementConflict {
+        tile: PhysicalTile,
+        transfer: usize,
+        iteration: u32,
+        /// First byte of the moved source span.
+        address: u32,
+        /// Sender event at which the conflicting send starts.
+        event: u64,
+    },
     /// A patch table entry point or table address that does not fit `setzi`.
     AddressTooLarge { what: &'static str, address: u32 },
 }
@@ -74,6 +85,16 @@ impl fmt::Display for PatchError {
             PatchError::NoIterations => f.write_str("a Repeat needs at least one iteration"),
             PatchError::Isa { tile, error } => write!(f, "{tile}: {error}"),
             PatchError::ShapeMismatch { tile } => write!(f, "{tile}: shared rows differ in shape"),
+            PatchError::ElementConflict {
+                tile,
+                transfer,
+                iteration,
+                address,
+                event,
+            } => write!(
+                f,
+                "{tile}: transfer {transfer} in iteration {iteration} sends from {address:#x} (event {event}) while a receive writes the same SRAM element"
+            ),
             PatchError::AddressTooLarge { what, address } => {
                 write!(f, "{what} {address:#x} does not fit a 20-bit setzi")
             }

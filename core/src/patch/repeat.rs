@@ -110,6 +110,86 @@ fn transfer_at(list: &[(u64, u64, usize)], event: u32) -> Option<usize> {
     (start <= e && e < end).then_some(transfer)
 }
 
+/// §2.10 rule 5 for every iteration, not only the one the rows were
+/// scheduled for: a moved send source may not share an SRAM element with a
+/// receive on the same tile while the send and receive windows overlap.
+/// (Schedule with `exchange::schedule_phase_sweeping` to avoid this; this
+/// check proves it.)
+fn check_iteration_elements(
+    phase: &ExchangePhase,
+    scheduled: &ScheduledPhase,
+    stride_of: &[Option<i64>],
+    iterations: u32,
+) -> Result<(), PatchError> {
+    use crate::exchange::{element_mask, paired_source_event};
+    use crate::target::exchange_model::{
+        paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
+    };
+    use crate::target::topology::mux_time;
+    let guard = u64::from(GUARD_EVENTS);
+    // Receive windows per tile: (start, end, element mask).
+    let mut receives: Vec<Vec<(u64, u64, u64)>> =
+        alloc::vec![Vec::new(); usize::from(crate::target::topology::TILE_COUNT)];
+    let mut moved = false;
+    for p in &scheduled.pieces {
+        let Some(t) = phase.transfers.get(p.transfer) else {
+            continue;
+        };
+        moved |= stride_of.get(p.transfer).copied().flatten().is_some();
+        for &k in &p.destinations {
+            let Some(d) = t.destinations.get(usize::from(k)) else {
+                continue;
+            };
+            let first_write = if p.paired {
+                paired_source_event(p.start, t.source, d.tile)
+                    + i64::from(paired_format_lag(d.tile) + PAIRED_POINTER_AFTER_FORMAT)
+            } else {
+                p.start as i64
+                    + i64::from(mux_time(t.source, d.tile))
+                    + 1
+                    + i64::from(pic_lag(d.tile))
+            };
+            let w = first_write.max(0) as u64;
+            receives[d.tile.index()].push((
+                w,
+                w + u64::from(p.events()) + guard,
+                element_mask(d.address + 4 * p.offset, 4 * p.words),
+            ));
+        }
+    }
+    if !moved {
+        return Ok(());
+    }
+    for p in &scheduled.pieces {
+        let (Some(t), Some(Some(stride))) = (
+            phase.transfers.get(p.transfer),
+            stride_of.get(p.transfer).copied(),
+        ) else {
+            continue;
+        };
+        let (start, end) = (p.start, p.start + u64::from(p.events()) + guard);
+        for i in 0..iterations {
+            // In range: checked against SRAM bounds before this is called.
+            let address =
+                (i64::from(t.source_address + 4 * p.offset) + i64::from(i) * stride) as u32;
+            let mask = element_mask(address, 4 * p.words);
+            if receives[t.source.index()]
+                .iter()
+                .any(|&(a, b, m)| m & mask != 0 && a < end && start < b)
+            {
+                return Err(PatchError::ElementConflict {
+                    tile: t.source,
+                    transfer: p.transfer,
+                    iteration: i,
+                    address,
+                    event: start,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds the Repeat patch tables for `iterations` iterations of a phase
 /// scheduled for iteration 0.
 pub fn repeat_patch_plan(
@@ -154,6 +234,7 @@ pub fn repeat_patch_plan(
         }
         stride_of[it.transfer] = Some(it.stride_bytes);
     }
+    check_iteration_elements(phase, scheduled, &stride_of, iterations)?;
     let by_tile = pieces_by_tile(phase, scheduled);
     let mut tables = Vec::new();
     for row in &scheduled.rows {

@@ -225,3 +225,62 @@ fn shapes_ignore_addresses_only() {
         }
     }
 }
+
+/// §2.10 rule 5 holds in every iteration: a stride that moves a send source
+/// into the element a concurrent receive writes is found by the patch plan,
+/// and scheduling with the sweep keeps them apart.
+#[test]
+fn repeat_checks_element_conflicts_in_every_iteration() {
+    let p = ExchangePhase {
+        transfers: vec![
+            Transfer {
+                source: tile(0),
+                source_address: 0x60000,
+                words: 2000,
+                destinations: vec![Destination {
+                    tile: tile(1),
+                    address: 0x90000,
+                }],
+                width: Width::Word32,
+            },
+            Transfer {
+                source: tile(1),
+                source_address: 0x60000,
+                words: 2000,
+                destinations: vec![Destination {
+                    tile: tile(0),
+                    address: 0x90000,
+                }],
+                width: Width::Word32,
+            },
+        ],
+    };
+    // Iteration 1 reads 0x92000.., the element tile 0 receives into at 0x90000.
+    let iterated = [IteratedSource {
+        transfer: 0,
+        stride_bytes: 0x32000,
+    }];
+    let s = schedule_phase(&p, ScheduleOptions::default()).unwrap();
+    assert!(matches!(
+        repeat_patch_plan(&p, &s, &iterated, 2),
+        Err(PatchError::ElementConflict {
+            transfer: 0,
+            iteration: 1,
+            address: 0x92000,
+            ..
+        })
+    ));
+    let sweeps = [crate::exchange::SourceSweep {
+        transfer: 0,
+        stride_bytes: 0x32000,
+        iterations: 2,
+    }];
+    let s =
+        crate::exchange::schedule_phase_sweeping(&p, ScheduleOptions::default(), &sweeps).unwrap();
+    let plan = repeat_patch_plan(&p, &s, &iterated, 2).unwrap();
+    for i in 0..2 {
+        let mut rows = s.rows.clone();
+        plan.apply(&mut rows, i);
+        check_phase(&phase_for_iteration(&p, &iterated, i), &rows).unwrap();
+    }
+}
