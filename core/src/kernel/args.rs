@@ -12,6 +12,8 @@
 //! | `cast` | elements, from type, to type |
 //! | `attention_head` | q rows, kv rows, head dim, scale (f32 bits), type |
 //! | `copy` | rows, row bytes, source pitch, destination pitch |
+//! | `attention_partial` | q rows, kv rows, head dim, scale (f32 bits), type |
+//! | `attention_combine` | q rows, head dim, parts, out type |
 
 use alloc::vec::Vec;
 
@@ -128,6 +130,19 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             src_pitch,
             dst_pitch,
         } => alloc::vec![rows, row_bytes, src_pitch, dst_pitch],
+        Kernel::AttentionPartial {
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale,
+            dtype,
+        } => alloc::vec![q_rows, kv_rows, head_dim, scale.to_bits(), d(dtype)],
+        Kernel::AttentionCombine {
+            q_rows,
+            head_dim,
+            parts,
+            dtype,
+        } => alloc::vec![q_rows, head_dim, parts, d(dtype)],
     };
     let mut words = Vec::with_capacity(body.len() + ARG_BLOCK_HEADER_WORDS as usize);
     words.push(ARG_BLOCK_MAGIC | u32::from(args.symbol().code()));
@@ -140,8 +155,11 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
 const fn body_words(s: KernelSymbol) -> u32 {
     match s {
         KernelSymbol::GemmAmp => 8,
-        KernelSymbol::ReduceAdd | KernelSymbol::Add | KernelSymbol::Copy => 4,
-        KernelSymbol::LayerNorm | KernelSymbol::AttentionHead => 5,
+        KernelSymbol::ReduceAdd
+        | KernelSymbol::Add
+        | KernelSymbol::Copy
+        | KernelSymbol::AttentionCombine => 4,
+        KernelSymbol::LayerNorm | KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
         KernelSymbol::GeluTanh => 2,
         KernelSymbol::Softmax | KernelSymbol::Cast => 3,
     }
@@ -306,6 +324,24 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
             src_pitch: w(4),
             dst_pitch: w(5),
         },
+        KernelSymbol::AttentionPartial => Kernel::AttentionPartial {
+            q_rows: w(2),
+            kv_rows: w(3),
+            head_dim: w(4),
+            scale: f.finite(5)?,
+            dtype: f.arith(6)?,
+        },
+        KernelSymbol::AttentionCombine => {
+            if w(4) == 0 {
+                return Err(f.bad(4));
+            }
+            Kernel::AttentionCombine {
+                q_rows: w(2),
+                head_dim: w(3),
+                parts: w(4),
+                dtype: f.arith(5)?,
+            }
+        }
     };
     Ok(KernelArgs { kernel, epilogue })
 }
@@ -373,6 +409,19 @@ mod tests {
                 row_bytes: 28,
                 src_pitch: 28,
                 dst_pitch: 1176,
+            },
+            Kernel::AttentionPartial {
+                q_rows: 8,
+                kv_rows: 243,
+                head_dim: 72,
+                scale: 0.117_851_13,
+                dtype: DType::F16,
+            },
+            Kernel::AttentionCombine {
+                q_rows: 8,
+                head_dim: 72,
+                parts: 3,
+                dtype: DType::F16,
             },
         ]
         .into_iter()

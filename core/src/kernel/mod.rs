@@ -25,10 +25,12 @@
 //! ```
 
 mod args;
+mod attention;
 mod error;
 mod operands;
 
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
+pub use attention::combine_attention_partials;
 pub use error::AbiError;
 pub use operands::{OperandRole, OperandSpec};
 
@@ -58,11 +60,15 @@ pub enum KernelSymbol {
     AttentionHead,
     /// Strided local copy (also im2col patch gathering).
     Copy,
+    /// One head's attention against one key block (unnormalised partial).
+    AttentionPartial,
+    /// Combination of key-block attention partials.
+    AttentionCombine,
 }
 
 impl KernelSymbol {
     /// All symbols, in code order.
-    pub const ALL: [KernelSymbol; 9] = [
+    pub const ALL: [KernelSymbol; 11] = [
         KernelSymbol::GemmAmp,
         KernelSymbol::ReduceAdd,
         KernelSymbol::Add,
@@ -72,6 +78,8 @@ impl KernelSymbol {
         KernelSymbol::Cast,
         KernelSymbol::AttentionHead,
         KernelSymbol::Copy,
+        KernelSymbol::AttentionPartial,
+        KernelSymbol::AttentionCombine,
     ];
 
     /// Symbol name in the package's kernel table (equal to
@@ -87,6 +95,8 @@ impl KernelSymbol {
             KernelSymbol::Cast => "cast",
             KernelSymbol::AttentionHead => "attention_head",
             KernelSymbol::Copy => "copy",
+            KernelSymbol::AttentionPartial => "attention_partial",
+            KernelSymbol::AttentionCombine => "attention_combine",
         }
     }
 
@@ -102,6 +112,8 @@ impl KernelSymbol {
             KernelSymbol::Cast => 7,
             KernelSymbol::AttentionHead => 8,
             KernelSymbol::Copy => 9,
+            KernelSymbol::AttentionPartial => 10,
+            KernelSymbol::AttentionCombine => 11,
         }
     }
 
@@ -127,6 +139,8 @@ impl KernelSymbol {
             Kernel::Cast { .. } => KernelSymbol::Cast,
             Kernel::Attention { .. } => KernelSymbol::AttentionHead,
             Kernel::Copy { .. } => KernelSymbol::Copy,
+            Kernel::AttentionPartial { .. } => KernelSymbol::AttentionPartial,
+            Kernel::AttentionCombine { .. } => KernelSymbol::AttentionCombine,
         }
     }
 }

@@ -138,6 +138,33 @@ impl KernelArgs {
                 spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
                 spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
             ],
+            Kernel::AttentionPartial {
+                q_rows,
+                kv_rows,
+                head_dim,
+                dtype,
+                ..
+            } => alloc::vec![
+                spec(Output, "partial", x(q_rows) * (x(head_dim) + 2), DType::F32),
+                spec(Input(0), "q", x(q_rows) * x(head_dim), dtype),
+                spec(Input(1), "k", x(kv_rows) * x(head_dim), dtype),
+                spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
+                spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
+            ],
+            Kernel::AttentionCombine {
+                q_rows,
+                head_dim,
+                parts,
+                dtype,
+            } => alloc::vec![
+                spec(Output, "out", x(q_rows) * x(head_dim), dtype),
+                spec(
+                    Input(0),
+                    "partials",
+                    x(parts) * x(q_rows) * (x(head_dim) + 2),
+                    DType::F32
+                ),
+            ],
             Kernel::Copy {
                 rows,
                 row_bytes,

@@ -311,6 +311,46 @@ impl<'s> Executor<'s> {
                 }
                 self.write(op(0)?, t, &out)
             }
+            Kernel::AttentionPartial {
+                q_rows,
+                kv_rows,
+                head_dim,
+                scale,
+                ..
+            } => {
+                let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
+                let q = self.read(op(1)?, t, qr * d)?;
+                let k = self.read(op(2)?, t, kr * d)?;
+                let v = self.read(op(3)?, t, kr * d)?;
+                let w = d + 2;
+                let mut out = vec![0f32; qr * w];
+                let mut s = vec![0f32; kr];
+                for i in 0..qr {
+                    for j in 0..kr {
+                        s[j] = (0..d).map(|p| q[i * d + p] * k[j * d + p]).sum::<f32>() * scale;
+                    }
+                    let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    s.iter_mut().for_each(|x| *x = libm::expf(*x - m));
+                    for p in 0..d {
+                        out[i * w + p] = (0..kr).map(|j| s[j] * v[j * d + p]).sum();
+                    }
+                    out[i * w + d] = m;
+                    out[i * w + d + 1] = s.iter().sum();
+                }
+                self.write(op(0)?, t, &out)
+            }
+            Kernel::AttentionCombine {
+                q_rows,
+                head_dim,
+                parts,
+                ..
+            } => {
+                let (qr, d, np) = (q_rows as usize, head_dim as usize, parts as usize);
+                let w = d + 2;
+                let partials = self.read(op(1)?, t, np * qr * w)?;
+                let out = crate::kernel::combine_attention_partials(&partials, qr, d, np);
+                self.write(op(0)?, t, &out)
+            }
             Kernel::Copy {
                 rows,
                 row_bytes,

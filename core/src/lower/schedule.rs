@@ -297,6 +297,38 @@ pub enum Kernel {
         /// Element type of q/k/v/out.
         dtype: DType,
     },
+    /// One head's attention of a block of query rows against one block of
+    /// its keys/values (key-split attention): with `s = q·kᵀ·scale`,
+    /// `m = rowmax(s)`, `p = exp(s − m)`, writes the F32 row
+    /// `[p·v (head_dim), m, Σp]` per query row, unnormalised. Operands:
+    /// partial out (`q_rows × (head_dim + 2)` F32), q, k, v, scores scratch
+    /// (`q_rows × kv_rows` F32).
+    AttentionPartial {
+        /// Query rows in the block.
+        q_rows: u32,
+        /// Key/value rows of this key block.
+        kv_rows: u32,
+        /// Head width.
+        head_dim: u32,
+        /// Score scale.
+        scale: f32,
+        /// Element type of q/k/v.
+        dtype: DType,
+    },
+    /// Combines `parts` key-block partials of [`Kernel::AttentionPartial`]
+    /// (stored back to back) into the normalised attention output:
+    /// `out = Σ e^{m_p − M}·o_p / Σ e^{m_p − M}·l_p`, `M = max m_p`.
+    /// Operands: out (`q_rows × head_dim`), partials.
+    AttentionCombine {
+        /// Query rows.
+        q_rows: u32,
+        /// Head width.
+        head_dim: u32,
+        /// Key blocks combined.
+        parts: u32,
+        /// Element type of out.
+        dtype: DType,
+    },
     /// Local strided copy of `rows` runs of `row_bytes` bytes. Operands: dst, src.
     Copy {
         /// Runs.
@@ -322,6 +354,8 @@ impl Kernel {
             Kernel::Softmax { .. } => "softmax",
             Kernel::Cast { .. } => "cast",
             Kernel::Attention { .. } => "attention_head",
+            Kernel::AttentionPartial { .. } => "attention_partial",
+            Kernel::AttentionCombine { .. } => "attention_combine",
             Kernel::Copy { .. } => "copy",
         }
     }

@@ -49,7 +49,10 @@ pub fn requests(
     schedule.visit(|step, _| {
         let Step::Compute(c) = step else { return };
         for call in &c.calls {
-            let amp = matches!(call.kernel, Kernel::Gemm { .. } | Kernel::Attention { .. });
+            let amp = matches!(
+                call.kernel,
+                Kernel::Gemm { .. } | Kernel::Attention { .. } | Kernel::AttentionPartial { .. }
+            );
             let (Some(out), Some(left)) = (call.operands.first(), call.operands.get(1)) else {
                 continue;
             };

@@ -91,6 +91,31 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
                     + gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false)
                     + q_rows as u64 * kv_rows as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
             }
+            Kernel::AttentionPartial {
+                q_rows,
+                kv_rows,
+                head_dim,
+                dtype,
+                ..
+            } => {
+                // As `Attention` over one key block; the row statistics are
+                // part of the softmax passes.
+                gemm_cycles(q_rows, head_dim, kv_rows, dtype, dtype, false)
+                    + gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false)
+                    + q_rows as u64 * kv_rows as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
+            }
+            Kernel::AttentionCombine {
+                q_rows,
+                head_dim,
+                parts,
+                ..
+            } => {
+                // One rescale-and-add pass over every partial row (Add's
+                // rate) plus one exp per query row and part (softmax's rate).
+                (q_rows as u64 * (head_dim as u64 + 2) * parts as u64)
+                    .div_ceil(t::ADD_ELEMENTS_PER_CYCLE as u64)
+                    + q_rows as u64 * parts as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
+            }
             Kernel::Copy {
                 rows, row_bytes, ..
             } => {

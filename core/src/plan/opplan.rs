@@ -204,6 +204,9 @@ pub enum PlanFamily {
     Attention {
         /// Query parts per head.
         q_parts: u32,
+        /// Key/value blocks per head (1: every query tile holds all keys;
+        /// more: partials combined on the first key block's tile).
+        key_parts: u32,
     },
 }
 

@@ -48,6 +48,9 @@ pub struct PlanConfig {
     pub tiles: u32,
     /// Per-tile data budget (excluding the support reserve).
     pub budget: u64,
+    /// Fewest key/value blocks per head an attention plan may use (default
+    /// 1: any; see [`super::candidates::GenConfig::min_key_parts`]).
+    pub min_key_parts: u32,
 }
 
 impl Default for PlanConfig {
@@ -56,6 +59,7 @@ impl Default for PlanConfig {
             beam_width: DEFAULT_BEAM_WIDTH,
             tiles: TILE_COUNT,
             budget: DATA_BUDGET_BYTES,
+            min_key_parts: 1,
         }
     }
 }
@@ -289,6 +293,7 @@ impl<'g> SearchCx<'g> {
             out,
             &GenConfig {
                 tiles: self.config.tiles,
+                min_key_parts: self.config.min_key_parts,
             },
         )?;
         let plans = Arc::new(plans.into_iter().map(Arc::new).collect::<Vec<_>>());

@@ -220,6 +220,51 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             math::gemm_accumulate((qr, kv, hd), &scores, &v, false, &mut out);
             io.store(0, &out, dtype);
         }
+        Kernel::AttentionPartial {
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale,
+            dtype,
+        } => {
+            let (qr, kv, hd) = (us(q_rows), us(kv_rows), us(head_dim));
+            let q = io.load(1, qr * hd, dtype);
+            let k = io.load(2, kv * hd, dtype);
+            let v = io.load(3, kv * hd, dtype);
+            let mut scores = vec![0.0; qr * kv];
+            math::gemm_accumulate((qr, hd, kv), &q, &k, true, &mut scores);
+            scores.iter_mut().for_each(|s| *s *= scale);
+            io.store(4, &scores, DType::F32);
+            // Row statistics in F32; the unnormalised probabilities feed
+            // the AMP in the operand type, as in `Attention`.
+            let mut stats = vec![(0f32, 0f32); qr];
+            for (row, st) in scores.chunks_mut(kv.max(1)).zip(stats.iter_mut()) {
+                let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                row.iter_mut().for_each(|x| *x = (*x - m).exp());
+                *st = (m, row.iter().sum());
+            }
+            round_in_place(&mut scores, dtype);
+            let mut pv = vec![0.0; qr * hd];
+            math::gemm_accumulate((qr, kv, hd), &scores, &v, false, &mut pv);
+            let mut out = Vec::with_capacity(qr * (hd + 2));
+            for (row, (m, l)) in pv.chunks(hd.max(1)).zip(&stats) {
+                out.extend_from_slice(row);
+                out.push(*m);
+                out.push(*l);
+            }
+            io.store(0, &out, DType::F32);
+        }
+        Kernel::AttentionCombine {
+            q_rows,
+            head_dim,
+            parts,
+            dtype,
+        } => {
+            let (qr, hd, np) = (us(q_rows), us(head_dim), us(parts));
+            let partials = io.load(1, np * qr * (hd + 2), DType::F32);
+            let out = ipuc_core::kernel::combine_attention_partials(&partials, qr, hd, np);
+            io.store(0, &out, dtype);
+        }
         Kernel::Copy {
             rows,
             row_bytes,

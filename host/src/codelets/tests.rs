@@ -566,7 +566,9 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
             "softmax",
             "cast",
             "attention_head",
-            "copy"
+            "copy",
+            "attention_partial",
+            "attention_combine"
         ]
     );
     let table = codelet_table([("gemm_amp", 0x4D000), ("copy", 0x4D008)]).unwrap();

@@ -125,6 +125,18 @@ impl BufferAddresses for Placed<'_> {
 
 /// Compiles `graph` into a package.
 pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) -> Result<Compiled> {
+    compile_with(graph, kernels, opts, 1)
+}
+
+/// [`compile`] with attention plans restricted to at least `min_key_parts`
+/// key/value blocks per head (`PlanConfig::min_key_parts`; 1 = any plan),
+/// e.g. to run key-split attention on a model small enough not to need it.
+pub fn compile_with(
+    graph: &Graph,
+    kernels: &dyn KernelAbi,
+    opts: &CompileOptions,
+    min_key_parts: u32,
+) -> Result<Compiled> {
     let mut times = StageTimes::default();
 
     if opts.tiles == 0 || opts.tiles > u32::from(ipuc_core::target::topology::TILE_COUNT) {
@@ -149,6 +161,7 @@ pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) ->
                 beam_width: opts.beam_width,
                 tiles: opts.tiles,
                 budget: DATA_BUDGET_BYTES.saturating_sub(allowance),
+                min_key_parts,
             },
         )
         .map_err(|e| match e {

@@ -2,6 +2,13 @@
 //! Tile `g·R + r` computes query block `r` of group `g`; it needs the whole
 //! `k` and `v` of its group, so those are replicated over the `R` tiles of
 //! the group (an all-gather when they arrive split).
+//!
+//! Key-split plans (`S` > 1 key blocks) cut that K/V residency by `S`: tile
+//! `s·G·R + g·R + r` holds query block `(g, r)` (queries replicated `S`
+//! times) and key/value block `s` of group `g` (replicated over the `R`
+//! query tiles), computes an unnormalised partial (`attention_partial`:
+//! `p·v`, row max, row sum), sends it to tile `g·R + r`, which combines the
+//! `S` partials (`attention_combine`) into the output.
 
 use alloc::format;
 use alloc::sync::Arc;
@@ -14,7 +21,8 @@ use crate::lower::schedule::{Kernel, MemoryClass, TileBlock};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{
-    OpPlan, OperandPlan, PlanFamily, PlannedCall, ScratchPlan, Slot, SlotRef, Stage,
+    OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, ScratchPlan,
+    Slot, SlotRef, Stage,
 };
 
 /// Candidate attention plans.
@@ -100,9 +108,15 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
             storage: None,
             class: MemoryClass::Standard,
         };
+        if cx.cfg.min_key_parts > 1 {
+            continue;
+        }
         plans.push(OpPlan {
             op: cx.op,
-            family: PlanFamily::Attention { q_parts: r },
+            family: PlanFamily::Attention {
+                q_parts: r,
+                key_parts: 1,
+            },
             operands: vec![operand(q_layout), operand(kv_layout), operand(kv_layout)],
             output: q_layout,
             output_class: MemoryClass::Standard,
@@ -119,5 +133,176 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
             summary: format!("attention {groups} groups x {r} query blocks"),
         });
     }
+    for parts in KEY_PARTS {
+        if parts < cx.cfg.min_key_parts || parts > sk {
+            continue;
+        }
+        let max_r = (t / (groups.max(1) * parts)).min(sq);
+        if max_r == 0 {
+            continue;
+        }
+        let mut rs: Vec<u32> = [1u32, 2, 4, 8, 16, 32, 64]
+            .iter()
+            .copied()
+            .filter(|&r| r <= max_r)
+            .chain([max_r])
+            .collect();
+        rs.sort_unstable();
+        rs.dedup();
+        for r in rs {
+            if let Some(p) = key_split(cx, scale, (groups, sq, sk, dh), r, parts) {
+                plans.push(p);
+            }
+        }
+    }
     Ok(plans)
+}
+
+/// Key-block counts key-split attention tries.
+const KEY_PARTS: [u32; 3] = [2, 3, 4];
+
+/// Key-split attention: `groups × r` query blocks × `parts` key blocks.
+fn key_split(
+    cx: &GenCx<'_>,
+    scale: f32,
+    (groups, sq, sk, dh): (u32, u32, u32, u32),
+    r: u32,
+    parts: u32,
+) -> Option<OpPlan> {
+    let dtype = cx.operand(0).ok()?.view.dtype;
+    let gr = groups * r;
+    let out_layout = Layout::row_split(groups * sq, dh, 0, gr);
+    if out_layout.rows.part_count() != gr {
+        return None;
+    }
+    // Queries: block (g, r) on tiles s·GR + g·R + r for every key block s.
+    let q_layout = Layout {
+        replicas: parts,
+        replica_stride: gr,
+        ..out_layout
+    };
+    // Keys/values: block (g, s) on tiles s·GR + g·R + r for every query block r.
+    let kv_layout = Layout {
+        first_tile: 0,
+        rows: AxisSplit {
+            len: groups * sk,
+            grain: 1,
+            outer: groups,
+            outer_stride: r,
+            inner: parts,
+            inner_stride: gr,
+        },
+        cols: AxisSplit::whole(dh),
+        replicas: r,
+        replica_stride: 1,
+    };
+    if q_layout.validate().is_err() || kv_layout.validate().is_err() {
+        return None;
+    }
+    let row_words = dh + 2;
+    let mut partial_calls = Vec::new();
+    let mut combine_calls = Vec::new();
+    let mut scores = Vec::new();
+    let mut partials = Vec::new();
+    let mut transfers = Vec::new();
+    for (tile, blk) in q_layout.placements() {
+        let (s, qpart) = (tile / gr, tile % gr);
+        let g = qpart / r;
+        let q_rows = blk.rows.len() as u32;
+        let kv_rows = kv_layout.rows.range(g * parts + s).len() as u32;
+        let partial_bytes = q_rows * row_words * 4;
+        scores.push(TileBlock {
+            tile,
+            rows: 0..q_rows,
+            cols: 0..kv_rows,
+            bytes: q_rows * kv_rows * 4,
+        });
+        let held = if s == 0 { parts } else { 1 };
+        partials.push(TileBlock {
+            tile,
+            rows: 0..held * q_rows,
+            cols: 0..row_words,
+            bytes: held * partial_bytes,
+        });
+        let at = |slot, offset| SlotRef { slot, offset };
+        partial_calls.push(PlannedCall {
+            tile,
+            kernel: Kernel::AttentionPartial {
+                q_rows,
+                kv_rows,
+                head_dim: dh,
+                scale,
+                dtype,
+            },
+            operands: vec![
+                at(Slot::Scratch(1), 0),
+                at(Slot::Operand(0), 0),
+                at(Slot::Operand(1), 0),
+                at(Slot::Operand(2), 0),
+                at(Slot::Scratch(0), 0),
+            ],
+        });
+        if s == 0 {
+            combine_calls.push(PlannedCall {
+                tile,
+                kernel: Kernel::AttentionCombine {
+                    q_rows,
+                    head_dim: dh,
+                    parts,
+                    dtype,
+                },
+                operands: vec![at(Slot::Output, 0), at(Slot::Scratch(1), 0)],
+            });
+        } else {
+            transfers.push(PlannedTransfer {
+                source_tile: tile,
+                source: at(Slot::Scratch(1), 0),
+                source_pitch: partial_bytes,
+                rows: 1,
+                row_bytes: partial_bytes,
+                destinations: vec![PlannedDestination {
+                    tile: qpart,
+                    at: at(Slot::Scratch(1), s * partial_bytes),
+                    pitch: partial_bytes,
+                }],
+            });
+        }
+    }
+    partial_calls.sort_by_key(|c| c.tile);
+    combine_calls.sort_by_key(|c| c.tile);
+    scores.sort_by_key(|b| b.tile);
+    partials.sort_by_key(|b| b.tile);
+    let stages = vec![
+        Stage::Compute(partial_calls),
+        Stage::Exchange(transfers),
+        Stage::Compute(combine_calls),
+    ];
+    let cost = OpPlan::stage_cost(&stages);
+    let operand = |layout| OperandPlan {
+        layout,
+        storage: None,
+        class: MemoryClass::Standard,
+    };
+    let scratch = |name, blocks| ScratchPlan {
+        name,
+        dtype: DType::F32,
+        blocks: Arc::new(blocks),
+        class: MemoryClass::Standard,
+        align: crate::lower::schedule::BASE_BUFFER_ALIGN,
+    };
+    Some(OpPlan {
+        op: cx.op,
+        family: PlanFamily::Attention {
+            q_parts: r,
+            key_parts: parts,
+        },
+        operands: vec![operand(q_layout), operand(kv_layout), operand(kv_layout)],
+        output: out_layout,
+        output_class: MemoryClass::Standard,
+        output_is_view: false,
+        scratch: vec![scratch("scores", scores), scratch("partials", partials)],
+        stages,
+        cost,
+        summary: format!("attention {groups} groups x {r} query blocks x {parts} key blocks"),
+    })
 }

@@ -71,6 +71,9 @@ pub struct OperandInfo {
 pub struct GenConfig {
     /// Tiles available (logical `0..tiles`).
     pub tiles: u32,
+    /// Fewest key/value blocks an attention plan may use (1 allows every
+    /// plan; more forces key-split attention, e.g. to test it on small models).
+    pub min_key_parts: u32,
 }
 
 /// Candidate implementations of `op`.

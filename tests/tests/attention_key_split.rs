@@ -1,0 +1,152 @@
+//! Key-split attention (each tile holds one key/value block of its head;
+//! partials combined on the query block's first tile), forced on siglip-small
+//! with `min_key_parts = 2`: the planner picks it for every attention, the
+//! schedule oracle matches the FP32 reference, and the package runs on the
+//! simulator and passes validation.
+
+use std::collections::BTreeMap;
+
+use ipuc::compile::{compile_with, CompileOptions};
+use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::input::PixelValues;
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig, PIXEL_VALUES};
+use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
+use ipuc::run_report::compare;
+use ipuc::weights::{
+    random_tensor, random_weights, weights_for, HostTensor, WeightSource, WeightSpec,
+};
+use ipuc_core::lower::exec::Executor;
+use ipuc_core::lower::lower;
+use ipuc_core::lower::schedule::{Kernel, Step};
+use ipuc_core::plan::opplan::PlanFamily;
+use ipuc_core::plan::{plan_graph, PlanConfig};
+
+fn model(layers: usize) -> ipuc::model::SiglipModel {
+    let opts = ModelOptions {
+        vit_layers: Some(layers),
+        ..ModelOptions::default()
+    };
+    build_siglip(&VisionConfig::siglip_small(), &opts).unwrap()
+}
+
+#[test]
+fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
+    let model = model(2);
+    let graph = &model.graph;
+    let plan = plan_graph(
+        graph,
+        PlanConfig {
+            tiles: 16,
+            min_key_parts: 2,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    let mut key_split = 0;
+    let mut check = |p: &ipuc_core::plan::PlannedOp| {
+        if let Some(plan) = &p.plan {
+            if let PlanFamily::Attention { key_parts, .. } = plan.family {
+                assert!(key_parts >= 2);
+                key_split += 1;
+            }
+        }
+    };
+    for p in &plan.ops {
+        check(p);
+        if let Some(body) = &p.repeat {
+            body.ops.iter().for_each(&mut check);
+        }
+    }
+    // The encoder body's attention and the pooling head's.
+    assert_eq!(key_split, 2);
+    let schedule = lower(graph, &plan).unwrap();
+    let mut kernels = (0, 0);
+    schedule.visit(|step, _| {
+        if let Step::Compute(c) = step {
+            for call in &c.calls {
+                match call.kernel {
+                    Kernel::AttentionPartial { .. } => kernels.0 += 1,
+                    Kernel::AttentionCombine { .. } => kernels.1 += 1,
+                    Kernel::Attention { .. } => panic!("unsplit attention planned"),
+                    _ => {}
+                }
+            }
+        }
+    });
+    assert!(kernels.0 > kernels.1 && kernels.1 > 0, "{kernels:?}");
+
+    let specs: Vec<WeightSpec> = model
+        .parameters
+        .iter()
+        .map(|p| WeightSpec::single(p.name.clone(), p.shape.clone()))
+        .collect();
+    let weights = random_weights(7, &specs);
+    let shape = graph.ty(model.pixel_values).unwrap().shape.dims().to_vec();
+    let pixels = random_tensor(11, "pixel_values", &shape);
+    let want = Reference::new(graph, &weights, Numerics::Fp32)
+        .unwrap()
+        .run(&[("pixel_values", Tensor::new(shape.clone(), pixels.clone()))])
+        .unwrap();
+    let mut ex = Executor::new(&schedule, |name| {
+        if name == "pixel_values" {
+            Some(pixels.clone())
+        } else {
+            weights.get(name).map(|t| t.data.clone())
+        }
+    })
+    .unwrap();
+    ex.run().unwrap();
+    let got = ex.outputs().unwrap();
+    for (name, w) in &want {
+        let err = got[name]
+            .iter()
+            .zip(w.data.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        let scale = w.data.iter().map(|v| v.abs()).fold(0f32, f32::max);
+        assert!(err <= 1e-3 * scale.max(1.0), "{name}: max abs error {err}");
+    }
+}
+
+#[test]
+fn forced_key_split_runs_on_the_simulator_and_passes() {
+    let model = model(2);
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let opts = CompileOptions {
+        beam_width: 8,
+        tiles: 16,
+        name: "siglip-small x2 key-split".into(),
+    };
+    let compiled = compile_with(&model.graph, &kernel_abi(), &opts, 2).unwrap();
+    let names: Vec<&str> = compiled
+        .package
+        .kernels
+        .iter()
+        .map(|k| k.name.as_str())
+        .collect();
+    assert!(names.contains(&"attention_partial") && names.contains(&"attention_combine"));
+    let pixels = PixelValues {
+        shape: [1, 3, 28, 28],
+        data: (0..3 * 28 * 28)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect(),
+    };
+    let inputs = BTreeMap::from([(
+        PIXEL_VALUES.to_string(),
+        HostTensor {
+            shape: pixels.shape.to_vec(),
+            data: pixels.data.clone(),
+        },
+    )]);
+    let out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &inputs, &weights)
+        .unwrap();
+    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let v = compare(&out, &reference, 0.2, 0.05).unwrap();
+    assert!(v.pass, "{:?}", v.outputs);
+    for (name, max_abs, cosine, _) in &v.outputs {
+        assert!(*max_abs < 0.05, "{name}: max abs error {max_abs}");
+        assert!(*cosine > 0.999, "{name}: cosine {cosine}");
+    }
+}
