@@ -2,12 +2,17 @@
 //! outgoing and incoming busy intervals, so every tile sends and receives at
 //! once.
 //!
-//! Transfers are taken bottleneck-first (the transfer touching the most loaded
-//! tile goes first). Each is placed as one or more *pieces*: the earliest
-//! sender start `S` at which the sender's outgoing stream is free on
-//! `[S, S+m)` and every receiver `d`'s incoming stream is free on
-//! `[S+T(s,d)+1, …+m)` for at least `min_piece_words`; the piece takes the whole
-//! common gap. Pieces of one transfer are consecutive source words, so a
+//! Jobs (a transfer's words to a group of its receivers) are taken
+//! largest-remaining-load first: the next job is the one touching the tile
+//! with the most stream work still unscheduled, so no receiver is left with
+//! a long tail of work once the others are done (on dense random phases this
+//! cut 1472 tiles × ≤4000 words × fan-out 64 from 1.265 to 1.202 × the lower
+//! bound; a static bottleneck-first order is kept as an option).
+//!
+//! Each job is placed as one or more *pieces*: the earliest sender start
+//! `S` at which the sender's outgoing stream is free on `[S, S+m)` and every
+//! receiver `d`'s incoming stream is free on `[S+T(s,d)+1, …+m)` for at
+//! least `min_piece_words`; the piece takes the whole common gap. Pieces of one transfer are consecutive source words, so a
 //! receiver's pointer usually continues without a new PIC write.
 //!
 //! Besides stream exclusivity, a placement must keep a tile's receive
@@ -39,6 +44,9 @@ pub struct ScheduleOptions {
     /// receiver groups. 0 keeps every multicast whole; otherwise
     /// `schedule_phase` also tries whole multicasts and keeps the shorter.
     pub sender_budget_percent: u32,
+    /// Order jobs dynamically by the largest remaining load among their
+    /// tiles (instead of by initial load).
+    pub remaining_first: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -46,6 +54,7 @@ impl Default for ScheduleOptions {
         Self {
             min_piece_words: 32,
             sender_budget_percent: 80,
+            remaining_first: true,
         }
     }
 }
@@ -353,7 +362,69 @@ pub fn schedule_pieces_avoiding(
     let mut pieces = Vec::new();
     let min_piece = u64::from(options.min_piece_words.max(1));
 
-    for &ji in &order {
+    // Remaining (unscheduled) stream load per tile: with `remaining_first`,
+    // the next job is the one touching the tile with the most work left
+    // (lazy re-evaluation: keys only decrease as jobs are placed).
+    let cost = |j: &Job| {
+        let t = &phase.transfers[j.transfer];
+        u64::from(if j.paired { t.words / 2 } else { t.words })
+    };
+    let mut rem_in = in_load.clone();
+    let mut rem_out = alloc::vec![0u64; usize::from(TILE_COUNT)];
+    for j in &jobs {
+        rem_out[phase.transfers[j.transfer].source.index()] += cost(j);
+    }
+    let key = |j: &Job, rem_in: &[u64], rem_out: &[u64]| {
+        let t = &phase.transfers[j.transfer];
+        let rx = j
+            .destinations
+            .iter()
+            .map(|&k| rem_in[t.destinations[usize::from(k)].tile.index()])
+            .max()
+            .unwrap_or(0);
+        rem_out[t.source.index()].max(rx)
+    };
+    let mut heap: alloc::collections::BinaryHeap<(u64, u32, core::cmp::Reverse<usize>)> =
+        alloc::collections::BinaryHeap::new();
+    if options.remaining_first {
+        for (i, j) in jobs.iter().enumerate() {
+            heap.push((
+                key(j, &rem_in, &rem_out),
+                phase.transfers[j.transfer].words,
+                core::cmp::Reverse(i),
+            ));
+        }
+    }
+    let mut next_static = 0usize;
+    loop {
+        let ji = if options.remaining_first {
+            let Some((k, w, core::cmp::Reverse(i))) = heap.pop() else {
+                break;
+            };
+            let now = key(&jobs[i], &rem_in, &rem_out);
+            if now < k {
+                heap.push((now, w, core::cmp::Reverse(i)));
+                continue;
+            }
+            i
+        } else {
+            let Some(&i) = order.get(next_static) else {
+                break;
+            };
+            next_static += 1;
+            i
+        };
+        {
+            let j = &jobs[ji];
+            let t = &phase.transfers[j.transfer];
+            let c = cost(j);
+            let s = &mut rem_out[t.source.index()];
+            *s = s.saturating_sub(c);
+            for &k in &j.destinations {
+                let r = &mut rem_in[t.destinations[usize::from(k)].tile.index()];
+                *r = r.saturating_sub(c);
+            }
+        }
         let ti = jobs[ji].transfer;
         let t = &phase.transfers[ti];
         if jobs[ji].paired {

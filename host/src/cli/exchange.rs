@@ -52,6 +52,9 @@ pub struct BenchArgs {
     /// Sender load budget (% of the lower bound) for splitting multicasts.
     #[arg(long, default_value_t = ScheduleOptions::default().sender_budget_percent)]
     sender_budget: u32,
+    /// Order jobs by the largest remaining load among their tiles (true/false).
+    #[arg(long, default_value_t = ScheduleOptions::default().remaining_first, action = clap::ArgAction::Set)]
+    remaining_first: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -84,6 +87,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         ScheduleOptions {
             min_piece_words: a.min_piece,
             sender_budget_percent: a.sender_budget,
+            remaining_first: a.remaining_first,
         },
     )
     .context("scheduling")?;
