@@ -224,7 +224,7 @@ fn replay_receiver(
             let first = r.word_address + (se - r.start);
             for k in 0..n {
                 items.push(Item {
-                    write: e + k + lag,
+                    write: (e + k).saturating_add(lag),
                     src_tile: s.get(),
                     src_word: first + k,
                     read_event: se + k,
@@ -283,7 +283,7 @@ fn replay_receiver(
                 });
             };
             items.push(Item {
-                write: e + lag + 1,
+                write: e.saturating_add(lag + 1),
                 src_tile: s.get(),
                 src_word: (r.word_address + (se - r.start)).wrapping_mul(2),
                 read_event: se,
@@ -302,7 +302,7 @@ fn replay_receiver(
         }
     }
     if let Some(&(event, f)) = formats.last() {
-        let tail = event + PAIRED_ROW_TAIL_EVENTS;
+        let tail = event.saturating_add(PAIRED_ROW_TAIL_EVENTS);
         if f != 0 || tail > end {
             return Err(ReceiveError::Overrun {
                 tile: d,

@@ -236,12 +236,14 @@ fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
         }
         // Single-control mode removes every sendpicp from those tiles …
         let pieces =
-            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned, &[])
-                .unwrap();
+            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned, &[]).unwrap();
         let timelines = build_timelines(&phase, &pieces).unwrap();
         for &tile in &misaligned {
             let tl = &timelines[tile.index()];
-            assert!(tl.controls.iter().all(|c| c.xpic.is_none() || c.pic.is_none()));
+            assert!(tl
+                .controls
+                .iter()
+                .all(|c| c.xpic.is_none() || c.pic.is_none()));
         }
         // … and the whole pipeline delivers.
         let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();

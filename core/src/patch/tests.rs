@@ -284,3 +284,40 @@ fn repeat_checks_element_conflicts_in_every_iteration() {
         check_phase(&phase_for_iteration(&p, &iterated, i), &rows).unwrap();
     }
 }
+
+/// A 64-bit (paired) send is patched in 8-byte units: every iteration's
+/// rows deliver that iteration's source.
+#[test]
+fn repeat_tables_move_paired_sources_in_8_byte_units() {
+    let p = ExchangePhase {
+        transfers: vec![Transfer {
+            source: tile(0),
+            source_address: 0x64000,
+            words: 256,
+            destinations: vec![
+                Destination {
+                    tile: tile(10),
+                    address: 0x90000,
+                },
+                Destination {
+                    tile: tile(11),
+                    address: 0x90000,
+                },
+            ],
+            width: Width::Paired64,
+        }],
+    };
+    let s = schedule_phase(&p, ScheduleOptions::default()).unwrap();
+    assert!(s.pieces.iter().all(|piece| piece.paired));
+    let iterated = [IteratedSource {
+        transfer: 0,
+        stride_bytes: -0x808,
+    }];
+    let plan = repeat_patch_plan(&p, &s, &iterated, 4).unwrap();
+    assert!(!plan.tables.is_empty());
+    for i in 0..4 {
+        let mut rows = s.rows.clone();
+        plan.apply(&mut rows, i);
+        check_phase(&phase_for_iteration(&p, &iterated, i), &rows).unwrap();
+    }
+}
