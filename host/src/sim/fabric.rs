@@ -573,6 +573,66 @@ mod tests {
     }
 
     #[test]
+    fn device_moves_paired_items_two_words_per_event() {
+        // Logical 2, 3 are a physical pair; logical 1 (the sender's partner)
+        // receives 32-bit words, so partner busy is exercised too.
+        let phase = ExchangePhase {
+            transfers: vec![
+                Transfer {
+                    source: phys(0),
+                    source_address: 0x6_0000,
+                    words: 256,
+                    destinations: vec![
+                        Destination {
+                            tile: phys(2),
+                            address: 0x9_0000,
+                        },
+                        Destination {
+                            tile: phys(3),
+                            address: 0x9_2000,
+                        },
+                    ],
+                    width: Width::Paired64,
+                },
+                Transfer {
+                    source: phys(4),
+                    source_address: 0x6_0000,
+                    words: 100,
+                    destinations: vec![Destination {
+                        tile: phys(1),
+                        address: 0x9_0000,
+                    }],
+                    width: Width::Word32,
+                },
+            ],
+        };
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        assert_eq!(s.pairing.paired, 1);
+        let sender = decode_row(&s.rows[phys(0).index()].words).unwrap();
+        assert_eq!(sender.sends.iter().map(|r| r.items).sum::<u32>(), 128);
+        let rows: Vec<_> = (0..6)
+            .map(|l| (phys(l), s.rows[phys(l).index()].words.clone()))
+            .collect();
+        let mut dev = device(&phase, &rows);
+        dev.run(10_000_000).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        for tr in &phase.transfers {
+            let src = by_id(tr.source)
+                .memory()
+                .slice(tr.source_address, tr.words * 4)
+                .unwrap()
+                .to_vec();
+            for d in &tr.destinations {
+                let got = by_id(d.tile)
+                    .memory()
+                    .slice(d.address, tr.words * 4)
+                    .unwrap();
+                assert_eq!(got, &src[..], "transfer to {}", d.tile);
+            }
+        }
+    }
+
+    #[test]
     fn patched_row_words_in_sram_take_effect() {
         let phase = small_phase();
         let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
