@@ -168,7 +168,13 @@ pub fn compile_with(
             PlanError::OutOfMemory(rejection) => anyhow::Error::new(PlanOverBudget(rejection)),
             other => anyhow::anyhow!("{other}"),
         })
-        .context("planning")?;
+        .with_context(|| {
+            if allowance == 0 {
+                String::from("planning")
+            } else {
+                format!("planning (re-plan {attempt}, {allowance} bytes/tile kept for patch data)")
+            }
+        })?;
         times.planning_ms += ms_since(t);
         let s = plan.stats;
         eprintln!(
