@@ -188,6 +188,12 @@ fn placement_renders_as_a_valid_memory_map() {
     let t0 = &map.tiles[0];
     // Four reserved ranges, then one allocation per block on the tile.
     assert_eq!(t0.allocations.len(), 4 + placed.tiles[0].allocations.len());
+    // The map charges exactly what placement charges (support ranges once,
+    // at their blocked spans; no second reserve on top).
+    for (tile, placement) in map.tiles.iter().zip(&placed.tiles) {
+        let peak = tile.peak(map.moments.len()).live_bytes + map.budget.support_reserve;
+        assert_eq!(peak, u64::from(placement.peak.bytes), "tile {}", tile.tile);
+    }
     let html = ipuc::report::memory_html::render_memory_map(&map).unwrap();
     assert!(html.contains("siglip-small"));
 }

@@ -107,7 +107,7 @@ pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
 <span class="legend" id="legend"></span>
 </div>
 </header>
-<section><h2>Peak per tile <span class="muted">(live bytes + support reserve; red line = budget; click a bar)</span></h2><canvas id="overview"></canvas>
+<section><h2>Peak per tile <span class="muted">(charged bytes; red line = budget; click a bar)</span></h2><canvas id="overview"></canvas>
 <h2 id="maptitle"></h2><canvas id="map"></canvas>
 <h2 id="livetitle"></h2><div id="live"></div></section>
 <div id="tip"></div>"#,

@@ -1,4 +1,5 @@
-//! The memory map of a placed schedule: every tile's reserved ranges and
+//! The memory map of a placed schedule: every tile's support ranges, patch
+//! data and
 //! placed buffers with their addresses and lifetimes, for `memory.html`.
 
 use ipuc_core::lower::schedule::{BufferRole, TileSchedule};
@@ -57,16 +58,25 @@ pub fn memory_map_from_placement(
     let tiles = placements
         .iter()
         .map(|t| {
+            // The support ranges as placement charges them (their blocked
+            // spans), and the constant patch-data block: live throughout.
             let mut allocations: Vec<Allocation> = t
                 .reserved
                 .iter()
                 .map(|r| Allocation {
                     name: r.name.clone(),
                     class: reserved_class(r.kind),
-                    address: Some(r.range.start),
-                    size: u64::from(r.range.end - r.range.start),
+                    address: Some(r.blocked.start),
+                    size: u64::from(r.blocked.end - r.blocked.start),
                     live: Liveness { first: 0, last },
                 })
+                .chain(t.constants.iter().map(|c| Allocation {
+                    name: c.name.clone(),
+                    class: AllocationClass::ExchangeTable,
+                    address: Some(c.range.start),
+                    size: u64::from(c.range.end - c.range.start),
+                    live: Liveness { first: 0, last },
+                }))
                 .collect();
             allocations.extend(t.by_address().into_iter().map(|a| {
                 let class = schedule
@@ -93,7 +103,12 @@ pub fn memory_map_from_placement(
         .collect();
     MemoryMap {
         title: title.to_owned(),
-        budget: MemoryBudget::IPU21,
+        // The support charge is drawn as the reserved allocations above, at
+        // their exact addresses, so it is not added a second time.
+        budget: MemoryBudget {
+            support_reserve: 0,
+            ..MemoryBudget::IPU21
+        },
         moments,
         tiles,
     }

@@ -30,7 +30,7 @@
     if (over) verdict.classList.add("bad");
     document.getElementById("stats").innerHTML =
       `<span><b>${T}</b> tiles</span><span><b>${D.moments.length}</b> moments</span>` +
-      `<span>peak tile <b>${D.tiles[peakIdx]}</b>: <b>${fmt(pk)}</b> B incl. ${fmt(RESERVE)} B support reserve, ` +
+      `<span>peak tile <b>${D.tiles[peakIdx]}</b>: <b>${fmt(pk)}</b> B${RESERVE ? ` incl. ${fmt(RESERVE)} B support reserve` : ""}, ` +
       `budget <b>${fmt(BUDGET)}</b> B (${(100 * pk / BUDGET).toFixed(1)}%) at “${esc(D.moments[D.peaks[peakIdx][1]] || "")}”</span>` +
       `<span>SRAM ${hex(BASE)}–${hex(END)}</span>`;
   }
@@ -90,7 +90,7 @@
     const i = Math.floor((x - OV_LEFT) / ((ov.width - OV_LEFT) / Math.max(1, T)));
     if (i < 0 || i >= T) { tip.style.display = "none"; return; }
     const p = D.peaks[i];
-    showTip(ev, `tile ${D.tiles[i]}${i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B (incl. reserve)\nbudget  ${fmt(BUDGET)} B\nmoment  ${D.moments[p[1]] || ""}`);
+    showTip(ev, `tile ${D.tiles[i]}${i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B${RESERVE ? " (incl. reserve)" : ""}\nbudget  ${fmt(BUDGET)} B\nmoment  ${D.moments[p[1]] || ""}`);
   };
   ov.onmouseleave = mp.onmouseleave = () => { tip.style.display = "none"; };
 
@@ -184,7 +184,7 @@
       const row = liveByClass(list)[h.m];
       const total = row.reduce((s, v) => s + v, 0) + RESERVE;
       showTip(ev, `moment ${h.m}: ${D.moments[h.m] || ""}\n` + row.map((v, c) => v ? `${D.classes[c].padEnd(17)}${fmt(v)} B\n` : "").join("") +
-        `${"reserve".padEnd(17)}${fmt(RESERVE)} B\n${"total".padEnd(17)}${fmt(total)} B of ${fmt(BUDGET)}`);
+        (RESERVE ? `${"reserve".padEnd(17)}${fmt(RESERVE)} B\n` : "") + `${"total".padEnd(17)}${fmt(total)} B of ${fmt(BUDGET)}`);
     }
   };
 
@@ -194,7 +194,7 @@
       .sort((a, b) => (a.addr < 0) - (b.addr < 0) || a.addr - b.addr || b.size - a.size);
     const live = list.reduce((s, a) => s + a.size, 0);
     document.getElementById("livetitle").textContent =
-      `Live on tile ${D.tiles[sel]} at moment ${moment} “${D.moments[moment] || ""}”: ${list.length} allocations, ${fmt(live)} B + ${fmt(RESERVE)} B reserve = ${fmt(live + RESERVE)} B`;
+      `Live on tile ${D.tiles[sel]} at moment ${moment} “${D.moments[moment] || ""}”: ${list.length} allocations, ${RESERVE ? `${fmt(live)} B + ${fmt(RESERVE)} B reserve = ` : ""}${fmt(live + RESERVE)} B`;
     let h = `<table><thead><tr><th class="l">allocation</th><th class="l">class</th><th class="l">address</th><th>bytes</th><th class="l">live</th></tr></thead><tbody>`;
     list.forEach((a) => {
       h += `<tr><td class="l">${esc(a.name)}</td><td class="l"><span class="swatch" style="background:${D.colors[a.cls]}"></span>${D.classes[a.cls]}</td>` +
