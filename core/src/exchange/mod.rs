@@ -36,6 +36,7 @@ mod decode;
 mod encode;
 mod error;
 mod intervals;
+mod job_order;
 mod pairing;
 mod placement;
 mod random;
@@ -43,6 +44,7 @@ mod replay;
 mod request;
 mod schedule;
 mod timeline;
+mod windows;
 
 #[cfg(test)]
 mod tests;

@@ -25,9 +25,11 @@ use alloc::vec::Vec;
 
 use super::error::{ExchangeError, Result};
 use super::intervals::{BusyIntervals, Slot};
+use super::job_order::RemainingLoadOrder;
 use super::pairing::{plan_pairing, TransferPairing};
 use super::request::{element_mask, ExchangePhase, Transfer};
 use super::timeline::paired_source_event;
+use super::windows::WindowIndex;
 use crate::target::exchange_model::{
     paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
 };
@@ -122,14 +124,6 @@ impl Piece {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Window {
-    mask: u64,
-    start: u64,
-    end: u64,
-    send: bool,
-}
-
 #[derive(Default)]
 struct TileState {
     out: BusyIntervals,
@@ -144,7 +138,9 @@ struct TileState {
     /// row needs no `sendpicp` (and therefore no 8-byte realignment). Set by
     /// [`schedule_pieces_avoiding`] for tiles whose row could not be aligned.
     single_controls: bool,
-    windows: Vec<Window>,
+    /// SRAM windows of this tile's sends and receives (§2.10 rule 5).
+    send_windows: WindowIndex,
+    receive_windows: WindowIndex,
     /// Control events of paired receives: nothing else may share them
     /// (coincident paired controls fault, §2.6).
     strict: BTreeSet<u64>,
@@ -187,11 +183,12 @@ impl TileState {
     /// Earliest event the window `[start, end)` with `mask` may be moved to,
     /// if it collides with an opposite-kind window sharing an element.
     fn window_clash(&self, mask: u64, start: u64, end: u64, send: bool) -> Option<u64> {
-        self.windows
-            .iter()
-            .filter(|w| w.send != send && w.mask & mask != 0 && w.start < end && start < w.end)
-            .map(|w| w.end)
-            .max()
+        let opposite = if send {
+            &self.receive_windows
+        } else {
+            &self.send_windows
+        };
+        opposite.latest_clash(mask, start, end)
     }
 }
 
@@ -363,49 +360,44 @@ pub fn schedule_pieces_avoiding(
     let min_piece = u64::from(options.min_piece_words.max(1));
 
     // Remaining (unscheduled) stream load per tile: with `remaining_first`,
-    // the next job is the one touching the tile with the most work left
-    // (lazy re-evaluation: keys only decrease as jobs are placed).
-    let cost = |j: &Job| {
-        let t = &phase.transfers[j.transfer];
-        u64::from(if j.paired { t.words / 2 } else { t.words })
-    };
-    let mut rem_in = in_load.clone();
-    let mut rem_out = alloc::vec![0u64; usize::from(TILE_COUNT)];
-    for j in &jobs {
-        rem_out[phase.transfers[j.transfer].source.index()] += cost(j);
-    }
-    let key = |j: &Job, rem_in: &[u64], rem_out: &[u64]| {
-        let t = &phase.transfers[j.transfer];
-        let rx = j
-            .destinations
-            .iter()
-            .map(|&k| rem_in[t.destinations[usize::from(k)].tile.index()])
-            .max()
-            .unwrap_or(0);
-        rem_out[t.source.index()].max(rx)
-    };
-    let mut heap: alloc::collections::BinaryHeap<(u64, u32, core::cmp::Reverse<usize>)> =
-        alloc::collections::BinaryHeap::new();
-    if options.remaining_first {
-        for (i, j) in jobs.iter().enumerate() {
-            heap.push((
-                key(j, &rem_in, &rem_out),
-                phase.transfers[j.transfer].words,
-                core::cmp::Reverse(i),
-            ));
+    // the next job is the one touching the tile with the most work left.
+    // Streams are outgoing (tile index) then incoming (TILE_COUNT + index).
+    let mut load_order = options.remaining_first.then(|| {
+        let n = usize::from(TILE_COUNT);
+        let cost = |j: &Job| {
+            let t = &phase.transfers[j.transfer];
+            u64::from(if j.paired { t.words / 2 } else { t.words })
+        };
+        let mut load = alloc::vec![0u64; 2 * n];
+        for j in &jobs {
+            load[phase.transfers[j.transfer].source.index()] += cost(j);
         }
-    }
+        load[n..].copy_from_slice(&in_load);
+        let streams = jobs
+            .iter()
+            .map(|j| {
+                let t = &phase.transfers[j.transfer];
+                core::iter::once(t.source.index())
+                    .chain(
+                        j.destinations
+                            .iter()
+                            .map(|&k| n + t.destinations[usize::from(k)].tile.index()),
+                    )
+                    .collect()
+            })
+            .collect();
+        let words = jobs
+            .iter()
+            .map(|j| phase.transfers[j.transfer].words)
+            .collect();
+        RemainingLoadOrder::new(load, streams, jobs.iter().map(cost).collect(), words)
+    });
     let mut next_static = 0usize;
     loop {
-        let ji = if options.remaining_first {
-            let Some((k, w, core::cmp::Reverse(i))) = heap.pop() else {
+        let ji = if let Some(order) = load_order.as_mut() {
+            let Some(i) = order.pop() else {
                 break;
             };
-            let now = key(&jobs[i], &rem_in, &rem_out);
-            if now < k {
-                heap.push((now, w, core::cmp::Reverse(i)));
-                continue;
-            }
             i
         } else {
             let Some(&i) = order.get(next_static) else {
@@ -414,17 +406,6 @@ pub fn schedule_pieces_avoiding(
             next_static += 1;
             i
         };
-        {
-            let j = &jobs[ji];
-            let t = &phase.transfers[j.transfer];
-            let c = cost(j);
-            let s = &mut rem_out[t.source.index()];
-            *s = s.saturating_sub(c);
-            for &k in &j.destinations {
-                let r = &mut rem_in[t.destinations[usize::from(k)].tile.index()];
-                *r = r.saturating_sub(c);
-            }
-        }
         let ti = jobs[ji].transfer;
         let t = &phase.transfers[ti];
         if jobs[ji].paired {
@@ -641,16 +622,15 @@ fn place(
     let src = &mut tiles[t.source.index()];
     src.out.insert(start, start + len);
     src.send_starts.insert(start);
-    src.windows.push(Window {
-        mask: swept_mask(
+    src.send_windows.insert(
+        swept_mask(
             t.source_address + (offset as u32) * 4,
             (len as u32) * 4,
             sweep,
         ),
         start,
-        end: start + len + guard,
-        send: true,
-    });
+        start + len + guard,
+    );
     for r in receivers {
         let rt = &mut tiles[r.tile.index()];
         let x = (start as i64 + r.offset) as u64;
@@ -663,12 +643,8 @@ fn place(
         rt.xpic_events.insert(x + len);
         rt.pic_events.insert(p);
         let dst = t.destinations[usize::from(r.index)].address + (offset as u32) * 4;
-        rt.windows.push(Window {
-            mask: element_mask(dst, (len as u32) * 4),
-            start: p,
-            end: p + len + guard,
-            send: false,
-        });
+        rt.receive_windows
+            .insert(element_mask(dst, (len as u32) * 4), p, p + len + guard);
     }
 }
 
@@ -781,12 +757,8 @@ fn place_paired(
     let st = &mut tiles[t.source.index()];
     st.out.insert(start, start + items);
     st.send_starts.insert(start);
-    st.windows.push(Window {
-        mask: src_mask,
-        start,
-        end: start + items + guard,
-        send: true,
-    });
+    st.send_windows
+        .insert(src_mask, start, start + items + guard);
     let pt = &mut tiles[partner.index()];
     pt.out.insert(start, start + items);
     pt.inc.insert(start, start + items);
@@ -806,12 +778,8 @@ fn place_paired(
             rt.controls.insert(c);
             rt.strict.insert(c);
         }
-        rt.windows.push(Window {
-            mask: element_mask(m.address, t.words * 4),
-            start: p,
-            end: p + items + guard,
-            send: false,
-        });
+        rt.receive_windows
+            .insert(element_mask(m.address, t.words * 4), p, p + items + guard);
     }
     Ok(Piece {
         transfer,

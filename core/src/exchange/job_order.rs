@@ -1,0 +1,167 @@
+//! Largest-remaining-load-first job order for the phase scheduler.
+//!
+//! A job's key is the largest unscheduled stream load among the tiles it
+//! touches (its sender's outgoing stream, its receivers' incoming streams);
+//! the next job is the one with the largest key, then the most words, then
+//! the lowest index. Re-evaluating keys in a lazy heap costs a job's whole
+//! fan-out per stale pop, and with wide multicasts every placement makes
+//! many keys stale, so large phases spent their time re-ranking jobs.
+//!
+//! Instead each stream (a *resource*) keeps its live jobs ranked by
+//! (words, lowest index), and one set ranks streams by (remaining load, best
+//! live job). The largest entry of that set names exactly the job with the
+//! largest (key, words, lowest index): a job's key is reached on one of its
+//! streams, and no stream ranks a job above its key. Placing a job only
+//! changes the streams it touches, so the cost per job is its fan-out times
+//! a logarithm.
+
+use alloc::collections::BTreeSet;
+use alloc::vec::Vec;
+use core::cmp::Reverse;
+
+/// A live job's rank within one stream: more words first, then lower index.
+type JobRank = (u32, Reverse<usize>);
+
+/// Jobs in largest-remaining-load-first order (see the module comment).
+pub(crate) struct RemainingLoadOrder {
+    /// Remaining load per stream.
+    load: Vec<u64>,
+    /// Live jobs per stream.
+    live: Vec<BTreeSet<JobRank>>,
+    /// Streams with live jobs, as (remaining load, best live job, stream).
+    ranked: BTreeSet<(u64, JobRank, usize)>,
+    /// Streams each job touches (a stream may repeat: it is charged once per mention).
+    streams: Vec<Vec<usize>>,
+    /// Events each job takes off each stream it touches.
+    cost: Vec<u64>,
+    /// Words of each job's transfer (the first tie-break).
+    words: Vec<u32>,
+}
+
+impl RemainingLoadOrder {
+    /// `load` is the initial remaining load per stream; job `i` touches
+    /// `streams[i]`, costs `cost[i]` events on each and carries `words[i]`.
+    pub(crate) fn new(
+        load: Vec<u64>,
+        streams: Vec<Vec<usize>>,
+        cost: Vec<u64>,
+        words: Vec<u32>,
+    ) -> Self {
+        let mut live: Vec<BTreeSet<JobRank>> = (0..load.len()).map(|_| BTreeSet::new()).collect();
+        for (j, touched) in streams.iter().enumerate() {
+            for &r in touched {
+                live[r].insert((words[j], Reverse(j)));
+            }
+        }
+        let ranked = live
+            .iter()
+            .enumerate()
+            .filter_map(|(r, jobs)| jobs.last().map(|&best| (load[r], best, r)))
+            .collect();
+        Self {
+            load,
+            live,
+            ranked,
+            streams,
+            cost,
+            words,
+        }
+    }
+
+    /// Takes the next job and charges its cost to the streams it touches.
+    pub(crate) fn pop(&mut self) -> Option<usize> {
+        let &(_, (_, Reverse(job)), _) = self.ranked.last()?;
+        let mut touched = self.streams[job].clone();
+        touched.sort_unstable();
+        touched.dedup();
+        for &r in &touched {
+            if let Some(&best) = self.live[r].last() {
+                self.ranked.remove(&(self.load[r], best, r));
+            }
+            self.live[r].remove(&(self.words[job], Reverse(job)));
+        }
+        for &r in &self.streams[job] {
+            self.load[r] = self.load[r].saturating_sub(self.cost[job]);
+        }
+        for &r in &touched {
+            if let Some(&best) = self.live[r].last() {
+                self.ranked.insert((self.load[r], best, r));
+            }
+        }
+        Some(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference: a lazily re-evaluated max-heap over (key, words, lowest index).
+    fn lazy_heap_order(
+        mut load: Vec<u64>,
+        streams: &[Vec<usize>],
+        cost: &[u64],
+        words: &[u32],
+    ) -> Vec<usize> {
+        let key = |j: usize, load: &[u64]| streams[j].iter().map(|&r| load[r]).max().unwrap_or(0);
+        let mut heap = alloc::collections::BinaryHeap::new();
+        for (j, &w) in words.iter().enumerate() {
+            heap.push((key(j, &load), w, Reverse(j)));
+        }
+        let mut order = Vec::new();
+        while let Some((k, w, Reverse(j))) = heap.pop() {
+            let now = key(j, &load);
+            if now < k {
+                heap.push((now, w, Reverse(j)));
+                continue;
+            }
+            for &r in &streams[j] {
+                load[r] = load[r].saturating_sub(cost[j]);
+            }
+            order.push(j);
+        }
+        order
+    }
+
+    #[test]
+    fn matches_a_lazy_heap() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for round in 0..20 {
+            let n_streams = 4 + next(40) as usize;
+            let n_jobs = 1 + next(120) as usize;
+            let mut streams = Vec::new();
+            let mut cost = Vec::new();
+            let mut words = Vec::new();
+            let mut load = alloc::vec![0u64; n_streams];
+            for _ in 0..n_jobs {
+                let fanout = 1 + next(6) as usize;
+                // Repeats allowed, as a stream may be mentioned twice.
+                let touched: Vec<usize> = (0..fanout)
+                    .map(|_| next(n_streams as u64) as usize)
+                    .collect();
+                // Few distinct costs and words so that ties happen.
+                let c = 1 + next(4);
+                for &r in &touched {
+                    load[r] += c;
+                }
+                streams.push(touched);
+                cost.push(c);
+                words.push(next(3) as u32);
+            }
+            // Some streams carry extra load no job accounts for.
+            for l in load.iter_mut().step_by(3) {
+                *l += next(5);
+            }
+            let expected = lazy_heap_order(load.clone(), &streams, &cost, &words);
+            let mut order = RemainingLoadOrder::new(load, streams, cost, words);
+            let got: Vec<usize> = core::iter::from_fn(|| order.pop()).collect();
+            assert_eq!(got, expected, "round {round}");
+        }
+    }
+}
