@@ -4,22 +4,18 @@
 //! schedule oracle matches the FP32 reference, and the package runs on the
 //! simulator and passes validation.
 
-use std::collections::BTreeMap;
-
 use ipuc::compile::{compile_with, CompileOptions};
 use ipuc::device::sim::{kernel_abi, SimDevice};
-use ipuc::input::PixelValues;
-use ipuc::model::{build_siglip, ModelOptions, VisionConfig, PIXEL_VALUES};
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
 use ipuc::run_report::compare;
-use ipuc::weights::{
-    random_tensor, random_weights, weights_for, HostTensor, WeightSource, WeightSpec,
-};
+use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};
 use ipuc_core::lower::exec::Executor;
 use ipuc_core::lower::lower;
 use ipuc_core::lower::schedule::{Kernel, Step};
 use ipuc_core::plan::opplan::PlanFamily;
 use ipuc_core::plan::{plan_graph, PlanConfig};
+use ipuc_tests::{device_inputs, small_pixels};
 
 fn model(layers: usize) -> ipuc::model::SiglipModel {
     let opts = ModelOptions {
@@ -125,19 +121,8 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         .map(|k| k.name.as_str())
         .collect();
     assert!(names.contains(&"attention_partial") && names.contains(&"attention_combine"));
-    let pixels = PixelValues {
-        shape: [1, 3, 28, 28],
-        data: (0..3 * 28 * 28)
-            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
-            .collect(),
-    };
-    let inputs = BTreeMap::from([(
-        PIXEL_VALUES.to_string(),
-        HostTensor {
-            shape: pixels.shape.to_vec(),
-            data: pixels.data.clone(),
-        },
-    )]);
+    let pixels = small_pixels();
+    let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
         .unwrap()
         .run(&compiled.package, &inputs, &weights)

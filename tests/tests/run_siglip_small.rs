@@ -4,16 +4,14 @@
 //! simulation fast; the planner, emission and fabric paths are the same as
 //! on the full chip.
 
-use std::collections::BTreeMap;
-
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::sim::{kernel_abi, SimDevice};
-use ipuc::input::PixelValues;
-use ipuc::model::{build_siglip, ModelOptions, VisionConfig, PIXEL_VALUES};
+use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::run_report::compare;
-use ipuc::weights::{weights_for, HostTensor, WeightSource};
+use ipuc::weights::{weights_for, WeightSource};
 use ipuc_core::patch::audit::BaseEligibility;
+use ipuc_tests::{device_inputs, small_pixels};
 
 fn options(layers: usize) -> (ModelOptions, CompileOptions) {
     (
@@ -39,20 +37,8 @@ fn run_and_validate_on(layers: usize, tiles: u32) -> Compiled {
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-    let pixels = PixelValues {
-        shape: [1, 3, 28, 28],
-        data: (0..3 * 28 * 28)
-            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
-            .collect(),
-    };
-    let mut inputs = BTreeMap::new();
-    inputs.insert(
-        PIXEL_VALUES.to_string(),
-        HostTensor {
-            shape: pixels.shape.to_vec(),
-            data: pixels.data.clone(),
-        },
-    );
+    let pixels = small_pixels();
+    let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
@@ -115,19 +101,8 @@ fn fp8_weights_match_the_device_numerics_reference() {
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-    let pixels = PixelValues {
-        shape: [1, 3, 28, 28],
-        data: (0..3 * 28 * 28)
-            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
-            .collect(),
-    };
-    let inputs = BTreeMap::from([(
-        PIXEL_VALUES.to_string(),
-        HostTensor {
-            shape: pixels.shape.to_vec(),
-            data: pixels.data.clone(),
-        },
-    )]);
+    let pixels = small_pixels();
+    let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
