@@ -23,6 +23,19 @@ pub struct Validation {
     pub pass: bool,
 }
 
+/// What one resident inference produced and how it compared.
+#[derive(Clone, Debug)]
+pub struct InferenceCheck {
+    /// Simulated cycles to the last halt.
+    pub cycles: u64,
+    /// Wall time of the simulation.
+    pub wall_seconds: f64,
+    /// Against the device-numerics reference (the PASS criterion).
+    pub device: Option<Validation>,
+    /// Against the FP32 reference (`--reference-fp32`; reported, not judged).
+    pub fp32: Option<Validation>,
+}
+
 /// Max abs error, cosine similarity and count of elements outside tolerance.
 pub fn error_stats(device: &[f32], reference: &[f32], atol: f32, rtol: f32) -> (f32, f64, usize) {
     let mut max_abs = 0f32;
@@ -50,7 +63,7 @@ pub fn error_stats(device: &[f32], reference: &[f32], atol: f32, rtol: f32) -> (
     (max_abs, cosine, outside)
 }
 
-/// Compares the device's outputs with the FP32 reference.
+/// Compares the device's outputs with a reference run.
 pub fn compare(
     out: &DeviceOutput,
     reference: &SiglipOutputs,
@@ -146,7 +159,7 @@ pub fn print_run_report(
     compiled: &Compiled,
     out: &DeviceOutput,
     profile: &Profile,
-    validations: &[Validation],
+    checks: &[InferenceCheck],
     atol: f32,
     rtol: f32,
 ) {
@@ -182,13 +195,30 @@ pub fn print_run_report(
             if spans.len() > 4 { ", …" } else { "" }
         );
     }
-    for (i, v) in validations.iter().enumerate() {
-        for (name, max_abs, cosine, outside) in &v.outputs {
-            println!(
-                "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs FP32 reference, {outside} elements outside atol {atol} / rtol {rtol}"
-            );
+    for (i, c) in checks.iter().enumerate() {
+        println!(
+            "inference[{i}]: {} simulated cycles ({:.6} ms at 1.5 GHz), simulated in {:.2} s wall",
+            c.cycles,
+            ms(c.cycles),
+            c.wall_seconds
+        );
+        if let Some(v) = &c.device {
+            for (name, max_abs, cosine, outside) in &v.outputs {
+                println!(
+                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference, {outside} elements outside atol {atol} / rtol {rtol}"
+                );
+            }
         }
-        println!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
+        if let Some(v) = &c.fp32 {
+            for (name, max_abs, cosine, _) in &v.outputs {
+                println!(
+                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the FP32 reference"
+                );
+            }
+        }
+        if let Some(v) = &c.device {
+            println!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
+        }
     }
 }
 

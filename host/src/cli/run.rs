@@ -18,7 +18,8 @@ use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection};
 use crate::run_report::{
-    compare, print_compile_report, print_run_report, write_patch_audit, write_profile, Validation,
+    compare, print_compile_report, print_run_report, write_patch_audit, write_profile,
+    InferenceCheck,
 };
 use crate::weights::HostTensor;
 
@@ -31,11 +32,18 @@ pub struct Args {
     pub input: InputArgs,
     #[command(flatten)]
     pub build: BuildArgs,
-    /// Compare every inference with the FP32 reference.
+    /// Validate every inference against the device-numerics reference (the
+    /// graph's own casts: FP8/FP16 weights, FP16 activations): PASS/FAIL at
+    /// --diagnostic-atol / --diagnostic-rtol.
     #[arg(long)]
     pub reference_run: bool,
-    /// Inferences to execute (each validated with --reference-run).
-    #[arg(long, default_value_t = 1)]
+    /// Also report max abs error and cosine against the FP32 reference for
+    /// every output of every inference (not the PASS criterion).
+    #[arg(long, requires = "reference_run")]
+    pub reference_fp32: bool,
+    /// Resident inferences on one loaded package (weights uploaded once),
+    /// each validated with --reference-run (1 or more).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub reference_inferences: u32,
     /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|.
     #[arg(long, default_value_t = 0.2)]
@@ -155,7 +163,25 @@ pub fn run(args: Args) -> Result<()> {
         },
     );
 
-    let reference = if args.reference_run {
+    let device_reference = if args.reference_run {
+        let what = match args.model.fp8_scale {
+            Some(_) => "FP8 weights, FP16 activations",
+            None => "FP16 weights and activations",
+        };
+        eprintln!("reference: device-numerics forward pass ({what})…");
+        let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("device-numerics reference")?;
+        eprintln!(
+            "reference: {:.2} s ({:.1} GFLOP/s)",
+            r.seconds,
+            r.gflops_per_second()
+        );
+        Some(r)
+    } else {
+        None
+    };
+    let fp32_reference = if args.reference_fp32 {
         eprintln!("reference: FP32 forward pass…");
         let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Fp32, None)
             .map_err(|e| anyhow::anyhow!("{e}"))
@@ -170,51 +196,39 @@ pub fn run(args: Args) -> Result<()> {
         None
     };
 
-    // With FP8 weights the FP32 comparison mixes two effects: quantisation
-    // (intended) and compiler/device errors (bugs). A second reference that
-    // applies the device's own casts separates them.
-    let device_reference = if args.reference_run && args.model.fp8_scale.is_some() {
-        eprintln!("reference: device-numerics forward pass (FP8 weights, FP16 activations)…");
-        let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None)
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .context("device-numerics reference")?;
-        Some(r)
-    } else {
-        None
-    };
-
+    let t = Instant::now();
+    let mut resident = SimDevice::for_package(&compiled.package)?
+        .load(&compiled.package, &weights)
+        .context("loading the package on the simulated device")?;
+    eprintln!(
+        "device: package loaded once ({} bytes of images and weights) in {:.2} s",
+        resident.loaded_bytes(),
+        t.elapsed().as_secs_f64()
+    );
+    let count = args.reference_inferences;
     let mut last: Option<DeviceOutput> = None;
-    let mut validations: Vec<Validation> = Vec::new();
-    for i in 0..args.reference_inferences.max(1) {
-        eprintln!(
-            "device: simulated run {} of {}…",
-            i + 1,
-            args.reference_inferences.max(1)
-        );
+    let mut checks: Vec<InferenceCheck> = Vec::new();
+    for i in 0..count {
+        eprintln!("device: resident inference {} of {count}…", i + 1);
         let t = Instant::now();
-        let out = SimDevice::for_package(&compiled.package)?
-            .run(&compiled.package, &inputs, &weights)
-            .context("simulated run")?;
-        eprintln!(
-            "device: finished in {:.2} s wall time",
-            t.elapsed().as_secs_f64()
-        );
-        if let Some(r) = &reference {
-            validations.push(compare(
-                &out,
-                r,
-                args.diagnostic_atol,
-                args.diagnostic_rtol,
-            )?);
-        }
-        if let Some(r) = &device_reference {
-            let v = compare(&out, r, args.diagnostic_atol, args.diagnostic_rtol)?;
-            for (name, max_abs, cosine, _) in &v.outputs {
-                println!(
-                    "diagnostic[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference (same FP8/FP16 casts; not the PASS criterion)"
-                );
-            }
-        }
+        let out = resident
+            .infer(&inputs)
+            .with_context(|| format!("simulated inference {} of {count}", i + 1))?;
+        let wall = t.elapsed().as_secs_f64();
+        eprintln!("device: finished in {wall:.2} s wall time");
+        let check = InferenceCheck {
+            cycles: out.profile.cycles,
+            wall_seconds: wall,
+            device: device_reference
+                .as_ref()
+                .map(|r| compare(&out, r, args.diagnostic_atol, args.diagnostic_rtol))
+                .transpose()?,
+            fp32: fp32_reference
+                .as_ref()
+                .map(|r| compare(&out, r, args.diagnostic_atol, args.diagnostic_rtol))
+                .transpose()?,
+        };
+        checks.push(check);
         last = Some(out);
     }
     let out = last.expect("at least one inference ran");
@@ -227,7 +241,7 @@ pub fn run(args: Args) -> Result<()> {
         &compiled,
         &out,
         &profile,
-        &validations,
+        &checks,
         args.diagnostic_atol,
         args.diagnostic_rtol,
     );
@@ -243,7 +257,10 @@ pub fn run(args: Args) -> Result<()> {
         write_npy(path, &t.shape, &t.data)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if validations.iter().any(|v| !v.pass) {
+    if checks
+        .iter()
+        .any(|c| c.device.as_ref().is_some_and(|v| !v.pass))
+    {
         anyhow::bail!("reference validation FAILED");
     }
     Ok(())

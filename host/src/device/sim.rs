@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use ipuc_core::package::{Binding, BindingKind, BindingSlice, Package};
+use ipuc_core::package::{Binding, BindingKind, BindingSlice, HostCall, Package};
 use ipuc_core::target::sram::layout;
 
 use ipuc_core::emit::KernelAbi;
@@ -234,16 +234,25 @@ impl SimDevice {
         })
     }
 
-    /// Loads `package`, writes inputs and weights through its bindings, runs
-    /// every tile to completion and reads the outputs.
+    /// Loads `package` and runs one inference: [`SimDevice::load`] then
+    /// [`LoadedSim::infer`].
     pub fn run(
         self,
         package: &Package,
         inputs: &BTreeMap<String, HostTensor>,
         weights: &crate::weights::Weights,
     ) -> Result<DeviceOutput> {
+        self.load(package, weights)?.infer(inputs)
+    }
+
+    /// Loads `package` once: every tile image, then the weights through
+    /// their bindings. The result runs any number of inferences
+    /// ([`LoadedSim::infer`]) without reloading either.
+    pub fn load(self, package: &Package, weights: &crate::weights::Weights) -> Result<LoadedSim> {
         let mut index_of: BTreeMap<u32, usize> = BTreeMap::new();
         let mut tiles = Vec::with_capacity(package.tiles.len());
+        let mut entries = Vec::with_capacity(package.tiles.len());
+        let mut loaded_bytes = 0u64;
         for (i, image) in package.tiles.iter().enumerate() {
             let id = u16::try_from(image.physical_tile)
                 .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
@@ -252,6 +261,7 @@ impl SimDevice {
                 tile.load(seg.address, &seg.data).map_err(|e| {
                     anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address)
                 })?;
+                loaded_bytes += seg.data.len() as u64;
             }
             tile.set_codelets(self.codelets.clone());
             if let Some(table) = package
@@ -265,30 +275,120 @@ impl SimDevice {
                 marks.dedup();
                 tile.set_markers(Arc::new(marks));
             }
-            tile.start_supervisor(image.entry_point);
             index_of.insert(image.physical_tile, i);
+            entries.push(image.entry_point);
             tiles.push(tile);
         }
         // Weights are loaded once with the images; the inference call says
-        // which input ranges the host writes before the program starts.
+        // which input ranges the host writes before each run.
+        let no_inputs = BTreeMap::new();
         for binding in package.bindings_of(BindingKind::Weight) {
-            let bytes = binding_bytes(binding, inputs, weights)?;
+            let bytes = binding_bytes(binding, &no_inputs, weights)?;
             let whole = 0..bytes.len() as u64;
             load_range(&mut tiles, &index_of, binding, &bytes, whole)?;
+            loaded_bytes += bytes.len() as u64;
         }
         let call = package
             .host_calls
             .iter()
             .find(|c| c.name == INFERENCE_CALL)
-            .ok_or_else(|| anyhow!("the package has no `{INFERENCE_CALL}` host call"))?;
-        for t in &call.inputs {
-            let binding = binding_named(package, &t.binding)?;
-            let bytes = binding_bytes(binding, inputs, weights)?;
-            load_range(&mut tiles, &index_of, binding, &bytes, t.range())?;
+            .ok_or_else(|| anyhow!("the package has no `{INFERENCE_CALL}` host call"))?
+            .clone();
+        let mut bindings = BTreeMap::new();
+        for t in call.inputs.iter().chain(&call.outputs) {
+            let b = binding_named(package, &t.binding)?;
+            bindings.insert(b.name.clone(), b.clone());
         }
+        Ok(LoadedSim {
+            device: Device::with_fabric(tiles, self.fabric),
+            index_of,
+            entries,
+            call,
+            bindings,
+            cycle_limit: self.cycle_limit,
+            inferences: 0,
+            loaded_bytes,
+        })
+    }
+}
+
+/// A package resident on the simulated device: tile images and weights are
+/// in SRAM (loaded once by [`SimDevice::load`]); each [`LoadedSim::infer`]
+/// writes the inputs, enters the program on every tile, runs it to
+/// completion and reads the outputs back, as a host drives a loaded
+/// executable.
+pub struct LoadedSim {
+    device: Device,
+    index_of: BTreeMap<u32, usize>,
+    /// Entry point of tile `i` (device order).
+    entries: Vec<u32>,
+    call: HostCall,
+    /// The input and output bindings the inference call moves.
+    bindings: BTreeMap<String, Binding>,
+    cycle_limit: u64,
+    inferences: u64,
+    loaded_bytes: u64,
+}
+
+impl LoadedSim {
+    /// Inferences run so far on this loaded package.
+    pub fn inferences(&self) -> u64 {
+        self.inferences
+    }
+
+    /// Bytes written to tile SRAM at load: every image segment plus every
+    /// weight (done once, not per inference).
+    pub fn loaded_bytes(&self) -> u64 {
+        self.loaded_bytes
+    }
+
+    fn binding(&self, name: &str) -> Result<&Binding> {
+        self.bindings
+            .get(name)
+            .ok_or_else(|| anyhow!("host call names binding `{name}`, which the package lacks"))
+    }
+
+    /// One inference on the resident package: the host writes the call's
+    /// input ranges and clears every tile's completion word, the program
+    /// starts at each tile's entry point (the tile clocks start at zero, so
+    /// the profile is this inference's alone) and runs until every tile
+    /// halts; outputs are read through their bindings.
+    pub fn infer(&mut self, inputs: &BTreeMap<String, HostTensor>) -> Result<DeviceOutput> {
+        if self.inferences > 0 {
+            self.device
+                .restart(&self.entries)
+                .map_err(|e| anyhow!("re-entering the resident program: {e}"))?;
+        } else {
+            for (t, &entry) in self.device.tiles_mut().iter_mut().zip(&self.entries) {
+                t.start_supervisor(entry);
+            }
+        }
+        let no_weights = crate::weights::Weights::default();
+        for t in &self.call.inputs {
+            let binding = self.bindings.get(&t.binding).ok_or_else(|| {
+                anyhow!(
+                    "host call names binding `{}`, which the package lacks",
+                    t.binding
+                )
+            })?;
+            let bytes = binding_bytes(binding, inputs, &no_weights)?;
+            load_range(
+                self.device.tiles_mut(),
+                &self.index_of,
+                binding,
+                &bytes,
+                t.range(),
+            )?;
+        }
+        for t in self.device.tiles_mut() {
+            t.memory_mut()
+                .write_u32(layout::COMPLETION_WORD, 0)
+                .map_err(|e| anyhow!("tile {}: clearing the completion word: {e:?}", t.id()))?;
+        }
+        self.inferences += 1;
 
         let started = std::time::Instant::now();
-        let mut device = Device::with_fabric(tiles, self.fabric).with_progress(Progress {
+        self.device.set_progress(Progress {
             every: std::time::Duration::from_secs(5),
             report: Box::new(move |supersteps, cycles| {
                 eprintln!(
@@ -297,11 +397,12 @@ impl SimDevice {
                 )
             }),
         });
-        let run = device
+        let run = self
+            .device
             .run(self.cycle_limit)
             .map_err(|e| anyhow!("simulated device: {e}"))?;
-        let tiles = device.into_tiles();
-        for t in &tiles {
+        let tiles = self.device.tiles();
+        for t in tiles {
             let done = t
                 .memory()
                 .read_u32(layout::COMPLETION_WORD)
@@ -315,14 +416,14 @@ impl SimDevice {
         }
 
         let mut outputs = BTreeMap::new();
-        for t in &call.outputs {
-            let binding = binding_named(package, &t.binding)?;
+        for t in &self.call.outputs {
+            let binding = self.binding(&t.binding)?;
             let size = binding
                 .byte_size()
                 .ok_or_else(|| anyhow!("output `{}` size overflows", binding.name))?
                 as usize;
             let mut bytes = vec![0u8; size];
-            read_range(&tiles, &index_of, binding, &mut bytes, t.range())?;
+            read_range(tiles, &self.index_of, binding, &mut bytes, t.range())?;
             let data = decode_elements(&bytes, binding.dtype, binding.scale)?;
             outputs.insert(
                 binding.name.clone(),

@@ -136,6 +136,12 @@ impl Device {
         self
     }
 
+    /// Replace the progress reporter (e.g. before each run of a resident
+    /// program).
+    pub fn set_progress(&mut self, progress: Progress) {
+        self.progress = Some(progress);
+    }
+
     pub fn tiles(&self) -> &[Tile] {
         &self.tiles
     }
@@ -146,6 +152,28 @@ impl Device {
 
     pub fn into_tiles(self) -> Vec<Tile> {
         self.tiles
+    }
+
+    /// Re-enter the program on every (halted) tile: tile `i` restarts at
+    /// `entries[i]` with its SRAM untouched and its clock at zero (see
+    /// [`Tile::restart`]); the superstep count starts again too. Errors name
+    /// the first tile that is still running or has no entry.
+    pub fn restart(&mut self, entries: &[u32]) -> Result<(), String> {
+        if entries.len() != self.tiles.len() {
+            return Err(format!(
+                "{} entry points for {} tiles",
+                entries.len(),
+                self.tiles.len()
+            ));
+        }
+        if let Some(t) = self.tiles.iter().find(|t| !t.is_halted()) {
+            return Err(format!("tile {} has not halted", t.id()));
+        }
+        for (t, &entry) in self.tiles.iter_mut().zip(entries) {
+            t.restart(entry);
+        }
+        self.supersteps = 0;
+        Ok(())
     }
 
     /// Run every tile until all halt. `cycle_limit` bounds every tile's clock

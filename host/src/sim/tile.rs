@@ -113,6 +113,29 @@ impl Tile {
         self.step_start = now;
     }
 
+    /// Start a new program run on a halted tile whose SRAM stays as it is
+    /// (a resident package: the host re-enters it for the next inference).
+    /// The tile's clock, samples, markers and superstep count start again
+    /// from zero so each run's trace stands alone; registers and CSRs keep
+    /// their values, as on hardware (the start-up code sets what it needs).
+    /// Returns `false` (and changes nothing) if the tile is still running.
+    pub fn restart(&mut self, entry: u32) -> bool {
+        if !self.is_halted() {
+            return false;
+        }
+        self.next_free = 0;
+        for c in &mut self.contexts {
+            c.ready_at = 0;
+        }
+        self.samples.clear();
+        self.marks.clear();
+        self.step_start = 0;
+        self.superstep = 0;
+        self.sync_arrival = 0;
+        self.start_supervisor(entry);
+        true
+    }
+
     /// A context's registers and state.
     pub fn context(&self, id: ContextId) -> &Context {
         &self.contexts[usize::from(id.0)]
