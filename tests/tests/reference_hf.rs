@@ -140,6 +140,7 @@ fn cli_writes_outputs_that_match_transformers() {
             vit_batch: None,
             fuse_qkv: false,
             fp8_scale: None,
+            image_size: None,
             seed: 0,
         },
         input: InputArgs {

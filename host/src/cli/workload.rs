@@ -35,6 +35,11 @@ pub struct WorkloadArgs {
     /// Store GEMM weights as FP8 F143 at this power-of-two scale (else FP16).
     #[arg(long, allow_hyphen_values = true)]
     pub fp8_scale: Option<i8>,
+    /// Override the config's image size in pixels (≥ the patch size; tokens
+    /// = (size / patch)²), e.g. `--image-size 56` for a full-width So400m
+    /// with 16 tokens.
+    #[arg(long)]
+    pub image_size: Option<usize>,
     /// Seed of random weights (and of the synthetic input when no image is given).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -53,20 +58,29 @@ pub struct InputArgs {
 
 /// The workload's name for reports.
 pub fn workload_name(args: &WorkloadArgs) -> String {
-    match (&args.workload, &args.checkpoint) {
+    let name = match (&args.workload, &args.checkpoint) {
         (Some(w), _) => w.clone(),
         (None, Some(dir)) => dir.display().to_string(),
         (None, None) => "model".into(),
+    };
+    match args.image_size {
+        Some(size) => format!("{name}@{size}"),
+        None => name,
     }
 }
 
 /// The config of a checkpoint directory or a preset.
 pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
-    Ok(match (&args.workload, &args.checkpoint) {
+    let mut config = match (&args.workload, &args.checkpoint) {
         (Some(name), None) => VisionConfig::preset(name)?,
         (None, Some(dir)) => VisionConfig::from_checkpoint_dir(dir)?,
         _ => return Err(ModelError::ModelChoice.into()),
-    })
+    };
+    if let Some(size) = args.image_size {
+        config.image_size = size;
+        config.validate()?;
+    }
+    Ok(config)
 }
 
 /// Builds the model the flags describe, for `batch` images.
