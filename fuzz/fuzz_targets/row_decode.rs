@@ -3,7 +3,7 @@
 //! normalisation, address-field listing and a single-tile replay.
 #![no_main]
 
-use ipuc_core::exchange::{decode_row, replay, TileRowView};
+use ipuc_core::exchange::{decode_row, replay, RowBases, TileRowView};
 use ipuc_core::patch::{address_fields, row_shape};
 use ipuc_core::target::topology::PhysicalTile;
 use libfuzzer_sys::fuzz_target;
@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = replay(&[TileRowView {
                 tile,
                 row: &row,
+                bases: RowBases::ZERO,
                 fetch_span: Some((0x5_0000, 0x5_0000 + 4 * row.words as u32)),
             }]);
         }

@@ -7,13 +7,18 @@
 //! `IPUC_PROPTEST_WORDS=N`).
 
 use ipuc::sim::fabric::execute_phase;
+use ipuc::sim::fabric::RowLocation;
 use ipuc::sim::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use ipuc_core::exchange::{
-    check_phase, random_phase, schedule_phase, schedule_phase_sweeping, ExchangePhase, ExchangeRow,
-    RandomPhaseSpec, ScheduleOptions, SourceSweep,
+    check_phase, check_phase_with_bases, decode_row, random_phase, schedule_phase,
+    schedule_phase_sweeping, ControlKind, ExchangePhase, ExchangeRow, RandomPhaseSpec, RowBases,
+    ScheduleOptions, SourceSweep,
 };
+use ipuc_core::patch::relocate::rebase_row;
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
+use ipuc_core::target::isa::Instruction;
+use ipuc_core::target::topology::PhysicalTile;
 use proptest::prelude::*;
 
 fn env(name: &str, default: u64) -> u64 {
@@ -148,8 +153,93 @@ fn simulate(phase: &ExchangePhase, rows: &[ExchangeRow], salt: u32) -> Result<()
     Ok(())
 }
 
+/// Rows rebased to per-tile bases: each tile's outgoing base is a fraction
+/// (from `salt`) of its lowest `send` address, its incoming base of its
+/// lowest PIC pointer (so every relative address stays non-negative); tiles
+/// with 64-bit sends keep outgoing base 0.
+fn rebased(rows: &[ExchangeRow], salt: u64) -> (Vec<ExchangeRow>, Vec<(PhysicalTile, RowBases)>) {
+    let mut out = Vec::new();
+    let mut bases = Vec::new();
+    for (k, r) in rows.iter().enumerate() {
+        if r.words.len() <= 1 {
+            out.push(r.clone());
+            continue;
+        }
+        let d = decode_row(&r.words).expect("scheduled rows decode");
+        let fraction = |x: u32, shift: u64| {
+            let f = salt.rotate_left((k as u32 + shift as u32) % 64) % 8;
+            (u64::from(x) * f / 8) as u32 * 4
+        };
+        let paired = d.sends.iter().any(|s| s.sctl & 4 != 0);
+        let min_send = d
+            .instructions
+            .iter()
+            .filter_map(|ti| match ti.instruction {
+                Instruction::Send { addr, .. } => Some(addr),
+                _ => None,
+            })
+            .min();
+        let min_pic = d
+            .controls
+            .iter()
+            .filter_map(|c| match c.kind {
+                ControlKind::PicPointer(p) => Some(p),
+                _ => None,
+            })
+            .min();
+        let b = RowBases {
+            outgoing: if paired {
+                0
+            } else {
+                min_send.map_or(0, |a| fraction(a, 0))
+            },
+            incoming: min_pic.map_or(0, |a| fraction(a, 17)),
+        };
+        let words = rebase_row(r.tile, &r.words, b).expect("bases below every address");
+        out.push(ExchangeRow { words, ..r.clone() });
+        bases.push((r.tile, b));
+    }
+    (out, bases)
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn rows_rebased_to_nonzero_bases_deliver_and_wrong_bases_fail(
+        spec in mixed_spec(),
+        salt in any::<u64>(),
+    ) {
+        let phase = random_phase(spec);
+        let s = schedule_phase(&phase, ScheduleOptions::default())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let (rows, bases) = rebased(&s.rows, salt);
+        let base_of = |t: PhysicalTile| {
+            bases.iter().find(|b| b.0 == t).map_or(RowBases::ZERO, |b| b.1)
+        };
+        check_phase_with_bases(&phase, &rows, base_of)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // The fabric, with the same bases, delivers every byte.
+        let (before, calls) = build_image(&phase, &rows, DEFAULT_ROW_ADDRESS, salt as u32)
+            .map_err(TestCaseError::fail)?;
+        let with_bases: Vec<RowLocation> = calls
+            .iter()
+            .map(|c| RowLocation { bases: base_of(c.tile), ..*c })
+            .collect();
+        let mut after = before.clone();
+        let run = execute_phase(&with_bases, &mut after)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(run.words_moved, phase.words_delivered());
+        verify_image(&phase, &before, &after).map_err(TestCaseError::fail)?;
+        // Forgetting the bases is caught by the checker and by the fabric.
+        if bases.iter().any(|b| b.1 != RowBases::ZERO) {
+            prop_assert!(check_phase(&phase, &rows).is_err());
+            let mut after = before.clone();
+            let failed = execute_phase(&calls, &mut after).is_err()
+                || verify_image(&phase, &before, &after).is_err();
+            prop_assert!(failed, "rows relative to non-zero bases ran correctly with bases 0");
+        }
+    }
 
     #[test]
     fn random_phases_deliver_every_byte(spec in spec()) {

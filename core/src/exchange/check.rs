@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
-use super::replay::{replay, TileRowView, WordMove};
+use super::replay::{replay, RowBases, TileRowView, WordMove};
 use super::request::ExchangePhase;
 use crate::target::topology::PhysicalTile;
 
@@ -21,8 +21,19 @@ pub struct CheckReport {
 }
 
 /// Decodes `rows` (each must match its claimed event length) and checks them
-/// against `phase`.
+/// against `phase`, every tile running with both base CSRs 0.
 pub fn check_phase(phase: &ExchangePhase, rows: &[ExchangeRow]) -> Result<CheckReport> {
+    check_phase_with_bases(phase, rows, |_| RowBases::ZERO)
+}
+
+/// As [`check_phase`], with the base CSRs `bases(tile)` each tile holds when
+/// its row runs (send addresses relative to `$OUTGOING_BASE`, PIC pointers to
+/// `$INCOMING_BASE`, §2.3–§2.4).
+pub fn check_phase_with_bases(
+    phase: &ExchangePhase,
+    rows: &[ExchangeRow],
+    bases: impl Fn(PhysicalTile) -> RowBases,
+) -> Result<CheckReport> {
     let mut decoded: Vec<(PhysicalTile, DecodedRow)> = Vec::with_capacity(rows.len());
     for r in rows {
         let d = decode_row(&r.words)?;
@@ -41,6 +52,7 @@ pub fn check_phase(phase: &ExchangePhase, rows: &[ExchangeRow]) -> Result<CheckR
         .map(|(tile, row)| TileRowView {
             tile: *tile,
             row,
+            bases: bases(*tile),
             fetch_span: None,
         })
         .collect();

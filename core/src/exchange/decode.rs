@@ -14,9 +14,15 @@ pub struct SendRun {
     pub start: u32,
     /// Items (one per event).
     pub items: u32,
-    /// Address (relative to `$OUTGOING_BASE` = 0) of the first item: a word
-    /// address, or 8-byte units for 64-bit items (`sctl` bit 2, §2.3).
+    /// Address of the first item as the row encodes it: a word address, or
+    /// 8-byte units for 64-bit items (`sctl` bit 2, §2.3). Relative to
+    /// `$OUTGOING_BASE` for streams started by `send`; absolute for streams
+    /// a transmitting `sendpicp` (re)started (see `absolute`).
     pub word_address: u32,
+    /// The stream was (re)started by a transmitting `sendpicp`, whose address
+    /// is absolute (§2.3); `send` streams (and their `sendoff`/`sendpic`
+    /// continuations) are relative to `$OUTGOING_BASE`.
+    pub absolute: bool,
     /// Route bits and width (bit 2 = 64-bit items).
     pub sctl: u32,
     /// Index of the instruction's first word in the row.
@@ -79,8 +85,8 @@ pub fn decode_row(words: &[u32]) -> Result<DecodedRow, RowDecodeError> {
     let mut row = DecodedRow::default();
     let mut index = 0usize;
     let mut t = 0u32;
-    // (next word address, sctl) of the current outgoing stream.
-    let mut stream: Option<(u32, u32)> = None;
+    // (next word address, sctl, absolute) of the current outgoing stream.
+    let mut stream: Option<(u32, u32, bool)> = None;
     loop {
         if index >= words.len() {
             return Err(RowDecodeError::MissingReturn { words: words.len() });
@@ -93,12 +99,13 @@ pub fn decode_row(words: &[u32]) -> Result<DecodedRow, RowDecodeError> {
             instruction: instr,
         });
         let overflow = RowDecodeError::EventOverflow { index };
-        let run = |row: &mut DecodedRow, items: u32, addr: u32, sctl: u32| {
+        let run = |row: &mut DecodedRow, items: u32, addr: u32, sctl: u32, absolute: bool| {
             if sctl & 3 != 0 {
                 row.sends.push(SendRun {
                     start: t,
                     items,
                     word_address: addr,
+                    absolute,
                     sctl,
                     word_index: index,
                 });
@@ -129,23 +136,23 @@ pub fn decode_row(words: &[u32]) -> Result<DecodedRow, RowDecodeError> {
                 end
             }
             Instruction::Send { n, addr, sctl } => {
-                run(&mut row, n + 1, addr, sctl);
-                stream = Some((addr.wrapping_add(n + 1), sctl));
+                run(&mut row, n + 1, addr, sctl, false);
+                stream = Some((addr.wrapping_add(n + 1), sctl, false));
                 t.checked_add(n + 1).ok_or(overflow)?
             }
             Instruction::SendOff { n, delta, sctl } => {
                 if delta != 0 {
                     return Err(RowDecodeError::NonZeroDelta { index, delta });
                 }
-                let (addr, _) = stream.ok_or(RowDecodeError::NoStream { index })?;
-                run(&mut row, n + 1, addr, sctl);
-                stream = Some((addr.wrapping_add(n + 1), sctl));
+                let (addr, _, absolute) = stream.ok_or(RowDecodeError::NoStream { index })?;
+                run(&mut row, n + 1, addr, sctl, absolute);
+                stream = Some((addr.wrapping_add(n + 1), sctl, absolute));
                 t.checked_add(n + 1).ok_or(overflow)?
             }
             Instruction::SendPic { n, sel, value } => {
-                let (addr, sctl) = stream.ok_or(RowDecodeError::NoStream { index })?;
-                run(&mut row, n + 1, addr, sctl);
-                stream = Some((addr.wrapping_add(n + 1), sctl));
+                let (addr, sctl, absolute) = stream.ok_or(RowDecodeError::NoStream { index })?;
+                run(&mut row, n + 1, addr, sctl, absolute);
+                stream = Some((addr.wrapping_add(n + 1), sctl, absolute));
                 let at = t.checked_add(1).ok_or(overflow)?;
                 let kind = match sel {
                     PicTarget::Xpic => ControlKind::Xpic(value),
@@ -168,8 +175,9 @@ pub fn decode_row(words: &[u32]) -> Result<DecodedRow, RowDecodeError> {
                     return Err(RowDecodeError::MisalignedSendpicp { index });
                 }
                 if sctl != 0 {
-                    run(&mut row, n + 1, addr, sctl);
-                    stream = Some((addr.wrapping_add(n + 1), sctl));
+                    // §2.3: the transmitting `sendpicp` address is absolute.
+                    run(&mut row, n + 1, addr, sctl, true);
+                    stream = Some((addr.wrapping_add(n + 1), sctl, true));
                 }
                 let at = t.checked_add(1).ok_or(overflow)?;
                 control(

@@ -156,6 +156,13 @@ pub enum ReceiveError {
         event: u32,
         address: u32,
     },
+    /// The tile runs its row with an exchange CSR value the model does not
+    /// cover (e.g. a base register that is not word aligned, §1.6, §2.3).
+    UncoveredCsr {
+        tile: PhysicalTile,
+        csr: u16,
+        value: u32,
+    },
 }
 
 /// Replayed rows that do not match the request.

@@ -9,9 +9,13 @@
 //! continuation) → [`encode_timeline`] (instruction words) →
 //! [`check_phase`] (decode every row, replay, compare with the request).
 //!
-//! Supervisor contract for the rows: `$INCOMING_BASE = 0`,
+//! Supervisor contract for the scheduled rows: `$INCOMING_BASE = 0`,
 //! `$OUTGOING_BASE = 0`, `$INCOMING_MUX = 0x640` before the call; PIC values
-//! and send addresses are absolute word addresses.
+//! and send addresses are then absolute word addresses. Replay and the
+//! checker ([`check_phase_with_bases`]) take the bases each tile really holds
+//! ([`RowBases`]): `send` streams are relative to `$OUTGOING_BASE`, PIC
+//! pointers to `$INCOMING_BASE`, transmitting `sendpicp` addresses absolute
+//! (§2.3–§2.4); `patch::relocate::rebase_row` re-encodes a row for given bases.
 //!
 //! ```
 //! use ipuc_core::exchange::{schedule_phase, Destination, ExchangePhase, Transfer, Width};
@@ -51,7 +55,7 @@ mod tests;
 
 use alloc::vec::Vec;
 
-pub use check::{check_phase, compare, CheckReport};
+pub use check::{check_phase, check_phase_with_bases, compare, CheckReport};
 pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
 pub use encode::{encode_timeline, ExchangeRow};
 pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError};
@@ -62,7 +66,7 @@ pub use placement::check_row_placement;
 pub use random::{
     random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
 };
-pub use replay::{replay, TileRowView, WordMove};
+pub use replay::{replay, RowBases, TileRowView, WordMove, BASE_LIMIT};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
 pub use schedule::{
     schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions, SourceSweep,

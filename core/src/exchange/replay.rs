@@ -23,6 +23,16 @@
 //! and write event of paired items are not stated in §2.6: we keep the
 //! 32-bit relation (`+1` after the later member's `T`) and the pointer
 //! event as the first write — the encoder follows the same rules.
+//!
+//! Base registers (§2.3, §2.4): each tile's row runs with the `$OUTGOING_BASE`
+//! and `$INCOMING_BASE` it holds ([`RowBases`], byte addresses). Items of a
+//! stream started by `send` are read from `$OUTGOING_BASE + 4·address`
+//! (32-bit); a transmitting `sendpicp` address is absolute, and so is the
+//! stream it restarts. PIC pointers store at `$INCOMING_BASE + 4·value`.
+//! Values the facts do not establish are [`ReceiveError::UncoveredCsr`]: a
+//! base that is not word aligned or not below 2^20 (IPU21 addresses are 20
+//! bits; the CSR field widths are [U], §1.6), and a non-zero
+//! `$OUTGOING_BASE` under 64-bit (8-byte unit) sends.
 
 use alloc::vec::Vec;
 
@@ -31,6 +41,7 @@ use super::error::ReceiveError;
 use crate::target::exchange_model::{
     pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
 };
+use crate::target::isa::Csr;
 use crate::target::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
 use crate::target::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
@@ -49,22 +60,84 @@ pub struct WordMove {
     pub write_event: u32,
 }
 
-/// One tile's part in a phase: its decoded row, and optionally the byte span
-/// the row is fetched from (writes into its elements are fetch clashes).
+/// The exchange base CSRs a tile holds while its row runs, as byte
+/// addresses (what `put $OUTGOING_BASE` / `put $INCOMING_BASE` wrote).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowBases {
+    /// `$OUTGOING_BASE`: `send` item addresses are relative to it (§2.3).
+    pub outgoing: u32,
+    /// `$INCOMING_BASE`: PIC pointer values are relative to it (§2.4).
+    pub incoming: u32,
+}
+
+/// Exclusive bound on the base values the model covers (20-bit addresses).
+pub const BASE_LIMIT: u32 = 1 << 20;
+
+impl RowBases {
+    /// Both bases 0: row addresses are absolute (the contract of
+    /// `schedule_phase`'s rows).
+    pub const ZERO: RowBases = RowBases {
+        outgoing: 0,
+        incoming: 0,
+    };
+
+    /// Are these values covered by the model for `row` on `tile`?
+    pub fn validate(self, tile: PhysicalTile, row: &DecodedRow) -> Result<(), ReceiveError> {
+        let out = u16::from(Csr::OUTGOING_BASE.0);
+        let inc = u16::from(Csr::INCOMING_BASE.0);
+        for (csr, value) in [(out, self.outgoing), (inc, self.incoming)] {
+            if value % 4 != 0 || value >= BASE_LIMIT {
+                return Err(ReceiveError::UncoveredCsr { tile, csr, value });
+            }
+        }
+        if self.outgoing != 0
+            && row
+                .sends
+                .iter()
+                .any(|r| !r.absolute && r.sctl & SCTL_PAIRED != 0)
+        {
+            return Err(ReceiveError::UncoveredCsr {
+                tile,
+                csr: out,
+                value: self.outgoing,
+            });
+        }
+        Ok(())
+    }
+
+    /// Word address of the first item of `run` (32-bit units; for 64-bit
+    /// runs the base is 0, checked by [`RowBases::validate`]).
+    fn run_word(self, run: &SendRun) -> u32 {
+        if run.absolute || run.sctl & SCTL_PAIRED != 0 {
+            run.word_address
+        } else {
+            (self.outgoing / 4).wrapping_add(run.word_address)
+        }
+    }
+}
+
+/// One tile's part in a phase: its decoded row, the base CSRs it holds, and
+/// optionally the byte span the row is fetched from (writes into its
+/// elements are fetch clashes).
 #[derive(Clone, Debug)]
 pub struct TileRowView<'a> {
     pub tile: PhysicalTile,
     pub row: &'a DecodedRow,
+    pub bases: RowBases,
     pub fetch_span: Option<(u32, u32)>,
 }
 
 /// Replays all rows of a phase; returns every word move sorted by
 /// (destination tile, destination word).
 pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
-    let mut senders: Vec<Option<&[SendRun]>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    let mut senders: Vec<Option<Sender<'_>>> = alloc::vec![None; usize::from(TILE_COUNT)];
     let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
     for r in rows {
-        senders[r.tile.index()] = Some(&r.row.sends);
+        r.bases.validate(r.tile, r.row)?;
+        senders[r.tile.index()] = Some(Sender {
+            runs: &r.row.sends,
+            bases: r.bases,
+        });
         by_tile[r.tile.index()] = Some(r.row);
     }
     check_partner_busy(rows, &by_tile)?;
@@ -79,6 +152,13 @@ pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
         moves[first..].sort_unstable();
     }
     Ok(moves)
+}
+
+/// A sending tile's runs and the bases they are read with.
+#[derive(Clone, Copy)]
+struct Sender<'a> {
+    runs: &'a [SendRun],
+    bases: RowBases,
 }
 
 /// A source selected on one XPIC stream over `[from, to)`.
@@ -175,7 +255,7 @@ struct Item {
 
 fn replay_receiver(
     view: &TileRowView<'_>,
-    senders: &[Option<&[SendRun]>],
+    senders: &[Option<Sender<'_>>],
     by_tile: &[Option<&DecodedRow>],
     moves: &mut Vec<WordMove>,
 ) -> Result<(), ReceiveError> {
@@ -183,6 +263,7 @@ fn replay_receiver(
     let row = view.row;
     let lag = pic_lag(d);
     let end = row.events;
+    let incoming_words = view.bases.incoming / 4;
     let source_tile = |event: u32, source: u32| {
         PhysicalTile::new(source).map_err(|_| ReceiveError::BadSource {
             tile: d,
@@ -202,7 +283,9 @@ fn replay_receiver(
     }
     for sel in &ordinary {
         let s = source_tile(sel.from, sel.source)?;
-        let runs = senders[s.index()].unwrap_or(&[]);
+        let sender = senders[s.index()];
+        let runs = sender.map_or(&[][..], |x| x.runs);
+        let out = sender.map_or(RowBases::ZERO, |x| x.bases);
         let offset = i64::from(mux_time(s, d)) + 1;
         let bit = u32::from(direction(s, d).sctl_bit());
         let mut e = sel.from;
@@ -221,7 +304,7 @@ fn replay_receiver(
             };
             // The rest of this send run covers consecutive events.
             let n = (sel.to - e).min(r.start + r.items - se);
-            let first = r.word_address + (se - r.start);
+            let first = out.run_word(r).wrapping_add(se - r.start);
             for k in 0..n {
                 items.push(Item {
                     write: (e + k).saturating_add(lag),
@@ -265,7 +348,7 @@ fn replay_receiver(
             });
         }
         let s = source_tile(sel.from, sel.source ^ u32::from(owner.get() & 2))?;
-        let runs = senders[s.index()].unwrap_or(&[]);
+        let runs = senders[s.index()].map_or(&[][..], |x| x.runs);
         let t = mux_time(s, d).max(mux_time(s, partner));
         let offset = i64::from(t) + 1;
         let bit = u32::from(direction(s, d).sctl_bit());
@@ -296,7 +379,7 @@ fn replay_receiver(
     let mut formats: Vec<(u32, u32)> = Vec::new();
     for c in &row.controls {
         match c.kind {
-            ControlKind::PicPointer(p) => pics.push((c.event, p)),
+            ControlKind::PicPointer(p) => pics.push((c.event, incoming_words.wrapping_add(p))),
             ControlKind::PicFormat(f) => formats.push((c.event, f)),
             ControlKind::Xpic(_) | ControlKind::XpicPaired(_) => {}
         }

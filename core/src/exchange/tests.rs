@@ -424,3 +424,221 @@ fn checker_rejects_broken_paired_rows() {
         Err(ExchangeError::Receive(ReceiveError::NoSender { .. }))
     ));
 }
+
+/// The facts' §2.12 rows verbatim: tile 0 receives with `INCOMING_BASE =
+/// 0x71000` and PIC value 0 — the base-relative PIC pointer (§2.4).
+fn worked_example_verbatim() -> (ExchangePhase, Vec<ExchangeRow>) {
+    let l0 = [
+        0x40a0_001eu32,
+        0x7fec_0001,
+        0x7200_0001,
+        0x7250_0040,
+        0x6108_0000,
+        0x640b_c640,
+        0x40a0_0038,
+        0x43a0_0000,
+    ];
+    let l2 = [
+        0x6400_0000u32,
+        0x61a9_c000,
+        0x640b_4581,
+        0x6407_4640,
+        0x40a0_0007,
+        0x7fec_2001,
+        0x7460_0001,
+        0x43a0_0000,
+    ];
+    let l46 = [0x40a0_0052u32, 0x7bac_4002, 0x43a0_0000];
+    let rows: Vec<ExchangeRow> = [(0, &l0[..]), (2, &l2[..]), (46, &l46[..])]
+        .iter()
+        .map(|(l, w)| ExchangeRow {
+            tile: tile(*l),
+            words: w.to_vec(),
+            events: decode_row(w).unwrap().events,
+        })
+        .collect();
+    let phase = ExchangePhase {
+        transfers: vec![
+            unicast(0, 0x60000, 100, 2, 0x70000),
+            unicast(2, 0x61000, 100, 0, 0x71000),
+            unicast(46, 0x62000, 30, 2, 0x70190),
+        ],
+    };
+    (phase, rows)
+}
+
+#[test]
+fn worked_example_needs_its_incoming_base() {
+    let (phase, rows) = worked_example_verbatim();
+    let bases = |t: PhysicalTile| RowBases {
+        outgoing: 0,
+        incoming: if t == tile(0) { 0x71000 } else { 0 },
+    };
+    check_phase_with_bases(&phase, &rows, bases).unwrap();
+    // With the base left at 0, tile 0's pointer is word 0: outside SRAM.
+    assert!(matches!(
+        check_phase(&phase, &rows),
+        Err(ExchangeError::Receive(ReceiveError::OutsideMemory { tile: t, .. })) if t == tile(0)
+    ));
+    // A wrong (but in-memory) base stores the words elsewhere.
+    let off_by_a_word = |t: PhysicalTile| RowBases {
+        incoming: bases(t).incoming + 4 * u32::from(t == tile(0)),
+        ..bases(t)
+    };
+    assert!(matches!(
+        check_phase_with_bases(&phase, &rows, off_by_a_word),
+        Err(ExchangeError::Check(_))
+    ));
+}
+
+#[test]
+fn outgoing_base_relocates_send_but_not_sendpicp() {
+    use crate::target::isa::{encode, Instruction, PicField};
+    let phase = ExchangePhase {
+        transfers: vec![unicast(0, 0x60000, 100, 2, 0x70000)],
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let sender = s.rows[tile(0).index()].clone();
+    let d = decode_row(&sender.words).unwrap();
+    let first = d
+        .instructions
+        .iter()
+        .position(|ti| matches!(ti.instruction, Instruction::Send { .. }))
+        .unwrap();
+    let ti = d.instructions[first];
+    let Instruction::Send { n, addr, sctl } = ti.instruction else {
+        unreachable!()
+    };
+    assert!(ti.start >= 2, "the sender starts late enough to pad");
+    // Same events, with the message started by `send addr − B/4` (relative)
+    // or by a transmitting `sendpicp addr` (absolute, §2.3).
+    let base = 0x1_0000u32;
+    let rest: Vec<u32> = d.instructions[first + 1..]
+        .iter()
+        .flat_map(|ti| encode(&ti.instruction).unwrap().words().to_vec())
+        .collect();
+    let pad = [Instruction::delay(ti.start - 2), Instruction::delay(0)];
+    let build = |head: Instruction| {
+        let mut words: Vec<u32> = pad
+            .iter()
+            .chain(core::iter::once(&head))
+            .flat_map(|i| encode(i).unwrap().words().to_vec())
+            .collect();
+        words.extend(&rest);
+        let events = decode_row(&words).unwrap().events;
+        let mut rows = s.rows.clone();
+        rows[tile(0).index()] = ExchangeRow {
+            tile: tile(0),
+            words,
+            events,
+        };
+        rows
+    };
+    let relative = build(Instruction::Send {
+        n,
+        addr: addr - base / 4,
+        sctl,
+    });
+    let absolute = build(Instruction::SendPicP {
+        n,
+        addr,
+        sctl,
+        psel: PicField::Pointer,
+        xpic: crate::target::exchange_model::XPIC_NEUTRAL,
+        pic: 0,
+    });
+    let with = |t: PhysicalTile| RowBases {
+        outgoing: if t == tile(0) { base } else { 0 },
+        incoming: 0,
+    };
+    let run = decode_row(&absolute[tile(0).index()].words).unwrap().sends[0];
+    assert!(run.absolute && run.word_address == addr);
+    check_phase_with_bases(&phase, &relative, with).unwrap();
+    check_phase_with_bases(&phase, &absolute, with).unwrap();
+    check_phase(&phase, &absolute).unwrap();
+    // The relative row read with base 0 sends the wrong words.
+    assert!(matches!(
+        check_phase(&phase, &relative),
+        Err(ExchangeError::Check(CheckError::WrongSource { .. }))
+    ));
+}
+
+#[test]
+fn base_values_outside_the_model_are_typed_errors() {
+    let (phase, rows) = worked_example_verbatim();
+    let cases = [
+        (
+            tile(2),
+            RowBases {
+                outgoing: 2,
+                incoming: 0,
+            },
+            0xA7u16,
+            2u32,
+        ),
+        (
+            tile(2),
+            RowBases {
+                outgoing: 1 << 20,
+                incoming: 0,
+            },
+            0xA7,
+            1 << 20,
+        ),
+        (
+            tile(0),
+            RowBases {
+                outgoing: 0,
+                incoming: 0x71001,
+            },
+            0xA4,
+            0x71001,
+        ),
+    ];
+    for (at, b, csr, value) in cases {
+        let got =
+            check_phase_with_bases(&phase, &rows, |t| if t == at { b } else { RowBases::ZERO });
+        assert_eq!(
+            got,
+            Err(ExchangeError::Receive(ReceiveError::UncoveredCsr {
+                tile: at,
+                csr,
+                value
+            })),
+            "{b:?}"
+        );
+    }
+    // 64-bit sends under a non-zero outgoing base: units not established.
+    let paired = ExchangePhase {
+        transfers: vec![Transfer {
+            source: tile(0),
+            source_address: 0x60000,
+            words: 256,
+            destinations: vec![
+                Destination {
+                    tile: tile(2),
+                    address: 0x90000,
+                },
+                Destination {
+                    tile: tile(3),
+                    address: 0x92000,
+                },
+            ],
+            width: Width::Paired64,
+        }],
+    };
+    let s = schedule_phase(&paired, ScheduleOptions::default()).unwrap();
+    assert_eq!(s.pairing.paired, 1);
+    let got = check_phase_with_bases(&paired, &s.rows, |t| RowBases {
+        outgoing: if t == tile(0) { 8 } else { 0 },
+        incoming: 0,
+    });
+    assert_eq!(
+        got,
+        Err(ExchangeError::Receive(ReceiveError::UncoveredCsr {
+            tile: tile(0),
+            csr: 0xA7,
+            value: 8
+        }))
+    );
+}

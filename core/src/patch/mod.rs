@@ -14,6 +14,7 @@
 
 pub mod audit;
 mod fields;
+pub mod relocate;
 pub mod repeat;
 pub mod sharing;
 
@@ -63,6 +64,13 @@ pub enum PatchError {
     },
     /// A patch table entry point or table address that does not fit `setzi`.
     AddressTooLarge { what: &'static str, address: u32 },
+    /// A base register value the exchange model does not cover for this row
+    /// (`exchange::RowBases::validate`).
+    UncoveredBase {
+        tile: PhysicalTile,
+        csr: u16,
+        value: u32,
+    },
 }
 
 impl fmt::Display for PatchError {
@@ -98,6 +106,10 @@ impl fmt::Display for PatchError {
             PatchError::AddressTooLarge { what, address } => {
                 write!(f, "{what} {address:#x} does not fit a 20-bit setzi")
             }
+            PatchError::UncoveredBase { tile, csr, value } => write!(
+                f,
+                "{tile}: base CSR {csr:#x} = {value:#x} is not covered by the exchange model for this row"
+            ),
         }
     }
 }

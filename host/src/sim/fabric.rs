@@ -9,10 +9,20 @@
 //! selects a source that is not sending, is still attached or writing when
 //! its row returns, or writes outside SRAM raises a [`FabricError`] naming the
 //! tile, event and address.
+//!
+//! Each row runs with the exchange CSRs its tile holds at the call:
+//! `$OUTGOING_BASE` and `$INCOMING_BASE` relocate send addresses and PIC
+//! pointers ([`RowBases`], §2.3–§2.4); `$INCOMING_MUX` must be the neutral
+//! `0x640` and `$INCOMING_DCOUNT` 1 (what the runtime and the emitted phase
+//! sequence set, §2.7) — any other value, like a base the model does not
+//! cover, is a [`FaultKind::ExchangeCsr`](super::FaultKind::ExchangeCsr)
+//! fault naming the tile, phase, CSR and value.
 
 use ipuc_core::exchange::{
-    decode_row, replay, DecodedRow, ReceiveError, RowDecodeError, TileRowView, WordMove,
+    decode_row, replay, DecodedRow, ReceiveError, RowBases, RowDecodeError, TileRowView, WordMove,
 };
+use ipuc_core::target::exchange_model::XPIC_NEUTRAL;
+use ipuc_core::target::isa::Csr;
 use ipuc_core::target::topology::PhysicalTile;
 
 /// Word access to the memories of all tiles taking part in a phase.
@@ -86,6 +96,11 @@ impl std::fmt::Display for FabricError {
                     f,
                     "{tile}: receive error at event {event}: write to {address:#x} outside memory"
                 ),
+                ReceiveError::UncoveredCsr { tile, csr, value } => write!(
+                    f,
+                    "{tile}: row runs with {} = {value:#x}, a value the exchange model does not cover",
+                    csr_name(csr)
+                ),
                 other => write!(f, "receive error: {other:?}"),
             },
             FabricError::SourceOutsideMemory {
@@ -114,13 +129,23 @@ pub struct PhaseRun {
 /// Upper bound on the words read when decoding a row from SRAM.
 pub const MAX_ROW_WORDS: usize = 1 << 16;
 
-/// A tile taking part in a phase and where its row is (the fabric's own
-/// view; [`super::row_call::RowCall`] is the supervisor's pending call).
+/// A tile taking part in a phase, where its row is and the base CSRs it
+/// runs with (the fabric's own view; [`super::row_call::RowCall`] is the
+/// supervisor's pending call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RowLocation {
     pub tile: PhysicalTile,
     /// Byte address of the row's first word.
     pub address: u32,
+    /// `$OUTGOING_BASE` / `$INCOMING_BASE` when the row is called.
+    pub bases: RowBases,
+}
+
+fn csr_name(csr: u16) -> String {
+    match u8::try_from(csr).ok().and_then(|c| Csr(c).name()) {
+        Some(name) => name.to_string(),
+        None => format!("CSR {csr:#x}"),
+    }
 }
 
 /// Decodes each tile's row from memory and executes the phase.
@@ -173,6 +198,7 @@ pub fn execute_decoded(
         .map(|(call, row)| TileRowView {
             tile: call.tile,
             row,
+            bases: call.bases,
             fetch_span: Some((call.address, call.address + 4 * row.words as u32)),
         })
         .collect();
@@ -388,7 +414,8 @@ impl FabricError {
                 | ReceiveError::PairedMisaligned { tile, .. }
                 | ReceiveError::WriteClash { tile, .. }
                 | ReceiveError::PartnerBusy { tile, .. }
-                | ReceiveError::FetchClash { tile, .. } => tile,
+                | ReceiveError::FetchClash { tile, .. }
+                | ReceiveError::UncoveredCsr { tile, .. } => tile,
             },
         }
     }
@@ -429,17 +456,24 @@ impl super::ExchangeFabric for RouteFabric {
             .iter()
             .map(|&(i, c)| (step.tiles[i].id(), c.pc))
             .collect();
+        let phase = step.index;
         let fault = |e: FabricError| {
             let tile = e.tile();
             let pc = pcs.iter().find(|p| p.0 == tile.get()).map_or(0, |p| p.1);
+            let kind = match e {
+                FabricError::Receive(ReceiveError::UncoveredCsr { csr, value, .. }) => {
+                    super::FaultKind::ExchangeCsr { phase, csr, value }
+                }
+                _ => super::FaultKind::Exchange {
+                    error: e.class(),
+                    detail: e.to_string(),
+                },
+            };
             super::SimFault {
                 tile: tile.get(),
                 context: super::ContextId::SUPERVISOR,
                 pc,
-                kind: super::FaultKind::Exchange {
-                    error: e.class(),
-                    detail: e.to_string(),
-                },
+                kind,
             }
         };
         let mut locations = Vec::with_capacity(pending.len());
@@ -454,9 +488,25 @@ impl super::ExchangeFabric for RouteFabric {
                     detail: "tile id outside the C600".into(),
                 },
             })?;
+            let t = &step.tiles[i];
+            let csr = |c: Csr| t.supervisor_csr(c.0);
+            for (c, covered) in [(Csr::INCOMING_MUX, XPIC_NEUTRAL), (Csr::INCOMING_DCOUNT, 1)] {
+                let value = csr(c);
+                if value != covered {
+                    return Err(fault(FabricError::Receive(ReceiveError::UncoveredCsr {
+                        tile,
+                        csr: u16::from(c.0),
+                        value,
+                    })));
+                }
+            }
             locations.push(RowLocation {
                 tile,
                 address: call.row,
+                bases: RowBases {
+                    outgoing: csr(Csr::OUTGOING_BASE),
+                    incoming: csr(Csr::INCOMING_BASE),
+                },
             });
         }
         let mut memory = DeviceMemory {
@@ -516,6 +566,9 @@ mod tests {
                     .collect();
                 t.load(tr.source_address, &data).unwrap();
             }
+            // What the runtime's start-up and the phase sequence set (§2.7).
+            t.set_supervisor_csr(Csr::INCOMING_MUX.0, XPIC_NEUTRAL);
+            t.set_supervisor_csr(Csr::INCOMING_DCOUNT.0, 1);
             t.start_supervisor(APPLICATION_LOAD_BASE);
             tiles.push(t);
         }
@@ -671,6 +724,121 @@ mod tests {
                     .unwrap(),
                 &src[..]
             );
+        }
+    }
+
+    /// `small_phase` with every active row rebased: senders hold
+    /// `$OUTGOING_BASE = 0x1_0000 + 0x400·l`, receivers `$INCOMING_BASE =
+    /// 0x2_0000 + 0x800·l`.
+    type TileRows = Vec<(PhysicalTile, Vec<u32>)>;
+
+    fn rebased_small_phase() -> (ExchangePhase, TileRows, Vec<RowBases>) {
+        let phase = small_phase();
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let mut rows = Vec::new();
+        let mut bases = Vec::new();
+        for l in 0..6 {
+            let b = RowBases {
+                outgoing: 0x1_0000 + 0x400 * l,
+                incoming: 0x2_0000 + 0x800 * l,
+            };
+            let words = &s.rows[phys(l).index()].words;
+            let rebased = ipuc_core::patch::relocate::rebase_row(phys(l), words, b).unwrap();
+            assert_ne!(&rebased, words, "tile {l} sends and receives");
+            rows.push((phys(l), rebased));
+            bases.push(b);
+        }
+        (phase, rows, bases)
+    }
+
+    fn set_bases(dev: &mut Device, rows: &[(PhysicalTile, Vec<u32>)], bases: &[RowBases]) {
+        for ((tile, _), b) in rows.iter().zip(bases) {
+            let t = dev
+                .tiles_mut()
+                .iter_mut()
+                .find(|t| t.id() == tile.get())
+                .unwrap();
+            t.set_supervisor_csr(Csr::OUTGOING_BASE.0, b.outgoing);
+            t.set_supervisor_csr(Csr::INCOMING_BASE.0, b.incoming);
+        }
+    }
+
+    fn delivered(dev: &Device, phase: &ExchangePhase) -> bool {
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        phase.transfers.iter().all(|tr| {
+            let src = by_id(tr.source)
+                .memory()
+                .slice(tr.source_address, tr.words * 4)
+                .unwrap();
+            tr.destinations.iter().all(|d| {
+                by_id(d.tile)
+                    .memory()
+                    .slice(d.address, tr.words * 4)
+                    .unwrap()
+                    == src
+            })
+        })
+    }
+
+    #[test]
+    fn rows_run_relative_to_the_base_csrs_their_tiles_hold() {
+        let (phase, rows, bases) = rebased_small_phase();
+        let mut dev = device(&phase, &rows);
+        set_bases(&mut dev, &rows, &bases);
+        dev.run(10_000_000).unwrap();
+        assert!(delivered(&dev, &phase));
+    }
+
+    #[test]
+    fn a_wrong_or_missing_base_fails() {
+        let (phase, rows, bases) = rebased_small_phase();
+        // Bases never written (0): the rebased rows read and write elsewhere.
+        let mut dev = device(&phase, &rows);
+        let ok = dev.run(10_000_000).is_ok() && delivered(&dev, &phase);
+        assert!(
+            !ok,
+            "rows relative to non-zero bases ran correctly with bases 0"
+        );
+        // One sender's base off by one word: its receivers get shifted data.
+        let mut wrong = bases.clone();
+        wrong[0].outgoing += 4;
+        let mut dev = device(&phase, &rows);
+        set_bases(&mut dev, &rows, &wrong);
+        let ok = dev.run(10_000_000).is_ok() && delivered(&dev, &phase);
+        assert!(!ok, "a wrong outgoing base went unnoticed");
+    }
+
+    #[test]
+    fn uncovered_exchange_csr_values_are_typed_faults() {
+        let (phase, rows, bases) = rebased_small_phase();
+        let cases = [
+            (Csr::OUTGOING_BASE, bases[1].outgoing + 2),
+            (Csr::INCOMING_BASE, 1 << 20),
+            (Csr::INCOMING_MUX, 0),
+            (Csr::INCOMING_DCOUNT, 7),
+        ];
+        for (csr, value) in cases {
+            let mut dev = device(&phase, &rows);
+            set_bases(&mut dev, &rows, &bases);
+            dev.tiles_mut()
+                .iter_mut()
+                .find(|t| t.id() == phys(1).get())
+                .unwrap()
+                .set_supervisor_csr(csr.0, value);
+            match dev.run(10_000_000) {
+                Err(DeviceError::Fault(f)) => {
+                    assert_eq!(f.tile, phys(1).get());
+                    assert_eq!(
+                        f.kind,
+                        FaultKind::ExchangeCsr {
+                            phase: 0,
+                            csr: u16::from(csr.0),
+                            value
+                        }
+                    );
+                }
+                other => panic!("{csr}: expected a CSR fault, got {other:?}"),
+            }
         }
     }
 

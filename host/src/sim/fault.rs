@@ -54,6 +54,9 @@ pub enum FaultKind {
         error: ExchangeError,
         detail: String,
     },
+    /// The tile called its row of exchange phase `phase` (the superstep
+    /// index) holding an exchange CSR value the model does not cover.
+    ExchangeCsr { phase: u64, csr: u16, value: u32 },
 }
 
 /// A fault with its location.
@@ -106,6 +109,16 @@ impl fmt::Display for FaultKind {
             FaultKind::Codelet { name, message } => write!(f, "codelet {name}: {message}"),
             FaultKind::Exchange { error, detail } => {
                 write!(f, "exchange receive error {error:?}: {detail}")
+            }
+            FaultKind::ExchangeCsr { phase, csr, value } => {
+                let name = u8::try_from(*csr)
+                    .ok()
+                    .and_then(|c| ipuc_core::target::isa::Csr(c).name());
+                write!(
+                    f,
+                    "exchange phase {phase}: row called with {} = {value:#x}, a value the exchange model does not cover",
+                    name.map_or_else(|| format!("CSR {csr:#x}"), str::to_string)
+                )
             }
         }
     }

@@ -74,6 +74,7 @@ pub fn build_image(
         calls.push(RowLocation {
             tile: r.tile,
             address: row_address,
+            bases: ipuc_core::exchange::RowBases::ZERO,
         });
     }
     Ok((mem, calls))
