@@ -12,7 +12,7 @@ use crate::compile::{CompileReport, Compiled};
 use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
-use crate::report::Profile;
+use crate::report::{Profile, CYCLE_SOURCES};
 
 /// Device output vs reference for one inference.
 #[derive(Clone, Debug)]
@@ -195,6 +195,7 @@ pub fn print_run_report(
             if spans.len() > 4 { ", …" } else { "" }
         );
     }
+    print_kernel_timing(profile);
     for (i, c) in checks.iter().enumerate() {
         println!(
             "inference[{i}]: {} simulated cycles ({:.6} ms at 1.5 GHz), simulated in {:.2} s wall",
@@ -220,6 +221,55 @@ pub fn print_run_report(
             println!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
         }
     }
+}
+
+/// Where the cycles come from, then the planner-vs-simulated table per
+/// kernel kind (kernel bodies are modelled by the simulator's timing model).
+pub fn print_kernel_timing(profile: &Profile) {
+    for (part, how) in CYCLE_SOURCES {
+        println!("cycles: {part}: {how}");
+    }
+    if profile.kernels.is_empty() {
+        return;
+    }
+    println!(
+        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>9}",
+        "kernel", "calls", "planner", "simulator", "error"
+    );
+    let (mut planned, mut simulated) = (0u64, 0u64);
+    for k in &profile.kernels {
+        println!(
+            "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%",
+            k.kernel,
+            k.calls,
+            k.planned_cycles,
+            k.simulated_cycles,
+            k.error_percent()
+        );
+        planned += k.planned_cycles;
+        simulated += k.simulated_cycles;
+    }
+    let total = crate::report::KernelKindTiming {
+        kernel: "all".into(),
+        calls: profile.kernels.iter().map(|k| k.calls).sum(),
+        planned_cycles: planned,
+        simulated_cycles: simulated,
+        amp_output_standard: profile.kernels.iter().map(|k| k.amp_output_standard).sum(),
+        amp_shared_element: profile.kernels.iter().map(|k| k.amp_shared_element).sum(),
+        amp_misaligned: profile.kernels.iter().map(|k| k.amp_misaligned).sum(),
+    };
+    println!(
+        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%  (error = (planner − simulator) / simulator)",
+        total.kernel,
+        total.calls,
+        total.planned_cycles,
+        total.simulated_cycles,
+        total.error_percent()
+    );
+    println!(
+        "hardware rules (recorded, not enforced; facts §2.10 rule 6 — placement does not meet these yet): {} AMP calls with an operand not 32-byte aligned, {} with the output in standard memory, {} with left stream and output in one effective element",
+        total.amp_misaligned, total.amp_output_standard, total.amp_shared_element
+    );
 }
 
 /// Writes `profile.json`, `operations.json` and `profile.html` under `dir`.

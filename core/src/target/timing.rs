@@ -25,8 +25,22 @@ pub const AMP_GROUP_CYCLES_STANDARD: u32 = 1063;
 pub const KERNEL_LAUNCH_CYCLES: u32 = 11;
 /// Exchange payload per tile per cycle (`docs/facts/ipu21-target.md` §6: one 32-bit word per event).
 pub const EXCHANGE_BYTES_PER_CYCLE: u32 = 4;
-/// Global sync plus exchange-phase overhead (`docs/facts/ipu21-target.md` §6, Poplar `getGlobalSyncCycles`).
-pub const EXCHANGE_PHASE_CYCLES: u32 = 600;
+/// Latency of one internal (all-tile) sync: the last tile's arrival to the
+/// release of every tile. No public *measurement* exists for IPU21
+/// (`docs/facts/ipu21-target.md` §6, "Internal sync latency": Jia et al.
+/// 2019 measure memory and interconnect latency, not the sync); this is
+/// Poplar's bound `Target::getMaxIPUSyncDelay` = 126 cycles as recorded by
+/// ipu-stack. The planner and the simulator (default of `--sync-cycles`)
+/// both use it.
+pub const INTERNAL_SYNC_CYCLES: u32 = 126;
+/// Route/start latency of an exchange phase's transfers: the planning bound
+/// of `docs/facts/ipu21-target.md` §6 (126 cycles, Poplar
+/// `getMaxIPUSyncDelay` as ipu-stack's `exchange_transfer_cycles`).
+pub const EXCHANGE_ROUTE_START_CYCLES: u32 = 126;
+/// Fixed cost of one exchange phase in the planner: the internal sync plus
+/// the route/start latency (`docs/facts/ipu21-target.md` §6; replaces the
+/// earlier 600-cycle Poplar `getGlobalSyncCycles`, a multi-IPU figure).
+pub const EXCHANGE_PHASE_CYCLES: u32 = INTERNAL_SYNC_CYCLES + EXCHANGE_ROUTE_START_CYCLES;
 /// Six-worker local copy call including rendezvous (`docs/facts/ipu21-target.md` §6, measured on IPU21).
 pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
 /// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").

@@ -57,6 +57,12 @@ pub struct Args {
     /// Write the pooled embedding (MAP head output) as `.npy`.
     #[arg(long)]
     pub output_embedding: Option<PathBuf>,
+    /// Cycles a global sync takes after the last tile arrives (modelled).
+    /// Default: 126, Poplar's `getMaxIPUSyncDelay` bound, the figure the
+    /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
+    /// measurement exists).
+    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES)]
+    pub sync_cycles: u64,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
@@ -197,7 +203,9 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let t = Instant::now();
-    let mut resident = SimDevice::for_package(&compiled.package)?
+    let mut sim = SimDevice::for_package(&compiled.package)?;
+    sim.sync_cycles = args.sync_cycles;
+    let mut resident = sim
         .load(&compiled.package, &weights)
         .context("loading the package on the simulated device")?;
     eprintln!(

@@ -5,21 +5,58 @@ use ipuc_core::ir::DType;
 use ipuc_core::kernel::{decode, decode_header, AbiError, KernelArgs, KernelSymbol, OperandRole};
 use ipuc_core::lower::schedule::Kernel;
 use ipuc_core::target::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
-use ipuc_core::target::sram::in_sram;
+use ipuc_core::target::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
 use super::error::{CodeletError, CodeletErrorKind};
 use super::math;
+use crate::sim::kernel_timing::kernel_timing;
 use crate::sim::memory::TileMemory;
+use crate::sim::CodeletCharge;
 
-/// Runs kernel `symbol` with the MRF `regs` on `memory`; returns the cycles
-/// it costs (the planner's cost model, see [`KernelArgs::cycles`]).
+/// Runs kernel `symbol` with the MRF `regs` on `memory`; returns what it
+/// costs: the simulator's kernel timing model
+/// ([`crate::sim::kernel_timing::kernel_timing`], modelled) and, for the
+/// reports, the planner's estimate of the same call ([`KernelArgs::cycles`]).
+/// The placement rules of [`AmpRules`] are recorded, not enforced.
 pub fn run_kernel(
     symbol: KernelSymbol,
     tile: u16,
     regs: &[u32; 16],
     memory: &mut TileMemory,
-) -> Result<u64, CodeletError> {
+) -> Result<CodeletCharge, CodeletError> {
+    run_kernel_with(symbol, tile, regs, memory, AmpRules::Record)
+}
+
+/// How a call treats the AMP rules the compiler does not meet yet (§2.10
+/// rule 6: operands 32-byte aligned, output in interleaved memory, left
+/// stream and output in different effective elements). The argument
+/// block's weight-region claim is always enforced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AmpRules {
+    /// Count a broken rule in [`CodeletCharge::rule_findings`].
+    #[default]
+    Record,
+    /// A broken rule is a [`CodeletError`].
+    Enforce,
+}
+
+/// [`CodeletCharge::rule_findings`] bit: AMP output in standard memory.
+pub const FINDING_AMP_OUTPUT_STANDARD: u8 = 1;
+/// [`CodeletCharge::rule_findings`] bit: AMP left stream and output share
+/// an effective element.
+pub const FINDING_AMP_SHARED_ELEMENT: u8 = 2;
+/// [`CodeletCharge::rule_findings`] bit: an AMP operand is not 32-byte aligned.
+pub const FINDING_AMP_MISALIGNED: u8 = 4;
+
+/// [`run_kernel`] with an explicit treatment of the AMP placement rules.
+pub fn run_kernel_with(
+    symbol: KernelSymbol,
+    tile: u16,
+    regs: &[u32; 16],
+    memory: &mut TileMemory,
+    rules: AmpRules,
+) -> Result<CodeletCharge, CodeletError> {
     let err = |kind| CodeletError {
         tile,
         kernel: symbol.name(),
@@ -53,9 +90,73 @@ pub fn run_kernel(
         };
         addrs[slot] = addr;
     }
+    let mut findings = 0u8;
+    for broken in check_amp_rules(&args, &addrs).map_err(err)? {
+        match (rules, broken) {
+            (AmpRules::Enforce, kind) => return Err(err(kind)),
+            (AmpRules::Record, CodeletErrorKind::AmpOutputNotInterleaved { .. }) => {
+                findings |= FINDING_AMP_OUTPUT_STANDARD
+            }
+            (AmpRules::Record, CodeletErrorKind::AmpOperandMisaligned { .. }) => {
+                findings |= FINDING_AMP_MISALIGNED
+            }
+            (AmpRules::Record, _) => findings |= FINDING_AMP_SHARED_ELEMENT,
+        }
+    }
     execute(&args, &addrs, memory);
-    Ok(args.cycles())
+    Ok(CodeletCharge {
+        cycles: kernel_timing(&args, &addrs).total,
+        planned: Some(args.cycles()),
+        rule_findings: findings,
+    })
 }
+
+/// The AMP operand rules of `docs/facts/ipu21-target.md` §2.10 rule 6 and
+/// the argument block's claim that GEMM weights are in interleaved memory.
+/// The claim is an error; the rule-6 rules broken are returned for the
+/// caller to record or enforce.
+fn check_amp_rules(
+    args: &KernelArgs,
+    addrs: &[u32; 6],
+) -> Result<Vec<CodeletErrorKind>, CodeletErrorKind> {
+    // (operand name, slot) of the AMP streams; the left stream is slot 1.
+    let streams: &[(&'static str, usize)] = match args.kernel {
+        Kernel::Gemm { b_interleaved, .. } => {
+            if b_interleaved && addrs[2] < INTERLEAVED_BASE {
+                return Err(CodeletErrorKind::WeightsNotInterleaved { addr: addrs[2] });
+            }
+            &[("out", 0), ("a", 1), ("b", 2)]
+        }
+        Kernel::Attention { .. } | Kernel::AttentionPartial { .. } => {
+            &[("out", 0), ("q", 1), ("k", 2), ("v", 3)]
+        }
+        _ => return Ok(Vec::new()),
+    };
+    let mut broken = Vec::new();
+    if let Some(&(operand, slot)) = streams
+        .iter()
+        .find(|(_, slot)| !addrs[*slot].is_multiple_of(AMP_OPERAND_ALIGN))
+    {
+        broken.push(CodeletErrorKind::AmpOperandMisaligned {
+            operand,
+            addr: addrs[slot],
+        });
+    }
+    if addrs[0] < INTERLEAVED_BASE {
+        broken.push(CodeletErrorKind::AmpOutputNotInterleaved { addr: addrs[0] });
+    }
+    if effective_element(addrs[0]) == effective_element(addrs[1]) {
+        broken.push(CodeletErrorKind::AmpStreamsShareElement {
+            left: addrs[1],
+            out: addrs[0],
+            element: effective_element(addrs[0]),
+        });
+    }
+    Ok(broken)
+}
+
+/// AMP operand alignment (`docs/facts/ipu21-target.md` §2.10 rule 6).
+pub const AMP_OPERAND_ALIGN: u32 = 32;
 
 /// Reads and decodes the argument block at `addr`.
 fn read_args(

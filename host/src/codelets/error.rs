@@ -59,6 +59,35 @@ pub enum CodeletErrorKind {
         /// Required alignment.
         align: u32,
     },
+    /// An AMP operand is not 32-byte aligned (§2.10 rule 6).
+    AmpOperandMisaligned {
+        /// Operand name.
+        operand: &'static str,
+        /// The address.
+        addr: u32,
+    },
+    /// An AMP kernel's output is in standard memory (§2.10 rule 6: output
+    /// in interleaved memory).
+    AmpOutputNotInterleaved {
+        /// The output address.
+        addr: u32,
+    },
+    /// The AMP's left stream and its output share an effective element
+    /// (§2.10 rule 6).
+    AmpStreamsShareElement {
+        /// Left-stream address.
+        left: u32,
+        /// Output address.
+        out: u32,
+        /// The shared effective element.
+        element: u32,
+    },
+    /// The argument block says the GEMM weights are in interleaved memory,
+    /// but `b` is in standard memory.
+    WeightsNotInterleaved {
+        /// The weight address.
+        addr: u32,
+    },
 }
 
 impl fmt::Display for CodeletError {
@@ -92,6 +121,22 @@ impl fmt::Display for CodeletError {
             } => write!(
                 f,
                 "tile {tile}: kernel {kernel}: operand {operand} ($m{register} = {addr:#x}) is not {align}-byte aligned"
+            ),
+            CodeletErrorKind::AmpOperandMisaligned { operand, addr } => write!(
+                f,
+                "tile {tile}: kernel {kernel}: AMP operand {operand} at {addr:#x} is not 32-byte aligned (facts §2.10 rule 6)"
+            ),
+            CodeletErrorKind::AmpOutputNotInterleaved { addr } => write!(
+                f,
+                "tile {tile}: kernel {kernel}: AMP output at {addr:#x} is in standard memory; the AMP writes interleaved memory (facts §2.10 rule 6)"
+            ),
+            CodeletErrorKind::AmpStreamsShareElement { left, out, element } => write!(
+                f,
+                "tile {tile}: kernel {kernel}: AMP left stream {left:#x} and output {out:#x} share effective element {element} (facts §2.10 rule 6)"
+            ),
+            CodeletErrorKind::WeightsNotInterleaved { addr } => write!(
+                f,
+                "tile {tile}: kernel {kernel}: argument block claims interleaved weights but b is at {addr:#x} in standard memory"
             ),
         }
     }

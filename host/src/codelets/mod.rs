@@ -5,7 +5,10 @@
 //! kernel here on the tile's SRAM through ipuc's kernel register ABI
 //! ([`ipuc_core::target::kernel_abi`]: `$m2` output, `$m3..=$m7` inputs,
 //! `$m8` argument block, return `br $m10`) and charges the cycles of the
-//! planner's cost model ([`ipuc_core::kernel::KernelArgs::cycles`]).
+//! simulator's kernel timing model ([`crate::sim::kernel_timing`], modelled
+//! from the kernel's structure and the facts' measured figures), reporting
+//! the planner's estimate ([`ipuc_core::kernel::KernelArgs::cycles`]) beside
+//! it for the run report's planner-vs-simulated table.
 //!
 //! The registry maps kernel symbol names (the package's kernel symbol table,
 //! [`ipuc_core::kernel::KernelSymbol::name`]) to codelets; [`codelet_table`]
@@ -25,8 +28,9 @@
 //! mem.load(0x80000, &[1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
 //! let mut regs = [0u32; 16];
 //! (regs[2], regs[3], regs[8]) = (0x80100, 0x80000, 0x90000);
-//! let cycles = run_kernel(KernelSymbol::GeluTanh, 0, &regs, &mut mem).unwrap();
-//! assert_eq!(cycles, args.cycles());
+//! let charge = run_kernel(KernelSymbol::GeluTanh, 0, &regs, &mut mem).unwrap();
+//! assert_eq!(charge.planned, Some(args.cycles()));
+//! assert_eq!(charge.cycles, ipuc::sim::kernel_timing::kernel_timing(&args, &[0x80100, 0x80000, 0, 0, 0, 0]).total);
 //! let y = f32::from_le_bytes(mem.slice(0x80100, 4).unwrap().try_into().unwrap());
 //! assert!((y - 0.841192).abs() < 1e-5);
 //! ```
@@ -44,10 +48,13 @@ use std::sync::Arc;
 
 use ipuc_core::kernel::KernelSymbol;
 
-pub use call::run_kernel;
+pub use call::{
+    run_kernel, run_kernel_with, AmpRules, AMP_OPERAND_ALIGN, FINDING_AMP_MISALIGNED,
+    FINDING_AMP_OUTPUT_STANDARD, FINDING_AMP_SHARED_ELEMENT,
+};
 pub use error::{CodeletError, CodeletErrorKind};
 
-use crate::sim::{Codelet, CodeletCall, CodeletTable};
+use crate::sim::{Codelet, CodeletCall, CodeletCharge, CodeletTable};
 
 /// The codelet implementing one kernel symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +79,7 @@ impl Codelet for NativeKernel {
         self.symbol.name()
     }
 
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<u64, String> {
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String> {
         run_kernel(self.symbol, call.tile, call.regs, call.memory).map_err(|e| e.to_string())
     }
 }

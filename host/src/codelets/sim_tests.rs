@@ -13,6 +13,7 @@ use ipuc_core::target::kernel_abi::{ARG_BLOCK_REGISTER, LINK_REGISTER, OUTPUT_RE
 use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
 
 use super::codelet_table;
+use crate::sim::kernel_timing::kernel_timing;
 use crate::sim::{FaultKind, SampleKind, StopReason, Tile};
 
 fn reg(n: u8) -> MReg {
@@ -98,7 +99,8 @@ fn supervisor_calls_gemm_then_cast_through_the_register_abi() {
         let h = u16::from_le_bytes([halves[2 * i], halves[2 * i + 1]]);
         assert_eq!(ipuc_core::numeric::f16_bits_to_f32(h), round_to_f16(*w));
     }
-    // Each call holds the supervisor for exactly the cost model's cycles.
+    // Each call holds the supervisor for exactly the simulator's kernel
+    // timing model's cycles (modelled), at the call's operand addresses.
     let charged: Vec<(String, u64)> = tile
         .samples()
         .iter()
@@ -110,8 +112,14 @@ fn supervisor_calls_gemm_then_cast_through_the_register_abi() {
     assert_eq!(
         charged,
         [
-            ("gemm_amp".to_string(), gemm.cycles()),
-            ("cast".to_string(), cast.cycles())
+            (
+                "gemm_amp".to_string(),
+                kernel_timing(&gemm, &[acc, a_addr, b_addr, 0, 0, 0]).total
+            ),
+            (
+                "cast".to_string(),
+                kernel_timing(&cast, &[out16, acc, 0, 0, 0, 0]).total
+            )
         ]
     );
 }

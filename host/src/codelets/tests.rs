@@ -51,7 +51,12 @@ impl Bench {
     }
 
     /// Writes the argument block and sets `$m2`, `$m3..`, `$m8`; runs.
-    fn run(&mut self, args: &KernelArgs, out: u32, inputs: &[u32]) -> Result<u64, CodeletError> {
+    fn run(
+        &mut self,
+        args: &KernelArgs,
+        out: u32,
+        inputs: &[u32],
+    ) -> Result<crate::sim::CodeletCharge, CodeletError> {
         let block: Vec<u8> = encode(args).iter().flat_map(|w| w.to_le_bytes()).collect();
         let at = self.alloc(block.len());
         self.mem.load(at, &block).unwrap();
@@ -124,8 +129,8 @@ fn gemm_f16_times_scaled_fp8_weights_with_accumulate_and_bias() {
         accumulate: true,
         bias: Some(DType::F16),
     };
-    let cycles = b.run(&args, out, &[pa, pw, pb]).unwrap();
-    assert_eq!(cycles, args.cycles());
+    let charge = b.run(&args, out, &[pa, pw, pb]).unwrap();
+    assert_eq!(charge.planned, Some(args.cycles()));
     let want: Vec<f64> = (0..m * n)
         .map(|idx| {
             let (i, j) = (idx / n, idx % n);
@@ -583,4 +588,118 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
     let err = codelet_table([("conv2d", 0x4D010)]).unwrap_err();
     assert_eq!(err.entry, 0x4D010);
     assert!(err.to_string().contains("`conv2d`"));
+}
+
+fn small_gemm(b_interleaved: bool) -> KernelArgs {
+    KernelArgs::new(Kernel::Gemm {
+        m: 2,
+        k: 4,
+        n: 4,
+        a: DType::F16,
+        b: DType::F16,
+        out: DType::F32,
+        b_transposed: false,
+        b_interleaved,
+    })
+}
+
+#[test]
+fn amp_operands_must_be_32_byte_aligned() {
+    let mut b = Bench::new();
+    let a = b.put(&[1.0; 8], DType::F16);
+    let w = b.put(&[1.0; 16], DType::F16);
+    // An output 8 bytes past a 32-byte boundary: F32-aligned, not AMP-aligned.
+    let out = 0x9_0008;
+    let recorded = b.run(&small_gemm(true), out, &[a, w]).unwrap();
+    assert_eq!(recorded.rule_findings, FINDING_AMP_MISALIGNED);
+    let regs = b.regs;
+    let e = run_kernel_with(
+        KernelSymbol::GemmAmp,
+        7,
+        &regs,
+        &mut b.mem,
+        AmpRules::Enforce,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.kind,
+        CodeletErrorKind::AmpOperandMisaligned {
+            operand: "out",
+            addr: out
+        }
+    );
+    assert!(
+        e.to_string().contains("0x90008 is not 32-byte aligned"),
+        "{e}"
+    );
+}
+
+#[test]
+fn claimed_interleaved_weights_must_be_at_an_interleaved_address() {
+    let mut b = Bench::new();
+    let a = b.put(&[1.0; 8], DType::F16);
+    let w = 0x6_0000;
+    b.mem.load(w, &[0u8; 32]).unwrap();
+    let e = b.run(&small_gemm(true), 0x9_0000, &[a, w]).unwrap_err();
+    assert_eq!(e.kind, CodeletErrorKind::WeightsNotInterleaved { addr: w });
+    // The same call without the claim runs, charged at the standard-memory
+    // weight-feed rate.
+    let standard = b.run(&small_gemm(false), 0x9_0000, &[a, w]).unwrap();
+    let w2 = b.put(&[0.0; 16], DType::F16);
+    let interleaved = b.run(&small_gemm(false), 0x9_0000, &[a, w2]).unwrap();
+    assert_eq!(standard.cycles - interleaved.cycles, (1063 - 940) / 4 + 1);
+}
+
+#[test]
+fn amp_placement_rules_are_recorded_or_enforced() {
+    let mut b = Bench::new();
+    let a = b.put(&[1.0; 8], DType::F16);
+    let w = b.put(&[1.0; 16], DType::F16);
+    let args = small_gemm(true);
+    let block: Vec<u8> = encode(&args).iter().flat_map(|x| x.to_le_bytes()).collect();
+    let at = b.alloc(block.len());
+    b.mem.load(at, &block).unwrap();
+    // Output in standard memory.
+    (b.regs[2], b.regs[3], b.regs[4], b.regs[8]) = (0x6_0000, a, w, at);
+    let recorded = run_kernel(KernelSymbol::GemmAmp, 1, &b.regs, &mut b.mem).unwrap();
+    assert_eq!(recorded.rule_findings, FINDING_AMP_OUTPUT_STANDARD);
+    let e = run_kernel_with(
+        KernelSymbol::GemmAmp,
+        1,
+        &b.regs,
+        &mut b.mem,
+        AmpRules::Enforce,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.kind,
+        CodeletErrorKind::AmpOutputNotInterleaved { addr: 0x6_0000 }
+    );
+    // Output in the left stream's effective element (32 KiB interleaved).
+    b.regs[2] = a + 0x400;
+    let recorded = run_kernel(KernelSymbol::GemmAmp, 1, &b.regs, &mut b.mem).unwrap();
+    assert_eq!(recorded.rule_findings, FINDING_AMP_SHARED_ELEMENT);
+    let e = run_kernel_with(
+        KernelSymbol::GemmAmp,
+        1,
+        &b.regs,
+        &mut b.mem,
+        AmpRules::Enforce,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e.kind, CodeletErrorKind::AmpStreamsShareElement { left, out, .. } if left == a && out == a + 0x400),
+        "{e}"
+    );
+    // Another element: no finding.
+    b.regs[2] = 0x9_8000;
+    let clean = run_kernel_with(
+        KernelSymbol::GemmAmp,
+        1,
+        &b.regs,
+        &mut b.mem,
+        AmpRules::Enforce,
+    )
+    .unwrap();
+    assert_eq!(clean.rule_findings, 0);
 }

@@ -92,6 +92,8 @@ pub struct SimDevice {
     pub codelets: Arc<CodeletTable>,
     pub fabric: Box<dyn ExchangeFabric>,
     pub cycle_limit: u64,
+    /// Global sync latency (modelled), `--sync-cycles`.
+    pub sync_cycles: u64,
 }
 
 fn binding_named<'a>(package: &'a Package, name: &str) -> Result<&'a Binding> {
@@ -231,6 +233,7 @@ impl SimDevice {
             codelets: Arc::new(table),
             fabric: Box::new(RouteFabric),
             cycle_limit: DEFAULT_CYCLE_LIMIT,
+            sync_cycles: crate::sim::cycle::INTERNAL_SYNC_CYCLES,
         })
     }
 
@@ -300,7 +303,7 @@ impl SimDevice {
             bindings.insert(b.name.clone(), b.clone());
         }
         Ok(LoadedSim {
-            device: Device::with_fabric(tiles, self.fabric),
+            device: Device::with_fabric(tiles, self.fabric).with_sync_cycles(self.sync_cycles),
             index_of,
             entries,
             call,

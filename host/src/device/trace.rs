@@ -12,8 +12,48 @@ use ipuc_core::package::{Package, StepInfo};
 use ipuc_core::target::sram::CLOCK_HZ;
 
 use super::sim::RunProfile;
-use crate::report::{CycleSample, Profile, ProfileStep, StepKind, TileSamples};
+use crate::codelets::{
+    FINDING_AMP_MISALIGNED, FINDING_AMP_OUTPUT_STANDARD, FINDING_AMP_SHARED_ELEMENT,
+};
+use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
 use crate::sim::SampleKind;
+
+/// Per kernel kind over all tiles: calls, planner estimate, the cycles the
+/// simulator's kernel timing model charged, and recorded AMP rule findings.
+pub fn kernel_kind_timing(run: &RunProfile) -> Vec<KernelKindTiming> {
+    let mut by_kind: BTreeMap<&str, KernelKindTiming> = BTreeMap::new();
+    for trace in &run.tiles {
+        for s in &trace.samples {
+            let SampleKind::Codelet {
+                name,
+                planned,
+                rule_findings,
+                ..
+            } = &s.kind
+            else {
+                continue;
+            };
+            let k = by_kind
+                .entry(name.as_ref())
+                .or_insert_with(|| KernelKindTiming {
+                    kernel: name.to_string(),
+                    calls: 0,
+                    planned_cycles: 0,
+                    simulated_cycles: 0,
+                    amp_output_standard: 0,
+                    amp_shared_element: 0,
+                    amp_misaligned: 0,
+                });
+            k.calls += 1;
+            k.planned_cycles += planned.unwrap_or(0);
+            k.simulated_cycles += s.end - s.start;
+            k.amp_output_standard += u64::from(rule_findings & FINDING_AMP_OUTPUT_STANDARD != 0);
+            k.amp_shared_element += u64::from(rule_findings & FINDING_AMP_SHARED_ELEMENT != 0);
+            k.amp_misaligned += u64::from(rule_findings & FINDING_AMP_MISALIGNED != 0);
+        }
+    }
+    by_kind.into_values().collect()
+}
 
 /// Global step descriptors, keyed by (step id, iteration, part).
 struct Steps {
@@ -118,5 +158,6 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
         clock_hz: CLOCK_HZ,
         steps: steps.list,
         tiles,
+        kernels: kernel_kind_timing(run),
     }
 }

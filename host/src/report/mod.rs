@@ -31,7 +31,10 @@ pub use memory::{
     MemoryRejection, TileMemoryMap, TilePeak,
 };
 pub use operations::{summarize, OperationSummary};
-pub use profile::{CycleSample, IterationSpan, Profile, ProfileStep, StepKind, TileSamples};
+pub use profile::{
+    CycleSample, IterationSpan, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples,
+    CYCLE_SOURCES,
+};
 pub use profile_builder::{ProfileBuilder, StepKey};
 
 /// Paths written by [`write_profile`].
@@ -77,7 +80,7 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
     write_file(&files.profile_json, &serde_json::to_vec(profile)?)?;
     write_file(
         &files.operations_json,
-        &serde_json::to_vec_pretty(&summarize(profile))?,
+        &serde_json::to_vec_pretty(&operations::OperationsFile::of(profile))?,
     )?;
     write_file(&files.profile_html, html.as_bytes())?;
     Ok(files)

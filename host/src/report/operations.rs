@@ -4,7 +4,47 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::profile::{Profile, StepKind};
+use super::profile::{KernelKindTiming, Profile, StepKind, CYCLE_SOURCES};
+
+/// `operations.json`: where the cycles come from, the planner-vs-simulated
+/// kernel table and the per-operation summaries.
+#[derive(Clone, Debug, Serialize)]
+pub struct OperationsFile {
+    /// True for simulator profiles.
+    pub simulated: bool,
+    /// `part → how its cycles are obtained` (simulated vs modelled).
+    pub cycle_sources: BTreeMap<&'static str, &'static str>,
+    /// Per kernel kind: planner estimate vs the simulator's timing model.
+    pub kernel_timing: Vec<KernelTimingRow>,
+    pub operations: Vec<OperationSummary>,
+}
+
+/// One row of [`OperationsFile::kernel_timing`].
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelTimingRow {
+    #[serde(flatten)]
+    pub kind: KernelKindTiming,
+    /// `(planned − simulated) / simulated × 100`.
+    pub planner_error_percent: f64,
+}
+
+impl OperationsFile {
+    pub fn of(profile: &Profile) -> Self {
+        Self {
+            simulated: profile.simulated,
+            cycle_sources: CYCLE_SOURCES.into_iter().collect(),
+            kernel_timing: profile
+                .kernels
+                .iter()
+                .map(|k| KernelTimingRow {
+                    kind: k.clone(),
+                    planner_error_percent: k.error_percent(),
+                })
+                .collect(),
+            operations: summarize(profile),
+        }
+    }
+}
 
 /// Everything the profile says about one operation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

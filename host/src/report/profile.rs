@@ -68,6 +68,72 @@ pub struct Profile {
     pub clock_hz: u64,
     pub steps: Vec<ProfileStep>,
     pub tiles: Vec<TileSamples>,
+    /// Planner estimate vs the simulator's kernel timing model, per kernel
+    /// kind (empty for profiles without codelet calls).
+    #[serde(default)]
+    pub kernels: Vec<KernelKindTiming>,
+}
+
+/// Which cycles of a simulator profile come from executed instructions and
+/// which from a model (`[(part, how)]`), for every report to print.
+pub const CYCLE_SOURCES: [(&str, &str); 6] = [
+    (
+        "supervisor code",
+        "simulated from IPU21 instructions in SRAM",
+    ),
+    ("worker code", "simulated from IPU21 instructions in SRAM"),
+    (
+        "patchers (Repeat word, row lists)",
+        "simulated from IPU21 instructions in SRAM",
+    ),
+    (
+        "exchange rows",
+        "simulated: rows decoded from SRAM, words moved with the route timing model",
+    ),
+    (
+        "kernel bodies (native codelets)",
+        "modelled: the simulator's kernel timing model (host::sim::kernel_timing)",
+    ),
+    (
+        "global sync latency",
+        "modelled: a fixed cycle count per sync (--sync-cycles)",
+    ),
+];
+
+/// All calls of one kernel kind in a run: the compiler's estimate against
+/// what the simulator's kernel timing model charged (both over all tiles).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelKindTiming {
+    /// Kernel symbol (`gemm_amp`, `softmax`, …).
+    pub kernel: String,
+    /// Calls over all tiles.
+    pub calls: u64,
+    /// Sum of the planner's estimates of those calls.
+    pub planned_cycles: u64,
+    /// Sum of the cycles the simulator's timing model charged (modelled).
+    pub simulated_cycles: u64,
+    /// Calls whose AMP output was in standard memory (§2.10 rule 6, recorded).
+    #[serde(default)]
+    pub amp_output_standard: u64,
+    /// Calls whose AMP left stream and output shared an effective element.
+    #[serde(default)]
+    pub amp_shared_element: u64,
+    /// Calls with an AMP operand not 32-byte aligned (recorded).
+    #[serde(default)]
+    pub amp_misaligned: u64,
+}
+
+impl KernelKindTiming {
+    /// Planner error relative to the simulator, in percent
+    /// (`(planned − simulated) / simulated × 100`).
+    pub fn error_percent(&self) -> f64 {
+        if self.simulated_cycles == 0 {
+            0.0
+        } else {
+            (self.planned_cycles as f64 - self.simulated_cycles as f64) * 100.0
+                / self.simulated_cycles as f64
+        }
+    }
 }
 
 /// First and last cycle of one Repeat iteration over all tiles.

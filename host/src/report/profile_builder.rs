@@ -121,6 +121,7 @@ impl ProfileBuilder {
             clock_hz: self.clock_hz,
             steps,
             tiles,
+            kernels: Vec::new(),
         }
     }
 }

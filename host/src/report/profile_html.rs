@@ -35,6 +35,43 @@ struct TimelineData<'a> {
     operations: Vec<OperationSummary>,
 }
 
+/// Which cycles are simulated and which modelled (simulator profiles only).
+fn sources_html(profile: &Profile) -> String {
+    if !profile.simulated {
+        return String::new();
+    }
+    let rows: String = super::profile::CYCLE_SOURCES
+        .iter()
+        .map(|(part, how)| format!("<tr><td>{}</td><td>{}</td></tr>", escape(part), escape(how)))
+        .collect();
+    format!("<section><h2>Where the cycles come from</h2><table><tr><th>part</th><th>cycles</th></tr>{rows}</table></section>")
+}
+
+/// Planner estimate vs the simulator's kernel timing model per kernel kind.
+fn kernels_html(profile: &Profile) -> String {
+    if profile.kernels.is_empty() {
+        return String::new();
+    }
+    let rows: String = profile
+        .kernels
+        .iter()
+        .map(|k| {
+            format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:+.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&k.kernel),
+                thousands(k.calls),
+                thousands(k.planned_cycles),
+                thousands(k.simulated_cycles),
+                k.error_percent(),
+                thousands(k.amp_misaligned),
+                thousands(k.amp_output_standard),
+                thousands(k.amp_shared_element)
+            )
+        })
+        .collect();
+    format!("<section><h2>Kernel timing: planner estimate vs simulator model (tile-cycles over all tiles)</h2><table><tr><th>kernel</th><th>calls</th><th>planner</th><th>simulator (modelled)</th><th>planner error</th><th>AMP operand not 32-byte aligned</th><th>AMP out in standard memory</th><th>AMP left/out same element</th></tr>{rows}</table></section>")
+}
+
 /// Renders the standalone timeline page.
 pub fn render(profile: &Profile) -> anyhow::Result<String> {
     profile.validate()?;
@@ -110,7 +147,9 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
 </header>
 <div id="wrap"><canvas id="chart"></canvas></div>
 <div id="tip"></div>
-<section><h2>Operations (by wall cycles)</h2><div id="ops"></div></section>"#,
+{sources}{kernels}<section><h2>Operations (by wall cycles)</h2><div id="ops"></div></section>"#,
+        sources = sources_html(profile),
+        kernels = kernels_html(profile),
         title = escape(&profile.title),
         span = thousands(span),
         ms = profile.millis(span),

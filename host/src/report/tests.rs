@@ -123,6 +123,7 @@ pub(crate) fn synthetic_profile(tiles: u32, iterations: u32) -> Profile {
                 samples,
             })
             .collect(),
+        kernels: Vec::new(),
     }
 }
 

@@ -34,12 +34,37 @@ impl CodeletCall<'_> {
     }
 }
 
-/// A native kernel. Returns the cycles it costs on the calling tile.
+/// What a codelet call costs: the cycles charged (the simulator's kernel
+/// timing model, [`super::kernel_timing`] — modelled, not simulated) and,
+/// when the codelet knows it, the planner's estimate of the same call, kept
+/// only so reports can show planner-vs-simulated error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodeletCharge {
+    /// Cycles charged to the tile.
+    pub cycles: u64,
+    /// The compiler's estimate for this call, if known.
+    pub planned: Option<u64>,
+    /// Hardware rules the call breaks that the codelet records instead of
+    /// faulting on (a codelet-defined bit mask; 0 = none).
+    pub rule_findings: u8,
+}
+
+impl From<u64> for CodeletCharge {
+    fn from(cycles: u64) -> Self {
+        Self {
+            cycles,
+            planned: None,
+            rule_findings: 0,
+        }
+    }
+}
+
+/// A native kernel. Returns what it costs on the calling tile.
 pub trait Codelet: Send + Sync {
     /// Kernel name, for profiles and fault messages.
     fn name(&self) -> &str;
     /// Run on the tile. An `Err` becomes a codelet fault at the call site.
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<u64, String>;
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String>;
 }
 
 /// A codelet made from a closure.
@@ -67,8 +92,8 @@ where
     fn name(&self) -> &str {
         &self.name
     }
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<u64, String> {
-        (self.f)(call)
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String> {
+        (self.f)(call).map(CodeletCharge::from)
     }
 }
 

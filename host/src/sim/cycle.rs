@@ -29,7 +29,8 @@
 //!   modelled as zero extra cycles;
 //! * internal/external syncs are resolved by the device (see
 //!   [`super::device`]): all participants are released together at the
-//!   latest arrival plus [`INTERNAL_SYNC_CYCLES`];
+//!   latest arrival plus the sync latency ([`INTERNAL_SYNC_CYCLES`] by
+//!   default, `--sync-cycles`) — **modelled**, not simulated;
 //! * native codelets charge the cycles their cost model returns.
 //!
 //! # Check against measurement (not fitted)
@@ -45,8 +46,10 @@
 /// Graphcore IPU Programmer's Guide (round-robin thread servicing), issue #2.
 pub const ISSUE_INTERVAL: u64 = 6;
 
-/// Extra cycles a global (internal/external) sync adds after the last tile
-/// arrives. Not stated in the sources (`docs/facts/ipu21-target.md §6`: sync
-/// latency [U]); zero until measured. The exchange fabric charges exchange
+/// Default cycles a global (internal/external) sync adds after the last tile
+/// arrives: the same figure the planner uses,
+/// [`ipuc_core::target::timing::INTERNAL_SYNC_CYCLES`] (126, Poplar's
+/// `getMaxIPUSyncDelay` bound; no public measurement exists —
+/// `docs/facts/ipu21-target.md` §6). The exchange fabric charges exchange
 /// time itself.
-pub const INTERNAL_SYNC_CYCLES: u64 = 0;
+pub const INTERNAL_SYNC_CYCLES: u64 = ipuc_core::target::timing::INTERNAL_SYNC_CYCLES as u64;

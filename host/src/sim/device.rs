@@ -5,7 +5,8 @@
 //! parks at a global sync (`sync 3` INTERNAL, `sync 1` ANS for tiles sitting
 //! out an exchange, `sync 0` RECV, or an external/host zone). When all live
 //! tiles are parked, they are released together at the latest arrival plus
-//! [`INTERNAL_SYNC_CYCLES`]; then the [`ExchangeFabric`] runs the superstep's
+//! the sync latency ([`INTERNAL_SYNC_CYCLES`] unless set with
+//! [`Device::with_sync_cycles`]); then the [`ExchangeFabric`] runs the superstep's
 //! exchange (by convention the row each supervisor calls right after the
 //! sync), moving words between tiles and advancing each supervisor past its
 //! row. With [`NoExchange`] the supervisors simply continue.
@@ -56,6 +57,17 @@ pub enum DeviceError {
         halted: Vec<u16>,
         waiting: Vec<(u16, u8)>,
     },
+    /// Tiles wait at global syncs of different zones (§1.7), which the
+    /// hardware would not release together; only `sync 1` (ANS, tiles
+    /// sitting out an exchange) may meet `sync 3` (INTERNAL).
+    SyncZoneMismatch {
+        /// Global sync (superstep) index.
+        superstep: u64,
+        /// First tile (device order), its zone and the address of its `sync`.
+        first: (u16, u8, u32),
+        /// A tile waiting in another zone, its zone and `sync` address.
+        other: (u16, u8, u32),
+    },
 }
 
 impl core::fmt::Display for DeviceError {
@@ -70,6 +82,15 @@ impl core::fmt::Display for DeviceError {
                 waiting.len(),
                 waiting.first()
             ),
+            DeviceError::SyncZoneMismatch {
+                superstep,
+                first,
+                other,
+            } => write!(
+                f,
+                "global sync {superstep}: tile {} waits in sync zone {} (pc {:#x}) but tile {} in zone {} (pc {:#x}); the tiles would never be released together",
+                first.0, first.1, first.2, other.0, other.1, other.2
+            ),
         }
     }
 }
@@ -80,6 +101,34 @@ impl From<SimFault> for DeviceError {
     fn from(f: SimFault) -> Self {
         DeviceError::Fault(f)
     }
+}
+
+/// Zone ANS (`sync 1`): tiles sitting out an exchange (§1.7).
+const ZONE_ANS: u8 = 1;
+/// Zone INTERNAL (`sync 3`): all tiles of the IPU (§1.7).
+const ZONE_INTERNAL: u8 = 3;
+
+/// Every parked tile waits in one zone, or in ANS/INTERNAL together.
+fn check_zones(superstep: u64, tiles: &[Tile], zones: &[Option<u8>]) -> Result<(), DeviceError> {
+    let key = |z: u8| if z == ZONE_ANS { ZONE_INTERNAL } else { z };
+    let mut first: Option<(u16, u8, u32)> = None;
+    for (t, z) in tiles.iter().zip(zones) {
+        let Some(z) = *z else { continue };
+        // The supervisor has moved past its `sync` (a 4-byte instruction).
+        let here = (t.id(), z, t.supervisor().pc.wrapping_sub(4));
+        match first {
+            None => first = Some(here),
+            Some(f) if key(f.1) != key(z) => {
+                return Err(DeviceError::SyncZoneMismatch {
+                    superstep,
+                    first: f,
+                    other: here,
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Summary of a finished run.
@@ -97,6 +146,7 @@ pub struct Device {
     fabric: Box<dyn ExchangeFabric>,
     supersteps: u64,
     progress: Option<Progress>,
+    sync_cycles: u64,
 }
 
 /// Called with (supersteps so far, simulated cycles so far) at most once per
@@ -127,7 +177,15 @@ impl Device {
             fabric,
             supersteps: 0,
             progress: None,
+            sync_cycles: INTERNAL_SYNC_CYCLES,
         }
+    }
+
+    /// Global sync latency in cycles (modelled; default
+    /// [`INTERNAL_SYNC_CYCLES`]).
+    pub fn with_sync_cycles(mut self, cycles: u64) -> Self {
+        self.sync_cycles = cycles;
+        self
     }
 
     /// Report progress while [`Device::run`] runs.
@@ -229,8 +287,9 @@ impl Device {
                     .collect();
                 return Err(DeviceError::Deadlock { halted, waiting });
             }
+            check_zones(self.supersteps, &self.tiles, &zones)?;
             let release =
-                self.tiles.iter().map(Tile::sync_arrival).max().unwrap_or(0) + INTERNAL_SYNC_CYCLES;
+                self.tiles.iter().map(Tile::sync_arrival).max().unwrap_or(0) + self.sync_cycles;
             for t in &mut self.tiles {
                 t.release_sync(release);
             }

@@ -130,7 +130,7 @@ impl Tile {
                 if c == 0 {
                     if let Some(codelet) = self.codelets.get(target).cloned() {
                         let tile = self.id;
-                        let cycles = {
+                        let charge = {
                             let ctx = &mut self.contexts[0];
                             let mut call = CodeletCall {
                                 tile,
@@ -144,12 +144,14 @@ impl Tile {
                                 message,
                             })?
                         };
-                        let end = t + cycles.max(ISSUE_INTERVAL);
+                        let end = t + charge.cycles.max(ISSUE_INTERVAL);
                         self.contexts[0].ready_at = end;
                         self.samples.push(CycleSample {
                             kind: SampleKind::Codelet {
                                 name: codelet.name().into(),
                                 entry: target,
+                                planned: charge.planned,
+                                rule_findings: charge.rule_findings,
                             },
                             start: t,
                             end,

@@ -29,6 +29,7 @@ pub mod device;
 mod execute;
 pub mod fabric;
 pub mod fault;
+pub mod kernel_timing;
 pub mod memory;
 pub mod op;
 pub mod phase_image;
@@ -36,7 +37,7 @@ pub mod profile;
 pub mod row_call;
 pub mod tile;
 
-pub use codelet::{Codelet, CodeletCall, CodeletTable, FnCodelet};
+pub use codelet::{Codelet, CodeletCall, CodeletCharge, CodeletTable, FnCodelet};
 pub use context::{Context, ContextId, ContextState};
 pub use device::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Superstep};
 pub use fault::{ExchangeError, FaultKind, SimFault};

@@ -10,8 +10,16 @@ pub enum SampleKind {
     Compute { superstep: u64 },
     /// Waiting at global sync `superstep` from arrival to release.
     SyncWait { superstep: u64, zone: u8 },
-    /// One native codelet call.
-    Codelet { name: Arc<str>, entry: u32 },
+    /// One native codelet call (its cycles are the kernel timing model's,
+    /// i.e. modelled); `planned` is the compiler's estimate of the same call
+    /// when the codelet knows it.
+    Codelet {
+        name: Arc<str>,
+        entry: u32,
+        planned: Option<u64>,
+        /// The codelet's [`super::CodeletCharge::rule_findings`].
+        rule_findings: u8,
+    },
     /// Exchange work charged by the exchange fabric (label chosen by it).
     Exchange { superstep: u64, label: Arc<str> },
 }

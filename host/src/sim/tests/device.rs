@@ -62,7 +62,8 @@ fn tiles_meet_at_internal_sync_and_the_fabric_runs() {
         Box::new(CopyFabric {
             calls: calls.clone(),
         }),
-    );
+    )
+    .with_sync_cycles(0);
     let run = device.run(1_000_000).unwrap();
     assert_eq!(run.supersteps, 1);
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -168,7 +169,7 @@ fn fabric_retires_the_row_call_after_the_sync() {
     let mut t = tile(4, &program);
     let row_words = words(&[I::delay(3), I::delay(4), I::br(reg(10))]);
     t.load(row, &bytes(&row_words)).unwrap();
-    let mut device = Device::with_fabric(vec![t], Box::new(RowFabric));
+    let mut device = Device::with_fabric(vec![t], Box::new(RowFabric)).with_sync_cycles(0);
     device.run(1_000_000).unwrap();
     let t = &device.tiles()[0];
     assert_eq!(t.memory().read_u32(DATA), Ok(2), "fabric saw the row");
@@ -183,4 +184,56 @@ fn fabric_retires_the_row_call_after_the_sync() {
         .find(|s| matches!(s.kind, SampleKind::Exchange { .. }))
         .unwrap();
     assert_eq!((ex.start, ex.end), (6, 108));
+}
+
+#[test]
+fn the_sync_latency_follows_the_last_arrival() {
+    // Same two tiles as above with the default latency: tile 1 waits from
+    // 19 to the last arrival (79) plus the 126-cycle sync latency.
+    let p = |nops: usize| {
+        let mut v = vec![I::Nop; nops];
+        v.push(I::sync(SyncZone::INTERNAL));
+        v
+    };
+    let mut device = Device::new(vec![tile(0, &p(13)), tile(1, &p(3))]);
+    device.run(1_000_000).unwrap();
+    let wait = |t: &Tile| {
+        let w = t
+            .samples()
+            .iter()
+            .find(|s| matches!(s.kind, SampleKind::SyncWait { .. }))
+            .unwrap();
+        (w.start, w.end)
+    };
+    assert_eq!(crate::sim::cycle::INTERNAL_SYNC_CYCLES, 126);
+    assert_eq!(wait(&device.tiles()[0]), (79, 79 + 126));
+    assert_eq!(wait(&device.tiles()[1]), (19, 79 + 126));
+}
+
+#[test]
+fn tiles_waiting_in_different_sync_zones_are_an_error() {
+    let mut device = Device::new(vec![
+        tile(0, &[I::sync(SyncZone::INTERNAL)]),
+        tile(1, &[I::sync(SyncZone::ANS)]),
+        tile(2, &[I::Nop, I::sync(SyncZone::EXTERNAL3_SLV)]),
+    ]);
+    match device.run(1_000_000) {
+        Err(DeviceError::SyncZoneMismatch {
+            superstep,
+            first,
+            other,
+        }) => {
+            assert_eq!(superstep, 0);
+            assert_eq!((first.0, first.1), (0, 3));
+            assert_eq!((other.0, other.1), (2, 7));
+            assert_eq!(other.2, ENTRY + 4, "the pc of tile 2's sync");
+        }
+        other => panic!("expected a sync-zone mismatch, got {other:?}"),
+    }
+    // ANS with INTERNAL alone is the exchange-boundary pairing (§2.7).
+    let mut device = Device::new(vec![
+        tile(0, &[I::sync(SyncZone::INTERNAL)]),
+        tile(1, &[I::sync(SyncZone::ANS)]),
+    ]);
+    assert_eq!(device.run(1_000_000).unwrap().supersteps, 1);
 }
