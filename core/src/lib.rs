@@ -1,6 +1,6 @@
 //! ipuc-core: everything about compiling for the IPU21 that needs no I/O.
 //!
-//! `#![no_std]` + `alloc`: the target facts and ISA (`target`), the IR with
+//! `#![no_std]` + `alloc`: the IPU21 target facts and ISA (`ipu21`), the IR with
 //! structured Repeat (`ir`), IPU numerics (`numeric`), exchange scheduling
 //! (`exchange`), patch generation (`patch`), planning (`plan`), lowering
 //! (`lower`), SRAM placement (`place`) and the package format (`package`).
@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod emit;
 pub mod exchange;
+pub mod ipu21;
 pub mod ir;
 pub mod kernel;
 pub mod lower;
@@ -21,4 +22,3 @@ pub mod patch;
 pub mod place;
 pub mod plan;
 pub mod runtime;
-pub mod target;

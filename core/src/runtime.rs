@@ -2,12 +2,12 @@
 //! assembler and linked in front of a tile's supervisor program.
 //!
 //! The source is embedded as text; nothing binary is committed. Layout
-//! addresses the runtime needs come from [`crate::target::sram::layout`] as
+//! addresses the runtime needs come from [`crate::ipu21::sram::layout`] as
 //! link-time symbols, so the `.S` file and the Rust constants cannot drift.
 //!
 //! ```
 //! use ipuc_core::runtime::{link_with_runtime, symbols};
-//! use ipuc_core::target::asm::assemble;
+//! use ipuc_core::ipu21::asm::assemble;
 //! let program = assemble("main.S", "
 //!         .globl ipuc_program
 //! ipuc_program:
@@ -21,8 +21,8 @@
 use alloc::format;
 use alloc::string::String;
 
-use crate::target::asm::{assemble, link, AsmError, Image, LinkOptions, Object};
-use crate::target::sram::{layout, APPLICATION_LOAD_BASE};
+use crate::ipu21::asm::{assemble, link, AsmError, Image, LinkOptions, Object};
+use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 
 /// The runtime's assembly source.
 pub const SOURCE: &str = include_str!("../../device-asm/static_runtime.S");

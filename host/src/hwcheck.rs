@@ -31,9 +31,9 @@
 use std::fmt::Write as _;
 
 use anyhow::{anyhow, bail, Context as _, Result};
+use ipuc_core::ipu21::asm::{assemble, Image};
+use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
 use ipuc_core::runtime::{self, symbols};
-use ipuc_core::target::asm::{assemble, Image};
-use ipuc_core::target::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
 
 use crate::sim::{Device, Tile};
 
@@ -571,7 +571,7 @@ mod tests {
             .iter()
             .find(|l| l.text == text)
             .expect("instruction in listing");
-        let word = ipuc_core::target::asm::assemble_words(replacement, line.address).unwrap()[0];
+        let word = ipuc_core::ipu21::asm::assemble_words(replacement, line.address).unwrap()[0];
         tile.memory_mut().write_u32(line.address, word).unwrap();
     }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use ipuc_core::ipu21::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
 use ipuc_core::patch::audit::{BaseEligibility, PatchAudit};
-use ipuc_core::target::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
 
 use crate::compile::{CompileReport, Compiled};
 use crate::device::DeviceOutput;

@@ -3,6 +3,7 @@
 //! the code/row element guards, the AMP element rule and the Repeat stride.
 
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
+use ipuc_core::ipu21::sram::layout;
 use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
 use ipuc_core::lower::{check::check, lower};
 use ipuc_core::place::{
@@ -10,7 +11,6 @@ use ipuc_core::place::{
     REGION1,
 };
 use ipuc_core::plan::{plan_graph, PlanConfig};
-use ipuc_core::target::sram::layout;
 
 fn schedule(layers: usize) -> TileSchedule {
     let opts = ModelOptions {
@@ -204,8 +204,8 @@ fn placement_renders_as_a_valid_memory_map() {
 /// and the charged peak stays within the budget (placement fails otherwise).
 #[test]
 fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
+    use ipuc_core::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     use ipuc_core::place::support_reserved;
-    use ipuc_core::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     let opts = ModelOptions {
         vit_layers: Some(27),
         ..ModelOptions::default()

@@ -86,7 +86,7 @@ fn siglip_so400m_plans_or_rejects_with_a_report() {
 fn siglip_small_lowering_matches_the_fp32_reference() {
     use ipuc::reference::{Numerics, Reference, Tensor};
     use ipuc::weights::{random_tensor, random_weights, WeightSpec};
-    use ipuc_core::lower::exec::Executor;
+    use ipuc_core::lower::oracle::Executor;
     for layers in [1, 2] {
         let opts = ModelOptions {
             vit_layers: Some(layers),

@@ -8,6 +8,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod layers;
+
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
 struct Cli {
@@ -17,8 +19,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check.
+    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check.
     Ci,
+    /// Fails on an upward import between core's layers (or a two-file import loop inside one).
+    Layers,
     /// Scalar vs six-worker patcher check on the simulated tile (or hardware).
     HwCheck {
         /// `sim` (default) or `ipu`.
@@ -48,6 +52,7 @@ fn main() -> Result<()> {
     let root = workspace_root();
     match cli.task {
         Task::Ci => ci(&root),
+        Task::Layers => check_layers(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
         Task::Bench { what } => match what.as_str() {
@@ -77,7 +82,27 @@ fn cargo(root: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+fn check_layers(root: &Path) -> Result<()> {
+    let violations = layers::check(&root.join("core/src")).map_err(anyhow::Error::msg)?;
+    for v in &violations {
+        eprintln!("{v}");
+    }
+    if !violations.is_empty() {
+        bail!(
+            "xtask layers: {} import(s) break the layer order {}",
+            violations.len(),
+            layers::LAYERS.join(" → ")
+        );
+    }
+    eprintln!(
+        "xtask layers: core's imports follow {}",
+        layers::LAYERS.join(" → ")
+    );
+    Ok(())
+}
+
 fn ci(root: &Path) -> Result<()> {
+    check_layers(root)?;
     cargo(root, &["fmt", "--all", "--check"])?;
     cargo(
         root,

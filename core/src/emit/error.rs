@@ -4,9 +4,9 @@ use alloc::string::String;
 use core::fmt;
 
 use crate::exchange::ExchangeError;
+use crate::ipu21::topology::TileOutOfRange;
 use crate::lower::BufferId;
 use crate::patch::PatchError;
-use crate::target::topology::TileOutOfRange;
 
 /// Why a schedule could not be turned into tile programs.
 #[derive(Clone, Debug, PartialEq)]

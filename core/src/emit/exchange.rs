@@ -17,13 +17,13 @@ use crate::exchange::{
     schedule_phase_sweeping, Destination, ExchangePhase as WirePhase, ExchangeRow, ScheduleOptions,
     SourceSweep, Transfer as WireTransfer, Width,
 };
+use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
     Buffer, BufferRef, BufferRole, ExchangePhase, RepeatStep, Step, StepIndex, TileSchedule,
 };
 use crate::patch::audit::{audit, AuditedPhase, PatchAudit};
 use crate::patch::repeat::{repeat_patch_plan, IteratedSource, RepeatPatchPlan, RepeatPatchTable};
 use crate::patch::sharing::{share_rows, SharingPatchList};
-use crate::target::topology::{LogicalTile, PhysicalTile};
 
 /// How one tile runs one phase.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,9 +16,9 @@ use super::exchange::{address, ExchangePlan};
 use super::repeat::RepeatFrame;
 use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
+use crate::ipu21::topology::LogicalTile;
 use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
-use crate::target::topology::LogicalTile;
 
 /// How kernels are called: argument blocks and registers. One
 /// implementation is shared by emission and the simulator's codelets.

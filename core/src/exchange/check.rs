@@ -9,7 +9,7 @@ use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
 use super::replay::{replay, RowBases, TileRowView, WordMove};
 use super::request::ExchangePhase;
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::topology::PhysicalTile;
 
 /// What a successful check saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,12 +14,12 @@ use alloc::vec::Vec;
 
 use super::error::{ExchangeError, Result};
 use super::timeline::{ControlEvent, OutgoingMessage, TileTimeline};
-use crate::target::exchange_model::{
+use crate::ipu21::exchange_model::{
     DELAYPIC_MAX_EVENTS, DELAYXPIC_MAX_EVENTS, DELAY_MAX_EVENTS, SENDOFF_MAX_ITEMS,
     SENDPIC_MAX_ITEMS, SEND_MAX_ITEMS,
 };
-use crate::target::isa::{encode, m, Instruction, PicField, PicTarget};
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::isa::{encode, m, Instruction, PicField, PicTarget};
+use crate::ipu21::topology::PhysicalTile;
 
 /// One tile's encoded exchange row for one phase.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -3,8 +3,8 @@
 
 use core::fmt;
 
-use crate::target::isa::IsaError;
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::isa::IsaError;
+use crate::ipu21::topology::PhysicalTile;
 
 /// Result alias of the exchange layer.
 pub type Result<T> = core::result::Result<T, ExchangeError>;

@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use ipuc_core::exchange::{schedule_phase, Destination, ExchangePhase, Transfer, Width};
-//! use ipuc_core::target::topology::LogicalTile;
+//! use ipuc_core::ipu21::topology::LogicalTile;
 //! let tile = |l| LogicalTile::new(l).unwrap().physical();
 //! let phase = ExchangePhase {
 //!     transfers: vec![Transfer {
@@ -42,6 +42,7 @@ mod error;
 mod intervals;
 mod job_order;
 mod pairing;
+mod piece;
 mod placement;
 mod random;
 mod replay;
@@ -62,20 +63,19 @@ pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError}
 pub use pairing::{
     plan_pairing, PairedFallback, PairedReceiveSetup, PairingReport, ReceiverPair, TransferPairing,
 };
+pub use piece::Piece;
 pub use placement::check_row_placement;
 pub use random::{
     random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
 };
 pub use replay::{replay, RowBases, TileRowView, WordMove, BASE_LIMIT};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
-pub use schedule::{
-    schedule_pieces, schedule_pieces_avoiding, Piece, ScheduleOptions, SourceSweep,
-};
+pub use schedule::{schedule_pieces, schedule_pieces_avoiding, ScheduleOptions, SourceSweep};
 pub use timeline::{
     build_timelines, paired_source_event, ControlEvent, OutgoingMessage, TileTimeline,
 };
 
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::topology::PhysicalTile;
 
 /// A scheduled phase: one row per physical tile (inactive tiles get the
 /// one-word `br $m10` row).

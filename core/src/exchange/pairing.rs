@@ -34,10 +34,10 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::request::{ExchangePhase, Width};
-use crate::target::exchange_model::{
+use crate::ipu21::exchange_model::{
     paired_format_lag, PAIRED_MIN_ITEMS, PAIRED_POINTER_AFTER_FORMAT,
 };
-use crate::target::topology::{direction, mux_time, PhysicalTile};
+use crate::ipu21::topology::{direction, mux_time, PhysicalTile};
 
 /// Why a receiver of a 64-bit request got 32-bit items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -176,8 +176,8 @@ pub fn plan_pairing(
             let (early, late) = if te <= tp { (k, pk) } else { (pk, k) };
             claimed.insert(base, t.source);
             for (member, format) in [
-                (early, crate::target::exchange_model::INCOMING_FORMAT_EARLY),
-                (late, crate::target::exchange_model::INCOMING_FORMAT_LATE),
+                (early, crate::ipu21::exchange_model::INCOMING_FORMAT_EARLY),
+                (late, crate::ipu21::exchange_model::INCOMING_FORMAT_LATE),
             ] {
                 let tile = t.destinations[usize::from(member)].tile;
                 setups.insert(

@@ -3,8 +3,8 @@
 use alloc::vec::Vec;
 
 use super::request::{Destination, ExchangePhase, Transfer, Width};
-use crate::target::sram::TILE_MEMORY_END;
-use crate::target::topology::{LogicalTile, TILE_COUNT};
+use crate::ipu21::sram::TILE_MEMORY_END;
+use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
 
 /// Shape of a random phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -38,12 +38,12 @@ use alloc::vec::Vec;
 
 use super::decode::{ControlKind, DecodedRow, SendRun};
 use super::error::ReceiveError;
-use crate::target::exchange_model::{
+use crate::ipu21::exchange_model::{
     pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
 };
-use crate::target::isa::Csr;
-use crate::target::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
-use crate::target::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
+use crate::ipu21::isa::Csr;
+use crate::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use crate::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
 /// One word moved by the fabric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use super::error::ExchangeError;
-use crate::target::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use crate::ipu21::topology::PhysicalTile;
 
 /// Item width a transfer asks for.
 ///
@@ -159,7 +159,7 @@ impl ExchangePhase {
     /// Words each physical tile sends (as a sender, once per multicast) and
     /// receives, indexed by physical id.
     pub fn loads(&self) -> (Vec<u64>, Vec<u64>) {
-        let n = usize::from(crate::target::topology::TILE_COUNT);
+        let n = usize::from(crate::ipu21::topology::TILE_COUNT);
         let (mut out, mut inc) = (alloc::vec![0u64; n], alloc::vec![0u64; n]);
         for t in &self.transfers {
             out[t.source.index()] += u64::from(t.words);

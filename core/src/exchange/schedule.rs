@@ -27,13 +27,14 @@ use super::error::{ExchangeError, Result};
 use super::intervals::{BusyIntervals, Slot};
 use super::job_order::RemainingLoadOrder;
 use super::pairing::{plan_pairing, TransferPairing};
+use super::piece::Piece;
 use super::request::{element_mask, ExchangePhase, Transfer};
 use super::timeline::paired_source_event;
 use super::windows::WindowIndex;
-use crate::target::exchange_model::{
+use crate::ipu21::exchange_model::{
     paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
 };
-use crate::target::topology::{mux_time, PhysicalTile, TILE_COUNT};
+use crate::ipu21::topology::{mux_time, PhysicalTile, TILE_COUNT};
 
 /// Scheduler knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,36 +93,6 @@ pub(crate) fn swept_mask(addr: u32, bytes: u32, sweep: Option<(i64, u32)>) -> u6
         }
     }
     mask
-}
-
-/// One scheduled message: consecutive words of one transfer, sent once and
-/// received by the listed destinations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Piece {
-    /// Index of the transfer in the request.
-    pub transfer: usize,
-    /// First word of the transfer this piece carries.
-    pub offset: u32,
-    /// Words carried.
-    pub words: u32,
-    /// Sender's first event `S`.
-    pub start: u64,
-    /// Indices into the transfer's destinations; for a paired piece, the
-    /// receiving pairs as consecutive (early, late) members.
-    pub destinations: Vec<u16>,
-    /// Sent as 64-bit items (§2.6): `words / 2` events.
-    pub paired: bool,
-}
-
-impl Piece {
-    /// Events the sender streams this piece for.
-    pub fn events(&self) -> u32 {
-        if self.paired {
-            self.words / 2
-        } else {
-            self.words
-        }
-    }
 }
 
 #[derive(Default)]

@@ -4,7 +4,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::*;
-use crate::target::topology::LogicalTile;
+use crate::ipu21::topology::LogicalTile;
 
 fn tile(l: u32) -> PhysicalTile {
     LogicalTile::new(l).unwrap().physical()
@@ -402,13 +402,12 @@ fn checker_rejects_broken_paired_rows() {
         .iter()
         .find(|i| i.word_index == f.word_index)
         .unwrap();
-    let crate::target::isa::Instruction::DelayPic { n, .. } = ti.instruction else {
+    let crate::ipu21::isa::Instruction::DelayPic { n, .. } = ti.instruction else {
         panic!("format written by {:?}", ti.instruction)
     };
-    r.words[f.word_index] =
-        crate::target::isa::encode(&crate::target::isa::Instruction::Delay { n })
-            .unwrap()
-            .words()[0];
+    r.words[f.word_index] = crate::ipu21::isa::encode(&crate::ipu21::isa::Instruction::Delay { n })
+        .unwrap()
+        .words()[0];
     assert!(matches!(
         check_phase(&phase, &rows),
         Err(ExchangeError::Receive(ReceiveError::FormatMismatch { .. }))
@@ -493,7 +492,7 @@ fn worked_example_needs_its_incoming_base() {
 
 #[test]
 fn outgoing_base_relocates_send_but_not_sendpicp() {
-    use crate::target::isa::{encode, Instruction, PicField};
+    use crate::ipu21::isa::{encode, Instruction, PicField};
     let phase = ExchangePhase {
         transfers: vec![unicast(0, 0x60000, 100, 2, 0x70000)],
     };
@@ -544,7 +543,7 @@ fn outgoing_base_relocates_send_but_not_sendpicp() {
         addr,
         sctl,
         psel: PicField::Pointer,
-        xpic: crate::target::exchange_model::XPIC_NEUTRAL,
+        xpic: crate::ipu21::exchange_model::XPIC_NEUTRAL,
         pic: 0,
     });
     let with = |t: PhysicalTile| RowBases {

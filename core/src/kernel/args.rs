@@ -1,5 +1,5 @@
 //! Argument-block codec. Field layouts after the two header words
-//! (`crate::target::kernel_abi`):
+//! (`crate::ipu21::kernel_abi`):
 //!
 //! | Kernel | Words 2.. |
 //! |---|---|
@@ -18,14 +18,14 @@
 use alloc::vec::Vec;
 
 use super::error::AbiError;
+use super::Kernel;
 use super::{GemmEpilogue, KernelArgs, KernelSymbol};
-use crate::ir::DType;
-use crate::lower::schedule::Kernel;
-use crate::numeric::{F8Format, SCALE_MAX, SCALE_MIN};
-use crate::target::kernel_abi::{
+use crate::ipu21::kernel_abi::{
     ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_MAGIC, ARG_BLOCK_MAGIC_MASK, DTYPE_F143, DTYPE_F152,
     DTYPE_F16, DTYPE_F32,
 };
+use crate::ir::DType;
+use crate::numeric::{F8Format, SCALE_MAX, SCALE_MIN};
 
 const GEMM_B_TRANSPOSED: u32 = 1 << 0;
 const GEMM_B_INTERLEAVED: u32 = 1 << 1;
@@ -444,7 +444,7 @@ mod tests {
                 KernelSymbol::from_name(args.kernel.name()),
                 Some(args.symbol())
             );
-            assert!(words.len() as u32 <= crate::target::kernel_abi::ARG_BLOCK_MAX_WORDS);
+            assert!(words.len() as u32 <= crate::ipu21::kernel_abi::ARG_BLOCK_MAX_WORDS);
         }
     }
 

@@ -1,5 +1,5 @@
 //! The arithmetic of key-split attention shared by the schedule oracle
-//! (`lower::exec`) and the simulator's codelet: one definition of how key
+//! (`lower::oracle`) and the simulator's codelet: one definition of how key
 //! block partials combine.
 
 use alloc::vec;

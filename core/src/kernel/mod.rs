@@ -2,18 +2,18 @@
 //! extents, shared by emission (which writes argument blocks and loads
 //! registers), the package's kernel symbol table and the simulator's
 //! codelets (which decode them). The register convention and the block
-//! header are in [`crate::target::kernel_abi`].
+//! header are in [`crate::ipu21::kernel_abi`].
 //!
 //! A call is described by a [`KernelArgs`]: the lowered [`Kernel`] (what the
 //! planner costed) plus GEMM epilogue options. [`encode`] turns it into
 //! argument-block words and [`decode`] back, checking every field; the cycle
-//! charge is [`KernelArgs::cycles`], which calls the planner's cost function
-//! so the planner and the simulator agree by construction.
+//! charge is `KernelArgs::cycles`, defined by the planner's cost model in
+//! `crate::plan::cost` (estimates live in `plan` only).
 //!
 //! ```
 //! use ipuc_core::ir::DType;
 //! use ipuc_core::kernel::{decode, encode, KernelArgs, KernelSymbol};
-//! use ipuc_core::lower::schedule::Kernel;
+//! use ipuc_core::kernel::Kernel;
 //! let args = KernelArgs::new(Kernel::Gemm {
 //!     m: 8, k: 64, n: 32, a: DType::F16, b: DType::f143(-4), out: DType::F32,
 //!     b_transposed: true, b_interleaved: true,
@@ -26,17 +26,19 @@
 
 mod args;
 mod attention;
+mod block;
 mod error;
+mod kind;
 mod operands;
 
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;
+pub use block::TileBlock;
 pub use error::AbiError;
+pub use kind::Kernel;
 pub use operands::{OperandRole, OperandSpec};
 
 use crate::ir::DType;
-use crate::lower::schedule::Kernel;
-use crate::target::timing as t;
 
 /// Every kernel symbol the package can reference: one native codelet per
 /// family, dtype variants selected by the argument block.
@@ -176,18 +178,5 @@ impl KernelArgs {
     /// Its symbol.
     pub fn symbol(&self) -> KernelSymbol {
         KernelSymbol::of(&self.kernel)
-    }
-
-    /// Cycles the call costs: the planner's kernel cost
-    /// (`crate::plan::cost::kernel_cycles`) plus the bias epilogue, charged
-    /// like a broadcast Add of the output block (`docs/facts/ipu21-target.md`
-    /// §6, Add ≈ elements/16). Accumulating is free: the AMP loads its
-    /// partials from the output anyway.
-    pub fn cycles(&self) -> u64 {
-        let mut c = crate::plan::cost::kernel_cycles(&self.kernel);
-        if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&self.kernel, self.epilogue.bias) {
-            c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
-        }
-        c
     }
 }

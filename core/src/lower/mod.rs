@@ -9,9 +9,11 @@
 
 mod build;
 pub mod check;
-pub mod exec;
 mod lifetime;
+pub mod oracle;
 pub mod schedule;
+#[cfg(test)]
+mod tests;
 
 pub use build::{lower, LowerError};
 pub use schedule::*;

@@ -24,9 +24,10 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::ops::Range;
 
+pub use crate::ipu21::sram::{MemoryClass, AMP_BUFFER_ALIGN, BASE_BUFFER_ALIGN, MAX_BUFFER_ALIGN};
 use crate::ir::DType;
+pub use crate::kernel::{Kernel, TileBlock};
 
 /// Index of a buffer in [`TileSchedule::buffers`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,16 +43,6 @@ impl BufferId {
 /// Pre-order index of a step (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StepIndex(pub u32);
-
-/// Which SRAM region class an allocation needs
-/// (`docs/facts/ipu21-target.md` §1.2: region 0 standard, region 1 interleaved).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MemoryClass {
-    /// Anywhere (region 0, or region 1 when it has room).
-    Standard,
-    /// Region 1 (interleaved): AMP outputs and weights fed at 16 B/cycle.
-    Interleaved,
-}
 
 /// What a buffer holds and who fills it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,36 +81,6 @@ pub enum BufferRole {
     /// Operator-internal scratch (re-layout staging, partial sums, scores).
     Scratch,
 }
-
-/// One tile's block of a buffer: the rectangle of the value's 2-D view
-/// (`[rows, cols]`, leading dims folded into rows) it holds, stored
-/// row-major with pitch `cols.len() × element bytes`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TileBlock {
-    /// Logical tile index (0..1472).
-    pub tile: u32,
-    /// Rows of the value held.
-    pub rows: Range<u32>,
-    /// Columns of the value held.
-    pub cols: Range<u32>,
-    /// Bytes of one copy of the block (one iteration for iterated buffers),
-    /// excluding alignment padding.
-    pub bytes: u32,
-}
-
-/// Start alignment of AMP operands (GEMM/attention inputs and outputs) and
-/// of interleaved-class buffers (`docs/facts/ipu21-target.md` §2.10 rule 6).
-pub const AMP_BUFFER_ALIGN: u32 = 32;
-/// Start alignment of every other buffer: exchange rows and local copies
-/// move 8-byte aligned data (`docs/facts/ipu21-target.md` §2.7).
-pub const BASE_BUFFER_ALIGN: u32 = 8;
-/// The largest alignment lowering gives any buffer; the memory estimator
-/// charges blocks rounded up to it, which bounds placement's span.
-pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
-    AMP_BUFFER_ALIGN
-} else {
-    BASE_BUFFER_ALIGN
-};
 
 /// A logical per-tile allocation.
 #[derive(Clone, Debug, PartialEq)]
@@ -191,174 +152,6 @@ pub struct BufferRef {
     pub buffer: BufferId,
     /// Byte offset within the tile's block.
     pub offset: u32,
-}
-
-/// The computation a kernel call performs, with everything the codelet needs
-/// except addresses. Operand order is given per variant (output first).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Kernel {
-    /// `out[m,n] (+)= a[m,k] · b[k,n]` on the AMP. Operands: out, a, b. `b` is
-    /// stored `[n,k]` row-major when `b_transposed`. When `accumulate`, the
-    /// result is added to `out`'s current contents.
-    Gemm {
-        /// Rows of `a` and `out`.
-        m: u32,
-        /// Inner dimension.
-        k: u32,
-        /// Columns of `b` and `out`.
-        n: u32,
-        /// Element type of `a`.
-        a: DType,
-        /// Element type of `b`.
-        b: DType,
-        /// Element type of `out`.
-        out: DType,
-        /// `b` block stored transposed (`[n,k]`, the PyTorch Linear layout).
-        b_transposed: bool,
-        /// Weights fed from interleaved memory (cheaper column groups).
-        b_interleaved: bool,
-    },
-    /// `out[i] = Σ_p parts[p][i]` over `parts` consecutive blocks of `elements`
-    /// each in one operand. Operands: out, partials.
-    ReduceAdd {
-        /// Elements per part.
-        elements: u32,
-        /// Number of parts.
-        parts: u32,
-        /// Partial element type.
-        input: DType,
-        /// Output element type.
-        out: DType,
-    },
-    /// `out = a + b` on a `[rows, cols]` block; `b` is `[1, cols]` when
-    /// `broadcast_rows`. Operands: out, a, b.
-    Add {
-        /// Rows.
-        rows: u32,
-        /// Columns.
-        cols: u32,
-        /// `b` is one row broadcast over all rows.
-        broadcast_rows: bool,
-        /// Element type (all operands).
-        dtype: DType,
-    },
-    /// Row-wise LayerNorm of a `[rows, cols]` block holding whole rows.
-    /// Operands: out, x, gamma, beta.
-    LayerNorm {
-        /// Rows.
-        rows: u32,
-        /// Columns (the normalised axis).
-        cols: u32,
-        /// Variance epsilon.
-        eps: f32,
-        /// Element type of x/out.
-        dtype: DType,
-        /// Element type of gamma/beta.
-        param: DType,
-    },
-    /// Element-wise tanh-approximate GELU. Operands: out, x.
-    Gelu {
-        /// Elements.
-        elements: u32,
-        /// Element type.
-        dtype: DType,
-    },
-    /// Row-wise softmax of a `[rows, cols]` block. Operands: out, x.
-    Softmax {
-        /// Rows.
-        rows: u32,
-        /// Columns.
-        cols: u32,
-        /// Element type.
-        dtype: DType,
-    },
-    /// Element-wise conversion. Operands: out, x.
-    Cast {
-        /// Elements.
-        elements: u32,
-        /// Input type.
-        from: DType,
-        /// Output type.
-        to: DType,
-    },
-    /// One head's attention for a block of query rows:
-    /// `out = softmax(q·kᵀ·scale)·v` with `q [q_rows, head_dim]`,
-    /// `k, v [kv_rows, head_dim]`. Operands: out, q, k, v, scores scratch
-    /// (`q_rows × kv_rows` F32).
-    Attention {
-        /// Query rows in the block.
-        q_rows: u32,
-        /// Key/value rows.
-        kv_rows: u32,
-        /// Head width.
-        head_dim: u32,
-        /// Score scale.
-        scale: f32,
-        /// Element type of q/k/v/out.
-        dtype: DType,
-    },
-    /// One head's attention of a block of query rows against one block of
-    /// its keys/values (key-split attention): with `s = q·kᵀ·scale`,
-    /// `m = rowmax(s)`, `p = exp(s − m)`, writes the F32 row
-    /// `[p·v (head_dim), m, Σp]` per query row, unnormalised. Operands:
-    /// partial out (`q_rows × (head_dim + 2)` F32), q, k, v, scores scratch
-    /// (`q_rows × kv_rows` F32).
-    AttentionPartial {
-        /// Query rows in the block.
-        q_rows: u32,
-        /// Key/value rows of this key block.
-        kv_rows: u32,
-        /// Head width.
-        head_dim: u32,
-        /// Score scale.
-        scale: f32,
-        /// Element type of q/k/v.
-        dtype: DType,
-    },
-    /// Combines `parts` key-block partials of [`Kernel::AttentionPartial`]
-    /// (stored back to back) into the normalised attention output:
-    /// `out = Σ e^{m_p − M}·o_p / Σ e^{m_p − M}·l_p`, `M = max m_p`.
-    /// Operands: out (`q_rows × head_dim`), partials.
-    AttentionCombine {
-        /// Query rows.
-        q_rows: u32,
-        /// Head width.
-        head_dim: u32,
-        /// Key blocks combined.
-        parts: u32,
-        /// Element type of out.
-        dtype: DType,
-    },
-    /// Local strided copy of `rows` runs of `row_bytes` bytes. Operands: dst, src.
-    Copy {
-        /// Runs.
-        rows: u32,
-        /// Bytes per run.
-        row_bytes: u32,
-        /// Source pitch in bytes.
-        src_pitch: u32,
-        /// Destination pitch in bytes.
-        dst_pitch: u32,
-    },
-}
-
-impl Kernel {
-    /// Stable symbol-family name (the emission helper maps it to a codelet).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Kernel::Gemm { .. } => "gemm_amp",
-            Kernel::ReduceAdd { .. } => "reduce_add",
-            Kernel::Add { .. } => "add",
-            Kernel::LayerNorm { .. } => "layer_norm",
-            Kernel::Gelu { .. } => "gelu_tanh",
-            Kernel::Softmax { .. } => "softmax",
-            Kernel::Cast { .. } => "cast",
-            Kernel::Attention { .. } => "attention_head",
-            Kernel::AttentionPartial { .. } => "attention_partial",
-            Kernel::AttentionCombine { .. } => "attention_combine",
-            Kernel::Copy { .. } => "copy",
-        }
-    }
 }
 
 /// One kernel invocation on one tile.

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use ipuc_core::package::{self, Package, Segment, SegmentRole, TileImage};
-//! use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
+//! use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 //!
 //! let mut p = Package::new("example");
 //! let mut tile = TileImage::new(0, APPLICATION_LOAD_BASE);

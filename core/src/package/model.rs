@@ -8,7 +8,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::target::{sram, topology};
+use crate::ipu21::{sram, topology};
 
 /// A complete, loadable application for one IPU21.
 #[derive(Clone, Debug, PartialEq)]

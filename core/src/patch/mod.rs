@@ -21,8 +21,8 @@ pub mod sharing;
 use core::fmt;
 
 use crate::exchange::RowDecodeError;
-use crate::target::isa::IsaError;
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::isa::IsaError;
+use crate::ipu21::topology::PhysicalTile;
 
 pub use fields::{address_fields, row_shape, AddressField, AddressFieldKind};
 

@@ -13,8 +13,8 @@ use alloc::vec::Vec;
 use super::fields::{address_fields, row_shape};
 use super::PatchError;
 use crate::exchange::ExchangeRow;
-use crate::target::isa::{m, Instruction};
-use crate::target::topology::PhysicalTile;
+use crate::ipu21::isa::{m, Instruction};
+use crate::ipu21::topology::PhysicalTile;
 
 /// From this many words a sharing patch list is applied by six workers
 /// (`docs/facts/seed-vit-repeat-evaluation.txt`, "Worker bulk patching":

@@ -12,7 +12,7 @@ use crate::exchange::{
     check_phase, schedule_phase, Destination, ExchangePhase, ExchangeRow, ScheduleOptions,
     Transfer, Width,
 };
-use crate::target::topology::LogicalTile;
+use crate::ipu21::topology::LogicalTile;
 
 fn tile(l: u32) -> PhysicalTile {
     LogicalTile::new(l).unwrap().physical()

@@ -12,16 +12,16 @@ use core::ops::Range;
 
 use super::error::{PlaceError, PlaceResult};
 use super::map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
-use super::regions::{blocked_span, blocked_spans, class_windows, element_span, merge};
+use super::regions::{blocked_span, blocked_spans, class_windows, element_span, first_fit, merge};
 use super::request::{BufferKey, BufferRequest, PlacementRequest, RegionClass};
-use crate::target::sram::TILE_MEMORY_BUDGET;
+use crate::ipu21::sram::TILE_MEMORY_BUDGET;
 
 /// Places every buffer of one tile.
 ///
 /// The tile is charged, at every step, the blocked bytes of its reserved
 /// ranges plus the span (all copies, alignment padding) of every buffer
 /// live then — the same quantity the planner's estimator bounds
-/// ([`crate::target::sram::SUPPORT_CHARGE_BYTES`] + its per-tile peak). A
+/// ([`crate::ipu21::sram::SUPPORT_CHARGE_BYTES`] + its per-tile peak). A
 /// peak above [`TILE_MEMORY_BUDGET`] is [`PlaceError::OverBudget`].
 pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let tile = request.tile;
@@ -192,44 +192,6 @@ fn validate(request: &PlacementRequest) -> PlaceResult<Vec<u32>> {
             })
         })
         .collect()
-}
-
-/// Lowest aligned start of `size` bytes in the windows (in order) avoiding
-/// the sorted, merged `occupied` ranges; on failure the largest aligned free
-/// range seen.
-pub(super) fn first_fit(
-    windows: &[Range<u32>],
-    occupied: &[Range<u32>],
-    size: u32,
-    align: u32,
-) -> Result<u32, u32> {
-    let mut largest = 0u32;
-    for w in windows {
-        let mut cursor = w.start;
-        let gaps = occupied
-            .iter()
-            .filter(|o| o.end > w.start && o.start < w.end)
-            .map(|o| o.start.max(w.start)..o.end.min(w.end))
-            .chain(core::iter::once(w.end..w.end));
-        for next in gaps {
-            let gap_end = next.start;
-            if let Some(start) = align_up(cursor, align) {
-                if start <= gap_end {
-                    if gap_end - start >= size {
-                        return Ok(start);
-                    }
-                    largest = largest.max(gap_end - start);
-                }
-            }
-            cursor = cursor.max(next.end);
-        }
-    }
-    Err(largest)
-}
-
-fn align_up(x: u32, align: u32) -> Option<u32> {
-    let a = align.max(1);
-    x.checked_add(a - 1).map(|v| v & !(a - 1))
 }
 
 /// Peak of reserved bytes plus allocations live at one step.

@@ -6,11 +6,11 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use super::allocate::first_fit;
 use super::error::{PlaceError, PlaceResult};
+use super::regions::first_fit;
 use super::regions::{class_windows, merge};
 use super::request::{BufferKey, RegionClass, ReservedKind};
-use crate::target::sram::TILE_MEMORY_BUDGET;
+use crate::ipu21::sram::TILE_MEMORY_BUDGET;
 
 /// A reserved range as placed on the map.
 #[derive(Clone, Debug, PartialEq, Eq)]

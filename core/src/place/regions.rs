@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use core::ops::Range;
 
-use crate::target::sram::{
+use crate::ipu21::sram::{
     effective_element, ELEMENT_SIZE, EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE,
     INTERLEAVED_ELEMENT_SIZE, LOADER_REACHABLE_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD, TILE_MEMORY_BASE,
     TILE_MEMORY_END,
@@ -60,14 +60,14 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
 }
 
 /// The ranges every tile keeps for the runtime (ipuc's fixed layout,
-/// `crate::target::sram::layout`): the code area (runtime, generated
+/// `crate::ipu21::sram::layout`): the code area (runtime, generated
 /// program, exchange rows; linked images end at `layout::CODE_LIMIT`, so its
 /// look-ahead guard ends exactly at the state element) and the runtime
 /// state block. Their blocked bytes are exactly
-/// [`SUPPORT_CHARGE_BYTES`](crate::target::sram::SUPPORT_CHARGE_BYTES), the
+/// [`SUPPORT_CHARGE_BYTES`](crate::ipu21::sram::SUPPORT_CHARGE_BYTES), the
 /// charge the planner's data budget is derived from.
 pub fn support_reserved() -> Vec<ReservedRange> {
-    use crate::target::sram::layout;
+    use crate::ipu21::sram::layout;
     alloc::vec![
         ReservedRange {
             name: "code and exchange rows".into(),
@@ -152,6 +152,44 @@ pub fn class_windows(class: RegionClass, blocked: &[Range<u32>]) -> Vec<Range<u3
     out
 }
 
+/// Lowest aligned start of `size` bytes in the windows (in order) avoiding
+/// the sorted, merged `occupied` ranges; on failure the largest aligned free
+/// range seen.
+pub(super) fn first_fit(
+    windows: &[Range<u32>],
+    occupied: &[Range<u32>],
+    size: u32,
+    align: u32,
+) -> Result<u32, u32> {
+    let mut largest = 0u32;
+    for w in windows {
+        let mut cursor = w.start;
+        let gaps = occupied
+            .iter()
+            .filter(|o| o.end > w.start && o.start < w.end)
+            .map(|o| o.start.max(w.start)..o.end.min(w.end))
+            .chain(core::iter::once(w.end..w.end));
+        for next in gaps {
+            let gap_end = next.start;
+            if let Some(start) = align_up(cursor, align) {
+                if start <= gap_end {
+                    if gap_end - start >= size {
+                        return Ok(start);
+                    }
+                    largest = largest.max(gap_end - start);
+                }
+            }
+            cursor = cursor.max(next.end);
+        }
+    }
+    Err(largest)
+}
+
+fn align_up(x: u32, align: u32) -> Option<u32> {
+    let a = align.max(1);
+    x.checked_add(a - 1).map(|v| v & !(a - 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,7 +225,7 @@ mod tests {
 
     #[test]
     fn support_ranges_block_exactly_the_support_charge() {
-        use crate::target::sram::{layout, SUPPORT_CHARGE_BYTES};
+        use crate::ipu21::sram::{layout, SUPPORT_CHARGE_BYTES};
         let blocked = blocked_spans(0, &support_reserved()).unwrap();
         let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
         assert_eq!(bytes, SUPPORT_CHARGE_BYTES);

@@ -8,7 +8,7 @@ use core::ops::Range;
 /// Region class of a buffer: the lowering's [`MemoryClass`] (standard
 /// buffers fill region 0's data area first, then overflow to region 1;
 /// interleaved buffers use region 1 only).
-pub use crate::lower::schedule::MemoryClass as RegionClass;
+pub use crate::ipu21::sram::MemoryClass as RegionClass;
 
 /// What a reserved range holds; decides how far data must keep away from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

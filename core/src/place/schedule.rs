@@ -9,7 +9,8 @@ use super::allocate::place_tile;
 use super::error::PlaceResult;
 use super::map::TilePlacement;
 use super::request::{BufferKey, BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
-use crate::lower::schedule::{BufferId, BufferRef, Kernel, Step, TileSchedule};
+use crate::kernel::Kernel;
+use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
 
 /// Per-tile placement requests for `schedule`. `reserved(tile)` gives the
 /// ranges the runtime, code and exchange tables own on that tile. Tiles

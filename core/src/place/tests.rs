@@ -9,7 +9,8 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::target::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+use crate::ir::{DType, Graph, GraphBuilder, TensorType};
 
 fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
     BufferRequest {
@@ -53,7 +54,7 @@ fn runtime_reserved() -> Vec<ReservedRange> {
 
 /// Checks every invariant placement promises for `req`.
 fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
-    assert!(placed.peak.bytes <= crate::target::sram::TILE_MEMORY_BUDGET);
+    assert!(placed.peak.bytes <= crate::ipu21::sram::TILE_MEMORY_BUDGET);
     let blocked: Vec<_> = req.reserved.iter().map(regions::blocked_span).collect();
     for b in &req.buffers {
         let a = placed.allocation(b.key).expect("every buffer placed");
@@ -414,7 +415,7 @@ proptest! {
 
 #[test]
 fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
-    use crate::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use crate::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     // Two buffers that fit SRAM physically (region 0 data area + region 1)
     // but whose span plus the support charge exceeds the budget by 40 bytes
     // at step 3, where both are live.
@@ -468,7 +469,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
 
 #[test]
 fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
-    use crate::target::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use crate::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     let req = PlacementRequest {
         tile: 4,
         reserved: support_reserved(),
@@ -503,5 +504,93 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
             assert!(live.contains(&("patch data".to_string(), 1000)));
         }
         other => panic!("expected OverBudget, got {other:?}"),
+    }
+}
+
+/// A top-level projection before `layers` residual MLP blocks: the
+/// projection's staging and output are live while the Repeat's iterated
+/// weights (chosen only when the Repeat is planned) already sit in SRAM.
+fn projected_residual_mlp(tokens: usize, width: usize, hidden: usize, layers: u32) -> Graph {
+    let mut b = GraphBuilder::new();
+    let x = b
+        .input("x", TensorType::new(DType::F16, [1, tokens, width]))
+        .unwrap();
+    let w0 = b
+        .parameter("w0", TensorType::new(DType::F16, [width, width]))
+        .unwrap();
+    let (mut w1, mut w2) = (Vec::new(), Vec::new());
+    for l in 0..layers {
+        w1.push(
+            b.parameter(
+                &format!("l{l}.w1"),
+                TensorType::new(DType::F16, [hidden, width]),
+            )
+            .unwrap(),
+        );
+        w2.push(
+            b.parameter(
+                &format!("l{l}.w2"),
+                TensorType::new(DType::F16, [width, hidden]),
+            )
+            .unwrap(),
+        );
+    }
+    let x0 = b.matmul_transposed(x, w0, DType::F16).unwrap();
+    let body = b.begin_repeat(layers).unwrap();
+    let h = b.carried(&body, x0).unwrap();
+    let w1a = b.iterated(&body, &w1).unwrap();
+    let w2a = b.iterated(&body, &w2).unwrap();
+    let y = b.matmul_transposed(h, w1a, DType::F16).unwrap();
+    let y = b.gelu_tanh(y).unwrap();
+    let y = b.matmul_transposed(y, w2a, DType::F16).unwrap();
+    let next = b.add(h, y).unwrap();
+    let out = b.end_repeat(&body, &[next]).unwrap();
+    b.output("y", out[0]).unwrap();
+    b.finish().unwrap()
+}
+
+/// The estimator bounds what placement charges, tile by tile: placing the
+/// lowered plan with the runtime's fixed ranges never charges a tile more
+/// than `SUPPORT_CHARGE_BYTES` + the planner's peak for that tile. (Before
+/// statics were charged at every moment, the bytes of weights whose
+/// storage the planner chose late were missing from earlier moments.)
+#[test]
+fn placement_never_charges_more_than_the_estimate() {
+    use crate::ipu21::sram::SUPPORT_CHARGE_BYTES;
+    use crate::place::{place_schedule, support_reserved};
+    use crate::plan::{plan_graph, tests::residual_mlp, PlanConfig};
+    let graphs = [
+        projected_residual_mlp(64, 128, 256, 4),
+        residual_mlp(32, 128, 256, 5, DType::F16),
+    ];
+    for g in &graphs {
+        for tiles in [2, 3, 4, 8, 16] {
+            let plan = plan_graph(
+                g,
+                PlanConfig {
+                    tiles,
+                    beam_width: 8,
+                    ..PlanConfig::default()
+                },
+            )
+            .unwrap();
+            let s = crate::lower::lower(g, &plan).unwrap();
+            let placed = place_schedule(&s, |_| support_reserved()).unwrap();
+            for t in &placed.tiles {
+                let estimate = plan.tile_peaks[t.tile as usize];
+                assert!(
+                    u64::from(t.peak.bytes) <= u64::from(SUPPORT_CHARGE_BYTES) + estimate,
+                    "{tiles} tiles: tile {} charged {} at step {} > {} + estimate {estimate}",
+                    t.tile,
+                    t.peak.bytes,
+                    t.peak.step,
+                    SUPPORT_CHARGE_BYTES
+                );
+            }
+            assert_eq!(
+                plan.peak_bytes,
+                plan.tile_peaks.iter().copied().max().unwrap()
+            );
+        }
     }
 }

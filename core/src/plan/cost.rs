@@ -1,11 +1,11 @@
-//! Cycle cost model. Every figure comes from `crate::target::timing`, where
+//! Cycle cost model. Every figure comes from `crate::ipu21::timing`, where
 //! each constant cites its source. Lowering emits exactly the kernel calls and
 //! transfers the plan describes, so costing those calls *is* costing the
 //! program: nothing here re-derives a lowering decision.
 
+use crate::ipu21::timing as t;
 use crate::ir::DType;
-use crate::lower::schedule::Kernel;
-use crate::target::timing as t;
+use crate::kernel::{Kernel, KernelArgs};
 
 /// AMP multiply-accumulates per cycle for an operand pair: the narrower type
 /// sets the engine mode (FP8 only when both operands are FP8).
@@ -124,6 +124,22 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
                         .div_ceil(t::LOCAL_COPY_BYTES_PER_CYCLE as u64)
             }
         }
+}
+
+/// The planner's estimate for a whole kernel call (defined here, not in
+/// `kernel`, so cycle estimates live in `plan` only).
+impl KernelArgs {
+    /// Cycles the call costs: [`kernel_cycles`] plus the bias epilogue, charged
+    /// like a broadcast Add of the output block (`docs/facts/ipu21-target.md`
+    /// §6, Add ≈ elements/16). Accumulating is free: the AMP loads its
+    /// partials from the output anyway.
+    pub fn cycles(&self) -> u64 {
+        let mut c = kernel_cycles(&self.kernel);
+        if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&self.kernel, self.epilogue.bias) {
+            c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
+        }
+        c
+    }
 }
 
 /// Cycles of one exchange phase in which the busiest tile sends or receives

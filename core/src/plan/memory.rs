@@ -17,26 +17,27 @@ use core::fmt;
 
 use super::layout::Layout;
 use super::layout::TILE_COUNT;
-use crate::lower::schedule::{MemoryClass, TileBlock};
-use crate::target::sram::{
+use crate::ipu21::sram::MemoryClass;
+use crate::ipu21::sram::{
     INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET,
 };
+use crate::kernel::TileBlock;
 
 /// Per-tile bytes available to planned data: the tile budget minus the
 /// fixed support charge (code area and runtime state, both defined in
-/// `crate::target::sram`); placement charges exactly that for the fixed
+/// `crate::ipu21::sram`); placement charges exactly that for the fixed
 /// ranges ([`crate::place::support_reserved`]).
 pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES) as u64;
 
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
-/// `crate::target::sram`): interleaved-class allocations must fit here.
+/// `crate::ipu21::sram`): interleaved-class allocations must fit here.
 pub const INTERLEAVED_BUDGET_BYTES: u64 = (LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE) as u64;
 
 /// Allocation granule: every block is charged rounded up to the largest
-/// alignment lowering gives a buffer ([`crate::lower::schedule::MAX_BUFFER_ALIGN`],
+/// alignment lowering gives a buffer ([`crate::ipu21::sram::MAX_BUFFER_ALIGN`],
 /// AMP operands and interleaved data), so a charged block is never smaller
 /// than placement's span (`copies × round_up(bytes, align)`).
-pub const ALLOCATION_GRANULE: u64 = crate::lower::schedule::MAX_BUFFER_ALIGN as u64;
+pub const ALLOCATION_GRANULE: u64 = crate::ipu21::sram::MAX_BUFFER_ALIGN as u64;
 
 fn granule(bytes: u64) -> u64 {
     bytes.div_ceil(ALLOCATION_GRANULE) * ALLOCATION_GRANULE

@@ -30,11 +30,13 @@
 //! [`state`] and [`search`] (the beam and the Repeat-region cache).
 
 pub mod candidates;
+pub mod context;
 pub mod cost;
 pub mod error;
 pub mod layout;
 pub mod memory;
 pub mod opplan;
+pub mod planned;
 pub mod relayout;
 
 pub use cost::Cycles;
@@ -43,9 +45,8 @@ pub mod region;
 pub mod search;
 pub mod state;
 
-pub use search::{
-    plan_graph, plan_graph_with_stats, BodyPlan, Plan, PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH,
-};
-pub use state::{OperandRelayout, PlannedOp, StorageChoice};
+pub use context::{PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH};
+pub use planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
+pub use search::{plan_graph, plan_graph_with_stats, Plan};
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

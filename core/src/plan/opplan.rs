@@ -13,8 +13,9 @@ use alloc::vec::Vec;
 
 use super::cost::{exchange_phase_cycles, kernel_cycles, Cycles};
 use super::layout::Layout;
+use crate::ipu21::sram::MemoryClass;
 use crate::ir::{DType, OpId};
-use crate::lower::schedule::{Kernel, MemoryClass, TileBlock};
+use crate::kernel::{Kernel, TileBlock};
 
 /// A data slot an op's stages refer to; lowering binds slots to buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

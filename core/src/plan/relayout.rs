@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use super::cost::Cycles;
 use super::layout::{Block, Layout};
 use super::opplan::{PlannedCall, PlannedDestination, PlannedTransfer, Slot, SlotRef, Stage};
-use crate::lower::schedule::Kernel;
+use crate::kernel::Kernel;
 
 /// Which rectangle of the source lands where in the destination: destination
 /// rows/cols `[dst_origin, dst_origin + extent)` receive source

@@ -15,96 +15,21 @@
 
 use alloc::collections::BTreeMap;
 use alloc::format;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::cell::RefCell;
 
 use super::candidates::{candidates, default_storage, GenConfig, OperandInfo, TensorView};
+use super::context::{BodyFrontier, PlanConfig, PlanStats, SearchCx};
 use super::cost::Cycles;
 use super::error::{PlanError, PlanResult};
 use super::layout::Layout;
-use super::layout::TILE_COUNT;
-use super::memory::{
-    self, Allocation, AllocationKind, MemoryRejection, TileBytes, DATA_BUDGET_BYTES,
-};
-use super::opplan::{OpPlan, Slot};
+use super::memory::{self, Allocation, AllocationKind, MemoryRejection, TileBytes};
+use super::opplan::OpPlan;
+use super::planned::{BodyPlan, PlannedOp};
 use super::region::RegionInfo;
-use super::relayout::{relayout, Window};
-use super::state::{Mode, PlannedOp, Reject, State};
-use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
-use crate::lower::schedule::MemoryClass;
-use crate::target::sram::SUPPORT_CHARGE_BYTES;
-
-/// Default beam width (`--planning-beam-width`).
-pub const DEFAULT_BEAM_WIDTH: usize = 64;
-
-/// Planner settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlanConfig {
-    /// States kept per step.
-    pub beam_width: usize,
-    /// Tiles available.
-    pub tiles: u32,
-    /// Per-tile data budget (excluding the support reserve).
-    pub budget: u64,
-    /// Fewest key/value blocks per head an attention plan may use (default
-    /// 1: any; see [`super::candidates::GenConfig::min_key_parts`]).
-    pub min_key_parts: u32,
-}
-
-impl Default for PlanConfig {
-    fn default() -> Self {
-        PlanConfig {
-            beam_width: DEFAULT_BEAM_WIDTH,
-            tiles: TILE_COUNT,
-            budget: DATA_BUDGET_BYTES,
-            min_key_parts: 1,
-        }
-    }
-}
-
-/// Search statistics (the host adds wall time).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PlanStats {
-    /// (state, candidate) pairs evaluated.
-    pub candidates_screened: u64,
-    /// Candidate lists generated (cache misses).
-    pub candidate_sets: u64,
-    /// Repeat bodies searched (region cache misses).
-    pub body_searches: u64,
-    /// Region cache hits (including cached infeasible contexts).
-    pub cache_hits: u64,
-    /// Candidates rejected for memory.
-    pub memory_rejections: u64,
-}
-
-/// A planned Repeat body, ready to attach to any outer state with the same
-/// boundary.
-#[derive(Clone, Debug)]
-pub struct BodyPlan {
-    /// Body ops in order.
-    pub ops: Vec<PlannedOp>,
-    /// Cycles of one iteration (including carried write-backs).
-    pub cycles: Cycles,
-    /// Layout of each carried buffer.
-    pub carried_layouts: Vec<Layout>,
-    /// Layout of each invariant argument (as the boundary gave it).
-    pub invariant_layouts: Vec<Layout>,
-    /// Storage of each iterated argument (one allocation, `trip_count` copies).
-    pub iterated: Vec<(ValueId, Arc<Allocation>)>,
-    /// Exact per-tile peak over the body's moments (iterated storage and
-    /// carried buffers included).
-    pub peak_tile: Arc<Vec<u64>>,
-    /// `peak_tile` without the iterated storage: what the body adds to the
-    /// enclosing region's dynamic usage (the iterated storage becomes static
-    /// there).
-    pub dyn_tile: Arc<Vec<u64>>,
-    /// Interleaved-class part of `dyn_tile`.
-    pub dyn_il_tile: Arc<Vec<u64>>,
-    /// Max of `peak_tile`.
-    pub peak: u64,
-}
+use super::state::{Mode, Reject, State};
+use crate::ipu21::sram::MemoryClass;
+use crate::ir::{Graph, OpId, OpKind, ValueDef, ValueId};
 
 /// The chosen plan of a whole graph.
 #[derive(Clone, Debug)]
@@ -128,120 +53,8 @@ pub struct Plan {
     pub config: PlanConfig,
 }
 
-type BoundaryKey = (RegionId, Vec<Layout>, Vec<Layout>);
-/// A cached region search: its frontier, or the report of why none fits.
-type BodyFrontier = Result<Arc<Vec<Arc<BodyPlan>>>, Arc<MemoryRejection>>;
-type CandidateKey = (OpId, Vec<Option<Layout>>);
-
-/// Shared search context.
-pub struct SearchCx<'g> {
-    /// The graph.
-    pub graph: &'g Graph,
-    /// Settings.
-    pub config: PlanConfig,
-    stats: RefCell<PlanStats>,
-    candidate_cache: RefCell<BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
-    relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
-    region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
-    region_label: RefCell<String>,
-}
-
-impl<'g> SearchCx<'g> {
-    fn new(graph: &'g Graph, config: PlanConfig) -> Self {
-        SearchCx {
-            graph,
-            config,
-            stats: RefCell::new(PlanStats::default()),
-            candidate_cache: RefCell::new(BTreeMap::new()),
-            relayout_cache: RefCell::new(BTreeMap::new()),
-            region_cache: RefCell::new(BTreeMap::new()),
-            region_label: RefCell::new(String::from("top level")),
-        }
-    }
-
-    /// 2-D view of a value.
-    pub fn view(&self, v: ValueId) -> Option<TensorView> {
-        self.graph.ty(v).and_then(TensorView::of)
-    }
-
-    /// Name of a value for reports: source name, or `op result`.
-    pub fn value_name(&self, v: ValueId) -> String {
-        match self.graph.value(v).map(|x| x.def()) {
-            Some(ValueDef::Result { op, .. }) => match self.graph.op(op).map(|o| o.kind()) {
-                Some(OpKind::Input { name, .. }) | Some(OpKind::Parameter { name, .. }) => {
-                    name.clone()
-                }
-                Some(_) => format!("{} result (v{})", self.op_label(op), v.index()),
-                None => format!("v{}", v.index()),
-            },
-            Some(ValueDef::Argument { region, index }) => {
-                self.argument_name(region, index as usize, v)
-            }
-            None => format!("v{}", v.index()),
-        }
-    }
-
-    /// A Repeat argument: iterated ones are named after their sequence's
-    /// first element (`….layers.0.mlp.fc1.weight ×27`).
-    fn argument_name(&self, region: RegionId, index: usize, v: ValueId) -> String {
-        let rep = self
-            .graph
-            .region(region)
-            .and_then(|r| r.parent())
-            .and_then(|op| self.graph.repeat(op));
-        if let Some(rep) = rep {
-            let (c, i) = (rep.carried_args().len(), rep.invariant_args().len());
-            if index < c {
-                return format!("carried residual {index} (v{})", v.index());
-            }
-            if index >= c + i {
-                if let Some(&first) = rep.sequence(index - c - i).first() {
-                    return format!("{} ×{}", self.value_name(first), rep.trip_count());
-                }
-            }
-        }
-        format!("repeat argument {index} (v{})", v.index())
-    }
-
-    /// `mnemonic#index` of an op.
-    pub fn op_label(&self, op: OpId) -> String {
-        format!(
-            "{}#{}",
-            self.graph.op(op).map(|o| o.mnemonic()).unwrap_or("?"),
-            op.index()
-        )
-    }
-
-    /// Where the search currently is, for reports.
-    pub fn region_label(&self) -> String {
-        self.region_label.borrow().clone()
-    }
-
-    /// Support reserve bytes.
-    pub fn reserve(&self) -> u64 {
-        SUPPORT_CHARGE_BYTES as u64
-    }
-
-    /// Cost of re-laying out `from` into `to` (`None` if a run is unaligned),
-    /// memoised; the moves come from [`relayout`], the function lowering uses.
-    pub fn relayout_cost(&self, from: Layout, to: Layout, elem: u32) -> Option<Cycles> {
-        if let Some(c) = self.relayout_cache.borrow().get(&(from, to, elem)) {
-            return *c;
-        }
-        let c = relayout(
-            &from,
-            Slot::Operand(0),
-            &to,
-            Slot::Output,
-            elem,
-            Window::whole(&to),
-        )
-        .ok()
-        .map(|r| r.cost());
-        self.relayout_cache.borrow_mut().insert((from, to, elem), c);
-        c
-    }
-
+/// Candidate generation for the search (memoised in the context).
+impl SearchCx<'_> {
     fn candidates_for(&self, op: OpId, state: &State) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
         let o = self
             .graph

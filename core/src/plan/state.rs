@@ -10,53 +10,15 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::candidates::default_storage;
+use super::context::SearchCx;
 use super::cost::Cycles;
 use super::layout::Layout;
 use super::memory::{self, Allocation, AllocationKind, MemoryRejection, TileBytes};
 use super::opplan::{OpPlan, PlanFamily};
+use super::planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
 use super::region::{RegionInfo, SourceKind};
-use super::search::{BodyPlan, SearchCx};
+use crate::ipu21::sram::MemoryClass;
 use crate::ir::{OpId, ValueId};
-use crate::lower::schedule::MemoryClass;
-
-/// An operand re-laid out into a staging buffer before its op runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OperandRelayout {
-    /// Operand position.
-    pub operand: u8,
-    /// Where the value is.
-    pub from: Layout,
-    /// Where the op reads it.
-    pub to: Layout,
-    /// Bytes per element.
-    pub elem: u32,
-}
-
-/// A source value whose storage this op chose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StorageChoice {
-    /// The value.
-    pub value: ValueId,
-    /// Its storage layout.
-    pub layout: Layout,
-    /// SRAM class.
-    pub class: MemoryClass,
-}
-
-/// One planned op of a region, as lowering reads it.
-#[derive(Clone, Debug)]
-pub struct PlannedOp {
-    /// The op.
-    pub op: OpId,
-    /// Its implementation (absent for a Repeat).
-    pub plan: Option<Arc<OpPlan>>,
-    /// Operand re-layouts to run first.
-    pub relayouts: Vec<OperandRelayout>,
-    /// Storage decided here for source operands.
-    pub storage: Vec<StorageChoice>,
-    /// The planned body, for a Repeat.
-    pub repeat: Option<Arc<BodyPlan>>,
-}
 
 #[derive(Clone, Debug)]
 struct ChoiceNode {

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use ipuc_core::target::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
-use ipuc_core::target::sram::layout;
+use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
+use ipuc_core::ipu21::sram::layout;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -29,7 +29,7 @@ pub struct Args {
 
 /// Link-time symbols `device-asm/static_runtime.S` expects from the image
 /// builder. `ipuc asm` supplies these defaults (taken from
-/// `core::target::sram::layout`) so the runtime assembles and lists on its
+/// `core::ipu21::sram::layout`) so the runtime assembles and lists on its
 /// own; they apply only to names the source leaves undefined.
 pub fn runtime_layout_defaults() -> [(&'static str, u32); 4] {
     [
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::target::asm::assemble_and_link;
+    use ipuc_core::ipu21::asm::assemble_and_link;
 
     #[test]
     fn listing_shows_labels_addresses_words_and_text() {

@@ -72,7 +72,7 @@ pub struct BuildArgs {
     #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH)]
     pub planning_beam_width: usize,
     /// Tiles the planner may use (1..=1472; the C600 has 1472).
-    #[arg(long, default_value_t = ipuc_core::target::topology::TILE_COUNT as u32)]
+    #[arg(long, default_value_t = ipuc_core::ipu21::topology::TILE_COUNT as u32)]
     pub planning_tiles: u32,
     /// Write the package here.
     #[arg(long)]

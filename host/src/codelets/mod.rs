@@ -3,7 +3,7 @@
 //!
 //! A supervisor `call $m10, entry` whose target is a kernel entry runs the
 //! kernel here on the tile's SRAM through ipuc's kernel register ABI
-//! ([`ipuc_core::target::kernel_abi`]: `$m2` output, `$m3..=$m7` inputs,
+//! ([`ipuc_core::ipu21::kernel_abi`]: `$m2` output, `$m3..=$m7` inputs,
 //! `$m8` argument block, return `br $m10`) and charges the cycles of the
 //! simulator's kernel timing model ([`crate::sim::kernel_timing`], modelled
 //! from the kernel's structure and the facts' measured figures), reporting

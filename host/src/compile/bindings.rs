@@ -8,11 +8,11 @@
 use anyhow::{anyhow, bail, Result};
 
 use ipuc_core::emit::BufferAddresses;
+use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::ir::{DType as IrType, Graph};
 use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
 use ipuc_core::numeric::F8Format;
 use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer};
-use ipuc_core::target::topology::LogicalTile;
 
 /// The package dtype and FP8 scale of an IR dtype.
 pub fn package_dtype(dtype: IrType) -> (DType, i8) {

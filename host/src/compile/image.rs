@@ -6,18 +6,18 @@ use anyhow::{anyhow, bail, Context, Result};
 use ipuc_core::emit::{
     area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram, KernelAbi,
 };
+use ipuc_core::ipu21::asm::{assemble, Image, Object};
+use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use ipuc_core::lower::{Step, StepIndex, TileSchedule};
 use ipuc_core::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
 use ipuc_core::runtime::{link_with_runtime, symbols};
-use ipuc_core::target::asm::{assemble, Image, Object};
-use ipuc_core::target::sram::{layout, APPLICATION_LOAD_BASE};
 
 /// End of the region reserved for code (runtime, generated program, argument
 /// blocks, exchange rows; patch tables are placed data): the runtime state block follows
-/// after the fetch look-ahead guard (`core::target::sram::layout::CODE_LIMIT`).
+/// after the fetch look-ahead guard (`core::ipu21::sram::layout::CODE_LIMIT`).
 /// Every linked image must end at or below it.
 pub const CODE_END: u32 = layout::CODE_LIMIT;
 

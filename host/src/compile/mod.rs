@@ -16,6 +16,8 @@ use ipuc_core::emit::{
     emit_programs, plan_exchange, program_tiles, BufferAddresses, EmitInput, ExchangePlan,
     ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
 };
+use ipuc_core::ipu21::sram::layout;
+use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
@@ -24,8 +26,6 @@ use ipuc_core::place::{
 };
 use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
-use ipuc_core::target::sram::layout;
-use ipuc_core::target::topology::LogicalTile;
 
 pub use bindings::INFERENCE_CALL;
 pub use image::CODE_END;
@@ -139,7 +139,7 @@ pub fn compile_with(
 ) -> Result<Compiled> {
     let mut times = StageTimes::default();
 
-    if opts.tiles == 0 || opts.tiles > u32::from(ipuc_core::target::topology::TILE_COUNT) {
+    if opts.tiles == 0 || opts.tiles > u32::from(ipuc_core::ipu21::topology::TILE_COUNT) {
         bail!("--planning-tiles must be 1..=1472, got {}", opts.tiles);
     }
     eprintln!(

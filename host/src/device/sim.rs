@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use ipuc_core::ipu21::sram::layout;
 use ipuc_core::package::{Binding, BindingKind, BindingSlice, HostCall, Package};
-use ipuc_core::target::sram::layout;
 
 use ipuc_core::emit::KernelAbi;
+use ipuc_core::ipu21::kernel_abi as abi;
 use ipuc_core::kernel::{self, KernelArgs, KernelSymbol};
 use ipuc_core::lower::Kernel;
-use ipuc_core::target::kernel_abi as abi;
 
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
@@ -55,7 +55,7 @@ pub struct RunProfile {
     pub supersteps: u64,
 }
 
-/// ipuc's kernel calling convention (`ipuc_core::target::kernel_abi`), as
+/// ipuc's kernel calling convention (`ipuc_core::ipu21::kernel_abi`), as
 /// emission needs it: codelet symbols, argument blocks, registers.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NativeKernelAbi;

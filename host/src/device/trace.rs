@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use ipuc_core::ipu21::sram::CLOCK_HZ;
 use ipuc_core::package::{Package, StepInfo};
-use ipuc_core::target::sram::CLOCK_HZ;
 
 use super::sim::RunProfile;
 use crate::codelets::{

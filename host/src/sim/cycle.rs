@@ -48,8 +48,8 @@ pub const ISSUE_INTERVAL: u64 = 6;
 
 /// Default cycles a global (internal/external) sync adds after the last tile
 /// arrives: the same figure the planner uses,
-/// [`ipuc_core::target::timing::INTERNAL_SYNC_CYCLES`] (126, Poplar's
+/// [`ipuc_core::ipu21::timing::INTERNAL_SYNC_CYCLES`] (126, Poplar's
 /// `getMaxIPUSyncDelay` bound; no public measurement exists —
 /// `docs/facts/ipu21-target.md` §6). The exchange fabric charges exchange
 /// time itself.
-pub const INTERNAL_SYNC_CYCLES: u64 = ipuc_core::target::timing::INTERNAL_SYNC_CYCLES as u64;
+pub const INTERNAL_SYNC_CYCLES: u64 = ipuc_core::ipu21::timing::INTERNAL_SYNC_CYCLES as u64;

@@ -21,9 +21,9 @@
 use ipuc_core::exchange::{
     decode_row, replay, DecodedRow, ReceiveError, RowBases, RowDecodeError, TileRowView, WordMove,
 };
-use ipuc_core::target::exchange_model::XPIC_NEUTRAL;
-use ipuc_core::target::isa::Csr;
-use ipuc_core::target::topology::PhysicalTile;
+use ipuc_core::ipu21::exchange_model::XPIC_NEUTRAL;
+use ipuc_core::ipu21::isa::Csr;
+use ipuc_core::ipu21::topology::PhysicalTile;
 
 /// Word access to the memories of all tiles taking part in a phase.
 pub trait PhaseMemory {
@@ -446,7 +446,7 @@ impl super::ExchangeFabric for RouteFabric {
         if pending.is_empty() {
             return Ok(());
         }
-        let mut index = vec![None; usize::from(ipuc_core::target::topology::TILE_COUNT)];
+        let mut index = vec![None; usize::from(ipuc_core::ipu21::topology::TILE_COUNT)];
         for (i, t) in step.tiles.iter().enumerate() {
             if let Some(slot) = index.get_mut(usize::from(t.id())) {
                 *slot = Some(i);
@@ -528,9 +528,9 @@ mod tests {
     use ipuc_core::exchange::{
         schedule_phase, Destination, ExchangePhase, ScheduleOptions, Transfer, Width,
     };
-    use ipuc_core::target::isa::{encode, m, Instruction, MReg, SyncZone};
-    use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
-    use ipuc_core::target::topology::LogicalTile;
+    use ipuc_core::ipu21::isa::{encode, m, Instruction, MReg, SyncZone};
+    use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
+    use ipuc_core::ipu21::topology::LogicalTile;
 
     use super::*;
     use crate::sim::{Device, DeviceError, FaultKind, Tile};
@@ -697,8 +697,8 @@ mod tests {
         moved.transfers[0].source_address += 0x1000;
         let decoded = decode_row(&rows[0].1).unwrap();
         for ti in &decoded.instructions {
-            if let ipuc_core::target::isa::Instruction::Send { n, addr, sctl } = ti.instruction {
-                let w = encode(&ipuc_core::target::isa::Instruction::Send {
+            if let ipuc_core::ipu21::isa::Instruction::Send { n, addr, sctl } = ti.instruction {
+                let w = encode(&ipuc_core::ipu21::isa::Instruction::Send {
                     n,
                     addr: addr + 0x400,
                     sctl,

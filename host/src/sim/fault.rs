@@ -113,7 +113,7 @@ impl fmt::Display for FaultKind {
             FaultKind::ExchangeCsr { phase, csr, value } => {
                 let name = u8::try_from(*csr)
                     .ok()
-                    .and_then(|c| ipuc_core::target::isa::Csr(c).name());
+                    .and_then(|c| ipuc_core::ipu21::isa::Csr(c).name());
                 write!(
                     f,
                     "exchange phase {phase}: row called with {} = {value:#x}, a value the exchange model does not cover",

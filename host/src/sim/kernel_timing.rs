@@ -40,15 +40,15 @@
 //!   measured per-group figures include the AMP's own operand traffic).
 //!
 //! LayerNorm and softmax have no measured figure in the facts; their per
-//! element rates are the planner's estimates (`ipuc_core::target::timing`,
+//! element rates are the planner's estimates (`ipuc_core::ipu21::timing`,
 //! "estimate"), applied per worker. The calibration against the facts'
 //! measured AMP figures is `tests::amp_model_matches_the_measured_figures`.
 
 use ipuc_core::ir::DType;
 use ipuc_core::kernel::KernelArgs;
 use ipuc_core::lower::Kernel;
-use ipuc_core::target::sram::INTERLEAVED_BASE;
-use ipuc_core::target::timing as t;
+use ipuc_core::ipu21::sram::INTERLEAVED_BASE;
+use ipuc_core::ipu21::timing as t;
 
 use super::cycle::ISSUE_INTERVAL;
 

@@ -6,7 +6,7 @@
 //! invalidates the cached words it touches, so patched rows and self-modifying
 //! runtime code are always re-decoded.
 
-use ipuc_core::target::sram::{
+use ipuc_core::ipu21::sram::{
     EXECUTABLE_MEMORY_LIMIT as EXECUTABLE_LIMIT, TILE_MEMORY_BASE as SRAM_BASE,
     TILE_MEMORY_SIZE as SRAM_SIZE,
 };
@@ -86,7 +86,7 @@ impl TileMemory {
     }
 
     fn range(addr: u32, len: u32) -> Result<usize, AccessError> {
-        if ipuc_core::target::sram::in_sram(addr, len) {
+        if ipuc_core::ipu21::sram::in_sram(addr, len) {
             Ok((addr - SRAM_BASE) as usize)
         } else {
             Err(AccessError::OutOfRange { addr, width: len })

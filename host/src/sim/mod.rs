@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use ipuc::sim::{Device, Tile};
-//! use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
+//! use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 //! // `setzi $m1, 5` ; `br $m15` (branch to 0: the supervisor halts)
 //! let code: Vec<u8> = [0x1910_0005u32, 0x43F0_0000]
 //!     .iter().flat_map(|w| w.to_le_bytes()).collect();

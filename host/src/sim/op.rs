@@ -1,6 +1,6 @@
 //! The simulator's pre-decoded instruction form.
 //!
-//! `core::target::isa` owns the encoding; this module turns a decoded
+//! `core::ipu21::isa` owns the encoding; this module turns a decoded
 //! [`Instruction`] into an [`Op`] whose operands are ready to execute (branch
 //! targets as byte addresses, immediates extended and scaled), so the
 //! interpreter's hot loop does no bit twiddling. Ops are cached per word in
@@ -227,7 +227,7 @@ impl Op {
     }
 }
 
-use ipuc_core::target::isa::{self, Imm12Op, Imm16Op, Instruction, MReg, RegOp};
+use ipuc_core::ipu21::isa::{self, Imm12Op, Imm16Op, Instruction, MReg, RegOp};
 
 #[inline]
 fn r(m: MReg) -> u8 {

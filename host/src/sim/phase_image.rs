@@ -4,7 +4,7 @@
 //! request promises (destinations = source bytes, everything else unchanged).
 
 use ipuc_core::exchange::{ExchangePhase, ExchangeRow};
-use ipuc_core::target::topology::PhysicalTile;
+use ipuc_core::ipu21::topology::PhysicalTile;
 
 use super::fabric::{RowLocation, SparseTileMemory};
 

@@ -46,7 +46,7 @@ impl Tile {
             pc,
             kind,
         };
-        if !ipuc_core::target::sram::is_executable(pc) {
+        if !ipuc_core::ipu21::sram::is_executable(pc) {
             return Ok(None);
         }
         let word = self

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ipuc_core::target::sram::is_executable;
+use ipuc_core::ipu21::sram::is_executable;
 
 use super::codelet::CodeletTable;
 use super::context::{Context, ContextId, ContextState, CONTEXTS};

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use super::encode::encode;
 use super::*;
-use crate::target::sram::APPLICATION_LOAD_BASE;
+use crate::ipu21::sram::APPLICATION_LOAD_BASE;
 
 pub(super) const CODE: u32 = APPLICATION_LOAD_BASE;
 pub(super) const ROWS: u32 = 0x5C000;

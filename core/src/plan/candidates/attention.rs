@@ -16,8 +16,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::GenCx;
+use crate::ipu21::sram::MemoryClass;
 use crate::ir::DType;
-use crate::lower::schedule::{Kernel, MemoryClass, TileBlock};
+use crate::kernel::{Kernel, TileBlock};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{
@@ -126,7 +127,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
                 dtype: DType::F32,
                 blocks: Arc::new(scores),
                 class: MemoryClass::Standard,
-                align: crate::lower::schedule::BASE_BUFFER_ALIGN,
+                align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
             }],
             stages,
             cost,
@@ -288,7 +289,7 @@ fn key_split(
         dtype: DType::F32,
         blocks: Arc::new(blocks),
         class: MemoryClass::Standard,
-        align: crate::lower::schedule::BASE_BUFFER_ALIGN,
+        align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
     };
     Some(OpPlan {
         op: cx.op,

@@ -19,8 +19,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::GenCx;
+use crate::ipu21::sram::MemoryClass;
+use crate::ipu21::timing::{AMP_COLUMN_GROUP, AMP_K_MICRO_GROUP};
 use crate::ir::{DType, MatMul};
-use crate::lower::schedule::{Kernel, MemoryClass, TileBlock};
+use crate::kernel::{Kernel, TileBlock};
 use crate::plan::cost::{gemm_cycles, Cycles};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
@@ -28,7 +30,6 @@ use crate::plan::opplan::{
     OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, ScratchPlan,
     Slot, SlotRef, Stage,
 };
-use crate::target::timing::{AMP_COLUMN_GROUP, AMP_K_MICRO_GROUP};
 
 /// The grid and its derived layouts.
 #[derive(Clone, Copy, Debug)]
@@ -335,14 +336,14 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
             dtype: DType::F32,
             blocks: Arc::new(partials),
             class: MemoryClass::Interleaved,
-            align: crate::lower::schedule::AMP_BUFFER_ALIGN,
+            align: crate::ipu21::sram::AMP_BUFFER_ALIGN,
         });
         scratch.push(ScratchPlan {
             name: "received partials",
             dtype: DType::F32,
             blocks: Arc::new(received),
             class: MemoryClass::Standard,
-            align: crate::lower::schedule::BASE_BUFFER_ALIGN,
+            align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
         });
         stages.push(Stage::Exchange(exchange));
         stages.push(Stage::Compute(reduce));

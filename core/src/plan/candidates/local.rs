@@ -5,8 +5,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
+use crate::ipu21::sram::MemoryClass;
 use crate::ir::DType;
-use crate::lower::schedule::{Kernel, MemoryClass};
+use crate::kernel::Kernel;
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily, PlannedCall, Slot, SlotRef, Stage};

@@ -104,13 +104,16 @@ pub fn candidates(
         OpKind::MatMul(m) => gemm::plans(&cx, m)?,
         OpKind::Add => local::add(&cx)?,
         OpKind::LayerNorm { eps } => local::layer_norm(&cx, *eps)?,
-        OpKind::GeluTanh => local::unary(&cx, |elements, dtype, _| {
-            crate::lower::schedule::Kernel::Gelu { elements, dtype }
+        OpKind::GeluTanh => local::unary(&cx, |elements, dtype, _| crate::kernel::Kernel::Gelu {
+            elements,
+            dtype,
         })?,
         OpKind::Cast { to } => {
             let to = *to;
-            local::unary(&cx, move |elements, from, _| {
-                crate::lower::schedule::Kernel::Cast { elements, from, to }
+            local::unary(&cx, move |elements, from, _| crate::kernel::Kernel::Cast {
+                elements,
+                from,
+                to,
             })?
         }
         OpKind::Softmax => local::softmax(&cx)?,

@@ -6,7 +6,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
-use crate::lower::schedule::{Kernel, MemoryClass};
+use crate::ipu21::sram::MemoryClass;
+use crate::kernel::Kernel;
 use crate::plan::error::{PlanError, PlanResult};
 use crate::plan::layout::Layout;
 use crate::plan::opplan::{

@@ -8,7 +8,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
-use crate::lower::schedule::MemoryClass;
+use crate::ipu21::sram::MemoryClass;
 use crate::plan::cost::Cycles;
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};

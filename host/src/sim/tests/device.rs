@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ipuc_core::target::isa::{Imm16Op, Instruction as I, MReg, SyncZone};
+use ipuc_core::ipu21::isa::{Imm16Op, Instruction as I, MReg, SyncZone};
 
 use super::{bytes, reg, words, DATA, ENTRY};
 use crate::sim::{Device, DeviceError, ExchangeFabric, SampleKind, SimFault, Superstep, Tile};

@@ -1,6 +1,6 @@
 //! Every fault kind, with its tile, context and PC.
 
-use ipuc_core::target::isa::{Csr, Instruction as I, MReg, SyncZone};
+use ipuc_core::ipu21::isa::{Csr, Instruction as I, MReg, SyncZone};
 
 use super::{bytes, reg, tile_with, words, DATA, ENTRY};
 use crate::sim::{ContextId, FaultKind, SimFault, Tile};

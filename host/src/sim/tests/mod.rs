@@ -1,6 +1,6 @@
 //! Simulator tests: per-instruction semantics, faults, scheduling, codelets
 //! and the device. Programs are built from `Instruction` values and encoded
-//! with `core::target::isa`, so they exercise the real decoder.
+//! with `core::ipu21::isa`, so they exercise the real decoder.
 
 mod device;
 mod faults;
@@ -8,8 +8,8 @@ mod runtime;
 mod scheduling;
 mod semantics;
 
-use ipuc_core::target::isa::{encode, Instruction, MReg};
-use ipuc_core::target::sram::APPLICATION_LOAD_BASE;
+use ipuc_core::ipu21::isa::{encode, Instruction, MReg};
+use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 
 use super::{StopReason, Tile};
 

@@ -1,9 +1,9 @@
 //! The static runtime's routines on the simulator: start-up, the Repeat word
 //! patcher, the dispatcher around 24 words, and completion.
 
+use ipuc_core::ipu21::asm::{assemble, Image};
+use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use ipuc_core::runtime::{link_with_runtime, symbols};
-use ipuc_core::target::asm::{assemble, Image};
-use ipuc_core::target::sram::{layout, APPLICATION_LOAD_BASE};
 
 use crate::sim::{ContextId, Device, Tile};
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ipuc_core::target::isa::{encode, Csr, Imm16Op, Instruction as I, MReg, SyncZone};
+use ipuc_core::ipu21::isa::{encode, Csr, Imm16Op, Instruction as I, MReg, SyncZone};
 
 use super::{bytes, reg, run, tile_with, words, DATA, ENTRY};
 use crate::sim::{CodeletTable, FaultKind, FnCodelet, SampleKind, StopReason, Tile};
@@ -54,7 +54,7 @@ fn stores_to_code_are_seen_by_the_next_fetch() {
         I::setzi(reg(2), ENTRY),
         I::setzi(reg(3), new_word & 0xF_FFFF),
         I::AluImm12 {
-            op: ipuc_core::target::isa::Imm12Op::OrHigh,
+            op: ipuc_core::ipu21::isa::Imm12Op::OrHigh,
             d: reg(3),
             s: reg(3),
             imm: new_word & 0xFFF0_0000,

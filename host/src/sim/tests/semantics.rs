@@ -1,6 +1,6 @@
 //! One test per instruction group: register and memory effects.
 
-use ipuc_core::target::isa::{Csr, Imm12Op, Imm16Op, Instruction as I, MReg, RegOp, SyncZone};
+use ipuc_core::ipu21::isa::{Csr, Imm12Op, Imm16Op, Instruction as I, MReg, RegOp, SyncZone};
 
 use super::{bytes, reg, run, tile_with, words, DATA, ENTRY};
 use crate::sim::{ContextId, StopReason};
@@ -235,7 +235,7 @@ fn nop_sans_delay_and_zero_a() {
         I::Nop,
         I::Sans { n: 0 },
         I::ZeroA {
-            d: ipuc_core::target::isa::AReg::new(3).unwrap(),
+            d: ipuc_core::ipu21::isa::AReg::new(3).unwrap(),
         },
         I::delay(20),
     ]);

@@ -5,7 +5,7 @@
 use alloc::string::{String, ToString};
 
 use super::error::{AsmErrorKind, Loc};
-use crate::target::isa::{
+use crate::ipu21::isa::{
     AReg, Csr, Imm12Op, Imm16Op, Instruction, MReg, PicField, PicTarget, RegOp, SyncZone,
 };
 
@@ -159,7 +159,7 @@ fn is_reg(op: &ROp<'_>) -> bool {
 fn isa(
     mnemonic: &'static str,
     loc: Loc,
-) -> impl Fn(crate::target::isa::IsaError) -> (Loc, AsmErrorKind) {
+) -> impl Fn(crate::ipu21::isa::IsaError) -> (Loc, AsmErrorKind) {
     move |error| (loc, AsmErrorKind::Isa { mnemonic, error })
 }
 

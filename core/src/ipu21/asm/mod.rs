@@ -9,7 +9,7 @@
 //! `sendpicp n, addr, sctl, psel, xpic, pic` (two words, 8-byte aligned).
 //!
 //! ```
-//! use ipuc_core::target::asm::{assemble, link, LinkOptions};
+//! use ipuc_core::ipu21::asm::{assemble, link, LinkOptions};
 //! let obj = assemble("demo.S", "start: setzi $m0, done\n br $m0\ndone: sync SYNCZONE_LOCAL").unwrap();
 //! let image = link(&[obj], &LinkOptions::default()).unwrap();
 //! assert_eq!(image.words, [0x1904C018, 0x43000000, 0x41800002]);

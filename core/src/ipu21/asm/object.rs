@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 
 use super::error::Loc;
 use super::expr::Expr;
-use crate::target::isa::{AReg, Csr, MReg};
+use crate::ipu21::isa::{AReg, Csr, MReg};
 
 /// Code runs as the supervisor or as a worker (`.supervisor` / `.worker`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -11,12 +11,12 @@ use super::build::{build, ROp, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::SymbolEnv;
 use super::object::*;
-use crate::target::isa::{
+use crate::ipu21::isa::{
     decode, encode, CsrContext, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN,
 };
 
 /// Default link base: where tile images start (defined in `target::sram`).
-pub use crate::target::sram::APPLICATION_LOAD_BASE;
+pub use crate::ipu21::sram::APPLICATION_LOAD_BASE;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkOptions {

@@ -6,7 +6,7 @@
 //! vector of the facts table.
 //!
 //! ```
-//! use ipuc_core::target::topology::{LogicalTile, route};
+//! use ipuc_core::ipu21::topology::{LogicalTile, route};
 //! let s = LogicalTile::new(0).unwrap().physical();
 //! let d = LogicalTile::new(2).unwrap().physical();
 //! let r = route(s, d);

@@ -6,7 +6,7 @@
 //! the constant (`encode.rs`).
 //!
 //! ```
-//! use ipuc_core::target::isa::{decode, encode, m, Csr, Instruction};
+//! use ipuc_core::ipu21::isa::{decode, encode, m, Csr, Instruction};
 //! let put = Instruction::put(Csr::INCOMING_MUX, m::M2);
 //! let enc = encode(&put).unwrap();
 //! assert_eq!(enc.words(), &[0x432080A0]);

@@ -9,7 +9,7 @@ use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::{Expr, ExprParser, SymbolEnv};
 use super::lexer::{lex, Tok, Token};
 use super::object::*;
-use crate::target::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
+use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
 
 /// Longest `.set` chain followed when evaluating (guards against cycles).
 pub const MAX_SET_DEPTH: usize = 32;

@@ -4,7 +4,7 @@
 use alloc::string::String;
 use core::fmt;
 
-use crate::target::isa::IsaError;
+use crate::ipu21::isa::IsaError;
 
 /// A source position (1-based line and column, in characters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -83,6 +83,30 @@ pub const fn effective_element(addr: u32) -> u32 {
     }
 }
 
+/// Which SRAM region class an allocation needs
+/// (`docs/facts/ipu21-target.md` §1.2: region 0 standard, region 1 interleaved).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemoryClass {
+    /// Anywhere (region 0, or region 1 when it has room).
+    Standard,
+    /// Region 1 (interleaved): AMP outputs and weights fed at 16 B/cycle.
+    Interleaved,
+}
+
+/// Start alignment of AMP operands (GEMM/attention inputs and outputs) and
+/// of interleaved-class buffers (`docs/facts/ipu21-target.md` §2.10 rule 6).
+pub const AMP_BUFFER_ALIGN: u32 = 32;
+/// Start alignment of every other buffer: exchange rows and local copies
+/// move 8-byte aligned data (`docs/facts/ipu21-target.md` §2.7).
+pub const BASE_BUFFER_ALIGN: u32 = 8;
+/// The largest alignment lowering gives any buffer; the memory estimator
+/// charges blocks rounded up to it, which bounds placement's span.
+pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
+    AMP_BUFFER_ALIGN
+} else {
+    BASE_BUFFER_ALIGN
+};
+
 /// ipuc's fixed per-tile layout of runtime state. These are layout *choices*
 /// (not hardware facts), taken from the layout ipu-stack runs on C600
 /// hardware (`docs/facts/ipu21-target.md` §1.2, second table), so the

@@ -1,0 +1,79 @@
+//! What the planner decides per op: [`PlannedOp`] (implementation,
+//! re-layouts, storage choices) and, for a Repeat, its [`BodyPlan`] — the
+//! vocabulary lowering reads. (The two types nest, so they live together.)
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::cost::Cycles;
+use super::layout::Layout;
+use super::memory::Allocation;
+use super::opplan::OpPlan;
+use crate::ipu21::sram::MemoryClass;
+use crate::ir::{OpId, ValueId};
+
+/// An operand re-laid out into a staging buffer before its op runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperandRelayout {
+    /// Operand position.
+    pub operand: u8,
+    /// Where the value is.
+    pub from: Layout,
+    /// Where the op reads it.
+    pub to: Layout,
+    /// Bytes per element.
+    pub elem: u32,
+}
+
+/// A source value whose storage this op chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageChoice {
+    /// The value.
+    pub value: ValueId,
+    /// Its storage layout.
+    pub layout: Layout,
+    /// SRAM class.
+    pub class: MemoryClass,
+}
+
+/// One planned op of a region, as lowering reads it.
+#[derive(Clone, Debug)]
+pub struct PlannedOp {
+    /// The op.
+    pub op: OpId,
+    /// Its implementation (absent for a Repeat).
+    pub plan: Option<Arc<OpPlan>>,
+    /// Operand re-layouts to run first.
+    pub relayouts: Vec<OperandRelayout>,
+    /// Storage decided here for source operands.
+    pub storage: Vec<StorageChoice>,
+    /// The planned body, for a Repeat.
+    pub repeat: Option<Arc<BodyPlan>>,
+}
+
+/// A planned Repeat body, ready to attach to any outer state with the same
+/// boundary.
+#[derive(Clone, Debug)]
+pub struct BodyPlan {
+    /// Body ops in order.
+    pub ops: Vec<PlannedOp>,
+    /// Cycles of one iteration (including carried write-backs).
+    pub cycles: Cycles,
+    /// Layout of each carried buffer.
+    pub carried_layouts: Vec<Layout>,
+    /// Layout of each invariant argument (as the boundary gave it).
+    pub invariant_layouts: Vec<Layout>,
+    /// Storage of each iterated argument (one allocation, `trip_count` copies).
+    pub iterated: Vec<(ValueId, Arc<Allocation>)>,
+    /// Exact per-tile peak over the body's moments (iterated storage and
+    /// carried buffers included).
+    pub peak_tile: Arc<Vec<u64>>,
+    /// `peak_tile` without the iterated storage: what the body adds to the
+    /// enclosing region's dynamic usage (the iterated storage becomes static
+    /// there).
+    pub dyn_tile: Arc<Vec<u64>>,
+    /// Interleaved-class part of `dyn_tile`.
+    pub dyn_il_tile: Arc<Vec<u64>>,
+    /// Max of `peak_tile`.
+    pub peak: u64,
+}
