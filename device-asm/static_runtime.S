@@ -37,8 +37,10 @@
 //                              base, $m3 = table of byte offsets, $m4 = table
 //                              of replacement words, $m5 = entry count
 //                              (0 allowed) -> [$m2 + $m3[k]] = $m4[k] for
-//                              every k. Scalar loop below 24 entries, six
-//                              workers from 24 on. Clobbers $m0, $m1,
+//                              every k. Scalar loop below
+//                              ipuc_bulk_patch_min_words entries (24, linked
+//                              from core's ipu21::timing), six workers from
+//                              there on. Clobbers $m0, $m1,
 //                              $m5..$m8. Returns via br $m9.
 //   ipuc_patch_row_scalar      same ABI; always the supervisor loop (five
 //                              instructions per entry).
@@ -132,7 +134,7 @@ ipuc_patch_word:
         .type ipuc_patch_row, @function
         .p2align 3
 ipuc_patch_row:
-        cmpult $m0, $m5, 24             // below 24 entries the workers do not pay
+        cmpult $m0, $m5, ipuc_bulk_patch_min_words // below it the workers do not pay
         brnz $m0, ipuc_patch_row_scalar
         bri ipuc_patch_row_workers
         .size ipuc_patch_row, .-ipuc_patch_row

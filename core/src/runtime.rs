@@ -3,7 +3,9 @@
 //!
 //! The source is embedded as text; nothing binary is committed. Layout
 //! addresses the runtime needs come from [`crate::ipu21::sram::layout`] as
-//! link-time symbols, so the `.S` file and the Rust constants cannot drift.
+//! link-time symbols (and the bulk-patch threshold from
+//! [`crate::ipu21::timing`]), so the `.S` file and the Rust constants cannot
+//! drift.
 //!
 //! ```
 //! use ipuc_core::runtime::{link_with_runtime, symbols};
@@ -23,6 +25,7 @@ use alloc::string::String;
 
 use crate::ipu21::asm::{assemble, link, AsmError, Image, LinkOptions, Object};
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 
 /// The runtime's assembly source.
 pub const SOURCE: &str = include_str!("../../device-asm/static_runtime.S");
@@ -52,17 +55,16 @@ pub mod symbols {
     pub const COMPLETE: &str = "ipuc_static_complete";
 }
 
-/// Lists of at least this many entries go to the six-worker patcher
-/// (the dispatcher's threshold in the `.S` file, measured break-even in
-/// `docs/facts/seed-vit-repeat-evaluation.txt`, "Worker bulk patching").
-pub const BULK_PATCH_MIN_WORDS: u32 = 24;
-
-/// Assembly text defining the layout symbols the runtime links against.
+/// Assembly text defining the symbols the runtime links against: the
+/// layout addresses and the row-patch dispatcher's bulk threshold
+/// (`ipuc_bulk_patch_min_words` = [`PATCH_BULK_THRESHOLD_WORDS`], the one
+/// definition the planner's cost and the sharing pass also read).
 pub fn layout_source() -> String {
     let defs = [
         ("ipuc_completion_word", layout::COMPLETION_WORD),
         ("ipuc_supervisor_stack_top", layout::SUPERVISOR_STACK_TOP),
         ("ipuc_worker_area", layout::WORKER_AREA),
+        ("ipuc_bulk_patch_min_words", PATCH_BULK_THRESHOLD_WORDS),
     ];
     let mut s = String::new();
     for (name, value) in defs {
@@ -91,4 +93,30 @@ pub fn link_with_runtime(program: &[Object]) -> Result<Image, AsmError> {
     objects.push(lay);
     objects.extend(program.iter().cloned());
     link(&objects, &LinkOptions::at(APPLICATION_LOAD_BASE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipu21::isa::{decode, Imm16Op, Instruction};
+
+    /// The dispatcher's first instruction compares the entry count with the
+    /// one threshold constant (linked as a symbol, not written in the `.S`).
+    #[test]
+    fn patch_dispatcher_compares_with_the_linked_threshold() {
+        let program = assemble(
+            "main.S",
+            "        .globl ipuc_program\nipuc_program:\n        setzi $m0, ipuc_static_complete\n        br $m0",
+        )
+        .unwrap();
+        let image = link_with_runtime(&[program]).unwrap();
+        let at = image.symbol(symbols::PATCH_ROW).unwrap();
+        let index = ((at - image.base) / 4) as usize;
+        let (instruction, _) = decode(&image.words[index..]).unwrap();
+        let Instruction::AluImm16 { op, imm, .. } = instruction else {
+            panic!("dispatcher starts with {instruction:?}");
+        };
+        assert_eq!(op, Imm16Op::Cmpult);
+        assert_eq!(u32::try_from(imm), Ok(PATCH_BULK_THRESHOLD_WORDS));
+    }
 }

@@ -7,7 +7,7 @@ use ipuc_core::ipu21::sram::layout;
 use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
 use ipuc_core::lower::{check::check, lower};
 use ipuc_core::place::{
-    place_schedule, share_element, BufferKey, PlaceError, ReservedKind, ReservedRange, REGION0,
+    place_schedule, share_element, BufferId, PlaceError, ReservedKind, ReservedRange, REGION0,
     REGION1,
 };
 use ipuc_core::plan::{plan_graph, PlanConfig};
@@ -66,7 +66,7 @@ fn siglip_small_two_layers_places_every_block_by_the_rules() {
         for block in &buf.blocks {
             blocks += 1;
             let tile = placed.tile(block.tile).expect("tile placed");
-            let a = tile.allocation(BufferKey(buf.id.0)).expect("block placed");
+            let a = tile.allocation(buf.id).expect("block placed");
             assert_eq!(a.range.start % buf.align, 0);
             // The allocation stride is the schedule's per-iteration stride.
             assert_eq!(a.stride, buf.iteration_stride(block), "{}", buf.name);
@@ -127,8 +127,8 @@ fn siglip_small_two_layers_places_every_block_by_the_rules() {
                 {
                     amp_calls += 1;
                     let t = placed.tile(call.tile).unwrap();
-                    let out = t.allocation(BufferKey(call.operands[0].buffer.0)).unwrap();
-                    let left = t.allocation(BufferKey(call.operands[1].buffer.0)).unwrap();
+                    let out = t.allocation(call.operands[0].buffer).unwrap();
+                    let left = t.allocation(call.operands[1].buffer).unwrap();
                     assert!(!share_element(&out.range, &left.range));
                 }
             }

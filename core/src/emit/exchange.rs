@@ -19,7 +19,7 @@ use crate::exchange::{
 };
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
-    Buffer, BufferRef, BufferRole, ExchangePhase, RepeatStep, Step, StepIndex, TileSchedule,
+    Buffer, BufferRef, BufferRole, ExchangeStep, RepeatStep, Step, StepIndex, TileSchedule,
 };
 use crate::patch::audit::{audit, AuditedPhase, PatchAudit};
 use crate::patch::repeat::{repeat_patch_plan, IteratedSource, RepeatPatchPlan, RepeatPatchTable};
@@ -120,7 +120,7 @@ fn iterated_stride(buffer: &Buffer, tile: u32) -> Option<u32> {
 fn wire_phase(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
-    phase: &ExchangePhase,
+    phase: &ExchangeStep,
 ) -> Result<(WirePhase, Vec<IteratedSource>), EmitError> {
     let step = phase.index.0;
     let mut wire = WirePhase::default();
@@ -184,12 +184,12 @@ fn wire_phase(
 }
 
 /// Schedules every exchange phase of `schedule` and shares rows per tile.
-pub fn plan_exchange(
+pub fn schedule_exchanges(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
 ) -> Result<ExchangePlan, EmitError> {
     // (phase, enclosing Repeat) in pre-order.
-    let mut lowered: Vec<(&ExchangePhase, Option<&RepeatStep>)> = Vec::new();
+    let mut lowered: Vec<(&ExchangeStep, Option<&RepeatStep>)> = Vec::new();
     schedule.visit(|step, parent| {
         if let Step::Exchange(p) = step {
             lowered.push((p, parent));

@@ -46,7 +46,7 @@ pub struct EmitInput<'a> {
     pub addresses: &'a dyn BufferAddresses,
     /// Kernel calling convention.
     pub kernels: &'a dyn KernelAbi,
-    /// Scheduled rows and patches ([`super::plan_exchange`] on the same
+    /// Scheduled rows and patches ([`super::schedule_exchanges`] on the same
     /// placement).
     pub exchange: &'a ExchangePlan,
     /// Where each tile's patch-data block ([`PatchData::for_tile`]) was placed.

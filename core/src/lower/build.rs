@@ -200,7 +200,7 @@ impl<'g> Builder<'g> {
                         .iter()
                         .map(|t| Self::transfer(t, map))
                         .collect::<LResult<Vec<_>>>()?;
-                    out.push(Step::Exchange(ExchangePhase {
+                    out.push(Step::Exchange(ExchangeStep {
                         index,
                         origin: origin.clone(),
                         transfers,
@@ -230,8 +230,8 @@ impl<'g> Builder<'g> {
         })
     }
 
-    fn transfer(t: &PlannedTransfer, map: &BTreeMap<Slot, BufferId>) -> LResult<Transfer> {
-        Ok(Transfer {
+    fn transfer(t: &PlannedTransfer, map: &BTreeMap<Slot, BufferId>) -> LResult<BlockTransfer> {
+        Ok(BlockTransfer {
             source_tile: t.source_tile,
             source: Self::map_ref(map, t.source)?,
             source_pitch: t.source_pitch,
@@ -241,7 +241,7 @@ impl<'g> Builder<'g> {
                 .destinations
                 .iter()
                 .map(|d| {
-                    Ok(Destination {
+                    Ok(BlockDestination {
                         tile: d.tile,
                         at: Self::map_ref(map, d.at)?,
                         pitch: d.pitch,

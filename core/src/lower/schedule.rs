@@ -3,7 +3,7 @@
 //!
 //! A schedule is an ordered list of [`Step`]s executed by every tile in BSP
 //! fashion: a [`ComputeStep`] lists the kernel calls each tile makes, an
-//! [`ExchangePhase`] lists the block moves between tiles (one global sync),
+//! [`ExchangeStep`] lists the block moves between tiles (one global sync),
 //! and a [`RepeatStep`] holds the loop body **once** with its trip count.
 //!
 //! Data lives in logical per-tile [`Buffer`]s: each has one block per tile
@@ -187,7 +187,7 @@ pub struct ComputeStep {
 
 /// A receiving end of a transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Destination {
+pub struct BlockDestination {
     /// Logical tile.
     pub tile: u32,
     /// Where the first run lands.
@@ -199,7 +199,7 @@ pub struct Destination {
 /// A block move: `rows` runs of `row_bytes` bytes (a multiple of 4: exchange
 /// moves 32-bit words) from one tile to one or more tiles (multicast).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transfer {
+pub struct BlockTransfer {
     /// Sending tile.
     pub source_tile: u32,
     /// Where the first run starts on the sender.
@@ -211,10 +211,10 @@ pub struct Transfer {
     /// Bytes per run.
     pub row_bytes: u32,
     /// Receivers (never the sender itself), sorted by tile.
-    pub destinations: Vec<Destination>,
+    pub destinations: Vec<BlockDestination>,
 }
 
-impl Transfer {
+impl BlockTransfer {
     /// 32-bit words sent (once, whatever the number of receivers).
     pub fn words(&self) -> u64 {
         self.rows as u64 * (self.row_bytes / 4) as u64
@@ -223,13 +223,13 @@ impl Transfer {
 
 /// One exchange phase: all transfers happen between one pair of syncs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExchangePhase {
+pub struct ExchangeStep {
     /// Pre-order index.
     pub index: StepIndex,
     /// Originating op.
     pub origin: StepOrigin,
     /// Transfers, sorted by source tile.
-    pub transfers: Vec<Transfer>,
+    pub transfers: Vec<BlockTransfer>,
 }
 
 /// A structured loop executed by every tile: the body appears once.
@@ -256,7 +256,7 @@ pub enum Step {
     /// Kernel calls.
     Compute(ComputeStep),
     /// Block moves between tiles.
-    Exchange(ExchangePhase),
+    Exchange(ExchangeStep),
     /// Structured loop.
     Repeat(RepeatStep),
 }

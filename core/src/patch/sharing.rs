@@ -14,12 +14,14 @@ use super::fields::{address_fields, row_shape};
 use super::PatchError;
 use crate::exchange::ExchangeRow;
 use crate::ipu21::isa::{m, Instruction};
+use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 use crate::ipu21::topology::PhysicalTile;
 
-/// From this many words a sharing patch list is applied by six workers
-/// (`docs/facts/seed-vit-repeat-evaluation.txt`, "Worker bulk patching":
-/// lists of at least 24 words; 936 vs 2520 cycles at 78 words on IPU21).
-pub const BULK_PATCH_MIN_WORDS: usize = 24;
+/// From this many words a sharing patch list is applied by six workers:
+/// the runtime dispatcher's threshold, defined once in
+/// [`crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS`] and linked into the
+/// runtime as `ipuc_bulk_patch_min_words`.
+pub const BULK_PATCH_MIN_WORDS: usize = PATCH_BULK_THRESHOLD_WORDS as usize;
 
 /// Which runtime routine applies a patch list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -13,7 +13,7 @@ use core::ops::Range;
 use super::error::{PlaceError, PlaceResult};
 use super::map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
 use super::regions::{blocked_span, blocked_spans, class_windows, element_span, first_fit, merge};
-use super::request::{BufferKey, BufferRequest, PlacementRequest, RegionClass};
+use super::request::{BufferId, BufferRequest, PlacementRequest, RegionClass};
 use crate::ipu21::sram::TILE_MEMORY_BUDGET;
 
 /// Places every buffer of one tile.
@@ -29,7 +29,7 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let spans = validate(request)?;
 
     // Conflict partners per buffer index (symmetric).
-    let index_of = |key: BufferKey| -> PlaceResult<usize> {
+    let index_of = |key: BufferId| -> PlaceResult<usize> {
         request
             .buffers
             .iter()
@@ -160,7 +160,7 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
 /// Checks every buffer and returns its span (all copies).
 fn validate(request: &PlacementRequest) -> PlaceResult<Vec<u32>> {
     let tile = request.tile;
-    let mut keys: Vec<BufferKey> = request.buffers.iter().map(|b| b.key).collect();
+    let mut keys: Vec<BufferId> = request.buffers.iter().map(|b| b.key).collect();
     keys.sort();
     if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
         return Err(PlaceError::DuplicateBuffer { tile, buffer: w[0] });

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::ops::Range;
 
-use super::request::{BufferKey, RegionClass};
+use super::request::{BufferId, RegionClass};
 
 /// Why a tile's buffers could not be placed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +16,7 @@ pub enum PlaceError {
         /// Logical tile.
         tile: u32,
         /// The buffer that did not fit.
-        buffer: BufferKey,
+        buffer: BufferId,
         /// Its name.
         name: String,
         /// Its class.
@@ -35,7 +35,7 @@ pub enum PlaceError {
         /// Logical tile.
         tile: u32,
         /// The buffer.
-        buffer: BufferKey,
+        buffer: BufferId,
         /// Requested alignment.
         align: u32,
     },
@@ -44,7 +44,7 @@ pub enum PlaceError {
         /// Logical tile.
         tile: u32,
         /// The buffer.
-        buffer: BufferKey,
+        buffer: BufferId,
         /// Bytes per copy.
         bytes: u32,
         /// Copies.
@@ -55,7 +55,7 @@ pub enum PlaceError {
         /// Logical tile.
         tile: u32,
         /// The buffer.
-        buffer: BufferKey,
+        buffer: BufferId,
         /// First step.
         first_step: u32,
         /// Last step.
@@ -66,14 +66,14 @@ pub enum PlaceError {
         /// Logical tile.
         tile: u32,
         /// The repeated key.
-        buffer: BufferKey,
+        buffer: BufferId,
     },
     /// A conflict names a buffer the request does not contain.
     UnknownConflictBuffer {
         /// Logical tile.
         tile: u32,
         /// The missing key.
-        buffer: BufferKey,
+        buffer: BufferId,
     },
     /// The bytes charged at the tile's peak step (reserved ranges' blocked
     /// bytes plus every buffer live then, all copies and alignment padding)

@@ -9,7 +9,7 @@ use core::ops::Range;
 use super::error::{PlaceError, PlaceResult};
 use super::regions::first_fit;
 use super::regions::{class_windows, merge};
-use super::request::{BufferKey, RegionClass, ReservedKind};
+use super::request::{BufferId, RegionClass, ReservedKind};
 use crate::ipu21::sram::TILE_MEMORY_BUDGET;
 
 /// A reserved range as placed on the map.
@@ -29,7 +29,7 @@ pub struct ReservedEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Allocation {
     /// Buffer key.
-    pub key: BufferKey,
+    pub key: BufferId,
     /// Buffer name.
     pub name: String,
     /// Class it was placed for.
@@ -106,7 +106,7 @@ impl TilePlacement {
         if !align.is_power_of_two() {
             return Err(PlaceError::BadAlignment {
                 tile,
-                buffer: BufferKey(u32::MAX),
+                buffer: BufferId(u32::MAX),
                 align,
             });
         }
@@ -156,7 +156,7 @@ impl TilePlacement {
             }
             Err(largest_free) => Err(PlaceError::NoRoom {
                 tile,
-                buffer: BufferKey(u32::MAX),
+                buffer: BufferId(u32::MAX),
                 name: String::from(name),
                 class: RegionClass::Standard,
                 bytes_needed: bytes,
@@ -168,7 +168,7 @@ impl TilePlacement {
     }
 
     /// The allocation of `key`.
-    pub fn allocation(&self, key: BufferKey) -> Option<&Allocation> {
+    pub fn allocation(&self, key: BufferId) -> Option<&Allocation> {
         self.allocations
             .binary_search_by_key(&key, |a| a.key)
             .ok()
@@ -176,7 +176,7 @@ impl TilePlacement {
     }
 
     /// Start address of `key` (copy 0).
-    pub fn address(&self, key: BufferKey) -> Option<u32> {
+    pub fn address(&self, key: BufferId) -> Option<u32> {
         self.allocation(key).map(|a| a.range.start)
     }
 

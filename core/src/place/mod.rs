@@ -21,14 +21,14 @@
 //!   different effective elements.
 //!
 //! ```
-//! use ipuc_core::place::{place_tile, BufferKey, BufferRequest, PlacementRequest, RegionClass};
+//! use ipuc_core::place::{place_tile, BufferId, BufferRequest, PlacementRequest, RegionClass};
 //! let weights = BufferRequest {
-//!     key: BufferKey(0), name: "fc1.weight".into(), bytes: 1000, copies: 4,
+//!     key: BufferId(0), name: "fc1.weight".into(), bytes: 1000, copies: 4,
 //!     align: 32, class: RegionClass::Interleaved, first_step: 0, last_step: 9,
 //! };
 //! let req = PlacementRequest { tile: 7, buffers: vec![weights], ..Default::default() };
 //! let placed = place_tile(&req).unwrap();
-//! let a = placed.allocation(BufferKey(0)).unwrap();
+//! let a = placed.allocation(BufferId(0)).unwrap();
 //! assert_eq!((a.range.start, a.stride), (0x80000, 1024));
 //! assert_eq!(a.copy_address(3), Some(0x80000 + 3 * 1024));
 //! ```
@@ -47,7 +47,7 @@ pub use error::{PlaceError, PlaceResult};
 pub use map::{Allocation, ConstantBlock, MemoryPeak, ReservedEntry, TilePlacement};
 pub use regions::{element_bounds, share_element, support_reserved, REGION0, REGION1};
 pub use request::{
-    BufferKey, BufferRequest, ElementConflict, PlacementRequest, RegionClass, ReservedKind,
+    BufferId, BufferRequest, ElementConflict, PlacementRequest, RegionClass, ReservedKind,
     ReservedRange,
 };
 pub use schedule::{place_schedule, requests, SchedulePlacement};

@@ -5,6 +5,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
 
+pub use crate::lower::BufferId;
+
 /// Region class of a buffer: the lowering's [`MemoryClass`] (standard
 /// buffers fill region 0's data area first, then overflow to region 1;
 /// interleaved buffers use region 1 only).
@@ -45,16 +47,11 @@ pub struct ReservedRange {
     pub range: Range<u32>,
 }
 
-/// Identifier of a buffer within one placement problem (the schedule's
-/// buffer index when built from a `TileSchedule`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BufferKey(pub u32);
-
 /// One logical buffer on one tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BufferRequest {
     /// Key (unique within the tile's request).
-    pub key: BufferKey,
+    pub key: BufferId,
     /// For reports and the memory map.
     pub name: String,
     /// Bytes of one copy (one Repeat iteration for iterated buffers).
@@ -99,9 +96,9 @@ impl BufferRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ElementConflict {
     /// One side.
-    pub a: BufferKey,
+    pub a: BufferId,
     /// The other side.
-    pub b: BufferKey,
+    pub b: BufferId,
 }
 
 /// Everything placement needs for one tile.

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use super::allocate::place_tile;
 use super::error::PlaceResult;
 use super::map::TilePlacement;
-use super::request::{BufferKey, BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
+use super::request::{BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
 use crate::kernel::Kernel;
 use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
 
@@ -36,7 +36,7 @@ pub fn requests(
                     ..PlacementRequest::default()
                 });
             req.buffers.push(BufferRequest {
-                key: BufferKey(buf.id.0),
+                key: buf.id,
                 name: buf.name.clone(),
                 bytes: block.bytes,
                 copies: buf.copies.max(1),
@@ -62,8 +62,8 @@ pub fn requests(
             }
             if let Some(req) = by_tile.get_mut(&call.tile) {
                 req.conflicts.push(ElementConflict {
-                    a: BufferKey(left.buffer.0),
-                    b: BufferKey(out.buffer.0),
+                    a: left.buffer,
+                    b: out.buffer,
                 });
             }
         }
@@ -97,14 +97,14 @@ impl SchedulePlacement {
 
     /// Base address of `buffer` on `tile` (copy 0).
     pub fn address(&self, tile: u32, buffer: BufferId) -> Option<u32> {
-        self.tile(tile)?.address(BufferKey(buffer.0))
+        self.tile(tile)?.address(buffer)
     }
 
     /// Address of `at` on `tile` in Repeat iteration `iteration`:
     /// `base + iteration × stride + offset` for iterated buffers,
     /// `base + offset` otherwise (the schedule's one address function).
     pub fn resolve(&self, tile: u32, at: BufferRef, iteration: u32) -> Option<u32> {
-        let a = self.tile(tile)?.allocation(BufferKey(at.buffer.0))?;
+        let a = self.tile(tile)?.allocation(at.buffer)?;
         let copy = if a.copies > 1 { iteration } else { 0 };
         a.copy_address(copy)?.checked_add(at.offset)
     }

@@ -14,7 +14,7 @@ use crate::ir::{DType, Graph, GraphBuilder, TensorType};
 
 fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
     BufferRequest {
-        key: BufferKey(key),
+        key: BufferId(key),
         name: format!("b{key}"),
         bytes,
         copies: 1,
@@ -124,8 +124,8 @@ fn disjoint_lifetimes_reuse_memory_and_overlapping_ones_do_not() {
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
     // Buffer 2 starts after buffer 0 dies, so it takes buffer 0's place.
-    assert_eq!(p.address(BufferKey(0)), p.address(BufferKey(2)));
-    assert_ne!(p.address(BufferKey(0)), p.address(BufferKey(1)));
+    assert_eq!(p.address(BufferId(0)), p.address(BufferId(2)));
+    assert_ne!(p.address(BufferId(0)), p.address(BufferId(1)));
     assert_eq!(p.peak.bytes, 8000);
 }
 
@@ -144,10 +144,10 @@ fn standard_fills_region0_then_overflows_and_interleaved_stays_in_region1() {
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
     // Region 0's data area is 0x50000..0x58000, 0x586E0..0x5C000 and 0x64000..0x80000.
-    assert_eq!(p.address(BufferKey(1)), Some(0x64000));
+    assert_eq!(p.address(BufferId(1)), Some(0x64000));
     // 60 000 bytes fit nowhere else in region 0 once the 100 000 are placed.
-    assert!(p.address(BufferKey(0)).unwrap() >= INTERLEAVED_BASE);
-    assert!(p.address(BufferKey(2)).unwrap() >= INTERLEAVED_BASE);
+    assert!(p.address(BufferId(0)).unwrap() >= INTERLEAVED_BASE);
+    assert!(p.address(BufferId(2)).unwrap() >= INTERLEAVED_BASE);
     // Code's first element is blocked whole: nothing below 0x50000.
     assert!(p.allocations.iter().all(|a| a.range.start >= 0x50000));
     let names: Vec<_> = p.reserved.iter().map(|r| r.name.as_str()).collect();
@@ -178,7 +178,7 @@ fn code_end_guard_covers_fetch_lookahead() {
         conflicts: vec![],
     };
     let p = place_tile(&req).unwrap();
-    assert_eq!(p.address(BufferKey(0)), Some(0x54000));
+    assert_eq!(p.address(BufferId(0)), Some(0x54000));
 }
 
 #[test]
@@ -195,12 +195,12 @@ fn repeat_sequences_use_a_constant_aligned_stride() {
     };
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
-    let w = p.allocation(BufferKey(0)).unwrap();
+    let w = p.allocation(BufferId(0)).unwrap();
     assert_eq!((w.stride, w.copies), (1024, 27));
     assert_eq!(w.range.end - w.range.start, 27 * 1024);
     assert_eq!(w.copy_address(26), Some(w.range.start + 26 * 1024));
     assert_eq!(w.copy_address(27), None);
-    let c = p.allocation(BufferKey(1)).unwrap();
+    let c = p.allocation(BufferId(1)).unwrap();
     assert_eq!(c.copy_address(0), Some(c.range.start));
 }
 
@@ -214,15 +214,15 @@ fn gemm_left_operand_and_output_get_different_elements() {
         tile: 9,
         buffers: vec![a, out],
         conflicts: vec![ElementConflict {
-            a: BufferKey(0),
-            b: BufferKey(1),
+            a: BufferId(0),
+            b: BufferId(1),
         }],
         ..Default::default()
     };
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
     // Without the conflict the output would sit right after `a` at 0x80800.
-    assert_eq!(p.address(BufferKey(1)), Some(0x88000));
+    assert_eq!(p.address(BufferId(1)), Some(0x88000));
 }
 
 #[test]
@@ -241,7 +241,7 @@ fn failure_names_tile_buffer_and_sizes() {
         err,
         PlaceError::NoRoom {
             tile: 1471,
-            buffer: BufferKey(1),
+            buffer: BufferId(1),
             name: "b1".to_string(),
             class: RegionClass::Interleaved,
             bytes_needed: 200_000,
@@ -311,8 +311,8 @@ fn malformed_requests_are_typed_errors() {
         tile: 2,
         buffers: vec![buf(0, 8, RegionClass::Standard, (0, 0))],
         conflicts: vec![ElementConflict {
-            a: BufferKey(0),
-            b: BufferKey(5),
+            a: BufferId(0),
+            b: BufferId(5),
         }],
         ..Default::default()
     };
@@ -320,7 +320,7 @@ fn malformed_requests_are_typed_errors() {
         place_tile(&req),
         Err(PlaceError::UnknownConflictBuffer {
             tile: 2,
-            buffer: BufferKey(5)
+            buffer: BufferId(5)
         })
     );
 
@@ -358,7 +358,7 @@ fn arb_request() -> impl Strategy<Value = PlacementRequest> {
                 .enumerate()
                 .map(
                     |(i, &(bytes, copies, align, inter, first, len))| BufferRequest {
-                        key: BufferKey(i as u32),
+                        key: BufferId(i as u32),
                         name: format!("b{i}"),
                         bytes,
                         copies,
@@ -378,8 +378,8 @@ fn arb_request() -> impl Strategy<Value = PlacementRequest> {
                 .into_iter()
                 .filter(|&(a, b)| a < n && b < n && a != b)
                 .map(|(a, b)| ElementConflict {
-                    a: BufferKey(a as u32),
-                    b: BufferKey(b as u32),
+                    a: BufferId(a as u32),
+                    b: BufferId(b as u32),
                 })
                 .collect();
             PlacementRequest {

@@ -532,6 +532,7 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
 mod cache_tests {
     use super::*;
     use crate::ir::DType;
+    use crate::plan::memory::DATA_BUDGET_BYTES;
 
     fn repeat_op(g: &Graph) -> OpId {
         g.walk()

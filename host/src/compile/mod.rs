@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use ipuc_core::emit::{
-    emit_programs, plan_exchange, program_tiles, BufferAddresses, EmitInput, ExchangePlan,
+    emit_programs, program_tiles, schedule_exchanges, BufferAddresses, EmitInput, ExchangePlan,
     ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
 };
 use ipuc_core::ipu21::sram::layout;
@@ -21,9 +21,7 @@ use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
-use ipuc_core::place::{
-    place_tile, requests, support_reserved, BufferKey, PlacementRequest, TilePlacement,
-};
+use ipuc_core::place::{place_tile, requests, support_reserved, PlacementRequest, TilePlacement};
 use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 
@@ -119,7 +117,7 @@ struct Placed<'a> {
 
 impl BufferAddresses for Placed<'_> {
     fn base(&self, buffer: BufferId, tile: u32) -> Option<u32> {
-        self.by_tile.get(&tile)?.address(BufferKey(buffer.0))
+        self.by_tile.get(&tile)?.address(buffer)
     }
 }
 
@@ -206,7 +204,7 @@ pub fn compile_with(
         // fetched), so each tile's block of them is placed in the data
         // region and charged to the budget like a buffer, not linked with
         // the code.
-        let exchange_plan = plan_exchange(
+        let exchange_plan = schedule_exchanges(
             &schedule,
             &Placed {
                 by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
@@ -504,7 +502,7 @@ fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segm
         .allocations
         .iter()
         .map(|a| {
-            let bound = schedule.buffer(BufferId(a.key.0)).is_some_and(|b| {
+            let bound = schedule.buffer(a.key).is_some_and(|b| {
                 matches!(
                     b.role,
                     BufferRole::Input { .. }

@@ -3,7 +3,7 @@
 //! placed buffers with their addresses and lifetimes, for `memory.html`.
 
 use ipuc_core::lower::schedule::{BufferRole, TileSchedule};
-use ipuc_core::place::{BufferKey, ReservedKind, TilePlacement};
+use ipuc_core::place::{ReservedKind, TilePlacement};
 
 use super::memory::{
     Allocation, AllocationClass, Liveness, MemoryBudget, MemoryMap, TileMemoryMap,
@@ -82,7 +82,7 @@ pub fn memory_map_from_placement(
                 let class = schedule
                     .buffers
                     .get(a.key.0 as usize)
-                    .filter(|b| BufferKey(b.id.0) == a.key)
+                    .filter(|b| b.id == a.key)
                     .map_or(AllocationClass::Activation, |b| role_class(&b.role));
                 Allocation {
                     name: a.name.clone(),
