@@ -7,8 +7,7 @@ use ipuc_core::ipu21::sram::layout;
 use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
 use ipuc_core::lower::{check::check, lower};
 use ipuc_core::place::{
-    place_schedule, share_element, BufferId, PlaceError, ReservedKind, ReservedRange, REGION0,
-    REGION1,
+    place_schedule, share_element, PlaceError, ReservedKind, ReservedRange, REGION0, REGION1,
 };
 use ipuc_core::plan::{plan_graph, PlanConfig};
 

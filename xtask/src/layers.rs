@@ -189,8 +189,7 @@ fn paths(text: &str) -> Vec<(usize, Vec<String>)> {
         let preceded_by_sep = i > 0 && tokens[i - 1].1 == "::";
         if starts && !preceded_by_sep {
             let mut j = i;
-            let mut prefix = Vec::new();
-            walk(&tokens, &mut j, &mut prefix, line, &mut out);
+            walk(&tokens, &mut j, &[], line, &mut out);
             i = j.max(i + 1);
         } else {
             i += 1;
@@ -203,45 +202,37 @@ fn paths(text: &str) -> Vec<(usize, Vec<String>)> {
 fn walk(
     tokens: &[(usize, String)],
     j: &mut usize,
-    prefix: &mut Vec<String>,
+    prefix: &[String],
     line: usize,
     out: &mut Vec<(usize, Vec<String>)>,
 ) {
-    let mut path = prefix.clone();
-    loop {
-        let Some((_, t)) = tokens.get(*j) else { break };
-        if is_ident(t) {
-            path.push(t.clone());
-            *j += 1;
-        } else {
+    let mut path = prefix.to_vec();
+    while let Some((_, t)) = tokens.get(*j) {
+        if !is_ident(t) {
             break;
         }
-        if tokens.get(*j).is_some_and(|(_, t)| t == "::") {
+        path.push(t.clone());
+        *j += 1;
+        if tokens.get(*j).is_none_or(|(_, t)| t != "::") {
+            break;
+        }
+        *j += 1;
+        if tokens.get(*j).is_some_and(|(_, t)| t == "{") {
             *j += 1;
-            if tokens.get(*j).is_some_and(|(_, t)| t == "{") {
-                *j += 1;
-                // One alternative per comma, each a path relative to `path`.
-                loop {
-                    let Some((l, t)) = tokens.get(*j) else { return };
-                    if t == "}" {
-                        *j += 1;
-                        return;
-                    }
-                    if t == "," {
-                        *j += 1;
-                        continue;
-                    }
-                    if is_ident(t) {
-                        let mut inner = path.clone();
-                        walk(tokens, j, &mut inner, *l, out);
-                    } else {
-                        *j += 1;
-                    }
+            // One alternative per comma, each a path relative to `path`.
+            while let Some((l, t)) = tokens.get(*j) {
+                if t == "}" {
+                    *j += 1;
+                    return;
+                }
+                if is_ident(t) {
+                    walk(tokens, j, &path, *l, out);
+                } else {
+                    *j += 1;
                 }
             }
-            continue;
+            return;
         }
-        break;
     }
     if !path.is_empty() {
         out.push((line, path));
