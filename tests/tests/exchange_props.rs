@@ -14,11 +14,11 @@ use ipuc_core::exchange::{
     schedule_phase_sweeping, ControlKind, ExchangePhase, ExchangeRow, RandomPhaseSpec, RowBases,
     ScheduleOptions, SourceSweep,
 };
+use ipuc_core::ipu21::isa::Instruction;
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::patch::relocate::rebase_row;
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
-use ipuc_core::ipu21::isa::Instruction;
-use ipuc_core::ipu21::topology::PhysicalTile;
 use proptest::prelude::*;
 
 fn env(name: &str, default: u64) -> u64 {
