@@ -55,17 +55,22 @@ pub mod symbols {
     pub const COMPLETE: &str = "ipuc_static_complete";
 }
 
-/// Assembly text defining the symbols the runtime links against: the
-/// layout addresses and the row-patch dispatcher's bulk threshold
-/// (`ipuc_bulk_patch_min_words` = [`PATCH_BULK_THRESHOLD_WORDS`], the one
-/// definition the planner's cost and the sharing pass also read).
-pub fn layout_source() -> String {
-    let defs = [
+/// The symbols the runtime links against: the layout addresses and the
+/// row-patch dispatcher's bulk threshold (`ipuc_bulk_patch_min_words` =
+/// [`PATCH_BULK_THRESHOLD_WORDS`], the one definition the planner's cost
+/// and the sharing pass also read).
+pub fn link_symbols() -> [(&'static str, u32); 4] {
+    [
         ("ipuc_completion_word", layout::COMPLETION_WORD),
         ("ipuc_supervisor_stack_top", layout::SUPERVISOR_STACK_TOP),
         ("ipuc_worker_area", layout::WORKER_AREA),
         ("ipuc_bulk_patch_min_words", PATCH_BULK_THRESHOLD_WORDS),
-    ];
+    ]
+}
+
+/// Assembly text defining [`link_symbols`].
+pub fn layout_source() -> String {
+    let defs = link_symbols();
     let mut s = String::new();
     for (name, value) in defs {
         s.push_str(&format!(

@@ -29,17 +29,14 @@ pub struct Args {
 
 /// Link-time symbols `device-asm/static_runtime.S` expects from the image
 /// builder. `ipuc asm` supplies these defaults (taken from
-/// `core::ipu21::sram::layout`) so the runtime assembles and lists on its
+/// `core::runtime::link_symbols`) so the runtime assembles and lists on its
 /// own; they apply only to names the source leaves undefined.
-pub fn runtime_layout_defaults() -> [(&'static str, u32); 4] {
-    [
-        ("ipuc_completion_word", layout::COMPLETION_WORD),
-        ("ipuc_supervisor_stack_top", layout::SUPERVISOR_STACK_TOP),
-        ("ipuc_worker_area", layout::WORKER_AREA),
-        // Generated supervisor code lives in the second executable region,
-        // which starts where the reserved state block ends (facts §1.2).
-        ("ipuc_program", layout::RESERVED_END),
-    ]
+pub fn runtime_layout_defaults() -> Vec<(&'static str, u32)> {
+    let mut defs = ipuc_core::runtime::link_symbols().to_vec();
+    // Generated supervisor code lives in the second executable region,
+    // which starts where the reserved state block ends (facts §1.2).
+    defs.push(("ipuc_program", layout::RESERVED_END));
+    defs
 }
 
 fn parse_defsym(s: &str) -> anyhow::Result<(String, i64)> {
