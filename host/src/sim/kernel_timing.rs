@@ -44,11 +44,11 @@
 //! "estimate"), applied per worker. The calibration against the facts'
 //! measured AMP figures is `tests::amp_model_matches_the_measured_figures`.
 
+use ipuc_core::ipu21::sram::INTERLEAVED_BASE;
+use ipuc_core::ipu21::timing as t;
 use ipuc_core::ir::DType;
 use ipuc_core::kernel::KernelArgs;
 use ipuc_core::lower::Kernel;
-use ipuc_core::ipu21::sram::INTERLEAVED_BASE;
-use ipuc_core::ipu21::timing as t;
 
 use super::cycle::ISSUE_INTERVAL;
 
