@@ -80,10 +80,47 @@ pub fn layout_source() -> String {
     s
 }
 
+/// A static runtime's assembly text: the built-in one, or a replacement
+/// (`--runtime-source F.S`, the seeds' flag) that must define the same
+/// entry symbols ([`symbols`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeSource {
+    /// Name used in assembler error locations (the file path).
+    pub name: String,
+    /// The assembly text.
+    pub text: String,
+}
+
+impl RuntimeSource {
+    /// `device-asm/static_runtime.S` as embedded in this build.
+    pub fn builtin() -> Self {
+        RuntimeSource {
+            name: SOURCE_NAME.into(),
+            text: SOURCE.into(),
+        }
+    }
+
+    /// Whether this is the built-in text.
+    pub fn is_builtin(&self) -> bool {
+        self.text == SOURCE
+    }
+}
+
+impl Default for RuntimeSource {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
 /// Assemble the runtime source and the layout symbols into two objects.
 pub fn runtime_objects() -> Result<[Object; 2], AsmError> {
+    runtime_objects_from(&RuntimeSource::builtin())
+}
+
+/// [`runtime_objects`] for any runtime text.
+pub fn runtime_objects_from(runtime: &RuntimeSource) -> Result<[Object; 2], AsmError> {
     Ok([
-        assemble(SOURCE_NAME, SOURCE)?,
+        assemble(&runtime.name, &runtime.text)?,
         assemble("<runtime layout>", &layout_source())?,
     ])
 }
@@ -92,7 +129,15 @@ pub fn runtime_objects() -> Result<[Object; 2], AsmError> {
 /// [`symbols::START`] is the tile entry point) followed by `program`
 /// objects, one of which must define the global [`symbols::PROGRAM`].
 pub fn link_with_runtime(program: &[Object]) -> Result<Image, AsmError> {
-    let [rt, lay] = runtime_objects()?;
+    link_with_runtime_source(&RuntimeSource::builtin(), program)
+}
+
+/// [`link_with_runtime`] with the given runtime text.
+pub fn link_with_runtime_source(
+    runtime: &RuntimeSource,
+    program: &[Object],
+) -> Result<Image, AsmError> {
+    let [rt, lay] = runtime_objects_from(runtime)?;
     let mut objects = alloc::vec::Vec::with_capacity(program.len() + 2);
     objects.push(rt);
     objects.push(lay);

@@ -33,7 +33,7 @@ use std::fmt::Write as _;
 use anyhow::{anyhow, bail, Context as _, Result};
 use ipuc_core::ipu21::asm::{assemble, Image};
 use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
-use ipuc_core::runtime::{self, symbols};
+use ipuc_core::runtime::{self, symbols, RuntimeSource};
 
 use crate::sim::{Device, Tile};
 
@@ -197,11 +197,11 @@ fn harness_source(n: u32, patcher: Patcher) -> String {
 }
 
 /// Runtime + harness, linked at `0x4C010`.
-pub fn link_image(n: u32, patcher: Patcher) -> Result<Image> {
+pub fn link_image(n: u32, patcher: Patcher, rt: &RuntimeSource) -> Result<Image> {
     let harness = assemble("<hw-check harness>", &harness_source(n, patcher))
         .map_err(|e| anyhow!("assembling the hw-check harness: {e}"))?;
-    runtime::link_with_runtime(&[harness])
-        .map_err(|e| anyhow!("assembling/linking the runtime: {e}"))
+    runtime::link_with_runtime_source(rt, &[harness])
+        .map_err(|e| anyhow!("assembling/linking the runtime {}: {e}", rt.name))
 }
 
 fn write_words(tile: &mut Tile, addr: u32, words: &[u32]) -> Result<()> {
@@ -211,8 +211,8 @@ fn write_words(tile: &mut Tile, addr: u32, words: &[u32]) -> Result<()> {
 }
 
 /// Build the tile for one case: background, runtime + harness, row, tables.
-pub fn build_tile(n: u32, patcher: Patcher, list: &PatchList) -> Result<Tile> {
-    let image = link_image(n, patcher)?;
+pub fn build_tile(n: u32, patcher: Patcher, list: &PatchList, rt: &RuntimeSource) -> Result<Tile> {
+    let image = link_image(n, patcher, rt)?;
     if image.end() > ROW {
         bail!(
             "runtime + harness end at {:#x}, past the row buffer at {ROW:#x}",
@@ -271,10 +271,11 @@ pub fn compare(expected: &[u8], actual: &[u8]) -> (Vec<Mismatch>, usize) {
 pub fn run_case_with(
     n: u32,
     patcher: Patcher,
+    rt: &RuntimeSource,
     tamper: impl FnOnce(&mut Tile),
 ) -> Result<CaseResult> {
     let list = PatchList::generate(n);
-    let mut tile = build_tile(n, patcher, &list)?;
+    let mut tile = build_tile(n, patcher, &list, rt)?;
     tamper(&mut tile);
     let mut expected = tile.memory().as_bytes().to_vec();
     let mut device = Device::new(vec![tile]);
@@ -321,8 +322,8 @@ pub fn run_case_with(
 }
 
 /// Run one case unmodified.
-pub fn run_case(n: u32, patcher: Patcher) -> Result<CaseResult> {
-    run_case_with(n, patcher, |_| {})
+pub fn run_case(n: u32, patcher: Patcher, rt: &RuntimeSource) -> Result<CaseResult> {
+    run_case_with(n, patcher, rt, |_| {})
 }
 
 /// Scalar and worker results for one size.
@@ -333,13 +334,13 @@ pub struct SizeResult {
 }
 
 /// Run both patchers at every size in `sizes`.
-pub fn run_sizes(sizes: &[u32]) -> Result<Vec<SizeResult>> {
+pub fn run_sizes(sizes: &[u32], rt: &RuntimeSource) -> Result<Vec<SizeResult>> {
     sizes
         .iter()
         .map(|&n| {
             Ok(SizeResult {
-                scalar: run_case(n, Patcher::Scalar)?,
-                workers: run_case(n, Patcher::Workers)?,
+                scalar: run_case(n, Patcher::Scalar, rt)?,
+                workers: run_case(n, Patcher::Workers, rt)?,
             })
         })
         .collect()
@@ -510,8 +511,8 @@ fn wrap_into(out: &mut String, text: &str) {
 }
 
 /// Everything `ipuc hw-check --target sim` prints, and whether all passed.
-pub fn report(sizes: &[u32]) -> Result<(String, usize, usize)> {
-    let results = run_sizes(sizes)?;
+pub fn report(sizes: &[u32], rt: &RuntimeSource) -> Result<(String, usize, usize)> {
+    let results = run_sizes(sizes, rt)?;
     let (mut out, passed, failed) = render_table(&results);
     out.push('\n');
     out.push_str(&render_calibration(&results));
@@ -541,7 +542,7 @@ mod tests {
 
     #[test]
     fn both_patchers_pass_around_the_dispatch_threshold() {
-        let results = run_sizes(&[0, 7, 24, 25]).unwrap();
+        let results = run_sizes(&[0, 7, 24, 25], &RuntimeSource::builtin()).unwrap();
         for r in &results {
             assert!(
                 r.scalar.passed(),
@@ -565,7 +566,7 @@ mod tests {
 
     /// Change one instruction of the linked runtime in the tile's SRAM.
     fn patch_instruction(tile: &mut Tile, n: u32, patcher: Patcher, text: &str, replacement: &str) {
-        let image = link_image(n, patcher).unwrap();
+        let image = link_image(n, patcher, &RuntimeSource::builtin()).unwrap();
         let line = image
             .listing
             .iter()
@@ -577,7 +578,7 @@ mod tests {
 
     #[test]
     fn a_wrong_worker_stride_is_caught() {
-        let r = run_case_with(30, Patcher::Workers, |t| {
+        let r = run_case_with(30, Patcher::Workers, &RuntimeSource::builtin(), |t| {
             patch_instruction(
                 t,
                 30,
@@ -598,7 +599,7 @@ mod tests {
     fn a_stray_store_anywhere_is_caught() {
         // Scalar loop storing one word too far: destinations stay old and
         // their guard neighbours change.
-        let r = run_case_with(7, Patcher::Scalar, |t| {
+        let r = run_case_with(7, Patcher::Scalar, &RuntimeSource::builtin(), |t| {
             patch_instruction(
                 t,
                 7,
@@ -616,7 +617,7 @@ mod tests {
 
     #[test]
     fn calibration_report_flags_large_deviations() {
-        let results = run_sizes(&[24, 78, 1024]).unwrap();
+        let results = run_sizes(&[24, 78, 1024], &RuntimeSource::builtin()).unwrap();
         let text = render_calibration(&results);
         assert!(text.contains("    24   scalar"));
         assert!(text.contains("measured"));

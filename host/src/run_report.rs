@@ -98,6 +98,12 @@ pub fn print_compile_report(r: &CompileReport) {
     let s = &r.plan_stats;
     println!("planning: {} candidates screened, {} body searches, {} cache hits, {} memory rejections, {:.0} ms",
         s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections, r.times.planning_ms);
+    if let Some(o) = &r.optimization {
+        println!(
+            "optimization: {} of {} steps, {} changes kept of {} tried; estimated cycles {} before, {} after",
+            o.steps_run, o.steps, o.accepted, o.tried, o.cycles_before, o.cycles_after
+        );
+    }
     println!(
         "stages: lowering {:.0} ms, placement {:.0} ms, emission {:.0} ms, packaging {:.0} ms",
         r.times.lowering_ms, r.times.placement_ms, r.times.emission_ms, r.times.packaging_ms

@@ -112,6 +112,7 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         beam_width: 8,
         tiles: 16,
         name: "siglip-small x2 key-split".into(),
+        ..CompileOptions::default()
     };
     let compiled = compile_with(&model.graph, &kernel_abi(), &opts, 2).unwrap();
     let names: Vec<&str> = compiled

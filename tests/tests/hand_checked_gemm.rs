@@ -44,6 +44,7 @@ fn run(graph: &Graph, tiles: u32, weights: Weights, x: HostTensor) -> Vec<f32> {
         beam_width: 8,
         tiles,
         name: "hand-checked".into(),
+        ..CompileOptions::default()
     };
     let compiled = compile(graph, &kernel_abi(), &options).unwrap();
     let inputs = BTreeMap::from([("x".to_string(), x)]);

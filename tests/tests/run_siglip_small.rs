@@ -24,6 +24,7 @@ fn options(layers: usize) -> (ModelOptions, CompileOptions) {
             beam_width: 8,
             tiles: 64,
             name: format!("siglip-small x{layers}"),
+            ..CompileOptions::default()
         },
     )
 }
@@ -196,6 +197,57 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
         html.contains("over budget by"),
         "rejection page lacks its verdict"
     );
+    // The error text lists the top dozen allocations, not all of them.
+    let listed = text
+        .lines()
+        .filter(|l| l.trim_end().contains(" B  "))
+        .count();
+    assert!(listed <= 12, "{listed} allocations on stderr:\n{text}");
+    // One report per rejected candidate, each with a tile picker's tiles
+    // (the reported tile first) and every tile's live allocations.
+    let all = ipuc::report::MemoryRejection::all_from_plan(&rejected.0);
+    assert_eq!(all.len(), 1 + rejected.0.candidates.len());
+    assert!(all.len() > 1, "several candidates were rejected");
+    assert!(all
+        .windows(2)
+        .all(|w| w[0].effective_bytes() <= w[1].effective_bytes()));
+    for r in &all {
+        assert_eq!(r.tiles[0].tile, r.peak_tile);
+        assert!(r.tiles.len() > 1 && r.tiles.len() <= 32);
+        assert_eq!(
+            r.tiles[0].allocations.iter().map(|a| a.size).sum::<u64>(),
+            r.live.iter().map(|a| a.bytes).sum::<u64>()
+        );
+        let html = ipuc::report::memory_html::render_rejection(r);
+        assert!(html.contains("id=\"rtile\""), "interactive tile picker");
+    }
+    let dir = std::env::temp_dir().join(format!("ipuc-rejections-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths = ipuc::cli::run::write_rejections(&dir, rejected.0.op_index, &all).unwrap();
+    assert_eq!(paths.len(), all.len());
+    for (k, p) in paths.iter().enumerate() {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!("rejected-op{}-", rejected.0.op_index)),
+            "{name}"
+        );
+        assert!(name.ends_with(&format!("-{k:04}.html")), "{name}");
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.with_extension("json")).unwrap()).unwrap();
+        for key in [
+            "operation",
+            "peak_tile",
+            "budget",
+            "live",
+            "tiles",
+            "moments",
+            "source",
+        ] {
+            assert!(json.get(key).is_some(), "{name}: JSON lacks `{key}`");
+        }
+        assert_eq!(json["source"], "planner estimate");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

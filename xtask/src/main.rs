@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod layers;
+mod browser;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
@@ -34,6 +35,13 @@ enum Task {
         /// What to benchmark: `reference`.
         what: String,
     },
+    /// Render every HTML report of a small run in headless Chromium,
+    /// screenshot each, fail on JavaScript errors or empty views.
+    BrowserCheck {
+        /// Where the run's reports and the screenshots go.
+        #[arg(long, default_value = "target/browser-check")]
+        out: PathBuf,
+    },
     /// Run every cargo-fuzz target for N seconds each (needs nightly; installs cargo-fuzz).
     Fuzz {
         #[arg(long, default_value_t = 30)]
@@ -54,6 +62,7 @@ fn main() -> Result<()> {
         Task::Ci => ci(&root),
         Task::Layers => check_layers(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
+        Task::BrowserCheck { out } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
         Task::Bench { what } => match what.as_str() {
             "reference" => bench_reference(&root),

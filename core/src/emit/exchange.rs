@@ -188,6 +188,16 @@ pub fn schedule_exchanges(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
 ) -> Result<ExchangePlan, EmitError> {
+    schedule_exchanges_with(schedule, addrs, ScheduleOptions::default())
+}
+
+/// [`schedule_exchanges`] with explicit scheduler options (e.g. a stream cap,
+/// [`ScheduleOptions::max_stream_words`]).
+pub fn schedule_exchanges_with(
+    schedule: &TileSchedule,
+    addrs: &dyn BufferAddresses,
+    options: ScheduleOptions,
+) -> Result<ExchangePlan, EmitError> {
     // (phase, enclosing Repeat) in pre-order.
     let mut lowered: Vec<(&ExchangeStep, Option<&RepeatStep>)> = Vec::new();
     schedule.visit(|step, parent| {
@@ -217,7 +227,7 @@ pub fn schedule_exchanges(
                 .collect(),
             None => Vec::new(),
         };
-        let scheduled = schedule_phase_sweeping(&wire, ScheduleOptions::default(), &sweeps)
+        let scheduled = schedule_phase_sweeping(&wire, options, &sweeps)
             .map_err(|error| EmitError::Exchange { step, error })?;
         let mut by_tile: BTreeMap<u16, Vec<RepeatPatchTable>> = BTreeMap::new();
         let mut patch_plan = None;

@@ -50,6 +50,11 @@ pub struct ScheduleOptions {
     /// Order jobs dynamically by the largest remaining load among their
     /// tiles (instead of by initial load).
     pub remaining_first: bool,
+    /// Longest piece, in words, one stream may carry before the scheduler
+    /// starts a new piece (the seeds' `--exchange-stream-words`, e.g. B1024);
+    /// `None` = a piece takes the whole common gap. Transfers longer than
+    /// the cap are sent as 32-bit items (a 64-bit paired job is one piece).
+    pub max_stream_words: Option<u32>,
 }
 
 impl Default for ScheduleOptions {
@@ -58,6 +63,7 @@ impl Default for ScheduleOptions {
             min_piece_words: 32,
             sender_budget_percent: 80,
             remaining_first: true,
+            max_stream_words: None,
         }
     }
 }
@@ -295,7 +301,18 @@ pub fn schedule_pieces_avoiding(
             ))?;
         *slot = Some((sw.stride_bytes, sw.iterations));
     }
-    let (pairing, _, _) = plan_pairing(phase);
+    let (mut pairing, _, _) = plan_pairing(phase);
+    if let Some(cap) = options.max_stream_words {
+        // A paired job is placed as one piece: over the cap, 32-bit pieces.
+        for (p, t) in pairing.iter_mut().zip(&phase.transfers) {
+            if t.words > cap && !p.pairs.is_empty() {
+                *p = TransferPairing {
+                    pairs: Vec::new(),
+                    singles: (0..t.destinations.len() as u16).collect(),
+                };
+            }
+        }
+    }
     let (out_load, in_load) = event_loads(phase, &pairing);
     let lower_bound = out_load
         .iter()
@@ -329,6 +346,10 @@ pub fn schedule_pieces_avoiding(
     }
     let mut pieces = Vec::new();
     let min_piece = u64::from(options.min_piece_words.max(1));
+    let max_piece = options
+        .max_stream_words
+        .map_or(u64::MAX, |w| u64::from(w.max(1)));
+    let min_piece = min_piece.min(max_piece);
 
     // Remaining (unscheduled) stream load per tile: with `remaining_first`,
     // the next job is the one touching the tile with the most work left.
@@ -418,8 +439,14 @@ pub fn schedule_pieces_avoiding(
                 return Err(ExchangeError::Internal("scheduler made no progress"));
             }
             let min_len = remaining.min(min_piece);
-            let (start, len) =
-                find_common_gap(&tiles, t.source, &receivers, candidate, min_len, remaining);
+            let (start, len) = find_common_gap(
+                &tiles,
+                t.source,
+                &receivers,
+                candidate,
+                min_len,
+                remaining.min(max_piece),
+            );
             let src_addr = t.source_address + (offset as u32) * 4;
             match placement_problem(
                 &tiles,

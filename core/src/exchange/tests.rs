@@ -640,4 +640,30 @@ fn base_values_outside_the_model_are_typed_errors() {
             value: 8
         }))
     );
+#[test]
+fn a_stream_cap_splits_long_transfers_into_capped_pieces() {
+    let phase = ExchangePhase {
+        transfers: vec![
+            unicast(0, 0x60000, 3000, 2, 0x70000),
+            unicast(5, 0x64000, 700, 9, 0x74000),
+        ],
+    };
+    let free = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    assert_eq!(free.pieces.len(), 2, "uncapped: one piece per transfer");
+    let capped = schedule_phase(
+        &phase,
+        ScheduleOptions {
+            max_stream_words: Some(1024),
+            ..ScheduleOptions::default()
+        },
+    )
+    .unwrap();
+    // 3000 = 1024 + 1024 + 952 and 700 under the cap.
+    let mut lens: Vec<u32> = capped.pieces.iter().map(|p| p.words).collect();
+    lens.sort_unstable();
+    assert_eq!(lens, vec![700, 952, 1024, 1024]);
+    assert!(capped.pieces.iter().all(|p| p.words <= 1024));
+    assert_ne!(capped.rows, free.rows, "the cap changes the rows");
+    let report = check_phase(&phase, &capped.rows).unwrap();
+    assert_eq!(report.words_delivered, 3700);
 }

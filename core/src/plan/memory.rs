@@ -195,6 +195,33 @@ pub struct MemoryRejection {
     pub tiles_over_budget: u32,
     /// Allocations live on that tile at that moment, largest first.
     pub live: Vec<LiveAllocation>,
+    /// The most loaded tiles at that moment (at most [`REPORTED_TILES`],
+    /// over-budget ones first, `tile` among them) with their planned bytes
+    /// and live allocations: what a report's tile picker shows.
+    pub tiles: Vec<TileLive>,
+    /// Other candidates rejected at the same op (lowest peak first, at most
+    /// [`REPORTED_CANDIDATES`] − 1), each a full report of its own.
+    pub candidates: Vec<MemoryRejection>,
+}
+
+/// Tiles described per rejection ([`MemoryRejection::tiles`]).
+pub const REPORTED_TILES: usize = 32;
+/// Rejected candidates reported per failing op (this one and its
+/// [`MemoryRejection::candidates`]).
+pub const REPORTED_CANDIDATES: usize = 8;
+/// Allocations `Display` lists (the report files have all of them).
+pub const DISPLAYED_ALLOCATIONS: usize = 12;
+
+/// One tile of a rejection: planned bytes (excluding the reserve) and the
+/// allocations live on it at the rejected moment, largest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TileLive {
+    /// Tile.
+    pub tile: u32,
+    /// Planned bytes on it at that moment.
+    pub bytes: u64,
+    /// Live allocations, largest first.
+    pub live: Vec<LiveAllocation>,
 }
 
 impl MemoryRejection {
@@ -222,11 +249,20 @@ impl fmt::Display for MemoryRejection {
             "  interleaved {} of {} bytes; {} tiles over budget at this moment",
             self.interleaved_bytes, self.interleaved_budget_bytes, self.tiles_over_budget
         )?;
-        for a in &self.live {
+        for a in self.live.iter().take(DISPLAYED_ALLOCATIONS) {
             writeln!(
                 f,
                 "  {:>9} B  {:?} {:?}  {}",
                 a.bytes, a.kind, a.class, a.name
+            )?;
+        }
+        if self.live.len() > DISPLAYED_ALLOCATIONS {
+            let rest = &self.live[DISPLAYED_ALLOCATIONS..];
+            writeln!(
+                f,
+                "  … {} more allocations ({} B) in the report",
+                rest.len(),
+                rest.iter().map(|a| a.bytes).sum::<u64>()
             )?;
         }
         Ok(())

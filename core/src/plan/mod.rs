@@ -33,6 +33,7 @@ pub mod candidates;
 pub mod context;
 pub mod cost;
 pub mod error;
+pub mod improve;
 pub mod layout;
 pub mod memory;
 pub mod opplan;
@@ -41,6 +42,7 @@ pub mod relayout;
 
 pub use cost::Cycles;
 pub use error::{PlanError, PlanResult};
+pub use improve::{improve_plan, Improvement};
 pub mod region;
 pub mod search;
 pub mod state;

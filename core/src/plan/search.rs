@@ -55,7 +55,7 @@ pub struct Plan {
 
 /// Candidate generation for the search (memoised in the context).
 impl SearchCx<'_> {
-    fn candidates_for(&self, op: OpId, state: &State) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
+    pub(crate) fn candidates_for(&self, op: OpId, state: &State) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
         let o = self
             .graph
             .op(op)
@@ -183,19 +183,26 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
             .op(op)
             .ok_or(PlanError::MalformedGraph { what: "op" })?;
         let mut next = Vec::new();
-        let mut best: Option<BestRejection> = None;
+        // The lowest-peak rejected candidates (first seen wins ties), kept
+        // for the reports should no candidate fit.
+        let mut rejected: Vec<BestRejection> = Vec::new();
         let mut note =
             |peak: u64, state: &State, plan: Option<&Arc<OpPlan>>, body: Option<&Arc<BodyPlan>>| {
                 cx.stats.borrow_mut().memory_rejections += 1;
-                if best.as_ref().is_none_or(|b| peak < b.peak) {
-                    best = Some(BestRejection {
-                        peak,
-                        state: state.clone(),
-                        pos,
-                        op,
-                        plan: plan.cloned(),
-                        body: body.cloned(),
-                    });
+                let at = rejected.partition_point(|b| b.peak <= peak);
+                if at < memory::REPORTED_CANDIDATES {
+                    rejected.insert(
+                        at,
+                        BestRejection {
+                            peak,
+                            state: state.clone(),
+                            pos,
+                            op,
+                            plan: plan.cloned(),
+                            body: body.cloned(),
+                        },
+                    );
+                    rejected.truncate(memory::REPORTED_CANDIDATES);
                 }
             };
         let mut repeat_failure: Option<Arc<MemoryRejection>> = None;
@@ -227,7 +234,7 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
             }
         }
         if next.is_empty() {
-            if let Some(b) = best {
+            let mut reports = rejected.iter().filter_map(|b| {
                 let r = match (&b.plan, &b.body) {
                     (Some(p), _) => b.state.apply(cx, info, b.pos, b.op, p, Mode::Report),
                     (None, Some(body)) => {
@@ -236,13 +243,17 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
                     }
                     _ => Err(Reject::Unaligned),
                 };
-                if let Err(Reject::Memory {
-                    report: Some(report),
-                    ..
-                }) = r
-                {
-                    return Err(PlanError::OutOfMemory(report));
+                match r {
+                    Err(Reject::Memory {
+                        report: Some(report),
+                        ..
+                    }) => Some(report),
+                    _ => None,
                 }
+            });
+            if let Some(mut report) = reports.next() {
+                report.candidates = reports.map(|r| *r).collect();
+                return Err(PlanError::OutOfMemory(report));
             }
             if let Some(r) = repeat_failure {
                 return Err(PlanError::OutOfMemory(alloc::boxed::Box::new((*r).clone())));
@@ -258,7 +269,7 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
 }
 
 /// The cached frontier of the Repeat `op`'s body for the boundary `s` gives it.
-fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<BodyFrontier> {
+pub(crate) fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<BodyFrontier> {
     let rep = cx
         .graph
         .repeat(op)

@@ -406,6 +406,32 @@ impl State {
                 });
             }
             live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+            // The most loaded tiles (the reported one always among them).
+            let mut order: Vec<u32> = (0..usage.len() as u32).collect();
+            order.sort_by(|&a, &b| {
+                usage[b as usize]
+                    .cmp(&usage[a as usize])
+                    .then(a.cmp(&b))
+            });
+            order.retain(|&t| t != tile);
+            order.truncate(memory::REPORTED_TILES.saturating_sub(1));
+            order.insert(0, tile);
+            let tiles = order
+                .into_iter()
+                .map(|t| {
+                    let mut l = if t == tile {
+                        live.clone()
+                    } else {
+                        memory::live_on_tile(t, all())
+                    };
+                    l.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+                    memory::TileLive {
+                        tile: t,
+                        bytes: usage.get(t as usize).copied().unwrap_or(0),
+                        live: l,
+                    }
+                })
+                .collect();
             alloc::boxed::Box::new(MemoryRejection {
                 op_name,
                 op_index,
@@ -419,6 +445,8 @@ impl State {
                 interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
                 tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
                 live,
+                tiles,
+                candidates: Vec::new(),
             })
         });
         Err(Reject::Memory {

@@ -15,6 +15,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    args.build.check()?;
     if args.build.package.is_none() {
         eprintln!(
             "note: no --package given; the package is built, checked and hashed but not written"

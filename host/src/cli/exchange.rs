@@ -55,6 +55,9 @@ pub struct BenchArgs {
     /// Order jobs by the largest remaining load among their tiles (true/false).
     #[arg(long, default_value_t = ScheduleOptions::default().remaining_first, action = clap::ArgAction::Set)]
     remaining_first: bool,
+    /// Longest piece one stream carries, in words (the seeds' `--exchange-stream-words`).
+    #[arg(long, value_parser = super::checks::at_least_one_u32)]
+    exchange_stream_words: Option<u32>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -88,6 +91,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             min_piece_words: a.min_piece,
             sender_budget_percent: a.sender_budget,
             remaining_first: a.remaining_first,
+            max_stream_words: a.exchange_stream_words,
         },
     )
     .context("scheduling")?;

@@ -18,12 +18,24 @@ pub struct Args {
     /// Where to run the check.
     #[arg(long, value_enum, default_value = "sim")]
     pub target: Target,
+    #[command(flatten)]
+    pub device: super::device_args::DeviceArgs,
+    /// Assemble and link this static runtime (`.S`) instead of the built-in
+    /// `device-asm/static_runtime.S` (the seeds' `--runtime-source`).
+    #[arg(long, value_name = "F.S")]
+    pub runtime_source: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    args.device.check()?;
+    let runtime = super::checks::runtime_source(args.runtime_source.as_deref())?;
+    if !runtime.is_builtin() {
+        println!("runtime: {} (instead of the built-in one)", runtime.name);
+    }
+    let _lock = args.device.lock()?;
     match args.target {
         Target::Sim => {
-            let (text, _passed, failed) = hwcheck::report(&hwcheck::SIZES)?;
+            let (text, _passed, failed) = hwcheck::report(&hwcheck::SIZES, &runtime)?;
             print!("{text}");
             if failed > 0 {
                 bail!("hw-check: {failed} case(s) failed");

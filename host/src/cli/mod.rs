@@ -1,6 +1,8 @@
 //! Command-line front end: one module per subcommand.
 pub mod asm;
+pub mod checks;
 pub mod compile;
+pub mod device_args;
 pub mod exchange;
 pub mod hw_check;
 pub mod inspect;

@@ -7,6 +7,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use super::checks;
+use super::device_args::DeviceArgs;
 use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
@@ -32,6 +34,8 @@ pub struct Args {
     pub input: InputArgs,
     #[command(flatten)]
     pub build: BuildArgs,
+    #[command(flatten)]
+    pub device: DeviceArgs,
     /// Validate every inference against the device-numerics reference (the
     /// graph's own casts: FP8/FP16 weights, FP16 activations): PASS/FAIL at
     /// --diagnostic-atol / --diagnostic-rtol.
@@ -43,7 +47,7 @@ pub struct Args {
     pub reference_fp32: bool,
     /// Resident inferences on one loaded package (weights uploaded once),
     /// each validated with --reference-run (1 or more).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = checks::at_least_one_u32)]
     pub reference_inferences: u32,
     /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|.
     #[arg(long, default_value_t = 0.2)]
@@ -51,7 +55,9 @@ pub struct Args {
     /// Relative tolerance of the validation.
     #[arg(long, default_value_t = 0.05)]
     pub diagnostic_rtol: f32,
-    /// Write the per-tile profile (JSON), `profile.html` and `operations.json` here.
+    /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
+    /// profile file, with `profile.html` and `operations.json` beside it;
+    /// any other path is a directory that receives all of them.
     #[arg(long)]
     pub profile_output: Option<PathBuf>,
     /// Write the pooled embedding (MAP head output) as `.npy`.
@@ -68,21 +74,64 @@ pub struct Args {
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BuildArgs {
-    /// Width of the planner's Pareto beam.
-    #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH)]
+    /// Width of the planner's Pareto beam (1 or more).
+    #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH, value_parser = checks::at_least_one)]
     pub planning_beam_width: usize,
     /// Tiles the planner may use (1..=1472; the C600 has 1472).
-    #[arg(long, default_value_t = ipuc_core::ipu21::topology::TILE_COUNT as u32)]
+    #[arg(long, default_value_t = ipuc_core::ipu21::topology::TILE_COUNT as u32, value_parser = checks::tile_count)]
     pub planning_tiles: u32,
+    /// Local-improvement steps after the beam search: re-plan one op at a
+    /// time with the others fixed, keep only improvements (prints the
+    /// estimated cycles before and after).
+    #[arg(long, default_value_t = 0)]
+    pub optimization_steps: u32,
+    /// Longest piece, in words, one exchange stream carries (the seeds'
+    /// B1024 is `--exchange-stream-words 1024`); default: no cap.
+    #[arg(long, value_name = "W", value_parser = checks::at_least_one_u32)]
+    pub exchange_stream_words: Option<u32>,
+    /// Assemble and link this static runtime (`.S`) on every tile instead of
+    /// the built-in `device-asm/static_runtime.S`.
+    #[arg(long, value_name = "F.S")]
+    pub runtime_source: Option<PathBuf>,
     /// Write the package here.
     #[arg(long)]
     pub package: Option<PathBuf>,
-    /// Write the exact per-tile memory placement here (`memory.html` +
-    /// `memory.json`); a plan rejected for memory writes its report
-    /// (`memory-rejection.html` + `.json`) here, or in the current directory
-    /// without this flag.
+    /// Write the exact per-tile memory placement here (`memory.html`,
+    /// `memory.json`, `memory.png`); a plan rejected for memory writes one
+    /// report per rejected candidate (`rejected-op<N>-<run>-<k>.html` +
+    /// `.json`) here, or in the current directory without this flag.
     #[arg(long)]
     pub memory_profile_directory: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    /// Output paths checked (or, for directories, created) before work.
+    pub fn check(&self) -> Result<()> {
+        if let Some(path) = &self.package {
+            checks::output_file("--package", path)?;
+        }
+        if let Some(dir) = &self.memory_profile_directory {
+            checks::output_dir("--memory-profile-directory", dir)?;
+        }
+        if let Some(path) = &self.runtime_source {
+            checks::input_file("--runtime-source", path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `--profile-output`'s place before work: a `.ipuprof`/`.json` file
+/// gets its directory created, anything else is created as a directory.
+pub fn check_profile_output(out: &std::path::Path) -> Result<()> {
+    let files = crate::report::ProfileFiles::at(out);
+    match files
+        .profile_html
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        Some(dir) => checks::output_dir("--profile-output", dir),
+        None => Ok(()),
+    }
 }
 
 /// Builds and compiles the model the flags describe, for `batch` images.
@@ -115,6 +164,9 @@ pub fn compile_workload(
             beam_width: build.planning_beam_width,
             tiles: build.planning_tiles,
             name: workload_name(model),
+            runtime: checks::runtime_source(build.runtime_source.as_deref())?,
+            exchange_stream_words: build.exchange_stream_words,
+            optimization_steps: build.optimization_steps,
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;
@@ -126,7 +178,11 @@ pub fn compile_workload(
             &compiled.placements,
         );
         write_memory_map(&path, &map)?;
-        eprintln!("memory map written to {} (+ memory.json)", path.display());
+        eprintln!(
+            "memory map written to {} (+ memory.json, memory.png: all {} tiles)",
+            path.display(),
+            map.tiles.len() + map.unused_tiles.len()
+        );
     }
     if let Some(path) = &build.package {
         std::fs::write(path, &compiled.bytes)
@@ -146,9 +202,17 @@ fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error
         .memory_profile_directory
         .clone()
         .unwrap_or_else(|| PathBuf::from("."));
-    let path = dir.join("memory-rejection.html");
-    match write_rejection(&path, &MemoryRejection::from_plan(&rejected.0)) {
-        Ok(()) => eprintln!("memory rejection report: {} (+ .json)", path.display()),
+    let reports = MemoryRejection::all_from_plan(&rejected.0);
+    match write_rejections(&dir, rejected.0.op_index, &reports) {
+        Ok(paths) => {
+            eprintln!(
+                "memory rejection: {} report(s), one per rejected candidate (lowest peak first):",
+                paths.len()
+            );
+            for p in &paths {
+                eprintln!("  {} (+ .json)", p.display());
+            }
+        }
         Err(write_err) => {
             return err.context(format!("could not write the memory report: {write_err:#}"))
         }
@@ -156,7 +220,34 @@ fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error
     err
 }
 
+/// Writes `rejected-op<N>-<run>-<k>.html` + `.json` for every report into
+/// `dir` (`<run>` is the process id, so runs do not overwrite each other).
+pub fn write_rejections(
+    dir: &std::path::Path,
+    op_index: u32,
+    reports: &[MemoryRejection],
+) -> Result<Vec<PathBuf>> {
+    let run = std::process::id();
+    reports
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let path = dir.join(format!("rejected-op{op_index}-{run}-{k:04}.html"));
+            write_rejection(&path, r)?;
+            Ok(path)
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> Result<()> {
+    args.build.check()?;
+    args.device.check()?;
+    if let Some(out) = &args.profile_output {
+        check_profile_output(out)?;
+    }
+    if let Some(path) = &args.output_embedding {
+        checks::output_file("--output-embedding", path)?;
+    }
     let pixels = load_pixels(&args.input, &args.model)?;
     let (model, weights, compiled) = compile_workload(&args.model, pixels.batch(), &args.build)?;
     print_compile_report(&compiled.report);
@@ -202,6 +293,9 @@ pub fn run(args: Args) -> Result<()> {
         None
     };
 
+    // Held for the device's lifetime (dropped with `run`'s locals after
+    // the reports).
+    let _lock = args.device.lock()?;
     let t = Instant::now();
     let mut sim = SimDevice::for_package(&compiled.package)?;
     sim.sync_cycles = args.sync_cycles;
@@ -264,6 +358,19 @@ pub fn run(args: Args) -> Result<()> {
             .context("the package has no pooled embedding output")?;
         write_npy(path, &t.shape, &t.data)
             .with_context(|| format!("writing {}", path.display()))?;
+        println!(
+            "embedding: wrote {} {:?} float32 to {}",
+            POOLER_OUTPUT,
+            t.shape,
+            path.display()
+        );
+    }
+    if let Some(out) = &args.profile_output {
+        let index = write_index(&args, &compiled, &checks, out)?;
+        println!(
+            "index: {} (links every artifact of this run)",
+            index.display()
+        );
     }
     if checks
         .iter()
@@ -272,4 +379,96 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("reference validation FAILED");
     }
     Ok(())
+}
+
+/// `index.html` next to the profile, linking every file this run wrote.
+fn write_index(
+    args: &Args,
+    compiled: &Compiled,
+    checks: &[InferenceCheck],
+    out: &std::path::Path,
+) -> Result<PathBuf> {
+    use crate::report::index::{self, Artifact};
+    let files = crate::report::ProfileFiles::at(out);
+    let dir = files
+        .profile_html
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let mut artifacts = vec![
+        Artifact {
+            path: files.profile_html.clone(),
+            what: "execution timeline per tile (simulated cycles), operations by model name".into(),
+        },
+        Artifact {
+            path: files.operations_json.clone(),
+            what: "per-operation cycle summary (JSON)".into(),
+        },
+        Artifact {
+            path: files.profile_json.clone(),
+            what: "the profile's data (JSON)".into(),
+        },
+        Artifact {
+            path: dir.join("patch-audit.txt"),
+            what: "Repeat patch audit per exchange phase".into(),
+        },
+    ];
+    if let Some(mem) = &args.build.memory_profile_directory {
+        for (name, what) in [
+            (
+                "memory.html",
+                "exact SRAM placement of every tile (interactive)",
+            ),
+            ("memory.png", "all-tiles memory overview (picture)"),
+            ("memory.json", "the memory map's data (JSON)"),
+        ] {
+            artifacts.push(Artifact {
+                path: mem.join(name),
+                what: what.into(),
+            });
+        }
+    }
+    if let Some(p) = &args.build.package {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: format!("the package (SHA-256 {})", compiled.report.sha256),
+        });
+    }
+    if let Some(p) = &args.output_embedding {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "pooled embedding (.npy, float32)".into(),
+        });
+    }
+    let validated: Vec<bool> = checks
+        .iter()
+        .filter_map(|c| c.device.as_ref().map(|v| v.pass))
+        .collect();
+    let verdict = match validated.as_slice() {
+        [] => "not validated (no --reference-run)".to_string(),
+        v if v.iter().all(|&p| p) => format!(
+            "PASS ({} inferences vs the device-numerics reference)",
+            v.len()
+        ),
+        v => format!(
+            "FAIL ({} of {} inferences)",
+            v.iter().filter(|&&p| !p).count(),
+            v.len()
+        ),
+    };
+    let stats = vec![
+        ("workload".to_string(), workload_name(&args.model)),
+        ("tiles".to_string(), compiled.report.tiles.to_string()),
+        ("validation".to_string(), verdict),
+        (
+            "package".to_string(),
+            compiled.report.sha256[..16].to_string(),
+        ),
+    ];
+    index::write(
+        &format!("ipuc run {}", workload_name(&args.model)),
+        &stats,
+        &dir,
+        &artifacts,
+    )
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
 use crate::input::PixelValues;
 use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
@@ -12,13 +12,18 @@ use crate::weights::{random_tensor, weights_for, WeightSource, Weights};
 /// Model selection and build options (the seeds' flags).
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkloadArgs {
-    /// Preset: `siglip-small` (28×28, width 144, 2 heads) or `siglip-so400m` (378×378, 27 layers).
+    /// Preset: `siglip-small` (28×28, width 144, 2 heads) or `siglip-so400m`
+    /// (378×378, 27 layers); `siglip-vit-benchmark` is the seeds' name for
+    /// `siglip-so400m`.
     #[arg(
         long,
-        required_unless_present = "checkpoint",
-        conflicts_with = "checkpoint"
+        required_unless_present_any = ["checkpoint", "vit_small"],
+        conflicts_with_all = ["checkpoint", "vit_small"]
     )]
     pub workload: Option<String>,
+    /// The seeds' `--vit-small`: the same as `--workload siglip-small`.
+    #[arg(long, conflicts_with = "checkpoint")]
+    pub vit_small: bool,
     /// HF checkpoint directory (`config.json` + `model.safetensors`); without
     /// it weights are random from `--seed`.
     #[arg(long)]
@@ -56,10 +61,19 @@ pub struct InputArgs {
     pub input: Option<PathBuf>,
 }
 
+/// The preset the flags name (`--workload NAME` or `--vit-small`), if any.
+pub fn preset_name(args: &WorkloadArgs) -> Option<&str> {
+    match (&args.workload, args.vit_small) {
+        (Some(w), _) => Some(w.as_str()),
+        (None, true) => Some("siglip-small"),
+        (None, false) => None,
+    }
+}
+
 /// The workload's name for reports.
 pub fn workload_name(args: &WorkloadArgs) -> String {
-    let name = match (&args.workload, &args.checkpoint) {
-        (Some(w), _) => w.clone(),
+    let name = match (preset_name(args), &args.checkpoint) {
+        (Some(w), _) => w.to_string(),
         (None, Some(dir)) => dir.display().to_string(),
         (None, None) => "model".into(),
     };
@@ -71,7 +85,7 @@ pub fn workload_name(args: &WorkloadArgs) -> String {
 
 /// The config of a checkpoint directory or a preset.
 pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
-    let mut config = match (&args.workload, &args.checkpoint) {
+    let mut config = match (preset_name(args), &args.checkpoint) {
         (Some(name), None) => VisionConfig::preset(name)?,
         (None, Some(dir)) => VisionConfig::from_checkpoint_dir(dir)?,
         _ => return Err(ModelError::ModelChoice.into()),
@@ -106,6 +120,20 @@ pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Wei
     Ok((model, weights))
 }
 
+/// A PNG/JPEG by extension or by its first bytes.
+fn looks_like_image(path: &std::path::Path) -> bool {
+    let by_name = path.extension().is_some_and(|e| {
+        let e = e.to_ascii_lowercase();
+        e == "png" || e == "jpg" || e == "jpeg"
+    });
+    let mut head = [0u8; 4];
+    let by_magic = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && (head == [0x89, b'P', b'N', b'G'] || head[..3] == [0xFF, 0xD8, 0xFF]);
+    by_name || by_magic
+}
+
 /// The model input named by `input` (its batch pinned by `--vit-batch` when
 /// given), or `--vit-batch` seeded synthetic images in [-1, 1].
 pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues> {
@@ -113,14 +141,22 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
     let size = config.image_size;
     let channels = config.num_channels;
     if let Some(path) = &input.image {
+        super::checks::input_file("--image", path)?;
         match args.vit_batch {
             None | Some(1) => return PixelValues::from_image(path, size),
             Some(batch) => bail!("--image gives one image but --vit-batch is {batch}"),
         }
     }
     if let Some(path) = &input.input {
-        return PixelValues::from_npy(path, args.vit_batch, channels, size)
-            .map_err(|e| anyhow!("{e}"));
+        super::checks::input_file("--input", path)?;
+        if looks_like_image(path) {
+            bail!(
+                "--input {}: this is an image; --input takes a float32 `.npy` of pixel values (NCHW). Give images with --image {}",
+                path.display(),
+                path.display()
+            );
+        }
+        return Ok(PixelValues::from_npy(path, args.vit_batch, channels, size)?);
     }
     let shape = [args.vit_batch.unwrap_or(1), channels, size, size];
     let data = random_tensor(args.seed ^ 0x5EED_1A6E, "pixel_values", &shape)

@@ -13,7 +13,7 @@ use ipuc_core::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
-use ipuc_core::runtime::{link_with_runtime, symbols};
+use ipuc_core::runtime::{link_with_runtime_source, symbols, RuntimeSource};
 
 /// End of the region reserved for code (runtime, generated program, argument
 /// blocks, exchange rows; patch tables are placed data): the runtime state block follows
@@ -37,7 +37,11 @@ pub fn kernel_stubs(kernels: &dyn KernelAbi) -> Result<Object> {
 }
 
 /// Assembles one tile program and links it after the runtime and the stubs.
-pub fn link_tile(stubs: &Object, program: &EmittedProgram) -> Result<LinkedTile> {
+pub fn link_tile(
+    stubs: &Object,
+    program: &EmittedProgram,
+    runtime: &RuntimeSource,
+) -> Result<LinkedTile> {
     let name = format!("<tile {} program>", program.logical_tile);
     let object = assemble(&name, &program.source)
         .map_err(|e| anyhow!("{e}"))
@@ -47,7 +51,7 @@ pub fn link_tile(stubs: &Object, program: &EmittedProgram) -> Result<LinkedTile>
                 program.logical_tile
             )
         })?;
-    let image = link_with_runtime(&[stubs.clone(), object])
+    let image = link_with_runtime_source(runtime, &[stubs.clone(), object])
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("linking logical tile {}", program.logical_tile))?;
     if image.end() > CODE_END {

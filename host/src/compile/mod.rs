@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use ipuc_core::emit::{
-    emit_programs, program_tiles, schedule_exchanges, BufferAddresses, EmitInput, ExchangePlan,
+    emit_programs, program_tiles, schedule_exchanges_with, BufferAddresses, EmitInput, ExchangePlan,
     ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
 };
 use ipuc_core::ipu21::sram::layout;
@@ -37,6 +37,26 @@ pub struct CompileOptions {
     pub tiles: u32,
     /// Name recorded in the package (e.g. the workload).
     pub name: String,
+    /// `--runtime-source`: the static runtime assembled and linked on every
+    /// tile (the built-in `device-asm/static_runtime.S` by default).
+    pub runtime: ipuc_core::runtime::RuntimeSource,
+    /// `--exchange-stream-words`: longest piece one exchange stream carries.
+    pub exchange_stream_words: Option<u32>,
+    /// `--optimization-steps`: local-improvement steps after the beam search.
+    pub optimization_steps: u32,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            beam_width: ipuc_core::plan::DEFAULT_BEAM_WIDTH,
+            tiles: u32::from(ipuc_core::ipu21::topology::TILE_COUNT),
+            name: String::from("model"),
+            runtime: ipuc_core::runtime::RuntimeSource::builtin(),
+            exchange_stream_words: None,
+            optimization_steps: 0,
+        }
+    }
 }
 
 /// Wall times of the stages, in milliseconds.
@@ -79,6 +99,8 @@ pub struct CompileReport {
     pub times: StageTimes,
     pub package_bytes: usize,
     pub sha256: String,
+    /// What `--optimization-steps` did (`None` without it).
+    pub optimization: Option<ipuc_core::plan::Improvement>,
 }
 
 /// Every plan the planner tried exceeds the per-tile memory budget. A typed
@@ -151,6 +173,7 @@ pub fn compile_with(
     // PATCH_REPLANS times, so the planner accounts for it.
     let mut allowance: u64 = 0;
     let mut attempt = 0;
+    let mut optimization = None;
     let (plan, schedule, placements, exchange_plan, patch_bases) = loop {
         let t = Instant::now();
         let plan: Plan = plan_graph(
@@ -179,6 +202,29 @@ pub fn compile_with(
             "compile: planned in {:.0} ms: {} candidates screened, {} body searches, {} cache hits, {} memory rejections",
             times.planning_ms, s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
         );
+        let plan = if opts.optimization_steps > 0 {
+            let t = Instant::now();
+            let (plan, stats) = ipuc_core::plan::improve_plan(graph, plan, opts.optimization_steps)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .context("optimization steps")?;
+            times.planning_ms += ms_since(t);
+            eprintln!(
+                "compile: optimization: {} of {} steps run, {} of {} alternatives kept; estimated cycles {} -> {} ({:+.2}%) in {:.0} ms",
+                stats.steps_run,
+                stats.steps,
+                stats.accepted,
+                stats.tried,
+                stats.cycles_before,
+                stats.cycles_after,
+                100.0 * (stats.cycles_after as f64 - stats.cycles_before as f64)
+                    / stats.cycles_before.max(1) as f64,
+                ms_since(t)
+            );
+            optimization = Some(stats);
+            plan
+        } else {
+            plan
+        };
 
         let t = Instant::now();
         let schedule: TileSchedule = lower(graph, &plan)
@@ -204,10 +250,14 @@ pub fn compile_with(
         // fetched), so each tile's block of them is placed in the data
         // region and charged to the budget like a buffer, not linked with
         // the code.
-        let exchange_plan = schedule_exchanges(
+        let exchange_plan = schedule_exchanges_with(
             &schedule,
             &Placed {
                 by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
+            },
+            ipuc_core::exchange::ScheduleOptions {
+                max_stream_words: opts.exchange_stream_words,
+                ..ipuc_core::exchange::ScheduleOptions::default()
             },
         )
         .map_err(|e| anyhow::anyhow!("{e}"))
@@ -282,7 +332,7 @@ pub fn compile_with(
     let stubs = image::kernel_stubs(kernels)?;
     let images = programs
         .par_iter()
-        .map(|p| image::link_tile(&stubs, p))
+        .map(|p| image::link_tile(&stubs, p, &opts.runtime))
         .collect::<Result<Vec<_>>>()?;
     times.emission_ms = ms_since(t);
     eprintln!(
@@ -338,8 +388,27 @@ pub fn compile_with(
         ),
         ("workload", SummaryValue::Text(opts.name.clone())),
     ];
+    // Non-default build settings are recorded too (defaults add nothing, so
+    // default packages keep their bytes).
+    let extra = [
+        opts.exchange_stream_words
+            .map(|w| ("exchange_stream_words", SummaryValue::Integer(i64::from(w)))),
+        (opts.optimization_steps > 0).then(|| {
+            (
+                "optimization_steps",
+                SummaryValue::Integer(i64::from(opts.optimization_steps)),
+            )
+        }),
+        (!opts.runtime.is_builtin()).then(|| {
+            (
+                "runtime_source",
+                SummaryValue::Text(opts.runtime.name.clone()),
+            )
+        }),
+    ];
     pkg.plan_summary = summary
         .into_iter()
+        .chain(extra.into_iter().flatten())
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     let bytes = package::write(&pkg)
@@ -380,6 +449,7 @@ pub fn compile_with(
         times,
         package_bytes: bytes.len(),
         sha256,
+        optimization,
     };
     if report.tiles == 0 {
         bail!("the schedule uses no tiles");

@@ -72,7 +72,8 @@ impl fmt::Display for NpyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let p = self.path.display();
         match &self.kind {
-            NpyErrorKind::Io(e) => write!(f, "{p}: {e}"),
+            // The OS error is the source (printed once by the error chain).
+            NpyErrorKind::Io(_) => write!(f, "{p}"),
             NpyErrorKind::NotNpy => write!(f, "{p}: not a .npy file (missing \\x93NUMPY magic)"),
             NpyErrorKind::UnsupportedVersion(a, b) => {
                 write!(f, "{p}: unsupported .npy version {a}.{b}")

@@ -119,12 +119,14 @@ impl VisionConfig {
     }
 
     /// Names accepted by [`VisionConfig::preset`].
-    pub const PRESETS: [&'static str; 2] = ["siglip-so400m", "siglip-small"];
+    pub const PRESETS: [&'static str; 3] =
+        ["siglip-so400m", "siglip-small", "siglip-vit-benchmark"];
 
     /// A named preset.
     pub fn preset(name: &str) -> Result<Self, ModelError> {
         match name {
-            "siglip-so400m" => Ok(Self::siglip_so400m()),
+            // The seeds' benchmark name for the same model.
+            "siglip-so400m" | "siglip-vit-benchmark" => Ok(Self::siglip_so400m()),
             "siglip-small" => Ok(Self::siglip_small()),
             _ => Err(ModelError::UnknownPreset { name: name.into() }),
         }
@@ -135,7 +137,7 @@ impl VisionConfig {
     pub fn from_json(text: &str) -> Result<Self, ModelError> {
         let mut value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| ModelError::ConfigJson {
-                source: "config.json".into(),
+                file: "config.json".into(),
                 message: e.to_string(),
             })?;
         if let Some(vision) = value.get_mut("vision_config") {
@@ -143,13 +145,13 @@ impl VisionConfig {
         }
         if !value.is_object() {
             return Err(ModelError::ConfigJson {
-                source: "config.json".into(),
+                file: "config.json".into(),
                 message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
         let config: VisionConfig =
             serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
-                source: "config.json".into(),
+                file: "config.json".into(),
                 message: e.to_string(),
             })?;
         config.validate()?;
@@ -165,7 +167,7 @@ impl VisionConfig {
         })?;
         Self::from_json(&text).map_err(|e| match e {
             ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
-                source: path.display().to_string(),
+                file: path.display().to_string(),
                 message,
             },
             other => other,

@@ -26,8 +26,6 @@ mod build;
 mod config;
 mod params;
 
-use std::fmt;
-
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
 pub use build::build_siglip;
@@ -114,60 +112,42 @@ impl SiglipModel {
 }
 
 /// Why a model could not be built.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ModelError {
     /// `config.json` is not valid JSON or has wrongly typed fields
-    /// (`source` is the file path, or `config.json` for text).
-    ConfigJson { source: String, message: String },
+    /// (`file` is the file path, or `config.json` for text).
+    #[error("{file}: {message}")]
+    ConfigJson { file: String, message: String },
     /// Fields that do not fit together.
+    #[error("invalid SigLIP vision config: {reason}")]
     InvalidConfig { reason: String },
     /// A preset name that does not exist.
+    #[error("unknown workload \"{name}\" (known: {})", VisionConfig::PRESETS.join(", "))]
     UnknownPreset { name: String },
     /// `vit_layers` outside 1..=config layers.
+    #[error(
+        "--vit-layers {requested} is outside 1..={available} (the config has {available} layers)"
+    )]
     LayerCount { requested: usize, available: usize },
     /// `vit_batch` of zero.
+    #[error("--vit-batch must be at least 1")]
     BatchSize,
     /// An FP8 scale outside [−32, 31].
+    #[error("--fp8-scale {scale} is outside the FP8 metadata range [-32, 31]")]
     Fp8Scale { scale: i8 },
     /// An activation/attention dtype other than F32/F16.
+    #[error("{what} dtype {dtype} is not supported (use f32 or f16)")]
     Precision { what: &'static str, dtype: DType },
     /// `config.json` could not be read.
+    #[error("{path}: {message}")]
     Io { path: String, message: String },
     /// Neither or both of `--workload` and `--checkpoint`.
+    #[error("give exactly one of --workload NAME (or --vit-small) or --checkpoint DIR")]
     ModelChoice,
     /// The IR rejected the graph (a bug in the builder).
+    #[error("internal error building the SigLIP graph: {0}")]
     Ir(IrError),
 }
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ModelError::ConfigJson { source, message } => write!(f, "{source}: {message}"),
-            ModelError::InvalidConfig { reason } => write!(f, "invalid SigLIP vision config: {reason}"),
-            ModelError::UnknownPreset { name } => write!(
-                f,
-                "unknown workload \"{name}\" (known: {})",
-                VisionConfig::PRESETS.join(", ")
-            ),
-            ModelError::LayerCount { requested, available } => write!(
-                f,
-                "--vit-layers {requested} is outside 1..={available} (the config has {available} layers)"
-            ),
-            ModelError::BatchSize => write!(f, "--vit-batch must be at least 1"),
-            ModelError::Fp8Scale { scale } => {
-                write!(f, "--fp8-scale {scale} is outside the FP8 metadata range [-32, 31]")
-            }
-            ModelError::Precision { what, dtype } => {
-                write!(f, "{what} dtype {dtype} is not supported (use f32 or f16)")
-            }
-            ModelError::Io { path, message } => write!(f, "{path}: {message}"),
-            ModelError::ModelChoice => write!(f, "give exactly one of --workload NAME or --checkpoint DIR"),
-            ModelError::Ir(e) => write!(f, "internal error building the SigLIP graph: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ModelError {}
 
 impl From<IrError> for ModelError {
     fn from(e: IrError) -> Self {

@@ -170,6 +170,10 @@ pub struct MemoryMap {
     /// Moment names (schedule steps) in program order.
     pub moments: Vec<String>,
     pub tiles: Vec<TileMemoryMap>,
+    /// Tiles of the device that hold nothing (no program, no buffer): shown
+    /// as unused, so the map covers every tile.
+    #[serde(default)]
+    pub unused_tiles: Vec<u32>,
 }
 
 impl MemoryMap {
@@ -228,6 +232,16 @@ pub struct LiveAllocation {
     pub bytes: u64,
 }
 
+/// Report class of a planner allocation kind.
+fn kind_class(kind: ipuc_core::plan::memory::AllocationKind) -> AllocationClass {
+    use ipuc_core::plan::memory::AllocationKind;
+    match kind {
+        AllocationKind::Parameter | AllocationKind::IteratedParameter => AllocationClass::Weight,
+        AllocationKind::Activation | AllocationKind::Carried => AllocationClass::Activation,
+        AllocationKind::Staging | AllocationKind::Scratch => AllocationClass::Scratch,
+    }
+}
+
 /// Why the planner's memory estimator rejected a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryRejection {
@@ -243,6 +257,17 @@ pub struct MemoryRejection {
     pub timeline: Vec<(String, u64)>,
     /// Tiles whose peak exceeds the budget (when known).
     pub tiles_over_budget: Option<u32>,
+    /// What rejected it: `planner estimate` or `placement`.
+    #[serde(default)]
+    pub source: String,
+    /// Moments the lifetimes in `tiles` refer to (placement: every schedule
+    /// step; planner: the one rejected moment).
+    #[serde(default)]
+    pub moments: Vec<String>,
+    /// The tiles a report's picker offers (the peak tile first), each with
+    /// its allocations and their lifetimes over `moments`.
+    #[serde(default)]
+    pub tiles: Vec<TileMemoryMap>,
 }
 
 impl MemoryRejection {
@@ -269,6 +294,9 @@ impl MemoryRejection {
             .zip(tile.live_bytes(moments.len()))
             .collect();
         MemoryRejection {
+            source: "placement".into(),
+            moments: moments.to_vec(),
+            tiles: vec![tile.clone()],
             operation: operation.to_string(),
             peak_tile: tile.tile,
             peak_moment: moments
@@ -288,25 +316,37 @@ impl MemoryRejection {
     /// estimator checks moments of candidate plans, not a whole schedule, so
     /// it has no per-moment timeline to give (`timeline` stays empty).
     pub fn from_plan(r: &ipuc_core::plan::memory::MemoryRejection) -> Self {
-        use ipuc_core::plan::memory::AllocationKind;
         let live = r
             .live
             .iter()
             .map(|a| LiveAllocation {
                 name: a.name.clone(),
-                class: match a.kind {
-                    AllocationKind::Parameter | AllocationKind::IteratedParameter => {
-                        AllocationClass::Weight
-                    }
-                    AllocationKind::Activation | AllocationKind::Carried => {
-                        AllocationClass::Activation
-                    }
-                    AllocationKind::Staging | AllocationKind::Scratch => AllocationClass::Scratch,
-                },
+                class: kind_class(a.kind),
                 bytes: a.bytes,
             })
             .collect();
+        let tiles = r
+            .tiles
+            .iter()
+            .map(|t| TileMemoryMap {
+                tile: t.tile,
+                allocations: t
+                    .live
+                    .iter()
+                    .map(|a| Allocation {
+                        name: a.name.clone(),
+                        class: kind_class(a.kind),
+                        address: None,
+                        size: a.bytes,
+                        live: Liveness { first: 0, last: 0 },
+                    })
+                    .collect(),
+            })
+            .collect();
         MemoryRejection {
+            source: "planner estimate".into(),
+            moments: vec![r.moment.clone()],
+            tiles,
             operation: format!("{} #{} in {}", r.op_name, r.op_index, r.region),
             peak_tile: r.tile,
             peak_moment: r.moment.clone(),
@@ -320,6 +360,15 @@ impl MemoryRejection {
             timeline: Vec::new(),
             tiles_over_budget: Some(r.tiles_over_budget),
         }
+    }
+
+    /// One report per rejected candidate of a planner rejection: `r` first,
+    /// then its other candidates (lowest peak first).
+    pub fn all_from_plan(r: &ipuc_core::plan::memory::MemoryRejection) -> Vec<Self> {
+        std::iter::once(r)
+            .chain(r.candidates.iter())
+            .map(Self::from_plan)
+            .collect()
     }
 
     /// Live bytes plus the support reserve: what is compared with the budget.

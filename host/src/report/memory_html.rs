@@ -12,7 +12,7 @@ const SCRIPT: &str = include_str!("assets/memory.js");
 const CSS: &str = include_str!("assets/memory.css");
 
 /// Class colours, in [`AllocationClass::ALL`] order (shared with memory.js).
-const CLASS_COLORS: [&str; 7] = [
+pub(crate) const CLASS_COLORS: [&str; 7] = [
     "#6f4e9c", "#f28e2b", "#e15759", "#3b7dd8", "#59a14f", "#edc948", "#9aa3ad",
 ];
 
@@ -36,6 +36,8 @@ struct MapData<'a> {
     allocs: Vec<Vec<i64>>,
     /// Per tile: `[live bytes at peak, peak moment]`.
     peaks: Vec<[u64; 2]>,
+    /// Tiles that hold nothing (drawn as unused in the overview).
+    unused: &'a [u32],
 }
 
 /// Renders the standalone interactive memory map.
@@ -94,6 +96,7 @@ pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
         tiles: tiles.iter().map(|t| t.tile).collect(),
         allocs,
         peaks,
+        unused: &map.unused_tiles,
     };
     let json = embed_json(&data)?;
     let body = format!(
@@ -102,12 +105,14 @@ pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
 <div class="stats" id="stats"></div>
 <div class="controls">
 <label>tile <select id="tile"></select></label>
-<button id="prev">&larr;</button><button id="next">&rarr;</button><button id="peak">peak tile</button>
+<button id="prev">&larr;</button><button id="next">&rarr;</button><button id="peak">peak tile</button><button id="peakmoment">peak moment</button>
+<label><input type="checkbox" id="reuse" checked> Reused allocations</label>
 <label>view <select id="mode"><option value="addr">address map</option><option value="live">live bytes by class</option></select></label>
 <span class="legend" id="legend"></span>
 </div>
 </header>
-<section><h2>Peak per tile <span class="muted">(charged bytes; red line = budget; click a bar)</span></h2><canvas id="overview"></canvas>
+<section><h2 id="alltitle">All tiles</h2><div class="muted">Each column is one tile, SRAM addresses top to bottom, allocations in their class colours; plain grey = unused tile. With “Reused allocations” checked, allocations that reuse an address appear below their original occupants; uncheck it for a compact overview. Click a tile to inspect it.</div><canvas id="tiles"></canvas>
+<h2>Peak per tile <span class="muted">(charged bytes; red line = budget; click a bar)</span></h2><canvas id="overview"></canvas>
 <h2 id="maptitle"></h2><canvas id="map"></canvas>
 <h2 id="livetitle"></h2><div id="live"></div></section>
 <div id="tip"></div>"#,
@@ -154,7 +159,88 @@ pub fn render_rejection(r: &MemoryRejection) -> String {
     body.push_str(&class_table(r));
     body.push_str(&live_table(r));
     body.push_str("</section>");
-    page(&title, CSS, &body, None, "")
+    let (data, json) = match rejection_data(r) {
+        Some(d) => (d, true),
+        None => (String::new(), false),
+    };
+    if json {
+        body.push_str(&format!(
+            r#"<section><h2>Tiles <span class="muted">({n} tiles of this rejection, {src})</span></h2>
+<div class="controls"><label>tile <select id="rtile"></select></label><button id="rprev">&larr;</button><button id="rnext">&rarr;</button><button id="rworst">worst tile</button><button id="rpeak">this tile's peak</button></div>
+<h2 id="rtimelinetitle"></h2><canvas id="timeline"></canvas>
+<h2 id="rlivetitle"></h2><div id="rlive"></div></section><div id="tip"></div>"#,
+            n = r.tiles.len(),
+            src = escape(&r.source),
+        ));
+        page(&title, CSS, &body, Some(&data), REJECTION_SCRIPT)
+    } else {
+        page(&title, CSS, &body, None, "")
+    }
+}
+
+const REJECTION_SCRIPT: &str = include_str!("assets/rejection.js");
+
+#[derive(Serialize)]
+struct RejectionTileData {
+    tile: u32,
+    /// Flat quintuples: name, class, size, first, last.
+    allocs: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct RejectionData<'a> {
+    budget: [u64; 2],
+    classes: Vec<&'static str>,
+    colors: [&'static str; 7],
+    moments: &'a [String],
+    names: Vec<&'a str>,
+    tiles: Vec<RejectionTileData>,
+}
+
+/// The interactive section's data (none for a report without tiles).
+fn rejection_data(r: &MemoryRejection) -> Option<String> {
+    if r.tiles.is_empty() {
+        return None;
+    }
+    let mut names: Vec<&str> = r
+        .tiles
+        .iter()
+        .flat_map(|t| t.allocations.iter().map(|a| a.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let tiles = r
+        .tiles
+        .iter()
+        .map(|t| RejectionTileData {
+            tile: t.tile,
+            allocs: t
+                .allocations
+                .iter()
+                .flat_map(|a| {
+                    [
+                        names.binary_search(&a.name.as_str()).unwrap_or(0) as u64,
+                        AllocationClass::ALL
+                            .iter()
+                            .position(|c| *c == a.class)
+                            .unwrap_or(0) as u64,
+                        a.size,
+                        u64::from(a.live.first),
+                        u64::from(a.live.last),
+                    ]
+                })
+                .collect(),
+        })
+        .collect();
+    embed_json(&RejectionData {
+        budget: [r.budget.tile_bytes, r.budget.support_reserve],
+        classes: AllocationClass::ALL.iter().map(|c| c.name()).collect(),
+        colors: CLASS_COLORS,
+        moments: &r.moments,
+        names,
+        tiles,
+    })
+    .ok()
 }
 
 const BAR_W: f64 = 1100.0;

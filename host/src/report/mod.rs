@@ -7,8 +7,10 @@
 
 pub mod hash;
 pub mod html;
+pub mod index;
 pub mod memory;
 pub mod memory_html;
+pub mod memory_png;
 pub mod operations;
 pub mod package_view;
 pub mod placement_map;
@@ -46,10 +48,14 @@ pub struct ProfileFiles {
 }
 
 impl ProfileFiles {
-    /// `out` ending in `.json` names the profile file (the others go next to
-    /// it); anything else is a directory that receives all three.
+    /// `out` ending in `.ipuprof` (the seeds' profile file) or `.json` names
+    /// the profile file (the others go next to it); anything else is a
+    /// directory that receives all three.
     pub fn at(out: &Path) -> Self {
-        let (dir, json) = if out.extension().is_some_and(|e| e == "json") {
+        let (dir, json) = if out
+            .extension()
+            .is_some_and(|e| e == "json" || e == "ipuprof")
+        {
             (
                 out.parent().map(Path::to_path_buf).unwrap_or_default(),
                 out.to_path_buf(),
@@ -86,12 +92,14 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
     Ok(files)
 }
 
-/// Writes the interactive memory map to `path` (HTML) and its data next to
-/// it (same name, `.json`).
+/// Writes the interactive memory map to `path` (HTML), its data next to it
+/// (same name, `.json`) and the all-tiles overview picture (same name,
+/// `.png`).
 pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
     let html = memory_html::render_memory_map(map)?;
     write_file(path, html.as_bytes())?;
-    write_file(&path.with_extension("json"), &serde_json::to_vec(map)?)
+    write_file(&path.with_extension("json"), &serde_json::to_vec(map)?)?;
+    write_file(&path.with_extension("png"), &memory_png::render(map)?)
 }
 
 /// Writes a memory-rejection report to `path` (HTML) and its data next to

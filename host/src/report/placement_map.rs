@@ -100,6 +100,11 @@ pub fn memory_map_from_placement(
                 allocations,
             }
         })
+        .collect::<Vec<_>>();
+    // Every other tile of the C600 holds nothing.
+    let used: std::collections::BTreeSet<u32> = placements.iter().map(|p| p.tile).collect();
+    let unused_tiles = (0..u32::from(ipuc_core::ipu21::topology::TILE_COUNT))
+        .filter(|t| !used.contains(t))
         .collect();
     MemoryMap {
         title: title.to_owned(),
@@ -111,5 +116,6 @@ pub fn memory_map_from_placement(
         },
         moments,
         tiles,
+        unused_tiles,
     }
 }

@@ -1,7 +1,7 @@
 //! Reports from synthetic data: a BSP-shaped multi-tile profile with a
 //! Repeat, and a memory map with one tile over budget.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -259,6 +259,7 @@ pub(crate) fn synthetic_memory_map(tiles: u32) -> MemoryMap {
         budget: MemoryBudget::IPU21,
         moments,
         tiles,
+        unused_tiles: Vec::new(),
     }
 }
 
@@ -402,6 +403,71 @@ fn memory_map_marks_the_peak_tile() {
     let back: MemoryMap =
         serde_json::from_slice(&std::fs::read(path.with_extension("json")).unwrap()).unwrap();
     assert_eq!(back, map);
+    // The picture beside it: a valid PNG of the documented size.
+    let png = image::open(path.with_extension("png")).unwrap().to_rgb8();
+    assert_eq!(png.dimensions(), super::memory_png::size(32));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn memory_png_covers_every_tile_and_marks_unused_ones() {
+    let mut map = synthetic_memory_map(8);
+    // Tiles 0, 2, …, 14 are used; 1, 3, … and 16..1472 are not.
+    let used: Vec<u32> = map.tiles.iter().map(|t| t.tile).collect();
+    map.unused_tiles = (0..1472).filter(|t| !used.contains(t)).collect();
+    let png = image::load_from_memory(&super::memory_png::render(&map).unwrap())
+        .unwrap()
+        .to_rgb8();
+    let (w, h) = super::memory_png::size(1472);
+    assert_eq!(png.dimensions(), (w, h));
+    assert_eq!(h, 58 + 4 * (150 + 30) + 44, "1472 tiles in four rows");
+    // Column of tile k: x = 56 + 4k; a pixel in the band's middle.
+    let at = |k: u32| png.get_pixel(56 + 4 * k + 1, 58 + 75).0;
+    assert_eq!(at(1), [0xe4, 0xe7, 0xeb], "tile 1 is unused (grey)");
+    assert_ne!(at(0), at(1), "tile 0 holds data");
+    assert_eq!(at(100), at(1), "tile 100 is unused");
+}
+
+#[test]
+fn profile_output_names_a_file_or_a_directory() {
+    let f = ProfileFiles::at(Path::new("out/model.ipuprof"));
+    assert_eq!(f.profile_json, Path::new("out/model.ipuprof"));
+    assert_eq!(f.profile_html, Path::new("out/profile.html"));
+    assert_eq!(f.operations_json, Path::new("out/operations.json"));
+    let d = ProfileFiles::at(Path::new("out"));
+    assert_eq!(d.profile_json, Path::new("out/profile.json"));
+    assert_eq!(d.profile_html, Path::new("out/profile.html"));
+}
+
+#[test]
+fn index_links_every_artifact_relative_to_its_directory() {
+    let dir = scratch_dir("index");
+    std::fs::create_dir_all(dir.join("memory")).unwrap();
+    std::fs::write(dir.join("profile.html"), "x").unwrap();
+    std::fs::write(dir.join("memory/memory.png"), "xy").unwrap();
+    let artifacts = [
+        super::index::Artifact {
+            path: dir.join("profile.html"),
+            what: "timeline <per tile>".into(),
+        },
+        super::index::Artifact {
+            path: dir.join("memory/memory.png"),
+            what: "overview".into(),
+        },
+    ];
+    let path = super::index::write(
+        "ipuc run siglip-small",
+        &[("validation".into(), "PASS".into())],
+        &dir,
+        &artifacts,
+    )
+    .unwrap();
+    let html = std::fs::read_to_string(path).unwrap();
+    assert_standalone(&html);
+    assert!(html.contains(r#"<a href="profile.html">"#), "{html}");
+    assert!(html.contains(r#"<a href="memory/memory.png">"#), "{html}");
+    assert!(html.contains("timeline &lt;per tile&gt;"), "escaped");
+    assert!(html.contains("\"Segoe UI\""), "CSS not escaped");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

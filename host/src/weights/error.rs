@@ -1,13 +1,13 @@
 //! Errors from loading or generating weights. Every variant names the file
 //! and, where one is involved, the tensor.
 
-use std::fmt;
 use std::path::PathBuf;
 
 /// What went wrong while loading a checkpoint or binding its tensors.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum WeightError {
     /// A file could not be read.
+    #[error("{}", file.display())]
     Io {
         /// The file.
         file: PathBuf,
@@ -15,6 +15,7 @@ pub enum WeightError {
         source: std::io::Error,
     },
     /// `config.json` is missing fields, malformed, or not a SigLIP config.
+    #[error("{}: {why}", file.display())]
     Config {
         /// The file.
         file: PathBuf,
@@ -22,6 +23,7 @@ pub enum WeightError {
         why: String,
     },
     /// The safetensors header is unreadable.
+    #[error("{}: not a valid safetensors file: {why}", file.display())]
     Corrupt {
         /// The file.
         file: PathBuf,
@@ -29,6 +31,7 @@ pub enum WeightError {
         why: String,
     },
     /// The file ends before a tensor's data does.
+    #[error("{}: truncated: tensor `{tensor}` needs data bytes up to {needed} but the file holds only {available}", file.display())]
     Truncated {
         /// The file.
         file: PathBuf,
@@ -40,6 +43,7 @@ pub enum WeightError {
         available: usize,
     },
     /// A parameter the model needs is not in the checkpoint.
+    #[error("{}: missing tensor `{tensor}` (expected shape {expected:?}, with or without the `vision_model.` prefix)", file.display())]
     Missing {
         /// The file.
         file: PathBuf,
@@ -49,6 +53,7 @@ pub enum WeightError {
         expected: Vec<usize>,
     },
     /// A tensor has a different shape than the model needs.
+    #[error("{}: tensor `{tensor}` has shape {found:?}, the model needs {expected:?}", file.display())]
     Shape {
         /// The file.
         file: PathBuf,
@@ -60,6 +65,7 @@ pub enum WeightError {
         found: Vec<usize>,
     },
     /// A tensor is stored in a dtype other than F32/F16/BF16.
+    #[error("{}: tensor `{tensor}` has dtype {dtype}; only F32, F16 and BF16 are accepted", file.display())]
     Dtype {
         /// The file.
         file: PathBuf,
@@ -69,6 +75,7 @@ pub enum WeightError {
         dtype: String,
     },
     /// A vision-tower tensor the model does not use (a wrong name).
+    #[error("{}: unexpected vision tensor `{tensor}` (not a parameter of this SigLIP configuration)", file.display())]
     Unexpected {
         /// The file.
         file: PathBuf,
@@ -76,6 +83,7 @@ pub enum WeightError {
         tensor: String,
     },
     /// The same parameter is stored both with and without `vision_model.`.
+    #[error("{}: tensor `{tensor}` is stored both with and without the `vision_model.` prefix", file.display())]
     Duplicate {
         /// The file.
         file: PathBuf,
@@ -83,6 +91,7 @@ pub enum WeightError {
         tensor: String,
     },
     /// A tensor holds NaN or infinity.
+    #[error("{}: tensor `{tensor}` holds a non-finite value at element {index}", file.display())]
     NonFinite {
         /// The file.
         file: PathBuf,
@@ -91,78 +100,4 @@ pub enum WeightError {
         /// C-order element index of the first bad value.
         index: usize,
     },
-}
-
-impl fmt::Display for WeightError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WeightError::Io { file, source } => write!(f, "{}: {source}", file.display()),
-            WeightError::Config { file, why } => write!(f, "{}: {why}", file.display()),
-            WeightError::Corrupt { file, why } => {
-                write!(f, "{}: not a valid safetensors file: {why}", file.display())
-            }
-            WeightError::Truncated {
-                file,
-                tensor,
-                needed,
-                available,
-            } => write!(
-                f,
-                "{}: truncated: tensor `{tensor}` needs data bytes up to {needed} but the file holds only {available}",
-                file.display()
-            ),
-            WeightError::Missing {
-                file,
-                tensor,
-                expected,
-            } => write!(
-                f,
-                "{}: missing tensor `{tensor}` (expected shape {expected:?}, with or without the `vision_model.` prefix)",
-                file.display()
-            ),
-            WeightError::Shape {
-                file,
-                tensor,
-                expected,
-                found,
-            } => write!(
-                f,
-                "{}: tensor `{tensor}` has shape {found:?}, the model needs {expected:?}",
-                file.display()
-            ),
-            WeightError::Dtype { file, tensor, dtype } => write!(
-                f,
-                "{}: tensor `{tensor}` has dtype {dtype}; only F32, F16 and BF16 are accepted",
-                file.display()
-            ),
-            WeightError::Unexpected { file, tensor } => write!(
-                f,
-                "{}: unexpected vision tensor `{tensor}` (not a parameter of this SigLIP configuration)",
-                file.display()
-            ),
-            WeightError::Duplicate { file, tensor } => write!(
-                f,
-                "{}: tensor `{tensor}` is stored both with and without the `vision_model.` prefix",
-                file.display()
-            ),
-            WeightError::NonFinite {
-                file,
-                tensor,
-                index,
-            } => write!(
-                f,
-                "{}: tensor `{tensor}` holds a non-finite value at element {index}",
-                file.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for WeightError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            WeightError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
 }

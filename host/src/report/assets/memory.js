@@ -49,7 +49,10 @@
   document.getElementById("prev").onclick = () => select(sel - 1);
   document.getElementById("next").onclick = () => select(sel + 1);
   document.getElementById("peak").onclick = () => select(peakIdx);
+  document.getElementById("peakmoment").onclick = () => select(sel);
   mode.onchange = () => drawAll();
+  const reuse = document.getElementById("reuse");
+  reuse.onchange = () => drawTiles();
 
   // ---- canvases --------------------------------------------------------------
   function setup(cv) {
@@ -210,6 +213,103 @@
     tip.style.top = Math.min(ev.clientY + 14, window.innerHeight - tip.offsetHeight - 8) + "px";
   }
 
+  // ---- all-tiles overview ------------------------------------------------------
+  // Every tile of the device in id order (unused ones too); per tile its
+  // allocations in "lanes": lane 0 holds each address's first occupant, a
+  // later allocation overlapping an occupied range goes to the next lane
+  // (drawn below, only with "Reused allocations").
+  const UNUSED = D.unused || [];
+  const ALL = D.tiles.map((t, i) => ({ id: t, i })).concat(UNUSED.map((t) => ({ id: t, i: -1 })))
+    .sort((a, b) => a.id - b.id);
+  document.getElementById("alltitle").textContent =
+    `All ${ALL.length} tiles: ${T} used, ${UNUSED.length} unused`;
+  const lanesOf = new Array(T);
+  function lanes(i) {
+    if (lanesOf[i]) return lanesOf[i];
+    const list = allocsOf(i).filter((a) => a.addr >= 0).sort((a, b) => a.first - b.first || a.addr - b.addr);
+    const lanes = []; // per lane: sorted disjoint [start, end) pairs
+    const overlaps = (iv, s, e) => {
+      let lo = 0, hi = iv.length;
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (iv[mid][1] <= s) lo = mid + 1; else hi = mid; }
+      return lo < iv.length && iv[lo][0] < e;
+    };
+    const insert = (iv, s, e) => {
+      let lo = 0, hi = iv.length;
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (iv[mid][0] < s) lo = mid + 1; else hi = mid; }
+      iv.splice(lo, 0, [s, e]);
+    };
+    list.forEach((a) => {
+      let k = 0;
+      while (k < lanes.length && overlaps(lanes[k].iv, a.addr, a.addr + a.size)) k++;
+      if (k === lanes.length) lanes.push({ iv: [], allocs: [] });
+      insert(lanes[k].iv, a.addr, a.addr + a.size); lanes[k].allocs.push(a);
+    });
+    return (lanesOf[i] = lanes);
+  }
+  const tilesCv = document.getElementById("tiles");
+  const MAX_LANES = 3;
+  let tilesGeom = null;
+  function drawTiles() {
+    const W = Math.max(200, Math.round(tilesCv.getBoundingClientRect().width * dpr));
+    const left = 44 * dpr, pw = W - left - 4 * dpr, n = Math.max(1, ALL.length);
+    const perRow = Math.max(1, Math.min(n, Math.floor(pw / (2 * dpr))));
+    const rows = Math.ceil(n / perRow), colW = pw / perRow;
+    let laneCount = 1;
+    if (reuse.checked) for (let i = 0; i < T; i++) laneCount = Math.max(laneCount, Math.min(MAX_LANES, lanes(i).length));
+    const bandH = 60 * dpr, rowH = bandH * laneCount + 18 * dpr;
+    tilesCv.style.height = (rows * rowH) / dpr + "px";
+    tilesCv.width = W; tilesCv.height = Math.round(rows * rowH);
+    const ctx = tilesCv.getContext("2d");
+    ctx.font = `${Math.round(10 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
+    const span = Math.max(1, END - BASE);
+    ALL.forEach((t, k) => {
+      const row = Math.floor(k / perRow), col = k % perRow;
+      const x = left + col * colW, top = row * rowH + 12 * dpr, cw = Math.max(1, colW - (colW > 2.5 * dpr ? 1 : 0));
+      if (col === 0) { ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right"; ctx.fillText(String(t.id), left - 4 * dpr, top + 6 * dpr); }
+      if (col > 0 && col % 50 === 0) { ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "left"; ctx.fillText(String(t.id), x, top - 6 * dpr); }
+      if (t.i < 0) {
+        ctx.fillStyle = "#e4e7eb"; ctx.fillRect(x, top, cw, bandH * laneCount);
+        return;
+      }
+      ctx.fillStyle = "#fafbfc"; ctx.fillRect(x, top, cw, bandH);
+      const ls = reuse.checked ? lanes(t.i).slice(0, laneCount) : [lanes(t.i)[0] || { allocs: [] }];
+      ls.forEach((lane, li) => {
+        lane.allocs.forEach((a) => {
+          const y0 = top + li * bandH + ((a.addr - BASE) / span) * bandH;
+          const h = Math.max(0.5 * dpr, (a.size / span) * bandH);
+          ctx.fillStyle = D.colors[a.cls]; ctx.fillRect(x, y0, cw, h);
+        });
+      });
+      if (D.peaks[t.i][0] + RESERVE > BUDGET) { ctx.fillStyle = "#d62728"; ctx.fillRect(x, top - 5 * dpr, cw, 3 * dpr); }
+      if (t.i === sel) { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1.5 * dpr; ctx.strokeRect(x - 1, top - 1, cw + 2, bandH * laneCount + 2); ctx.lineWidth = 1; }
+    });
+    tilesGeom = { left, perRow, colW, rowH, bandH, laneCount, top: 12 * dpr };
+  }
+  function tileAt(ev) {
+    if (!tilesGeom) return null;
+    const r = tilesCv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr, y = (ev.clientY - r.top) * dpr;
+    const g = tilesGeom, col = Math.floor((x - g.left) / g.colW), row = Math.floor(y / g.rowH);
+    const k = row * g.perRow + col;
+    if (col < 0 || col >= g.perRow || k < 0 || k >= ALL.length) return null;
+    const yIn = y - row * g.rowH - g.top, lane = Math.floor(yIn / g.bandH);
+    const addr = BASE + ((yIn - lane * g.bandH) / g.bandH) * (END - BASE);
+    return { t: ALL[k], lane, addr };
+  }
+  tilesCv.onclick = (ev) => { const h = tileAt(ev); if (h && h.t.i >= 0) select(h.t.i); };
+  tilesCv.onmousemove = (ev) => {
+    const h = tileAt(ev);
+    if (!h) { tip.style.display = "none"; return; }
+    if (h.t.i < 0) { showTip(ev, `tile ${h.t.id}\nunused (no program, no buffer)`); return; }
+    const p = D.peaks[h.t.i];
+    let text = `tile ${h.t.id}${h.t.i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B of ${fmt(BUDGET)}\nat      ${D.moments[p[1]] || ""}`;
+    const ls = reuse.checked ? lanes(h.t.i) : lanes(h.t.i).slice(0, 1);
+    const lane = ls[h.lane];
+    const a = lane && lane.allocs.find((a) => a.addr <= h.addr && h.addr < a.addr + a.size);
+    if (a) text += `\n\n${a.name}\nclass   ${D.classes[a.cls]}${h.lane ? ` (reuses the address, lane ${h.lane})` : ""}\nrange   ${hex(a.addr)}–${hex(a.addr + a.size)}\nsize    ${fmt(a.size)} B\nlive    #${a.first} ${D.moments[a.first] || ""}\n     →  #${a.last} ${D.moments[a.last] || ""}`;
+    showTip(ev, text);
+  };
+  tilesCv.onmouseleave = () => { tip.style.display = "none"; };
+
   function drawAll() {
     if (T) {
       const p = D.peaks[sel];
@@ -217,7 +317,7 @@
         `Tile ${D.tiles[sel]}${sel === peakIdx ? " (peak tile)" : ""}: peak ${fmt(p[0] + RESERVE)} B at moment ${p[1]} — ` +
         (mode.value === "addr" ? "address (down) × moment (across); click to pick a moment" : "live bytes by class per moment; grey = support reserve");
     }
-    drawOverview(); drawMap(); drawTable();
+    drawTiles(); drawOverview(); drawMap(); drawTable();
   }
   // #tile=<physical id>&mode=live|addr&moment=<index> selects a view.
   const h = new URLSearchParams(location.hash.slice(1));
@@ -227,4 +327,6 @@
   window.addEventListener("resize", drawAll);
   tileSel.value = String(sel);
   drawAll();
+  // Marks a complete render (checked by `cargo xtask browser-check`).
+  document.body.dataset.rendered = "memory";
 })();

@@ -345,4 +345,6 @@
     if (tr) tr.classList.add("hl");
   }
   draw();
+  // Marks a complete render (checked by `cargo xtask browser-check`).
+  document.body.dataset.rendered = "profile";
 })();

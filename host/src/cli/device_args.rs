@@ -1,0 +1,105 @@
+//! The seeds' device flags: `--sdk DIR` (the Poplar SDK of the hardware
+//! backend) and `--device-lock F` (an exclusive lock on `F` held while the
+//! device is open, so runs that share a device — or a machine — are
+//! serialised; it works with the simulator too).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Device flags shared by `ipuc run` and `ipuc hw-check`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DeviceArgs {
+    /// Poplar SDK directory for the hardware backend (needs ipuc built with
+    /// the `hardware` feature; the simulator needs no SDK).
+    #[arg(long, value_name = "DIR")]
+    pub sdk: Option<PathBuf>,
+    /// Take an exclusive lock on this file while the device is open (waits
+    /// while another run holds it). Works with the simulator too.
+    #[arg(long, value_name = "F")]
+    pub device_lock: Option<PathBuf>,
+}
+
+impl DeviceArgs {
+    /// Checks made before any work: `--sdk` needs the hardware backend.
+    pub fn check(&self) -> Result<()> {
+        if let Some(dir) = &self.sdk {
+            hardware_backend(dir)?;
+        }
+        if let Some(lock) = &self.device_lock {
+            super::checks::output_file("--device-lock", lock)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the device's lock (if `--device-lock` was given); hold the
+    /// result for as long as the device is in use.
+    pub fn lock(&self) -> Result<Option<DeviceLock>> {
+        self.device_lock
+            .as_deref()
+            .map(DeviceLock::acquire)
+            .transpose()
+    }
+}
+
+#[cfg(not(feature = "hardware"))]
+fn hardware_backend(dir: &Path) -> Result<()> {
+    bail!(
+        "--sdk {}: hardware backend not built (this ipuc runs on the embedded simulator, which needs no SDK; drop --sdk, or rebuild with `--features hardware`)",
+        dir.display()
+    )
+}
+
+#[cfg(feature = "hardware")]
+fn hardware_backend(dir: &Path) -> Result<()> {
+    bail!(
+        "--sdk {}: the hardware backend is not implemented yet (the `hardware` feature has no Poplar device); drop --sdk to use the simulator",
+        dir.display()
+    )
+}
+
+/// An exclusive advisory lock on a file, released when dropped (or when the
+/// process ends).
+#[derive(Debug)]
+pub struct DeviceLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl DeviceLock {
+    /// Locks `path` (created if missing), waiting while another process
+    /// holds it; says so on stderr when it has to wait.
+    pub fn acquire(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("--device-lock {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                eprintln!(
+                    "device: waiting for the lock on {} (another run holds it)…",
+                    path.display()
+                );
+                file.lock()
+                    .with_context(|| format!("--device-lock {}: locking", path.display()))?;
+            }
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("--device-lock {}: locking", path.display()))
+            }
+        }
+        eprintln!("device: holding the lock on {}", path.display());
+        Ok(DeviceLock {
+            _file: file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}

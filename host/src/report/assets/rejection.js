@@ -1,0 +1,114 @@
+"use strict";
+// ipuc memory-rejection report: pick a tile, see its live bytes over the
+// moments against the budget, pick a moment (or its peak), see what is live.
+(function () {
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const [BUDGET, RESERVE] = D.budget;
+  const M = Math.max(1, D.moments.length);
+  const dpr = window.devicePixelRatio || 1;
+  const fmt = (n) => Math.round(n).toLocaleString("en-US");
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  const tip = document.getElementById("tip");
+  const tiles = D.tiles.map((t) => {
+    const allocs = [];
+    for (let k = 0; k < t.allocs.length; k += 5)
+      allocs.push({ name: D.names[t.allocs[k]], cls: t.allocs[k + 1], size: t.allocs[k + 2], first: t.allocs[k + 3], last: t.allocs[k + 4] });
+    const live = new Array(M).fill(0);
+    allocs.forEach((a) => { for (let m = a.first; m <= a.last && m < M; m++) live[m] += a.size; });
+    let peak = 0;
+    live.forEach((v, m) => { if (v > live[peak]) peak = m; });
+    return { tile: t.tile, allocs, live, peak };
+  });
+  if (!tiles.length) return;
+  const tileSel = document.getElementById("rtile");
+  const order = tiles.map((_, i) => i).sort((a, b) => tiles[b].live[tiles[b].peak] - tiles[a].live[tiles[a].peak] || a - b);
+  order.forEach((i) => {
+    const t = tiles[i], total = t.live[t.peak] + RESERVE;
+    tileSel.insertAdjacentHTML("beforeend",
+      `<option value="${i}">tile ${t.tile} — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
+  });
+  let sel = 0, moment = tiles[0].peak;
+  function select(i, m) {
+    sel = Math.max(0, Math.min(tiles.length - 1, i));
+    moment = m === undefined ? tiles[sel].peak : m;
+    tileSel.value = String(sel);
+    draw();
+  }
+  tileSel.onchange = () => select(+tileSel.value);
+  document.getElementById("rprev").onclick = () => select(order[Math.max(0, order.indexOf(sel) - 1)]);
+  document.getElementById("rnext").onclick = () => select(order[Math.min(order.length - 1, order.indexOf(sel) + 1)]);
+  document.getElementById("rpeak").onclick = () => select(sel);
+  document.getElementById("rworst").onclick = () => select(order[0]);
+
+  const cv = document.getElementById("timeline");
+  const LEFT = 76 * dpr, TOP = 8 * dpr, BOTTOM = 22 * dpr;
+  function geometry() {
+    const t = tiles[sel];
+    const mx = Math.max(BUDGET, ...t.live.map((v) => v + RESERVE)) * 1.08;
+    return { t, mx };
+  }
+  function drawTimeline() {
+    const r = cv.getBoundingClientRect();
+    cv.width = Math.max(200, Math.round(r.width * dpr)); cv.height = Math.max(80, Math.round(r.height * dpr));
+    const ctx = cv.getContext("2d"), W = cv.width, H = cv.height, { t, mx } = geometry();
+    ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
+    const ph = H - TOP - BOTTOM, yv = (v) => TOP + ph - (v / mx) * ph, cw = (W - LEFT) / M;
+    ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, TOP, W - LEFT, ph);
+    for (let m = 0; m < M; m++) {
+      const v = t.live[m] + RESERVE;
+      ctx.fillStyle = m === moment ? "#1d2330" : v > BUDGET ? "#e15759" : "#3b7dd8";
+      ctx.fillRect(LEFT + m * cw, yv(v), Math.max(1, cw - (cw > 3 ? 1 : 0)), yv(0) - yv(v));
+    }
+    ctx.fillStyle = "#c9ced6"; ctx.fillRect(LEFT, yv(RESERVE), W - LEFT, yv(0) - yv(RESERVE));
+    ctx.strokeStyle = "#d62728"; ctx.setLineDash([6 * dpr, 3 * dpr]); ctx.beginPath();
+    ctx.moveTo(LEFT, yv(BUDGET)); ctx.lineTo(W, yv(BUDGET)); ctx.stroke(); ctx.setLineDash([]);
+    ctx.fillStyle = "#d62728"; ctx.textAlign = "right"; ctx.fillText(`budget ${fmt(BUDGET)}`, LEFT - 4 * dpr, yv(BUDGET));
+    ctx.fillStyle = "#5f6b7a"; ctx.fillText("0", LEFT - 4 * dpr, yv(0));
+    ctx.textAlign = "center";
+    const every = Math.max(1, Math.ceil(M / ((W - LEFT) / (40 * dpr))));
+    for (let m = 0; m < M; m += every) ctx.fillText(String(m), LEFT + (m + 0.5) * cw, H - BOTTOM / 2);
+  }
+  const momentAt = (ev) => {
+    const r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr;
+    const m = Math.floor(((x - LEFT) / (cv.width - LEFT)) * M);
+    return m >= 0 && m < M ? m : -1;
+  };
+  cv.onclick = (ev) => { const m = momentAt(ev); if (m >= 0) { moment = m; draw(); } };
+  cv.onmousemove = (ev) => {
+    const m = momentAt(ev);
+    if (m < 0) { tip.style.display = "none"; return; }
+    const t = tiles[sel], v = t.live[m] + RESERVE;
+    showTip(ev, `moment ${m}: ${D.moments[m] || ""}\nlive    ${fmt(t.live[m])} B\nreserve ${fmt(RESERVE)} B\ntotal   ${fmt(v)} B of ${fmt(BUDGET)}${v > BUDGET ? `\nover by ${fmt(v - BUDGET)} B` : ""}`);
+  };
+  cv.onmouseleave = () => { tip.style.display = "none"; };
+
+  function drawLive() {
+    const t = tiles[sel];
+    const list = t.allocs.filter((a) => a.first <= moment && moment <= a.last).sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
+    const live = list.reduce((s, a) => s + a.size, 0), total = live + RESERVE;
+    document.getElementById("rlivetitle").textContent =
+      `Tile ${t.tile}${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${fmt(live)} B + ${fmt(RESERVE)} B reserve = ${fmt(total)} B` +
+      (total > BUDGET ? ` — over the ${fmt(BUDGET)} B budget by ${fmt(total - BUDGET)} B` : ` — fits the ${fmt(BUDGET)} B budget`);
+    let cum = RESERVE;
+    let h = `<table><thead><tr><th class="l">allocation</th><th class="l">class</th><th>bytes</th><th>% of budget</th><th>cumulative</th><th class="l">live</th></tr></thead><tbody>`;
+    list.forEach((a) => {
+      cum += a.size;
+      h += `<tr${cum > BUDGET ? ' class="hl"' : ""}><td class="l">${esc(a.name)}</td><td class="l"><span class="swatch" style="background:${D.colors[a.cls]}"></span>${D.classes[a.cls]}</td>` +
+        `<td>${fmt(a.size)}</td><td>${(100 * a.size / BUDGET).toFixed(1)}</td><td>${fmt(cum)}</td><td class="l">#${a.first} → #${a.last}</td></tr>`;
+    });
+    document.getElementById("rlive").innerHTML = h + "</tbody></table>";
+    document.getElementById("rtimelinetitle").textContent = M > 1
+      ? `Tile ${t.tile}: live bytes + reserve at each of ${M} moments (red = over budget, dark = selected; click a bar)`
+      : `Tile ${t.tile}: the planner checks each candidate at the moment it is applied; this report has that one moment`;
+  }
+  function showTip(ev, text) {
+    tip.textContent = text; tip.style.display = "block";
+    tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - tip.offsetWidth - 8) + "px";
+    tip.style.top = Math.min(ev.clientY + 14, window.innerHeight - tip.offsetHeight - 8) + "px";
+  }
+  function draw() { drawTimeline(); drawLive(); }
+  window.addEventListener("resize", draw);
+  select(0);
+  // Marks a complete render (checked by `cargo xtask browser-check`).
+  document.body.dataset.rendered = "rejection";
+})();

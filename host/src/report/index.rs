@@ -1,0 +1,87 @@
+//! `index.html`: one page linking every artifact a run wrote (profile,
+//! operations, memory map and picture, rejection reports, package, …),
+//! rendered from a `minijinja` template (auto-escaped).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+const TEMPLATE: &str = include_str!("templates/index.html");
+
+/// One file a run wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifact {
+    pub path: PathBuf,
+    /// What it is, for a reader.
+    pub what: String,
+}
+
+#[derive(Serialize)]
+struct Row {
+    href: String,
+    label: String,
+    what: String,
+    bytes: String,
+}
+
+/// `path` as a link from a page in `dir`: relative when inside `dir`,
+/// else absolute (`file://`).
+fn href(dir: &Path, path: &Path) -> (String, String) {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (d, p) = (abs(dir), abs(path));
+    match p.strip_prefix(&d) {
+        Ok(rel) => {
+            let s = rel.display().to_string();
+            (s.clone(), s)
+        }
+        Err(_) => (format!("file://{}", p.display()), p.display().to_string()),
+    }
+}
+
+/// Renders the index page for `artifacts` as seen from `dir`.
+pub fn render(
+    title: &str,
+    stats: &[(String, String)],
+    dir: &Path,
+    artifacts: &[Artifact],
+) -> Result<String> {
+    let rows: Vec<Row> = artifacts
+        .iter()
+        .map(|a| {
+            let (href, label) = href(dir, &a.path);
+            Row {
+                href,
+                label,
+                what: a.what.clone(),
+                bytes: std::fs::metadata(&a.path)
+                    .map(|m| super::html::thousands(m.len()))
+                    .unwrap_or_else(|_| "missing".into()),
+            }
+        })
+        .collect();
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.add_template("index.html", TEMPLATE)?;
+    Ok(env
+        .get_template("index.html")?
+        .render(minijinja::context! {
+            title,
+            css => super::html::BASE_CSS,
+            stats,
+            artifacts => rows,
+        })?)
+}
+
+/// Writes `dir/index.html` and returns its path.
+pub fn write(
+    title: &str,
+    stats: &[(String, String)],
+    dir: &Path,
+    artifacts: &[Artifact],
+) -> Result<PathBuf> {
+    let path = dir.join("index.html");
+    let html = render(title, stats, dir, artifacts)?;
+    std::fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
