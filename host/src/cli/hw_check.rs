@@ -29,7 +29,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     args.device.check()?;
     let runtime = super::checks::runtime_source(args.runtime_source.as_deref())?;
-    if !runtime.is_builtin() {
+    if args.runtime_source.is_some() {
         println!("runtime: {} (instead of the built-in one)", runtime.name);
     }
     let _lock = args.device.lock()?;

@@ -465,7 +465,12 @@ fn index_links_every_artifact_relative_to_its_directory() {
     let html = std::fs::read_to_string(path).unwrap();
     assert_standalone(&html);
     assert!(html.contains(r#"<a href="profile.html">"#), "{html}");
-    assert!(html.contains(r#"<a href="memory/memory.png">"#), "{html}");
+    // minijinja's HTML escaping writes `/` as `&#x2f;` (the browser reads
+    // the same URL).
+    assert!(
+        html.contains(r#"<a href="memory&#x2f;memory.png">"#),
+        "{html}"
+    );
     assert!(html.contains("timeline &lt;per tile&gt;"), "escaped");
     assert!(html.contains("\"Segoe UI\""), "CSS not escaped");
     let _ = std::fs::remove_dir_all(&dir);
