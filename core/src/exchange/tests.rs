@@ -640,6 +640,8 @@ fn base_values_outside_the_model_are_typed_errors() {
             value: 8
         }))
     );
+}
+
 #[test]
 fn a_stream_cap_splits_long_transfers_into_capped_pieces() {
     let phase = ExchangePhase {
