@@ -135,6 +135,7 @@ fn cli_writes_outputs_that_match_transformers() {
     let args = ipuc::cli::reference::Args {
         model: WorkloadArgs {
             workload: None,
+            vit_small: false,
             checkpoint: Some(dir.clone()),
             vit_layers: None,
             vit_batch: None,

@@ -38,6 +38,7 @@ fn full_width_so400m_two_layers_fp8_fused_qkv_passes() {
             beam_width: 8,
             tiles: 256,
             name: "siglip-so400m@56 x2".into(),
+            ..CompileOptions::default()
         },
     )
     .unwrap();

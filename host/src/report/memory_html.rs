@@ -157,24 +157,28 @@ pub fn render_rejection(r: &MemoryRejection) -> String {
         body.push_str(&timeline_svg(r));
     }
     body.push_str(&class_table(r));
-    body.push_str(&live_table(r));
     body.push_str("</section>");
-    let (data, json) = match rejection_data(r) {
-        Some(d) => (d, true),
-        None => (String::new(), false),
-    };
-    if json {
+    let data = rejection_data(r);
+    if data.is_some() {
         body.push_str(&format!(
-            r#"<section><h2>Tiles <span class="muted">({n} tiles of this rejection, {src})</span></h2>
+            r#"<section><h2>Tiles <span class="muted">({n} most loaded tiles of this rejection, {src}; pick one)</span></h2>
 <div class="controls"><label>tile <select id="rtile"></select></label><button id="rprev">&larr;</button><button id="rnext">&rarr;</button><button id="rworst">worst tile</button><button id="rpeak">this tile's peak</button></div>
 <h2 id="rtimelinetitle"></h2><canvas id="timeline"></canvas>
 <h2 id="rlivetitle"></h2><div id="rlive"></div></section><div id="tip"></div>"#,
             n = r.tiles.len(),
             src = escape(&r.source),
         ));
-        page(&title, CSS, &body, Some(&data), REJECTION_SCRIPT)
-    } else {
-        page(&title, CSS, &body, None, "")
+    }
+    body.push_str(&format!(
+        "<section><details><summary>All {} allocations live on the reported tile {} (static table)</summary>",
+        r.live.len(),
+        r.peak_tile
+    ));
+    body.push_str(&live_table(r));
+    body.push_str("</details></section>");
+    match data {
+        Some(json) => page(&title, CSS, &body, Some(&json), REJECTION_SCRIPT),
+        None => page(&title, CSS, &body, None, ""),
     }
 }
 
