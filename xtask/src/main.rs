@@ -8,8 +8,8 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
-mod layers;
 mod browser;
+mod layers;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask")]

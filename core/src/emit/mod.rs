@@ -23,7 +23,10 @@ mod repeat;
 mod tables;
 
 pub use error::EmitError;
-pub use exchange::{schedule_exchanges, schedule_exchanges_with, ExchangePlan, ExchangeSummary, PhaseRows, TileRowUse};
+pub use exchange::{
+    schedule_exchanges, schedule_exchanges_with, ExchangePlan, ExchangeSummary, PhaseRows,
+    TileRowUse,
+};
 pub use program::{
     area_label, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles, step_label, Area,
     EmitInput, EmittedProgram, KernelAbi,

@@ -9,12 +9,12 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use super::context::SearchCx;
 use super::error::{PlanError, PlanResult};
 use super::memory;
 use super::opplan::OpPlan;
-use super::region::RegionInfo;
-use super::context::SearchCx;
 use super::planned::BodyPlan;
+use super::region::RegionInfo;
 use super::search::{body_frontier, Plan};
 use super::state::{Mode, Reject, State};
 use crate::ir::{Graph, OpId};

@@ -55,7 +55,11 @@ pub struct Plan {
 
 /// Candidate generation for the search (memoised in the context).
 impl SearchCx<'_> {
-    pub(crate) fn candidates_for(&self, op: OpId, state: &State) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
+    pub(crate) fn candidates_for(
+        &self,
+        op: OpId,
+        state: &State,
+    ) -> PlanResult<Arc<Vec<Arc<OpPlan>>>> {
         let o = self
             .graph
             .op(op)

@@ -13,8 +13,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use ipuc_core::emit::{
-    emit_programs, program_tiles, schedule_exchanges_with, BufferAddresses, EmitInput, ExchangePlan,
-    ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
+    emit_programs, program_tiles, schedule_exchanges_with, BufferAddresses, EmitInput,
+    ExchangePlan, ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
 };
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::ipu21::topology::LogicalTile;
