@@ -8,6 +8,7 @@ pub mod device;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
+pub mod progress;
 pub mod reference;
 pub mod report;
 pub mod run_report;

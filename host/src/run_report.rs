@@ -104,9 +104,10 @@ pub fn print_compile_report(r: &CompileReport) {
             o.steps_run, o.steps, o.accepted, o.tried, o.cycles_before, o.cycles_after
         );
     }
+    let t = &r.times;
     println!(
-        "stages: lowering {:.0} ms, placement {:.0} ms, emission {:.0} ms, packaging {:.0} ms",
-        r.times.lowering_ms, r.times.placement_ms, r.times.emission_ms, r.times.packaging_ms
+        "stages: lowering {:.0} ms, placement {:.0} ms, exchange scheduling {:.0} ms, emission {:.0} ms, linking {:.0} ms, packaging {:.0} ms (total with planning {:.0} ms)",
+        t.lowering_ms, t.placement_ms, t.exchange_ms, t.emission_ms, t.linking_ms, t.packaging_ms, t.total_ms()
     );
     println!(
         "memory: peak {} bytes/tile charged on tile {} after placement ({} support + {} live data incl. patch data); planner bound {} ({} support + {} on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",

@@ -63,6 +63,14 @@ pub enum EmitError {
         /// Why.
         error: ExchangeError,
     },
+    /// Scheduled phases handed to `assemble_exchange` do not match its jobs
+    /// one to one (a host scheduling hook dropped or added phases).
+    PhaseCount {
+        /// Exchange jobs of the program.
+        jobs: usize,
+        /// Scheduled phases given (or row-sharing results produced).
+        scheduled: usize,
+    },
     /// Repeat patch tables or row sharing failed.
     Patch {
         /// Step index of the phase (`u32::MAX` for cross-phase sharing).
@@ -107,6 +115,10 @@ impl fmt::Display for EmitError {
                 write!(f, "exchange step {step}: {error:?}")
             }
             EmitError::Patch { step, error } => write!(f, "patching for step {step}: {error:?}"),
+            EmitError::PhaseCount { jobs, scheduled } => write!(
+                f,
+                "{scheduled} scheduled exchange phases for {jobs} exchange jobs (expected one each)"
+            ),
         }
     }
 }

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use super::{BufferAddresses, EmitError};
 use crate::exchange::{
     schedule_phase_sweeping, Destination, ExchangePhase as WirePhase, ExchangeRow, ScheduleOptions,
-    SourceSweep, Transfer as WireTransfer, Width,
+    ScheduledPhase, SourceSweep, Transfer as WireTransfer, Width,
 };
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
@@ -183,6 +183,99 @@ fn wire_phase(
     Ok((wire, iterated))
 }
 
+/// One exchange phase ready to schedule: its wire request (iteration-0
+/// addresses) and, inside a Repeat, the sources that move per iteration.
+/// Jobs are independent of each other once buffers are placed, so a host
+/// may run [`PhaseJob::schedule`] for many of them in parallel.
+#[derive(Clone, Debug)]
+pub struct PhaseJob {
+    /// The lowered phase's step.
+    pub step: StepIndex,
+    /// The request the rows must carry out.
+    pub wire: WirePhase,
+    /// Transfers whose sources move per Repeat iteration.
+    pub iterated: Vec<IteratedSource>,
+    /// Trip count of the enclosing Repeat, if any.
+    pub trip_count: Option<u32>,
+}
+
+/// A scheduled [`PhaseJob`]: rows, and the Repeat patch tables they need.
+#[derive(Clone, Debug)]
+pub struct ScheduledJob {
+    pub scheduled: ScheduledPhase,
+    pub patch_plan: Option<RepeatPatchPlan>,
+}
+
+impl PhaseJob {
+    /// Transfer words times destinations: a size measure for progress and
+    /// for ordering work (larger jobs first balances threads).
+    pub fn weight(&self) -> u64 {
+        self.wire
+            .transfers
+            .iter()
+            .map(|t| u64::from(t.words) * t.destinations.len().max(1) as u64)
+            .sum()
+    }
+
+    /// Schedules the phase (checked in debug builds) and, inside a Repeat,
+    /// derives its patch tables. Deterministic and independent of any other job.
+    pub fn schedule(&self, options: ScheduleOptions) -> Result<ScheduledJob, EmitError> {
+        let step = self.step.0;
+        // Inside a Repeat, every iteration's source must keep clear of
+        // concurrent receives (§2.10 rule 5), not only iteration 0's.
+        let sweeps: Vec<SourceSweep> = match self.trip_count {
+            Some(trips) => self
+                .iterated
+                .iter()
+                .map(|it| SourceSweep {
+                    transfer: it.transfer,
+                    stride_bytes: it.stride_bytes,
+                    iterations: trips,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let scheduled = schedule_phase_sweeping(&self.wire, options, &sweeps)
+            .map_err(|error| EmitError::Exchange { step, error })?;
+        let patch_plan = match self.trip_count {
+            Some(trips) if !self.iterated.is_empty() => Some(
+                repeat_patch_plan(&self.wire, &scheduled, &self.iterated, trips)
+                    .map_err(|error| EmitError::Patch { step, error })?,
+            ),
+            _ => None,
+        };
+        Ok(ScheduledJob {
+            scheduled,
+            patch_plan,
+        })
+    }
+}
+
+/// Every exchange phase of `schedule` as a [`PhaseJob`], in program (pre-)order.
+pub fn exchange_jobs(
+    schedule: &TileSchedule,
+    addrs: &dyn BufferAddresses,
+) -> Result<Vec<PhaseJob>, EmitError> {
+    let mut lowered: Vec<(&ExchangeStep, Option<&RepeatStep>)> = Vec::new();
+    schedule.visit(|step, parent| {
+        if let Step::Exchange(p) = step {
+            lowered.push((p, parent));
+        }
+    });
+    lowered
+        .into_iter()
+        .map(|(phase, repeat)| {
+            let (wire, iterated) = wire_phase(schedule, addrs, phase)?;
+            Ok(PhaseJob {
+                step: phase.index,
+                wire,
+                iterated,
+                trip_count: repeat.map(|r| r.trip_count),
+            })
+        })
+        .collect()
+}
+
 /// Schedules every exchange phase of `schedule` and shares rows per tile.
 pub fn schedule_exchanges(
     schedule: &TileSchedule,
@@ -192,53 +285,50 @@ pub fn schedule_exchanges(
 }
 
 /// [`schedule_exchanges`] with explicit scheduler options (e.g. a stream cap,
-/// [`ScheduleOptions::max_stream_words`]).
+/// [`ScheduleOptions::max_stream_words`]), one phase after the other. Hosts
+/// with threads use [`exchange_jobs`], run [`PhaseJob::schedule`] in
+/// parallel and finish with [`assemble_exchange`].
 pub fn schedule_exchanges_with(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
     options: ScheduleOptions,
 ) -> Result<ExchangePlan, EmitError> {
-    // (phase, enclosing Repeat) in pre-order.
-    let mut lowered: Vec<(&ExchangeStep, Option<&RepeatStep>)> = Vec::new();
-    schedule.visit(|step, parent| {
-        if let Step::Exchange(p) = step {
-            lowered.push((p, parent));
-        }
-    });
+    let jobs = exchange_jobs(schedule, addrs)?;
+    let scheduled = jobs
+        .iter()
+        .map(|j| j.schedule(options))
+        .collect::<Result<Vec<_>, _>>()?;
+    assemble_exchange(&jobs, scheduled)
+}
 
-    let mut scheduled_rows: Vec<Vec<ExchangeRow>> = Vec::with_capacity(lowered.len());
+/// Shares the rows of scheduled phases per tile and builds the program's
+/// [`ExchangePlan`]; `scheduled[i]` is `jobs[i]` scheduled.
+pub fn assemble_exchange(
+    jobs: &[PhaseJob],
+    scheduled: Vec<ScheduledJob>,
+) -> Result<ExchangePlan, EmitError> {
+    if jobs.len() != scheduled.len() {
+        return Err(EmitError::PhaseCount {
+            jobs: jobs.len(),
+            scheduled: scheduled.len(),
+        });
+    }
+    let mut scheduled_rows: Vec<Vec<ExchangeRow>> = Vec::with_capacity(jobs.len());
     let mut tables: Vec<BTreeMap<u16, Vec<RepeatPatchTable>>> = Vec::new();
     let mut patch_plans: Vec<Option<RepeatPatchPlan>> = Vec::new();
     let mut private: Vec<Vec<PhysicalTile>> = Vec::new();
     let mut plan = ExchangePlan::default();
-    for (phase, repeat) in &lowered {
-        let step = phase.index.0;
-        let (wire, iterated) = wire_phase(schedule, addrs, phase)?;
-        // Inside a Repeat, every iteration's source must keep clear of
-        // concurrent receives (§2.10 rule 5), not only iteration 0's.
-        let sweeps: Vec<SourceSweep> = match repeat {
-            Some(r) => iterated
-                .iter()
-                .map(|it| SourceSweep {
-                    transfer: it.transfer,
-                    stride_bytes: it.stride_bytes,
-                    iterations: r.trip_count,
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        let scheduled = schedule_phase_sweeping(&wire, options, &sweeps)
-            .map_err(|error| EmitError::Exchange { step, error })?;
+    for (job, done) in jobs.iter().zip(scheduled) {
+        let ScheduledJob {
+            scheduled,
+            patch_plan,
+        } = done;
         let mut by_tile: BTreeMap<u16, Vec<RepeatPatchTable>> = BTreeMap::new();
-        let mut patch_plan = None;
-        if let (Some(r), false) = (repeat, iterated.is_empty()) {
-            let patch = repeat_patch_plan(&wire, &scheduled, &iterated, r.trip_count)
-                .map_err(|error| EmitError::Patch { step, error })?;
+        if let Some(patch) = &patch_plan {
             for t in &patch.tables {
                 plan.summary.repeat_patched_words += 1;
                 by_tile.entry(t.tile.get()).or_default().push(t.clone());
             }
-            patch_plan = Some(patch);
         }
         patch_plans.push(patch_plan);
         private.push(
@@ -250,9 +340,9 @@ pub fn schedule_exchanges_with(
         plan.summary.events += u64::from(scheduled.events);
         plan.summary.lower_bound += scheduled.lower_bound;
         plan.phases.insert(
-            phase.index,
+            job.step,
             PhaseRows {
-                step: phase.index,
+                step: job.step,
                 events: scheduled.events,
                 lower_bound: scheduled.lower_bound,
                 uses: BTreeMap::new(),
@@ -280,12 +370,15 @@ pub fn schedule_exchanges_with(
         step: u32::MAX,
         error,
     })?;
+    let shared_phases = shared.uses.len();
     for (p, uses) in shared.uses.into_iter().enumerate() {
-        let (phase, _) = lowered[p];
-        let rows = plan
-            .phases
-            .get_mut(&phase.index)
-            .expect("every lowered phase was inserted above");
+        let rows = jobs
+            .get(p)
+            .and_then(|j| plan.phases.get_mut(&j.step))
+            .ok_or(EmitError::PhaseCount {
+                jobs: jobs.len(),
+                scheduled: shared_phases,
+            })?;
         for u in uses {
             let tile = u.row.tile.get();
             if u.patch.is_some() {
@@ -305,6 +398,6 @@ pub fn schedule_exchanges_with(
         plan.summary.stored_rows += rows.len();
         plan.stored.insert(tile.get(), rows);
     }
-    plan.summary.phases = lowered.len();
+    plan.summary.phases = jobs.len();
     Ok(plan)
 }

@@ -24,8 +24,8 @@ mod tables;
 
 pub use error::EmitError;
 pub use exchange::{
-    schedule_exchanges, schedule_exchanges_with, ExchangePlan, ExchangeSummary, PhaseRows,
-    TileRowUse,
+    assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangePlan,
+    ExchangeSummary, PhaseJob, PhaseRows, ScheduledJob, TileRowUse,
 };
 pub use program::{
     area_label, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles, step_label, Area,

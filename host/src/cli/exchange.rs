@@ -21,6 +21,22 @@ enum Command {
     /// Schedule a random many-to-many phase, check it, run it on the
     /// simulator's fabric and report events against the lower bound.
     Bench(BenchArgs),
+    /// Schedule the phases a compile wrote with `IPUC_DUMP_PHASES=FILE`
+    /// (one after the other), check each, and print per-phase times and
+    /// events against the lower bound.
+    ScheduleDump(DumpArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DumpArgs {
+    /// The dump file.
+    file: std::path::PathBuf,
+    /// Only these steps (comma-separated); default all.
+    #[arg(long, value_delimiter = ',')]
+    steps: Vec<u32>,
+    /// Skip the independent check.
+    #[arg(long)]
+    no_check: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -63,7 +79,60 @@ pub struct BenchArgs {
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
         Command::Bench(b) => bench(b),
+        Command::ScheduleDump(d) => schedule_dump(d),
     }
+}
+
+fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&a.file)
+        .with_context(|| format!("reading {}", a.file.display()))?;
+    let jobs = crate::compile::phase_dump::read_jobs(&text)?;
+    let (mut total_ms, mut events, mut bound) = (0.0, 0u64, 0u64);
+    for job in jobs
+        .iter()
+        .filter(|j| a.steps.is_empty() || a.steps.contains(&j.step.0))
+    {
+        let t = Instant::now();
+        let done = job
+            .schedule(ScheduleOptions::default())
+            .map_err(|e| anyhow::anyhow!("step {}: {e}", job.step.0))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if !a.no_check {
+            check_phase(&job.wire, &done.scheduled.rows)
+                .with_context(|| format!("checking step {}", job.step.0))?;
+        }
+        let s = &done.scheduled;
+        let dests: usize = job
+            .wire
+            .transfers
+            .iter()
+            .map(|t| t.destinations.len())
+            .sum();
+        println!(
+            "step {:>4}: {:>6} transfers {:>7} destinations {:>7} pieces events={:>7} lower_bound={:>7} ratio={:.3} schedule={:.1}ms",
+            job.step.0,
+            job.wire.transfers.len(),
+            dests,
+            s.pieces.len(),
+            s.events,
+            s.lower_bound,
+            f64::from(s.events) / s.lower_bound.max(1) as f64,
+            ms
+        );
+        total_ms += ms;
+        events += u64::from(s.events);
+        bound += s.lower_bound;
+    }
+    println!(
+        "total: events={events} lower_bound={bound} ratio={:.3} schedule={total_ms:.0}ms{}",
+        events as f64 / bound.max(1) as f64,
+        if a.no_check {
+            " (not checked)"
+        } else {
+            " (checked)"
+        }
+    );
+    Ok(())
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {

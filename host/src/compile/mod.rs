@@ -4,17 +4,19 @@
 
 mod bindings;
 mod image;
+pub mod phase_dump;
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
+use crate::progress::{Progress, Stage};
+
 use ipuc_core::emit::{
-    emit_programs, program_tiles, schedule_exchanges_with, BufferAddresses, EmitInput,
-    ExchangePlan, ExchangeSummary, KernelAbi, PatchAddresses, PatchData,
+    assemble_exchange, emit_programs, exchange_jobs, program_tiles, BufferAddresses, EmitInput,
+    ExchangePlan, ExchangeSummary, KernelAbi, PatchAddresses, PatchData, PhaseJob, ScheduledJob,
 };
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::ipu21::topology::LogicalTile;
@@ -64,9 +66,25 @@ impl Default for CompileOptions {
 pub struct StageTimes {
     pub planning_ms: f64,
     pub lowering_ms: f64,
+    /// Buffer placement and the patch-data blocks.
     pub placement_ms: f64,
+    pub exchange_ms: f64,
     pub emission_ms: f64,
+    pub linking_ms: f64,
     pub packaging_ms: f64,
+}
+
+impl StageTimes {
+    /// Sum of all stages.
+    pub fn total_ms(&self) -> f64 {
+        self.planning_ms
+            + self.lowering_ms
+            + self.placement_ms
+            + self.exchange_ms
+            + self.emission_ms
+            + self.linking_ms
+            + self.packaging_ms
+    }
 }
 
 /// What the run report needs from compilation.
@@ -128,8 +146,29 @@ pub struct Compiled {
     pub placements: Vec<TilePlacement>,
 }
 
-fn ms_since(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
+/// Schedules independent exchange phases in parallel (rayon), advancing
+/// `stage` per phase. The result is in job order whatever the thread count,
+/// and each phase's schedule depends only on its own job, so packages are
+/// byte-identical at any `RAYON_NUM_THREADS`. Larger phases start first so
+/// the last thread is not left with the biggest one.
+pub fn schedule_phases(
+    jobs: &[PhaseJob],
+    options: ipuc_core::exchange::ScheduleOptions,
+    stage: &Stage,
+) -> Result<Vec<ScheduledJob>, ipuc_core::emit::EmitError> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(jobs[i].weight()), i));
+    let mut done: Vec<(usize, Result<ScheduledJob, _>)> = order
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|i| {
+            let r = jobs[i].schedule(options);
+            stage.inc(1);
+            (i, r)
+        })
+        .collect();
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Buffer addresses from per-tile placements.
@@ -157,15 +196,32 @@ pub fn compile_with(
     opts: &CompileOptions,
     min_key_parts: u32,
 ) -> Result<Compiled> {
+    compile_with_progress(
+        graph,
+        kernels,
+        opts,
+        min_key_parts,
+        &Progress::stderr("compile"),
+    )
+}
+
+/// [`compile_with`] reporting each stage (and bars for long ones) to `progress`.
+pub fn compile_with_progress(
+    graph: &Graph,
+    kernels: &dyn KernelAbi,
+    opts: &CompileOptions,
+    min_key_parts: u32,
+    progress: &Progress,
+) -> Result<Compiled> {
     let mut times = StageTimes::default();
 
     if opts.tiles == 0 || opts.tiles > u32::from(ipuc_core::ipu21::topology::TILE_COUNT) {
         bail!("--planning-tiles must be 1..=1472, got {}", opts.tiles);
     }
-    eprintln!(
-        "compile: planning on {} tiles (beam width {})…",
+    progress.note(&format!(
+        "planning on {} tiles (beam width {})…",
         opts.tiles, opts.beam_width
-    );
+    ));
     // Patch data (Repeat tables, sharing lists) is only known once rows are
     // scheduled on placed addresses. It is placed and charged like data;
     // when it does not fit, the plan is redone with the data budget reduced
@@ -175,7 +231,7 @@ pub fn compile_with(
     let mut attempt = 0;
     let mut optimization = None;
     let (plan, schedule, placements, exchange_plan, patch_bases) = loop {
-        let t = Instant::now();
+        let stage = progress.stage("planning", 0);
         let plan: Plan = plan_graph(
             graph,
             PlanConfig {
@@ -196,20 +252,18 @@ pub fn compile_with(
                 format!("planning (re-plan {attempt}, {allowance} bytes/tile kept for patch data)")
             }
         })?;
-        times.planning_ms += ms_since(t);
         let s = plan.stats;
-        eprintln!(
-            "compile: planned in {:.0} ms: {} candidates screened, {} body searches, {} cache hits, {} memory rejections",
-            times.planning_ms, s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
-        );
+        times.planning_ms += stage.finish(&format!(
+            "{} candidates screened, {} body searches, {} cache hits, {} memory rejections",
+            s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
+        ));
         let plan = if opts.optimization_steps > 0 {
-            let t = Instant::now();
+            let stage = progress.stage("optimization", 0);
             let (plan, stats) = ipuc_core::plan::improve_plan(graph, plan, opts.optimization_steps)
                 .map_err(|e| anyhow::anyhow!("{e}"))
                 .context("optimization steps")?;
-            times.planning_ms += ms_since(t);
-            eprintln!(
-                "compile: optimization: {} of {} steps run, {} of {} alternatives kept; estimated cycles {} -> {} ({:+.2}%) in {:.0} ms",
+            times.planning_ms += stage.finish(&format!(
+                "{} of {} steps run, {} of {} alternatives kept; estimated cycles {} -> {} ({:+.2}%)",
                 stats.steps_run,
                 stats.steps,
                 stats.accepted,
@@ -218,60 +272,93 @@ pub fn compile_with(
                 stats.cycles_after,
                 100.0 * (stats.cycles_after as f64 - stats.cycles_before as f64)
                     / stats.cycles_before.max(1) as f64,
-                ms_since(t)
-            );
+            ));
             optimization = Some(stats);
             plan
         } else {
             plan
         };
 
-        let t = Instant::now();
+        let stage = progress.stage("lowering", 0);
         let schedule: TileSchedule = lower(graph, &plan)
             .map_err(|e| anyhow::anyhow!("{e:?}"))
             .context("lowering")?;
-        times.lowering_ms += ms_since(t);
-        eprintln!(
-            "compile: lowered in {:.0} ms: {} buffers, {} steps",
-            times.lowering_ms,
+        times.lowering_ms += stage.finish(&format!(
+            "{} buffers, {} steps",
             schedule.buffers.len(),
             schedule.step_count
-        );
+        ));
 
-        let t = Instant::now();
         let requests = requests(&schedule, |_| support_reserved());
+        let stage = progress.stage("placement", requests.len() as u64);
         let mut placements: Vec<TilePlacement> = requests
             .par_iter()
-            .map(|r| place_tile(r).map_err(|e| anyhow::anyhow!("{e}")))
+            .map(|r| {
+                let placed = place_tile(r).map_err(|e| anyhow::anyhow!("{e}"));
+                stage.inc(1);
+                placed
+            })
             .collect::<Result<_>>()
             .context("SRAM placement")?;
+        times.placement_ms += stage.finish(&format!("{} tiles", placements.len()));
+
         // Exchange rows need buffer addresses; the Repeat patch tables and
         // sharing lists they imply are data (read by the patchers, never
         // fetched), so each tile's block of them is placed in the data
         // region and charged to the budget like a buffer, not linked with
         // the code.
-        let exchange_plan = schedule_exchanges_with(
+        let jobs = exchange_jobs(
             &schedule,
             &Placed {
                 by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
             },
-            ipuc_core::exchange::ScheduleOptions {
-                max_stream_words: opts.exchange_stream_words,
-                ..ipuc_core::exchange::ScheduleOptions::default()
-            },
         )
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("exchange scheduling")?;
+        let options = ipuc_core::exchange::ScheduleOptions {
+            max_stream_words: opts.exchange_stream_words,
+            ..ipuc_core::exchange::ScheduleOptions::default()
+        };
+        // Developer aid: the jobs as text, for `ipuc exchange schedule-dump`.
+        if let Some(path) = std::env::var_os("IPUC_DUMP_PHASES") {
+            std::fs::write(&path, phase_dump::write_jobs(&jobs))
+                .with_context(|| format!("writing {}", path.to_string_lossy()))?;
+        }
+        let stage = progress.stage("exchange scheduling", jobs.len() as u64);
+        let scheduled = schedule_phases(&jobs, options, &stage)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("exchange scheduling")?;
+        let exchange_plan = assemble_exchange(&jobs, scheduled)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("exchange scheduling")?;
+        let e = &exchange_plan.summary;
+        times.exchange_ms += stage.finish(&format!(
+            "{} phases, {} stored rows, {} events (lower bound {})",
+            e.phases, e.stored_rows, e.events, e.lower_bound
+        ));
+
+        let stage = progress.stage("patch-data placement", 0);
         let result = place_patch_data(&schedule, &exchange_plan, &mut placements);
-        times.placement_ms += ms_since(t);
+        let peak = placements
+            .iter()
+            .max_by_key(|p| (p.peak.bytes, std::cmp::Reverse(p.tile)))
+            .map(|p| (p.peak.bytes, p.tile))
+            .unwrap_or((0, 0));
+        times.placement_ms += stage.finish(&match &result {
+            Ok(b) => format!(
+                "largest block {} bytes; peak {} bytes on tile {}",
+                b.largest, peak.0, peak.1
+            ),
+            Err(_) => String::from("does not fit"),
+        });
         match result {
             Ok(bases) => break (plan, schedule, placements, exchange_plan, bases),
             Err(e) if attempt < PATCH_REPLANS && u64::from(e.largest) > allowance => {
                 attempt += 1;
                 allowance = u64::from(e.largest).next_multiple_of(ALLOCATION_GRANULE);
-                eprintln!(
-                    "compile: {e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for patch data"
-                );
+                progress.note(&format!(
+                    "{e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for patch data"
+                ));
             }
             Err(e) => return Err(anyhow::Error::new(e).context("placing patch data")),
         }
@@ -282,15 +369,8 @@ pub fn compile_with(
         .max_by_key(|p| (p.peak.bytes, std::cmp::Reverse(p.tile)))
         .map(|p| (p.peak.bytes, p.tile))
         .unwrap_or((0, 0));
-    eprintln!(
-        "compile: placed {} tiles in {:.0} ms (peak {} bytes on tile {})",
-        placements.len(),
-        times.placement_ms,
-        peak.0,
-        peak.1
-    );
 
-    let t = Instant::now();
+    let stage = progress.stage("emission", 0);
     let addresses = Placed {
         by_tile: placements.iter().map(|p| (p.tile, p)).collect(),
     };
@@ -329,21 +409,25 @@ pub fn compile_with(
             Some((p.logical_tile, segs))
         })
         .collect();
+    times.emission_ms = stage.finish(&format!("{} tile programs", programs.len()));
+
+    let stage = progress.stage("linking", programs.len() as u64);
     let stubs = image::kernel_stubs(kernels)?;
     let images = programs
         .par_iter()
-        .map(|p| image::link_tile(&stubs, p, &opts.runtime))
+        .map(|p| {
+            let linked = image::link_tile(&stubs, p, &opts.runtime);
+            stage.inc(1);
+            linked
+        })
         .collect::<Result<Vec<_>>>()?;
-    times.emission_ms = ms_since(t);
-    eprintln!(
-        "compile: emitted {} tile programs in {:.0} ms ({} exchange phases, {} stored rows)",
+    times.linking_ms = stage.finish(&format!(
+        "{} tile images, largest code image {} bytes",
         images.len(),
-        times.emission_ms,
-        exchange.phases,
-        exchange.stored_rows
-    );
+        images.iter().map(|i| i.code_bytes()).max().unwrap_or(0)
+    ));
 
-    let t = Instant::now();
+    let stage = progress.stage("packaging", 0);
     let mut pkg = Package::new(format!(
         "ipuc {} ({})",
         env!("CARGO_PKG_VERSION"),
@@ -414,8 +498,8 @@ pub fn compile_with(
     let bytes = package::write(&pkg)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("writing the package")?;
-    times.packaging_ms = ms_since(t);
     let sha256 = hex(&Sha256::digest(&bytes));
+    times.packaging_ms = stage.finish(&format!("{} bytes", bytes.len()));
 
     let per_tile = |f: &dyn Fn(&ipuc_core::package::TileImage) -> u64| {
         pkg.tiles.iter().map(f).max().unwrap_or(0)
