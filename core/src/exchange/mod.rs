@@ -41,6 +41,7 @@ mod encode;
 mod error;
 mod intervals;
 mod job_order;
+mod marks;
 mod pairing;
 mod piece;
 mod placement;
@@ -151,7 +152,9 @@ pub fn schedule_unchecked_sweeping(
     sweeps: &[SourceSweep],
 ) -> Result<ScheduledPhase> {
     let split = schedule_encoded(phase, options, sweeps)?;
-    if options.sender_budget_percent == 0 {
+    // Without a multicast actually split, the whole-multicast schedule is
+    // the same jobs in the same order: the same schedule.
+    if options.sender_budget_percent == 0 || !schedule::splits_multicasts(phase, options) {
         return Ok(split);
     }
     let whole = ScheduleOptions {

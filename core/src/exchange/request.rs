@@ -84,6 +84,7 @@ impl ExchangePhase {
     pub fn validate(&self) -> Result<(), ExchangeError> {
         // (tile, start, end, transfer, is_write) spans for overlap checks.
         let mut spans: Vec<(u16, u32, u32, usize, bool)> = Vec::new();
+        let mut seen = alloc::vec![0usize; usize::from(crate::ipu21::topology::TILE_COUNT)];
         for (index, t) in self.transfers.iter().enumerate() {
             if t.words == 0 {
                 return Err(ExchangeError::EmptyTransfer { transfer: index });
@@ -110,19 +111,22 @@ impl ExchangePhase {
                 index,
                 false,
             ));
-            for (k, d) in t.destinations.iter().enumerate() {
+            for d in &t.destinations {
                 if d.tile == t.source {
                     return Err(ExchangeError::SelfTransfer {
                         transfer: index,
                         tile: d.tile,
                     });
                 }
-                if t.destinations[..k].iter().any(|e| e.tile == d.tile) {
+                // `seen[tile]` holds the last transfer (+1) that named the tile.
+                let mark = &mut seen[d.tile.index()];
+                if *mark == index + 1 {
                     return Err(ExchangeError::DuplicateDestination {
                         transfer: index,
                         tile: d.tile,
                     });
                 }
+                *mark = index + 1;
                 check_span(index, d.tile, d.address, bytes, align)?;
                 spans.push((
                     d.tile.get(),

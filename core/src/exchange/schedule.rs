@@ -20,12 +20,12 @@
 //! and keep send and receive windows that share an SRAM element apart in time
 //! (§2.10 rule 5). Violations move the piece later.
 
-use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 
 use super::error::{ExchangeError, Result};
 use super::intervals::{BusyIntervals, Slot};
 use super::job_order::RemainingLoadOrder;
+use super::marks::{EventMarks, CONTROL, PIC, SEND_START, STRICT, XPIC};
 use super::pairing::{plan_pairing, TransferPairing};
 use super::piece::Piece;
 use super::request::{element_mask, ExchangePhase, Transfer};
@@ -105,12 +105,10 @@ pub(crate) fn swept_mask(addr: u32, bytes: u32, sweep: Option<(i64, u32)>) -> u6
 struct TileState {
     out: BusyIntervals,
     inc: BusyIntervals,
-    send_starts: BTreeSet<u64>,
-    controls: BTreeSet<u64>,
-    /// XPIC (select / tear-down) and PIC-pointer events, kept apart so that
-    /// tiles in single-control mode can refuse an XPIC and a PIC at one event.
-    xpic_events: BTreeSet<u64>,
-    pic_events: BTreeSet<u64>,
+    /// Send starts, receive controls, and XPIC and PIC events kept apart
+    /// (tiles in single-control mode refuse an XPIC and a PIC at one event),
+    /// and the strict events of paired receives (see [`EventMarks`]).
+    marks: EventMarks,
     /// Never put an XPIC and a PIC control on one event of this tile, so its
     /// row needs no `sendpicp` (and therefore no 8-byte realignment). Set by
     /// [`schedule_pieces_avoiding`] for tiles whose row could not be aligned.
@@ -118,9 +116,6 @@ struct TileState {
     /// SRAM windows of this tile's sends and receives (§2.10 rule 5).
     send_windows: WindowIndex,
     receive_windows: WindowIndex,
-    /// Control events of paired receives: nothing else may share them
-    /// (coincident paired controls fault, §2.6).
-    strict: BTreeSet<u64>,
 }
 
 impl TileState {
@@ -134,28 +129,60 @@ impl TileState {
     }
     /// Is `c` (a receive control on this tile) on one of its sends' first two events?
     fn control_blocked(&self, c: u64) -> bool {
-        self.send_starts.contains(&c) || (c > 0 && self.send_starts.contains(&(c - 1)))
+        self.marks.has(c, SEND_START) || (c > 0 && self.marks.has(c - 1, SEND_START))
     }
     /// Would a new control at `c` fall within two events of a different
     /// existing control? Keeping distinct control events ≥ 3 apart leaves a
     /// multi-event instruction between any two of them, which the encoder
     /// can split to 8-byte-align a following `sendpicp` (§2.3).
     fn control_crowded(&self, c: u64) -> bool {
-        self.controls
-            .range(c.saturating_sub(2)..=c + 2)
-            .any(|&e| e != c)
+        (c.saturating_sub(2)..=c + 2).any(|e| e != c && self.marks.has(e, CONTROL))
     }
     /// Would an XPIC at `x` share an event with a PIC (single-control tiles only)?
     fn xpic_doubles(&self, x: u64) -> bool {
-        self.single_controls && self.pic_events.contains(&x)
+        self.single_controls && self.marks.has(x, PIC)
     }
     /// Would a PIC at `p` share an event with an XPIC (single-control tiles only)?
     fn pic_doubles(&self, p: u64) -> bool {
-        self.single_controls && self.xpic_events.contains(&p)
+        self.single_controls && self.marks.has(p, XPIC)
     }
     /// Would a send starting at `s` put a receive control on its first two events?
     fn send_blocked(&self, s: u64) -> bool {
-        self.controls.contains(&s) || self.controls.contains(&(s + 1))
+        self.marks.has(s, CONTROL) || self.marks.has(s + 1, CONTROL)
+    }
+    /// Is a paired receive's control at `c` (nothing else may share it, §2.6)?
+    fn strict(&self, c: u64) -> bool {
+        self.marks.has(c, STRICT)
+    }
+    /// May a 32-bit receive select its sender at `x` and write its pointer
+    /// at `x + lag`? (Depends only on `x`: not on the piece's length.)
+    fn receive_controls_blocked(&self, x: u64, lag: u64) -> bool {
+        let p = x + lag;
+        self.control_blocked(x)
+            || self.control_blocked(p)
+            || self.strict(x)
+            || self.strict(p)
+            || self.control_crowded(x)
+            || self.control_crowded(p)
+            || self.xpic_doubles(x)
+            || self.pic_doubles(p)
+    }
+    /// The first `x' > x` at which [`Self::receive_controls_blocked`] is false.
+    /// Past the last mark (plus the ±2 look-around) nothing blocks, so this ends.
+    fn next_receive_controls(&self, x: u64, lag: u64) -> u64 {
+        let mut x = x + 1;
+        while self.receive_controls_blocked(x, lag) {
+            x += 1;
+        }
+        x
+    }
+    /// The first `s' > s` at which [`Self::send_blocked`] is false.
+    fn next_send_start(&self, s: u64) -> u64 {
+        let mut s = s + 1;
+        while self.send_blocked(s) {
+            s += 1;
+        }
+        s
     }
     /// Earliest event the window `[start, end)` with `mask` may be moved to,
     /// if it collides with an opposite-kind window sharing an element.
@@ -232,6 +259,20 @@ fn split_multicasts(
         }
     }
     jobs
+}
+
+/// Does `options`' sender budget split any multicast of `phase` into
+/// several jobs? (If not, scheduling with budget 0 gives the same jobs.)
+pub(crate) fn splits_multicasts(phase: &ExchangePhase, options: ScheduleOptions) -> bool {
+    let (pairing, _, _) = plan_pairing(phase);
+    let (out_load, in_load) = event_loads(phase, &pairing);
+    let lower_bound = out_load.iter().chain(&in_load).copied().max().unwrap_or(0);
+    let jobs = split_multicasts(phase, &pairing, &out_load, lower_bound, options);
+    let whole: usize = pairing
+        .iter()
+        .map(|p| usize::from(!p.singles.is_empty()) + usize::from(!p.pairs.is_empty()))
+        .sum();
+    jobs.len() != whole
 }
 
 /// Events each tile streams out and in, given the pairing decisions: a
@@ -429,6 +470,7 @@ pub fn schedule_pieces_avoiding(
             .map(|r| (1 - r.offset).max(0) as u64)
             .max()
             .unwrap_or(0);
+        let mut probe: Vec<usize> = (0..receivers.len()).collect();
         let mut remaining = u64::from(t.words);
         let mut offset = 0u64;
         let mut candidate = earliest;
@@ -443,6 +485,7 @@ pub fn schedule_pieces_avoiding(
                 &tiles,
                 t.source,
                 &receivers,
+                &mut probe,
                 candidate,
                 min_len,
                 remaining.min(max_piece),
@@ -486,19 +529,29 @@ pub fn schedule_pieces_avoiding(
 }
 
 /// Earliest `S ≥ candidate` where the sender and every receiver are free for
-/// at least `min_len` events; returns `S` and the common free length (≤ `cap`).
+/// at least `min_len` events, the sender may start a message (no receive
+/// control on its first two events) and every receiver may take its select
+/// and pointer controls; returns `S` and the common free length (≤ `cap`).
+///
+/// Each refusal moves `S` to the first start that tile could accept, so the
+/// answer is the same whatever order tiles are asked in; `probe` is that
+/// order, and a tile that refuses moves to its front (the tile that refused
+/// last is the likeliest to refuse again), so most candidates are dismissed
+/// by the first question.
 fn find_common_gap(
     tiles: &[TileState],
     source: PhysicalTile,
     receivers: &[Receiver],
+    probe: &mut [usize],
     candidate: u64,
     min_len: u64,
     cap: u64,
 ) -> (u64, u64) {
     let mut s = candidate;
+    let st = &tiles[source.index()];
     'search: loop {
         let mut len = cap;
-        match tiles[source.index()].out.slot(s) {
+        match st.out.slot(s) {
             Slot::BusyUntil(b) => {
                 s = b;
                 continue 'search;
@@ -511,22 +564,30 @@ fn find_common_gap(
                 len = len.min(f - s);
             }
         }
-        for r in receivers {
+        if st.send_blocked(s) {
+            s = st.next_send_start(s);
+            continue 'search;
+        }
+        for i in 0..probe.len() {
+            let r = &receivers[probe[i]];
+            let rt = &tiles[r.tile.index()];
             // s ≥ earliest guarantees x ≥ 1.
             let x = (s as i64 + r.offset) as u64;
-            match tiles[r.tile.index()].inc.slot(x) {
-                Slot::BusyUntil(b) => {
-                    s = (b as i64 - r.offset) as u64;
-                    continue 'search;
-                }
+            let next = match rt.inc.slot(x) {
+                Slot::BusyUntil(b) => b,
+                Slot::FreeUntil(f) if f - x < min_len => f,
                 Slot::FreeUntil(f) => {
-                    if f - x < min_len {
-                        s = (f as i64 - r.offset) as u64;
-                        continue 'search;
+                    if rt.receive_controls_blocked(x, r.lag) {
+                        rt.next_receive_controls(x, r.lag)
+                    } else {
+                        len = len.min(f - x);
+                        continue;
                     }
-                    len = len.min(f - x);
                 }
-            }
+            };
+            s = (next as i64 - r.offset) as u64;
+            probe.swap(0, i);
+            continue 'search;
         }
         return (s, len);
     }
@@ -550,7 +611,7 @@ fn placement_problem(
 ) -> core::result::Result<u64, u64> {
     let st = &tiles[source.index()];
     if st.send_blocked(start) {
-        return Err(start + 1);
+        return Err(st.next_send_start(start));
     }
     // Try the full length first, then slightly shorter pieces whose tear-down
     // avoids a receiver's send start (or, on single-control tiles, a PIC —
@@ -572,20 +633,15 @@ fn placement_problem(
             let rt = &tiles[r.tile.index()];
             let x = (start as i64 + r.offset) as u64;
             let p = x + r.lag;
-            if rt.control_blocked(x)
-                || rt.control_blocked(p)
-                || rt.strict.contains(&x)
-                || rt.strict.contains(&p)
-                || rt.control_crowded(x)
-                || rt.control_crowded(p)
-                || rt.xpic_doubles(x)
-                || rt.pic_doubles(p)
-            {
-                return Err(start + 1);
+            if rt.receive_controls_blocked(x, r.lag) {
+                // Every start up to the next allowed select is refused by
+                // this receiver alone, whatever the others say.
+                let next = rt.next_receive_controls(x, r.lag);
+                return Err(start + (next - x));
             }
             let own_double = rt.single_controls && x + m == p;
             if rt.control_blocked(x + m)
-                || rt.strict.contains(&(x + m))
+                || rt.strict(x + m)
                 || rt.control_crowded(x + m)
                 || rt.xpic_doubles(x + m)
                 || own_double
@@ -619,7 +675,7 @@ fn place(
     let guard = u64::from(GUARD_EVENTS);
     let src = &mut tiles[t.source.index()];
     src.out.insert(start, start + len);
-    src.send_starts.insert(start);
+    src.marks.mark(start, SEND_START);
     src.send_windows.insert(
         swept_mask(
             t.source_address + (offset as u32) * 4,
@@ -634,12 +690,9 @@ fn place(
         let x = (start as i64 + r.offset) as u64;
         let p = x + r.lag;
         rt.inc.insert(x, x + len);
-        rt.controls.insert(x);
-        rt.controls.insert(x + len);
-        rt.controls.insert(p);
-        rt.xpic_events.insert(x);
-        rt.xpic_events.insert(x + len);
-        rt.pic_events.insert(p);
+        rt.marks.mark(x, CONTROL | XPIC);
+        rt.marks.mark(x + len, CONTROL | XPIC);
+        rt.marks.mark(p, CONTROL | PIC);
         let dst = t.destinations[usize::from(r.index)].address + (offset as u32) * 4;
         rt.receive_windows
             .insert(element_mask(dst, (len as u32) * 4), p, p + len + guard);
@@ -739,7 +792,7 @@ fn place_paired(
             let controls = [f, p, f + items];
             let mine = if m.owns { &own[..] } else { &[][..] };
             for &c in mine.iter().chain(controls.iter()) {
-                if rt.control_blocked(c) || rt.controls.contains(&c) || rt.control_crowded(c) {
+                if rt.control_blocked(c) || rt.marks.has(c, CONTROL) || rt.control_crowded(c) {
                     s += 1;
                     continue 'search;
                 }
@@ -754,7 +807,7 @@ fn place_paired(
     };
     let st = &mut tiles[t.source.index()];
     st.out.insert(start, start + items);
-    st.send_starts.insert(start);
+    st.marks.mark(start, SEND_START);
     st.send_windows
         .insert(src_mask, start, start + items + guard);
     let pt = &mut tiles[partner.index()];
@@ -766,15 +819,13 @@ fn place_paired(
         let f = x + m.format_lag;
         let p = f + u64::from(PAIRED_POINTER_AFTER_FORMAT);
         rt.inc.insert(x - 1, x + items + 1);
-        let mut events = alloc::vec![f, p, f + items];
         if m.owns {
-            events.extend([x, x + items]);
-            rt.xpic_events.extend([x, x + items]);
+            for c in [x, x + items] {
+                rt.marks.mark(c, CONTROL | STRICT | XPIC);
+            }
         }
-        rt.pic_events.extend([f, p, f + items]);
-        for c in events {
-            rt.controls.insert(c);
-            rt.strict.insert(c);
+        for c in [f, p, f + items] {
+            rt.marks.mark(c, CONTROL | STRICT | PIC);
         }
         rt.receive_windows
             .insert(element_mask(m.address, t.words * 4), p, p + items + guard);

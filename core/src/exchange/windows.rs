@@ -3,61 +3,84 @@
 //! window the tile already has.
 //!
 //! A large phase puts thousands of windows on a tile and the scheduler asks
-//! the clash query for every candidate start of every piece, so a linear
-//! scan made scheduling quadratic. Windows are kept in length classes
-//! (powers of two), each a set ordered by start that remembers its longest
-//! window: a window of length ≤ `longest` can only overlap `[start, end)`
-//! if it starts in `[start − longest, end)`. Windows of one kind on one tile
-//! barely overlap each other (their streams are exclusive), so each class
-//! range holds only a few windows. The answer is a maximum, so it does not
-//! depend on the order windows are visited: identical to a full scan.
+//! the clash query for every candidate start of every piece. Windows are
+//! kept per SRAM element (a window is listed under every element its mask
+//! names), each list sorted by start and remembering its longest window: a
+//! window of length ≤ `longest` can only overlap `[start, end)` if it starts
+//! in `[start − longest, end)`, found by binary search. Windows of one kind on
+//! one tile barely overlap each other (their streams are exclusive), so each
+//! range holds only a few windows. The answer is a maximum over the windows
+//! that share an element with the query, so it does not depend on the order
+//! windows are visited: identical to a full scan.
 
-use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 
-/// One length class: windows with `end − start` in `[2^k, 2^(k+1))`
-/// (class 0 also holds empty windows).
+/// Windows touching one SRAM element.
 #[derive(Clone, Debug, Default)]
-struct LengthClass {
-    /// `(start, end, element mask)`; identical duplicates collapse, which
-    /// cannot change a maximum.
-    windows: BTreeSet<(u64, u64, u64)>,
-    /// Longest `end − start` in this class.
+struct ElementWindows {
+    /// `(start, end)`, sorted.
+    windows: Vec<(u64, u64)>,
+    /// Longest `end − start` listed.
     longest: u64,
 }
 
 /// Windows of one kind (send or receive) on one tile.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct WindowIndex {
-    /// Indexed by `floor(log2(len))`; grown on demand.
-    classes: Vec<LengthClass>,
+    /// Indexed by element (mask bit); grown on demand.
+    elements: Vec<ElementWindows>,
+}
+
+/// The set bits of `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let b = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        Some(b)
+    })
 }
 
 impl WindowIndex {
     /// Records the window `[start, end)` touching the SRAM elements in `mask`.
     pub(crate) fn insert(&mut self, mask: u64, start: u64, end: u64) {
-        let len = end.saturating_sub(start);
-        let class = (u64::BITS - 1 - len.max(1).leading_zeros()) as usize;
-        if self.classes.len() <= class {
-            self.classes.resize_with(class + 1, LengthClass::default);
+        if mask == 0 {
+            return;
         }
-        let c = &mut self.classes[class];
-        c.longest = c.longest.max(len);
-        c.windows.insert((start, end, mask));
+        let top = (u64::BITS - mask.leading_zeros()) as usize;
+        if self.elements.len() < top {
+            self.elements.resize_with(top, ElementWindows::default);
+        }
+        let len = end.saturating_sub(start);
+        for b in bits(mask) {
+            let e = &mut self.elements[b];
+            e.longest = e.longest.max(len);
+            let at = e.windows.partition_point(|&w| w < (start, end));
+            e.windows.insert(at, (start, end));
+        }
     }
 
     /// The latest end among windows that overlap `[start, end)` and share an
     /// element with `mask`, if any.
     pub(crate) fn latest_clash(&self, mask: u64, start: u64, end: u64) -> Option<u64> {
         let mut latest = None;
-        for c in &self.classes {
-            // w.end > start with w.end − w.start ≤ longest ⇒ w.start > start − longest.
-            let lo = start.saturating_sub(c.longest);
-            if c.windows.is_empty() || lo >= end {
+        for b in bits(mask) {
+            let Some(e) = self.elements.get(b) else {
+                break;
+            };
+            // w.end > start with w.end − w.start ≤ longest ⇒ w.start ≥ start − longest.
+            let lo = start.saturating_sub(e.longest);
+            if lo >= end {
                 continue;
             }
-            for &(ws, we, wm) in c.windows.range((lo, 0, 0)..(end, 0, 0)) {
-                if wm & mask != 0 && ws < end && start < we {
+            let from = e.windows.partition_point(|&(ws, _)| ws < lo);
+            for &(ws, we) in &e.windows[from..] {
+                if ws >= end {
+                    break;
+                }
+                if start < we {
                     latest = latest.max(Some(we));
                 }
             }
