@@ -551,19 +551,12 @@ fn find_common_gap(
     let st = &tiles[source.index()];
     'search: loop {
         let mut len = cap;
-        match st.out.slot(s) {
-            Slot::BusyUntil(b) => {
-                s = b;
-                continue 'search;
-            }
-            Slot::FreeUntil(f) => {
-                if f - s < min_len {
-                    s = f;
-                    continue 'search;
-                }
-                len = len.min(f - s);
-            }
+        let (q, f) = st.out.first_fit(s, min_len);
+        if q > s {
+            s = q;
+            continue 'search;
         }
+        len = len.min(f - s);
         if st.send_blocked(s) {
             s = st.next_send_start(s);
             continue 'search;
@@ -573,17 +566,14 @@ fn find_common_gap(
             let rt = &tiles[r.tile.index()];
             // s ≥ earliest guarantees x ≥ 1.
             let x = (s as i64 + r.offset) as u64;
-            let next = match rt.inc.slot(x) {
-                Slot::BusyUntil(b) => b,
-                Slot::FreeUntil(f) if f - x < min_len => f,
-                Slot::FreeUntil(f) => {
-                    if rt.receive_controls_blocked(x, r.lag) {
-                        rt.next_receive_controls(x, r.lag)
-                    } else {
-                        len = len.min(f - x);
-                        continue;
-                    }
-                }
+            let (q, f) = rt.inc.first_fit(x, min_len);
+            let next = if q > x {
+                q
+            } else if rt.receive_controls_blocked(x, r.lag) {
+                rt.next_receive_controls(x, r.lag)
+            } else {
+                len = len.min(f - x);
+                continue;
             };
             s = (next as i64 - r.offset) as u64;
             probe.swap(0, i);
