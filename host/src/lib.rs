@@ -12,5 +12,6 @@ pub mod progress;
 pub mod reference;
 pub mod report;
 pub mod run_report;
+pub mod run_summary;
 pub mod sim;
 pub mod weights;

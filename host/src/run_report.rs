@@ -30,6 +30,10 @@ pub struct InferenceCheck {
     pub cycles: u64,
     /// Wall time of the simulation.
     pub wall_seconds: f64,
+    /// Tiles simulated.
+    pub tiles: usize,
+    /// Words the exchange fabric moved (simulated).
+    pub words_moved: u64,
     /// Against the device-numerics reference (the PASS criterion).
     pub device: Option<Validation>,
     /// Against the FP32 reference (`--reference-fp32`; reported, not judged).
@@ -204,11 +208,17 @@ pub fn print_run_report(
     }
     print_kernel_timing(profile);
     for (i, c) in checks.iter().enumerate() {
+        let wall = c.wall_seconds.max(1e-9);
         println!(
-            "inference[{i}]: {} simulated cycles ({:.6} ms at 1.5 GHz), simulated in {:.2} s wall",
+            "inference[{i}]: {} simulated cycles ({:.6} ms at 1.5 GHz), {} words moved by the exchange fabric; simulated in {:.2} s wall: {:.3} M cycles/s ({:.1} M tile-cycles/s over {} tiles), {:.1} M words/s",
             c.cycles,
             ms(c.cycles),
-            c.wall_seconds
+            c.words_moved,
+            c.wall_seconds,
+            c.cycles as f64 / wall / 1e6,
+            c.cycles as f64 * c.tiles as f64 / wall / 1e6,
+            c.tiles,
+            c.words_moved as f64 / wall / 1e6
         );
         if let Some(v) = &c.device {
             for (name, max_abs, cosine, outside) in &v.outputs {
@@ -304,4 +314,44 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))?;
     println!("patch audit: {}", path.display());
     Ok(())
+}
+
+/// The placed per-tile peak as `(bytes, tile, step, moment label)`: the
+/// tile with the most charged bytes and the schedule step at which that
+/// peak happens, named by its originating op.
+pub fn placed_peak_moment(compiled: &Compiled) -> (u32, u32, u32, String) {
+    let r = &compiled.report;
+    let step = compiled
+        .placements
+        .iter()
+        .find(|p| p.tile == r.placed_peak_tile)
+        .map_or(0, |p| p.peak.step);
+    let mut label = format!("step {step}");
+    compiled.schedule.visit(|s, _| {
+        use ipuc_core::lower::schedule::Step;
+        let (i, text) = match s {
+            Step::Compute(c) => (c.index.0, format!("compute: {}", c.origin.label)),
+            Step::Exchange(e) => (e.index.0, format!("exchange: {}", e.origin.label)),
+            Step::Repeat(x) => (
+                x.index.0,
+                format!("repeat ×{}: {}", x.trip_count, x.origin.label),
+            ),
+        };
+        if i == step {
+            label = text;
+        }
+    });
+    (r.placed_peak_bytes, r.placed_peak_tile, step, label)
+}
+
+/// One line: the placed peak against the budget and its 95 % target.
+pub fn print_peak_moment(compiled: &Compiled) {
+    let (bytes, tile, step, label) = placed_peak_moment(compiled);
+    let target = u64::from(TILE_MEMORY_BUDGET) * 95 / 100;
+    println!(
+        "memory peak: {bytes} bytes on tile {tile} at step {step} ({label}); {:.1} % of the {} byte budget ({} the 95 % target of {target} bytes)",
+        f64::from(bytes) * 100.0 / f64::from(TILE_MEMORY_BUDGET),
+        TILE_MEMORY_BUDGET,
+        if u64::from(bytes) <= target { "within" } else { "ABOVE" },
+    );
 }

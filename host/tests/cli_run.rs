@@ -54,6 +54,11 @@ fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
         }
     }
     assert!(!stdout.contains("validation[2]"), "{stdout}");
+    assert!(
+        stdout.contains("words moved by the exchange fabric"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("memory peak: "), "{stdout}");
 }
 
 #[test]
@@ -77,4 +82,33 @@ fn fp32_figures_need_a_reference_run() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--reference-run"), "{stderr}");
+}
+
+#[test]
+fn a_memory_rejection_still_writes_the_run_summary() {
+    let dir = std::env::temp_dir().join(format!("ipuc-cli-summary-{}", std::process::id()));
+    let path = dir.join("summary.json");
+    let out = ipuc(&[
+        "run",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "27",
+        "--planning-tiles",
+        "16",
+        "--reference-run",
+        "--memory-profile-directory",
+        dir.to_str().unwrap(),
+        "--summary-json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success(), "27 layers do not fit on 16 tiles");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(summary["result"], "rejected", "{summary}");
+    assert_eq!(summary["layers"], 27);
+    assert_eq!(summary["rejection"]["stage"], "planning");
+    assert!(summary["rejection"]["bytes_per_tile"].as_u64().unwrap() > 586_960);
+    assert!(summary["cropped_cycles"].is_null());
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod browser;
 mod layers;
+mod sweep;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask")]
@@ -30,10 +31,38 @@ enum Task {
         #[arg(long, default_value = "sim")]
         target: String,
     },
-    /// Benchmarks (not tests): `reference` = full 27-layer So400m FP32 reference.
+    /// Benchmarks (not tests): `reference` = full 27-layer So400m FP32
+    /// reference; `so400m` = the full So400m run (27 layers, fused QKV, FP8
+    /// -4, three resident inferences) with the seeds' figures beside ours.
     Bench {
-        /// What to benchmark: `reference`.
+        /// What to benchmark: `reference` or `so400m`.
         what: String,
+        /// Output directory (so400m: summary, profile, memory map, log).
+        #[arg(long, default_value = "target/bench/so400m")]
+        out: PathBuf,
+        /// Encoder layers (so400m).
+        #[arg(long, default_value_t = 27)]
+        layers: usize,
+        /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56`.
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
+    /// The seeds' depth sweep: `ipuc run` of So400m (fused QKV, FP8 -4,
+    /// --reference-run --reference-fp32) at each layer count; writes
+    /// `summary.json` and prints the seeds' table.
+    Sweep {
+        /// Layer counts.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16,27")]
+        layers: Vec<usize>,
+        /// Output directory (`layers-N/` per count + `summary.json`).
+        #[arg(long, default_value = "target/sweep")]
+        out: PathBuf,
+        /// Stop a run after this many minutes (recorded as an error).
+        #[arg(long, default_value_t = 90)]
+        timeout_minutes: u64,
+        /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56 --planning-tiles 256`.
+        #[arg(last = true)]
+        extra: Vec<String>,
     },
     /// Render every HTML report of a small run in headless Chromium,
     /// screenshot each, fail on JavaScript errors or empty views.
@@ -64,10 +93,22 @@ fn main() -> Result<()> {
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::BrowserCheck { out } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
-        Task::Bench { what } => match what.as_str() {
+        Task::Bench {
+            what,
+            out,
+            layers,
+            extra,
+        } => match what.as_str() {
             "reference" => bench_reference(&root),
-            other => bail!("unknown benchmark {other:?} (known: reference)"),
+            "so400m" => sweep::bench_so400m(&root, &root.join(out), layers, &extra),
+            other => bail!("unknown benchmark {other:?} (known: reference, so400m)"),
         },
+        Task::Sweep {
+            layers,
+            out,
+            timeout_minutes,
+            extra,
+        } => sweep::sweep(&root, &root.join(out), &layers, timeout_minutes, &extra),
     }
 }
 
@@ -78,7 +119,7 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<()> {
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new(env!("CARGO"))
         .args(args)

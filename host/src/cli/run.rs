@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 
 use super::checks;
 use super::device_args::DeviceArgs;
-use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
+use super::workload::{
+    load_config, load_model, load_pixels, workload_name, InputArgs, WorkloadArgs,
+};
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
 use crate::device::trace::build_profile;
@@ -20,9 +22,10 @@ use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection};
 use crate::run_report::{
-    compare, print_compile_report, print_run_report, write_patch_audit, write_profile,
-    InferenceCheck,
+    compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
+    write_patch_audit, write_profile, InferenceCheck,
 };
+use crate::run_summary::{InferenceSummary, Rejection, RunSummary};
 use crate::weights::HostTensor;
 
 /// `ipuc run` flags.
@@ -69,6 +72,12 @@ pub struct Args {
     /// measurement exists).
     #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES)]
     pub sync_cycles: u64,
+    /// Write a machine-readable summary of the run here (JSON: result,
+    /// rejection stage and op, planning/compile seconds, peak bytes/tile,
+    /// cropped cycles, cycles per layer, errors), also when compilation is
+    /// rejected; `cargo xtask sweep` collects these.
+    #[arg(long)]
+    pub summary_json: Option<PathBuf>,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
@@ -248,9 +257,60 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(path) = &args.output_embedding {
         checks::output_file("--output-embedding", path)?;
     }
+    let mut summary = RunSummary {
+        workload: workload_name(&args.model),
+        fuse_qkv: args.model.fuse_qkv,
+        fp8_scale: args.model.fp8_scale,
+        tiles: args.build.planning_tiles,
+        ..RunSummary::default()
+    };
+    if let Ok(config) = load_config(&args.model) {
+        summary.layers = args.model.vit_layers.unwrap_or(config.num_hidden_layers);
+        summary.tokens = config.num_tokens();
+        summary.width = config.hidden_size;
+    }
+    let result = run_with_summary(&args, &mut summary);
+    if let Some(path) = &args.summary_json {
+        if let Err(err) = &result {
+            if summary.result.is_empty() {
+                summary.rejection = Rejection::from_error(err);
+                summary.result = if summary.rejection.is_some() {
+                    "rejected".into()
+                } else {
+                    "error".into()
+                };
+                if summary
+                    .rejection
+                    .as_ref()
+                    .is_some_and(|r| r.stage == "planning")
+                {
+                    summary.planning_seconds = Some(summary.compile_seconds);
+                }
+            }
+            summary.error = Some(format!("{err:#}"));
+        }
+        summary.write(path)?;
+        eprintln!("run summary written to {}", path.display());
+    }
+    result
+}
+
+fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     let pixels = load_pixels(&args.input, &args.model)?;
-    let (model, weights, compiled) = compile_workload(&args.model, pixels.batch(), &args.build)?;
+    let t = Instant::now();
+    let compiled = compile_workload(&args.model, pixels.batch(), &args.build);
+    summary.compile_seconds = t.elapsed().as_secs_f64();
+    let (model, weights, compiled) = compiled?;
+    summary.model_flops = crate::reference::graph_flops(&model.graph);
     print_compile_report(&compiled.report);
+    print_peak_moment(&compiled);
+    let (peak_bytes, peak_tile, _, moment) = placed_peak_moment(&compiled);
+    summary.planning_seconds = Some(compiled.report.times.planning_ms / 1e3);
+    summary.peak_bytes_per_tile = Some(peak_bytes);
+    summary.peak_tile = Some(peak_tile);
+    summary.peak_moment = Some(moment);
+    summary.package_sha256 = Some(compiled.report.sha256.clone());
+    summary.tiles = compiled.report.tiles as u32;
     let mut inputs = BTreeMap::new();
     inputs.insert(
         PIXEL_VALUES.to_string(),
@@ -316,11 +376,15 @@ pub fn run(args: Args) -> Result<()> {
         let out = resident
             .infer(&inputs)
             .with_context(|| format!("simulated inference {} of {count}", i + 1))?;
-        let wall = t.elapsed().as_secs_f64();
-        eprintln!("device: finished in {wall:.2} s wall time");
+        eprintln!(
+            "device: finished in {:.2} s wall time",
+            t.elapsed().as_secs_f64()
+        );
         let check = InferenceCheck {
             cycles: out.profile.cycles,
-            wall_seconds: wall,
+            wall_seconds: out.profile.wall_seconds,
+            tiles: out.profile.tiles.len(),
+            words_moved: out.profile.words_moved,
             device: device_reference
                 .as_ref()
                 .map(|r| compare(&out, r, args.diagnostic_atol, args.diagnostic_rtol))
@@ -338,6 +402,13 @@ pub fn run(args: Args) -> Result<()> {
         &compiled.package,
         &out.profile,
         &format!("ipuc run {} (simulated)", workload_name(&args.model)),
+    );
+    summary.set_run(
+        &profile,
+        checks
+            .iter()
+            .map(|c| InferenceSummary::from_check(c, c.words_moved))
+            .collect(),
     );
     print_run_report(
         &compiled,

@@ -53,6 +53,10 @@ pub struct RunProfile {
     pub cycles: u64,
     /// Global syncs resolved.
     pub supersteps: u64,
+    /// Words the exchange fabric moved between tiles (simulated).
+    pub words_moved: u64,
+    /// Wall seconds the simulation took (host time, not simulated).
+    pub wall_seconds: f64,
 }
 
 /// ipuc's kernel calling convention (`ipuc_core::ipu21::kernel_abi`), as
@@ -448,6 +452,8 @@ impl LoadedSim {
                 .collect(),
             cycles: run.cycles,
             supersteps: run.supersteps,
+            words_moved: run.words_moved,
+            wall_seconds: started.elapsed().as_secs_f64(),
         };
         Ok(DeviceOutput { outputs, profile })
     }

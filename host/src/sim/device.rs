@@ -27,6 +27,8 @@ pub struct Superstep<'a> {
     /// tile `i` arrived with (`None` if it had already halted).
     pub tiles: &'a mut [Tile],
     pub zones: &'a [Option<u8>],
+    /// Words the fabric moved in this superstep (the fabric adds to it).
+    pub words_moved: u64,
 }
 
 /// The exchange hook: called once per global sync after release.
@@ -138,6 +140,8 @@ pub struct DeviceRun {
     pub cycles: u64,
     /// Global syncs resolved.
     pub supersteps: u64,
+    /// Words the exchange fabric moved (as it reported them).
+    pub words_moved: u64,
 }
 
 /// Tiles plus the exchange fabric that connects them.
@@ -145,6 +149,7 @@ pub struct Device {
     tiles: Vec<Tile>,
     fabric: Box<dyn ExchangeFabric>,
     supersteps: u64,
+    words_moved: u64,
     progress: Option<Progress>,
     sync_cycles: u64,
 }
@@ -176,6 +181,7 @@ impl Device {
             tiles,
             fabric,
             supersteps: 0,
+            words_moved: 0,
             progress: None,
             sync_cycles: INTERNAL_SYNC_CYCLES,
         }
@@ -231,6 +237,7 @@ impl Device {
             t.restart(entry);
         }
         self.supersteps = 0;
+        self.words_moved = 0;
         Ok(())
     }
 
@@ -275,6 +282,7 @@ impl Device {
                 return Ok(DeviceRun {
                     cycles,
                     supersteps: self.supersteps,
+                    words_moved: self.words_moved,
                 });
             }
             if waiting.len() != self.tiles.len() {
@@ -298,8 +306,10 @@ impl Device {
                 release_cycle: release,
                 tiles: &mut self.tiles,
                 zones: &zones,
+                words_moved: 0,
             };
             self.fabric.superstep(&mut step)?;
+            self.words_moved += step.words_moved;
             self.supersteps += 1;
         }
     }

@@ -514,7 +514,8 @@ impl super::ExchangeFabric for RouteFabric {
             index,
         };
         let decoded = decode_rows(&locations, &memory).map_err(fault)?;
-        execute_decoded(&decoded, &mut memory).map_err(fault)?;
+        let moved = execute_decoded(&decoded, &mut memory).map_err(fault)?;
+        step.words_moved += moved.words_moved;
         let label: std::sync::Arc<str> = std::sync::Arc::from(format!("exchange {}", step.index));
         for ((i, call), (_, row)) in pending.into_iter().zip(&decoded) {
             step.tiles[i].finish_row_call(call, u64::from(row.events), label.clone());
