@@ -41,6 +41,10 @@ pub struct PhaseAudit {
     /// Most Repeat-patched words on one tile.
     pub max_patched_words_per_tile: usize,
     pub eligibility: BaseEligibility,
+    /// Row-sharing patch lists called in this phase (one per tile at most).
+    pub sharing_sites: usize,
+    /// Longest sharing patch list on one tile in this phase (words).
+    pub max_sharing_words_per_tile: usize,
 }
 
 /// Whole-program findings.
@@ -136,9 +140,20 @@ pub fn audit(
             moving_senders: moving,
             max_patched_words_per_tile: max_patched,
             eligibility,
+            sharing_sites: 0,
+            max_sharing_words_per_tile: 0,
         });
     }
     if let Some(s) = sharing {
+        for (pi, uses) in s.uses.iter().enumerate() {
+            let Some(p) = a.phases.get_mut(pi) else {
+                continue;
+            };
+            for list in uses.iter().filter_map(|u| u.patch.as_ref()) {
+                p.sharing_sites += 1;
+                p.max_sharing_words_per_tile = p.max_sharing_words_per_tile.max(list.words.len());
+            }
+        }
         for list in s.uses.iter().flatten().filter_map(|u| u.patch.as_ref()) {
             a.sharing_sites += 1;
             a.sharing_max_words = a.sharing_max_words.max(list.words.len());
@@ -179,8 +194,13 @@ impl fmt::Display for PatchAudit {
             };
             writeln!(
                 f,
-                "phase {}: {} moving senders, max {} patched words/tile, {}",
-                p.phase, p.moving_senders, p.max_patched_words_per_tile, e
+                "phase {}: {} moving senders, max {} patched words/tile, {}; {} sharing patch lists, longest {} words",
+                p.phase,
+                p.moving_senders,
+                p.max_patched_words_per_tile,
+                e,
+                p.sharing_sites,
+                p.max_sharing_words_per_tile
             )?;
         }
         writeln!(
