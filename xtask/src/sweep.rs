@@ -176,7 +176,7 @@ fn stage(v: &Value) -> (String, String) {
 
 fn print_table(rows: &[Value]) {
     println!(
-        "| Layers | Result | Rejection stage | Op / error | Planning s | Compile s | Peak bytes/tile | Cropped cycles | Cycles/layer | Max abs error | FP32 cosine | Seeds (hardware) |"
+        "| Layers | Result | Rejection stage | Op / error | Planning s | Compile s | Peak bytes/tile | Cropped cycles | Cycles/layer | Max abs error | FP32 cosine | Seeds (hardware, 378×378) |"
     );
     println!("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for v in rows {
