@@ -486,8 +486,8 @@ pub fn print_peak_moment(compiled: &Compiled) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ipuc_core::ipu21::topology::PhysicalTile;
     use ipuc_core::patch::audit::PhaseAudit;
-    use ipuc_core::target::topology::PhysicalTile;
 
     #[test]
     fn phase_audit_text_counts_phases_and_names_the_worst_sharing_tile() {
