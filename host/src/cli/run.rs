@@ -437,7 +437,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         );
     }
     if let Some(out) = &args.profile_output {
-        let index = write_index(&args, &compiled, &checks, out)?;
+        let index = write_index(args, &compiled, &checks, out)?;
         println!(
             "index: {} (links every artifact of this run)",
             index.display()
