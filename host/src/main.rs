@@ -35,6 +35,7 @@ enum Command {
 /// Errors are printed as one chain of causes (`error: what: why`), without a
 /// backtrace: they are user-facing diagnostics, not crashes.
 fn main() -> std::process::ExitCode {
+    quiet_broken_pipe();
     match dispatch(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
@@ -55,5 +56,18 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => ipuc::cli::run::run(args),
         Command::Compile(args) => ipuc::cli::compile::run(args),
         Command::Inspect(args) => ipuc::cli::inspect::run(args),
+    }
+}
+
+/// Output piped into a reader that stops early (`ipuc inspect pkg | head`,
+/// `asm --listing`, `exchange bench`) ends the process quietly, as for any
+/// Unix filter: Rust ignores SIGPIPE, which turns every later `println!` into
+/// a panic on a broken pipe, so the default action is restored.
+fn quiet_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any thread exists; setting a
+    // signal's disposition to SIG_DFL has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -4,6 +4,7 @@
 //! fails with the same `IrError` the verifier would report, so a graph
 //! produced by [`GraphBuilder::finish`] always verifies.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -19,6 +20,9 @@ use super::types::{DType, Shape, TensorType};
 pub struct GraphBuilder {
     graph: Graph,
     open: Vec<OpenRepeat>,
+    /// External names (inputs and parameters) → defining op, so the
+    /// duplicate check is a lookup and building stays linear in the ops.
+    names: BTreeMap<String, OpId>,
 }
 
 /// An open Repeat, returned by [`GraphBuilder::begin_repeat`] and closed by
@@ -94,12 +98,7 @@ impl GraphBuilder {
                 if ext.is_empty() {
                     return Err(IrError::EmptyName { op: Some(id) });
                 }
-                if let Some((first, _)) = self
-                    .graph
-                    .inputs()
-                    .chain(self.graph.parameters())
-                    .find(|(_, o)| o.kind().external_name() == Some(ext))
-                {
+                if let Some(&first) = self.names.get(ext) {
                     return Err(IrError::DuplicateName {
                         op: id,
                         name: String::from(ext),
@@ -148,10 +147,14 @@ impl GraphBuilder {
                 });
             }
         }
+        let external = kind.external_name().map(String::from);
         let op = self
             .graph
             .append_op(region, kind, operands.to_vec(), results)
             .ok_or(IrError::UnknownRegion { region })?;
+        if let Some(name) = external {
+            self.names.insert(name, op);
+        }
         Ok(self
             .graph
             .op(op)

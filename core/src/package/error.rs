@@ -12,6 +12,14 @@ pub type Result<T> = core::result::Result<T, PackageError>;
 pub enum PackageError {
     /// The first eight bytes are not [`super::MAGIC`].
     BadMagic { found: [u8; 8] },
+    /// The stored SHA-256 digest (the last [`super::DIGEST_BYTES`] bytes)
+    /// is not the hash of the bytes before it: the package was corrupted or
+    /// modified after it was written.
+    DigestMismatch {
+        offset: usize,
+        stored: [u8; 32],
+        computed: [u8; 32],
+    },
     /// The format version is not one this reader understands.
     UnsupportedVersion { found: u16, supported: u16 },
     /// The bytes end inside a fixed-size field.
@@ -208,6 +216,12 @@ impl fmt::Display for PackageError {
         use PackageError::*;
         match self {
             BadMagic { found } => write!(f, "not an ipuc package: bad magic {found:02x?} at byte 0"),
+            DigestMismatch { offset, stored, computed } => write!(
+                f,
+                "package digest mismatch: the SHA-256 stored at byte {offset} is {} but the contents hash to {}; the package is corrupt or was modified after it was written",
+                super::hex(stored),
+                super::hex(computed)
+            ),
             UnsupportedVersion { found, supported } => {
                 write!(f, "package format version {found} is not supported (this reader reads version {supported})")
             }

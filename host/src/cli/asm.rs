@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
-use ipuc_core::ipu21::sram::layout;
+use ipuc_core::ipu21::sram::{layout, TILE_MEMORY_BASE, TILE_MEMORY_END};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -18,7 +18,8 @@ pub struct Args {
     /// Print an address / word / disassembly listing.
     #[arg(long)]
     listing: bool,
-    /// Load address (default: the application load base 0x4C010).
+    /// Load address, 4-byte aligned, inside tile SRAM (default: the
+    /// application load base 0x4C010).
     #[arg(long, value_parser = super::isa::parse_u32, default_value_t = APPLICATION_LOAD_BASE)]
     at: u32,
     /// Define an absolute symbol NAME=VALUE for names the file leaves
@@ -98,6 +99,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let obj = assemble(&name, &src).map_err(|e| anyhow::anyhow!("{e}"))?;
     let image = link(&[obj], &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let end = u64::from(args.at) + 4 * image.words.len() as u64;
+    if args.at < TILE_MEMORY_BASE || end > u64::from(TILE_MEMORY_END) {
+        bail!(
+            "{name}: the image at {:#x}..{end:#x} ({} bytes) does not lie inside tile SRAM {TILE_MEMORY_BASE:#x}..{TILE_MEMORY_END:#x}",
+            args.at,
+            4 * image.words.len()
+        );
+    }
     std::fs::write(&args.output, image.to_le_bytes())
         .with_context(|| format!("writing {}", args.output.display()))?;
     if args.listing {

@@ -41,14 +41,14 @@ pub struct DumpArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Logical tiles 0..N each send one transfer.
-    #[arg(long, default_value_t = 1472)]
+    /// Logical tiles 0..N each send one transfer (2..=1472).
+    #[arg(long, default_value_t = 1472, value_parser = clap::value_parser!(u32).range(2..=1472))]
     tiles: u32,
-    /// Words per transfer (random in W/2..=W unless --exact).
-    #[arg(long, default_value_t = 1024)]
+    /// Words per transfer (random in W/2..=W unless --exact; at least 1).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     words: u32,
-    /// Destinations per transfer.
-    #[arg(long, default_value_t = 4)]
+    /// Destinations per transfer (at least 1).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     fanout: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -136,6 +136,22 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
 }
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    if a.fanout >= a.tiles {
+        bail!(
+            "--fanout {} needs more than {} tiles (each transfer goes to distinct other tiles)",
+            a.fanout,
+            a.tiles
+        );
+    }
+    let max_words = (ipuc_core::exchange::RANDOM_DESTINATION_BASE
+        - ipuc_core::exchange::RANDOM_SOURCE_BASE)
+        / 4;
+    if a.words > max_words {
+        bail!(
+            "--words {} exceeds the {max_words} words of the bench's source area",
+            a.words
+        );
+    }
     let spec = RandomPhaseSpec {
         tiles: a.tiles,
         words: a.words,

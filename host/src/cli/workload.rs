@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::input::PixelValues;
 use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
-use crate::weights::{random_tensor, weights_for, WeightSource, Weights};
+use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
 
 /// Model selection and build options (the seeds' flags).
 #[derive(clap::Args, Debug, Clone)]
@@ -110,13 +110,35 @@ pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
 }
 
 /// Builds the model for `batch` images and binds (or draws) its weights.
+///
+/// A checkpoint is opened (its header read) before the graph is built, so a
+/// `config.json` asking for more encoder layers than `model.safetensors`
+/// holds is an error at once, not after building thousands of layers.
 pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Weights)> {
-    let model = build_model(args, batch)?;
-    let source = match &args.checkpoint {
-        Some(dir) => WeightSource::Checkpoint(dir.clone()),
-        None => WeightSource::Random { seed: args.seed },
+    let Some(dir) = &args.checkpoint else {
+        let model = build_model(args, batch)?;
+        let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
+        return Ok((model, weights));
     };
-    let weights = weights_for(&model, &source)?;
+    let checkpoint = Checkpoint::open(dir)?;
+    let config = load_config(args)?;
+    let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
+    let stored = checkpoint.encoder_layers();
+    if layers > stored {
+        bail!(
+            "{}: {} encoder layers are asked for (num_hidden_layers {} in config.json{}) but the checkpoint holds {stored}",
+            checkpoint.file().display(),
+            layers,
+            config.num_hidden_layers,
+            match args.vit_layers {
+                Some(n) => format!(", --vit-layers {n}"),
+                None => String::new(),
+            }
+        );
+    }
+    let model = build_model(args, batch)?;
+    let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
+    let weights = checkpoint.bind(&specs)?;
     Ok((model, weights))
 }
 
@@ -140,8 +162,19 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
     let config = load_config(args)?;
     let size = config.image_size;
     let channels = config.num_channels;
+    // Before anything is allocated: the batch, and what the device can hold.
+    if args.vit_batch == Some(0) {
+        return Err(ModelError::BatchSize.into());
+    }
+    config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
     if let Some(path) = &input.image {
         super::checks::input_file("--image", path)?;
+        if channels != 3 {
+            bail!(
+                "--image {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",
+                path.display()
+            );
+        }
         match args.vit_batch {
             None | Some(1) => return PixelValues::from_image(path, size),
             Some(batch) => bail!("--image gives one image but --vit-batch is {batch}"),
@@ -156,12 +189,40 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
                 path.display()
             );
         }
-        return Ok(PixelValues::from_npy(path, args.vit_batch, channels, size)?);
+        let pixels = PixelValues::from_npy(path, args.vit_batch, channels, size)?;
+        config.check_limits(1, pixels.shape[0], 1, 2)?;
+        check_fp16_range(&pixels, &path.display().to_string())?;
+        return Ok(pixels);
     }
+    Ok(random_pixels(args, channels, size))
+}
+
+/// The largest finite FP16 value: the device computes in FP16, so larger
+/// inputs would silently become infinities (then NaN) there.
+const FP16_MAX: f32 = 65504.0;
+
+/// Rejects input values outside the FP16 range, naming the first one.
+fn check_fp16_range(pixels: &PixelValues, source: &str) -> Result<()> {
+    if let Some((index, v)) = pixels
+        .data
+        .iter()
+        .enumerate()
+        .find(|(_, v)| v.is_nan() || v.abs() > FP16_MAX)
+    {
+        bail!(
+            "{source}: element {index} of pixel_values{:?} is {v}, outside the FP16 range ±{FP16_MAX} the device computes in",
+            pixels.shape
+        );
+    }
+    Ok(())
+}
+
+/// `--vit-batch` seeded synthetic images in [-1, 1].
+fn random_pixels(args: &WorkloadArgs, channels: usize, size: usize) -> PixelValues {
     let shape = [args.vit_batch.unwrap_or(1), channels, size, size];
     let data = random_tensor(args.seed ^ 0x5EED_1A6E, "pixel_values", &shape)
         .into_iter()
         .map(|v| v.clamp(-1.0, 1.0))
         .collect();
-    Ok(PixelValues { shape, data })
+    PixelValues { shape, data }
 }

@@ -5,11 +5,13 @@
 //! (leading dims folded into rows) stored row-major on its tile; a block of
 //! whole rows is one slice, a block of partial rows one slice per row.
 
+use std::collections::HashMap;
+
 use anyhow::{anyhow, bail, Result};
 
 use ipuc_core::emit::BufferAddresses;
 use ipuc_core::ipu21::topology::LogicalTile;
-use ipuc_core::ir::{DType as IrType, Graph};
+use ipuc_core::ir::{DType as IrType, Graph, ValueId};
 use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
 use ipuc_core::numeric::F8Format;
 use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer};
@@ -117,9 +119,19 @@ fn binding(
     })
 }
 
+/// Every input and parameter of `graph` by name (one pass, so bindings
+/// stay linear in the number of weights).
+fn externals(graph: &Graph) -> HashMap<&str, ValueId> {
+    graph
+        .inputs()
+        .chain(graph.parameters())
+        .filter_map(|(_, op)| Some((op.kind().external_name()?, op.result()?)))
+        .collect()
+}
+
 /// Full shape of a named input or parameter.
-fn dims_of(graph: &Graph, name: &str) -> Option<Vec<u64>> {
-    let v = graph.external(name)?;
+fn dims_of(graph: &Graph, externals: &HashMap<&str, ValueId>, name: &str) -> Option<Vec<u64>> {
+    let v = *externals.get(name)?;
     Some(
         graph
             .ty(v)?
@@ -138,9 +150,10 @@ pub fn bindings(
     addrs: &dyn BufferAddresses,
 ) -> Result<Vec<Binding>> {
     let mut out = Vec::new();
+    let externals = externals(graph);
     for buffer in &schedule.buffers {
         let full_shape = |name: &str| {
-            dims_of(graph, name)
+            dims_of(graph, &externals, name)
                 .unwrap_or_else(|| buffer.shape.iter().map(|&d| u64::from(d)).collect())
         };
         match &buffer.role {

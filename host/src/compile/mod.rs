@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use crate::progress::{Progress, Stage};
 
@@ -498,7 +497,9 @@ pub fn compile_with_progress(
     let bytes = package::write(&pkg)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("writing the package")?;
-    let sha256 = hex(&Sha256::digest(&bytes));
+    // The package's own digest (SHA-256 of the canonical bytes before it),
+    // which the reader verifies first.
+    let sha256 = package::digest_hex(&bytes);
     times.packaging_ms = stage.finish(&format!("{} bytes", bytes.len()));
 
     let per_tile = |f: &dyn Fn(&ipuc_core::package::TileImage) -> u64| {

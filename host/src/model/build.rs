@@ -42,6 +42,12 @@ pub fn build_siglip(
         }
         None => options.activations,
     };
+    config.check_limits(
+        layers,
+        options.vit_batch,
+        weight_dtype.size_bytes() as u64,
+        options.activations.size_bytes() as u64,
+    )?;
     let mut t = Tower {
         b: GraphBuilder::new(),
         params: Vec::new(),

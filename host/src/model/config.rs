@@ -4,9 +4,30 @@
 //! Defaults for absent fields are the HF class defaults
 //! (`configuration_siglip.py`, docs/facts/siglip-and-fp8.md §1.1).
 
+use ipuc_core::ipu21::sram::TILE_MEMORY_SIZE;
+use ipuc_core::ipu21::topology::TILE_COUNT;
 use serde::Deserialize;
 
 use super::ModelError;
+
+/// The most a model may need on the device: every tile's SRAM (1472 tiles ×
+/// 624 KiB = 940,572,672 bytes). Configs, batches and images whose weights,
+/// input or largest activation alone exceed it are rejected before anything
+/// is allocated.
+pub const DEVICE_SRAM_BYTES: u64 = TILE_COUNT as u64 * TILE_MEMORY_SIZE as u64;
+
+/// Lower bounds on what a built model needs on the device, in bytes (`None`
+/// = more than 2^64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// The GEMM weights (patch embedding, Q/K/V/O and MLP of every built
+    /// layer) and the position table, in their storage dtype.
+    pub weights: Option<u64>,
+    /// `pixel_values`, F32.
+    pub pixels: Option<u64>,
+    /// The widest activation (`batch × tokens × max(D, F)`).
+    pub activation: Option<u64>,
+}
 
 /// The activations HF implements with the tanh GELU approximation:
 /// `gelu_pytorch_tanh` (torch GELU, approximate="tanh") and `gelu_new`
@@ -217,13 +238,104 @@ impl VisionConfig {
                 ),
             });
         }
-        if !(self.layer_norm_eps.is_finite() && self.layer_norm_eps > 0.0) {
+        // LayerNorm runs with an f32 epsilon.
+        let eps32 = self.layer_norm_eps as f32;
+        if !(eps32.is_finite() && eps32 > 0.0) {
             return Err(ModelError::InvalidConfig {
                 reason: format!(
-                    "layer_norm_eps {} must be finite and > 0",
-                    self.layer_norm_eps
+                    "layer_norm_eps {:e} must be a positive finite f32 (between {:e} and {:e})",
+                    self.layer_norm_eps,
+                    f32::from_bits(1),
+                    f32::MAX
                 ),
             });
+        }
+        // One layer, one image, FP8 weights: the least any build needs.
+        self.check_limits(1, 1, 1, 2)
+    }
+
+    /// What `layers` layers at `batch` images need at least (weights of
+    /// `weight_bytes`, activations of `activation_bytes` per element), with
+    /// checked arithmetic.
+    pub fn footprint(
+        &self,
+        layers: usize,
+        batch: usize,
+        weight_bytes: u64,
+        activation_bytes: u64,
+    ) -> Footprint {
+        let u = |v: usize| v as u64;
+        let (d, f, c, p, s) = (
+            u(self.hidden_size),
+            u(self.intermediate_size),
+            u(self.num_channels),
+            u(self.patch_size),
+            u(self.image_size),
+        );
+        let per_side = s / p.max(1);
+        let tokens = per_side.checked_mul(per_side);
+        let weights = (|| {
+            let attention = d.checked_mul(d)?.checked_mul(4)?;
+            let mlp = d.checked_mul(f)?.checked_mul(2)?;
+            let layer = attention.checked_add(mlp)?;
+            let patch = d.checked_mul(c)?.checked_mul(p)?.checked_mul(p)?;
+            let positions = tokens?.checked_mul(d)?;
+            layer
+                .checked_mul(u(layers))?
+                .checked_add(patch)?
+                .checked_add(positions)?
+                .checked_mul(weight_bytes)
+        })();
+        let pixels = (|| {
+            u(batch)
+                .checked_mul(c)?
+                .checked_mul(s)?
+                .checked_mul(s)?
+                .checked_mul(4)
+        })();
+        let activation = (|| {
+            u(batch)
+                .checked_mul(tokens?)?
+                .checked_mul(d.max(f))?
+                .checked_mul(activation_bytes)
+        })();
+        Footprint {
+            weights,
+            pixels,
+            activation,
+        }
+    }
+
+    /// Rejects builds whose weights, input or widest activation alone exceed
+    /// [`DEVICE_SRAM_BYTES`] (see [`VisionConfig::footprint`]).
+    pub fn check_limits(
+        &self,
+        layers: usize,
+        batch: usize,
+        weight_bytes: u64,
+        activation_bytes: u64,
+    ) -> Result<(), ModelError> {
+        let fp = self.footprint(layers, batch, weight_bytes, activation_bytes);
+        let items = [
+            ("weights", fp.weights),
+            ("pixel input", fp.pixels),
+            ("widest activation", fp.activation),
+        ];
+        for (what, bytes) in items {
+            if bytes.is_none_or(|b| b > DEVICE_SRAM_BYTES) {
+                return Err(ModelError::TooLarge {
+                    what,
+                    bytes,
+                    config: format!(
+                        "hidden_size {}, intermediate_size {}, num_channels {}, image_size {}, patch_size {}, {layers} layer(s), batch {batch}",
+                        self.hidden_size,
+                        self.intermediate_size,
+                        self.num_channels,
+                        self.image_size,
+                        self.patch_size
+                    ),
+                });
+            }
         }
         Ok(())
     }

@@ -29,7 +29,7 @@ mod params;
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
 pub use build::build_siglip;
-pub use config::{VisionConfig, SUPPORTED_ACTIVATIONS};
+pub use config::{Footprint, VisionConfig, DEVICE_SRAM_BYTES, SUPPORTED_ACTIVATIONS};
 pub use params::{
     layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, VISION_PREFIX,
 };
@@ -144,6 +144,18 @@ pub enum ModelError {
     /// Neither or both of `--workload` and `--checkpoint`.
     #[error("give exactly one of --workload NAME (or --vit-small) or --checkpoint DIR")]
     ModelChoice,
+    /// The model cannot fit the device: `what` needs `bytes` (`None`: more
+    /// than 2^64) of the C600's [`DEVICE_SRAM_BYTES`].
+    #[error(
+        "the model's {what} would need {} bytes, more than the {} bytes of SRAM on all 1472 tiles ({config})",
+        .bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
+        DEVICE_SRAM_BYTES
+    )]
+    TooLarge {
+        what: &'static str,
+        bytes: Option<u64>,
+        config: String,
+    },
     /// The IR rejected the graph (a bug in the builder).
     #[error("internal error building the SigLIP graph: {0}")]
     Ir(IrError),

@@ -12,12 +12,14 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex
 }
 
-/// The line the CLI prints after writing or reading a package.
+/// The line the CLI prints after writing or reading a package: its size and
+/// its digest (the SHA-256 of the canonical bytes, stored at its end and
+/// verified by the reader).
 pub fn package_hash_line(bytes: &[u8]) -> String {
     format!(
         "package: {} bytes, SHA-256 {}",
         bytes.len(),
-        sha256_hex(bytes)
+        ipuc_core::package::digest_hex(bytes)
     )
 }
 
@@ -32,6 +34,10 @@ mod tests {
             sha256_hex(b"abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+        // Too short to be a package: the hash of all of it.
         assert!(package_hash_line(b"abc").starts_with("package: 3 bytes, SHA-256 ba7816bf"));
+        let p = ipuc_core::package::write(&ipuc_core::package::Package::new("t")).unwrap();
+        let body = &p[..p.len() - ipuc_core::package::DIGEST_BYTES];
+        assert!(package_hash_line(&p).ends_with(&sha256_hex(body)));
     }
 }

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use ipuc_core::package::{Package, SegmentFlags, SegmentRole, SummaryValue, FORMAT_VERSION};
 use serde::Serialize;
 
-use super::hash::sha256_hex;
 use super::text_table::{grouped, Align, TextTable};
 
 #[derive(Clone, Debug, Serialize)]
@@ -235,7 +234,7 @@ impl PackageView {
             format_version: FORMAT_VERSION,
             producer: package.producer.clone(),
             bytes: bytes.len() as u64,
-            sha256: sha256_hex(bytes),
+            sha256: ipuc_core::package::digest_hex(bytes),
             target: TargetView {
                 tile_count: t.tile_count,
                 tile_memory_base: t.tile_memory_base,

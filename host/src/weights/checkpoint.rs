@@ -138,6 +138,16 @@ impl Checkpoint {
         })
     }
 
+    /// Encoder layers stored: one more than the deepest
+    /// `encoder.layers.{i}` tensor (0 without any).
+    pub fn encoder_layers(&self) -> usize {
+        self.vision
+            .keys()
+            .filter_map(|n| encoder_layer_index(n))
+            .max()
+            .map_or(0, |deepest| deepest.saturating_add(1))
+    }
+
     /// The weights file.
     pub fn file(&self) -> &Path {
         &self.file
@@ -181,18 +191,32 @@ impl Checkpoint {
                 });
             }
         }
-        let bound: Result<Vec<(String, HostTensor)>, WeightError> = specs
+        // Every source's presence, shape and dtype from the header first, in
+        // spec order: a config that disagrees with the checkpoint is an error
+        // naming the tensor before anything is allocated, and the error
+        // reported never depends on thread timing.
+        let mut part_shapes = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let part_shape = spec.part_shape().ok_or_else(|| WeightError::Shape {
+                file: self.file.clone(),
+                tensor: spec.name.clone(),
+                expected: spec.shape.clone(),
+                found: Vec::new(),
+            })?;
+            for source in &spec.sources {
+                self.view(&st, canonical_name(source), &part_shape)?;
+            }
+            part_shapes.push(part_shape);
+        }
+        // The shapes match stored tensors, so these sizes are bounded by the
+        // file. Results keep spec order; the first error in that order wins.
+        let bound: Vec<Result<(String, HostTensor), WeightError>> = specs
             .par_iter()
-            .map(|spec| {
-                let part_shape = spec.part_shape().ok_or_else(|| WeightError::Shape {
-                    file: self.file.clone(),
-                    tensor: spec.name.clone(),
-                    expected: spec.shape.clone(),
-                    found: Vec::new(),
-                })?;
+            .zip(part_shapes.par_iter())
+            .map(|(spec, part_shape)| {
                 let mut data = Vec::with_capacity(spec.shape.iter().product());
                 for source in &spec.sources {
-                    data.extend(self.read_tensor(&st, canonical_name(source), &part_shape)?);
+                    data.extend(self.read_tensor(&st, canonical_name(source), part_shape)?);
                 }
                 Ok((
                     canonical_name(&spec.name).to_string(),
@@ -203,16 +227,17 @@ impl Checkpoint {
                 ))
             })
             .collect();
+        let bound: Result<Vec<_>, WeightError> = bound.into_iter().collect();
         Ok(Weights::from_map(bound?.into_iter().collect()))
     }
 
-    /// One stored tensor, shape-checked, widened to f32, finite.
-    fn read_tensor(
+    /// One stored tensor's view, its shape and dtype checked (header only).
+    fn view<'s>(
         &self,
-        st: &SafeTensors<'_>,
+        st: &'s SafeTensors<'_>,
         canonical: &str,
         shape: &[usize],
-    ) -> Result<Vec<f32>, WeightError> {
+    ) -> Result<safetensors::tensor::TensorView<'s>, WeightError> {
         let stored = self
             .vision
             .get(canonical)
@@ -235,6 +260,25 @@ impl Checkpoint {
                 found: view.shape().to_vec(),
             });
         }
+        if !matches!(view.dtype(), Dtype::F32 | Dtype::F16 | Dtype::BF16) {
+            return Err(WeightError::Dtype {
+                file: self.file.clone(),
+                tensor: stored.stored_name.clone(),
+                dtype: dtype_name(view.dtype()),
+            });
+        }
+        Ok(view)
+    }
+
+    /// One stored tensor, shape-checked, widened to f32, finite.
+    fn read_tensor(
+        &self,
+        st: &SafeTensors<'_>,
+        canonical: &str,
+        shape: &[usize],
+    ) -> Result<Vec<f32>, WeightError> {
+        let view = self.view(st, canonical, shape)?;
+        let stored = &self.vision[canonical];
         let data = widen(view.dtype(), view.data()).ok_or_else(|| WeightError::Dtype {
             file: self.file.clone(),
             tensor: stored.stored_name.clone(),

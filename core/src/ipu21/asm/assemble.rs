@@ -10,6 +10,7 @@ use super::expr::{Expr, ExprParser, SymbolEnv};
 use super::lexer::{lex, Tok, Token};
 use super::object::*;
 use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
+use crate::ipu21::sram::TILE_MEMORY_SIZE;
 
 /// Longest `.set` chain followed when evaluating (guards against cycles).
 pub const MAX_SET_DEPTH: usize = 32;
@@ -172,8 +173,22 @@ impl Assembler {
         }
         let context = self.context;
         let offset = self.offset();
-        if (self.section().words.len() + words.len()) as u64 * 4 > u32::MAX as u64 {
-            return Err((loc, AsmErrorKind::AddressOverflow));
+        // Every section of an object lands in one tile's SRAM.
+        let total: u64 = self
+            .obj
+            .sections
+            .iter()
+            .map(|s| s.words.len() as u64 * 4)
+            .sum::<u64>()
+            + words.len() as u64 * 4;
+        if total > u64::from(TILE_MEMORY_SIZE) {
+            return Err((
+                loc,
+                AsmErrorKind::ImageTooLarge {
+                    bytes: total,
+                    limit: TILE_MEMORY_SIZE,
+                },
+            ));
         }
         let sec = self.section();
         sec.words.extend_from_slice(words);
@@ -608,11 +623,11 @@ impl Assembler {
             ".space" | ".zero" | ".skip" => {
                 count("1 or 2", (1..=2).contains(&args.len()))?;
                 let bytes = self.const_value(args[0], end)?;
-                if !(0..=1 << 22).contains(&bytes) || bytes % 4 != 0 {
+                if !(0..=i64::from(TILE_MEMORY_SIZE)).contains(&bytes) || bytes % 4 != 0 {
                     return Err((
                         loc,
                         AsmErrorKind::Expected {
-                            what: "a byte count that is a multiple of 4 (at most 4 MiB)",
+                            what: "a byte count that is a multiple of 4 (at most a tile's 638976 bytes)",
                             found: bytes.to_string(),
                         },
                     ));

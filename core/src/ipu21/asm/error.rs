@@ -44,6 +44,21 @@ pub enum AsmErrorKind {
         limit: usize,
     },
     DivisionByZero,
+    /// The link base address is not word (4-byte) aligned.
+    MisalignedBase {
+        base: u32,
+    },
+    /// The object's sections together exceed one tile's SRAM.
+    ImageTooLarge {
+        bytes: u64,
+        limit: u32,
+    },
+    /// 64-bit expression arithmetic overflowed (`op` is the operator).
+    Overflow {
+        op: &'static str,
+        lhs: i64,
+        rhs: i64,
+    },
     /// Wrong operand count for a mnemonic or directive.
     OperandCount {
         name: String,
@@ -116,6 +131,24 @@ impl fmt::Display for AsmErrorKind {
                 )
             }
             K::DivisionByZero => f.write_str("division by zero in expression"),
+            K::MisalignedBase { base } => write!(
+                f,
+                "link address {base:#x} is not 4-byte aligned (instructions and words sit at word addresses)"
+            ),
+            K::ImageTooLarge { bytes, limit } => write!(
+                f,
+                "the image grows to {bytes} bytes here, more than a tile's {limit} bytes of SRAM"
+            ),
+            K::Overflow { op, lhs, rhs } => {
+                if *op == "unary -" {
+                    write!(f, "arithmetic overflow in expression: -({rhs}) does not fit 64 bits")
+                } else {
+                    write!(
+                        f,
+                        "arithmetic overflow in expression: {lhs} {op} {rhs} does not fit 64 bits"
+                    )
+                }
+            }
             K::OperandCount {
                 name,
                 expected,

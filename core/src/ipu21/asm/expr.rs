@@ -1,6 +1,8 @@
 //! Integer expressions over symbols: `+ - * / % << >> & | ^ ~`, unary `-`,
 //! parentheses, numbers, symbols and `.` (current location). Precedence is C's.
-//! Arithmetic is 64-bit two's complement; fields check ranges when encoding.
+//! Arithmetic is 64-bit signed and checked: a result that does not fit 64
+//! bits (and a `<<` that shifts set bits out) is an error at the operator's
+//! `file:line:col`, never a wrapped value; fields check ranges when encoding.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -38,7 +40,8 @@ pub enum Expr {
         section: usize,
         offset: u32,
     },
-    Neg(Box<Expr>),
+    /// Unary minus; `loc` is the `-`'s position.
+    Neg(Box<Expr>, Loc),
     Not(Box<Expr>),
     /// A binary operation; `loc` is the operator's position.
     Bin(BinOp, Box<Expr>, Box<Expr>, Loc),
@@ -68,7 +71,17 @@ impl Expr {
             Expr::Num(n) => Some(*n),
             Expr::Sym { name, loc } => env.symbol(name, *loc, depth)?,
             Expr::Here { section, offset } => env.here(*section, *offset),
-            Expr::Neg(e) => e.eval(env, depth)?.map(i64::wrapping_neg),
+            Expr::Neg(e, loc) => match e.eval(env, depth)? {
+                Some(v) => Some(v.checked_neg().ok_or((
+                    *loc,
+                    AsmErrorKind::Overflow {
+                        op: "unary -",
+                        lhs: 0,
+                        rhs: v,
+                    },
+                ))?),
+                None => None,
+            },
             Expr::Not(e) => e.eval(env, depth)?.map(|v| !v),
             Expr::Bin(op, a, b, loc) => {
                 let (Some(x), Some(y)) = (a.eval(env, depth)?, b.eval(env, depth)?) else {
@@ -84,7 +97,7 @@ impl Expr {
         match self {
             Expr::Num(_) => true,
             Expr::Sym { .. } | Expr::Here { .. } => false,
-            Expr::Neg(e) | Expr::Not(e) => e.is_constant(),
+            Expr::Neg(e, _) | Expr::Not(e) => e.is_constant(),
             Expr::Bin(_, a, b, _) => a.is_constant() && b.is_constant(),
         }
     }
@@ -103,14 +116,23 @@ fn apply(op: BinOp, x: i64, y: i64) -> Result<i64, AsmErrorKind> {
             })
         }
     };
+    let overflow = |op: &'static str| AsmErrorKind::Overflow { op, lhs: x, rhs: y };
     Ok(match op {
-        BinOp::Add => x.wrapping_add(y),
-        BinOp::Sub => x.wrapping_sub(y),
-        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Add => x.checked_add(y).ok_or_else(|| overflow("+"))?,
+        BinOp::Sub => x.checked_sub(y).ok_or_else(|| overflow("-"))?,
+        BinOp::Mul => x.checked_mul(y).ok_or_else(|| overflow("*"))?,
         BinOp::Div | BinOp::Rem if y == 0 => return Err(AsmErrorKind::DivisionByZero),
-        BinOp::Div => x.wrapping_div(y),
-        BinOp::Rem => x.wrapping_rem(y),
-        BinOp::Shl => x.wrapping_shl(shift(y)?),
+        BinOp::Div => x.checked_div(y).ok_or_else(|| overflow("/"))?,
+        BinOp::Rem => x.checked_rem(y).ok_or_else(|| overflow("%"))?,
+        // A bit pattern shift: an error only when set bits leave the 64.
+        BinOp::Shl => {
+            let s = shift(y)?;
+            let v = (x as u64) << s;
+            if v >> s != x as u64 {
+                return Err(overflow("<<"));
+            }
+            v as i64
+        }
         // Logical shift: values are addresses and bit patterns, not signed numbers.
         BinOp::Shr => ((x as u64) >> shift(y)?) as i64,
         BinOp::And => x & y,
@@ -231,7 +253,7 @@ impl<'a> ExprParser<'a> {
                 section: self.here.0,
                 offset: self.here.1,
             },
-            Tok::Minus => Expr::Neg(Box::new(self.parse_unary()?)),
+            Tok::Minus => Expr::Neg(Box::new(self.parse_unary()?), loc),
             Tok::Tilde => Expr::Not(Box::new(self.parse_unary()?)),
             Tok::Plus => self.parse_unary()?,
             Tok::LParen => {

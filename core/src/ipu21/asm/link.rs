@@ -209,6 +209,16 @@ fn align_up(addr: u64, align: u32) -> u64 {
 /// order), then data sections, each at its alignment, starting at `opts.base`.
 pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
     let err = |o: usize, loc: Loc, kind| AsmError::new(&objects[o].file, loc, kind);
+    // Words are placed at word addresses: a misaligned base would shift
+    // every address the image's symbols name.
+    if opts.base % 4 != 0 {
+        let file = objects.first().map_or("<link>", |o| o.file.as_str());
+        return Err(AsmError::new(
+            file,
+            Loc::default(),
+            AsmErrorKind::MisalignedBase { base: opts.base },
+        ));
+    }
     // Placement order.
     let mut order: Vec<(usize, usize)> = Vec::new();
     for kind in [SectionKind::Code, SectionKind::Data] {

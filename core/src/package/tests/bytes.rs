@@ -37,12 +37,27 @@ fn rejects_nonzero_header_reserved() {
 #[test]
 fn rejects_truncation_at_every_length() {
     let b = bytes_of(&sample());
-    for cut in 0..b.len() {
+    // Bodies cut inside the magic put digest bytes where the magic belongs.
+    for cut in MAGIC.len()..b.len() {
         let e = read(&b[..cut]).expect_err("truncated package accepted");
         assert!(
             matches!(
                 e,
                 PackageError::Truncated { .. } | PackageError::LengthPastEnd { .. }
+            ),
+            "cut {cut}: {e}"
+        );
+    }
+    // Sealed packages cut anywhere: too short, bad digest or bad magic.
+    let sealed = write(&sample()).unwrap();
+    for cut in 0..sealed.len() {
+        let e = read_sealed(&sealed[..cut]).expect_err("truncated package accepted");
+        assert!(
+            matches!(
+                e,
+                PackageError::Truncated { .. }
+                    | PackageError::DigestMismatch { .. }
+                    | PackageError::BadMagic { .. }
             ),
             "cut {cut}: {e}"
         );

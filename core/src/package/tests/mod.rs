@@ -11,6 +11,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::encode::encode;
+use super::read as read_sealed;
 use super::*;
 use crate::ipu21::sram::APPLICATION_LOAD_BASE;
 
@@ -195,9 +196,17 @@ pub(super) fn canonical(mut p: Package) -> Package {
     p
 }
 
-/// Encodes without validation, so invalid packages reach the reader.
+/// Encodes without validation or digest (the body), so invalid packages
+/// reach the reader; tests edit these bytes and read them with [`read`].
 pub(super) fn bytes_of(p: &Package) -> Vec<u8> {
     encode(p).expect("sample encodes")
+}
+
+/// Reads a package *body* (as [`bytes_of`] gives it, perhaps edited) after
+/// sealing it with its digest, so the checks behind the digest are tested.
+/// Sealed bytes (from [`write`]) are read with [`read_sealed`].
+pub(super) fn read(body: &[u8]) -> Result<Package> {
+    read_sealed(&seal(body.to_vec()))
 }
 
 pub(super) fn err(p: &Package) -> PackageError {
@@ -215,7 +224,7 @@ pub(super) fn find(haystack: &[u8], needle: &[u8]) -> usize {
 fn round_trip_returns_the_canonical_package() {
     let p = sample();
     let bytes = write(&p).expect("valid");
-    let back = read(&bytes).expect("reads");
+    let back = read_sealed(&bytes).expect("reads");
     assert_eq!(back, canonical(p));
     assert_eq!(write(&back).expect("valid"), bytes);
 }
@@ -223,7 +232,7 @@ fn round_trip_returns_the_canonical_package() {
 #[test]
 fn empty_package_round_trips() {
     let p = Package::new("");
-    assert_eq!(read(&write(&p).unwrap()).unwrap(), p);
+    assert_eq!(read_sealed(&write(&p).unwrap()).unwrap(), p);
 }
 
 #[test]
@@ -274,4 +283,52 @@ fn errors_name_their_location() {
         text.contains("tile 2") && text.contains("byte ") && text.contains("0x80ff0"),
         "{text}"
     );
+}
+
+#[test]
+fn every_single_bit_flip_is_rejected() {
+    let bytes = write(&sample()).unwrap();
+    for at in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut b = bytes.clone();
+            b[at] ^= 1 << bit;
+            let e = read_sealed(&b).expect_err("flipped package accepted");
+            assert!(
+                matches!(
+                    e,
+                    PackageError::DigestMismatch { .. } | PackageError::BadMagic { .. }
+                ),
+                "byte {at} bit {bit}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn digest_is_the_sha256_of_the_body_and_is_checked_before_the_sections() {
+    let body = bytes_of(&sample());
+    let bytes = write(&sample()).unwrap();
+    assert_eq!(&bytes[..body.len()], &body[..]);
+    assert_eq!(bytes.len(), body.len() + DIGEST_BYTES);
+    let hex_digest = digest_hex(&bytes);
+    assert_eq!(hex_digest.len(), 64);
+    assert_eq!(hex(&stored_digest(&bytes).unwrap()), hex_digest);
+    // A structurally broken body with a wrong digest reports the digest.
+    let mut b = bytes.clone();
+    b[8] = 9; // version
+    let e = read_sealed(&b).unwrap_err();
+    assert!(
+        matches!(e, PackageError::DigestMismatch { offset, .. } if offset == body.len()),
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("digest mismatch") && text.contains(&hex_digest),
+        "{text}"
+    );
+    // Too short for header and digest.
+    assert!(matches!(
+        read_sealed(&MAGIC),
+        Err(PackageError::Truncated { needed: 44, .. })
+    ));
 }

@@ -26,7 +26,7 @@ proptest! {
             b.truncate(at);
         }
         if let Ok(p) = read(&b) {
-            prop_assert_eq!(write(&p).unwrap(), b);
+            prop_assert_eq!(write(&p).unwrap(), seal(b));
         }
     }
 
@@ -37,5 +37,18 @@ proptest! {
         with_header.extend_from_slice(&b);
         let _ = read(&b);
         let _ = read(&with_header);
+        let _ = read_sealed(&b);
+        let _ = read_sealed(&with_header);
+    }
+
+    #[test]
+    fn any_changed_byte_of_a_package_is_rejected(
+        at in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let mut b = write(&sample()).unwrap();
+        let at = at.index(b.len());
+        b[at] ^= flip;
+        prop_assert!(read_sealed(&b).is_err());
     }
 }
