@@ -10,6 +10,25 @@
 
 extern crate alloc;
 
+#[cfg(test)]
+extern crate std;
+
+/// Property-test configuration of the unit tests: `default_cases` cases
+/// from a fixed seed (CI is small and reproducible); campaigns
+/// (`cargo xtask proptest --cases N`) set `IPUC_PROPTEST_CASES`, and
+/// `IPUC_PROPTEST_SEED` picks another seed.
+#[cfg(test)]
+pub(crate) fn proptest_config(default_cases: u32) -> proptest::prelude::ProptestConfig {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    proptest::prelude::ProptestConfig {
+        cases: env("IPUC_PROPTEST_CASES").map_or(default_cases, |c| c as u32),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            env("IPUC_PROPTEST_SEED").unwrap_or(0x1BC0_2026),
+        ),
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
 pub mod emit;
 pub mod exchange;
 pub mod ipu21;

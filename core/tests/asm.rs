@@ -57,7 +57,15 @@ fn error_messages_carry_position_and_expectation() {
         ("setzi $m0, 1 << 64", "t.S:1:14: shift amount value 64 out of range 0..=63"),
         (".p2align 17", "t.S:1:1: .p2align exponent value 17 out of range 0..=16"),
         (".align 3", "t.S:1:1: expected power-of-two byte alignment up to 65536, found '3'"),
-        (".space 6", "t.S:1:1: expected a byte count that is a multiple of 4 (at most 4 MiB), found '6'"),
+        (".space 6", "t.S:1:1: expected a byte count that is a multiple of 4 (at most a tile's 638976 bytes), found '6'"),
+        (".space 0x9C004", "t.S:1:1: expected a byte count that is a multiple of 4 (at most a tile's 638976 bytes), found '638980'"),
+        (".space 0x80000\n.space 0x80000", "t.S:2:1: the image grows to 1048576 bytes here, more than a tile's 638976 bytes of SRAM"),
+        (".long (0x4000000000000000 * 4) + 5", "t.S:1:27: arithmetic overflow in expression: 4611686018427387904 * 4 does not fit 64 bits"),
+        (".long 0x7fffffffffffffff + 1", "t.S:1:26: arithmetic overflow in expression: 9223372036854775807 + 1 does not fit 64 bits"),
+        (".long -0x7fffffffffffffff - 2", "t.S:1:27: arithmetic overflow in expression: -9223372036854775807 - 2 does not fit 64 bits"),
+        (".long -(-0x7fffffffffffffff - 1)", "t.S:1:7: arithmetic overflow in expression: -(-9223372036854775808) does not fit 64 bits"),
+        (".long (-0x7fffffffffffffff - 1) / -1", "t.S:1:33: arithmetic overflow in expression: -9223372036854775808 / -1 does not fit 64 bits"),
+        (".long 0xffffffff << 40", "t.S:1:18: arithmetic overflow in expression: 4294967295 << 40 does not fit 64 bits"),
         (".long 0x100000000", "t.S:1:7: 32-bit word value 4294967296 out of range -2147483648..=4294967295"),
         (".section", "t.S:1:1: '.section' takes 1 to 3 operand(s), found 0"),
         (".type f, @thing", "t.S:1:11: expected @function, @object or @notype, found 'thing'"),
@@ -66,6 +74,13 @@ fn error_messages_carry_position_and_expectation() {
     for (src, msg) in cases {
         assert_eq!(&err(src), msg, "source {src:?}");
     }
+    // Shifts of bit patterns that keep every set bit are fine.
+    assert!(assemble_and_link("t.S", ".long (1 << 63) >> 32", APPLICATION_LOAD_BASE).is_ok());
+    // The link base must be word aligned.
+    assert_eq!(
+        assemble_and_link("t.S", "nop", 0x4C011).unwrap_err().to_string(),
+        "t.S:0:0: link address 0x4c011 is not 4-byte aligned (instructions and words sit at word addresses)"
+    );
     // Hostile nesting is an error, not a stack overflow.
     let deep = format!("setzi $m0, {}1", "(".repeat(300));
     assert_eq!(

@@ -48,8 +48,21 @@ fn kind() -> impl Strategy<Value = OpKind> {
     ]
 }
 
+/// `default_cases` from a fixed seed (CI); `cargo xtask proptest --cases N`
+/// sets `IPUC_PROPTEST_CASES` (and `IPUC_PROPTEST_SEED` another seed).
+fn proptest_config(default_cases: u32) -> ProptestConfig {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    ProptestConfig {
+        cases: env("IPUC_PROPTEST_CASES").map_or(default_cases, |c| c as u32),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            env("IPUC_PROPTEST_SEED").unwrap_or(0x1BC0_2026),
+        ),
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(proptest_config(256))]
 
     /// Random builder programs: every accepted op keeps the graph valid.
     #[test]

@@ -71,13 +71,26 @@ enum Task {
         #[arg(long, default_value = "target/browser-check")]
         out: PathBuf,
     },
-    /// Run every cargo-fuzz target for N seconds each (needs nightly; installs cargo-fuzz).
+    /// Fuzz campaign: replays the committed regressions, then runs every
+    /// cargo-fuzz target (or one) for N seconds from its committed seed
+    /// corpus, and prints the table (target, executions, corpus, crashes).
+    /// Needs the nightly toolchain; installs cargo-fuzz if missing.
     Fuzz {
         #[arg(long, default_value_t = 30)]
         seconds: u64,
         /// Only this target.
         #[arg(long)]
         target: Option<String>,
+    },
+    /// Every property test with N cases (CI runs them with small, seeded
+    /// defaults): sets IPUC_PROPTEST_CASES (and PROPTEST_CASES) and runs
+    /// the property suites in release.
+    Proptest {
+        #[arg(long, default_value_t = 1000)]
+        cases: u32,
+        /// Seed of the case generator (default: the CI seed).
+        #[arg(long)]
+        seed: Option<u64>,
     },
 }
 
@@ -93,6 +106,7 @@ fn main() -> Result<()> {
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::BrowserCheck { out } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
+        Task::Proptest { cases, seed } => proptest(&root, cases, seed),
         Task::Bench {
             what,
             out,
@@ -192,6 +206,89 @@ fn hw_check(root: &Path, target: &str) -> Result<()> {
     )
 }
 
+/// Runs the property suites with `cases` cases each.
+fn proptest(root: &Path, cases: u32, seed: Option<u64>) -> Result<()> {
+    let cases = cases.to_string();
+    let seed = seed.map(|s| s.to_string());
+    let suites: [&[&str]; 3] = [
+        &[
+            "-p",
+            "ipuc-core",
+            "--lib",
+            "--",
+            "package::tests::mutations",
+            "place::tests",
+        ],
+        &[
+            "-p",
+            "ipuc-core",
+            "--test",
+            "ir_props",
+            "--test",
+            "isa_roundtrip",
+        ],
+        &["-p", "ipuc-tests", "--test", "exchange_props"],
+    ];
+    for suite in suites {
+        let mut args = vec!["test", "--release"];
+        args.extend_from_slice(suite);
+        eprintln!("xtask proptest: cargo {} ({cases} cases)", args.join(" "));
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(&args)
+            .current_dir(root)
+            .env("IPUC_PROPTEST_CASES", &cases)
+            .env("PROPTEST_CASES", &cases);
+        if let Some(s) = &seed {
+            cmd.env("IPUC_PROPTEST_SEED", s);
+        }
+        let status = cmd.status().context("starting cargo test")?;
+        if !status.success() {
+            bail!(
+                "property suite `cargo {}` failed ({status})",
+                args.join(" ")
+            );
+        }
+    }
+    eprintln!("xtask proptest: every property suite passed {cases} cases");
+    Ok(())
+}
+
+/// One target's campaign result.
+struct FuzzRow {
+    target: String,
+    executions: u64,
+    corpus: usize,
+    crashes: usize,
+    regressions: usize,
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// libFuzzer's last "Done N runs" line.
+fn executions(log: &str) -> u64 {
+    log.lines()
+        .rev()
+        .find_map(|l| {
+            let rest = l.strip_prefix("Done ")?;
+            rest.split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Campaign over the cargo-fuzz targets (see `Task::Fuzz`). Built without a
+/// sanitizer (the code under test is safe Rust: libFuzzer finds panics,
+/// overflow-check failures, timeouts and OOMs) and with debug assertions, so
+/// every unchecked arithmetic overflow is a crash.
 fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     let fuzz_dir = root.join("fuzz");
     let have = Command::new(env!("CARGO"))
@@ -216,21 +313,109 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     if targets.is_empty() {
         bail!("no fuzz targets matched");
     }
+    let logs = root.join("target/fuzz-logs");
+    std::fs::create_dir_all(&logs)?;
+    let mut rows = Vec::new();
     for t in &targets {
-        let max_time = format!("-max_total_time={seconds}");
-        eprintln!("xtask fuzz: {t} for {seconds} s");
-        let status = Command::new(env!("CARGO"))
-            .args(["+nightly", "fuzz", "run", t, "--", &max_time])
-            .current_dir(&fuzz_dir)
-            .status()?;
-        if !status.success() {
-            bail!("fuzz target {t} found a failure (see fuzz/artifacts/{t})");
+        let seeds = fuzz_dir.join("seeds").join(t);
+        let corpus = fuzz_dir.join("corpus").join(t);
+        let regressions = fuzz_dir.join("regressions").join(t);
+        let artifacts = fuzz_dir.join("artifacts").join(t);
+        std::fs::create_dir_all(&corpus)?;
+        std::fs::create_dir_all(&artifacts)?;
+        let before = files_in(&artifacts).len();
+        // Committed regressions first: each must run clean.
+        let replay = files_in(&regressions);
+        if !replay.is_empty() {
+            let mut args: Vec<String> = ["+nightly", "fuzz", "run", "-s", "none", t.as_str(), "--"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            args.extend(replay.iter().map(|p| p.display().to_string()));
+            let status = Command::new(env!("CARGO"))
+                .args(&args)
+                .current_dir(&fuzz_dir)
+                .status()?;
+            if !status.success() {
+                bail!(
+                    "fuzz target {t}: a committed regression in {} fails again",
+                    regressions.display()
+                );
+            }
         }
+        eprintln!("xtask fuzz: {t} for {seconds} s");
+        let corpus_s = corpus.display().to_string();
+        let seeds_s = seeds.display().to_string();
+        let mut args = vec![
+            "+nightly",
+            "fuzz",
+            "run",
+            "-s",
+            "none",
+            t.as_str(),
+            &corpus_s,
+        ];
+        if seeds.is_dir() {
+            args.push(&seeds_s);
+        }
+        let max_time = format!("-max_total_time={seconds}");
+        // An input that takes over 10 s is a hang; 2 GiB is an OOM.
+        args.extend([
+            "--",
+            &max_time,
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+            "-print_final_stats=1",
+        ]);
+        let out = Command::new(env!("CARGO"))
+            .args(&args)
+            .current_dir(&fuzz_dir)
+            .stdout(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("cargo fuzz run {t}"))?;
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        std::fs::write(logs.join(format!("{t}.log")), &log)?;
+        let crashes = files_in(&artifacts).len().saturating_sub(before);
+        if !out.status.success() && crashes == 0 {
+            bail!(
+                "fuzz target {t} did not run ({}); see {}",
+                out.status,
+                logs.join(format!("{t}.log")).display()
+            );
+        }
+        rows.push(FuzzRow {
+            target: t.clone(),
+            executions: executions(&log),
+            corpus: files_in(&corpus).len(),
+            crashes,
+            regressions: replay.len(),
+        });
     }
-    eprintln!(
-        "xtask fuzz: {} targets ran {seconds} s each without a failure",
-        targets.len()
+    println!("| target | executions | corpus | crashes | regressions replayed |");
+    println!("|---|---:|---:|---:|---:|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            r.target, r.executions, r.corpus, r.crashes, r.regressions
+        );
+    }
+    let total: u64 = rows.iter().map(|r| r.executions).sum();
+    let crashed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.crashes > 0)
+        .map(|r| r.target.as_str())
+        .collect();
+    println!(
+        "{} targets, {seconds} s each, {total} executions, {} with crashes",
+        rows.len(),
+        crashed.len()
     );
+    if !crashed.is_empty() {
+        bail!(
+            "fuzz targets found failures: {} (inputs in fuzz/artifacts/<target>; commit fixed ones to fuzz/regressions/<target>)",
+            crashed.join(", ")
+        );
+    }
     Ok(())
 }
 

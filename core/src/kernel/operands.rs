@@ -41,12 +41,17 @@ pub struct OperandSpec {
     pub align: u32,
 }
 
+/// Extents are computed from argument-block words (u32 each, read from
+/// SRAM), so products of two fit u64 but not of three or with the element
+/// size: they saturate. A saturated extent exceeds any tile's SRAM, so the
+/// bounds checks that read it reject the call instead of a wrapped (small)
+/// size passing them.
 fn spec(role: OperandRole, name: &'static str, elements: u64, d: DType) -> OperandSpec {
     let size = d.size_bytes() as u32;
     OperandSpec {
         role,
         name,
-        bytes: elements * u64::from(size),
+        bytes: elements.saturating_mul(u64::from(size)),
         align: size,
     }
 }
@@ -161,7 +166,7 @@ impl KernelArgs {
                 spec(
                     Input(0),
                     "partials",
-                    x(parts) * x(q_rows) * (x(head_dim) + 2),
+                    x(parts).saturating_mul(x(q_rows) * (x(head_dim) + 2)),
                     DType::F32
                 ),
             ],
@@ -190,5 +195,20 @@ impl KernelArgs {
     /// Does the kernel read its output before writing it (accumulating GEMM)?
     pub fn reads_output(&self) -> bool {
         self.symbol() == KernelSymbol::GemmAmp && self.epilogue.accumulate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_argument_words_saturate_instead_of_wrapping() {
+        let s = spec(OperandRole::Output, "out", u64::MAX / 2, DType::F32);
+        assert_eq!(s.bytes, u64::MAX);
+        assert_eq!(
+            strided(u32::MAX, u32::MAX, u32::MAX),
+            u64::from(u32::MAX - 1) * u64::from(u32::MAX) + u64::from(u32::MAX)
+        );
     }
 }

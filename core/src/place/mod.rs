@@ -45,7 +45,9 @@ mod tests;
 pub use allocate::place_tile;
 pub use error::{PlaceError, PlaceResult};
 pub use map::{Allocation, ConstantBlock, MemoryPeak, ReservedEntry, TilePlacement};
-pub use regions::{element_bounds, share_element, support_reserved, REGION0, REGION1};
+pub use regions::{
+    blocked_span, element_bounds, share_element, support_reserved, REGION0, REGION1,
+};
 pub use request::{
     BufferId, BufferRequest, ElementConflict, PlacementRequest, RegionClass, ReservedKind,
     ReservedRange,

@@ -392,7 +392,7 @@ fn arb_request() -> impl Strategy<Value = PlacementRequest> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(crate::proptest_config(200))]
     #[test]
     fn placements_satisfy_every_rule_or_report_no_room(req in arb_request()) {
         match place_tile(&req) {

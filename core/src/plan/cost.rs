@@ -3,6 +3,8 @@
 //! transfers the plan describes, so costing those calls *is* costing the
 //! program: nothing here re-derives a lowering decision.
 
+use core::num::Saturating as S;
+
 use crate::ipu21::timing as t;
 use crate::ir::DType;
 use crate::kernel::{Kernel, KernelArgs};
@@ -22,108 +24,116 @@ fn amp_macs_per_cycle(a: DType, b: DType) -> u64 {
 /// `n_pad` the columns rounded up to 16-column groups and G the per-group
 /// weight-feed cost (doubled for FP32 weights).
 pub fn gemm_cycles(m: u32, k: u32, n: u32, a: DType, b: DType, b_interleaved: bool) -> u64 {
-    let groups = n.div_ceil(t::AMP_COLUMN_GROUP) as u64;
-    let n_pad = groups * t::AMP_COLUMN_GROUP as u64;
-    let micro = k.div_ceil(t::AMP_K_MICRO_GROUP) as u64;
+    let groups = S(u64::from(n.div_ceil(t::AMP_COLUMN_GROUP)));
+    let n_pad = groups * w(t::AMP_COLUMN_GROUP);
+    let micro = S(u64::from(k.div_ceil(t::AMP_K_MICRO_GROUP)));
     let macs = amp_macs_per_cycle(a, b);
-    let row_term = (m as u64 * n_pad * t::AMP_K_MICRO_GROUP as u64).div_ceil(macs);
-    let mut g = if b_interleaved {
+    let row_term = S((w(m) * n_pad * w(t::AMP_K_MICRO_GROUP)).0.div_ceil(macs));
+    let mut g = w(if b_interleaved {
         t::AMP_GROUP_CYCLES_INTERLEAVED
     } else {
         t::AMP_GROUP_CYCLES_STANDARD
-    } as u64;
+    });
     if matches!(b, DType::F32) {
         g *= 2;
     }
-    let group_term = (groups * g).div_ceil(4);
-    t::AMP_CALL_CYCLES as u64 + micro * (row_term + group_term)
+    let group_term = S((groups * g).0.div_ceil(4));
+    (w(t::AMP_CALL_CYCLES) + micro * (row_term + group_term)).0
+}
+
+/// Saturating cycle arithmetic: kernel arguments come from argument-block
+/// words (the codelets charge [`kernel_cycles`] of what they decode), so a
+/// hostile block must give a huge count, never a wrapped small one.
+fn w(v: u32) -> S<u64> {
+    S(u64::from(v))
+}
+
+fn floor_div(v: S<u64>, d: u32) -> S<u64> {
+    S(v.0 / u64::from(d))
+}
+
+fn ceil(v: S<u64>, d: u32) -> S<u64> {
+    S(v.0.div_ceil(u64::from(d)))
 }
 
 /// Cycles of one kernel call, launch overhead included.
 pub fn kernel_cycles(kernel: &Kernel) -> u64 {
-    let launch = t::KERNEL_LAUNCH_CYCLES as u64;
-    launch
-        + match *kernel {
-            Kernel::Gemm {
-                m,
-                k,
-                n,
-                a,
-                b,
-                b_interleaved,
-                ..
-            } => gemm_cycles(m, k, n, a, b, b_interleaved),
-            Kernel::ReduceAdd {
-                elements,
-                parts,
-                out,
-                ..
-            } => {
-                let bytes = elements as u64
-                    * out.size_bytes() as u64
-                    * parts.saturating_sub(1).max(1) as u64;
-                bytes.div_ceil(t::REDUCE_OUTPUT_BYTES_PER_CYCLE as u64)
-            }
-            Kernel::Add { rows, cols, .. } => {
-                (rows as u64 * cols as u64).div_ceil(t::ADD_ELEMENTS_PER_CYCLE as u64)
-            }
-            Kernel::LayerNorm { rows, cols, .. } => {
-                (rows as u64 * cols as u64 * t::LAYER_NORM_CYCLES_PER_ELEMENT_X16 as u64)
-                    .div_ceil(16)
-                    + rows as u64 * t::LAYER_NORM_ROW_CYCLES as u64
-            }
-            Kernel::Gelu { elements, .. } => elements as u64 * t::GELU_CYCLES_PER_ELEMENT as u64,
-            Kernel::Softmax { rows, cols, .. } => {
-                rows as u64 * cols as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
-            }
-            Kernel::Cast { elements, from, to } => (elements as u64
-                * (from.size_bytes() + to.size_bytes()) as u64)
-                .div_ceil(t::CAST_BYTES_PER_CYCLE as u64),
-            Kernel::Attention {
-                q_rows,
-                kv_rows,
-                head_dim,
-                dtype,
-                ..
-            } => {
-                // Two AMP products (q·kᵀ and p·v) plus a softmax over the scores.
-                gemm_cycles(q_rows, head_dim, kv_rows, dtype, dtype, false)
-                    + gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false)
-                    + q_rows as u64 * kv_rows as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
-            }
-            Kernel::AttentionPartial {
-                q_rows,
-                kv_rows,
-                head_dim,
-                dtype,
-                ..
-            } => {
-                // As `Attention` over one key block; the row statistics are
-                // part of the softmax passes.
-                gemm_cycles(q_rows, head_dim, kv_rows, dtype, dtype, false)
-                    + gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false)
-                    + q_rows as u64 * kv_rows as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
-            }
-            Kernel::AttentionCombine {
-                q_rows,
-                head_dim,
-                parts,
-                ..
-            } => {
-                // One rescale-and-add pass over every partial row (Add's
-                // rate) plus one exp per query row and part (softmax's rate).
-                (q_rows as u64 * (head_dim as u64 + 2) * parts as u64)
-                    .div_ceil(t::ADD_ELEMENTS_PER_CYCLE as u64)
-                    + q_rows as u64 * parts as u64 * t::SOFTMAX_CYCLES_PER_ELEMENT as u64
-            }
-            Kernel::Copy {
-                rows, row_bytes, ..
-            } => {
-                t::LOCAL_COPY_CALL_CYCLES as u64
-                    + (rows as u64 * row_bytes as u64)
-                        .div_ceil(t::LOCAL_COPY_BYTES_PER_CYCLE as u64)
-            }
+    let launch = w(t::KERNEL_LAUNCH_CYCLES);
+    let body = match *kernel {
+        Kernel::Gemm {
+            m,
+            k,
+            n,
+            a,
+            b,
+            b_interleaved,
+            ..
+        } => S(gemm_cycles(m, k, n, a, b, b_interleaved)),
+        Kernel::ReduceAdd {
+            elements,
+            parts,
+            out,
+            ..
+        } => {
+            let bytes =
+                w(elements) * S(out.size_bytes() as u64) * w(parts.saturating_sub(1).max(1));
+            ceil(bytes, t::REDUCE_OUTPUT_BYTES_PER_CYCLE)
         }
+        Kernel::Add { rows, cols, .. } => ceil(w(rows) * w(cols), t::ADD_ELEMENTS_PER_CYCLE),
+        Kernel::LayerNorm { rows, cols, .. } => {
+            ceil(
+                w(rows) * w(cols) * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16),
+                16,
+            ) + w(rows) * w(t::LAYER_NORM_ROW_CYCLES)
+        }
+        Kernel::Gelu { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
+        Kernel::Softmax { rows, cols, .. } => w(rows) * w(cols) * w(t::SOFTMAX_CYCLES_PER_ELEMENT),
+        Kernel::Cast { elements, from, to } => ceil(
+            w(elements) * S((from.size_bytes() + to.size_bytes()) as u64),
+            t::CAST_BYTES_PER_CYCLE,
+        ),
+        Kernel::Attention {
+            q_rows,
+            kv_rows,
+            head_dim,
+            dtype,
+            ..
+        }
+        | Kernel::AttentionPartial {
+            q_rows,
+            kv_rows,
+            head_dim,
+            dtype,
+            ..
+        } => {
+            // Two AMP products (q·kᵀ and p·v) plus a softmax over the scores
+            // (a partial: the same over one key block; the row statistics
+            // are part of the softmax passes).
+            S(gemm_cycles(q_rows, head_dim, kv_rows, dtype, dtype, false))
+                + S(gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false))
+                + w(q_rows) * w(kv_rows) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
+        }
+        Kernel::AttentionCombine {
+            q_rows,
+            head_dim,
+            parts,
+            ..
+        } => {
+            // One rescale-and-add pass over every partial row (Add's
+            // rate) plus one exp per query row and part (softmax's rate).
+            ceil(
+                w(q_rows) * (w(head_dim) + S(2)) * w(parts),
+                t::ADD_ELEMENTS_PER_CYCLE,
+            ) + w(q_rows) * w(parts) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
+        }
+        Kernel::Copy {
+            rows, row_bytes, ..
+        } => {
+            w(t::LOCAL_COPY_CALL_CYCLES)
+                + ceil(w(rows) * w(row_bytes), t::LOCAL_COPY_BYTES_PER_CYCLE)
+        }
+    };
+    (launch + body).0
 }
 
 /// The planner's estimate for a whole kernel call (defined here, not in
@@ -147,7 +157,7 @@ impl KernelArgs {
 /// sync and the route/start latency (`docs/facts/ipu21-target.md` §6). This is a planning bound; the
 /// exchange scheduler's phase length is checked against it by its tests.
 pub fn exchange_phase_cycles(max_words: u64) -> u64 {
-    t::EXCHANGE_PHASE_CYCLES as u64 + max_words * 4 / t::EXCHANGE_BYTES_PER_CYCLE as u64
+    (w(t::EXCHANGE_PHASE_CYCLES) + floor_div(S(max_words) * S(4), t::EXCHANGE_BYTES_PER_CYCLE)).0
 }
 
 /// Cycles to patch `words` instruction words before an exchange row: the
@@ -158,7 +168,7 @@ pub fn patch_cycles(words: u32) -> u64 {
     if words == 0 {
         0
     } else if words < t::PATCH_BULK_THRESHOLD_WORDS {
-        t::PATCH_SCALAR_CALL_CYCLES as u64 + words as u64 * t::PATCH_SCALAR_CYCLES_PER_WORD as u64
+        (w(t::PATCH_SCALAR_CALL_CYCLES) + w(words) * w(t::PATCH_SCALAR_CYCLES_PER_WORD)).0
     } else {
         t::PATCH_BULK_CALL_CYCLES as u64
             + (words as u64 * t::PATCH_BULK_CYCLES_PER_WORD_X100 as u64).div_ceil(100)
@@ -222,6 +232,29 @@ mod tests {
             b_interleaved: false,
         };
         assert_eq!(kernel_cycles(&k), 8642 + 11);
+    }
+
+    #[test]
+    fn hostile_argument_words_saturate_instead_of_wrapping() {
+        let k = Kernel::Gemm {
+            m: u32::MAX,
+            k: u32::MAX,
+            n: u32::MAX,
+            a: DType::F32,
+            b: DType::F32,
+            out: DType::F32,
+            b_transposed: false,
+            b_interleaved: false,
+        };
+        assert_eq!(kernel_cycles(&k), u64::MAX);
+        let c = Kernel::AttentionCombine {
+            q_rows: u32::MAX,
+            head_dim: u32::MAX,
+            parts: u32::MAX,
+            dtype: DType::F16,
+        };
+        assert!(kernel_cycles(&c) > u64::from(u32::MAX) * u64::from(u32::MAX));
+        assert_eq!(exchange_phase_cycles(u64::MAX), u64::MAX);
     }
 
     #[test]

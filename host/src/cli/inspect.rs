@@ -214,9 +214,17 @@ mod tests {
     fn malformed_packages_are_reported_with_the_reader_error() {
         let path =
             std::env::temp_dir().join(format!("ipuc-inspect-bad-{}.ipuc", std::process::id()));
-        let mut bytes = write(&package()).unwrap();
-        bytes.truncate(bytes.len() - 3);
-        std::fs::write(&path, bytes).unwrap();
+        let bytes = write(&package()).unwrap();
+        // Cut: the digest no longer matches.
+        std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        let e = format!("{:#}", render(&args(path.clone(), false)).unwrap_err());
+        assert!(
+            e.contains("is not a valid ipuc package") && e.contains("package digest mismatch"),
+            "{e}"
+        );
+        // A cut body sealed again: the section check behind the digest.
+        let body = &bytes[..bytes.len() - ipuc_core::package::DIGEST_BYTES - 3];
+        std::fs::write(&path, ipuc_core::package::seal(body.to_vec())).unwrap();
         let e = format!("{:#}", render(&args(path.clone(), false)).unwrap_err());
         assert!(
             e.contains("is not a valid ipuc package") && e.contains("reaches past the end"),

@@ -191,7 +191,10 @@ impl VisionConfig {
                 file: path.display().to_string(),
                 message,
             },
-            other => other,
+            other => ModelError::ConfigFile {
+                path: path.display().to_string(),
+                error: Box::new(other),
+            },
         })
     }
 

@@ -156,6 +156,11 @@ pub enum ModelError {
         bytes: Option<u64>,
         config: String,
     },
+    /// `config.json` parsed but was rejected (`error`) by validation.
+    ConfigFile {
+        path: String,
+        error: Box<ModelError>,
+    },
     /// The IR rejected the graph (a bug in the builder).
     #[error("internal error building the SigLIP graph: {0}")]
     Ir(IrError),

@@ -78,6 +78,13 @@ impl Checkpoint {
             file: file.clone(),
             source,
         })?;
+        Self::from_bytes(file, bytes)
+    }
+
+    /// A checkpoint from the bytes of a `.safetensors` file (`file` names it
+    /// in errors): the header is parsed and validated, tensors are read by
+    /// [`Checkpoint::bind`].
+    pub fn from_bytes(file: PathBuf, bytes: Vec<u8>) -> Result<Checkpoint, WeightError> {
         let names: Vec<String> = match SafeTensors::deserialize(&bytes) {
             Ok(st) => st.names().into_iter().map(str::to_string).collect(),
             Err(SafeTensorError::MetadataIncompleteBuffer) => {

@@ -211,7 +211,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
     let err = |o: usize, loc: Loc, kind| AsmError::new(&objects[o].file, loc, kind);
     // Words are placed at word addresses: a misaligned base would shift
     // every address the image's symbols name.
-    if opts.base % 4 != 0 {
+    if !opts.base.is_multiple_of(4) {
         let file = objects.first().map_or("<link>", |o| o.file.as_str());
         return Err(AsmError::new(
             file,

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use super::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(crate::proptest_config(512))]
 
     #[test]
     fn mutated_packages_never_panic(

@@ -1,0 +1,380 @@
+//! The malformed-input suite: every class of bad input a user can give the
+//! `ipuc` binary ends with a clear error — the exit status (1 for a rejected
+//! input, 2 for a rejected flag), no panic, and a message naming the file and
+//! what is wrong. Each case is cheap: all are rejected before compiling.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const IPUC: &str = env!("CARGO_BIN_EXE_ipuc");
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/siglip")
+}
+
+/// A fresh scratch directory for one case.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("malformed")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ipuc(args: &[&str]) -> Output {
+    Command::new(IPUC)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ipuc runs")
+}
+
+/// Runs `ipuc args`, expects exit status `code`, no panic, and every needle
+/// in stderr; returns stderr.
+#[track_caller]
+fn rejects(args: &[&str], code: i32, needles: &[&str]) -> String {
+    let out = ipuc(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "ipuc {args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "ipuc {args:?} panicked: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "ipuc {args:?}: {n:?} not in {err:?}");
+    }
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A copy of the small `vision-f16` checkpoint with `config.json` field
+/// `key` set to the JSON `value`.
+fn checkpoint_with(name: &str, key: &str, value: &str) -> PathBuf {
+    let src = fixtures().join("vision-f16");
+    let dir = scratch(name);
+    std::fs::copy(src.join("model.safetensors"), dir.join("model.safetensors")).unwrap();
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
+    config[key] = serde_json::from_str(value).unwrap();
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn huge_config_dimensions_are_rejected_before_allocating() {
+    for key in [
+        "hidden_size",
+        "intermediate_size",
+        "num_channels",
+        "image_size",
+    ] {
+        let dir = checkpoint_with(&format!("huge-{key}"), key, "1000000000");
+        let config = dir.join("config.json");
+        rejects(
+            &["compile", "--checkpoint", s(&dir)],
+            1,
+            &[
+                s(&config),
+                "would need",
+                "more than the 940572672 bytes of SRAM on all 1472 tiles",
+                &format!("{key} 1000000000"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn more_layers_than_the_checkpoint_holds_is_rejected_at_once() {
+    let dir = checkpoint_with("layers", "num_hidden_layers", "30000");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &[
+            "model.safetensors",
+            "30000 encoder layers are asked for",
+            "holds 2",
+        ],
+    );
+}
+
+#[test]
+fn bad_config_values_name_the_field_and_file() {
+    let dir = checkpoint_with("eps", "layer_norm_eps", "1e308");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "layer_norm_eps 1e308", "positive finite f32"],
+    );
+    let dir = checkpoint_with("heads", "num_attention_heads", "5");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "not divisible by num_attention_heads 5"],
+    );
+    let dir = checkpoint_with("act", "hidden_act", "\"relu\"");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "hidden_act \"relu\" is not supported"],
+    );
+    let dir = checkpoint_with("json", "hidden_size", "1");
+    std::fs::write(dir.join("config.json"), "{\"hidden_size\": ").unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "EOF"],
+    );
+}
+
+#[test]
+fn huge_and_zero_batches_are_rejected_before_allocating() {
+    rejects(
+        &[
+            "run",
+            "--workload",
+            "siglip-small",
+            "--vit-batch",
+            "1099511627776",
+        ],
+        1,
+        &["pixel input would need", "batch 1099511627776"],
+    );
+    rejects(
+        &["run", "--workload", "siglip-small", "--vit-batch", "0"],
+        1,
+        &["--vit-batch must be at least 1"],
+    );
+}
+
+#[test]
+fn out_of_range_flags_are_rejected() {
+    for (args, flag) in [
+        (
+            &[
+                "run",
+                "--workload",
+                "siglip-small",
+                "--planning-beam-width",
+                "0",
+            ][..],
+            "--planning-beam-width",
+        ),
+        (
+            &[
+                "run",
+                "--workload",
+                "siglip-small",
+                "--reference-inferences",
+                "0",
+            ][..],
+            "--reference-inferences",
+        ),
+        (
+            &[
+                "run",
+                "--workload",
+                "siglip-small",
+                "--planning-tiles",
+                "1473",
+            ][..],
+            "--planning-tiles",
+        ),
+        (&["exchange", "bench", "--tiles", "0"][..], "--tiles"),
+        (&["exchange", "bench", "--words", "0"][..], "--words"),
+    ] {
+        rejects(args, 2, &[flag, "invalid value"]);
+    }
+    rejects(
+        &["exchange", "bench", "--tiles", "4", "--fanout", "4"],
+        1,
+        &["--fanout 4 needs more than 4 tiles"],
+    );
+}
+
+#[test]
+fn bad_images_and_inputs_name_the_file() {
+    // An RGB image for a 1-channel model: rejected before any weights load.
+    let dir = checkpoint_with("gray", "num_channels", "1");
+    let png = fixtures().join("image/pattern.png");
+    rejects(
+        &["run", "--checkpoint", s(&dir), "--image", s(&png)],
+        1,
+        &["pattern.png", "num_channels = 1"],
+    );
+    // …and its weights do not match the config.
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["model.safetensors", "[32, 3, 14, 14]", "[32, 1, 14, 14]"],
+    );
+    let dir = scratch("inputs");
+    let garbage = dir.join("garbage.png");
+    std::fs::write(&garbage, b"not an image at all").unwrap();
+    rejects(
+        &["run", "--workload", "siglip-small", "--image", s(&garbage)],
+        1,
+        &["garbage.png"],
+    );
+    let npy = dir.join("garbage.npy");
+    std::fs::write(&npy, b"\x93NUMPY garbage").unwrap();
+    rejects(
+        &["run", "--workload", "siglip-small", "--input", s(&npy)],
+        1,
+        &["garbage.npy"],
+    );
+    // Values beyond FP16 would become infinities on the device.
+    let big = dir.join("big.npy");
+    ipuc::input::write_npy(&big, &[1, 3, 28, 28], &vec![1.0e6f32; 3 * 28 * 28]).unwrap();
+    rejects(
+        &["run", "--workload", "siglip-small", "--input", s(&big)],
+        1,
+        &["big.npy", "element 0", "outside the FP16 range"],
+    );
+}
+
+/// A safetensors file: 8-byte header length, JSON header, data.
+fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut b = (header.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(header.as_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+#[test]
+fn bad_checkpoints_name_the_file_and_tensor() {
+    let dir = checkpoint_with("truncated", "hidden_size", "32");
+    let file = dir.join("model.safetensors");
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 100]).unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["model.safetensors"],
+    );
+    std::fs::write(&file, b"garbage").unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["model.safetensors"],
+    );
+    let n = 32 * 3 * 14 * 14;
+    // An integer tensor (and one layer-1 tensor, so the layer count passes).
+    let header = format!(
+        "{{\"vision_model.embeddings.patch_embedding.weight\":{{\"dtype\":\"I32\",\"shape\":[32,3,14,14],\"data_offsets\":[0,{}]}},\
+          \"vision_model.encoder.layers.1.layer_norm1.weight\":{{\"dtype\":\"F32\",\"shape\":[32],\"data_offsets\":[{},{}]}}}}",
+        4 * n,
+        4 * n,
+        4 * n + 128
+    );
+    std::fs::write(&file, safetensors(&header, &vec![0u8; 4 * n + 128])).unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["model.safetensors", "patch_embedding.weight", "dtype I32"],
+    );
+}
+
+#[test]
+fn bad_assembly_is_an_error_at_file_line_col() {
+    let dir = scratch("asm");
+    let out = dir.join("out.bin");
+    let cases = [
+        ("mnemonic.S", "frobnicate $m0\n", "mnemonic.S:1:1"),
+        (
+            "overflow.S",
+            "nop\n.long (0x4000000000000000 * 4) + 5\n",
+            "overflow.S:2:27: arithmetic overflow in expression",
+        ),
+        (
+            "space.S",
+            ".space 0x80000\n.space 0x80000\n",
+            "space.S:2:1: the image grows to 1048576 bytes here, more than a tile's 638976 bytes",
+        ),
+    ];
+    for (name, src, needle) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, src).unwrap();
+        rejects(&["asm", s(&file), "-o", s(&out)], 1, &[needle]);
+    }
+    let ok = dir.join("ok.S");
+    std::fs::write(&ok, "nop\n").unwrap();
+    rejects(
+        &["asm", s(&ok), "-o", s(&out), "--at", "0x4C011"],
+        1,
+        &["ok.S", "link address 0x4c011 is not 4-byte aligned"],
+    );
+    rejects(
+        &["asm", s(&ok), "-o", s(&out), "--at", "0x0"],
+        1,
+        &["ok.S", "does not lie inside tile SRAM"],
+    );
+    let out_ok = ipuc(&["asm", s(&ok), "-o", s(&out), "--at", "0x4C014"]);
+    assert!(out_ok.status.success());
+}
+
+#[test]
+fn tampered_packages_are_rejected() {
+    use ipuc_core::package::{self, Package};
+    let dir = scratch("package");
+    let bytes = package::write(&Package::new("malformed-suite")).unwrap();
+    let digest = package::digest_hex(&bytes);
+    let good = dir.join("good.pkg");
+    std::fs::write(&good, &bytes).unwrap();
+    let out = ipuc(&["inspect", s(&good)]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&digest));
+    let bad = dir.join("bad.pkg");
+    for at in [12, bytes.len() / 2, bytes.len() - 1] {
+        let mut b = bytes.clone();
+        b[at] ^= 0x10;
+        std::fs::write(&bad, &b).unwrap();
+        rejects(
+            &["inspect", s(&bad)],
+            1,
+            &["bad.pkg", "package digest mismatch", &digest],
+        );
+    }
+    std::fs::write(&bad, &bytes[..20]).unwrap();
+    rejects(&["inspect", s(&bad)], 1, &["bad.pkg", "header and digest"]);
+    std::fs::write(&bad, b"\x89PNG\r\n\x1a\n and more bytes than a header").unwrap();
+    rejects(&["inspect", s(&bad)], 1, &["bad.pkg", "bad magic"]);
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let dir = scratch("pipe");
+    let src = dir.join("long.S");
+    std::fs::write(&src, "nop\n".repeat(40_000)).unwrap();
+    let out = dir.join("long.bin");
+    let mut child = Command::new(IPUC)
+        .args(["asm", s(&src), "-o", s(&out), "--listing"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is closed here (like `| head -c 16`).
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(err.is_empty(), "stderr: {err}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{status:?}"
+        );
+    }
+}
