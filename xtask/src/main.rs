@@ -291,7 +291,10 @@ fn executions(log: &str) -> u64 {
 /// every unchecked arithmetic overflow is a crash.
 fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     let fuzz_dir = root.join("fuzz");
-    let have = Command::new(env!("CARGO"))
+    // `+nightly` is understood by the rustup proxy (`cargo` on PATH), not by
+    // the toolchain's own cargo binary that `$CARGO` names.
+    let rustup_cargo = "cargo";
+    let have = Command::new(rustup_cargo)
         .args(["+nightly", "fuzz", "--version"])
         .output()
         .map(|o| o.status.success())
@@ -299,7 +302,7 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     if !have {
         cargo(root, &["install", "cargo-fuzz", "--locked"])?;
     }
-    let listing = Command::new(env!("CARGO"))
+    let listing = Command::new(rustup_cargo)
         .args(["+nightly", "fuzz", "list"])
         .current_dir(&fuzz_dir)
         .output()
@@ -332,7 +335,7 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
                 .map(|s| s.to_string())
                 .collect();
             args.extend(replay.iter().map(|p| p.display().to_string()));
-            let status = Command::new(env!("CARGO"))
+            let status = Command::new(rustup_cargo)
                 .args(&args)
                 .current_dir(&fuzz_dir)
                 .status()?;
@@ -367,7 +370,7 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
             "-rss_limit_mb=2048",
             "-print_final_stats=1",
         ]);
-        let out = Command::new(env!("CARGO"))
+        let out = Command::new(rustup_cargo)
             .args(&args)
             .current_dir(&fuzz_dir)
             .stdout(std::process::Stdio::inherit())
