@@ -8,7 +8,7 @@
 #![no_main]
 
 use ipuc_core::place::{
-    blocked_span, place_tile, share_element, support_reserved, BufferKey, BufferRequest,
+    blocked_span, place_tile, share_element, support_reserved, BufferId, BufferRequest,
     ElementConflict, PlaceError, PlacementRequest, RegionClass, ReservedKind, ReservedRange,
 };
 use ipuc_core::ipu21::sram::{
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
             };
             let first_step = u32::from(b.u8() % 16);
             BufferRequest {
-                key: BufferKey(u32::from(i)),
+                key: BufferId(u32::from(i)),
                 name: format!("b{i}"),
                 bytes,
                 copies: u32::from(b.u8() % 5),
@@ -72,8 +72,8 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let conflicts = (0..b.u8() % 6)
         .map(|_| ElementConflict {
-            a: BufferKey(u32::from(b.u8() % (n + 1))),
-            b: BufferKey(u32::from(b.u8() % (n + 1))),
+            a: BufferId(u32::from(b.u8() % (n + 1))),
+            b: BufferId(u32::from(b.u8() % (n + 1))),
         })
         .collect();
     let req = PlacementRequest {
