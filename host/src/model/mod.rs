@@ -157,6 +157,7 @@ pub enum ModelError {
         config: String,
     },
     /// `config.json` parsed but was rejected (`error`) by validation.
+    #[error("{path}: {error}")]
     ConfigFile {
         path: String,
         error: Box<ModelError>,
