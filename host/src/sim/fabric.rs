@@ -23,6 +23,9 @@ use ipuc_core::exchange::{
 };
 use ipuc_core::ipu21::exchange_model::XPIC_NEUTRAL;
 use ipuc_core::ipu21::isa::Csr;
+use ipuc_core::ipu21::sram::{
+    effective_element, is_executable, EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD,
+};
 use ipuc_core::ipu21::topology::PhysicalTile;
 
 /// Word access to the memories of all tiles taking part in a phase.
@@ -60,6 +63,37 @@ pub enum FabricError {
         tile: PhysicalTile,
         event: u32,
         address: u32,
+    },
+    /// A called row is not all in executable memory (§2.10 rule 1:
+    /// instruction fetch only below `0x80000`).
+    RowNotExecutable {
+        tile: PhysicalTile,
+        /// Row start and end (exclusive) byte addresses.
+        row: (u32, u32),
+    },
+    /// A word is read for a send from, or written by a receive to, an
+    /// effective element the executing row is fetched from, including the
+    /// 64-byte fetch look-ahead (§2.10 rule 2).
+    FetchElement {
+        tile: PhysicalTile,
+        /// True for a send source, false for a receive destination.
+        send: bool,
+        event: u32,
+        address: u32,
+        /// Row start and end (exclusive) byte addresses.
+        row: (u32, u32),
+    },
+    /// On one tile a send's source and a receive's destination share an
+    /// effective element while their memory windows overlap (§2.10 rule 5:
+    /// send window = its read events, receive window = its write events
+    /// plus the 5-event receive horizon).
+    ElementConflict {
+        tile: PhysicalTile,
+        element: u32,
+        /// Source byte address and read-event window `[first, last]`.
+        send: (u32, u32, u32),
+        /// Destination byte address and write window `[first, last + 5]`.
+        receive: (u32, u32, u32),
     },
 }
 
@@ -110,6 +144,36 @@ impl std::fmt::Display for FabricError {
             } => write!(
                 f,
                 "{tile}: send at event {event} reads {address:#x} outside memory"
+            ),
+            FabricError::RowNotExecutable { tile, row } => write!(
+                f,
+                "{tile}: exchange row {:#x}..{:#x} is not in executable memory (instruction fetch only below {:#x}, facts §2.10 rule 1)",
+                row.0,
+                row.1,
+                EXECUTABLE_MEMORY_LIMIT
+            ),
+            FabricError::FetchElement {
+                tile,
+                send,
+                event,
+                address,
+                row,
+            } => write!(
+                f,
+                "{tile}: {} {address:#x} at event {event} is in an effective element of the executing row {:#x}..{:#x} (+{SUPERVISOR_FETCH_LOOKAHEAD}-byte fetch look-ahead, facts §2.10 rule 2)",
+                if *send { "send source" } else { "receive destination" },
+                row.0,
+                row.1
+            ),
+            FabricError::ElementConflict {
+                tile,
+                element,
+                send,
+                receive,
+            } => write!(
+                f,
+                "{tile}: send source {:#x} (events {}..={}) and receive destination {:#x} (events {}..={}) share effective element {element} while both are active (facts §2.10 rule 5)",
+                send.0, send.1, send.2, receive.0, receive.1, receive.2
             ),
         }
     }
@@ -183,6 +247,13 @@ pub fn decode_rows(
                 }
             }
         };
+        let end = call.address.saturating_add(4 * row.words as u32);
+        if !is_executable(call.address) || end > EXECUTABLE_MEMORY_LIMIT {
+            return Err(FabricError::RowNotExecutable {
+                tile: call.tile,
+                row: (call.address, end),
+            });
+        }
         decoded.push((call, row));
     }
     Ok(decoded)
@@ -203,11 +274,161 @@ pub fn execute_decoded(
         })
         .collect();
     let moves = replay(&views).map_err(FabricError::Receive)?;
+    check_element_rules(rows, &moves)?;
     apply_moves(&moves, memory)?;
     Ok(PhaseRun {
         words_moved: moves.len() as u64,
         events: rows.iter().map(|(_, r)| r.events).max().unwrap_or(0),
     })
+}
+
+/// One contiguous piece of a phase's traffic inside one effective element
+/// on each side: a run of moves with consecutive source and destination
+/// words whose events advance by at most one per word.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    src_tile: u16,
+    dst_tile: u16,
+    src_element: u32,
+    dst_element: u32,
+    /// First source / destination byte address.
+    src_address: u32,
+    dst_address: u32,
+    read: (u32, u32),
+    write: (u32, u32),
+    last_src: u32,
+    last_dst: u32,
+}
+
+/// Receive horizon after a transfer's last write (§2.10 rule 5, "≈ last
+/// write + 5").
+const RECEIVE_HORIZON_EVENTS: u32 = 5;
+
+/// The pieces of `moves` (sorted by destination), in one pass.
+fn pieces(moves: &[WordMove]) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for m in moves {
+        let (src, dst) = (m.src_word.wrapping_mul(4), m.dst_word.wrapping_mul(4));
+        let (se, de) = (effective_element(src), effective_element(dst));
+        if let Some(p) = out.last_mut() {
+            let continues = p.src_tile == m.src_tile
+                && p.dst_tile == m.dst_tile
+                && p.src_element == se
+                && p.dst_element == de
+                && m.src_word == p.last_src.wrapping_add(1)
+                && m.dst_word == p.last_dst.wrapping_add(1)
+                && m.read_event.wrapping_sub(p.read.1) <= 1
+                && m.write_event.wrapping_sub(p.write.1) <= 1;
+            if continues {
+                p.read.1 = m.read_event;
+                p.write.1 = m.write_event;
+                p.last_src = m.src_word;
+                p.last_dst = m.dst_word;
+                continue;
+            }
+        }
+        out.push(Piece {
+            src_tile: m.src_tile,
+            dst_tile: m.dst_tile,
+            src_element: se,
+            dst_element: de,
+            src_address: src,
+            dst_address: dst,
+            read: (m.read_event, m.read_event),
+            write: (m.write_event, m.write_event),
+            last_src: m.src_word,
+            last_dst: m.dst_word,
+        });
+    }
+    out
+}
+
+/// §2.10 rules 2 and 5 on the phase's actual traffic: no send source or
+/// receive destination in an element of the executing row (with its fetch
+/// look-ahead), and no send and receive sharing an element on one tile
+/// while both are active.
+fn check_element_rules(
+    rows: &[(RowLocation, DecodedRow)],
+    moves: &[WordMove],
+) -> Result<(), FabricError> {
+    if moves.is_empty() {
+        return Ok(());
+    }
+    let mut fetch: Vec<Option<(u32, u32, u32, u32)>> =
+        vec![None; usize::from(ipuc_core::ipu21::topology::TILE_COUNT)];
+    for (call, row) in rows {
+        let end = call.address + 4 * row.words as u32;
+        let guard = end + SUPERVISOR_FETCH_LOOKAHEAD;
+        fetch[call.tile.index()] = Some((
+            effective_element(call.address),
+            effective_element(guard - 1),
+            call.address,
+            end,
+        ));
+    }
+    let pieces = pieces(moves);
+    // (tile, element, first event, last event, address, is_write)
+    let mut windows: Vec<(u16, u32, u32, u32, u32, bool)> = Vec::with_capacity(2 * pieces.len());
+    for p in &pieces {
+        for (tile, element, address, (a, b), send) in [
+            (p.src_tile, p.src_element, p.src_address, p.read, true),
+            (p.dst_tile, p.dst_element, p.dst_address, p.write, false),
+        ] {
+            if let Some((lo, hi, start, end)) = fetch.get(usize::from(tile)).copied().flatten() {
+                if (lo..=hi).contains(&element) {
+                    return Err(FabricError::FetchElement {
+                        tile: tile_of(tile),
+                        send,
+                        event: a,
+                        address,
+                        row: (start, end),
+                    });
+                }
+            }
+            let b = if send {
+                b
+            } else {
+                b.saturating_add(RECEIVE_HORIZON_EVENTS)
+            };
+            windows.push((tile, element, a, b, address, !send));
+        }
+    }
+    windows.sort_unstable();
+    // Per (tile, element): any send window overlapping any receive window.
+    let mut i = 0;
+    while i < windows.len() {
+        let key = (windows[i].0, windows[i].1);
+        let mut j = i;
+        while j < windows.len() && (windows[j].0, windows[j].1) == key {
+            j += 1;
+        }
+        let group = &windows[i..j];
+        if group.iter().any(|w| w.5) && group.iter().any(|w| !w.5) {
+            // Sorted by first event: sweep, remembering the latest-ending
+            // window of each kind seen so far.
+            let mut open: [Option<(u32, u32, u32)>; 2] = [None, None];
+            for w in group {
+                let other = open[usize::from(!w.5)];
+                if let Some((a, b, address)) = other.filter(|o| o.1 >= w.2) {
+                    let this = (w.4, w.2, w.3);
+                    let that = (address, a, b);
+                    let (send, receive) = if w.5 { (that, this) } else { (this, that) };
+                    return Err(FabricError::ElementConflict {
+                        tile: tile_of(key.0),
+                        element: key.1,
+                        send,
+                        receive,
+                    });
+                }
+                let slot = &mut open[usize::from(w.5)];
+                if slot.is_none_or(|o| w.3 > o.1) {
+                    *slot = Some((w.2, w.3, w.4));
+                }
+            }
+        }
+        i = j;
+    }
+    Ok(())
 }
 
 fn tile_of(id: u16) -> PhysicalTile {
@@ -403,7 +624,11 @@ impl FabricError {
     /// The tile that raises this error.
     pub fn tile(&self) -> PhysicalTile {
         match *self {
-            FabricError::Row { tile, .. } | FabricError::SourceOutsideMemory { tile, .. } => tile,
+            FabricError::Row { tile, .. }
+            | FabricError::SourceOutsideMemory { tile, .. }
+            | FabricError::RowNotExecutable { tile, .. }
+            | FabricError::FetchElement { tile, .. }
+            | FabricError::ElementConflict { tile, .. } => tile,
             FabricError::Receive(e) => match e {
                 ReceiveError::NoSender { tile, .. }
                 | ReceiveError::Overrun { tile, .. }
@@ -424,9 +649,10 @@ impl FabricError {
     pub fn class(&self) -> super::ExchangeError {
         match self {
             FabricError::Receive(ReceiveError::OutsideMemory { .. }) => super::ExchangeError::Addr,
-            FabricError::Receive(ReceiveError::FetchClash { .. }) => {
-                super::ExchangeError::ClashIfetch
-            }
+            FabricError::Receive(ReceiveError::FetchClash { .. })
+            | FabricError::FetchElement { .. }
+            | FabricError::RowNotExecutable { .. } => super::ExchangeError::ClashIfetch,
+            FabricError::ElementConflict { .. } => super::ExchangeError::ClashInstr,
             _ => super::ExchangeError::Other,
         }
     }
@@ -466,7 +692,7 @@ impl super::ExchangeFabric for RouteFabric {
                 }
                 _ => super::FaultKind::Exchange {
                     error: e.class(),
-                    detail: e.to_string(),
+                    detail: format!("exchange phase {phase}: {e}"),
                 },
             };
             super::SimFault {
@@ -542,10 +768,10 @@ mod tests {
         LogicalTile::new(l).unwrap().physical()
     }
 
-    fn program() -> Vec<u8> {
+    fn program_calling(row: u32) -> Vec<u8> {
         [
             Instruction::sync(SyncZone::INTERNAL),
-            Instruction::call(m::M10, ROW),
+            Instruction::call(m::M10, row),
             Instruction::br(MReg::ZERO),
         ]
         .iter()
@@ -555,12 +781,22 @@ mod tests {
     }
 
     fn device(phase: &ExchangePhase, rows: &[(PhysicalTile, Vec<u32>)]) -> Device {
+        device_with_rows_at(phase, rows, &|_| ROW)
+    }
+
+    /// As [`device`], each tile's row at `row_at(tile)`.
+    fn device_with_rows_at(
+        phase: &ExchangePhase,
+        rows: &[(PhysicalTile, Vec<u32>)],
+        row_at: &dyn Fn(PhysicalTile) -> u32,
+    ) -> Device {
         let mut tiles = Vec::new();
         for (tile, words) in rows {
             let mut t = Tile::new(tile.get());
-            t.load(APPLICATION_LOAD_BASE, &program()).unwrap();
+            let at = row_at(*tile);
+            t.load(APPLICATION_LOAD_BASE, &program_calling(at)).unwrap();
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            t.load(ROW, &bytes).unwrap();
+            t.load(at, &bytes).unwrap();
             for tr in phase.transfers.iter().filter(|tr| tr.source == *tile) {
                 let data: Vec<u8> = (0..tr.words * 4)
                     .map(|k| (k as u8) ^ (tile.get() as u8).wrapping_mul(31))
@@ -879,5 +1115,171 @@ mod tests {
             }
             other => panic!("expected a receive error, got {other:?}"),
         }
+    }
+
+    /// The exchange fault detail of a run that must fail on `tile`.
+    fn exchange_fault(dev: &mut Device, tile: PhysicalTile) -> (crate::sim::ExchangeError, String) {
+        match dev.run(10_000_000) {
+            Err(DeviceError::Fault(f)) => {
+                assert_eq!(f.tile, tile.get(), "{f:?}");
+                match f.kind {
+                    FaultKind::Exchange { error, detail } => (error, detail),
+                    other => panic!("expected an exchange fault, got {other:?}"),
+                }
+            }
+            other => panic!("expected a fault, got {other:?}"),
+        }
+    }
+
+    fn rows_of(s: &ipuc_core::exchange::ScheduledPhase) -> Vec<(PhysicalTile, Vec<u32>)> {
+        (0..6)
+            .map(|l| (phys(l), s.rows[phys(l).index()].words.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_row_outside_executable_memory_is_an_error() {
+        let phase = small_phase();
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        // Tile 3's row sits in interleaved memory, where nothing is fetched.
+        let bad = phys(3);
+        let mut dev = device_with_rows_at(&phase, &rows_of(&s), &|t| {
+            if t == bad {
+                0xA_0000
+            } else {
+                ROW
+            }
+        });
+        let (class, detail) = exchange_fault(&mut dev, bad);
+        assert_eq!(class, crate::sim::ExchangeError::ClashIfetch);
+        assert!(
+            detail.contains("exchange phase 0")
+                && detail.contains("row 0xa0000..")
+                && detail.contains("not in executable memory"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn a_send_source_in_the_rows_element_is_an_error() {
+        // Tile 2 sends from 0x51000: the element 0x50000..0x54000 its row
+        // is fetched from.
+        let mut phase = small_phase();
+        phase.transfers[2].source_address = ROW + 0x1000;
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let mut dev = device(&phase, &rows_of(&s));
+        let (class, detail) = exchange_fault(&mut dev, phys(2));
+        assert_eq!(class, crate::sim::ExchangeError::ClashIfetch);
+        assert!(
+            detail.contains("send source 0x51000")
+                && detail.contains("executing row 0x50000..")
+                && detail.contains("rule 2"),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn the_fetch_look_ahead_past_the_row_counts() {
+        // A source starting in the next element, but inside the 64-byte
+        // look-ahead of a row ending just below it.
+        let mut phase = small_phase();
+        let s0 = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let words = s0.rows[phys(2).index()].words.len() as u32;
+        let at = 0x5_4000 - 4 * words - 16;
+        phase.transfers[2].source_address = 0x5_4000 + 8;
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        assert_eq!(s.rows[phys(2).index()].words.len() as u32, words);
+        let mut dev = device_with_rows_at(&phase, &rows_of(&s), &|t| {
+            if t == phys(2) {
+                at
+            } else {
+                ROW
+            }
+        });
+        let (_, detail) = exchange_fault(&mut dev, phys(2));
+        assert!(detail.contains("send source 0x54008"), "{detail}");
+    }
+
+    /// Re-points every PIC pointer control of `row` by `delta_words`.
+    fn move_receives(row: &mut [u32], delta_words: i64) {
+        let shift = |v: u32| u32::try_from(i64::from(v) + delta_words).unwrap();
+        use ipuc_core::ipu21::isa::PicField;
+        let decoded = decode_row(row).unwrap();
+        for ti in &decoded.instructions {
+            let moved = match ti.instruction {
+                Instruction::DelayPic {
+                    n,
+                    sel: PicField::Pointer,
+                    value,
+                } => Instruction::DelayPic {
+                    n,
+                    sel: PicField::Pointer,
+                    value: shift(value),
+                },
+                Instruction::SendPic {
+                    n,
+                    sel: ipuc_core::ipu21::isa::PicTarget::PicPointer,
+                    value,
+                } => Instruction::SendPic {
+                    n,
+                    sel: ipuc_core::ipu21::isa::PicTarget::PicPointer,
+                    value: shift(value),
+                },
+                Instruction::SendPicP {
+                    n,
+                    addr,
+                    sctl,
+                    psel: PicField::Pointer,
+                    xpic,
+                    pic,
+                } => Instruction::SendPicP {
+                    n,
+                    addr,
+                    sctl,
+                    psel: PicField::Pointer,
+                    xpic,
+                    pic: shift(pic),
+                },
+                _ => continue,
+            };
+            let w = encode(&moved).unwrap();
+            for (k, word) in w.words().iter().enumerate() {
+                row[ti.word_index + k] = *word;
+            }
+        }
+    }
+
+    #[test]
+    fn a_send_and_a_receive_in_one_element_at_once_is_an_element_conflict() {
+        // Tiles 0 and 1 swap 200 words at the same time; then tile 0's
+        // receive is re-pointed from 0x90000 into the element it sends from
+        // (0x60000..0x64000), as a wrong placement would.
+        let t = |s: u32, d: u32| Transfer {
+            source: phys(s),
+            source_address: 0x6_0000,
+            words: 200,
+            destinations: vec![Destination {
+                tile: phys(d),
+                address: 0x9_0000,
+            }],
+            width: Width::Word32,
+        };
+        let phase = ExchangePhase {
+            transfers: vec![t(0, 1), t(1, 0)],
+        };
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let mut rows = rows_of(&s);
+        // The unmodified rows run.
+        device(&phase, &rows).run(10_000_000).unwrap();
+        move_receives(&mut rows[0].1, (0x6_2000 - 0x9_0000) / 4);
+        let mut dev = device(&phase, &rows);
+        let (class, detail) = exchange_fault(&mut dev, phys(0));
+        assert_eq!(class, crate::sim::ExchangeError::ClashInstr);
+        assert!(
+            detail.contains("send source 0x60000")
+                && detail.contains("receive destination 0x62000")
+                && detail.contains("rule 5"),
+            "{detail}"
+        );
     }
 }
