@@ -28,6 +28,8 @@ enum Command {
     Run(ipuc::cli::run::Args),
     /// Compile a package only
     Compile(ipuc::cli::compile::Args),
+    /// Execute a package file on the device (simulator) and validate
+    Exec(ipuc::cli::exec::Args),
     /// Inspect a package
     Inspect(ipuc::cli::inspect::Args),
 }
@@ -55,6 +57,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reference(args) => ipuc::cli::reference::run(args),
         Command::Run(args) => ipuc::cli::run::run(args),
         Command::Compile(args) => ipuc::cli::compile::run(args),
+        Command::Exec(args) => ipuc::cli::exec::run(args),
         Command::Inspect(args) => ipuc::cli::inspect::run(args),
     }
 }

@@ -13,6 +13,7 @@ use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
 use crate::report::{Profile, CYCLE_SOURCES};
+use ipuc_core::package::{Package, SummaryValue};
 
 /// Device output vs reference for one inference.
 #[derive(Clone, Debug)]
@@ -167,7 +168,7 @@ fn print_patch_audit(a: &PatchAudit) {
 
 /// Simulated cycles and validation.
 pub fn print_run_report(
-    compiled: &Compiled,
+    package: &Package,
     out: &DeviceOutput,
     profile: &Profile,
     checks: &[InferenceCheck],
@@ -176,12 +177,15 @@ pub fn print_run_report(
 ) {
     let p = &out.profile;
     let ms = |c: u64| c as f64 / CLOCK_HZ as f64 * 1e3;
+    let estimate = match package.plan_summary.get("estimated_cycles") {
+        Some(SummaryValue::Integer(c)) => c.to_string(),
+        _ => "not in the package".to_string(),
+    };
     println!(
-        "simulated: {} cycles to the last halt ({:.6} ms at 1.5 GHz), {} supersteps; planner estimate {} cycles",
+        "simulated: {} cycles to the last halt ({:.6} ms at 1.5 GHz), {} supersteps; planner estimate {estimate} cycles",
         p.cycles,
         ms(p.cycles),
         p.supersteps,
-        compiled.report.estimated_cycles
     );
     if let Some((first, last)) = profile.span() {
         println!(

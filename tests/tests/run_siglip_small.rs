@@ -287,3 +287,39 @@ fn resident_inferences_reuse_one_loaded_package() {
     assert!(cycles[0] > 0);
     assert_eq!(cycles[0], cycles[2]);
 }
+
+#[test]
+fn a_package_file_executes_like_the_package_that_was_written() {
+    // `ipuc exec` and `ipuc run` execute the bytes read back through the
+    // validating reader; they must behave exactly like the in-memory package.
+    let (model_opts, compile_opts) = options(2);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let path = std::env::temp_dir().join(format!("ipuc-exec-test-{}.pkg", std::process::id()));
+    std::fs::write(&path, &compiled.bytes).unwrap();
+    let shipped = ipuc_core::package::read(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let inputs = device_inputs(&small_pixels());
+    let run = |p: &ipuc_core::package::Package| {
+        SimDevice::for_package(p)
+            .unwrap()
+            .run(p, &inputs, &weights)
+            .unwrap()
+    };
+    let (a, b) = (run(&compiled.package), run(&shipped));
+    assert_eq!(a.profile.cycles, b.profile.cycles);
+    assert_eq!(a.profile.supersteps, b.profile.supersteps);
+    assert_eq!(a.outputs.len(), b.outputs.len());
+    for (name, t) in &a.outputs {
+        let u = &b.outputs[name];
+        assert_eq!(t.shape, u.shape, "{name}");
+        assert!(
+            t.data
+                .iter()
+                .zip(&u.data)
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{name} differs"
+        );
+    }
+}

@@ -4,6 +4,7 @@ pub mod checks;
 pub mod compile;
 pub mod device_args;
 pub mod exchange;
+pub mod exec;
 pub mod hw_check;
 pub mod inspect;
 pub mod isa;

@@ -17,16 +17,19 @@ use crate::device::sim::SimDevice;
 use crate::device::trace::build_profile;
 use crate::device::DeviceOutput;
 use crate::input::write_npy;
+use crate::input::PixelValues;
+use crate::model::SiglipModel;
 use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
-use crate::report::{write_memory_map, write_rejection, MemoryRejection};
+use crate::report::{write_memory_map, write_rejection, MemoryRejection, Profile};
 use crate::run_report::{
     compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
     write_patch_audit, write_profile, InferenceCheck,
 };
 use crate::run_summary::{InferenceSummary, Rejection, RunSummary};
-use crate::weights::HostTensor;
+use crate::weights::{HostTensor, Weights};
+use ipuc_core::package::Package;
 
 /// `ipuc run` flags.
 #[derive(clap::Args, Debug)]
@@ -37,6 +40,19 @@ pub struct Args {
     pub input: InputArgs,
     #[command(flatten)]
     pub build: BuildArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
+    /// Write a machine-readable summary of the run here (JSON: result,
+    /// rejection stage and op, planning/compile seconds, peak bytes/tile,
+    /// cropped cycles, cycles per layer, errors), also when compilation is
+    /// rejected; `cargo xtask sweep` collects these.
+    #[arg(long)]
+    pub summary_json: Option<PathBuf>,
+}
+
+/// Execution and validation flags shared by `ipuc run` and `ipuc exec`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExecArgs {
     #[command(flatten)]
     pub device: DeviceArgs,
     /// Validate every inference against the device-numerics reference (the
@@ -72,12 +88,6 @@ pub struct Args {
     /// measurement exists).
     #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES)]
     pub sync_cycles: u64,
-    /// Write a machine-readable summary of the run here (JSON: result,
-    /// rejection stage and op, planning/compile seconds, peak bytes/tile,
-    /// cropped cycles, cycles per layer, errors), also when compilation is
-    /// rejected; `cargo xtask sweep` collects these.
-    #[arg(long)]
-    pub summary_json: Option<PathBuf>,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
@@ -250,13 +260,7 @@ pub fn write_rejections(
 
 pub fn run(args: Args) -> Result<()> {
     args.build.check()?;
-    args.device.check()?;
-    if let Some(out) = &args.profile_output {
-        check_profile_output(out)?;
-    }
-    if let Some(path) = &args.output_embedding {
-        checks::output_file("--output-embedding", path)?;
-    }
+    args.exec.check()?;
     let mut summary = RunSummary {
         workload: workload_name(&args.model),
         fuse_qkv: args.model.fuse_qkv,
@@ -311,6 +315,78 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     summary.peak_moment = Some(moment);
     summary.package_sha256 = Some(compiled.report.sha256.clone());
     summary.tiles = compiled.report.tiles as u32;
+    // What is tested is what is shipped: execute the package bytes (the ones
+    // written with --package), read back through the validating reader.
+    let shipped = ipuc_core::package::read(&compiled.bytes)
+        .map_err(|e| anyhow::anyhow!("reading back the package just written: {e}"))?;
+    eprintln!(
+        "device: executing the package read back from its {} bytes (sha256 {})",
+        compiled.bytes.len(),
+        compiled.report.sha256
+    );
+    let (checks, profile) = execute(
+        &shipped,
+        &format!("ipuc run {} (simulated)", workload_name(&args.model)),
+        &model,
+        &weights,
+        &pixels,
+        &args.exec,
+    )?;
+    summary.set_run(
+        &profile,
+        checks
+            .iter()
+            .map(|c| InferenceSummary::from_check(c, c.words_moved))
+            .collect(),
+    );
+    if let Some(out) = &args.exec.profile_output {
+        write_patch_audit(out, &compiled.report.exchange.audit)?;
+        let index = write_index(args, &compiled, &checks, out)?;
+        println!(
+            "index: {} (links every artifact of this run)",
+            index.display()
+        );
+    }
+    fail_unless_passed(&checks)
+}
+
+impl ExecArgs {
+    /// Checks made before any work (device flags, output paths).
+    pub fn check(&self) -> Result<()> {
+        self.device.check()?;
+        if let Some(out) = &self.profile_output {
+            check_profile_output(out)?;
+        }
+        if let Some(path) = &self.output_embedding {
+            checks::output_file("--output-embedding", path)?;
+        }
+        Ok(())
+    }
+}
+
+/// `reference validation FAILED` if any inference failed its validation.
+pub fn fail_unless_passed(checks: &[InferenceCheck]) -> Result<()> {
+    if checks
+        .iter()
+        .any(|c| c.device.as_ref().is_some_and(|v| !v.pass))
+    {
+        anyhow::bail!("reference validation FAILED");
+    }
+    Ok(())
+}
+
+/// Loads `package` on the simulated device with `weights`, runs the
+/// inferences `args` asks for on `pixels`, validates them against the
+/// references of `model` and prints the run report; returns each
+/// inference's cycles and validation, and the last inference's profile.
+pub fn execute(
+    package: &Package,
+    title: &str,
+    model: &SiglipModel,
+    weights: &Weights,
+    pixels: &PixelValues,
+    args: &ExecArgs,
+) -> Result<(Vec<InferenceCheck>, Profile)> {
     let mut inputs = BTreeMap::new();
     inputs.insert(
         PIXEL_VALUES.to_string(),
@@ -321,12 +397,8 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     );
 
     let device_reference = if args.reference_run {
-        let what = match args.model.fp8_scale {
-            Some(_) => "FP8 weights, FP16 activations",
-            None => "FP16 weights and activations",
-        };
-        eprintln!("reference: device-numerics forward pass ({what})…");
-        let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None)
+        eprintln!("reference: device-numerics forward pass (the graph's own casts)…");
+        let r = run_siglip(model, weights.clone(), pixels, Numerics::Device, None)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("device-numerics reference")?;
         eprintln!(
@@ -340,7 +412,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     };
     let fp32_reference = if args.reference_fp32 {
         eprintln!("reference: FP32 forward pass…");
-        let r = run_siglip(&model, weights.clone(), &pixels, Numerics::Fp32, None)
+        let r = run_siglip(model, weights.clone(), pixels, Numerics::Fp32, None)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("FP32 reference")?;
         eprintln!(
@@ -357,10 +429,10 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     // the reports).
     let _lock = args.device.lock()?;
     let t = Instant::now();
-    let mut sim = SimDevice::for_package(&compiled.package)?;
+    let mut sim = SimDevice::for_package(package)?;
     sim.sync_cycles = args.sync_cycles;
     let mut resident = sim
-        .load(&compiled.package, &weights)
+        .load(package, weights)
         .context("loading the package on the simulated device")?;
     eprintln!(
         "device: package loaded once ({} bytes of images and weights) in {:.2} s",
@@ -398,20 +470,9 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         last = Some(out);
     }
     let out = last.expect("at least one inference ran");
-    let profile = build_profile(
-        &compiled.package,
-        &out.profile,
-        &format!("ipuc run {} (simulated)", workload_name(&args.model)),
-    );
-    summary.set_run(
-        &profile,
-        checks
-            .iter()
-            .map(|c| InferenceSummary::from_check(c, c.words_moved))
-            .collect(),
-    );
+    let profile = build_profile(package, &out.profile, title);
     print_run_report(
-        &compiled,
+        package,
         &out,
         &profile,
         &checks,
@@ -420,7 +481,6 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     );
     if let Some(dir) = &args.profile_output {
         write_profile(dir, &profile)?;
-        write_patch_audit(dir, &compiled.report.exchange.audit)?;
     }
     if let Some(path) = &args.output_embedding {
         let t = out
@@ -436,20 +496,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             path.display()
         );
     }
-    if let Some(out) = &args.profile_output {
-        let index = write_index(args, &compiled, &checks, out)?;
-        println!(
-            "index: {} (links every artifact of this run)",
-            index.display()
-        );
-    }
-    if checks
-        .iter()
-        .any(|c| c.device.as_ref().is_some_and(|v| !v.pass))
-    {
-        anyhow::bail!("reference validation FAILED");
-    }
-    Ok(())
+    Ok((checks, profile))
 }
 
 /// `index.html` next to the profile, linking every file this run wrote.
@@ -505,7 +552,7 @@ fn write_index(
             what: format!("the package (SHA-256 {})", compiled.report.sha256),
         });
     }
-    if let Some(p) = &args.output_embedding {
+    if let Some(p) = &args.exec.output_embedding {
         artifacts.push(Artifact {
             path: p.clone(),
             what: "pooled embedding (.npy, float32)".into(),
