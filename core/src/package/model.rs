@@ -401,8 +401,11 @@ pub struct BindingSlice {
     pub size: u32,
 }
 
-/// A host exchange call: the host sends `inputs` and receives `outputs`
-/// (ranges of bindings) over `phases` host-sync phases.
+/// A host call: the host sends `inputs` and receives `outputs` (ranges of
+/// bindings) over `phases` host rendezvous. ipuc's `inference` call has two:
+/// inputs are written into tile SRAM before the program starts and outputs
+/// read after every tile halts — a direct copy by the host/loader, with no
+/// device-side host exchange (ARCHITECTURE.md, "Host I/O").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostCall {
     pub name: String,

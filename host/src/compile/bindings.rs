@@ -234,8 +234,10 @@ pub const INFERENCE_CALL: &str = "inference";
 
 /// The package's host calls: one `inference` call that writes every input
 /// binding whole before the program starts and reads every output binding
-/// whole after it completes (two host-sync phases). Weights are not part of
-/// it: they are loaded once with the tile images.
+/// whole after it completes: two host rendezvous, done by the host as a
+/// direct SRAM copy (no device-side host exchange; ARCHITECTURE.md, "Host
+/// I/O"). Weights are not part of it: they are loaded once with the tile
+/// images.
 pub fn host_calls(bindings: &[Binding]) -> Result<Vec<HostCall>> {
     let whole = |kind: BindingKind| -> Result<Vec<HostTransfer>> {
         bindings
