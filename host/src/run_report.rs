@@ -164,6 +164,7 @@ fn print_patch_audit(a: &PatchAudit) {
         a.sharing_max_words,
         a.sharing_bulk_sites
     );
+    println!("{}", a.outgoing_base);
 }
 
 /// Simulated cycles and validation.

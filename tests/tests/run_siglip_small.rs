@@ -34,8 +34,13 @@ fn run_and_validate(layers: usize) -> Compiled {
 }
 
 fn run_and_validate_on(layers: usize, tiles: u32) -> Compiled {
+    run_and_validate_with(layers, tiles, true)
+}
+
+fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Compiled {
     let (model_opts, mut compile_opts) = options(layers);
     compile_opts.tiles = tiles;
+    compile_opts.outgoing_base = outgoing_base;
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
@@ -109,8 +114,9 @@ fn streamed_weights_run_through_repeat_patch_tables() {
     // streams them from their iterated storage, so the all-gathers read
     // layer i's weights at `base + i·stride` through Repeat-patched send
     // words. Wrong patching would feed layer 0's weights to every layer and
-    // fail the validation.
-    let compiled = run_and_validate_on(27, 20);
+    // fail the validation. (`--no-outgoing-base`: the table-based program;
+    // `run_outgoing_base.rs` runs the relocated one.)
+    let compiled = run_and_validate_with(27, 20, false);
     let e = &compiled.report.exchange;
     assert!(e.repeat_patched_words > 0, "no Repeat-patched words: {e:?}");
     assert_eq!(e.audit.patched_words, e.repeat_patched_words);

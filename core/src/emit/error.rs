@@ -71,6 +71,12 @@ pub enum EmitError {
         /// Scheduled phases given (or row-sharing results produced).
         scheduled: usize,
     },
+    /// A relocated sender row (its `$OUTGOING_BASE` comes from a Repeat
+    /// frame slot) in a phase outside any Repeat (a bug).
+    RelocatedOutsideRepeat {
+        /// Step index of the phase.
+        step: u32,
+    },
     /// Repeat patch tables or row sharing failed.
     Patch {
         /// Step index of the phase (`u32::MAX` for cross-phase sharing).
@@ -118,6 +124,10 @@ impl fmt::Display for EmitError {
             EmitError::PhaseCount { jobs, scheduled } => write!(
                 f,
                 "{scheduled} scheduled exchange phases for {jobs} exchange jobs (expected one each)"
+            ),
+            EmitError::RelocatedOutsideRepeat { step } => write!(
+                f,
+                "exchange step {step}: a relocated sender row outside a Repeat has no frame slot for its base"
             ),
         }
     }

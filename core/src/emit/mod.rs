@@ -13,8 +13,10 @@
 //! Every address an instruction needs inside a Repeat comes from
 //! [`Buffer::iteration_offset`]'s function `base + iteration × stride`
 //! (architecture invariant 3): kernels read the iterated buffer's current
-//! base from the Repeat frame, and exchange sends of iterated sources are
-//! rewritten per iteration by Repeat patch tables built from the same stride.
+//! base from the Repeat frame, and exchange sends of iterated sources either
+//! run with `$OUTGOING_BASE` loaded from that same frame slot (outgoing-base
+//! relocation) or are rewritten per iteration by Repeat patch tables built
+//! from the same stride.
 
 mod error;
 mod exchange;
@@ -24,8 +26,8 @@ mod tables;
 
 pub use error::EmitError;
 pub use exchange::{
-    assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangePlan,
-    ExchangeSummary, PhaseJob, PhaseRows, ScheduledJob, TileRowUse,
+    assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangeOptions,
+    ExchangePlan, ExchangeSummary, OutgoingBase, PhaseJob, PhaseRows, ScheduledJob, TileRowUse,
 };
 pub use program::{
     area_label, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles, step_label, Area,

@@ -338,11 +338,22 @@ impl TileWriter<'_, '_> {
                 self.op(&format!("call $m9, {}", symbols::PATCH_WORD));
             }
         }
-        // Receivers use absolute PIC word addresses (INCOMING_BASE = 0) and
-        // senders absolute item addresses (OUTGOING_BASE = 0).
+        // Receivers use absolute PIC word addresses (INCOMING_BASE = 0).
+        // Senders use absolute item addresses (OUTGOING_BASE = 0), except a
+        // relocated sender, whose base is its source buffer's current
+        // iteration base from the Repeat frame (§2.3, §2.9).
         self.op("setzi $m8, 0");
         self.op("put $INCOMING_BASE, $m8");
-        self.op("put $OUTGOING_BASE, $m15");
+        match row_use.and_then(|u| u.outgoing_base) {
+            Some(b) => {
+                if frame.is_none() {
+                    return Err(EmitError::RelocatedOutsideRepeat { step: step.0 });
+                }
+                self.op(&format!("ld32 $m8, $m11, $m15, {}", b.frame_slot));
+                self.op("put $OUTGOING_BASE, $m8");
+            }
+            None => self.op("put $OUTGOING_BASE, $m15"),
+        }
         self.op(&format!("call $m7, {}", symbols::WORKER_BARRIER));
         self.op("setzi $m8, 1");
         self.op("put $INCOMING_DCOUNT, $m8");

@@ -45,6 +45,14 @@ impl RepeatFrame {
             .map(|k| k as u32 + 1)
     }
 
+    /// Per-iteration stride of `buffer`'s slot, if it is iterated here.
+    pub fn stride_of(&self, buffer: BufferId) -> Option<u32> {
+        self.pointers
+            .iter()
+            .find(|&&(b, _)| b == buffer)
+            .map(|&(_, s)| s)
+    }
+
     /// `(slot, buffer)` of every pointer.
     pub fn slots(&self) -> impl Iterator<Item = (u32, BufferId)> + '_ {
         self.pointers

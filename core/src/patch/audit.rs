@@ -67,6 +67,9 @@ pub struct PatchAudit {
     pub sharing_sites: usize,
     pub sharing_max_words: usize,
     pub sharing_bulk_sites: usize,
+    /// What outgoing-base relocation made of the Repeat patches above
+    /// (the figures above are the table-based program's).
+    pub outgoing_base: super::relocate::OutgoingBaseSummary,
 }
 
 /// Maximal runs of equal values.
@@ -207,6 +210,7 @@ impl fmt::Display for PatchAudit {
             f,
             "sharing: {} patch lists, longest {} words, {} to the bulk patcher",
             self.sharing_sites, self.sharing_max_words, self.sharing_bulk_sites
-        )
+        )?;
+        writeln!(f, "{}", self.outgoing_base)
     }
 }

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use ipuc_core::emit::ExchangeOptions;
 use ipuc_core::exchange::{
     check_phase, random_phase, schedule_unchecked, RandomPhaseSpec, ScheduleOptions,
 };
@@ -94,7 +95,11 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
     {
         let t = Instant::now();
         let done = job
-            .schedule(ScheduleOptions::default())
+            // Scheduling only: a dump carries no Repeat frames to relocate with.
+            .schedule(ExchangeOptions {
+                outgoing_base: false,
+                schedule: ScheduleOptions::default(),
+            })
             .map_err(|e| anyhow::anyhow!("step {}: {e}", job.step.0))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         if !a.no_check {

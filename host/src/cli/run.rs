@@ -121,6 +121,11 @@ pub struct BuildArgs {
     /// `.json`) here, or in the current directory without this flag.
     #[arg(long)]
     pub memory_profile_directory: Option<PathBuf>,
+    /// Build the table-based program: Repeat patch tables for every moving
+    /// send word instead of a per-iteration `$OUTGOING_BASE` for uniform
+    /// moving senders (to compare cycles, table bytes and per-tile peak).
+    #[arg(long)]
+    pub no_outgoing_base: bool,
 }
 
 impl BuildArgs {
@@ -186,6 +191,7 @@ pub fn compile_workload(
             runtime: checks::runtime_source(build.runtime_source.as_deref())?,
             exchange_stream_words: build.exchange_stream_words,
             optimization_steps: build.optimization_steps,
+            outgoing_base: !build.no_outgoing_base,
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;

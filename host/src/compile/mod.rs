@@ -15,7 +15,8 @@ use crate::progress::{Progress, Stage};
 
 use ipuc_core::emit::{
     assemble_exchange, emit_programs, exchange_jobs, program_tiles, BufferAddresses, EmitInput,
-    ExchangePlan, ExchangeSummary, KernelAbi, PatchAddresses, PatchData, PhaseJob, ScheduledJob,
+    ExchangeOptions, ExchangePlan, ExchangeSummary, KernelAbi, PatchAddresses, PatchData, PhaseJob,
+    ScheduledJob,
 };
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::ipu21::topology::LogicalTile;
@@ -45,6 +46,10 @@ pub struct CompileOptions {
     pub exchange_stream_words: Option<u32>,
     /// `--optimization-steps`: local-improvement steps after the beam search.
     pub optimization_steps: u32,
+    /// Relocate uniform moving senders inside the Repeat with a
+    /// per-iteration `$OUTGOING_BASE` instead of Repeat patch tables
+    /// (`--no-outgoing-base` builds the table-based program).
+    pub outgoing_base: bool,
 }
 
 impl Default for CompileOptions {
@@ -56,6 +61,7 @@ impl Default for CompileOptions {
             runtime: ipuc_core::runtime::RuntimeSource::builtin(),
             exchange_stream_words: None,
             optimization_steps: 0,
+            outgoing_base: true,
         }
     }
 }
@@ -152,7 +158,7 @@ pub struct Compiled {
 /// the last thread is not left with the biggest one.
 pub fn schedule_phases(
     jobs: &[PhaseJob],
-    options: ipuc_core::exchange::ScheduleOptions,
+    options: ExchangeOptions,
     stage: &Stage,
 ) -> Result<Vec<ScheduledJob>, ipuc_core::emit::EmitError> {
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -314,9 +320,12 @@ pub fn compile_with_progress(
         )
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("exchange scheduling")?;
-        let options = ipuc_core::exchange::ScheduleOptions {
-            max_stream_words: opts.exchange_stream_words,
-            ..ipuc_core::exchange::ScheduleOptions::default()
+        let options = ExchangeOptions {
+            outgoing_base: opts.outgoing_base,
+            schedule: ipuc_core::exchange::ScheduleOptions {
+                max_stream_words: opts.exchange_stream_words,
+                ..ipuc_core::exchange::ScheduleOptions::default()
+            },
         };
         // Developer aid: the jobs as text, for `ipuc exchange schedule-dump`.
         if let Some(path) = std::env::var_os("IPUC_DUMP_PHASES") {
@@ -327,7 +336,7 @@ pub fn compile_with_progress(
         let scheduled = schedule_phases(&jobs, options, &stage)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("exchange scheduling")?;
-        let exchange_plan = assemble_exchange(&jobs, scheduled)
+        let exchange_plan = assemble_exchange(&jobs, scheduled, options)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("exchange scheduling")?;
         let e = &exchange_plan.summary;

@@ -73,6 +73,7 @@ pub fn read_jobs(text: &str) -> Result<Vec<PhaseJob>> {
                     wire: ExchangePhase::default(),
                     iterated: Vec::new(),
                     trip_count,
+                    frames: Vec::new(),
                 });
             }
             Some(kind @ ("iter" | "t")) => {
@@ -153,12 +154,14 @@ mod tests {
                     stride_bytes: -64,
                 }],
                 trip_count: Some(27),
+                frames: Vec::new(),
             },
             PhaseJob {
                 step: StepIndex(4),
                 wire: ExchangePhase::default(),
                 iterated: Vec::new(),
                 trip_count: None,
+                frames: Vec::new(),
             },
         ];
         let text = write_jobs(&jobs);
