@@ -323,3 +323,38 @@ proptest! {
         }
     }
 }
+
+/// A full-width, So400m-shaped phase: every one of the 1472 tiles
+/// broadcasts a 24-word slice (an activation row block, as the fused-QKV
+/// input broadcast does) to 48 tiles spread over the whole chip. Scheduling
+/// was quadratic in such phases; this one must schedule, pass the
+/// independent checker and deliver on the fabric within CI time.
+#[test]
+fn full_width_broadcast_phase_schedules_and_delivers() {
+    use ipuc_core::exchange::{Destination, Transfer, Width};
+    let n = 1472u32;
+    let words = 24u32;
+    let tile = |i: u32| PhysicalTile::new(i % n).unwrap();
+    let phase = ExchangePhase {
+        transfers: (0..n)
+            .map(|i| Transfer {
+                source: tile(i),
+                source_address: 0x6_0000,
+                words,
+                destinations: (1..=48)
+                    .map(|k| Destination {
+                        tile: tile(i + k * 30),
+                        // Receiver slot by sender: disjoint on every receiver.
+                        address: 0x8_0000 + i * words * 4,
+                    })
+                    .collect(),
+                width: Width::Word32,
+            })
+            .collect(),
+    };
+    let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+    let report = check_phase(&phase, &s.rows).unwrap();
+    assert_eq!(report.words_delivered, phase.words_delivered());
+    assert!(u64::from(s.events) >= s.lower_bound);
+    simulate(&phase, &s.rows, 7).unwrap();
+}
