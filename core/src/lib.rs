@@ -41,3 +41,35 @@ pub mod patch;
 pub mod place;
 pub mod plan;
 pub mod runtime;
+
+/// Every error type of the public API is a `core::error::Error`, so an
+/// embedding toolchain (or the std host's `anyhow`) keeps the typed error
+/// instead of flattening it to text. A type that loses the impl fails to
+/// compile here.
+#[cfg(test)]
+mod error_types {
+    fn is_error<E: core::error::Error + Send + Sync + 'static>() {}
+
+    #[test]
+    fn public_errors_implement_core_error() {
+        is_error::<crate::emit::EmitError>();
+        is_error::<crate::exchange::ExchangeError>();
+        is_error::<crate::exchange::RowDecodeError>();
+        is_error::<crate::exchange::ReceiveError>();
+        is_error::<crate::exchange::CheckError>();
+        is_error::<crate::ipu21::asm::AsmError>();
+        is_error::<crate::ipu21::isa::IsaError>();
+        is_error::<crate::ipu21::topology::TileOutOfRange>();
+        is_error::<crate::ir::IrError>();
+        is_error::<crate::kernel::AbiError>();
+        is_error::<crate::lower::LowerError>();
+        is_error::<crate::lower::check::ScheduleError>();
+        is_error::<crate::lower::oracle::ExecError>();
+        is_error::<crate::numeric::ScaleOutOfRange>();
+        is_error::<crate::package::PackageError>();
+        is_error::<crate::patch::PatchError>();
+        is_error::<crate::place::PlaceError>();
+        is_error::<crate::plan::PlanError>();
+        is_error::<crate::plan::layout::LayoutError>();
+    }
+}

@@ -199,9 +199,9 @@ fn harness_source(n: u32, patcher: Patcher) -> String {
 /// Runtime + harness, linked at `0x4C010`.
 pub fn link_image(n: u32, patcher: Patcher, rt: &RuntimeSource) -> Result<Image> {
     let harness = assemble("<hw-check harness>", &harness_source(n, patcher))
-        .map_err(|e| anyhow!("assembling the hw-check harness: {e}"))?;
+        .context("assembling the hw-check harness")?;
     runtime::link_with_runtime_source(rt, &[harness])
-        .map_err(|e| anyhow!("assembling/linking the runtime {}: {e}", rt.name))
+        .with_context(|| format!("assembling/linking the runtime {}", rt.name))
 }
 
 fn write_words(tile: &mut Tile, addr: u32, words: &[u32]) -> Result<()> {

@@ -94,7 +94,7 @@ impl fmt::Display for EmitError {
                 "buffer {} `{name}` has no SRAM address on logical tile {tile}",
                 buffer.0
             ),
-            EmitError::Tile(e) => write!(f, "{e:?}"),
+            EmitError::Tile(e) => write!(f, "{e}"),
             EmitError::UnplacedPatchData { tile, bytes } => write!(
                 f,
                 "logical tile {tile}: {bytes} bytes of patch data (Repeat tables, sharing lists) have no placed block"
@@ -118,9 +118,9 @@ impl fmt::Display for EmitError {
                 write!(f, "step {step}: nested Repeat is not supported (one counter frame)")
             }
             EmitError::Exchange { step, error } => {
-                write!(f, "exchange step {step}: {error:?}")
+                write!(f, "exchange step {step}: {error}")
             }
-            EmitError::Patch { step, error } => write!(f, "patching for step {step}: {error:?}"),
+            EmitError::Patch { step, error } => write!(f, "patching for step {step}: {error}"),
             EmitError::PhaseCount { jobs, scheduled } => write!(
                 f,
                 "{scheduled} scheduled exchange phases for {jobs} exchange jobs (expected one each)"
@@ -132,6 +132,8 @@ impl fmt::Display for EmitError {
         }
     }
 }
+
+impl core::error::Error for EmitError {}
 
 impl From<TileOutOfRange> for EmitError {
     fn from(e: TileOutOfRange) -> Self {

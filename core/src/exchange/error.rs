@@ -265,9 +265,9 @@ impl fmt::Display for ExchangeError {
                 "{tile}, event {event}: cannot 8-byte align the sendpicp (no multi-event instruction since the previous one)"
             ),
             E::Isa { tile, error } => write!(f, "{tile}: {error}"),
-            E::Decode(e) => write!(f, "row decode: {e:?}"),
-            E::Receive(e) => write!(f, "receive error: {e:?}"),
-            E::Check(e) => write!(f, "exchange check: {e:?}"),
+            E::Decode(e) => write!(f, "cannot decode an exchange row: {e}"),
+            E::Receive(e) => write!(f, "replaying the rows faults on a receiving tile: {e}"),
+            E::Check(e) => write!(f, "the rows do not deliver what the phase requests: {e}"),
             E::RowPlacement {
                 tile,
                 row_address,
@@ -278,4 +278,172 @@ impl fmt::Display for ExchangeError {
     }
 }
 
+// Display includes every nested error's text, so no `source()` (an error
+// reports its cause one way, never twice).
 impl core::error::Error for ExchangeError {}
+
+impl fmt::Display for RowDecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use RowDecodeError as E;
+        match self {
+            E::Isa { index, error } => write!(f, "row word {index}: {error}"),
+            E::NotExchange { index, word } => write!(
+                f,
+                "row word {index} ({word:#010x}) is not an exchange row instruction"
+            ),
+            E::NoStream { index } => write!(
+                f,
+                "row word {index}: sendoff/sendpic with no outgoing stream to continue"
+            ),
+            E::NonZeroDelta { index, delta } => write!(
+                f,
+                "row word {index}: sendoff with delta {delta} (only 0 is established, §2.3)"
+            ),
+            E::MisalignedSendpicp { index } => {
+                write!(
+                    f,
+                    "row word {index}: sendpicp not at an 8-byte boundary of the row"
+                )
+            }
+            E::MissingReturn { words } => {
+                write!(f, "the row's {words} words end without `br $m10`")
+            }
+            E::EventOverflow { index } => {
+                write!(
+                    f,
+                    "row word {index}: more events than the 32-bit counter holds"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for RowDecodeError {}
+
+impl fmt::Display for ReceiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ReceiveError as E;
+        match self {
+            E::NoSender {
+                tile,
+                event,
+                source,
+            } => write!(
+                f,
+                "{tile}, event {event}: selects source {source}, which sends nothing on this route then"
+            ),
+            E::Overrun {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: a word for {address:#x} arrives after the row returned"
+            ),
+            E::OutsideMemory {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: a word would be written outside SRAM at {address:#x}"
+            ),
+            E::BadSource {
+                tile,
+                event,
+                source,
+            } => write!(
+                f,
+                "{tile}, event {event}: XPIC selects {source}, neither a tile nor the neutral mux"
+            ),
+            E::PairedStreams { tile, event } => write!(
+                f,
+                "{tile}, event {event}: paired streams selected inconsistently (§2.6)"
+            ),
+            E::FormatMismatch {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: a word for {address:#x} arrives while the PIC format does not match its width"
+            ),
+            E::PairedMisaligned {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: a 64-bit item written to {address:#x}, not 8-byte aligned"
+            ),
+            E::WriteClash {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: two incoming writes at once (one at {address:#x})"
+            ),
+            E::PartnerBusy { tile, event } => write!(
+                f,
+                "{tile}, event {event}: sends or receives while its pair partner streams 64-bit items"
+            ),
+            E::FetchClash {
+                tile,
+                event,
+                address,
+            } => write!(
+                f,
+                "{tile}, event {event}: a receive writes {address:#x} in the element the row is fetched from"
+            ),
+            E::UncoveredCsr { tile, csr, value } => write!(
+                f,
+                "{tile}: runs its row with exchange CSR {csr:#x} = {value:#x}, which the model does not cover"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ReceiveError {}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use CheckError as E;
+        match self {
+            E::Missing {
+                tile,
+                address,
+                transfer,
+            } => write!(
+                f,
+                "{tile}: the word transfer {transfer} promises at {address:#x} is never written"
+            ),
+            E::Unexpected { tile, address } => write!(
+                f,
+                "{tile}: a word is written at {address:#x} where no transfer promised one"
+            ),
+            E::WrongSource {
+                tile,
+                address,
+                expected_tile,
+                expected_address,
+                got_tile,
+                got_address,
+            } => write!(
+                f,
+                "{tile}: {address:#x} receives tile {got_tile}'s {got_address:#x}, expected tile {expected_tile}'s {expected_address:#x}"
+            ),
+            E::WrittenTwice { tile, address } => write!(f, "{tile}: {address:#x} is written twice"),
+            E::LengthMismatch {
+                tile,
+                scheduled,
+                decoded,
+            } => write!(
+                f,
+                "{tile}: the row decodes to {decoded} events but the schedule claims {scheduled}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for CheckError {}

@@ -56,6 +56,8 @@ impl core::fmt::Display for LowerError {
     }
 }
 
+impl core::error::Error for LowerError {}
+
 type LResult<T> = Result<T, LowerError>;
 
 struct Builder<'g> {

@@ -45,6 +45,39 @@ pub enum ScheduleError {
     },
 }
 
+impl core::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::UnknownBuffer { step, buffer } => {
+                write!(f, "step {}: unknown buffer {}", step.0, buffer.0)
+            }
+            Self::NoBlockOnTile { step, buffer, tile } => write!(
+                f,
+                "step {}: buffer {} has no block on logical tile {tile}",
+                step.0, buffer.0
+            ),
+            Self::OutOfBounds {
+                step,
+                buffer,
+                tile,
+                end,
+                bytes,
+            } => write!(
+                f,
+                "step {}: access to byte {end} of buffer {}'s {bytes}-byte block on logical tile {tile}",
+                step.0, buffer.0
+            ),
+            Self::BadTransfer { step, tile } => write!(
+                f,
+                "step {}: logical tile {tile} sends a run that is not whole words, or to itself",
+                step.0
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ScheduleError {}
+
 fn span(rows: u32, pitch: u32, row_bytes: u32, offset: u32) -> u64 {
     if rows == 0 {
         return offset as u64;

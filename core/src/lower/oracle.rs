@@ -27,6 +27,21 @@ pub enum ExecError {
     },
 }
 
+impl core::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::MissingTensor(name) => write!(f, "no data for tensor `{name}`"),
+            Self::BadReference { buffer, tile } => write!(
+                f,
+                "a reference outside buffer {}'s block on logical tile {tile}",
+                buffer.0
+            ),
+        }
+    }
+}
+
+impl core::error::Error for ExecError {}
+
 type Key = (u32, u32);
 
 /// The executor's memory.

@@ -99,6 +99,8 @@ impl fmt::Display for ScaleOutOfRange {
     }
 }
 
+impl core::error::Error for ScaleOutOfRange {}
+
 /// An FP8 format together with its tensor scale: the full meaning of a byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fp8 {

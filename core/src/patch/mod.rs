@@ -76,7 +76,7 @@ pub enum PatchError {
 impl fmt::Display for PatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PatchError::Decode { tile, error } => write!(f, "{tile}: row does not decode: {error:?}"),
+            PatchError::Decode { tile, error } => write!(f, "{tile}: row does not decode: {error}"),
             PatchError::AddressOutOfRange {
                 tile,
                 word_index,

@@ -76,3 +76,5 @@ impl fmt::Display for PlanError {
         }
     }
 }
+
+impl core::error::Error for PlanError {}

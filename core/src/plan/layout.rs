@@ -194,6 +194,8 @@ impl core::fmt::Display for LayoutError {
     }
 }
 
+impl core::error::Error for LayoutError {}
+
 impl Layout {
     /// Whole tensor on one tile.
     pub const fn single(rows: u32, cols: u32, tile: u32) -> Self {

@@ -97,8 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let (n, v) = parse_defsym(d)?;
         opts.defines.insert(n, v);
     }
-    let obj = assemble(&name, &src).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let image = link(&[obj], &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let obj = assemble(&name, &src)?;
+    let image = link(&[obj], &opts)?;
     let end = u64::from(args.at) + 4 * image.words.len() as u64;
     if args.at < TILE_MEMORY_BASE || end > u64::from(TILE_MEMORY_END) {
         bail!(

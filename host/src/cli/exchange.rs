@@ -100,7 +100,7 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
                 outgoing_base: false,
                 schedule: ScheduleOptions::default(),
             })
-            .map_err(|e| anyhow::anyhow!("step {}: {e}", job.step.0))?;
+            .with_context(|| format!("step {}", job.step.0))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         if !a.no_check {
             check_phase(&job.wire, &done.scheduled.rows)

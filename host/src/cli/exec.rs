@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 
 use super::run::{execute, fail_unless_passed, ExecArgs};
 use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<()> {
     let bytes = std::fs::read(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =
-        ipuc_core::package::read(&bytes).map_err(|e| anyhow!("{}: {e}", args.package.display()))?;
+        ipuc_core::package::read(&bytes).with_context(|| args.package.display().to_string())?;
     println!(
         "package: {} ({} bytes, sha256 {}), {} tiles, producer {}",
         args.package.display(),

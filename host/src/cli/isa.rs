@@ -53,7 +53,7 @@ fn parse_word(s: &str) -> anyhow::Result<u32> {
 
 /// The lines `ipuc isa asm` prints.
 pub fn asm_lines(text: &str, at: u32) -> anyhow::Result<Vec<String>> {
-    let words = assemble_words(text, at).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let words = assemble_words(text, at)?;
     Ok(words.iter().map(|w| format!("{w:#010x}")).collect())
 }
 

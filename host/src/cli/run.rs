@@ -324,7 +324,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     // What is tested is what is shipped: execute the package bytes (the ones
     // written with --package), read back through the validating reader.
     let shipped = ipuc_core::package::read(&compiled.bytes)
-        .map_err(|e| anyhow::anyhow!("reading back the package just written: {e}"))?;
+        .context("reading back the package just written")?;
     eprintln!(
         "device: executing the package read back from its {} bytes (sha256 {})",
         compiled.bytes.len(),
@@ -405,7 +405,6 @@ pub fn execute(
     let device_reference = if args.reference_run {
         eprintln!("reference: device-numerics forward pass (the graph's own casts)…");
         let r = run_siglip(model, weights.clone(), pixels, Numerics::Device, None)
-            .map_err(|e| anyhow::anyhow!("{e}"))
             .context("device-numerics reference")?;
         eprintln!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
@@ -419,7 +418,6 @@ pub fn execute(
     let fp32_reference = if args.reference_fp32 {
         eprintln!("reference: FP32 forward pass…");
         let r = run_siglip(model, weights.clone(), pixels, Numerics::Fp32, None)
-            .map_err(|e| anyhow::anyhow!("{e}"))
             .context("FP32 reference")?;
         eprintln!(
             "reference: {:.2} s ({:.1} GFLOP/s)",

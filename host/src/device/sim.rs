@@ -231,8 +231,7 @@ impl SimDevice {
     /// The simulator for `package`: a native codelet at every kernel symbol,
     /// the row-executing exchange fabric, the default cycle limit.
     pub fn for_package(package: &Package) -> Result<SimDevice> {
-        let table = codelet_table(package.kernels.iter().map(|k| (k.name.as_str(), k.address)))
-            .map_err(|e| anyhow!("{e}"))?;
+        let table = codelet_table(package.kernels.iter().map(|k| (k.name.as_str(), k.address)))?;
         Ok(SimDevice {
             codelets: Arc::new(table),
             fabric: Box::new(RouteFabric),

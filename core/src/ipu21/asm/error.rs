@@ -186,3 +186,5 @@ impl fmt::Display for AsmError {
         )
     }
 }
+
+impl core::error::Error for AsmError {}

@@ -145,3 +145,5 @@ impl fmt::Display for IsaError {
         }
     }
 }
+
+impl core::error::Error for IsaError {}
