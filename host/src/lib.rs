@@ -5,6 +5,9 @@ pub mod cli;
 pub mod codelets;
 pub mod compile;
 pub mod device;
+/// Matrix products shared by the reference and the codelets (neither
+/// imports the other).
+pub mod gemm;
 pub mod hwcheck;
 pub mod input;
 pub mod model;

@@ -53,6 +53,7 @@
 //! host calls and summary keys by name; slices by (file offset, tile,
 //! address); steps by id. Hence one package has exactly one encoding.
 
+mod abi;
 mod check;
 mod encode;
 mod error;
@@ -60,6 +61,7 @@ mod model;
 mod read;
 mod wire;
 
+pub use abi::{NativeKernelAbi, INFERENCE_CALL};
 pub use error::{PackageError, Result};
 pub use model::*;
 

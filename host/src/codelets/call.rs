@@ -4,8 +4,8 @@
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
 use ipuc_core::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 use ipuc_core::ir::DType;
+use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{decode, decode_header, AbiError, KernelArgs, KernelSymbol, OperandRole};
-use ipuc_core::lower::schedule::Kernel;
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
 use super::error::{CodeletError, CodeletErrorKind};

@@ -9,7 +9,7 @@
 //! transcendental functions use the standard library, independent of the
 //! reference's fast approximations, so the two checkers do not share them.
 
-use crate::reference::gemm::{gemm, MatRef, Threads};
+use crate::gemm::{gemm, MatRef, Threads};
 
 /// `acc[m×n] += a[m×k] · b`, with `b` stored `[k, n]` row-major, or `[n, k]`
 /// when `b_transposed` (the PyTorch Linear weight layout).

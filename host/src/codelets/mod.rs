@@ -20,7 +20,7 @@
 //! use ipuc::sim::TileMemory;
 //! use ipuc_core::ir::DType;
 //! use ipuc_core::kernel::{encode, KernelArgs, KernelSymbol};
-//! use ipuc_core::lower::schedule::Kernel;
+//! use ipuc_core::kernel::Kernel;
 //! let mut mem = TileMemory::new();
 //! let args = KernelArgs::new(Kernel::Gelu { elements: 2, dtype: DType::F32 });
 //! let block: Vec<u8> = encode(&args).iter().flat_map(|w| w.to_le_bytes()).collect();

@@ -8,8 +8,8 @@ use ipuc_core::ipu21::isa::{encode as encode_instr, Instruction as I, MReg};
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_REGISTER, LINK_REGISTER, OUTPUT_REGISTER};
 use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 use ipuc_core::ir::DType;
+use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{encode, KernelArgs};
-use ipuc_core::lower::schedule::Kernel;
 use ipuc_core::numeric::round_to_f16;
 
 use super::codelet_table;

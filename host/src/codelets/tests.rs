@@ -2,8 +2,8 @@
 //! FP8/FP16 cast behaviour, ABI error reports and the registry.
 
 use ipuc_core::ir::DType;
+use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{encode, encode_dtype, GemmEpilogue, KernelArgs, KernelSymbol};
-use ipuc_core::lower::schedule::Kernel;
 use ipuc_core::numeric::{round_to_f16, F8Format, Fp8};
 
 use super::elements::{decode, encode as encode_elements};

@@ -229,8 +229,7 @@ fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
     )
 }
 
-/// Name of the host call that runs one inference.
-pub const INFERENCE_CALL: &str = "inference";
+pub use ipuc_core::package::INFERENCE_CALL;
 
 /// The package's host calls: one `inference` call that writes every input
 /// binding whole before the program starts and reads every output binding

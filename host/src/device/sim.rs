@@ -11,17 +11,13 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 
 use ipuc_core::ipu21::sram::layout;
-use ipuc_core::package::{Binding, BindingKind, BindingSlice, HostCall, Package};
-
-use ipuc_core::emit::KernelAbi;
-use ipuc_core::ipu21::kernel_abi as abi;
-use ipuc_core::kernel::{self, KernelArgs, KernelSymbol};
-use ipuc_core::lower::Kernel;
+use ipuc_core::package::{
+    Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, INFERENCE_CALL,
+};
 
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
-use crate::compile::INFERENCE_CALL;
 use crate::sim::device::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
@@ -57,33 +53,6 @@ pub struct RunProfile {
     pub words_moved: u64,
     /// Wall seconds the simulation took (host time, not simulated).
     pub wall_seconds: f64,
-}
-
-/// ipuc's kernel calling convention (`ipuc_core::ipu21::kernel_abi`), as
-/// emission needs it: codelet symbols, argument blocks, registers.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NativeKernelAbi;
-
-impl KernelAbi for NativeKernelAbi {
-    fn families(&self) -> Vec<&'static str> {
-        KernelSymbol::ALL.iter().map(|s| s.name()).collect()
-    }
-    fn family(&self, kernel: &Kernel) -> &'static str {
-        KernelArgs::new(kernel.clone()).symbol().name()
-    }
-    fn arg_block(&self, kernel: &Kernel) -> Vec<u32> {
-        kernel::encode(&KernelArgs::new(kernel.clone()))
-    }
-    fn operand_register(&self, index: usize) -> Option<u8> {
-        match index {
-            0 => Some(abi::OUTPUT_REGISTER),
-            i if i - 1 < abi::MAX_INPUTS => Some(abi::FIRST_INPUT_REGISTER + (i - 1) as u8),
-            _ => None,
-        }
-    }
-    fn arg_register(&self) -> u8 {
-        abi::ARG_BLOCK_REGISTER
-    }
 }
 
 /// The kernel ABI emission uses for the simulator's native codelets.

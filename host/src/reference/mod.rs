@@ -33,7 +33,6 @@
 //! ```
 
 mod error;
-pub mod gemm;
 mod interp;
 pub mod kernels;
 mod numerics;

@@ -6,9 +6,9 @@
 
 use rayon::prelude::*;
 
-use super::gemm::{self, MatRef, Threads};
 use super::kernels;
 use super::Tensor;
+use crate::gemm::{self, MatRef, Threads};
 
 /// Row-major strides of `dims`.
 pub fn strides(dims: &[usize]) -> Vec<usize> {

@@ -15,7 +15,6 @@ pub mod operations;
 pub mod package_view;
 pub mod placement_map;
 pub mod profile;
-pub mod profile_builder;
 pub mod profile_html;
 pub mod text_table;
 
@@ -37,7 +36,6 @@ pub use profile::{
     CycleSample, IterationSpan, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples,
     CYCLE_SOURCES,
 };
-pub use profile_builder::{ProfileBuilder, StepKey};
 
 /// Paths written by [`write_profile`].
 #[derive(Clone, Debug, PartialEq, Eq)]
