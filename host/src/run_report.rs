@@ -134,8 +134,14 @@ pub fn print_compile_report(r: &CompileReport) {
     );
     let e = &r.exchange;
     println!(
-        "exchange: {} phases, {} stored rows, {} shared uses, {} Repeat-patched words; {} events vs lower bound {}",
-        e.phases, e.stored_rows, e.shared_uses, e.repeat_patched_words, e.events, e.lower_bound
+        "exchange: {} phases, {} stored rows ({} used by more than one phase), {} row uses with a sharing patch list, {} Repeat-patched words; {} events vs lower bound {}",
+        e.phases,
+        e.stored_rows,
+        e.audit.sharing_shared_rows,
+        e.shared_uses,
+        e.repeat_patched_words,
+        e.events,
+        e.lower_bound
     );
     print_patch_audit(&e.audit);
     println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
@@ -153,16 +159,14 @@ fn print_patch_audit(a: &PatchAudit) {
         }
     }
     println!(
-        "patch audit: {} Repeat-patched words in {} rows with changing sources ({} with one uniform displacement); phases: {} stationary, {} eligible for a constant outgoing base, {} mixed; sharing: {} patch lists, longest {} words, {} on the six-worker bulk patcher",
+        "patch audit: {} Repeat-patched words in {} rows with changing sources ({} with one uniform displacement); phases: {} stationary, {} eligible for a constant outgoing base, {} mixed; {}",
         a.patched_words,
         a.rows_with_changing_sources,
         a.uniform_rows,
         stationary,
         constant,
         mixed,
-        a.sharing_sites,
-        a.sharing_max_words,
-        a.sharing_bulk_sites
+        a.sharing_line()
     );
     println!("{}", a.outgoing_base);
 }
@@ -365,8 +369,16 @@ pub fn patch_audit_text(a: &PatchAudit) -> String {
         }
     ));
     t.push_str(&format!(
-        "  sharing-patcher call sites: {} in total ({} on the six-worker bulk patcher); longest list {} words\n\n",
+        "  sharing-patcher call sites: {} in total ({} on the six-worker bulk patcher); longest list {} words\n",
         a.sharing_sites, a.sharing_bulk_sites, a.sharing_max_words
+    ));
+    t.push_str(&format!(
+        "  rows: {} stored for {} uses; {} used by more than one phase ({} uses of them unpatched, identical words); rows used once are not patched\n",
+        a.sharing_stored_rows, a.sharing_uses, a.sharing_shared_rows, a.sharing_unpatched_shared_uses
+    ));
+    t.push_str(&format!(
+        "  per inference: {} sharing patch lists applied, {} words patched ({} words in all lists)\n\n",
+        a.sharing_lists_per_inference, a.sharing_words_per_inference, a.sharing_words
     ));
     t.push_str(SEED_PATCH_AUDIT);
     t.push_str("\nper phase (ipuc):\n");

@@ -103,7 +103,8 @@ pub struct ExchangeSummary {
     pub phases: usize,
     /// Rows stored after sharing.
     pub stored_rows: usize,
-    /// Row uses that are served by a shared row (need a patch list).
+    /// Row uses with a sharing patch list (uses of a row shared by phases
+    /// whose address words differ; rows used once carry none).
     pub shared_uses: usize,
     /// Row words rewritten per Repeat iteration (tables emitted; after
     /// relocation when it is on).
@@ -665,9 +666,11 @@ pub fn assemble_exchange(
     let audited: Vec<AuditedPhase<'_>> = audited_rows
         .iter()
         .zip(&patch_plans)
-        .map(|(rows, repeat)| AuditedPhase {
+        .zip(jobs)
+        .map(|((rows, repeat), job)| AuditedPhase {
             rows,
             repeat: repeat.as_ref(),
+            executions: job.trip_count.unwrap_or(1),
         })
         .collect();
     plan.summary.audit = audit(&audited, Some(&shared)).map_err(|error| EmitError::Patch {

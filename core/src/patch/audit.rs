@@ -19,6 +19,8 @@ use crate::ipu21::topology::PhysicalTile;
 pub struct AuditedPhase<'a> {
     pub rows: &'a [ExchangeRow],
     pub repeat: Option<&'a RepeatPatchPlan>,
+    /// Times the phase runs per inference (a Repeat body's trip count, else 1).
+    pub executions: u32,
 }
 
 /// Whether a phase's moving senders could use one constant outgoing base.
@@ -67,6 +69,21 @@ pub struct PatchAudit {
     pub sharing_sites: usize,
     pub sharing_max_words: usize,
     pub sharing_bulk_sites: usize,
+    /// Rows stored after sharing, and the row uses they serve.
+    pub sharing_stored_rows: usize,
+    pub sharing_uses: usize,
+    /// Stored rows used by more than one phase (real sharing).
+    pub sharing_shared_rows: usize,
+    /// Uses of those rows that run them unpatched (every use word-for-word
+    /// the same).
+    pub sharing_unpatched_shared_uses: usize,
+    /// Words in all sharing patch lists (replacement words; the offsets
+    /// tables are as long).
+    pub sharing_words: usize,
+    /// Sharing patch lists applied and words patched per inference (each
+    /// list × its phase's executions).
+    pub sharing_lists_per_inference: u64,
+    pub sharing_words_per_inference: u64,
     /// What outgoing-base relocation made of the Repeat patches above
     /// (the figures above are the table-based program's).
     pub outgoing_base: super::relocate::OutgoingBaseSummary,
@@ -149,16 +166,36 @@ pub fn audit(
     }
     if let Some(s) = sharing {
         for (pi, uses) in s.uses.iter().enumerate() {
-            let Some(p) = a.phases.get_mut(pi) else {
-                continue;
-            };
-            for list in uses.iter().filter_map(|u| u.patch.as_ref()) {
-                p.sharing_sites += 1;
-                p.max_sharing_words_per_tile = p.max_sharing_words_per_tile.max(list.words.len());
+            let executions = u64::from(phases.get(pi).map_or(1, |p| p.executions));
+            if let Some(p) = a.phases.get_mut(pi) {
+                for list in uses.iter().filter_map(|u| u.patch.as_ref()) {
+                    p.sharing_sites += 1;
+                    p.max_sharing_words_per_tile =
+                        p.max_sharing_words_per_tile.max(list.words.len());
+                }
+            }
+            for u in uses {
+                a.sharing_uses += 1;
+                match &u.patch {
+                    Some(list) => {
+                        a.sharing_lists_per_inference += executions;
+                        a.sharing_words_per_inference +=
+                            executions.saturating_mul(list.words.len() as u64);
+                    }
+                    None if u.shared => a.sharing_unpatched_shared_uses += 1,
+                    None => {}
+                }
             }
         }
+        let mut per_row: BTreeMap<super::sharing::StoredRowId, usize> = BTreeMap::new();
+        for u in s.uses.iter().flatten() {
+            *per_row.entry(u.row).or_default() += 1;
+        }
+        a.sharing_stored_rows = s.stored.values().map(Vec::len).sum();
+        a.sharing_shared_rows = per_row.values().filter(|&&n| n > 1).count();
         for list in s.uses.iter().flatten().filter_map(|u| u.patch.as_ref()) {
             a.sharing_sites += 1;
+            a.sharing_words += list.words.len();
             a.sharing_max_words = a.sharing_max_words.max(list.words.len());
             if list.patcher == Patcher::Bulk {
                 a.sharing_bulk_sites += 1;
@@ -166,6 +203,27 @@ pub fn audit(
         }
     }
     Ok(a)
+}
+
+impl PatchAudit {
+    /// Row sharing in one line: stored rows and uses, rows used by more
+    /// than one phase, patch lists emitted and applied per inference, words
+    /// patched per inference.
+    pub fn sharing_line(&self) -> alloc::string::String {
+        alloc::format!(
+            "sharing: {} stored rows for {} row uses; {} rows used by more than one phase ({} of their uses unpatched: identical words); {} patch lists ({} words, longest {}, {} on the bulk patcher); per inference {} lists applied, {} words patched",
+            self.sharing_stored_rows,
+            self.sharing_uses,
+            self.sharing_shared_rows,
+            self.sharing_unpatched_shared_uses,
+            self.sharing_sites,
+            self.sharing_words,
+            self.sharing_max_words,
+            self.sharing_bulk_sites,
+            self.sharing_lists_per_inference,
+            self.sharing_words_per_inference
+        )
+    }
 }
 
 impl fmt::Display for PatchAudit {
@@ -206,11 +264,7 @@ impl fmt::Display for PatchAudit {
                 p.max_sharing_words_per_tile
             )?;
         }
-        writeln!(
-            f,
-            "sharing: {} patch lists, longest {} words, {} to the bulk patcher",
-            self.sharing_sites, self.sharing_max_words, self.sharing_bulk_sites
-        )?;
+        writeln!(f, "{}", self.sharing_line())?;
         writeln!(f, "{}", self.outgoing_base)
     }
 }

@@ -1,8 +1,10 @@
 //! Row sharing across phases (§2.8): on one tile, rows with the same *shape*
-//! (equal except for SRAM address fields) are placed once. Every use carries
-//! a patch list — the byte offsets of the shape's address words (shared per
-//! shape) and this use's full words at those offsets — written by the
-//! runtime's patcher before the phase. Lists of fewer than
+//! (equal except for SRAM address fields) are placed once. When the uses of
+//! a shape differ, every use carries a patch list — the byte offsets of the
+//! shape's address words that differ between its uses (shared per shape)
+//! and this use's full words at those offsets — written by the runtime's
+//! patcher before the phase; rows used once, or re-used unchanged, carry
+//! none. Lists of fewer than
 //! [`BULK_PATCH_MIN_WORDS`] words go to the scalar supervisor patcher, longer
 //! ones to the six-worker bulk patcher. Rows carrying Repeat patches are
 //! never shared: their words change per iteration.
@@ -66,8 +68,11 @@ pub struct SharingPatchList {
 pub struct RowUse {
     pub phase: usize,
     pub row: StoredRowId,
-    /// Empty when the row is not shared (its stored words are this use's words).
+    /// `None` when the stored words are this use's words: the row is used
+    /// by this phase only, or every use of it is word-for-word the same.
     pub patch: Option<SharingPatchList>,
+    /// The stored row serves more than one phase.
+    pub shared: bool,
 }
 
 /// Rows placed on the tiles after sharing, and how each phase uses them.
@@ -82,23 +87,78 @@ pub struct SharedRows {
 /// Shares rows across phases. `phases[p]` are phase `p`'s rows (inactive
 /// `br $m10` rows are skipped); `repeat_patched[p]` lists tiles whose row in
 /// phase `p` carries Repeat patches and so must stay private.
+///
+/// Only real sharing is patched: a shape used by one phase is stored as that
+/// phase's row with no patch list, and so are shapes whose uses are all
+/// word-for-word equal (one row re-used as is). A shape whose uses differ
+/// gets a patch list on every use (a use cannot trust the stored words: the
+/// previous use of the row may have been another phase), holding only the
+/// address words that differ between its uses.
 pub fn share_rows(
     phases: &[&[ExchangeRow]],
     repeat_patched: &[&[PhysicalTile]],
 ) -> Result<SharedRows, PatchError> {
-    let mut out = SharedRows::default();
-    // (tile, shape) → (stored index, offsets)
-    let mut by_shape: BTreeMap<(PhysicalTile, Vec<u32>), (usize, Vec<u32>)> = BTreeMap::new();
+    let private_of =
+        |p: usize| -> &[PhysicalTile] { repeat_patched.get(p).copied().unwrap_or(&[]) };
+    // Pass 1: every shareable use of each (tile, shape), and the address
+    // words that differ between those uses.
+    let mut groups: BTreeMap<(PhysicalTile, Vec<u32>), ShapeGroup> = BTreeMap::new();
+    let mut shapes: Vec<Vec<Option<Vec<u32>>>> = Vec::with_capacity(phases.len());
     for (p, rows) in phases.iter().enumerate() {
-        let private: &[PhysicalTile] = repeat_patched.get(p).copied().unwrap_or(&[]);
-        let mut uses = Vec::new();
-        for row in rows.iter().filter(|r| r.words.len() > 1) {
+        let private = private_of(p);
+        let mut phase_shapes = Vec::with_capacity(rows.len());
+        for row in rows.iter() {
+            if row.words.len() <= 1 || private.contains(&row.tile) {
+                phase_shapes.push(None);
+                continue;
+            }
             let err = |error| PatchError::Decode {
                 tile: row.tile,
                 error,
             };
+            let shape = row_shape(&row.words).map_err(err)?;
+            match groups.get_mut(&(row.tile, shape.clone())) {
+                Some(g) => {
+                    g.uses += 1;
+                    for (o, first, varies) in g.fields.iter_mut() {
+                        let w = row
+                            .words
+                            .get(*o as usize / 4)
+                            .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
+                        *varies |= w != first;
+                    }
+                }
+                None => {
+                    let fields = address_fields(&row.words)
+                        .map_err(err)?
+                        .iter()
+                        .map(|f| (4 * f.word_index as u32, row.words[f.word_index], false))
+                        .collect();
+                    groups.insert(
+                        (row.tile, shape.clone()),
+                        ShapeGroup {
+                            uses: 1,
+                            fields,
+                            stored: None,
+                        },
+                    );
+                }
+            }
+            phase_shapes.push(Some(shape));
+        }
+        shapes.push(phase_shapes);
+    }
+    // Pass 2: store rows in first-use order and give each use its list.
+    let mut out = SharedRows::default();
+    for (p, rows) in phases.iter().enumerate() {
+        let mut uses = Vec::new();
+        for (row, shape) in rows.iter().zip(&shapes[p]) {
+            if row.words.len() <= 1 {
+                continue;
+            }
             let stored = out.stored.entry(row.tile).or_default();
-            if private.contains(&row.tile) {
+            let Some(shape) = shape else {
+                // Repeat-patched: private to this phase.
                 stored.push(row.clone());
                 uses.push(RowUse {
                     phase: p,
@@ -107,69 +167,61 @@ pub fn share_rows(
                         index: stored.len() - 1,
                     },
                     patch: None,
+                    shared: false,
                 });
                 continue;
-            }
-            let shape = row_shape(&row.words).map_err(err)?;
-            match by_shape.get(&(row.tile, shape.clone())) {
-                Some((index, offsets)) => {
-                    let words = offsets
-                        .iter()
-                        .map(|&o| row.words.get(o as usize / 4).copied())
-                        .collect::<Option<Vec<u32>>>()
-                        .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
-                    let id = StoredRowId {
-                        tile: row.tile,
-                        index: *index,
-                    };
-                    let patcher = Patcher::for_len(words.len());
-                    uses.push(RowUse {
-                        phase: p,
-                        row: id,
-                        patch: Some(SharingPatchList {
-                            row: id,
-                            offsets: offsets.clone(),
-                            words,
-                            patcher,
-                        }),
-                    });
-                }
+            };
+            let g = groups
+                .get_mut(&(row.tile, shape.clone()))
+                .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
+            let index = match g.stored {
+                Some(index) => index,
                 None => {
-                    let offsets: Vec<u32> = address_fields(&row.words)
-                        .map_err(err)?
-                        .iter()
-                        .map(|f| 4 * f.word_index as u32)
-                        .collect();
                     stored.push(row.clone());
-                    let index = stored.len() - 1;
-                    let id = StoredRowId {
-                        tile: row.tile,
-                        index,
-                    };
-                    // The first use patches too: a later use may have
-                    // overwritten the stored words before this phase runs again.
-                    let words = offsets
-                        .iter()
-                        .map(|&o| row.words[o as usize / 4])
-                        .collect::<Vec<_>>();
-                    let patcher = Patcher::for_len(words.len());
-                    uses.push(RowUse {
-                        phase: p,
-                        row: id,
-                        patch: Some(SharingPatchList {
-                            row: id,
-                            offsets: offsets.clone(),
-                            words,
-                            patcher,
-                        }),
-                    });
-                    by_shape.insert((row.tile, shape), (index, offsets));
+                    g.stored = Some(stored.len() - 1);
+                    stored.len() - 1
                 }
-            }
+            };
+            let id = StoredRowId {
+                tile: row.tile,
+                index,
+            };
+            let offsets: Vec<u32> = g.fields.iter().filter(|f| f.2).map(|f| f.0).collect();
+            let patch = if offsets.is_empty() {
+                None
+            } else {
+                let words = offsets
+                    .iter()
+                    .map(|&o| row.words.get(o as usize / 4).copied())
+                    .collect::<Option<Vec<u32>>>()
+                    .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
+                let patcher = Patcher::for_len(words.len());
+                Some(SharingPatchList {
+                    row: id,
+                    offsets,
+                    words,
+                    patcher,
+                })
+            };
+            uses.push(RowUse {
+                phase: p,
+                row: id,
+                patch,
+                shared: g.uses > 1,
+            });
         }
         out.uses.push(uses);
     }
     Ok(out)
+}
+
+/// Pass-1 view of one (tile, shape): how many phases use it, its address
+/// words as `(byte offset, first use's word, differs in some use)`, and
+/// where it is stored once pass 2 has placed it.
+struct ShapeGroup {
+    uses: usize,
+    fields: Vec<(u32, u32, bool)>,
+    stored: Option<usize>,
 }
 
 impl SharedRows {

@@ -124,6 +124,113 @@ fn shared_rows_deliver_for_both_phases() {
     assert_eq!(Patcher::for_len(BULK_PATCH_MIN_WORDS), Patcher::Bulk);
 }
 
+/// Only real sharing is patched: a row used by one phase, or re-used with
+/// the same words, runs as stored; a shared row whose uses differ is
+/// patched on every use, with only the address words that differ.
+#[test]
+fn rows_used_once_or_unchanged_are_not_patched() {
+    let p0 = phase(0x60000, 0x90000);
+    // Same sources, other destinations: only PIC pointer words differ.
+    let p1 = phase(0x60000, 0xA0000);
+    let s0 = schedule_phase(&p0, ScheduleOptions::default()).unwrap();
+    let s1 = schedule_phase(&p1, ScheduleOptions::default()).unwrap();
+    let active = s0.active_rows().count();
+
+    let once = share_rows(&[&s0.rows], &[]).unwrap();
+    assert_eq!(once.uses[0].len(), active);
+    assert!(once.uses[0].iter().all(|u| u.patch.is_none() && !u.shared));
+
+    let same = share_rows(&[&s0.rows, &s0.rows], &[]).unwrap();
+    assert_eq!(same.stored_words(), once.stored_words());
+    assert!(same
+        .uses
+        .iter()
+        .flatten()
+        .all(|u| u.patch.is_none() && u.shared));
+
+    let mut differ = share_rows(&[&s0.rows, &s1.rows, &s0.rows], &[]).unwrap();
+    assert_eq!(differ.stored_words(), once.stored_words());
+    let mut patched_sends = 0;
+    for (p, rows) in [(0usize, &s0.rows), (1, &s1.rows), (2, &s0.rows)] {
+        for u in differ.uses[p].clone() {
+            let list = u.patch.as_ref().expect("a shared row whose uses differ");
+            let want = rows.iter().find(|r| r.tile == u.row.tile).unwrap();
+            let fields = address_fields(&want.words).unwrap();
+            for &o in &list.offsets {
+                let i = o as usize / 4;
+                // Every patched word differs between the two phases' rows.
+                let other = if p == 1 { &s0.rows } else { &s1.rows };
+                let other = other.iter().find(|r| r.tile == u.row.tile).unwrap();
+                assert_ne!(
+                    want.words[i], other.words[i],
+                    "word {i} is patched but equal"
+                );
+                let f = fields.iter().find(|f| f.word_index == i).unwrap();
+                patched_sends += usize::from(f.kind == AddressFieldKind::Send);
+            }
+            assert_eq!(differ.apply(&u).unwrap(), want);
+        }
+    }
+    assert_eq!(patched_sends, 0, "send addresses are equal in both phases");
+
+    let a = audit(
+        &[
+            AuditedPhase {
+                rows: &s0.rows,
+                repeat: None,
+                executions: 1,
+            },
+            AuditedPhase {
+                rows: &s1.rows,
+                repeat: None,
+                executions: 3,
+            },
+            AuditedPhase {
+                rows: &s0.rows,
+                repeat: None,
+                executions: 1,
+            },
+        ],
+        Some(&differ),
+    )
+    .unwrap();
+    let lists: Vec<usize> = differ
+        .uses
+        .iter()
+        .map(|u| {
+            u.iter()
+                .filter_map(|u| u.patch.as_ref())
+                .map(|l| l.words.len())
+                .sum()
+        })
+        .collect();
+    assert_eq!(a.sharing_uses, 3 * active);
+    assert_eq!(a.sharing_shared_rows, active);
+    assert_eq!(a.sharing_sites, 3 * active);
+    assert_eq!(a.sharing_lists_per_inference, 5 * active as u64);
+    assert_eq!(
+        a.sharing_words_per_inference,
+        (lists[0] + 3 * lists[1] + lists[2]) as u64
+    );
+    let once_audit = audit(
+        &[AuditedPhase {
+            rows: &s0.rows,
+            repeat: None,
+            executions: 1,
+        }],
+        Some(&once),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            once_audit.sharing_sites,
+            once_audit.sharing_shared_rows,
+            once_audit.sharing_words_per_inference
+        ),
+        (0, 0, 0)
+    );
+}
+
 #[test]
 fn repeat_patched_rows_are_not_shared() {
     let p0 = phase(0x60000, 0x90000);
@@ -187,14 +294,17 @@ fn audit_counts_runs_and_eligibility() {
             AuditedPhase {
                 rows: &s.rows,
                 repeat: Some(&plan),
+                executions: 2,
             },
             AuditedPhase {
                 rows: &s.rows,
                 repeat: Some(&plan2),
+                executions: 2,
             },
             AuditedPhase {
                 rows: &s.rows,
                 repeat: None,
+                executions: 1,
             },
         ],
         None,
