@@ -5,9 +5,10 @@
 //!   iterated sequence gets one replacement word per iteration, applied by the
 //!   runtime's `patch_word` before the row runs;
 //! - [`sharing`]: rows on one tile that differ only in address fields are
-//!   stored once; each use carries a patch list (byte offsets + words) applied
-//!   by the scalar patcher below 24 words and by the six-worker bulk patcher
-//!   from 24 words;
+//!   stored once; when their uses differ, each use carries a patch list
+//!   (byte offsets + words of the differing address words) applied by the
+//!   scalar patcher below 24 words and by the six-worker bulk patcher from
+//!   24 words; rows used once, or re-used unchanged, carry none;
 //! - [`audit`]: a summary of both (rows, displacement runs, per-phase
 //!   eligibility for a constant outgoing base) in the shape of the seed
 //!   report `docs/facts/seed-vit-repeat-evaluation.txt`.
