@@ -143,6 +143,10 @@ pub fn print_compile_report(r: &CompileReport) {
         e.events,
         e.lower_bound
     );
+    println!(
+        "exchange check: {} of {} phases decoded, replayed with the route model and compared with their requests at compile time ({} words; every build profile); the simulator's fabric executes the rows with its own witness (host::sim::witness)",
+        e.checked_phases, e.phases, e.checked_words
+    );
     print_patch_audit(&e.audit);
     println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
 }

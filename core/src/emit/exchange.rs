@@ -23,9 +23,9 @@ use alloc::vec::Vec;
 use super::repeat::RepeatFrame;
 use super::{BufferAddresses, EmitError};
 use crate::exchange::{
-    check_phase_with_bases, schedule_phase_sweeping, Destination, ExchangePhase as WirePhase,
-    ExchangeRow, RowBases, ScheduleOptions, ScheduledPhase, SourceSweep, Transfer as WireTransfer,
-    Width,
+    check_phase, check_phase_with_bases, schedule_unchecked_sweeping, CheckReport, Destination,
+    ExchangePhase as WirePhase, ExchangeRow, RowBases, ScheduleOptions, ScheduledPhase,
+    SourceSweep, Transfer as WireTransfer, Width,
 };
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
@@ -109,6 +109,11 @@ pub struct ExchangeSummary {
     /// Row words rewritten per Repeat iteration (tables emitted; after
     /// relocation when it is on).
     pub repeat_patched_words: usize,
+    /// Phases whose rows the compile-time check decoded, replayed and
+    /// compared with the request (every phase, in every build profile),
+    /// and the words it saw delivered.
+    pub checked_phases: usize,
+    pub checked_words: u64,
     /// Sum of phase lengths in events (one execution of each phase).
     pub events: u64,
     /// Sum of the phases' lower bounds.
@@ -444,6 +449,9 @@ pub struct PhaseJob {
 /// patch tables they still need, and the relocation's counts.
 #[derive(Clone, Debug)]
 pub struct ScheduledJob {
+    /// What the compile-time check of the scheduled rows saw (run in
+    /// every build profile).
+    pub check: CheckReport,
     /// The schedule; its rows are the table-based program's (what the
     /// patch audit describes).
     pub scheduled: ScheduledPhase,
@@ -471,7 +479,7 @@ impl PhaseJob {
             .sum()
     }
 
-    /// Schedules the phase (checked in debug builds) and, inside a Repeat,
+    /// Schedules the phase, checks it (in every build profile) and, inside a Repeat,
     /// derives its patch tables and relocates uniform moving senders
     /// (replaying every iteration). Deterministic and independent of any
     /// other job.
@@ -491,7 +499,12 @@ impl PhaseJob {
                 .collect(),
             None => Vec::new(),
         };
-        let scheduled = schedule_phase_sweeping(&self.wire, options.schedule, &sweeps)
+        let scheduled = schedule_unchecked_sweeping(&self.wire, options.schedule, &sweeps)
+            .map_err(|error| EmitError::Exchange { step, error })?;
+        // The compile-time check runs in every build profile (release
+        // included): every row decoded, the phase replayed with the route
+        // model and compared word for word with the request.
+        let check = check_phase(&self.wire, &scheduled.rows)
             .map_err(|error| EmitError::Exchange { step, error })?;
         let mut rows = scheduled.rows.clone();
         let mut tables: BTreeMap<u16, Vec<RepeatPatchTable>> = BTreeMap::new();
@@ -521,6 +534,7 @@ impl PhaseJob {
             _ => None,
         };
         Ok(ScheduledJob {
+            check,
             scheduled,
             rows,
             patch_plan,
@@ -615,6 +629,7 @@ pub fn assemble_exchange(
     let mut plan = ExchangePlan::default();
     for (job, done) in jobs.iter().zip(scheduled) {
         let ScheduledJob {
+            check,
             scheduled,
             rows,
             patch_plan,
@@ -623,6 +638,8 @@ pub fn assemble_exchange(
             relocation: phase_relocation,
             saved_words: phase_saved,
         } = done;
+        plan.summary.checked_phases += 1;
+        plan.summary.checked_words += check.words_delivered;
         plan.summary.repeat_patched_words += by_tile.values().map(Vec::len).sum::<usize>();
         relocation.add(phase_relocation);
         for (tile, words) in phase_saved {

@@ -88,7 +88,7 @@ pub const CYCLE_SOURCES: [(&str, &str); 6] = [
     ),
     (
         "exchange rows",
-        "simulated: rows decoded from SRAM, words moved with the route timing model",
+        "simulated: rows stepped from SRAM by the fabric's own witness, words moved with the route timing model",
     ),
     (
         "kernel bodies (native codelets)",

@@ -1,14 +1,19 @@
 //! The exchange fabric: executes one phase's exchange rows bit-exactly with
 //! the route timing model (`docs/facts/ipu21-target.md` §2.4–§2.5).
 //!
-//! Rows are decoded from the tiles' SRAM at run time (so words patched by the
-//! supervisor take effect), replayed with `ipuc_core::exchange::replay` — the
-//! same semantics the compiler's checker proves rows against — and the words
-//! are moved in event order: a word is read from the sender at its send event
-//! and written to the receiver at its memory-write event. A receiver that
-//! selects a source that is not sending, is still attached or writing when
-//! its row returns, or writes outside SRAM raises a [`FabricError`] naming the
-//! tile, event and address.
+//! Rows are read from the tiles' SRAM at run time (so words patched by the
+//! supervisor take effect) and executed by the fabric's own witness
+//! ([`super::witness`]): every row is stepped instruction by instruction on
+//! its event clock and every receiver event by event against the route
+//! model — code independent of the compiler's `exchange::replay`, which the
+//! compile-time checker proves rows with, so the two are two witnesses of
+//! one timing model. The words are then moved in event order: a word is
+//! read from the sender at its send event and written to the receiver at
+//! its memory-write event. A receiver that selects a source that drives
+//! nothing on its route, is still attached or writing when its row returns,
+//! or writes outside SRAM raises a [`WitnessFault`] naming the tile, event
+//! and address (a [`FaultKind::ExchangeWitness`](super::FaultKind::ExchangeWitness)
+//! fault with the phase).
 //!
 //! Each row runs with the exchange CSRs its tile holds at the call:
 //! `$OUTGOING_BASE` and `$INCOMING_BASE` relocate send addresses and PIC
@@ -18,15 +23,15 @@
 //! cover, is a [`FaultKind::ExchangeCsr`](super::FaultKind::ExchangeCsr)
 //! fault naming the tile, phase, CSR and value.
 
-use ipuc_core::exchange::{
-    decode_row, replay, DecodedRow, ReceiveError, RowBases, RowDecodeError, TileRowView, WordMove,
-};
+use ipuc_core::exchange::{RowBases, WordMove};
 use ipuc_core::ipu21::exchange_model::XPIC_NEUTRAL;
 use ipuc_core::ipu21::isa::Csr;
 use ipuc_core::ipu21::sram::{
     effective_element, is_executable, EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD,
 };
 use ipuc_core::ipu21::topology::PhysicalTile;
+
+use super::witness::{step_rows, SteppedRow, WitnessFault, WitnessFaultKind};
 
 /// Word access to the memories of all tiles taking part in a phase.
 pub trait PhaseMemory {
@@ -50,14 +55,9 @@ pub trait PhaseMemory {
 /// What stopped a phase.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FabricError {
-    /// A tile's row is not a decodable exchange row.
-    Row {
-        tile: PhysicalTile,
-        address: u32,
-        error: RowDecodeError,
-    },
-    /// A receive error, as the receiving tile would raise it.
-    Receive(ReceiveError),
+    /// What the fabric's witness found (row words, receive timing, CSRs),
+    /// as the tile would raise it.
+    Witness(WitnessFault),
     /// A sender's source word lies outside its memory.
     SourceOutsideMemory {
         tile: PhysicalTile,
@@ -100,43 +100,7 @@ pub enum FabricError {
 impl std::fmt::Display for FabricError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FabricError::Row {
-                tile,
-                address,
-                error,
-            } => write!(f, "{tile}: exchange row at {address:#x}: {error:?}"),
-            FabricError::Receive(e) => match *e {
-                ReceiveError::NoSender {
-                    tile,
-                    event,
-                    source,
-                } => write!(
-                    f,
-                    "{tile}: receive error at event {event}: selected source {source} is not sending on this route"
-                ),
-                ReceiveError::Overrun {
-                    tile,
-                    event,
-                    address,
-                } => write!(
-                    f,
-                    "{tile}: receive overrun at event {event} (address {address:#x}): row returned before the receive finished"
-                ),
-                ReceiveError::OutsideMemory {
-                    tile,
-                    event,
-                    address,
-                } => write!(
-                    f,
-                    "{tile}: receive error at event {event}: write to {address:#x} outside memory"
-                ),
-                ReceiveError::UncoveredCsr { tile, csr, value } => write!(
-                    f,
-                    "{tile}: row runs with {} = {value:#x}, a value the exchange model does not cover",
-                    csr_name(csr)
-                ),
-                other => write!(f, "receive error: {other:?}"),
-            },
+            FabricError::Witness(w) => write!(f, "{w}"),
             FabricError::SourceOutsideMemory {
                 tile,
                 event,
@@ -205,81 +169,54 @@ pub struct RowLocation {
     pub bases: RowBases,
 }
 
-fn csr_name(csr: u16) -> String {
+/// A CSR's name, or its number.
+pub(super) fn csr_name(csr: u16) -> String {
     match u8::try_from(csr).ok().and_then(|c| Csr(c).name()) {
         Some(name) => name.to_string(),
         None => format!("CSR {csr:#x}"),
     }
 }
 
-/// Decodes each tile's row from memory and executes the phase.
+/// Steps each tile's row from memory with the witness and executes the
+/// phase: §2.10 rule 1 on every row, the receivers, rules 2 and 5 on the
+/// traffic, then the words moved in event order.
 pub fn execute_phase(
     calls: &[RowLocation],
     memory: &mut impl PhaseMemory,
 ) -> Result<PhaseRun, FabricError> {
-    let decoded = decode_rows(calls, memory)?;
-    execute_decoded(&decoded, memory)
+    Ok(execute_phase_rows(calls, memory)?.0)
 }
 
-/// Decodes each tile's row from memory (reading more words until the row's
-/// `br $m10` is found, up to [`MAX_ROW_WORDS`]).
-pub fn decode_rows(
+/// [`execute_phase`], also returning every stepped row (in call order).
+pub fn execute_phase_rows(
     calls: &[RowLocation],
-    memory: &impl PhaseMemory,
-) -> Result<Vec<(RowLocation, DecodedRow)>, FabricError> {
-    let mut decoded = Vec::with_capacity(calls.len());
-    for &call in calls {
-        let mut n = 256;
-        let row = loop {
-            let words = memory.row_words(call.tile, call.address, n);
-            match decode_row(&words) {
-                Err(RowDecodeError::MissingReturn { .. })
-                    if words.len() == n && n < MAX_ROW_WORDS =>
-                {
-                    n *= 4;
-                }
-                other => {
-                    break other.map_err(|error| FabricError::Row {
-                        tile: call.tile,
-                        address: call.address,
-                        error,
-                    })?
-                }
-            }
-        };
-        let end = call.address.saturating_add(4 * row.words as u32);
-        if !is_executable(call.address) || end > EXECUTABLE_MEMORY_LIMIT {
+    memory: &mut impl PhaseMemory,
+) -> Result<(PhaseRun, Vec<SteppedRow>), FabricError> {
+    let stepped = step_rows(calls, memory).map_err(FabricError::Witness)?;
+    let rows: Vec<SteppedRow> = stepped.rows().collect();
+    for r in &rows {
+        let (start, end) = row_span(r);
+        if !is_executable(start) || end > EXECUTABLE_MEMORY_LIMIT {
             return Err(FabricError::RowNotExecutable {
-                tile: call.tile,
-                row: (call.address, end),
+                tile: r.location.tile,
+                row: (start, end),
             });
         }
-        decoded.push((call, row));
     }
-    Ok(decoded)
+    let moves = stepped.receive().map_err(FabricError::Witness)?;
+    check_element_rules(&rows, &moves)?;
+    apply_moves(&moves, memory)?;
+    let run = PhaseRun {
+        words_moved: moves.len() as u64,
+        events: rows.iter().map(|r| r.events).max().unwrap_or(0),
+    };
+    Ok((run, rows))
 }
 
-/// Executes already-decoded rows (each with the address it is fetched from).
-pub fn execute_decoded(
-    rows: &[(RowLocation, DecodedRow)],
-    memory: &mut impl PhaseMemory,
-) -> Result<PhaseRun, FabricError> {
-    let views: Vec<TileRowView<'_>> = rows
-        .iter()
-        .map(|(call, row)| TileRowView {
-            tile: call.tile,
-            row,
-            bases: call.bases,
-            fetch_span: Some((call.address, call.address + 4 * row.words as u32)),
-        })
-        .collect();
-    let moves = replay(&views).map_err(FabricError::Receive)?;
-    check_element_rules(rows, &moves)?;
-    apply_moves(&moves, memory)?;
-    Ok(PhaseRun {
-        words_moved: moves.len() as u64,
-        events: rows.iter().map(|(_, r)| r.events).max().unwrap_or(0),
-    })
+/// A stepped row's byte span `[start, end)`.
+fn row_span(r: &SteppedRow) -> (u32, u32) {
+    let start = r.location.address;
+    (start, start.saturating_add(4 * r.words))
 }
 
 /// One contiguous piece of a phase's traffic inside one effective element
@@ -347,22 +284,19 @@ fn pieces(moves: &[WordMove]) -> Vec<Piece> {
 /// receive destination in an element of the executing row (with its fetch
 /// look-ahead), and no send and receive sharing an element on one tile
 /// while both are active.
-fn check_element_rules(
-    rows: &[(RowLocation, DecodedRow)],
-    moves: &[WordMove],
-) -> Result<(), FabricError> {
+fn check_element_rules(rows: &[SteppedRow], moves: &[WordMove]) -> Result<(), FabricError> {
     if moves.is_empty() {
         return Ok(());
     }
     let mut fetch: Vec<Option<(u32, u32, u32, u32)>> =
         vec![None; usize::from(ipuc_core::ipu21::topology::TILE_COUNT)];
-    for (call, row) in rows {
-        let end = call.address + 4 * row.words as u32;
+    for r in rows {
+        let (start, end) = row_span(r);
         let guard = end + SUPERVISOR_FETCH_LOOKAHEAD;
-        fetch[call.tile.index()] = Some((
-            effective_element(call.address),
+        fetch[r.location.tile.index()] = Some((
+            effective_element(start),
             effective_element(guard - 1),
-            call.address,
+            start,
             end,
         ));
     }
@@ -453,10 +387,11 @@ fn apply_moves(moves: &[WordMove], memory: &mut impl PhaseMemory) -> Result<(), 
         if memory(tile_of(m.dst_tile), m.dst_word.wrapping_mul(4), v) {
             Ok(())
         } else {
-            Err(FabricError::Receive(ReceiveError::OutsideMemory {
+            Err(FabricError::Witness(WitnessFault {
                 tile: tile_of(m.dst_tile),
                 event: m.write_event,
-                address: m.dst_word.wrapping_mul(4),
+                address: Some(m.dst_word.wrapping_mul(4)),
+                kind: WitnessFaultKind::OutsideMemory,
             }))
         }
     };
@@ -624,34 +559,24 @@ impl FabricError {
     /// The tile that raises this error.
     pub fn tile(&self) -> PhysicalTile {
         match *self {
-            FabricError::Row { tile, .. }
-            | FabricError::SourceOutsideMemory { tile, .. }
+            FabricError::SourceOutsideMemory { tile, .. }
             | FabricError::RowNotExecutable { tile, .. }
             | FabricError::FetchElement { tile, .. }
             | FabricError::ElementConflict { tile, .. } => tile,
-            FabricError::Receive(e) => match e {
-                ReceiveError::NoSender { tile, .. }
-                | ReceiveError::Overrun { tile, .. }
-                | ReceiveError::OutsideMemory { tile, .. }
-                | ReceiveError::BadSource { tile, .. }
-                | ReceiveError::PairedStreams { tile, .. }
-                | ReceiveError::FormatMismatch { tile, .. }
-                | ReceiveError::PairedMisaligned { tile, .. }
-                | ReceiveError::WriteClash { tile, .. }
-                | ReceiveError::PartnerBusy { tile, .. }
-                | ReceiveError::FetchClash { tile, .. }
-                | ReceiveError::UncoveredCsr { tile, .. } => tile,
-            },
+            FabricError::Witness(w) => w.tile,
         }
     }
 
     /// The hardware receive-error class this corresponds to (§1.8).
     pub fn class(&self) -> super::ExchangeError {
         match self {
-            FabricError::Receive(ReceiveError::OutsideMemory { .. }) => super::ExchangeError::Addr,
-            FabricError::Receive(ReceiveError::FetchClash { .. })
-            | FabricError::FetchElement { .. }
-            | FabricError::RowNotExecutable { .. } => super::ExchangeError::ClashIfetch,
+            FabricError::Witness(WitnessFault {
+                kind: WitnessFaultKind::OutsideMemory | WitnessFaultKind::NoPointer,
+                ..
+            }) => super::ExchangeError::Addr,
+            FabricError::FetchElement { .. } | FabricError::RowNotExecutable { .. } => {
+                super::ExchangeError::ClashIfetch
+            }
             FabricError::ElementConflict { .. } => super::ExchangeError::ClashInstr,
             _ => super::ExchangeError::Other,
         }
@@ -687,9 +612,15 @@ impl super::ExchangeFabric for RouteFabric {
             let tile = e.tile();
             let pc = pcs.iter().find(|p| p.0 == tile.get()).map_or(0, |p| p.1);
             let kind = match e {
-                FabricError::Receive(ReceiveError::UncoveredCsr { csr, value, .. }) => {
-                    super::FaultKind::ExchangeCsr { phase, csr, value }
-                }
+                FabricError::Witness(WitnessFault {
+                    kind: WitnessFaultKind::UncoveredCsr { csr, value },
+                    ..
+                }) => super::FaultKind::ExchangeCsr { phase, csr, value },
+                FabricError::Witness(fault) => super::FaultKind::ExchangeWitness {
+                    phase,
+                    error: e.class(),
+                    fault,
+                },
                 _ => super::FaultKind::Exchange {
                     error: e.class(),
                     detail: format!("exchange phase {phase}: {e}"),
@@ -719,10 +650,14 @@ impl super::ExchangeFabric for RouteFabric {
             for (c, covered) in [(Csr::INCOMING_MUX, XPIC_NEUTRAL), (Csr::INCOMING_DCOUNT, 1)] {
                 let value = csr(c);
                 if value != covered {
-                    return Err(fault(FabricError::Receive(ReceiveError::UncoveredCsr {
+                    return Err(fault(FabricError::Witness(WitnessFault {
                         tile,
-                        csr: u16::from(c.0),
-                        value,
+                        event: 0,
+                        address: None,
+                        kind: WitnessFaultKind::UncoveredCsr {
+                            csr: u16::from(c.0),
+                            value,
+                        },
                     })));
                 }
             }
@@ -739,11 +674,10 @@ impl super::ExchangeFabric for RouteFabric {
             tiles: step.tiles,
             index,
         };
-        let decoded = decode_rows(&locations, &memory).map_err(fault)?;
-        let moved = execute_decoded(&decoded, &mut memory).map_err(fault)?;
+        let (moved, rows) = execute_phase_rows(&locations, &mut memory).map_err(fault)?;
         step.words_moved += moved.words_moved;
         let label: std::sync::Arc<str> = std::sync::Arc::from(format!("exchange {}", step.index));
-        for ((i, call), (_, row)) in pending.into_iter().zip(&decoded) {
+        for ((i, call), row) in pending.into_iter().zip(&rows) {
             step.tiles[i].finish_row_call(call, u64::from(row.events), label.clone());
         }
         Ok(())
@@ -753,7 +687,8 @@ impl super::ExchangeFabric for RouteFabric {
 #[cfg(test)]
 mod tests {
     use ipuc_core::exchange::{
-        schedule_phase, Destination, ExchangePhase, ScheduleOptions, Transfer, Width,
+        check_phase, decode_row, random_phase, replay, schedule_phase, Destination, ExchangePhase,
+        RandomPhaseSpec, ReceiveError, ScheduleOptions, TileRowView, Transfer, Width,
     };
     use ipuc_core::ipu21::isa::{encode, m, Instruction, MReg, SyncZone};
     use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
@@ -1108,10 +1043,21 @@ mod tests {
         match dev.run(1_000_000) {
             Err(DeviceError::Fault(f)) => {
                 assert_eq!(f.tile, phys(1).get());
-                let FaultKind::Exchange { detail, .. } = f.kind else {
+                let FaultKind::ExchangeWitness {
+                    phase: 0, fault, ..
+                } = f.kind
+                else {
                     panic!("{f:?}")
                 };
-                assert!(detail.contains("event 5"), "{detail}");
+                assert_eq!(fault.event, 5);
+                assert_eq!(
+                    fault.kind,
+                    WitnessFaultKind::NothingOnRoute {
+                        source: phys(0).get(),
+                        paired: false
+                    }
+                );
+                assert!(f.to_string().contains("event 5"), "{f}");
             }
             other => panic!("expected a receive error, got {other:?}"),
         }
@@ -1281,5 +1227,204 @@ mod tests {
                 && detail.contains("rule 5"),
             "{detail}"
         );
+    }
+
+    /// The compiler's replay and the fabric's witness are separate code for
+    /// one timing model: on scheduled phases (32-bit and paired 64-bit,
+    /// multicasts, pointer continuation, tiny messages) they must produce
+    /// exactly the same word moves — same source and destination words, same
+    /// read and write events. A timing error in either breaks this.
+    #[test]
+    fn the_witness_and_the_compile_time_replay_agree_move_for_move() {
+        let specs = [
+            (6, 300, 2, false),
+            (40, 64, 5, false),
+            (24, 3, 7, false),
+            (16, 200, 3, true),
+            (251, 3, 45, false),
+            (64, 1100, 2, true),
+        ];
+        let (mut compared, mut paired) = (0usize, 0usize);
+        for (k, &(tiles, words, fanout, mixed_width)) in specs.iter().enumerate() {
+            let phase = random_phase(RandomPhaseSpec {
+                tiles,
+                words,
+                fanout,
+                seed: 0x5EED_0000 + k as u64,
+                exact_words: false,
+                mixed_width,
+            });
+            let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+            paired += s.pairing.paired;
+            let rows: Vec<_> = s.active_rows().cloned().collect();
+            let (memory, calls) =
+                crate::sim::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
+            let run = crate::sim::witness::witness_phase(&calls, &memory).unwrap();
+            let decoded: Vec<_> = rows.iter().map(|r| decode_row(&r.words).unwrap()).collect();
+            let views: Vec<TileRowView<'_>> = rows
+                .iter()
+                .zip(&decoded)
+                .map(|(r, row)| TileRowView {
+                    tile: r.tile,
+                    row,
+                    bases: RowBases::ZERO,
+                    fetch_span: None,
+                })
+                .collect();
+            let replayed = replay(&views).unwrap();
+            assert_eq!(run.moves.len(), replayed.len(), "spec {k}");
+            assert_eq!(run.moves, replayed, "spec {k}");
+            for (r, d) in run.rows.iter().zip(&decoded) {
+                assert_eq!((r.events, r.words as usize), (d.events, d.words));
+            }
+            compared += replayed.len();
+        }
+        assert!(compared > 10_000, "{compared} moves compared");
+        assert!(paired > 0, "no 64-bit transfer compared");
+    }
+
+    /// One transfer of 10 words from logical 0 to logical 2, scheduled.
+    fn one_transfer() -> (ExchangePhase, Vec<(PhysicalTile, Vec<u32>)>) {
+        let phase = ExchangePhase {
+            transfers: vec![Transfer {
+                source: phys(0),
+                source_address: 0x6_0000,
+                words: 10,
+                destinations: vec![Destination {
+                    tile: phys(2),
+                    address: 0x9_0000,
+                }],
+                width: Width::Word32,
+            }],
+        };
+        let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
+        let rows = [0, 2]
+            .iter()
+            .map(|&l| (phys(l), s.rows[phys(l).index()].words.clone()))
+            .collect();
+        (phase, rows)
+    }
+
+    /// Rewrites instruction `i` (a `delay`, `delaypic` or `delayxpic`) of
+    /// `row` to last `delta` events more.
+    fn stretch(row: &mut [u32], i: usize, delta: i32) {
+        let d = decode_row(row).unwrap();
+        let add = |n: u32| n.checked_add_signed(delta).unwrap();
+        let t = d.instructions[i];
+        let grown = match t.instruction {
+            Instruction::Delay { n } => Instruction::Delay { n: add(n) },
+            Instruction::DelayPic { n, sel, value } => Instruction::DelayPic {
+                n: add(n),
+                sel,
+                value,
+            },
+            Instruction::DelayXPic { n, paired, value } => Instruction::DelayXPic {
+                n: add(n),
+                paired,
+                value,
+            },
+            other => panic!("cannot stretch {other:?}"),
+        };
+        row[t.word_index] = encode(&grown).unwrap().words()[0];
+    }
+
+    /// Index of the first instruction of `row` matching `pick`.
+    fn find(row: &[u32], pick: impl Fn(&Instruction) -> bool) -> usize {
+        let d = decode_row(row).unwrap();
+        d.instructions
+            .iter()
+            .position(|t| pick(&t.instruction))
+            .unwrap()
+    }
+
+    fn witness_fault(dev: &mut Device) -> (u16, WitnessFault) {
+        match dev.run(10_000_000) {
+            Err(DeviceError::Fault(f)) => match f.kind {
+                FaultKind::ExchangeWitness { phase, fault, .. } => {
+                    assert_eq!(phase, 0);
+                    assert_eq!(fault.tile.get(), f.tile);
+                    (f.tile, fault)
+                }
+                other => panic!("expected a witness fault, got {other:?}"),
+            },
+            other => panic!("expected a fault, got {other:?}"),
+        }
+    }
+
+    /// A receiver's tear-down one event late: its mux stays on the sender
+    /// one event after the 10th word. The compile-time checker and the
+    /// witness each reject it; the witness names the receiving tile, the
+    /// event, and the address the 11th word would be written to.
+    #[test]
+    fn a_receive_one_event_too_long_is_a_typed_witness_fault() {
+        let (phase, mut rows) = one_transfer();
+        device(&phase, &rows).run(10_000_000).unwrap();
+        // The tear-down one event later, the next instruction one shorter:
+        // every other event of the row stays where it was.
+        let events = decode_row(&rows[1].1).unwrap().events;
+        let teardown = find(
+            &rows[1].1,
+            |i| matches!(i, Instruction::DelayXPic { value, .. } if *value == XPIC_NEUTRAL),
+        );
+        stretch(&mut rows[1].1, teardown, 1);
+        stretch(&mut rows[1].1, teardown + 1, -1);
+        assert_eq!(decode_row(&rows[1].1).unwrap().events, events);
+        let as_rows: Vec<_> = rows
+            .iter()
+            .map(|(t, w)| ipuc_core::exchange::ExchangeRow {
+                tile: *t,
+                words: w.clone(),
+                events: decode_row(w).unwrap().events,
+            })
+            .collect();
+        assert!(
+            check_phase(&phase, &as_rows).is_err(),
+            "the compile-time checker accepts a receive one event too long"
+        );
+        let (tile, fault) = witness_fault(&mut device(&phase, &rows));
+        assert_eq!(tile, phys(2).get());
+        assert_eq!(
+            fault.kind,
+            WitnessFaultKind::NothingOnRoute {
+                source: phys(0).get(),
+                paired: false
+            }
+        );
+        assert_eq!(fault.address, Some(0x9_0000 + 4 * 10));
+    }
+
+    /// The sender's first word one event early: the receiver's mux then
+    /// takes words 2..10 and nothing at its last event. Both witnesses reject
+    /// it; the fabric's names the receiver, the event and where the 10th word
+    /// would have gone.
+    #[test]
+    fn a_send_one_event_early_is_a_typed_witness_fault() {
+        let (phase, mut rows) = one_transfer();
+        let lead = find(
+            &rows[0].1,
+            |i| matches!(i, Instruction::Delay { n } if *n > 0),
+        );
+        stretch(&mut rows[0].1, lead, -1);
+        let as_rows: Vec<_> = rows
+            .iter()
+            .map(|(t, w)| ipuc_core::exchange::ExchangeRow {
+                tile: *t,
+                words: w.clone(),
+                events: decode_row(w).unwrap().events,
+            })
+            .collect();
+        assert!(matches!(
+            check_phase(&phase, &as_rows),
+            Err(ipuc_core::exchange::ExchangeError::Receive(
+                ReceiveError::NoSender { .. }
+            ))
+        ));
+        let (tile, fault) = witness_fault(&mut device(&phase, &rows));
+        assert_eq!(tile, phys(2).get());
+        assert!(matches!(
+            fault.kind,
+            WitnessFaultKind::NothingOnRoute { .. }
+        ));
+        assert_eq!(fault.address, Some(0x9_0000 + 4 * 9));
     }
 }

@@ -57,6 +57,14 @@ pub enum FaultKind {
     /// The tile called its row of exchange phase `phase` (the superstep
     /// index) holding an exchange CSR value the model does not cover.
     ExchangeCsr { phase: u64, csr: u16, value: u32 },
+    /// The fabric's witness stopped exchange phase `phase` (the superstep
+    /// index) on this tile: a row word it cannot step, or a receive whose
+    /// timing does not work out, with the event and address.
+    ExchangeWitness {
+        phase: u64,
+        error: ExchangeError,
+        fault: super::witness::WitnessFault,
+    },
 }
 
 /// A fault with its location.
@@ -110,6 +118,14 @@ impl fmt::Display for FaultKind {
             FaultKind::Exchange { error, detail } => {
                 write!(f, "exchange receive error {error:?}: {detail}")
             }
+            FaultKind::ExchangeWitness {
+                phase,
+                error,
+                fault,
+            } => write!(
+                f,
+                "exchange receive error {error:?}: exchange phase {phase}: {fault}"
+            ),
             FaultKind::ExchangeCsr { phase, csr, value } => {
                 let name = u8::try_from(*csr)
                     .ok()

@@ -36,6 +36,7 @@ pub mod phase_image;
 pub mod profile;
 pub mod row_call;
 pub mod tile;
+pub mod witness;
 
 pub use codelet::{Codelet, CodeletCall, CodeletCharge, CodeletTable, FnCodelet};
 pub use context::{Context, ContextId, ContextState};
