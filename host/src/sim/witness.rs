@@ -789,6 +789,15 @@ fn receive(
             WitnessFaultKind::StillAttached { source: s.2 },
         ));
     }
+    // The partner's paired stream feeds this tile too: it must be over
+    // before this tile's row returns.
+    if let Some(s) = partner_paired.iter().find(|s| s.1 > end) {
+        return Err(fault(
+            end,
+            None,
+            WitnessFaultKind::StillAttached { source: s.2 },
+        ));
+    }
     if let Some(&(event, f)) = formats.last() {
         if f != 0 || event.saturating_add(PAIRED_ROW_TAIL_EVENTS) > end {
             return Err(fault(event, None, WitnessFaultKind::FormatLeftOn));
