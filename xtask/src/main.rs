@@ -8,6 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod bench_compile;
 mod browser;
 mod layers;
 mod sweep;
@@ -33,13 +34,19 @@ enum Task {
     },
     /// Benchmarks (not tests): `reference` = full 27-layer So400m FP32
     /// reference; `so400m` = the full So400m run (27 layers, fused QKV, FP8
-    /// -4, three resident inferences) with the seeds' figures beside ours.
+    /// -4, three resident inferences) with the seeds' figures beside ours;
+    /// `compile` = So400m compiles at 1, 2 and 27 layers and siglip-small
+    /// at 27, per-stage times and peak RSS.
     Bench {
-        /// What to benchmark: `reference` or `so400m`.
+        /// What to benchmark: `reference`, `so400m` or `compile`.
         what: String,
-        /// Output directory (so400m: summary, profile, memory map, log).
-        #[arg(long, default_value = "target/bench/so400m")]
-        out: PathBuf,
+        /// Output directory (default `target/bench/<what>`: summaries,
+        /// logs, packages, profiles).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Stop one compile after this many minutes (`compile`).
+        #[arg(long, default_value_t = 60)]
+        timeout_minutes: u64,
         /// Encoder layers (so400m).
         #[arg(long, default_value_t = 27)]
         layers: usize,
@@ -110,13 +117,18 @@ fn main() -> Result<()> {
         Task::Bench {
             what,
             out,
+            timeout_minutes,
             layers,
             extra,
-        } => match what.as_str() {
-            "reference" => bench_reference(&root),
-            "so400m" => sweep::bench_so400m(&root, &root.join(out), layers, &extra),
-            other => bail!("unknown benchmark {other:?} (known: reference, so400m)"),
-        },
+        } => {
+            let out = root.join(out.unwrap_or_else(|| PathBuf::from("target/bench").join(&what)));
+            match what.as_str() {
+                "reference" => bench_reference(&root),
+                "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
+                "compile" => bench_compile::bench_compile(&root, &out, timeout_minutes),
+                other => bail!("unknown benchmark {other:?} (known: reference, so400m, compile)"),
+            }
+        }
         Task::Sweep {
             layers,
             out,
