@@ -28,21 +28,49 @@ pub const CLOCK_HZ: u64 = 1_500_000_000;
 /// (`docs/facts/seed-vit-repeat-evaluation.txt`, "tile budget is 586960 bytes").
 pub const TILE_MEMORY_BUDGET: u32 = 586_960;
 
-/// Bytes of the tile budget reserved for package support (runtime, state,
-/// worker stacks) (`docs/facts/seed-vit-repeat-evaluation.txt`, "49152-byte
-/// package support reserve").
+/// The seeds' fixed package support reserve (runtime, code, state, worker
+/// stacks) (`docs/facts/seed-vit-repeat-evaluation.txt`, "49152-byte
+/// package support reserve"). ipuc charges code per tile instead
+/// ([`code_charge_bytes`]); kept for the seeds' comparison tables.
 pub const SUPPORT_RESERVE_BYTES: u32 = 49_152;
 
-/// Bytes every tile charges against [`TILE_MEMORY_BUDGET`] before any
-/// planned data: everything below [`layout::DATA_BASE`], i.e. the code area
-/// (`TILE_MEMORY_BASE..layout::COMPLETION_WORD`: runtime, generated program,
-/// exchange rows; exactly [`SUPPORT_RESERVE_BYTES`]) plus the runtime state
-/// block (`layout::COMPLETION_WORD..layout::DATA_BASE`, 1,760 bytes). The
-/// planner's data budget is `TILE_MEMORY_BUDGET − SUPPORT_CHARGE_BYTES` and
-/// placement charges the same bytes for the fixed ranges, so the two
-/// compare the same quantity (ipuc's layout choice, `layout` below).
-pub const SUPPORT_CHARGE_BYTES: u32 = layout::DATA_BASE - TILE_MEMORY_BASE;
-const _: () = assert!(layout::COMPLETION_WORD - TILE_MEMORY_BASE == SUPPORT_RESERVE_BYTES);
+/// Bytes every tile charges against [`TILE_MEMORY_BUDGET`] whatever its
+/// program: the runtime state block (`layout::STATE_BASE..layout::STATE_END`,
+/// 1,760 bytes at the top of region 0). Code, exchange rows and kernel
+/// argument blocks are charged per tile on top of it, as the whole elements
+/// their linked image blocks ([`code_charge_bytes`]); the planner's data
+/// budget is `TILE_MEMORY_BUDGET − SUPPORT_CHARGE_BYTES` and its per-tile
+/// usage includes each tile's code charge, and placement charges the same
+/// bytes for the reserved ranges, so the two compare the same quantity
+/// (ipuc's layout choice, `layout` below).
+pub const SUPPORT_CHARGE_BYTES: u32 = layout::STATE_END - layout::STATE_BASE;
+
+/// Bytes charged for a tile whose linked image (runtime, kernel stubs,
+/// supervisor program, argument blocks, exchange rows) is `image_bytes`
+/// long from [`APPLICATION_LOAD_BASE`]: every effective element from
+/// [`TILE_MEMORY_BASE`] up to and including the one holding the last byte
+/// of the 64-byte fetch look-ahead past the image, because no data may share
+/// an element with instruction fetch (`docs/facts/ipu21-target.md` §1.2,
+/// §2.10 rules 2–3). `None` when the image cannot fit below the runtime
+/// state's element (region 0 is the only executable region).
+pub const fn code_charge_bytes(image_bytes: u32) -> Option<u32> {
+    let Some(end) = APPLICATION_LOAD_BASE.checked_add(image_bytes) else {
+        return None;
+    };
+    let Some(guarded) = end.checked_add(SUPERVISOR_FETCH_LOOKAHEAD) else {
+        return None;
+    };
+    if guarded > layout::CODE_LIMIT {
+        return None;
+    }
+    let charged_end = guarded.div_ceil(ELEMENT_SIZE) * ELEMENT_SIZE;
+    Some(charged_end - TILE_MEMORY_BASE)
+}
+
+/// The longest linked image any tile may have: it ends, with its fetch
+/// look-ahead guard, below the element holding the runtime state block.
+pub const MAX_IMAGE_BYTES: u32 =
+    layout::CODE_LIMIT - SUPERVISOR_FETCH_LOOKAHEAD - APPLICATION_LOAD_BASE;
 
 /// Physical memory element size (16 KiB) (`docs/facts/ipu21-target.md` §1.2, `TMEM_ELEMSIZE`).
 pub const ELEMENT_SIZE: u32 = 0x4000;
@@ -108,43 +136,51 @@ pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
 };
 
 /// ipuc's fixed per-tile layout of runtime state. These are layout *choices*
-/// (not hardware facts), taken from the layout ipu-stack runs on C600
-/// hardware (`docs/facts/ipu21-target.md` §1.2, second table), so the
-/// reserved state block sits in its own element away from code and data.
-/// `device-asm/static_runtime.S` receives them as link-time symbols.
+/// (not hardware facts): the state block is data (completion word, cycle
+/// samples, supervisor stack, worker areas, the same offsets ipu-stack uses
+/// from its base, `docs/facts/ipu21-target.md` §1.2, second table) and sits
+/// at the very top of region 0, so code, exchange rows and data grow towards
+/// it from the bottom of region 0 and region 1 (code never shares its
+/// element, [`super::code_charge_bytes`]). `device-asm/static_runtime.S`
+/// receives the addresses as link-time symbols.
 pub mod layout {
+    /// Bytes of the state block: completion word, cycle samples, supervisor
+    /// stack (0xE0 bytes with them) and six 0x100-byte worker areas.
+    pub const STATE_BYTES: u32 = 0xE0 + 6 * WORKER_AREA_STRIDE;
+    /// First byte of the state block (the completion word).
+    pub const STATE_BASE: u32 = super::EXECUTABLE_MEMORY_LIMIT - STATE_BYTES;
+    /// End (exclusive) of the state block: the end of region 0.
+    pub const STATE_END: u32 = super::EXECUTABLE_MEMORY_LIMIT;
     /// Completion word: the runtime's completion routine stores 1 here.
-    pub const COMPLETION_WORD: u32 = 0x5_8000;
-    /// Linked code (runtime, program, exchange rows) ends at or below this
-    /// address, so the supervisor's 64-byte fetch look-ahead stays inside the
-    /// code area and the state element below holds data only
-    /// (`docs/facts/ipu21-target.md` §1.2, §2.10 rules 2–3).
-    pub const CODE_LIMIT: u32 = COMPLETION_WORD - super::SUPERVISOR_FETCH_LOOKAHEAD;
+    pub const COMPLETION_WORD: u32 = STATE_BASE;
+    /// Linked code (runtime, program, exchange rows) plus its 64-byte fetch
+    /// look-ahead ends at or below this address: the start of the element
+    /// holding the state block, which code may not share (data only,
+    /// `docs/facts/ipu21-target.md` §2.10 rules 2–3). Placement's data
+    /// usually lowers the limit of a tile further.
+    pub const CODE_LIMIT: u32 = STATE_BASE - STATE_BASE % super::ELEMENT_SIZE;
     /// Cycle-sample word written by timing wrappers before the timed code.
-    pub const CYCLE_SAMPLE_START: u32 = 0x5_8004;
+    pub const CYCLE_SAMPLE_START: u32 = STATE_BASE + 4;
     /// Cycle-sample word written by timing wrappers after the timed code.
-    pub const CYCLE_SAMPLE_END: u32 = 0x5_8008;
+    pub const CYCLE_SAMPLE_END: u32 = STATE_BASE + 8;
     /// Top (exclusive) of the supervisor stack; it grows down from here into
-    /// the reserved block `0x58010..0x580E0` (208 bytes).
-    pub const SUPERVISOR_STACK_TOP: u32 = 0x5_80E0;
+    /// the reserved block `STATE_BASE + 0x10 .. STATE_BASE + 0xE0` (208 bytes).
+    pub const SUPERVISOR_STACK_TOP: u32 = STATE_BASE + 0xE0;
     /// Lowest address the supervisor stack may reach.
-    pub const SUPERVISOR_STACK_LIMIT: u32 = 0x5_8010;
+    pub const SUPERVISOR_STACK_LIMIT: u32 = STATE_BASE + 0x10;
     /// Base of worker 0's area; worker k's area is
     /// `WORKER_AREA + k·WORKER_AREA_STRIDE` (its `$WORKERk_BASE`). Word 0 of
     /// each area holds the worker identity word `(tile·8) | k` written at
     /// start-up.
-    pub const WORKER_AREA: u32 = 0x5_80E0;
+    pub const WORKER_AREA: u32 = SUPERVISOR_STACK_TOP;
     /// Bytes per worker area (also that worker's stack).
     pub const WORKER_AREA_STRIDE: u32 = 0x100;
-    /// First byte after the reserved state block usable for data.
-    pub const DATA_BASE: u32 = 0x5_86E0;
-    /// End (exclusive) of the reserved state block, padded to an element.
-    pub const RESERVED_END: u32 = 0x5_C000;
 
     // The layout is checked at compile time.
-    const _: () = assert!(WORKER_AREA + 6 * WORKER_AREA_STRIDE == DATA_BASE);
+    const _: () = assert!(WORKER_AREA + 6 * WORKER_AREA_STRIDE == STATE_END);
     const _: () = assert!(SUPERVISOR_STACK_LIMIT > CYCLE_SAMPLE_END);
-    const _: () = assert!(RESERVED_END.is_multiple_of(super::ELEMENT_SIZE));
+    const _: () = assert!(STATE_BASE.is_multiple_of(32));
+    const _: () = assert!(CODE_LIMIT > super::APPLICATION_LOAD_BASE);
 }
 
 #[cfg(test)]
@@ -162,6 +198,23 @@ mod tests {
         assert!(is_executable(APPLICATION_LOAD_BASE));
         assert!(!is_executable(EXECUTABLE_MEMORY_LIMIT));
         assert!(!is_executable(APPLICATION_LOAD_BASE + 2));
+    }
+
+    #[test]
+    fn code_charge_counts_whole_elements_with_the_guard() {
+        // Image ends 64 bytes before an element boundary: exactly that element.
+        let one = ELEMENT_SIZE - 0x10 - SUPERVISOR_FETCH_LOOKAHEAD;
+        assert_eq!(code_charge_bytes(one), Some(ELEMENT_SIZE));
+        assert_eq!(code_charge_bytes(one + 4), Some(2 * ELEMENT_SIZE));
+        assert_eq!(code_charge_bytes(0), Some(ELEMENT_SIZE));
+        assert_eq!(
+            code_charge_bytes(MAX_IMAGE_BYTES),
+            Some(layout::CODE_LIMIT - TILE_MEMORY_BASE)
+        );
+        assert_eq!(code_charge_bytes(MAX_IMAGE_BYTES + 4), None);
+        assert_eq!(code_charge_bytes(u32::MAX), None);
+        assert_eq!(layout::STATE_BASE, 0x7_F920);
+        assert_eq!(SUPPORT_CHARGE_BYTES, 1760);
     }
 
     #[test]

@@ -92,6 +92,19 @@ pub enum PlaceError {
         /// Buffers live at that step with their spans, largest first.
         live: Vec<(String, u32)>,
     },
+    /// A tile's linked image (runtime, stubs, program, argument blocks,
+    /// exchange rows) is longer than the region-0 bytes below its lowest
+    /// data, less that data's element and the 64-byte fetch look-ahead.
+    CodeDoesNotFit {
+        /// Logical tile.
+        tile: u32,
+        /// Bytes of the linked image from the load address.
+        image_bytes: u32,
+        /// Bytes free for it from the load address.
+        free_bytes: u32,
+        /// The address the image must end at or below.
+        limit: u32,
+    },
     /// A reserved range is empty, reversed or outside SRAM.
     ReservedOutsideSram {
         /// Logical tile.
@@ -179,6 +192,15 @@ impl fmt::Display for PlaceError {
                 }
                 Ok(())
             }
+            PlaceError::CodeDoesNotFit {
+                tile,
+                image_bytes,
+                free_bytes,
+                limit,
+            } => write!(
+                f,
+                "logical tile {tile}: code, argument blocks and exchange rows need {image_bytes} bytes but only {free_bytes} are free below {limit:#x} (the lowest data's element less the 64-byte fetch look-ahead)"
+            ),
             PlaceError::ReservedOutsideSram { tile, name, range } => write!(
                 f,
                 "tile {tile}: reserved range `{name}` {:#x}..{:#x} is empty or outside SRAM",

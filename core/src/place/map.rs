@@ -187,6 +187,57 @@ impl TilePlacement {
         v
     }
 
+    /// The highest address a tile's linked image may end at: every byte of
+    /// region 0 below the lowest data (buffers, constant blocks, the runtime
+    /// state) is free for code, less the element that data shares and the
+    /// 64-byte supervisor fetch look-ahead (`docs/facts/ipu21-target.md`
+    /// §1.2, §2.10 rules 2–3). At least the planner's code estimate fits,
+    /// as placement kept those elements free.
+    pub fn code_limit(&self) -> u32 {
+        use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD};
+        let lowest = self
+            .allocations
+            .iter()
+            .map(|a| a.range.clone())
+            .chain(self.constants.iter().map(|c| c.range.clone()))
+            .chain(
+                self.reserved
+                    .iter()
+                    .filter(|r| !r.kind.isolates_elements())
+                    .map(|r| r.range.clone()),
+            )
+            .filter(|r| !r.is_empty())
+            .map(|r| r.start)
+            .min()
+            .unwrap_or(EXECUTABLE_MEMORY_LIMIT)
+            .min(EXECUTABLE_MEMORY_LIMIT);
+        let floor = if lowest >= EXECUTABLE_MEMORY_LIMIT {
+            EXECUTABLE_MEMORY_LIMIT
+        } else {
+            super::regions::element_bounds(lowest).start
+        };
+        floor.saturating_sub(SUPERVISOR_FETCH_LOOKAHEAD)
+    }
+
+    /// Checks that a linked image of `image_bytes` (from the load address)
+    /// ends at or below [`TilePlacement::code_limit`]; otherwise
+    /// [`PlaceError::CodeDoesNotFit`] naming the tile, the bytes needed and
+    /// the bytes free.
+    pub fn check_code(&self, image_bytes: u32) -> PlaceResult<()> {
+        use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+        let limit = self.code_limit();
+        let free = limit.saturating_sub(APPLICATION_LOAD_BASE);
+        if image_bytes > free {
+            return Err(PlaceError::CodeDoesNotFit {
+                tile: self.tile,
+                image_bytes,
+                free_bytes: free,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
     /// Highest allocated address + 1 in `window`, if anything lives there.
     pub fn high_water(&self, window: &Range<u32>) -> Option<u32> {
         self.allocations

@@ -59,25 +59,29 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
     }
 }
 
-/// The ranges every tile keeps for the runtime (ipuc's fixed layout,
-/// `crate::ipu21::sram::layout`): the code area (runtime, generated
-/// program, exchange rows; linked images end at `layout::CODE_LIMIT`, so its
-/// look-ahead guard ends exactly at the state element) and the runtime
-/// state block. Their blocked bytes are exactly
-/// [`SUPPORT_CHARGE_BYTES`](crate::ipu21::sram::SUPPORT_CHARGE_BYTES), the
-/// charge the planner's data budget is derived from.
-pub fn support_reserved() -> Vec<ReservedRange> {
-    use crate::ipu21::sram::layout;
+/// The ranges every tile keeps for the runtime (ipuc's layout,
+/// `crate::ipu21::sram::layout`): the code area from the bottom of region 0
+/// (runtime, kernel stubs, generated program, argument blocks, exchange
+/// rows: `image_bytes` from the load address, the planner's estimate of the
+/// tile's linked image) and the runtime state block at the top of region 0.
+/// Their blocked bytes are exactly
+/// [`code_charge_bytes`](crate::ipu21::sram::code_charge_bytes)`(image_bytes)`
+/// plus [`SUPPORT_CHARGE_BYTES`](crate::ipu21::sram::SUPPORT_CHARGE_BYTES),
+/// the charges the planner's per-tile usage includes. An estimate past
+/// [`MAX_IMAGE_BYTES`](crate::ipu21::sram::MAX_IMAGE_BYTES) is clamped to it
+/// (the planner never accepts one, as the code charge is undefined there).
+pub fn support_reserved(image_bytes: u32) -> Vec<ReservedRange> {
+    use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE, MAX_IMAGE_BYTES};
     alloc::vec![
         ReservedRange {
-            name: "code and exchange rows".into(),
+            name: "code, argument blocks and exchange rows".into(),
             kind: super::request::ReservedKind::Code,
-            range: TILE_MEMORY_BASE..layout::CODE_LIMIT,
+            range: TILE_MEMORY_BASE..APPLICATION_LOAD_BASE + image_bytes.min(MAX_IMAGE_BYTES),
         },
         ReservedRange {
             name: "runtime state".into(),
             kind: super::request::ReservedKind::State,
-            range: layout::COMPLETION_WORD..layout::DATA_BASE,
+            range: layout::STATE_BASE..layout::STATE_END,
         },
     ]
 }
@@ -140,46 +144,90 @@ pub const REGION0: Range<u32> = TILE_MEMORY_BASE..EXECUTABLE_MEMORY_LIMIT;
 /// cannot write (`docs/facts/ipu21-target.md` §1.2).
 pub const REGION1: Range<u32> = INTERLEAVED_BASE..LOADER_REACHABLE_LIMIT;
 
-/// Free windows of a class, in preference order: standard buffers fill
-/// region 0's data area first and overflow into region 1; interleaved
+/// A free address window and the direction it is filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The addresses.
+    pub range: Range<u32>,
+    /// Filled from the top down (region 0, so code keeps the bottom free).
+    pub top_down: bool,
+}
+
+/// Free windows of a class, in preference order: standard data fills
+/// region 1 first, then region 0 from the top down, so the bottom of
+/// region 0 above each tile's code estimate stays free as long as possible
+/// (a linked image longer than its estimate may still use it); interleaved
 /// buffers use region 1 only.
-pub fn class_windows(class: RegionClass, blocked: &[Range<u32>]) -> Vec<Range<u32>> {
-    let mut out = Vec::new();
+pub fn class_windows(class: RegionClass, blocked: &[Range<u32>]) -> Vec<Window> {
+    let mut out: Vec<Window> = subtract(REGION1, blocked)
+        .into_iter()
+        .map(|range| Window {
+            range,
+            top_down: false,
+        })
+        .collect();
     if class == RegionClass::Standard {
-        out.extend(subtract(REGION0, blocked));
+        let mut low: Vec<Range<u32>> = subtract(REGION0, blocked);
+        low.reverse();
+        out.extend(low.into_iter().map(|range| Window {
+            range,
+            top_down: true,
+        }));
     }
-    out.extend(subtract(REGION1, blocked));
     out
 }
 
-/// Lowest aligned start of `size` bytes in the windows (in order) avoiding
-/// the sorted, merged `occupied` ranges; on failure the largest aligned free
+/// An aligned start of `size` bytes in the windows (in order; the lowest
+/// one in a bottom-up window, the highest in a top-down one) avoiding the
+/// sorted, merged `occupied` ranges; on failure the largest aligned free
 /// range seen.
 pub(super) fn first_fit(
-    windows: &[Range<u32>],
+    windows: &[Window],
     occupied: &[Range<u32>],
     size: u32,
     align: u32,
 ) -> Result<u32, u32> {
     let mut largest = 0u32;
     for w in windows {
-        let mut cursor = w.start;
-        let gaps = occupied
+        let w_range = &w.range;
+        // Free gaps of the window, in address order.
+        let mut gaps: Vec<Range<u32>> = Vec::new();
+        let mut cursor = w_range.start;
+        let cuts = occupied
             .iter()
-            .filter(|o| o.end > w.start && o.start < w.end)
-            .map(|o| o.start.max(w.start)..o.end.min(w.end))
-            .chain(core::iter::once(w.end..w.end));
-        for next in gaps {
-            let gap_end = next.start;
-            if let Some(start) = align_up(cursor, align) {
-                if start <= gap_end {
-                    if gap_end - start >= size {
-                        return Ok(start);
-                    }
-                    largest = largest.max(gap_end - start);
-                }
+            .filter(|o| o.end > w_range.start && o.start < w_range.end)
+            .map(|o| o.start.max(w_range.start)..o.end.min(w_range.end))
+            .chain(core::iter::once(w_range.end..w_range.end));
+        for next in cuts {
+            if next.start > cursor {
+                gaps.push(cursor..next.start);
             }
             cursor = cursor.max(next.end);
+        }
+        if w.top_down {
+            for g in gaps.iter().rev() {
+                let Some(top) = g.end.checked_sub(size) else {
+                    continue;
+                };
+                let start = top - top % align.max(1);
+                if start >= g.start {
+                    return Ok(start);
+                }
+                if let Some(s) = align_up(g.start, align) {
+                    largest = largest.max(g.end.saturating_sub(s));
+                }
+            }
+        } else {
+            for g in &gaps {
+                if let Some(start) = align_up(g.start, align) {
+                    if start <= g.end {
+                        if g.end - start >= size {
+                            return Ok(start);
+                        }
+                        largest = largest.max(g.end - start);
+                    }
+                }
+            }
         }
     }
     Err(largest)
@@ -224,14 +272,27 @@ mod tests {
     }
 
     #[test]
-    fn support_ranges_block_exactly_the_support_charge() {
-        use crate::ipu21::sram::{layout, SUPPORT_CHARGE_BYTES};
-        let blocked = blocked_spans(0, &support_reserved()).unwrap();
-        let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
-        assert_eq!(bytes, SUPPORT_CHARGE_BYTES);
-        // Data may start right after the state block.
-        let windows = class_windows(RegionClass::Standard, &blocked);
-        assert_eq!(windows[0].start, layout::DATA_BASE);
+    fn support_ranges_block_exactly_the_code_and_state_charges() {
+        use crate::ipu21::sram::{code_charge_bytes, layout, SUPPORT_CHARGE_BYTES};
+        for image in [0, 20_000, 49_872, 100_000] {
+            let blocked = blocked_spans(0, &support_reserved(image)).unwrap();
+            let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
+            assert_eq!(
+                bytes,
+                code_charge_bytes(image).unwrap() + SUPPORT_CHARGE_BYTES,
+                "image of {image} bytes"
+            );
+            // Standard data fills region 1 first, then region 0 from just
+            // below the state block down to the code's last element.
+            let windows = class_windows(RegionClass::Standard, &blocked);
+            assert_eq!(windows[0].range, REGION1);
+            assert_eq!(windows[1].range.end, layout::STATE_BASE);
+            assert_eq!(
+                windows[1].range.start,
+                TILE_MEMORY_BASE + code_charge_bytes(image).unwrap()
+            );
+            assert!(windows[1].top_down);
+        }
     }
 
     #[test]
@@ -242,14 +303,36 @@ mod tests {
             0x4F000..0x51000
         ]);
         assert_eq!(blocked, alloc::vec![0x4C000..0x51000, 0x58000..0x5C000]);
-        let std = class_windows(RegionClass::Standard, &blocked);
+        let std: Vec<Range<u32>> = class_windows(RegionClass::Standard, &blocked)
+            .into_iter()
+            .map(|w| w.range)
+            .collect();
         assert_eq!(
             std,
-            alloc::vec![0x51000..0x58000, 0x5C000..0x80000, REGION1]
+            alloc::vec![REGION1, 0x5C000..0x80000, 0x51000..0x58000]
         );
         assert_eq!(
-            class_windows(RegionClass::Interleaved, &blocked),
+            class_windows(RegionClass::Interleaved, &blocked)
+                .into_iter()
+                .map(|w| w.range)
+                .collect::<Vec<_>>(),
             alloc::vec![REGION1]
         );
+    }
+
+    #[test]
+    fn top_down_windows_fill_from_their_top() {
+        let windows = [Window {
+            range: 0x60000..0x70000,
+            top_down: true,
+        }];
+        assert_eq!(first_fit(&windows, &[], 0x100, 32), Ok(0x6FF00));
+        assert_eq!(
+            first_fit(&windows, &[0x6FF00..0x70000], 0x100, 32),
+            Ok(0x6FE00)
+        );
+        // Unaligned top: the start rounds down.
+        assert_eq!(first_fit(&windows, &[0x6FFF8..0x70000], 8, 32), Ok(0x6FFE0));
+        assert_eq!(first_fit(&windows, &[], 0x10001, 32), Err(0x10000));
     }
 }

@@ -23,6 +23,10 @@ use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
 /// Default beam width (`--planning-beam-width`).
 pub const DEFAULT_BEAM_WIDTH: usize = 64;
 
+/// Runtime + kernel stub bytes assumed when the host does not say
+/// ([`PlanConfig::fixed_code_bytes`]); the built-in runtime is smaller.
+pub const DEFAULT_FIXED_CODE_BYTES: u64 = 8192;
+
 /// Planner settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlanConfig {
@@ -30,8 +34,13 @@ pub struct PlanConfig {
     pub beam_width: usize,
     /// Tiles available.
     pub tiles: u32,
-    /// Per-tile data budget (excluding the support reserve).
+    /// Per-tile budget for data and the estimated linked image (excluding
+    /// the support reserve, the runtime state).
     pub budget: u64,
+    /// Bytes of the runtime and kernel stubs every tile's image starts with
+    /// (the host links them first and knows their size; the default is a
+    /// conservative [`DEFAULT_FIXED_CODE_BYTES`]).
+    pub fixed_code_bytes: u64,
     /// Fewest key/value blocks per head an attention plan may use (default
     /// 1: any; see [`super::candidates::GenConfig::min_key_parts`]).
     pub min_key_parts: u32,
@@ -43,6 +52,7 @@ impl Default for PlanConfig {
             beam_width: DEFAULT_BEAM_WIDTH,
             tiles: TILE_COUNT,
             budget: DATA_BUDGET_BYTES,
+            fixed_code_bytes: DEFAULT_FIXED_CODE_BYTES,
             min_key_parts: 1,
         }
     }
@@ -77,6 +87,8 @@ pub struct SearchCx<'g> {
     pub(super) stats: RefCell<PlanStats>,
     pub(super) candidate_cache: RefCell<BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
     pub(super) relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
+    pub(super) relayout_code_cache:
+        RefCell<BTreeMap<(Layout, Layout, u32), Option<Arc<super::code::CodeUse>>>>,
     pub(super) region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
 }
@@ -89,6 +101,7 @@ impl<'g> SearchCx<'g> {
             stats: RefCell::new(PlanStats::default()),
             candidate_cache: RefCell::new(BTreeMap::new()),
             relayout_cache: RefCell::new(BTreeMap::new()),
+            relayout_code_cache: RefCell::new(BTreeMap::new()),
             region_cache: RefCell::new(BTreeMap::new()),
             region_label: RefCell::new(String::from("top level")),
         }
@@ -155,6 +168,47 @@ impl<'g> SearchCx<'g> {
     /// Support reserve bytes.
     pub fn reserve(&self) -> u64 {
         SUPPORT_CHARGE_BYTES as u64
+    }
+
+    /// Estimated image bytes of re-laying out `from` into `to` (`None` if a
+    /// run is unaligned), memoised; from the same [`relayout`] moves.
+    pub fn relayout_code(
+        &self,
+        from: Layout,
+        to: Layout,
+        elem: u32,
+    ) -> Option<Arc<super::code::CodeUse>> {
+        if let Some(c) = self.relayout_code_cache.borrow().get(&(from, to, elem)) {
+            return c.clone();
+        }
+        let c = relayout(
+            &from,
+            Slot::Operand(0),
+            &to,
+            Slot::Output,
+            elem,
+            Window::whole(&to),
+        )
+        .ok()
+        .map(|r| {
+            let mut code = super::code::CodeUse::default();
+            code.add_phase(&r.transfers);
+            code.add_calls(&r.copies);
+            Arc::new(code)
+        });
+        self.relayout_code_cache
+            .borrow_mut()
+            .insert((from, to, elem), c.clone());
+        c
+    }
+
+    /// Estimated image bytes of an op plan's stages.
+    pub fn plan_code(&self, plan: &OpPlan) -> super::code::CodeUse {
+        let mut code = super::code::CodeUse::default();
+        for stage in &plan.stages {
+            code.add_stage(stage);
+        }
+        code
     }
 
     /// Cost of re-laying out `from` into `to` (`None` if a run is unaligned),

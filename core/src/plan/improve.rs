@@ -98,7 +98,8 @@ pub fn improve_plan(graph: &Graph, plan: Plan, steps: u32) -> PlanResult<(Plan, 
     }
     let cx = SearchCx::new(graph, plan.config);
     let info = RegionInfo::new(graph, graph.top())?;
-    let start = State::start(&cx, &info, &[]);
+    let start = State::start(&cx, &info, &[])
+        .with_fixed_code(plan.config.fixed_code_bytes + super::code::PROGRAM_FIXED_BYTES);
     let ops: Vec<OpId> = plan.ops.iter().map(|p| p.op).collect();
     let mut choices: Vec<Choice> = plan
         .ops
@@ -193,6 +194,7 @@ pub fn improve_plan(graph: &Graph, plan: Plan, steps: u32) -> PlanResult<(Plan, 
             peak_bytes,
             peak_tile,
             tile_peaks: Arc::new(tile_peaks),
+            code_bytes: Arc::new(s.code_bytes()),
             stats: plan_stats,
             config: plan.config,
         },

@@ -23,10 +23,11 @@ use crate::ipu21::sram::{
 };
 use crate::kernel::TileBlock;
 
-/// Per-tile bytes available to planned data: the tile budget minus the
-/// fixed support charge (code area and runtime state, both defined in
-/// `crate::ipu21::sram`); placement charges exactly that for the fixed
-/// ranges ([`crate::place::support_reserved`]).
+/// Per-tile bytes available to planned data and code: the tile budget minus
+/// the fixed support charge (the runtime state, `crate::ipu21::sram`). Each
+/// tile's estimated linked image is charged inside this budget, as whole
+/// elements (`plan::code`); placement charges exactly the same for the
+/// reserved ranges ([`crate::place::support_reserved`]).
 pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES) as u64;
 
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
@@ -111,6 +112,9 @@ pub enum AllocationKind {
     Staging,
     /// Op-internal scratch.
     Scratch,
+    /// The tile's linked image (code, argument blocks, exchange rows): an
+    /// estimate charged as whole elements (`plan::code`).
+    Code,
 }
 
 /// One logical allocation.

@@ -26,10 +26,12 @@
 //! Map: [`layout`] (which tile holds which block), [`opplan`] (one
 //! candidate implementation, described once), [`candidates`] (generators per
 //! op kind), [`relayout`] (block moves between layouts), [`cost`] (cycles),
-//! [`memory`] (per-tile estimator and rejection reports), [`region`],
+//! [`memory`] (per-tile estimator and rejection reports), [`code`] (the
+//! per-tile estimate of the linked image, charged as whole elements), [`region`],
 //! [`state`] and [`search`] (the beam and the Repeat-region cache).
 
 pub mod candidates;
+pub mod code;
 pub mod context;
 pub mod cost;
 pub mod error;
@@ -47,7 +49,7 @@ pub mod region;
 pub mod search;
 pub mod state;
 
-pub use context::{PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH};
+pub use context::{PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH, DEFAULT_FIXED_CODE_BYTES};
 pub use planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
 pub use search::{plan_graph, plan_graph_with_stats, Plan};
 #[cfg(test)]

@@ -76,4 +76,10 @@ pub struct BodyPlan {
     pub dyn_il_tile: Arc<Vec<u64>>,
     /// Max of `peak_tile`.
     pub peak: u64,
+    /// Estimated image bytes the body's code, argument blocks and rows add
+    /// to each tile (emitted once, whatever the trip count), beyond
+    /// `code_all` (`plan::code`).
+    pub code_tiles: Arc<Vec<u64>>,
+    /// Estimated image bytes the body adds to every tile.
+    pub code_all: u64,
 }

@@ -45,8 +45,13 @@ pub struct Plan {
     /// Tile of the peak.
     pub peak_tile: u32,
     /// Exact peak of every tile over all moments (excluding the support
-    /// reserve), indexed by logical tile.
+    /// reserve, including the code charge of the estimated image), indexed
+    /// by logical tile.
     pub tile_peaks: Arc<Vec<u64>>,
+    /// Estimated linked-image bytes of every tile (runtime, stubs, program,
+    /// argument blocks, exchange rows; `plan::code`), indexed by logical
+    /// tile: placement keeps the elements they need free for code.
+    pub code_bytes: Arc<Vec<u64>>,
     /// Search statistics.
     pub stats: PlanStats,
     /// Settings used.
@@ -399,6 +404,7 @@ fn search_body(
         let ops = f.planned_ops();
         // Carried write-backs.
         let mut cycles = f.cycles;
+        let mut writebacks = super::code::CodeUse::default();
         for ((&arg, &y), layout) in rep.carried_args().iter().zip(rep.yields()).zip(carried) {
             let Some(loc) = f.value(y) else { continue };
             let Some(from) = loc.layout else { continue };
@@ -408,6 +414,9 @@ fn search_body(
             match cx.relayout_cost(from, *layout, loc.elem) {
                 Some(c) => cycles = cycles.plus(c),
                 None => continue,
+            }
+            if let Some(code) = cx.relayout_code(from, *layout, loc.elem) {
+                writebacks.add(&code);
             }
         }
         // Exact per-tile peak by replaying the choices.
@@ -437,7 +446,8 @@ fn search_body(
             .iter()
             .filter_map(|a| s.statics().get(a).map(|al| (*a, al.clone())))
             .collect();
-        let peak_tile = s.tile_peaks();
+        let peak_tile = s.data_peaks();
+        s.add_code(&writebacks);
         let mut iterated_usage = memory::empty_usage();
         let mut iterated_il = memory::empty_usage();
         for (_, a) in &iterated {
@@ -462,6 +472,8 @@ fn search_body(
             dyn_tile: Arc::new(dyn_tile),
             dyn_il_tile: Arc::new(dyn_il_tile),
             peak,
+            code_tiles: s.code_tiles().clone(),
+            code_all: s.code_all(),
         }));
     }
     cx.region_label.replace(outer_label);
@@ -485,7 +497,8 @@ pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<P
 
 fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
     let info = RegionInfo::new(graph, graph.top())?;
-    let start = State::start(cx, &info, &[]);
+    let start = State::start(cx, &info, &[])
+        .with_fixed_code(config.fixed_code_bytes + super::code::PROGRAM_FIXED_BYTES);
     let finals = run_region(cx, &info, start.clone())?;
     // Finalists: cheapest first; replay exactly to get the true peak.
     let mut best: Option<(State, u64, u32, Vec<u64>)> = None;
@@ -538,6 +551,7 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
         peak_bytes,
         peak_tile,
         tile_peaks: Arc::new(tile_peaks),
+        code_bytes: Arc::new(state.code_bytes()),
         stats,
         config,
     })

@@ -63,6 +63,14 @@ pub struct State {
     /// Interleaved-class part of `dyn_hist` (its own per-tile history:
     /// interleaved data must fit region 1).
     il_hist: Arc<Vec<u64>>,
+    /// Per tile, the estimated bytes of its linked image so far beyond
+    /// `code_all` ([`super::code`]): code is live for the whole program and
+    /// only grows, so charging the running total at every moment and
+    /// checking the last moment covers every moment.
+    code: Arc<Vec<u64>>,
+    /// Estimated image bytes on every tile (runtime, stubs, per-phase
+    /// sequences, Repeat frames).
+    code_all: u64,
     choices: Option<Arc<ChoiceNode>>,
     /// Cycles so far.
     pub cycles: Cycles,
@@ -132,6 +140,8 @@ impl State {
             static_il_max: 0,
             dyn_hist: Arc::new(memory::empty_usage()),
             il_hist: Arc::new(memory::empty_usage()),
+            code: Arc::new(memory::empty_usage()),
+            code_all: 0,
             choices: None,
             cycles: Cycles::default(),
             peak: 0,
@@ -232,13 +242,63 @@ impl State {
     }
 
     /// Exact per-tile peak of the prefix: statics (live for the whole
-    /// program) plus the largest dynamic usage of any moment.
+    /// program) plus the largest dynamic usage of any moment plus the code
+    /// charge of the estimated image ([`super::code::charge`]).
     pub fn tile_peaks(&self) -> Vec<u64> {
+        self.static_usage
+            .iter()
+            .zip(self.dyn_hist.iter())
+            .zip(self.code.iter())
+            .map(|((s, d), c)| s + d + super::code::charge(self.code_all + c))
+            .collect()
+    }
+
+    /// [`State::tile_peaks`] without the code charge (a Repeat body's data,
+    /// composed into the enclosing region; its code is added there).
+    pub fn data_peaks(&self) -> Vec<u64> {
         self.static_usage
             .iter()
             .zip(self.dyn_hist.iter())
             .map(|(s, d)| s + d)
             .collect()
+    }
+
+    /// Estimated linked-image bytes per tile ([`super::code`]).
+    pub fn code_bytes(&self) -> Vec<u64> {
+        self.code.iter().map(|c| self.code_all + c).collect()
+    }
+
+    /// Per-tile estimated image bytes beyond [`State::code_all`].
+    pub fn code_tiles(&self) -> &Arc<Vec<u64>> {
+        &self.code
+    }
+
+    /// Estimated image bytes on every tile.
+    pub fn code_all(&self) -> u64 {
+        self.code_all
+    }
+
+    /// The state with `bytes` of image on every tile (the runtime, kernel
+    /// stubs and program prologue of a top-level region).
+    pub fn with_fixed_code(mut self, bytes: u64) -> Self {
+        self.code_all += bytes;
+        self
+    }
+
+    /// Adds estimated image bytes.
+    pub fn add_code(&mut self, code: &super::code::CodeUse) {
+        if code.all == 0 && code.tiles.is_empty() {
+            return;
+        }
+        code.accumulate(&mut self.code_all, Arc::make_mut(&mut self.code).as_mut_slice());
+    }
+
+    /// Adds per-tile image bytes (a Repeat body's) and `all` on every tile.
+    pub fn add_code_tiles(&mut self, all: u64, tiles: &[u64]) {
+        self.code_all += all;
+        for (c, b) in Arc::make_mut(&mut self.code).iter_mut().zip(tiles) {
+            *c += b;
+        }
     }
 
     /// Per-tile largest dynamic usage of any moment so far.
@@ -348,11 +408,13 @@ impl State {
         for (h, n) in hist.iter_mut().zip(&now) {
             *h = (*h).max(*n);
         }
+        let code_all = self.code_all;
         let usage: Vec<u64> = self
             .static_usage
             .iter()
             .zip(hist.iter())
-            .map(|(s, d)| s + d)
+            .zip(self.code.iter())
+            .map(|((s, d), c)| s + d + super::code::charge(code_all + c))
             .collect();
         if let Mode::Exact(record) = mode {
             for (r, u) in record.iter_mut().zip(&usage) {
@@ -394,6 +456,15 @@ impl State {
                     bytes: now_t - listed_now,
                 });
             }
+            let code_t = self.code.get(t).copied().unwrap_or(0) + self.code_all;
+            live.push(memory::LiveAllocation {
+                name: alloc::format!(
+                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, whole elements)"
+                ),
+                kind: AllocationKind::Code,
+                class: MemoryClass::Standard,
+                bytes: super::code::charge(code_t),
+            });
             let hist_t = self.dyn_hist.get(t).copied().unwrap_or(0);
             if hist_t > now_t {
                 live.push(memory::LiveAllocation {
@@ -519,6 +590,9 @@ impl State {
                     cx.relayout_cost(current, req.layout, loc.elem)
                         .ok_or(Reject::Unaligned)?,
                 );
+                if let Some(code) = cx.relayout_code(current, req.layout, loc.elem) {
+                    s.add_code(&code);
+                }
                 relayouts.push(OperandRelayout {
                     operand: i as u8,
                     from: current,
@@ -564,6 +638,7 @@ impl State {
             transient.push(a.clone());
             Some(a)
         };
+        s.add_code(&cx.plan_code(plan));
         let peak = s.check(cx, &transient, None, &mut mode, &|| {
             (
                 String::from(graph_op.mnemonic()),
@@ -640,7 +715,15 @@ impl State {
                 cx.relayout_cost(*layout, *layout, elem)
                     .ok_or(Reject::Unaligned)?,
             );
+            if let Some(code) = cx.relayout_code(*layout, *layout, elem) {
+                s.add_code(&code);
+            }
         }
+        // The body's code is emitted once; the frame is set up on every tile.
+        s.add_code_tiles(
+            body.code_all + super::code::repeat_frame_bytes(body.iterated.len()),
+            &body.code_tiles,
+        );
         // Sequence elements read only here are stored by the body.
         for seq in rep.sequences() {
             for &v in seq {

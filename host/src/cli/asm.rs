@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
-use ipuc_core::ipu21::sram::{layout, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use ipuc_core::ipu21::sram::{ELEMENT_SIZE, TILE_MEMORY_BASE, TILE_MEMORY_END};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -34,9 +34,10 @@ pub struct Args {
 /// own; they apply only to names the source leaves undefined.
 pub fn runtime_layout_defaults() -> Vec<(&'static str, u32)> {
     let mut defs = ipuc_core::runtime::link_symbols().to_vec();
-    // Generated supervisor code lives in the second executable region,
-    // which starts where the reserved state block ends (facts §1.2).
-    defs.push(("ipuc_program", layout::RESERVED_END));
+    // Generated supervisor code is linked right after the runtime; on its
+    // own the runtime listing needs some executable address for it: the
+    // second element of region 0 (facts §1.2).
+    defs.push(("ipuc_program", TILE_MEMORY_BASE + ELEMENT_SIZE));
     defs
 }
 

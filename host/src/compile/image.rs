@@ -7,19 +7,13 @@ use ipuc_core::emit::{
     area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram, KernelAbi,
 };
 use ipuc_core::ipu21::asm::{assemble, Image, Object};
-use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 use ipuc_core::lower::{Step, StepIndex, TileSchedule};
 use ipuc_core::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
 use ipuc_core::runtime::{link_with_runtime_source, symbols, RuntimeSource};
-
-/// End of the region reserved for code (runtime, generated program, argument
-/// blocks, exchange rows; patch tables are placed data): the runtime state block follows
-/// after the fetch look-ahead guard (`core::ipu21::sram::layout::CODE_LIMIT`).
-/// Every linked image must end at or below it.
-pub const CODE_END: u32 = layout::CODE_LIMIT;
 
 /// One tile's linked image.
 pub struct LinkedTile {
@@ -36,7 +30,25 @@ pub fn kernel_stubs(kernels: &dyn KernelAbi) -> Result<Object> {
         .context("assembling the kernel stub table")
 }
 
+/// Bytes of the runtime and the kernel stub table every image starts with
+/// (linked once with an empty program): the fixed part of the planner's
+/// per-tile image estimate (`PlanConfig::fixed_code_bytes`).
+pub fn fixed_code_bytes(stubs: &Object, runtime: &RuntimeSource) -> Result<u32> {
+    let empty = assemble(
+        "<empty program>",
+        "        .text\n        .supervisor\n        .globl ipuc_program\n        .p2align 3\nipuc_program:\n",
+    )
+    .map_err(|e| anyhow!("{e}"))
+    .context("assembling an empty program")?;
+    let image = link_with_runtime_source(runtime, &[stubs.clone(), empty])
+        .map_err(|e| anyhow!("{e}"))
+        .context("linking the runtime and kernel stubs")?;
+    Ok(image.end() - APPLICATION_LOAD_BASE)
+}
+
 /// Assembles one tile program and links it after the runtime and the stubs.
+/// Whether the image fits is checked against the tile's placement
+/// (`TilePlacement::check_code`), not here.
 pub fn link_tile(
     stubs: &Object,
     program: &EmittedProgram,
@@ -54,15 +66,6 @@ pub fn link_tile(
     let image = link_with_runtime_source(runtime, &[stubs.clone(), object])
         .map_err(|e| anyhow!("{e}"))
         .with_context(|| format!("linking logical tile {}", program.logical_tile))?;
-    if image.end() > CODE_END {
-        bail!(
-            "logical tile {}: code, exchange rows and tables need {} bytes but only {} fit below {:#x}",
-            program.logical_tile,
-            image.end() - APPLICATION_LOAD_BASE,
-            CODE_END - APPLICATION_LOAD_BASE,
-            CODE_END
-        );
-    }
     Ok(LinkedTile {
         logical_tile: program.logical_tile,
         physical_tile: program.physical_tile,
@@ -79,9 +82,9 @@ impl LinkedTile {
             .unwrap_or_else(|| panic!("linked image lacks `{name}`"))
     }
 
-    /// Bytes of the linked image.
+    /// Bytes of the linked image from the load address.
     pub fn code_bytes(&self) -> u32 {
-        self.image.end() - self.image.base
+        self.image.end() - APPLICATION_LOAD_BASE
     }
 
     /// Package image: one executable segment per role, split at the area labels.

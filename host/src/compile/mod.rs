@@ -28,7 +28,6 @@ use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_B
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 
 pub use bindings::INFERENCE_CALL;
-pub use image::CODE_END;
 
 /// Compiler settings (the seeds' planning flags).
 #[derive(Clone, Debug)]
@@ -117,6 +116,14 @@ pub struct CompileReport {
     pub host_descriptor_bytes_per_tile: u64,
     /// Largest linked code image (runtime + program + rows) on one tile.
     pub code_bytes_per_tile: u64,
+    /// Largest planner estimate of a tile's linked image (`plan::code`).
+    pub code_estimate_bytes_per_tile: u64,
+    /// Largest ratio of a tile's linked image to its estimate (≤ 1 when the
+    /// estimate held everywhere) and the tile it occurs on.
+    pub code_actual_over_estimate: (f64, u32),
+    /// Fewest bytes left between a tile's image and the lowest data above
+    /// it (less element and look-ahead guard), and that tile.
+    pub code_room_min: (u32, u32),
     pub tiles: usize,
     pub exchange: ExchangeSummary,
     pub times: StageTimes,
@@ -232,10 +239,14 @@ pub fn compile_with_progress(
     // when it does not fit, the plan is redone with the data budget reduced
     // by the largest per-tile patch data seen (a measured allowance), at most
     // PATCH_REPLANS times, so the planner accounts for it.
+    // The runtime and kernel stubs start every image: their size is the
+    // fixed part of the planner's per-tile image estimate.
+    let stubs = image::kernel_stubs(kernels)?;
+    let fixed_code = image::fixed_code_bytes(&stubs, &opts.runtime)?;
     let mut allowance: u64 = 0;
     let mut attempt = 0;
     let mut optimization = None;
-    let (plan, schedule, placements, exchange_plan, patch_bases) = loop {
+    let (plan, schedule, placements, exchange_plan, patch_bases, code_estimates) = loop {
         let stage = progress.stage("planning", 0);
         let plan: Plan = plan_graph(
             graph,
@@ -243,6 +254,7 @@ pub fn compile_with_progress(
                 beam_width: opts.beam_width,
                 tiles: opts.tiles,
                 budget: DATA_BUDGET_BYTES.saturating_sub(allowance),
+                fixed_code_bytes: u64::from(fixed_code),
                 min_key_parts,
             },
         )
@@ -294,7 +306,10 @@ pub fn compile_with_progress(
             schedule.step_count
         ));
 
-        let requests = requests(&schedule, |_| support_reserved());
+        // Placement keeps the bottom of region 0 free for each tile's
+        // estimated image (the elements the planner charged for it).
+        let code_estimate = |tile: u32| code_estimate_of(&plan.code_bytes, tile, fixed_code);
+        let requests = requests(&schedule, |t| support_reserved(code_estimate(t)));
         let stage = progress.stage("placement", requests.len() as u64);
         let mut placements: Vec<TilePlacement> = requests
             .par_iter()
@@ -346,7 +361,7 @@ pub fn compile_with_progress(
         ));
 
         let stage = progress.stage("patch-data placement", 0);
-        let result = place_patch_data(&schedule, &exchange_plan, &mut placements);
+        let result = place_patch_data(&schedule, &exchange_plan, &mut placements, &code_estimate);
         let peak = placements
             .iter()
             .max_by_key(|p| (p.peak.bytes, std::cmp::Reverse(p.tile)))
@@ -360,7 +375,10 @@ pub fn compile_with_progress(
             Err(_) => String::from("does not fit"),
         });
         match result {
-            Ok(bases) => break (plan, schedule, placements, exchange_plan, bases),
+            Ok(bases) => {
+                let estimates: Vec<u64> = plan.code_bytes.to_vec();
+                break (plan, schedule, placements, exchange_plan, bases, estimates);
+            }
             Err(e) if attempt < PATCH_REPLANS && u64::from(e.largest) > allowance => {
                 attempt += 1;
                 allowance = u64::from(e.largest).next_multiple_of(ALLOCATION_GRANULE);
@@ -420,7 +438,6 @@ pub fn compile_with_progress(
     times.emission_ms = stage.finish(&format!("{} tile programs", programs.len()));
 
     let stage = progress.stage("linking", programs.len() as u64);
-    let stubs = image::kernel_stubs(kernels)?;
     let images = programs
         .par_iter()
         .map(|p| {
@@ -429,10 +446,60 @@ pub fn compile_with_progress(
             linked
         })
         .collect::<Result<Vec<_>>>()?;
+    // Each image must end below its tile's lowest region-0 data (less that
+    // data's element and the fetch look-ahead): a typed error otherwise.
+    let by_logical: BTreeMap<u32, &TilePlacement> =
+        placements.iter().map(|p| (p.tile, p)).collect();
+    let mut ratio = (0.0f64, 0u32);
+    let mut room = (u32::MAX, 0u32);
+    for img in &images {
+        let bytes = img.code_bytes();
+        let estimate = code_estimates
+            .get(img.logical_tile as usize)
+            .copied()
+            .unwrap_or(u64::from(fixed_code))
+            .max(1);
+        let r = f64::from(bytes) / estimate as f64;
+        if r > ratio.0 {
+            ratio = (r, img.logical_tile);
+        }
+        let limit = match by_logical.get(&img.logical_tile) {
+            Some(p) => {
+                p.check_code(bytes)
+                    .map_err(anyhow::Error::new)
+                    .context("linking")?;
+                p.code_limit()
+            }
+            None => {
+                let empty = place_tile(&PlacementRequest {
+                    tile: img.logical_tile,
+                    reserved: support_reserved(code_estimate_of(&code_estimates, img.logical_tile, fixed_code)),
+                    ..PlacementRequest::default()
+                })
+                .map_err(anyhow::Error::new)
+                .context("linking")?;
+                empty
+                    .check_code(bytes)
+                    .map_err(anyhow::Error::new)
+                    .context("linking")?;
+                empty.code_limit()
+            }
+        };
+        let left = (limit - ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE).saturating_sub(bytes);
+        if left < room.0 {
+            room = (left, img.logical_tile);
+        }
+    }
+    let code_estimate_max = code_estimates.iter().copied().max().unwrap_or(0);
     times.linking_ms = stage.finish(&format!(
-        "{} tile images, largest code image {} bytes",
+        "{} tile images, largest code image {} bytes (largest estimate {}; image/estimate at most {:.3}, on tile {}; least room left {} bytes, on tile {})",
         images.len(),
-        images.iter().map(|i| i.code_bytes()).max().unwrap_or(0)
+        images.iter().map(|i| i.code_bytes()).max().unwrap_or(0),
+        code_estimate_max,
+        ratio.0,
+        ratio.1,
+        room.0,
+        room.1
     ));
 
     let stage = progress.stage("packaging", 0);
@@ -441,13 +508,11 @@ pub fn compile_with_progress(
         env!("CARGO_PKG_VERSION"),
         opts.name
     ));
-    let by_logical: BTreeMap<u32, &TilePlacement> =
-        placements.iter().map(|p| (p.tile, p)).collect();
     for img in &images {
         let mut tile = img.tile_image();
         tile.segments.push(Segment::data(
-            layout::COMPLETION_WORD,
-            layout::DATA_BASE - layout::COMPLETION_WORD,
+            layout::STATE_BASE,
+            layout::STATE_END - layout::STATE_BASE,
             SegmentRole::State,
             Vec::new(),
         ));
@@ -538,6 +603,9 @@ pub fn compile_with_progress(
             .map(|i| u64::from(i.code_bytes()))
             .max()
             .unwrap_or(0),
+        code_estimate_bytes_per_tile: code_estimate_max,
+        code_actual_over_estimate: ratio,
+        code_room_min: room,
         tiles: images.len(),
         exchange,
         times,
@@ -609,6 +677,7 @@ fn place_patch_data(
     schedule: &TileSchedule,
     exchange: &ExchangePlan,
     placements: &mut Vec<TilePlacement>,
+    code_estimate: &dyn Fn(u32) -> u32,
 ) -> Result<PatchBases, PatchDataDoesNotFit> {
     let mut blocks = Vec::new();
     for tile in program_tiles(schedule) {
@@ -637,7 +706,7 @@ fn place_patch_data(
             Err(i) => {
                 let empty = PlacementRequest {
                     tile,
-                    reserved: support_reserved(),
+                    reserved: support_reserved(code_estimate(tile)),
                     ..PlacementRequest::default()
                 };
                 placements.insert(i, place_tile(&empty).map_err(fail)?);
@@ -650,6 +719,13 @@ fn place_patch_data(
         bases.insert(tile, range.start);
     }
     Ok(PatchBases { bases, largest })
+}
+
+/// The planner's image estimate of `tile` (the fixed part when it has none).
+fn code_estimate_of(estimates: &[u64], tile: u32, fixed: u32) -> u32 {
+    estimates
+        .get(tile as usize)
+        .map_or(fixed, |&b| u32::try_from(b).unwrap_or(u32::MAX))
 }
 
 /// Memory-map name of a tile's patch-data block.

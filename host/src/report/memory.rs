@@ -239,6 +239,7 @@ fn kind_class(kind: ipuc_core::plan::memory::AllocationKind) -> AllocationClass 
         AllocationKind::Parameter | AllocationKind::IteratedParameter => AllocationClass::Weight,
         AllocationKind::Activation | AllocationKind::Carried => AllocationClass::Activation,
         AllocationKind::Staging | AllocationKind::Scratch => AllocationClass::Scratch,
+        AllocationKind::Code => AllocationClass::Code,
     }
 }
 
