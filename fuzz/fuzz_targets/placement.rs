@@ -35,7 +35,7 @@ impl Bytes<'_> {
 
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let mut reserved = support_reserved();
+    let mut reserved = support_reserved(4 * (b.u32() % 0x8000));
     if b.u8() % 4 == 0 {
         let start = 0x5C000 + 4 * (b.u32() % 0x8000);
         let len = 4 * (b.u32() % 0x4000);

@@ -115,7 +115,7 @@ pub fn print_compile_report(r: &CompileReport) {
         t.lowering_ms, t.placement_ms, t.exchange_ms, t.emission_ms, t.linking_ms, t.packaging_ms, t.total_ms()
     );
     println!(
-        "memory: peak {} bytes/tile charged on tile {} after placement ({} support + {} live data incl. patch data); planner bound {} ({} support + {} on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",
+        "memory: peak {} bytes/tile charged on tile {} after placement ({} runtime state + {} code elements and live data incl. patch data); planner bound {} ({} runtime state + {} code elements and data on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",
         r.placed_peak_bytes,
         r.placed_peak_tile,
         SUPPORT_CHARGE_BYTES,
@@ -129,8 +129,16 @@ pub fn print_compile_report(r: &CompileReport) {
         TILE_MEMORY_BUDGET
     );
     println!(
-        "reserved per tile: exchange tables {} bytes, host descriptors {} bytes, code image {} bytes; {} tiles",
-        r.exchange_table_bytes_per_tile, r.host_descriptor_bytes_per_tile, r.code_bytes_per_tile, r.tiles
+        "reserved per tile: exchange tables {} bytes, host descriptors {} bytes, code image {} bytes (planner estimate up to {}; image/estimate at most {:.3} on tile {}; least room left below data {} bytes on tile {}); {} tiles",
+        r.exchange_table_bytes_per_tile,
+        r.host_descriptor_bytes_per_tile,
+        r.code_bytes_per_tile,
+        r.code_estimate_bytes_per_tile,
+        r.code_actual_over_estimate.0,
+        r.code_actual_over_estimate.1,
+        r.code_room_min.0,
+        r.code_room_min.1,
+        r.tiles
     );
     let e = &r.exchange;
     println!(

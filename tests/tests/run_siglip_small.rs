@@ -177,6 +177,78 @@ fn the_same_inputs_give_a_byte_identical_package() {
     assert_eq!(ipuc_core::package::write(&read).unwrap(), a.bytes);
 }
 
+/// Bytes the linked image had to fit in before code, rows and data shared
+/// region 0: `0x4C010..0x57FC0`, below the old fixed state block.
+const OLD_CODE_AREA_BYTES: u64 = 0x5_7FC0 - 0x4_C010;
+
+/// A program whose code and exchange rows exceed the old 49 KB code area:
+/// one layer on 16 tiles with exchange pieces capped at 2 words (every
+/// piece its own send and receive controls) makes rows of tens of KB. It
+/// places (the planner charged its estimated image; data left the bottom of
+/// region 0 free), links below each tile's lowest data, runs on the
+/// simulator and matches the reference. The package is byte-identical
+/// whether compiled on one thread or two.
+#[test]
+fn a_program_larger_than_the_old_code_area_places_and_runs() {
+    let (model_opts, mut compile_opts) = options(1);
+    compile_opts.tiles = 16;
+    compile_opts.exchange_stream_words = Some(2);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| compile(&model.graph, &kernel_abi(), &compile_opts).unwrap())
+    };
+    let compiled = on(2);
+    let one = on(1);
+    assert_eq!(one.bytes, compiled.bytes, "1 vs 2 threads");
+    let r = &compiled.report;
+    assert!(
+        r.code_bytes_per_tile > OLD_CODE_AREA_BYTES,
+        "largest image {} bytes fits the old area",
+        r.code_bytes_per_tile
+    );
+    // The planner's estimate held on every tile, and every image ends
+    // below its tile's lowest region-0 data.
+    assert!(
+        r.code_actual_over_estimate.0 <= 1.0,
+        "image/estimate {:?}",
+        r.code_actual_over_estimate
+    );
+    for tile in &compiled.package.tiles {
+        let code_end = tile
+            .segments
+            .iter()
+            .filter(|s| s.flags.is_executable())
+            .map(|s| s.address + s.memory_size)
+            .max()
+            .unwrap();
+        let data_start = tile
+            .segments
+            .iter()
+            .filter(|s| !s.flags.is_executable() && s.address < 0x8_0000)
+            .map(|s| s.address)
+            .min()
+            .unwrap();
+        assert!(
+            code_end + 64 <= data_start - data_start % 0x4000,
+            "tile {}: code ends {code_end:#x}, data from {data_start:#x}",
+            tile.physical_tile
+        );
+    }
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let pixels = small_pixels();
+    let out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &device_inputs(&pixels), &weights)
+        .unwrap();
+    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let v = compare(&out, &reference, 0.2, 0.05).unwrap();
+    assert!(v.pass, "{:?}", v.outputs);
+}
+
 #[test]
 fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     // 27 layers of weights cannot fit on 16 tiles.

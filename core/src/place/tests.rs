@@ -130,24 +130,33 @@ fn disjoint_lifetimes_reuse_memory_and_overlapping_ones_do_not() {
 }
 
 #[test]
-fn standard_fills_region0_then_overflows_and_interleaved_stays_in_region1() {
+fn standard_fills_region1_then_region0_top_down_and_interleaved_stays_in_region1() {
     let req = PlacementRequest {
         tile: 0,
         reserved: runtime_reserved(),
         buffers: vec![
-            buf(0, 60_000, RegionClass::Standard, (0, 9)),
+            buf(0, 400_000, RegionClass::Standard, (0, 9)),
             buf(1, 100_000, RegionClass::Standard, (0, 9)),
+            buf(3, 20_000, RegionClass::Standard, (0, 9)),
             buf(2, 5_000, RegionClass::Interleaved, (0, 9)),
         ],
         conflicts: vec![],
     };
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
-    // Region 0's data area is 0x50000..0x58000, 0x586E0..0x5C000 and 0x64000..0x80000.
-    assert_eq!(p.address(BufferId(1)), Some(0x64000));
-    // 60 000 bytes fit nowhere else in region 0 once the 100 000 are placed.
-    assert!(p.address(BufferId(0)).unwrap() >= INTERLEAVED_BASE);
-    assert!(p.address(BufferId(2)).unwrap() >= INTERLEAVED_BASE);
+    // Interleaved first, at the bottom of region 1; the large standard
+    // buffer fills region 1 after it.
+    assert_eq!(p.address(BufferId(2)), Some(INTERLEAVED_BASE));
+    assert_eq!(p.address(BufferId(0)), Some(INTERLEAVED_BASE + 5_000));
+    // Region 0's data area is 0x50000..0x58000, 0x586E0..0x5C000 and
+    // 0x64000..0x80000, filled from the top down: the 100 000 bytes end
+    // at the top of region 0, the 20 000 at the top of the lowest window
+    // (the only one left large enough).
+    assert_eq!(
+        p.address(BufferId(1)),
+        Some(EXECUTABLE_MEMORY_LIMIT - 100_000)
+    );
+    assert_eq!(p.address(BufferId(3)), Some(0x58000 - 20_000));
     // Code's first element is blocked whole: nothing below 0x50000.
     assert!(p.allocations.iter().all(|a| a.range.start >= 0x50000));
     let names: Vec<_> = p.reserved.iter().map(|r| r.name.as_str()).collect();
@@ -167,18 +176,72 @@ fn standard_fills_region0_then_overflows_and_interleaved_stays_in_region1() {
 fn code_end_guard_covers_fetch_lookahead() {
     // Code ending 32 bytes before an element boundary: the 64-byte look-ahead
     // reaches into the next element, which must stay free of data too.
+    // Region 1 has 100 000 bytes left, so the larger standard buffer can
+    // only use region 0.
+    let code = ReservedRange {
+        name: "code".to_string(),
+        kind: ReservedKind::Code,
+        range: 0x4C010..0x4FFE0,
+    };
+    let full = BufferRequest {
+        align: 16,
+        ..buf(
+            9,
+            LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE - 100_000,
+            RegionClass::Interleaved,
+            (0, 0),
+        )
+    };
     let req = PlacementRequest {
         tile: 0,
-        reserved: vec![ReservedRange {
-            name: "code".to_string(),
-            kind: ReservedKind::Code,
-            range: 0x4C010..0x4FFE0,
-        }],
-        buffers: vec![buf(0, 64, RegionClass::Standard, (0, 0))],
+        reserved: vec![code.clone()],
+        buffers: vec![
+            full.clone(),
+            buf(
+                0,
+                EXECUTABLE_MEMORY_LIMIT - 0x54000,
+                RegionClass::Standard,
+                (0, 0),
+            ),
+        ],
         conflicts: vec![],
     };
     let p = place_tile(&req).unwrap();
     assert_eq!(p.address(BufferId(0)), Some(0x54000));
+    // The image may end 64 bytes below the data's element.
+    assert_eq!(p.code_limit(), 0x54000 - 64);
+    assert!(p.check_code(0x54000 - 64 - 0x4C010).is_ok());
+    assert_eq!(
+        p.check_code(0x54000 - 60 - 0x4C010),
+        Err(PlaceError::CodeDoesNotFit {
+            tile: 0,
+            image_bytes: 0x54000 - 60 - 0x4C010,
+            free_bytes: 0x54000 - 64 - 0x4C010,
+            limit: 0x54000 - 64,
+        })
+    );
+    // Eight bytes more do not fit anywhere.
+    let over = PlacementRequest {
+        buffers: vec![
+            full,
+            buf(
+                0,
+                EXECUTABLE_MEMORY_LIMIT - 0x54000 + 8,
+                RegionClass::Standard,
+                (0, 0),
+            ),
+        ],
+        ..req
+    };
+    assert!(matches!(place_tile(&over), Err(PlaceError::NoRoom { .. })));
+    // With nothing in region 0 the whole region below the top element is free.
+    let empty = place_tile(&PlacementRequest {
+        tile: 0,
+        reserved: vec![code],
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(empty.code_limit(), EXECUTABLE_MEMORY_LIMIT - 64);
 }
 
 #[test]
@@ -415,11 +478,12 @@ proptest! {
 
 #[test]
 fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
-    use crate::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use crate::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     // Two buffers that fit SRAM physically (region 0 data area + region 1)
-    // but whose span plus the support charge exceeds the budget by 40 bytes
-    // at step 3, where both are live.
-    let room = TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES;
+    // but whose span plus the support and code charges exceeds the budget
+    // by 40 bytes at step 3, where both are live.
+    let reserved_bytes = SUPPORT_CHARGE_BYTES + code_charge_bytes(20_000).unwrap();
+    let room = TILE_MEMORY_BUDGET - reserved_bytes;
     let low = buf(0, 150_000, RegionClass::Standard, (0, 9));
     let high = BufferRequest {
         align: 32,
@@ -428,7 +492,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
     let late = buf(2, 4096 + 40, RegionClass::Standard, (3, 4));
     let req = PlacementRequest {
         tile: 9,
-        reserved: support_reserved(),
+        reserved: support_reserved(20_000),
         buffers: vec![low.clone(), high.clone(), late],
         ..Default::default()
     };
@@ -443,7 +507,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
         }) => {
             assert_eq!(
                 (tile, step, reserved, budget),
-                (9, 3, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET)
+                (9, 3, reserved_bytes, TILE_MEMORY_BUDGET)
             );
             assert_eq!(charged - budget, 40);
             assert_eq!(
@@ -469,10 +533,11 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
 
 #[test]
 fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
-    use crate::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use crate::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    let reserved_bytes = SUPPORT_CHARGE_BYTES + code_charge_bytes(0).unwrap();
     let req = PlacementRequest {
         tile: 4,
-        reserved: support_reserved(),
+        reserved: support_reserved(0),
         buffers: vec![
             buf(0, 4000, RegionClass::Standard, (0, 2)),
             buf(1, 4000, RegionClass::Standard, (3, 5)),
@@ -482,13 +547,13 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
     let mut placed = place_tile(&req).unwrap();
     // The two buffers share an address (disjoint lifetimes); the constant,
     // live at every step, must avoid both.
-    assert_eq!(placed.peak.bytes, SUPPORT_CHARGE_BYTES + 4000);
+    assert_eq!(placed.peak.bytes, reserved_bytes + 4000);
     let c = placed.add_constant("patch data", 1000, 8).unwrap();
     for a in &placed.allocations {
         assert!(c.end <= a.range.start || a.range.end <= c.start);
     }
     assert_eq!(c.start % 8, 0);
-    assert_eq!(placed.peak.bytes, SUPPORT_CHARGE_BYTES + 5000);
+    assert_eq!(placed.peak.bytes, reserved_bytes + 5000);
     assert_eq!(placed.constants.len(), 1);
     // A block past the budget is an error naming it among the live data.
     let over = TILE_MEMORY_BUDGET - placed.peak.bytes + 1;
@@ -550,8 +615,10 @@ fn projected_residual_mlp(tokens: usize, width: usize, hidden: usize, layers: u3
 }
 
 /// The estimator bounds what placement charges, tile by tile: placing the
-/// lowered plan with the runtime's fixed ranges never charges a tile more
-/// than `SUPPORT_CHARGE_BYTES` + the planner's peak for that tile. (Before
+/// lowered plan with the runtime's ranges (the code area sized by the
+/// planner's image estimate) never charges a tile more than
+/// `SUPPORT_CHARGE_BYTES` + the planner's peak for that tile, which includes
+/// the code charge. (Before
 /// statics were charged at every moment, the bytes of weights whose
 /// storage the planner chose late were missing from earlier moments.)
 #[test]
@@ -575,7 +642,9 @@ fn placement_never_charges_more_than_the_estimate() {
             )
             .unwrap();
             let s = crate::lower::lower(g, &plan).unwrap();
-            let placed = place_schedule(&s, |_| support_reserved()).unwrap();
+            let placed =
+                place_schedule(&s, |t| support_reserved(plan.code_bytes[t as usize] as u32))
+                    .unwrap();
             for t in &placed.tiles {
                 let estimate = plan.tile_peaks[t.tile as usize];
                 assert!(

@@ -13,7 +13,7 @@
 //!
 //! The figures follow the sequences `emit` writes (`emit::program`: 4-byte
 //! instructions, 8-byte aligned areas) and the row encoder
-//! (`exchange::encode`), rounded up: every operand is assumed loaded
+//! (`exchange::encode`, `exchange::timeline`), rounded up: every operand is assumed loaded
 //! through a Repeat frame (3 instructions), every argument block stored
 //! (no sharing), every transfer run split into pieces of
 //! [`PIECE_WORDS`] words and every piece given a delay, a send with its
@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 
 use super::opplan::{PlannedCall, PlannedTransfer, Stage};
 use crate::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
-use crate::ipu21::sram::code_charge_bytes;
+use crate::ipu21::sram::{code_charge_bytes, TILE_MEMORY_BUDGET};
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
 const INSTRUCTION_BYTES: u64 = 4;
@@ -54,14 +54,20 @@ pub const ROW_FIXED_BYTES: u64 = 16;
 /// a transfer into pieces of at least 32 words to fill gaps).
 pub const PIECE_WORDS: u64 = 256;
 
-/// Sender words per piece: a delay before it, a `send` (≤ 64 items) and a
-/// receive-control split, doubled for multicasts sent to several receiver
-/// groups (`exchange::schedule`'s sender budget).
-const SEND_PIECE_BYTES: u64 = 2 * 3 * INSTRUCTION_BYTES;
+/// Sender words per piece: a delay before it and a `send` (≤ 64 items;
+/// longer pieces add `sendoff` continuations, counted apart), doubled for
+/// multicasts sent again to smaller receiver groups
+/// (`exchange::schedule`'s sender budget lets a sender's load grow 80 %).
+const SEND_PIECE_BYTES: u64 = 2 * 2 * INSTRUCTION_BYTES;
 
-/// Receiver words per piece: a `sendpicp` (2 words), its realignment split,
-/// a delay and a pointer control.
+/// Receiver words per piece: up to three control events (XPIC select, XPIC
+/// neutral, PIC pointer; `exchange::timeline`), one of them a two-word
+/// `sendpicp`, and a delay.
 const RECEIVE_PIECE_BYTES: u64 = 5 * INSTRUCTION_BYTES;
+
+/// Words of each later piece of a run, on its sender and each receiver: a
+/// delay and a `send` (sender) or an XPIC select (receiver).
+const CONTINUED_PIECE_BYTES: u64 = 2 * INSTRUCTION_BYTES;
 
 /// Per-Repeat frame set-up on every tile (stack adjust, trip count, loop
 /// counter, branch) and per iterated slot (store, load/advance/store).
@@ -80,11 +86,11 @@ pub struct CodeUse {
 }
 
 impl CodeUse {
-    /// Adds the code of one stage.
-    pub fn add_stage(&mut self, stage: &Stage) {
+    /// Adds the code of one stage (`piece_words` as for [`CodeUse::add_phase`]).
+    pub fn add_stage(&mut self, stage: &Stage, piece_words: u64) {
         match stage {
             Stage::Compute(calls) => self.add_calls(calls),
-            Stage::Exchange(transfers) => self.add_phase(transfers),
+            Stage::Exchange(transfers) => self.add_phase(transfers, piece_words),
         }
     }
 
@@ -96,8 +102,10 @@ impl CodeUse {
     }
 
     /// Adds one exchange phase: the sequence on every tile, the rows of
-    /// every sender and receiver.
-    pub fn add_phase(&mut self, transfers: &[PlannedTransfer]) {
+    /// every sender and receiver, each run counted as pieces of
+    /// `piece_words` words ([`piece_words`]).
+    pub fn add_phase(&mut self, transfers: &[PlannedTransfer], piece_words: u64) {
+        let piece_words = piece_words.max(1);
         if transfers.is_empty() {
             return;
         }
@@ -106,15 +114,23 @@ impl CodeUse {
         for t in transfers {
             let (runs, run_bytes) = runs(t);
             let words = u64::from(run_bytes / WORD_BYTES);
-            let pieces = runs * (1 + words / PIECE_WORDS);
-            let continuations =
-                runs * words.saturating_sub(u64::from(SEND_MAX_ITEMS)) / u64::from(SENDOFF_MAX_ITEMS);
+            // A run's later pieces continue its pointer (no new PIC) and
+            // its source: a delay and a send or a control each side.
+            let more = runs * (words.div_ceil(piece_words).max(1) - 1);
+            let continuations = runs * words.saturating_sub(u64::from(SEND_MAX_ITEMS))
+                / u64::from(SENDOFF_MAX_ITEMS);
             self.tiles.push((
                 t.source_tile,
-                pieces * SEND_PIECE_BYTES + continuations * INSTRUCTION_BYTES + PATCH_CALL_BYTES,
+                runs * SEND_PIECE_BYTES
+                    + more * CONTINUED_PIECE_BYTES
+                    + continuations * INSTRUCTION_BYTES
+                    + PATCH_CALL_BYTES,
             ));
             for d in &t.destinations {
-                self.tiles.push((d.tile, pieces * RECEIVE_PIECE_BYTES));
+                self.tiles.push((
+                    d.tile,
+                    runs * RECEIVE_PIECE_BYTES + more * CONTINUED_PIECE_BYTES,
+                ));
             }
         }
         // Each tile taking part gets one row's fixed words.
@@ -123,6 +139,21 @@ impl CodeUse {
         part.dedup();
         self.tiles
             .extend(part.into_iter().map(|t| (t, ROW_FIXED_BYTES)));
+    }
+
+    /// Sums the entries of each tile into one, sorted by tile (a cached
+    /// use is added to many states).
+    pub fn compact(mut self) -> Self {
+        self.tiles.sort_unstable_by_key(|&(t, _)| t);
+        let mut out: Vec<(u32, u64)> = Vec::with_capacity(self.tiles.len());
+        for (t, b) in self.tiles {
+            match out.last_mut() {
+                Some(last) if last.0 == t => last.1 += b,
+                _ => out.push((t, b)),
+            }
+        }
+        self.tiles = out;
+        self
     }
 
     /// Adds another use.
@@ -142,10 +173,18 @@ impl CodeUse {
     }
 }
 
+/// Piece length the estimate assumes: [`PIECE_WORDS`], or the exchange
+/// stream cap when it is shorter (`--exchange-stream-words`: the scheduler
+/// starts a new piece, with its own send and receive controls, past it).
+pub fn piece_words(max_stream_words: Option<u32>) -> u64 {
+    max_stream_words.map_or(PIECE_WORDS, |w| u64::from(w.max(1)).min(PIECE_WORDS))
+}
+
 /// Runs a transfer is moved as: one contiguous run when both sides are
 /// packed, else one per row (as `emit::exchange` wires it).
 fn runs(t: &PlannedTransfer) -> (u64, u32) {
-    let packed = t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
+    let packed =
+        t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
     if packed {
         (1, t.rows.saturating_mul(t.row_bytes))
     } else {
@@ -168,11 +207,12 @@ pub const fn repeat_frame_bytes(slots: usize) -> u64 {
 
 /// Per-tile charge of an image estimate of `image_bytes`: the whole
 /// elements it blocks ([`code_charge_bytes`]); an image that cannot fit in
-/// region 0 is charged more than any budget.
+/// region 0 is charged the whole budget plus its bytes, so no plan with it
+/// is accepted (the report names the estimated image).
 pub fn charge(image_bytes: u64) -> u64 {
     match u32::try_from(image_bytes).ok().and_then(code_charge_bytes) {
         Some(c) => u64::from(c),
-        None => u64::from(u32::MAX).saturating_add(image_bytes),
+        None => u64::from(TILE_MEMORY_BUDGET).saturating_add(image_bytes),
     }
 }
 
@@ -203,12 +243,15 @@ mod tests {
             }],
         };
         let mut c = CodeUse::default();
-        c.add_phase(core::slice::from_ref(&t));
+        c.add_phase(core::slice::from_ref(&t), PIECE_WORDS);
         let mut all = 0;
         let mut usage = alloc::vec![0u64; 8];
         c.accumulate(&mut all, &mut usage);
         assert_eq!(all, PHASE_SEQUENCE_BYTES);
-        assert_eq!(usage[3], SEND_PIECE_BYTES + PATCH_CALL_BYTES + ROW_FIXED_BYTES);
+        assert_eq!(
+            usage[3],
+            SEND_PIECE_BYTES + PATCH_CALL_BYTES + ROW_FIXED_BYTES
+        );
         assert_eq!(usage[5], RECEIVE_PIECE_BYTES + ROW_FIXED_BYTES);
         assert_eq!(usage[4], 0);
         // Strided rows are moved run by run.
@@ -218,15 +261,26 @@ mod tests {
             ..t
         };
         let mut c = CodeUse::default();
-        c.add_phase(core::slice::from_ref(&strided));
+        c.add_phase(core::slice::from_ref(&strided), PIECE_WORDS);
         let mut usage = alloc::vec![0u64; 8];
         c.accumulate(&mut all, &mut usage);
         assert_eq!(usage[5], 4 * RECEIVE_PIECE_BYTES + ROW_FIXED_BYTES);
+        // A stream cap of 4 words cuts each 16-word run into 4 pieces.
+        let mut c = CodeUse::default();
+        c.add_phase(core::slice::from_ref(&strided), piece_words(Some(4)));
+        let mut usage = alloc::vec![0u64; 8];
+        c.accumulate(&mut all, &mut usage);
+        assert_eq!(
+            usage[5],
+            4 * RECEIVE_PIECE_BYTES + 12 * CONTINUED_PIECE_BYTES + ROW_FIXED_BYTES
+        );
+        assert_eq!(piece_words(None), PIECE_WORDS);
+        assert_eq!(piece_words(Some(100_000)), PIECE_WORDS);
     }
 
     #[test]
     fn charge_is_whole_elements_and_huge_past_region_0() {
         assert_eq!(charge(100), 0x4000);
-        assert!(charge(300_000) > u64::from(u32::MAX));
+        assert!(charge(300_000) > u64::from(TILE_MEMORY_BUDGET));
     }
 }

@@ -41,6 +41,9 @@ pub struct PlanConfig {
     /// (the host links them first and knows their size; the default is a
     /// conservative [`DEFAULT_FIXED_CODE_BYTES`]).
     pub fixed_code_bytes: u64,
+    /// The exchange stream cap the rows will be scheduled with
+    /// (`--exchange-stream-words`): shorter pieces make longer rows.
+    pub max_stream_words: Option<u32>,
     /// Fewest key/value blocks per head an attention plan may use (default
     /// 1: any; see [`super::candidates::GenConfig::min_key_parts`]).
     pub min_key_parts: u32,
@@ -53,6 +56,7 @@ impl Default for PlanConfig {
             tiles: TILE_COUNT,
             budget: DATA_BUDGET_BYTES,
             fixed_code_bytes: DEFAULT_FIXED_CODE_BYTES,
+            max_stream_words: None,
             min_key_parts: 1,
         }
     }
@@ -87,6 +91,9 @@ pub struct SearchCx<'g> {
     pub(super) stats: RefCell<PlanStats>,
     pub(super) candidate_cache: RefCell<BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
     pub(super) relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
+    /// Code of each op plan applied so far, keyed by the plan's address;
+    /// the entry holds the plan, so the address is not reused meanwhile.
+    pub(super) plan_code_cache: RefCell<BTreeMap<usize, (Arc<OpPlan>, Arc<super::code::CodeUse>)>>,
     pub(super) relayout_code_cache:
         RefCell<BTreeMap<(Layout, Layout, u32), Option<Arc<super::code::CodeUse>>>>,
     pub(super) region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
@@ -102,6 +109,7 @@ impl<'g> SearchCx<'g> {
             candidate_cache: RefCell::new(BTreeMap::new()),
             relayout_cache: RefCell::new(BTreeMap::new()),
             relayout_code_cache: RefCell::new(BTreeMap::new()),
+            plan_code_cache: RefCell::new(BTreeMap::new()),
             region_cache: RefCell::new(BTreeMap::new()),
             region_label: RefCell::new(String::from("top level")),
         }
@@ -192,9 +200,12 @@ impl<'g> SearchCx<'g> {
         .ok()
         .map(|r| {
             let mut code = super::code::CodeUse::default();
-            code.add_phase(&r.transfers);
+            code.add_phase(
+                &r.transfers,
+                super::code::piece_words(self.config.max_stream_words),
+            );
             code.add_calls(&r.copies);
-            Arc::new(code)
+            Arc::new(code.compact())
         });
         self.relayout_code_cache
             .borrow_mut()
@@ -202,12 +213,21 @@ impl<'g> SearchCx<'g> {
         c
     }
 
-    /// Estimated image bytes of an op plan's stages.
-    pub fn plan_code(&self, plan: &OpPlan) -> super::code::CodeUse {
-        let mut code = super::code::CodeUse::default();
-        for stage in &plan.stages {
-            code.add_stage(stage);
+    /// Estimated image bytes of an op plan's stages, memoised per plan.
+    pub fn plan_code(&self, plan: &Arc<OpPlan>) -> Arc<super::code::CodeUse> {
+        let key = Arc::as_ptr(plan) as usize;
+        if let Some((_, c)) = self.plan_code_cache.borrow().get(&key) {
+            return c.clone();
         }
+        let mut code = super::code::CodeUse::default();
+        let piece = super::code::piece_words(self.config.max_stream_words);
+        for stage in &plan.stages {
+            code.add_stage(stage, piece);
+        }
+        let code = Arc::new(code.compact());
+        self.plan_code_cache
+            .borrow_mut()
+            .insert(key, (plan.clone(), code.clone()));
         code
     }
 

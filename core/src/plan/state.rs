@@ -290,7 +290,10 @@ impl State {
         if code.all == 0 && code.tiles.is_empty() {
             return;
         }
-        code.accumulate(&mut self.code_all, Arc::make_mut(&mut self.code).as_mut_slice());
+        code.accumulate(
+            &mut self.code_all,
+            Arc::make_mut(&mut self.code).as_mut_slice(),
+        );
     }
 
     /// Adds per-tile image bytes (a Repeat body's) and `all` on every tile.

@@ -82,6 +82,19 @@ impl LinkedTile {
             .unwrap_or_else(|| panic!("linked image lacks `{name}`"))
     }
 
+    /// Bytes of the image's parts: (runtime + stubs, supervisor program +
+    /// argument blocks, exchange rows).
+    pub fn part_bytes(&self) -> (u32, u32, u32) {
+        let program = self.symbol(symbols::PROGRAM);
+        let rows = self.symbol(area_label(Area::Rows));
+        let end = self.symbol(area_label(Area::End));
+        (
+            program - APPLICATION_LOAD_BASE,
+            rows - program,
+            end.saturating_sub(rows),
+        )
+    }
+
     /// Bytes of the linked image from the load address.
     pub fn code_bytes(&self) -> u32 {
         self.image.end() - APPLICATION_LOAD_BASE

@@ -255,6 +255,7 @@ pub fn compile_with_progress(
                 tiles: opts.tiles,
                 budget: DATA_BUDGET_BYTES.saturating_sub(allowance),
                 fixed_code_bytes: u64::from(fixed_code),
+                max_stream_words: opts.exchange_stream_words,
                 min_key_parts,
             },
         )
@@ -473,7 +474,11 @@ pub fn compile_with_progress(
             None => {
                 let empty = place_tile(&PlacementRequest {
                     tile: img.logical_tile,
-                    reserved: support_reserved(code_estimate_of(&code_estimates, img.logical_tile, fixed_code)),
+                    reserved: support_reserved(code_estimate_of(
+                        &code_estimates,
+                        img.logical_tile,
+                        fixed_code,
+                    )),
                     ..PlacementRequest::default()
                 })
                 .map_err(anyhow::Error::new)
@@ -489,6 +494,25 @@ pub fn compile_with_progress(
         if left < room.0 {
             room = (left, img.logical_tile);
         }
+    }
+    // Developer aid: per-tile image estimate vs the linked parts, for
+    // calibrating `plan::code`.
+    if let Some(path) = std::env::var_os("IPUC_DUMP_CODE") {
+        let mut text = String::from("tile estimate image runtime program rows\n");
+        for img in &images {
+            let (runtime, program, rows) = img.part_bytes();
+            text.push_str(&format!(
+                "{} {} {} {runtime} {program} {rows}\n",
+                img.logical_tile,
+                code_estimates
+                    .get(img.logical_tile as usize)
+                    .copied()
+                    .unwrap_or(0),
+                img.code_bytes()
+            ));
+        }
+        std::fs::write(&path, text)
+            .with_context(|| format!("writing {}", path.to_string_lossy()))?;
     }
     let code_estimate_max = code_estimates.iter().copied().max().unwrap_or(0);
     times.linking_ms = stage.finish(&format!(
