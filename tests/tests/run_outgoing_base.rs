@@ -170,19 +170,30 @@ fn a_corrupted_or_stale_outgoing_base_fails() {
         run(&model, &weights, &zero).is_err(),
         "base 0 went unnoticed"
     );
-    // The per-iteration update dropped: every iteration sends from
-    // iteration 0's source (layer 0's weights in every layer).
+    // The per-iteration update dropped on every relocated sender: every
+    // iteration sends from iteration 0's source (layer 0's weights in every
+    // layer). (All of them, so the error does not hinge on which weight
+    // block the plan gave the first sender.)
     let mut stale = on.package.clone();
-    let n = rewrite_base_loads(&mut stale, tile, |slot| {
-        [
-            if slot == sender.frame_slot {
-                Instruction::setzi(m::M8, sender.base)
-            } else {
-                Instruction::ld32(m::M8, m::M11, MReg::ZERO, slot)
-            },
-            Instruction::put(Csr::OUTGOING_BASE, m::M8),
-        ]
-    });
+    let senders = &on.report.exchange.audit.outgoing_base.senders;
+    let mut tiles: Vec<u16> = senders.iter().map(|s| s.tile.get()).collect();
+    tiles.sort_unstable();
+    tiles.dedup();
+    let mut n = 0;
+    for t in tiles {
+        n += rewrite_base_loads(&mut stale, t, |slot| {
+            let frozen = senders
+                .iter()
+                .find(|s| s.tile.get() == t && s.frame_slot == slot);
+            [
+                match frozen {
+                    Some(s) => Instruction::setzi(m::M8, s.base),
+                    None => Instruction::ld32(m::M8, m::M11, MReg::ZERO, slot),
+                },
+                Instruction::put(Csr::OUTGOING_BASE, m::M8),
+            ]
+        });
+    }
     assert!(n > 0);
     assert!(
         run(&model, &weights, &stale).is_err(),

@@ -328,11 +328,19 @@ mod tests {
         }];
         assert_eq!(first_fit(&windows, &[], 0x100, 32), Ok(0x6FF00));
         assert_eq!(
-            first_fit(&windows, &[0x6FF00..0x70000], 0x100, 32),
+            first_fit(
+                &windows,
+                core::slice::from_ref(&(0x6FF00..0x70000)),
+                0x100,
+                32
+            ),
             Ok(0x6FE00)
         );
         // Unaligned top: the start rounds down.
-        assert_eq!(first_fit(&windows, &[0x6FFF8..0x70000], 8, 32), Ok(0x6FFE0));
+        assert_eq!(
+            first_fit(&windows, core::slice::from_ref(&(0x6FFF8..0x70000)), 8, 32),
+            Ok(0x6FFE0)
+        );
         assert_eq!(first_fit(&windows, &[], 0x10001, 32), Err(0x10000));
     }
 }

@@ -80,6 +80,11 @@ pub struct PlanStats {
 pub(super) type BoundaryKey = (RegionId, Vec<Layout>, Vec<Layout>);
 /// A cached region search: its frontier, or the report of why none fits.
 pub(super) type BodyFrontier = Result<Arc<Vec<Arc<BodyPlan>>>, Arc<MemoryRejection>>;
+/// A shared code estimate (`plan::code`).
+pub(super) type CodeRef = Arc<super::code::CodeUse>;
+/// An op plan with its code estimate (the plan is kept so its address,
+/// the cache key, is not reused).
+pub(super) type PlanCode = (Arc<OpPlan>, CodeRef);
 pub(super) type CandidateKey = (OpId, Vec<Option<Layout>>);
 
 /// Shared search context.
@@ -93,9 +98,8 @@ pub struct SearchCx<'g> {
     pub(super) relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
     /// Code of each op plan applied so far, keyed by the plan's address;
     /// the entry holds the plan, so the address is not reused meanwhile.
-    pub(super) plan_code_cache: RefCell<BTreeMap<usize, (Arc<OpPlan>, Arc<super::code::CodeUse>)>>,
-    pub(super) relayout_code_cache:
-        RefCell<BTreeMap<(Layout, Layout, u32), Option<Arc<super::code::CodeUse>>>>,
+    pub(super) plan_code_cache: RefCell<BTreeMap<usize, PlanCode>>,
+    pub(super) relayout_code_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<CodeRef>>>,
     pub(super) region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
 }
