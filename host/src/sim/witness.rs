@@ -32,6 +32,8 @@
 
 use std::collections::VecDeque;
 
+use rayon::prelude::*;
+
 use ipuc_core::exchange::{RowBases, WordMove};
 use ipuc_core::ipu21::exchange_model::{
     pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
@@ -501,13 +503,33 @@ impl SteppedPhase {
             .map(|t| selections(&t.controls, true))
             .collect();
         partner_busy(tiles, at, &paired_sel)?;
-        let mut moves = Vec::new();
-        for (i, t) in tiles.iter().enumerate() {
-            let partner = t.row.location.tile.pair_partner();
-            let theirs: &[(u32, u32, u32)] = at[partner.index()].map_or(&[], |j| &paired_sel[j]);
-            receive(t, &paired_sel[i], theirs, tiles, at, &mut moves)?;
+        // Receivers are independent: each is stepped (and its moves sorted)
+        // on its own, in parallel. Every move of receiver `d` has
+        // `dst_tile == d` (the first sort key), so concatenating the
+        // receivers' sorted moves in tile order is the whole phase sorted,
+        // and the first fault in call order is the one a serial pass finds.
+        let per_receiver: Vec<Result<Vec<WordMove>, WitnessFault>> = tiles
+            .par_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let partner = t.row.location.tile.pair_partner();
+                let theirs: &[(u32, u32, u32)] =
+                    at[partner.index()].map_or(&[], |j| &paired_sel[j]);
+                let mut moves = Vec::new();
+                receive(t, &paired_sel[i], theirs, tiles, at, &mut moves)?;
+                moves.sort_unstable();
+                Ok(moves)
+            })
+            .collect();
+        let mut by_tile: Vec<(u16, Vec<WordMove>)> = Vec::with_capacity(tiles.len());
+        for (t, r) in tiles.iter().zip(per_receiver) {
+            by_tile.push((t.row.location.tile.get(), r?));
         }
-        moves.sort_unstable();
+        by_tile.sort_unstable_by_key(|b| b.0);
+        let mut moves = Vec::with_capacity(by_tile.iter().map(|b| b.1.len()).sum());
+        for (_, m) in by_tile {
+            moves.extend_from_slice(&m);
+        }
         Ok(moves)
     }
 }
@@ -592,6 +614,7 @@ fn receive(
     let mut pending: VecDeque<InFlight> = VecDeque::new();
     let mut ci = 0usize;
     let (mut own_i, mut their_i) = (0usize, 0usize);
+    let mut route: Option<(u32, PhysicalTile, i32, u32)> = None;
     let mut e = 0u32;
     loop {
         // Controls taking effect at e.
@@ -624,9 +647,23 @@ fn receive(
                 return Err(fault(e, None, WitnessFaultKind::PairedStreams));
             }
             if xpic != XPIC_NEUTRAL {
-                let s = source_tile(e, xpic)?;
-                let x = i64::from(e) - i64::from(mux_time(s, d)) - 1;
-                let bit = u32::from(direction(s, d).sctl_bit());
+                // The route facts of the selected source, computed once per
+                // selection rather than once per event.
+                let (s, tm, bit) = match route {
+                    Some(r) if r.0 == xpic => (r.1, r.2, r.3),
+                    _ => {
+                        let s = source_tile(e, xpic)?;
+                        let r = (
+                            xpic,
+                            s,
+                            mux_time(s, d),
+                            u32::from(direction(s, d).sctl_bit()),
+                        );
+                        route = Some(r);
+                        (s, r.2, r.3)
+                    }
+                };
+                let x = i64::from(e) - i64::from(tm) - 1;
                 let item = on_wire(wire_of(s), x)
                     .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED == 0)
                     .map(|(b, k)| (b.first_byte.wrapping_add(4 * k), x as u32));
