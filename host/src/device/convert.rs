@@ -1,6 +1,7 @@
 //! Host f32 ↔ binding element bytes (F32, F16, IPU FP8 with scale).
 
 use anyhow::{bail, Result};
+use rayon::prelude::*;
 
 use ipuc_core::numeric::{f16_bits_to_f32, f32_to_f16_bits, F8Format, Fp8, Overflow};
 use ipuc_core::package::DType;
@@ -28,8 +29,11 @@ pub fn encode_elements(values: &[f32], dtype: DType, scale: i8) -> Result<Vec<u8
             .collect(),
         DType::F8E4M3 | DType::F8E5M2 => {
             let f = fp8(dtype, scale)?.expect("FP8 dtype");
+            // Weight tensors run to millions of elements: encode them in
+            // parallel (an indexed collect keeps the element order).
             values
-                .iter()
+                .par_iter()
+                .with_min_len(1 << 14)
                 .map(|&v| f.encode(v, Overflow::Saturate))
                 .collect()
         }

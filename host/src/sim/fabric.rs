@@ -50,6 +50,33 @@ pub trait PhaseMemory {
         }
         words
     }
+    /// Appends the `n` words from byte `addr` of `tile` to `out`, all or
+    /// none: `false` (and nothing appended) when any is outside memory.
+    fn read_words(&self, tile: PhysicalTile, addr: u32, n: u32, out: &mut Vec<u32>) -> bool {
+        let start = out.len();
+        for k in 0..n {
+            match self.read_u32(tile, addr.wrapping_add(4 * k)) {
+                Some(w) => out.push(w),
+                None => {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+    /// Stores `values` from byte `addr` of `tile` on, all or none: `false`
+    /// (and nothing stored) when any word is outside memory.
+    fn write_words(&mut self, tile: PhysicalTile, addr: u32, values: &[u32]) -> bool {
+        let n = values.len() as u32;
+        if (0..n).any(|k| self.read_u32(tile, addr.wrapping_add(4 * k)).is_none()) {
+            return false;
+        }
+        for (k, &v) in values.iter().enumerate() {
+            self.write_u32(tile, addr.wrapping_add(4 * k as u32), v);
+        }
+        true
+    }
 }
 
 /// What stopped a phase.
@@ -396,12 +423,48 @@ fn apply_moves(moves: &[WordMove], memory: &mut impl PhaseMemory) -> Result<(), 
         }
     };
     if !overlap {
-        let mut values = Vec::with_capacity(moves.len());
-        for m in moves {
-            values.push(read(&|t, a| memory.read_u32(t, a), m)?);
+        // In bulk: each run of moves with consecutive source and destination
+        // words between one pair of tiles is one slice read and one slice
+        // write. A run that leaves memory is redone word by word, so the
+        // fault (and the words stored before it) are those of the per-word
+        // order: every read first, then every write, in move order.
+        let mut bulk = Vec::new();
+        let mut i = 0;
+        while i < moves.len() {
+            let m = &moves[i];
+            let mut j = i + 1;
+            while j < moves.len() {
+                let (n, k) = (&moves[j], (j - i) as u32);
+                if n.src_tile != m.src_tile
+                    || n.dst_tile != m.dst_tile
+                    || n.src_word != m.src_word.wrapping_add(k)
+                    || n.dst_word != m.dst_word.wrapping_add(k)
+                {
+                    break;
+                }
+                j += 1;
+            }
+            bulk.push((i, j));
+            i = j;
         }
-        for (m, v) in moves.iter().zip(values) {
-            write(&mut |t, a, v| memory.write_u32(t, a, v), m, v)?;
+        let mut values = Vec::with_capacity(moves.len());
+        for &(i, j) in &bulk {
+            let m = &moves[i];
+            let (tile, addr) = (tile_of(m.src_tile), m.src_word.wrapping_mul(4));
+            if !memory.read_words(tile, addr, (j - i) as u32, &mut values) {
+                for m in &moves[i..j] {
+                    values.push(read(&|t, a| memory.read_u32(t, a), m)?);
+                }
+            }
+        }
+        for &(i, j) in &bulk {
+            let m = &moves[i];
+            let (tile, addr) = (tile_of(m.dst_tile), m.dst_word.wrapping_mul(4));
+            if !memory.write_words(tile, addr, &values[i..j]) {
+                for (m, &v) in moves[i..j].iter().zip(&values[i..j]) {
+                    write(&mut |t, a, v| memory.write_u32(t, a, v), m, v)?;
+                }
+            }
         }
         return Ok(());
     }
@@ -551,6 +614,48 @@ impl PhaseMemory for DeviceMemory<'_> {
         match self.index.get(tile.index()).copied().flatten() {
             Some(i) => self.tiles[i].memory_mut().write_u32(addr, value).is_ok(),
             None => false,
+        }
+    }
+    fn read_words(&self, tile: PhysicalTile, addr: u32, n: u32, out: &mut Vec<u32>) -> bool {
+        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
+            return false;
+        };
+        let Some(len) = n.checked_mul(4) else {
+            return false;
+        };
+        match self.tiles[i].memory().slice(addr, len) {
+            Ok(bytes) if addr.is_multiple_of(4) => {
+                out.extend(
+                    bytes
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+                true
+            }
+            _ => false,
+        }
+    }
+    fn write_words(&mut self, tile: PhysicalTile, addr: u32, values: &[u32]) -> bool {
+        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
+            return false;
+        };
+        let Some(len) = u32::try_from(values.len())
+            .ok()
+            .and_then(|n| n.checked_mul(4))
+        else {
+            return false;
+        };
+        if !addr.is_multiple_of(4) {
+            return false;
+        }
+        match self.tiles[i].memory_mut().slice_mut(addr, len) {
+            Ok(bytes) => {
+                for (c, v) in bytes.chunks_exact_mut(4).zip(values) {
+                    c.copy_from_slice(&v.to_le_bytes());
+                }
+                true
+            }
+            Err(_) => false,
         }
     }
 }
