@@ -101,19 +101,18 @@ impl CaseResult {
 /// Mismatches kept per case for the report.
 pub const MAX_REPORTED: usize = 8;
 
-/// Deterministic xorshift64* generator (fixed seeds; not for cryptography).
-struct Rng(u64);
+/// Deterministic generator for backgrounds and patch lists (xoshiro256++
+/// from `rand_xoshiro`, fixed seeds; not for cryptography).
+struct Rng(rand_xoshiro::Xoshiro256PlusPlus);
 
 impl Rng {
     fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        Rng(rand_core::SeedableRng::seed_from_u64(seed))
     }
     fn next_u32(&mut self) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+        rand_core::RngCore::next_u32(&mut self.0)
     }
+    /// Uniform in `0..n` (multiply-shift; n > 0).
     fn below(&mut self, n: u32) -> u32 {
         ((u64::from(self.next_u32()) * u64::from(n)) >> 32) as u32
     }

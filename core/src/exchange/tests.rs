@@ -209,7 +209,7 @@ fn requests_are_validated() {
 fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
     let mut exercised = 0;
     for seed in 0..400u64 {
-        let mut r = SplitMix64(seed);
+        let mut r = SplitMix64::new(seed);
         let phase = random_phase(RandomPhaseSpec {
             tiles: 2 + r.below(300) as u32,
             words: 1 + r.below(6) as u32,

@@ -296,7 +296,12 @@ impl<'g> Builder<'g> {
                 .ok_or(LowerError::Mismatch { what: "op" })?;
             let origin = StepOrigin {
                 op: pos as u32,
-                label: format!("{}#{}", op.mnemonic(), p.op.index()),
+                // The model's name for the op (the graph builder's label,
+                // e.g. `encoder.layers.*.mlp.fc1`), else mnemonic#index.
+                label: self.graph.label(p.op).map_or_else(
+                    || format!("{}#{}", op.mnemonic(), p.op.index()),
+                    String::from,
+                ),
             };
             if let Some(body) = &p.repeat {
                 self.lower_repeat(p, body, &origin, out)?;

@@ -805,5 +805,5 @@ fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segm
 
 /// Lower-case hex of a digest.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }

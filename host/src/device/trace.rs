@@ -70,7 +70,7 @@ impl Steps {
         let i = self.list.len() as u32;
         self.list.push(ProfileStep {
             kind,
-            operation: operation.to_string(),
+            operation: crate::report::profile::operation_in_iteration(operation, iteration),
             iteration,
         });
         self.index.insert(key, i);

@@ -1,15 +1,14 @@
-//! Minimal, strict reader/writer for NumPy `.npy` files holding little-endian
-//! float32 arrays in C order: the only kind ipuc exchanges with Python.
-//!
-//! Format (NumPy NEP 1): magic `\x93NUMPY`, major/minor version, header length
-//! (u16 for v1, u32 for v2/v3), an ASCII/UTF-8 Python dict literal with
-//! `descr`, `fortran_order` and `shape`, padded with spaces and a newline so the
-//! data starts 64-byte aligned, then the raw data.
+//! `.npy` files holding little-endian float32 arrays in C order (the only
+//! kind ipuc exchanges with Python), read and written by the `npyz` crate.
+//! This module keeps ipuc's strict checks and typed errors around it: the
+//! dtype must be `<f4`, the order C, the data exactly as long as the shape
+//! says.
 
-use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use npyz::WriterBuilder;
+
+/// The `.npy` magic (NumPy NEP 1): files without it are "not `.npy`".
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 /// A float32 array read from or written to `.npy`.
@@ -21,7 +20,9 @@ pub struct NpyArray {
     pub data: Vec<f32>,
 }
 
-/// What went wrong with an `.npy` file, and where.
+/// What went wrong with an `.npy` file, and where: `path: kind`, with the
+/// kind's own cause (an OS error) as this error's source, so an error chain
+/// prints every cause once.
 #[derive(Debug)]
 pub struct NpyError {
     /// The file.
@@ -30,22 +31,41 @@ pub struct NpyError {
     pub kind: NpyErrorKind,
 }
 
+impl std::fmt::Display for NpyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.kind)
+    }
+}
+
+impl std::error::Error for NpyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
+}
+
 /// The problem an [`NpyError`] reports.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum NpyErrorKind {
-    /// Reading or writing failed.
-    Io(std::io::Error),
+    /// Reading or writing failed (the OS error is the source).
+    #[error("could not read or write the file")]
+    Io(#[source] std::io::Error),
     /// The first bytes are not the `.npy` magic.
+    #[error("not a .npy file (missing \\x93NUMPY magic)")]
     NotNpy,
     /// A version other than 1.0, 2.0, 3.0.
+    #[error("unsupported .npy version {0}.{1}")]
     UnsupportedVersion(u8, u8),
-    /// The header dict could not be parsed.
+    /// The header could not be parsed.
+    #[error("malformed .npy header: {0}")]
     BadHeader(String),
     /// A dtype other than little-endian float32.
+    #[error("dtype {0:?} not supported; ipuc reads little-endian float32 ('<f4') only")]
     UnsupportedDtype(String),
     /// Fortran-ordered data.
+    #[error("Fortran-ordered arrays are not supported; save C order")]
     FortranOrder,
     /// The data section is shorter or longer than the shape says.
+    #[error("data section has {found} bytes but the header's shape needs {expected} (truncated or corrupt)")]
     DataLength {
         /// Bytes the shape requires.
         expected: usize,
@@ -53,6 +73,7 @@ pub enum NpyErrorKind {
         found: usize,
     },
     /// An element is NaN or infinite where finite inputs are required.
+    #[error("element {index} is {value}; inputs must be finite")]
     NonFinite {
         /// C-order element index.
         index: usize,
@@ -60,6 +81,7 @@ pub enum NpyErrorKind {
         value: f32,
     },
     /// The data does not have the shape the caller needs.
+    #[error("shape {found:?} does not match the expected [{}]", dims(expected))]
     ShapeMismatch {
         /// What was required (`None` = any size along that axis).
         expected: Vec<Option<usize>>,
@@ -68,53 +90,12 @@ pub enum NpyErrorKind {
     },
 }
 
-impl fmt::Display for NpyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = self.path.display();
-        match &self.kind {
-            // The OS error is the source (printed once by the error chain).
-            NpyErrorKind::Io(_) => write!(f, "{p}"),
-            NpyErrorKind::NotNpy => write!(f, "{p}: not a .npy file (missing \\x93NUMPY magic)"),
-            NpyErrorKind::UnsupportedVersion(a, b) => {
-                write!(f, "{p}: unsupported .npy version {a}.{b}")
-            }
-            NpyErrorKind::BadHeader(why) => write!(f, "{p}: malformed .npy header: {why}"),
-            NpyErrorKind::UnsupportedDtype(d) => write!(
-                f,
-                "{p}: dtype {d:?} not supported; ipuc reads little-endian float32 ('<f4') only"
-            ),
-            NpyErrorKind::FortranOrder => {
-                write!(f, "{p}: Fortran-ordered arrays are not supported; save C order")
-            }
-            NpyErrorKind::DataLength { expected, found } => write!(
-                f,
-                "{p}: data section has {found} bytes but the header's shape needs {expected} (truncated or corrupt)"
-            ),
-            NpyErrorKind::NonFinite { index, value } => {
-                write!(f, "{p}: element {index} is {value}; inputs must be finite")
-            }
-            NpyErrorKind::ShapeMismatch { expected, found } => {
-                let exp: Vec<String> = expected
-                    .iter()
-                    .map(|d| d.map_or_else(|| "*".to_string(), |v| v.to_string()))
-                    .collect();
-                write!(
-                    f,
-                    "{p}: shape {found:?} does not match the expected [{}]",
-                    exp.join(", ")
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for NpyError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            NpyErrorKind::Io(e) => Some(e),
-            _ => None,
-        }
-    }
+fn dims(expected: &[Option<usize>]) -> String {
+    expected
+        .iter()
+        .map(|d| d.map_or_else(|| "*".to_string(), |v| v.to_string()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn err(path: &Path, kind: NpyErrorKind) -> NpyError {
@@ -142,55 +123,41 @@ impl NpyArray {
             return Err(NpyErrorKind::NotNpy);
         }
         let (major, minor) = (bytes[6], bytes[7]);
-        let (header_len, header_start) = match major {
-            1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-            2 | 3 => {
-                if bytes.len() < 12 {
-                    return Err(NpyErrorKind::BadHeader(
-                        "file ends inside the header length".into(),
-                    ));
-                }
-                let n = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-                (n as usize, 12)
-            }
-            _ => return Err(NpyErrorKind::UnsupportedVersion(major, minor)),
-        };
-        let data_start = header_start + header_len;
-        if bytes.len() < data_start {
-            return Err(NpyErrorKind::BadHeader(format!(
-                "header claims {header_len} bytes but the file has only {}",
-                bytes.len() - header_start
-            )));
+        if !matches!((major, minor), (1..=3, 0)) {
+            return Err(NpyErrorKind::UnsupportedVersion(major, minor));
         }
-        let header = std::str::from_utf8(&bytes[header_start..data_start])
-            .map_err(|_| NpyErrorKind::BadHeader("header is not UTF-8".into()))?;
-        let parsed = Header::parse(header)?;
-        if parsed.descr != "<f4" && parsed.descr != "=f4" {
-            return Err(NpyErrorKind::UnsupportedDtype(parsed.descr));
+        // The header reader consumes the header; what is left is the data.
+        let mut data: &[u8] = bytes;
+        let header = npyz::NpyHeader::from_reader(&mut data)
+            .map_err(|e| NpyErrorKind::BadHeader(e.to_string()))?;
+        let descr = header.dtype().descr();
+        if descr != "'<f4'" {
+            return Err(NpyErrorKind::UnsupportedDtype(
+                descr.trim_matches('\'').to_string(),
+            ));
         }
-        if parsed.fortran_order {
+        if header.order() == npyz::Order::Fortran {
             return Err(NpyErrorKind::FortranOrder);
         }
-        let count = Self::element_count(&parsed.shape)
-            .ok_or_else(|| NpyErrorKind::BadHeader("shape element count overflows".into()))?;
-        let expected = count
-            .checked_mul(4)
+        let shape = header
+            .shape()
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| NpyErrorKind::BadHeader("shape does not fit this machine".into()))?;
+        let expected = Self::element_count(&shape)
+            .and_then(|n| n.checked_mul(4))
             .ok_or_else(|| NpyErrorKind::BadHeader("shape byte size overflows".into()))?;
-        let payload = &bytes[data_start..];
-        if payload.len() != expected {
+        if data.len() != expected {
             return Err(NpyErrorKind::DataLength {
                 expected,
-                found: payload.len(),
+                found: data.len(),
             });
         }
-        let data = payload
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok(NpyArray {
-            shape: parsed.shape,
-            data,
-        })
+        let data = npyz::NpyFile::with_header(header, data)
+            .into_vec::<f32>()
+            .map_err(|e| NpyErrorKind::BadHeader(e.to_string()))?;
+        Ok(NpyArray { shape, data })
     }
 
     /// Require the shape to match `expected` (`None` = any extent on that axis).
@@ -214,108 +181,25 @@ impl NpyArray {
         }
     }
 
-    /// Serialise as `.npy` version 1.0.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let dims: Vec<String> = self.shape.iter().map(|d| d.to_string()).collect();
-        let shape = match dims.len() {
-            1 => format!("({},)", dims[0]),
-            _ => format!("({})", dims.join(", ")),
-        };
-        let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
-        // Pad with spaces so magic + version + len + header + '\n' is 64-aligned.
-        let unpadded = MAGIC.len() + 2 + 2 + header.len() + 1;
-        header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-        header.push('\n');
-        let mut out = Vec::with_capacity(10 + header.len() + self.data.len() * 4);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&[1, 0]);
-        // A v1 header is at most u16::MAX bytes; ours is a few dozen plus the
-        // shape digits, far below that for any shape with < 1000 dims.
-        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        for v in &self.data {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out
+    /// Serialise as `.npy` (little-endian float32, C order).
+    pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
+        let shape: Vec<u64> = self.shape.iter().map(|&d| d as u64).collect();
+        let mut out = Vec::with_capacity(128 + self.data.len() * 4);
+        let mut w = npyz::WriteOptions::<f32>::new()
+            .default_dtype()
+            .shape(&shape)
+            .writer(&mut out)
+            .begin_nd()?;
+        w.extend(self.data.iter().copied())?;
+        w.finish()?;
+        Ok(out)
     }
 
-    /// Write as `.npy` version 1.0.
+    /// Write as `.npy`.
     pub fn write(&self, path: &Path) -> Result<(), NpyError> {
-        let bytes = self.to_bytes();
-        std::fs::File::create(path)
-            .and_then(|mut f| f.write_all(&bytes))
+        self.to_bytes()
+            .and_then(|bytes| std::fs::write(path, bytes))
             .map_err(|e| err(path, NpyErrorKind::Io(e)))
-    }
-}
-
-/// The three keys of an `.npy` header dict.
-struct Header {
-    descr: String,
-    fortran_order: bool,
-    shape: Vec<usize>,
-}
-
-impl Header {
-    /// Parse the Python dict literal NumPy writes, e.g.
-    /// `{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 28, 28), }`.
-    fn parse(text: &str) -> Result<Header, NpyErrorKind> {
-        let bad = |why: &str| NpyErrorKind::BadHeader(format!("{why} in {:?}", text.trim_end()));
-        let body = text
-            .trim()
-            .strip_prefix('{')
-            .and_then(|t| t.strip_suffix('}'))
-            .ok_or_else(|| bad("not a dict"))?;
-        let value_of = |key: &str| -> Option<&str> {
-            let k1 = format!("'{key}'");
-            let k2 = format!("\"{key}\"");
-            let at = body
-                .find(&k1)
-                .map(|i| i + k1.len())
-                .or_else(|| body.find(&k2).map(|i| i + k2.len()))?;
-            let rest = body[at..].trim_start().strip_prefix(':')?.trim_start();
-            Some(rest)
-        };
-        let descr_rest = value_of("descr").ok_or_else(|| bad("no 'descr'"))?;
-        let quote = descr_rest
-            .chars()
-            .next()
-            .ok_or_else(|| bad("empty 'descr'"))?;
-        if quote != '\'' && quote != '"' {
-            return Err(bad(
-                "'descr' is not a string (structured dtypes are unsupported)",
-            ));
-        }
-        let descr_end = descr_rest[1..]
-            .find(quote)
-            .ok_or_else(|| bad("unterminated 'descr'"))?;
-        let descr = descr_rest[1..1 + descr_end].to_string();
-
-        let fo = value_of("fortran_order").ok_or_else(|| bad("no 'fortran_order'"))?;
-        let fortran_order = if fo.starts_with("False") {
-            false
-        } else if fo.starts_with("True") {
-            true
-        } else {
-            return Err(bad("'fortran_order' is neither True nor False"));
-        };
-
-        let sh = value_of("shape").ok_or_else(|| bad("no 'shape'"))?;
-        let sh = sh
-            .strip_prefix('(')
-            .ok_or_else(|| bad("'shape' is not a tuple"))?;
-        let close = sh.find(')').ok_or_else(|| bad("unterminated 'shape'"))?;
-        let shape = sh[..close]
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| s.trim_end_matches('L').parse::<usize>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| bad("'shape' holds a non-integer"))?;
-        Ok(Header {
-            descr,
-            fortran_order,
-            shape,
-        })
     }
 }
 
@@ -324,16 +208,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_and_aligns() {
+    fn round_trips_through_the_crate_and_aligns() {
         for shape in [vec![], vec![5], vec![1, 3, 2, 2]] {
             let n = NpyArray::element_count(&shape).unwrap_or(0);
             let a = NpyArray {
                 data: (0..n).map(|i| i as f32 * 0.5 - 1.0).collect(),
                 shape,
             };
-            let bytes = a.to_bytes();
+            let bytes = a.to_bytes().unwrap();
+            assert_eq!(&bytes[..6], MAGIC);
             let hl = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-            assert_eq!((10 + hl) % 64, 0);
+            assert_eq!((10 + hl) % 64, 0, "data 64-byte aligned as NumPy writes it");
             assert_eq!(NpyArray::parse(&bytes).unwrap(), a);
         }
     }
@@ -370,6 +255,15 @@ mod tests {
             Err(NpyErrorKind::UnsupportedDtype(d)) => assert_eq!(d, "<f8"),
             other => panic!("expected dtype error, got {other:?}"),
         }
+        // Fortran order rejected.
+        // (The magic's \x93 is not UTF-8: edit the header bytes in place.)
+        let mut fo = b.clone();
+        let pos = fo.windows(5).position(|w| w == b"False").unwrap();
+        fo[pos..pos + 5].copy_from_slice(b"True ");
+        assert!(matches!(
+            NpyArray::parse(&fo),
+            Err(NpyErrorKind::FortranOrder)
+        ));
     }
 
     #[test]
@@ -382,7 +276,8 @@ mod tests {
             shape: vec![1],
             data: vec![0.0],
         }
-        .to_bytes();
+        .to_bytes()
+        .unwrap();
         b[6] = 9;
         assert!(matches!(
             NpyArray::parse(&b),
@@ -404,5 +299,46 @@ mod tests {
             msg.contains("x.npy") && msg.contains("[1, 3, 4, 4]") && msg.contains("[*, 3, 8, 8]"),
             "{msg}"
         );
+    }
+
+    /// Files NumPy wrote (the HF fixtures) read through the crate and write
+    /// back with the same 64-byte-aligned data section, byte for byte, and a
+    /// header that reads back to the same array (npyz spells the shape
+    /// tuple `(1, 9, 48, )` where NumPy writes `(1, 9, 48)`: both are valid).
+    #[test]
+    fn numpy_written_fixtures_round_trip() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/siglip");
+        let mut files = Vec::new();
+        for sub in std::fs::read_dir(&dir).unwrap() {
+            let sub = sub.unwrap().path();
+            if !sub.is_dir() {
+                continue;
+            }
+            for f in std::fs::read_dir(sub).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e == "npy") {
+                    files.push(f);
+                }
+            }
+        }
+        assert!(
+            files.len() >= 10,
+            "fixtures missing under {}",
+            dir.display()
+        );
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            let a = NpyArray::read(&f).unwrap();
+            assert_eq!(Some(a.data.len()), NpyArray::element_count(&a.shape));
+            let ours = a.to_bytes().unwrap();
+            let data_at = |b: &[u8]| 10 + usize::from(u16::from_le_bytes([b[8], b[9]]));
+            assert_eq!(data_at(&ours), data_at(&bytes), "{}", f.display());
+            assert!(
+                ours[data_at(&ours)..] == bytes[data_at(&bytes)..],
+                "{}: data section differs",
+                f.display()
+            );
+            assert_eq!(NpyArray::parse(&ours).unwrap(), a, "{}", f.display());
+        }
     }
 }

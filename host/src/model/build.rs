@@ -8,6 +8,11 @@ use super::{
     POOLER_OUTPUT,
 };
 
+/// Label prefix of the encoder body's ops: HF's module path, with `*` for
+/// the layer (the body is one Repeat over all layers), e.g.
+/// `encoder.layers.*.self_attn.q_proj`.
+pub const LAYER: &str = "encoder.layers.*";
+
 /// Build the vision tower graph for `config` with `options`.
 pub fn build_siglip(
     config: &VisionConfig,
@@ -327,36 +332,46 @@ impl Tower {
     fn layer(&mut self, a: &LayerArgs, fuse_qkv: bool, h: ValueId) -> Result<ValueId, IrError> {
         let d = self.d;
         let n1 = self.b.layer_norm(h, a.get(0), a.get(1), self.eps)?;
-        self.b.label(n1, "layer_norm1")?;
+        self.b.label(n1, &format!("{LAYER}.layer_norm1"))?;
         let (q, k, v, next) = if fuse_qkv {
-            let qkv = self.linear(n1, a.get(2), a.get(3), "self_attn.qkv_proj")?;
+            let qkv = self.linear(
+                n1,
+                a.get(2),
+                a.get(3),
+                &format!("{LAYER}.self_attn.qkv_proj"),
+            )?;
             let q = self.b.slice(qkv, 2, 0, d)?;
             let k = self.b.slice(qkv, 2, d, 2 * d)?;
             let v = self.b.slice(qkv, 2, 2 * d, 3 * d)?;
             (q, k, v, 4)
         } else {
-            let q = self.linear(n1, a.get(2), a.get(3), "self_attn.q_proj")?;
-            let k = self.linear(n1, a.get(4), a.get(5), "self_attn.k_proj")?;
-            let v = self.linear(n1, a.get(6), a.get(7), "self_attn.v_proj")?;
+            let q = self.linear(n1, a.get(2), a.get(3), &format!("{LAYER}.self_attn.q_proj"))?;
+            let k = self.linear(n1, a.get(4), a.get(5), &format!("{LAYER}.self_attn.k_proj"))?;
+            let v = self.linear(n1, a.get(6), a.get(7), &format!("{LAYER}.self_attn.v_proj"))?;
             (q, k, v, 8)
         };
-        let attn = self.attention(q, k, v, "self_attn")?;
-        let o = self.linear(attn, a.get(next), a.get(next + 1), "self_attn.out_proj")?;
+        let attn = self.attention(q, k, v, &format!("{LAYER}.self_attn"))?;
+        let o = self.linear(
+            attn,
+            a.get(next),
+            a.get(next + 1),
+            &format!("{LAYER}.self_attn.out_proj"),
+        )?;
         let h = self.b.add(h, o)?;
-        self.b.label(h, "residual_attn")?;
+        self.b.label(h, &format!("{LAYER}.residual_attn"))?;
         let n2 = self
             .b
             .layer_norm(h, a.get(next + 2), a.get(next + 3), self.eps)?;
-        self.b.label(n2, "layer_norm2")?;
+        self.b.label(n2, &format!("{LAYER}.layer_norm2"))?;
         let mlp_params = [
             a.get(next + 4),
             a.get(next + 5),
             a.get(next + 6),
             a.get(next + 7),
         ];
-        let mlp = self.mlp(n2, mlp_params, "mlp")?;
+        let mlp = self.mlp(n2, mlp_params, &format!("{LAYER}.mlp"))?;
         let y = self.b.add(h, mlp)?;
-        self.b.label(y, "residual_mlp")
+        self.b.label(y, &format!("{LAYER}.residual_mlp"))
     }
 
     /// Multi-head attention core: split heads, softmax(q·kᵀ/√Dh)·v in the

@@ -28,7 +28,7 @@ mod params;
 
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
-pub use build::build_siglip;
+pub use build::{build_siglip, LAYER};
 pub use config::{Footprint, VisionConfig, DEVICE_SRAM_BYTES, SUPPORTED_ACTIVATIONS};
 pub use params::{
     layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, VISION_PREFIX,

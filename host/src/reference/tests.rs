@@ -7,16 +7,13 @@ use ipuc_core::ir::{DType, GraphBuilder, TensorType};
 use super::{graph_flops, Numerics, Reference, Tensor};
 use crate::weights::{HostTensor, Weights};
 
-/// Deterministic pseudo-random values in [−1, 1).
+/// Deterministic pseudo-random values in [−1, 1) (SplitMix64 from
+/// `rand_xoshiro`).
 fn values(n: usize, salt: u64) -> Vec<f32> {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ salt;
+    use rand_core::{RngCore, SeedableRng};
+    let mut rng = rand_xoshiro::SplitMix64::seed_from_u64(0x9E37_79B9_7F4A_7C15u64 ^ salt);
     (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
+        .map(|_| ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
         .collect()
 }
 

@@ -4,12 +4,7 @@ use sha2::{Digest, Sha256};
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// The line the CLI prints after writing or reading a package: its size and

@@ -66,13 +66,6 @@ pub fn page(
 
 /// `1234567` → `"1,234,567"`.
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    use num_format::{Locale, ToFormattedString};
+    n.to_formatted_string(&Locale::en)
 }

@@ -21,6 +21,22 @@ pub struct ProfileStep {
     pub iteration: Option<u32>,
 }
 
+/// The name a reader knows for `operation` run in Repeat `iteration`: the
+/// encoder body's ops are labelled once for all layers
+/// (`encoder.layers.*.mlp.fc1`, [`crate::model::LAYER`]); in an iteration
+/// the `*` becomes the layer, `encoder.layers.3.mlp.fc1`. Other names are
+/// returned as they are.
+pub fn operation_in_iteration(operation: &str, iteration: Option<u32>) -> String {
+    let layer = crate::model::LAYER;
+    match (iteration, operation.strip_prefix(layer)) {
+        (Some(i), Some(rest)) => {
+            let prefix = layer.trim_end_matches('*');
+            format!("{prefix}{i}{rest}")
+        }
+        _ => operation.to_string(),
+    }
+}
+
 /// One executed step on one tile: `[step index, start cycle, end cycle)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "(u32, u64, u64)", from = "(u32, u64, u64)")]

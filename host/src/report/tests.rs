@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
-/// Deterministic xorshift for synthetic cycle counts.
-struct Rng(u64);
+/// Deterministic generator for synthetic cycle counts (xoshiro256++ from
+/// `rand_xoshiro`).
+struct Rng(rand_xoshiro::Xoshiro256PlusPlus);
 impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(rand_core::SeedableRng::seed_from_u64(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        rand_core::RngCore::next_u64(&mut self.0)
     }
     fn jitter(&mut self, base: u64, percent: u64) -> u64 {
         base + self.next() % (base * percent / 100 + 1)
@@ -92,7 +93,7 @@ impl SyntheticRun {
 /// repeated `iterations` times, each iteration starting with a patch step.
 pub(crate) fn synthetic_profile(tiles: u32, iterations: u32) -> Profile {
     let mut run = SyntheticRun {
-        rng: Rng(0x9e37_79b9_7f4a_7c15),
+        rng: Rng::new(0x9e37_79b9_7f4a_7c15),
         steps: Vec::new(),
         samples: vec![Vec::new(); tiles as usize],
         now: 1_000,
@@ -146,7 +147,7 @@ pub(crate) fn synthetic_memory_map(tiles: u32) -> MemoryMap {
     .map(|s| s.to_string())
     .collect();
     let last = moments.len() as u32 - 1;
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let tiles = (0..tiles)
         .map(|t| {
             let mut a = Vec::new();

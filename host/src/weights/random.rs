@@ -8,6 +8,10 @@
 //! matrices 1/√fan_in, LayerNorm γ = 1 ± 0.1, biases and β 0.02, the
 //! position table 1/√width, the MAP probe 1.
 
+use std::hash::Hasher;
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::SplitMix64;
 use rayon::prelude::*;
 
 use super::{canonical_name, HostTensor, WeightSpec, Weights};
@@ -15,32 +19,21 @@ use super::{canonical_name, HostTensor, WeightSpec, Weights};
 /// Elements per independently seeded chunk (the parallel work unit).
 const CHUNK: usize = 1 << 16;
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, passes BigCrush when
-/// used as a stream; plenty for weights.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [−1, 1).
-    fn next_signed_unit(&mut self) -> f32 {
-        // 24 random bits → exactly representable f32 in [0, 1).
-        let u = (self.next_u64() >> 40) as f32 * (1.0 / (1u32 << 24) as f32);
-        2.0 * u - 1.0
-    }
+/// Uniform in [−1, 1) from `rng` (SplitMix64, Steele, Lea, Flood 2014, from
+/// `rand_xoshiro`: seeded with the state itself, so the streams are the
+/// ones the weights always had).
+fn next_signed_unit(rng: &mut SplitMix64) -> f32 {
+    // 24 random bits → exactly representable f32 in [0, 1).
+    let u = (rng.next_u64() >> 40) as f32 * (1.0 / (1u32 << 24) as f32);
+    2.0 * u - 1.0
 }
 
-/// FNV-1a over the name: a stable per-tensor stream id.
+/// FNV-1a (64-bit, the `fnv` crate) over the name: a stable per-tensor
+/// stream id.
 fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xCBF2_9CE4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3)
-    })
+    let mut h = fnv::FnvHasher::default();
+    h.write(name.as_bytes());
+    h.finish()
 }
 
 /// (mean, standard deviation) for a parameter, from its HF name and shape.
@@ -80,10 +73,11 @@ pub fn random_tensor(seed: u64, name: &str, shape: &[usize]) -> Vec<f32> {
     data.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(chunk, out)| {
-            let mut rng =
-                SplitMix64(stream.wrapping_add((chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)));
+            let mut rng = SplitMix64::seed_from_u64(
+                stream.wrapping_add((chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03)),
+            );
             for v in out {
-                *v = mean + half_width * rng.next_signed_unit();
+                *v = mean + half_width * next_signed_unit(&mut rng);
             }
         });
     data
@@ -131,6 +125,24 @@ mod tests {
 
     fn spec(name: &str, shape: &[usize]) -> WeightSpec {
         WeightSpec::single(name, shape.to_vec())
+    }
+
+    /// The crates reproduce the generators the weights were always drawn
+    /// with (so packages and references keep their values): SplitMix64
+    /// seeded 0 (Vigna's reference output) and FNV-1a 64 of "a" (the FNV
+    /// test vector).
+    #[test]
+    fn crate_generators_match_the_reference_vectors() {
+        let mut r = SplitMix64::seed_from_u64(0);
+        assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+        assert_eq!(name_hash("a"), 0xAF63_DC4C_8601_EC8C);
+        assert_eq!(name_hash(""), 0xCBF2_9CE4_8422_2325);
+        // Pinned weights (bits computed from the hand-written SplitMix64 +
+        // FNV-1a the crates replaced): the same values as before.
+        let w = random_tensor(7, "encoder.layers.0.mlp.fc1.weight", &[4, 4]);
+        let bits: Vec<u32> = w[..4].iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits, [0x3e58_5522, 0x3f37_99d6, 0x3ed7_49e9, 0xbeab_28d0]);
     }
 
     #[test]
