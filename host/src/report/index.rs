@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-const TEMPLATE: &str = include_str!("templates/index.html");
-
 /// One file a run wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Artifact {
@@ -60,17 +58,15 @@ pub fn render(
             }
         })
         .collect();
-    let mut env = minijinja::Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-    env.add_template("index.html", TEMPLATE)?;
-    Ok(env
-        .get_template("index.html")?
-        .render(minijinja::context! {
+    Ok(super::template::render(
+        "index.html",
+        minijinja::context! {
             title,
             css => super::html::BASE_CSS,
             stats,
             artifacts => rows,
-        })?)
+        },
+    )?)
 }
 
 /// Writes `dir/index.html` and returns its path.

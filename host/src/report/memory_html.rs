@@ -99,26 +99,14 @@ pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
         unused: &map.unused_tiles,
     };
     let json = embed_json(&data)?;
-    let body = format!(
-        r#"<header>
-<h1>{title}<span class="badge" id="verdict"></span></h1>
-<div class="stats" id="stats"></div>
-<div class="controls">
-<label>tile <select id="tile"></select></label>
-<button id="prev">&larr;</button><button id="next">&rarr;</button><button id="peak">peak tile</button><button id="peakmoment">peak moment</button>
-<label><input type="checkbox" id="reuse" checked> Reused allocations</label>
-<label>view <select id="mode"><option value="addr">address map</option><option value="live">live bytes by class</option></select></label>
-<span class="legend" id="legend"></span>
-</div>
-</header>
-<section><h2 id="alltitle">All tiles</h2><div class="muted">Each column is one tile, SRAM addresses top to bottom, allocations in their class colours; plain grey = unused tile. With “Reused allocations” checked, allocations that reuse an address appear below their original occupants; uncheck it for a compact overview. Click a tile to inspect it.</div><canvas id="tiles"></canvas>
-<h2>Peak per tile <span class="muted">(charged bytes; red line = budget; click a bar)</span></h2><canvas id="overview"></canvas>
-<h2 id="maptitle"></h2><canvas id="map"></canvas>
-<h2 id="livetitle"></h2><div id="live"></div></section>
-<div id="tip"></div>"#,
-        title = escape(&map.title)
-    );
-    Ok(page(&map.title, CSS, &body, Some(&json), SCRIPT))
+    Ok(super::template::render_page(
+        "memory.html",
+        &map.title,
+        CSS,
+        Some(&json),
+        SCRIPT,
+        minijinja::context! {},
+    )?)
 }
 
 /// Renders the memory-rejection report (static HTML with inline SVG).

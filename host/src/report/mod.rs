@@ -16,6 +16,7 @@ pub mod package_view;
 pub mod placement_map;
 pub mod profile;
 pub mod profile_html;
+pub mod template;
 pub mod text_table;
 
 #[cfg(test)]

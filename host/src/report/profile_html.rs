@@ -6,9 +6,10 @@
 
 use serde::Serialize;
 
-use super::html::{embed_json, escape, page, thousands};
+use super::html::{embed_json, thousands};
 use super::operations::{summarize, OperationSummary};
 use super::profile::{Profile, StepKind};
+use super::template::render_page;
 
 const SCRIPT: &str = include_str!("assets/profile.js");
 const CSS: &str = include_str!("assets/profile.css");
@@ -35,41 +36,35 @@ struct TimelineData<'a> {
     operations: Vec<OperationSummary>,
 }
 
-/// Which cycles are simulated and which modelled (simulator profiles only).
-fn sources_html(profile: &Profile) -> String {
-    if !profile.simulated {
-        return String::new();
-    }
-    let rows: String = super::profile::CYCLE_SOURCES
-        .iter()
-        .map(|(part, how)| format!("<tr><td>{}</td><td>{}</td></tr>", escape(part), escape(how)))
-        .collect();
-    format!("<section><h2>Where the cycles come from</h2><table><tr><th>part</th><th>cycles</th></tr>{rows}</table></section>")
+/// A kernel-timing table row, numbers formatted for the page.
+#[derive(Serialize)]
+struct KernelRow<'a> {
+    kernel: &'a str,
+    calls: String,
+    planned: String,
+    simulated: String,
+    error: String,
+    amp_misaligned: String,
+    amp_output_standard: String,
+    amp_shared_element: String,
 }
 
 /// Planner estimate vs the simulator's kernel timing model per kernel kind.
-fn kernels_html(profile: &Profile) -> String {
-    if profile.kernels.is_empty() {
-        return String::new();
-    }
-    let rows: String = profile
+fn kernel_rows(profile: &Profile) -> Vec<KernelRow<'_>> {
+    profile
         .kernels
         .iter()
-        .map(|k| {
-            format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:+.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&k.kernel),
-                thousands(k.calls),
-                thousands(k.planned_cycles),
-                thousands(k.simulated_cycles),
-                k.error_percent(),
-                thousands(k.amp_misaligned),
-                thousands(k.amp_output_standard),
-                thousands(k.amp_shared_element)
-            )
+        .map(|k| KernelRow {
+            kernel: &k.kernel,
+            calls: thousands(k.calls),
+            planned: thousands(k.planned_cycles),
+            simulated: thousands(k.simulated_cycles),
+            error: format!("{:+.1}%", k.error_percent()),
+            amp_misaligned: thousands(k.amp_misaligned),
+            amp_output_standard: thousands(k.amp_output_standard),
+            amp_shared_element: thousands(k.amp_shared_element),
         })
-        .collect();
-    format!("<section><h2>Kernel timing: planner estimate vs simulator model (tile-cycles over all tiles)</h2><table><tr><th>kernel</th><th>calls</th><th>planner</th><th>simulator (modelled)</th><th>planner error</th><th>AMP operand not 32-byte aligned</th><th>AMP out in standard memory</th><th>AMP left/out same element</th></tr>{rows}</table></section>")
+        .collect()
 }
 
 /// Renders the standalone timeline page.
@@ -134,29 +129,29 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
     } else {
         "measured"
     };
-    let body = format!(
-        r#"<header>
-<h1>{title}<span class="badge">{label}</span></h1>
-<div class="stats"><span>span <b>{span}</b> cycles = <b>{ms:.6} ms</b> at {ghz} GHz ({label})</span><span><b>{tiles}</b> tiles</span><span><b>{steps}</b> steps</span><span><b>{samples}</b> samples</span><span id="iterstat"></span></div>
-<div class="controls">
-<span class="legend" id="legend"></span>
-<label>tiles per row <select id="group"></select></label>
-<button id="zin" title="zoom in (+)">+</button><button id="zout" title="zoom out (-)">&minus;</button><button id="reset" title="reset view (double-click)">reset</button>
-<span class="muted">wheel: zoom · drag: pan · shift+wheel: scroll rows · hover: details</span>
-</div>
-</header>
-<div id="wrap"><canvas id="chart"></canvas></div>
-<div id="tip"></div>
-{sources}{kernels}<section><h2>Operations (by wall cycles)</h2><div id="ops"></div></section>"#,
-        sources = sources_html(profile),
-        kernels = kernels_html(profile),
-        title = escape(&profile.title),
-        span = thousands(span),
-        ms = profile.millis(span),
-        ghz = profile.clock_hz as f64 / 1e9,
-        tiles = profile.tiles.len(),
-        steps = thousands(profile.steps.len() as u64),
-        samples = thousands(profile.sample_count() as u64),
-    );
-    Ok(page(&profile.title, CSS, &body, Some(&json), SCRIPT))
+    // Which cycles are simulated and which modelled (simulator profiles only).
+    let sources: &[(&str, &str)] = if profile.simulated {
+        &super::profile::CYCLE_SOURCES
+    } else {
+        &[]
+    };
+    let body = minijinja::context! {
+        label,
+        span => thousands(span),
+        ms => format!("{:.6}", profile.millis(span)),
+        ghz => (profile.clock_hz as f64 / 1e9).to_string(),
+        tiles => profile.tiles.len(),
+        steps => thousands(profile.steps.len() as u64),
+        samples => thousands(profile.sample_count() as u64),
+        sources,
+        kernels => kernel_rows(profile),
+    };
+    Ok(render_page(
+        "profile.html",
+        &profile.title,
+        CSS,
+        Some(&json),
+        SCRIPT,
+        body,
+    )?)
 }

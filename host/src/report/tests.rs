@@ -382,6 +382,110 @@ fn invalid_profiles_are_refused() {
         .contains("refers to step 10000"));
 }
 
+/// The template-rendered profile page: escaped title, the header's
+/// formatted figures, every control and canvas the script needs, the
+/// cycle-source and kernel tables (simulated profiles only), the data and
+/// the script last.
+#[test]
+fn templated_profile_page_has_its_elements() {
+    let mut p = synthetic_profile(8, 2);
+    p.title = "small <2 layers> & co".into();
+    p.kernels = vec![KernelKindTiming {
+        kernel: "gemm_amp".into(),
+        calls: 5256,
+        planned_cycles: 3_431_430,
+        simulated_cycles: 3_526_614,
+        amp_output_standard: 18,
+        amp_shared_element: 0,
+        amp_misaligned: 1234,
+    }];
+    let html = profile_html::render(&p).unwrap();
+    assert_standalone(&html);
+    assert!(
+        html.ends_with("</body>\n</html>\n"),
+        "{}",
+        &html[html.len() - 40..]
+    );
+    assert!(html.contains("<title>small &lt;2 layers&gt; &amp; co</title>"));
+    assert!(html.contains(
+        "<h1>small &lt;2 layers&gt; &amp; co<span class=\"badge\">simulated</span></h1>"
+    ));
+    let (start, end) = p.span().unwrap();
+    assert!(html.contains(&format!(
+        "span <b>{}</b> cycles = <b>{:.6} ms</b> at 1.5 GHz (simulated)",
+        html::thousands(end - start),
+        p.millis(end - start)
+    )));
+    assert!(html.contains("<span><b>8</b> tiles</span>"));
+    for id in [
+        "legend", "group", "zin", "zout", "reset", "wrap", "chart", "tip", "ops", "iterstat",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
+    }
+    assert!(html.contains("<h2>Where the cycles come from</h2>"));
+    for (part, _) in super::profile::CYCLE_SOURCES {
+        assert!(
+            html.contains(&format!(
+                "<tr><td>{}</td>",
+                html::escape(part).replace('\'', "&#x27;")
+            )),
+            "{part}"
+        );
+    }
+    assert!(html.contains(
+        "<tr><td>gemm_amp</td><td>5,256</td><td>3,431,430</td><td>3,526,614</td><td>-2.7%</td><td>1,234</td><td>18</td><td>0</td></tr>"
+    ));
+    let data_at = html.find("id=\"data\"").unwrap();
+    assert!(
+        data_at < html.rfind("<script>").unwrap(),
+        "data before the script"
+    );
+    assert_eq!(embedded(&html)["tiles"].as_array().unwrap().len(), 8);
+    // A measured profile has neither table.
+    p.simulated = false;
+    p.kernels.clear();
+    let html = profile_html::render(&p).unwrap();
+    assert!(html.contains("<span class=\"badge\">measured</span>"));
+    assert!(!html.contains("Where the cycles come from") && !html.contains("Kernel timing"));
+}
+
+/// The template-rendered memory map: escaped title and every control and
+/// canvas memory.js draws into, the data before the script.
+#[test]
+fn templated_memory_page_has_its_elements() {
+    let mut map = synthetic_memory_map(4);
+    map.title = "memory <of> \"small\"".into();
+    let html = memory_html::render_memory_map(&map).unwrap();
+    assert_standalone(&html);
+    assert!(html.contains("<title>memory &lt;of&gt; &quot;small&quot;</title>"));
+    for id in [
+        "verdict",
+        "stats",
+        "tile",
+        "prev",
+        "next",
+        "peak",
+        "peakmoment",
+        "reuse",
+        "mode",
+        "legend",
+        "alltitle",
+        "tiles",
+        "overview",
+        "maptitle",
+        "map",
+        "livetitle",
+        "live",
+        "tip",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
+    }
+    assert!(html.contains("<input type=\"checkbox\" id=\"reuse\" checked> Reused allocations"));
+    assert!(html.find("id=\"data\"").unwrap() < html.rfind("<script>").unwrap());
+    assert_eq!(embedded(&html)["tiles"].as_array().unwrap().len(), 4);
+    assert!(html.ends_with("</html>\n"));
+}
+
 #[test]
 fn memory_map_marks_the_peak_tile() {
     let map = synthetic_memory_map(32);
