@@ -125,6 +125,24 @@ impl Stage {
         }
     }
 
+    /// Sets how many units are done (e.g. from a counter kept elsewhere);
+    /// never beyond the total, which may have been an estimate.
+    pub fn set_position(&self, done: u64) {
+        if let Some(bar) = &self.bar {
+            let done = bar.length().map_or(done, |len| done.min(len));
+            bar.set_position(done);
+            self.show_if_long(bar);
+        }
+    }
+
+    /// Shows `detail` after the stage's name on the bar (e.g. a running
+    /// count); the finished line prints its own detail.
+    pub fn set_detail(&self, detail: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{} · {detail}", self.name));
+        }
+    }
+
     /// Changes the stage's total (e.g. once the amount of work is known).
     pub fn set_total(&self, total: u64) {
         if let Some(bar) = &self.bar {
@@ -203,6 +221,36 @@ mod tests {
         s.set_total(20);
         std::thread::sleep(Duration::from_millis(5));
         assert!(s.finish("") >= 5.0);
+    }
+
+    #[test]
+    fn positions_and_details_are_accepted_quietly() {
+        let p = Progress::quiet();
+        let s = p.stage("inference 1 of 1", 10);
+        s.set_position(4);
+        s.set_position(40);
+        s.set_detail("123 cycles");
+        assert!(s.finish("done") >= 0.0);
+    }
+
+    /// On a terminal the bar clamps positions to its total and shows the
+    /// detail after the stage's name (drawn only after BAR_DELAY; checked
+    /// here through the bar's state, not the screen).
+    #[test]
+    fn terminal_bars_clamp_positions_and_show_details() {
+        let p = Progress {
+            mode: Mode::Terminal,
+            prefix: "device",
+        };
+        let s = p.stage("inference 1 of 2", 10);
+        s.set_position(4);
+        let bar = s.bar.as_ref().unwrap();
+        assert_eq!(bar.position(), 4);
+        s.set_position(40);
+        assert_eq!(bar.position(), 10);
+        s.set_detail("67 supersteps");
+        assert_eq!(bar.message(), "inference 1 of 2 · 67 supersteps");
+        s.finish("");
     }
 
     #[test]

@@ -358,6 +358,10 @@ fn resident_inferences_reuse_one_loaded_package() {
             assert!(*max_abs < 0.02, "{name}: {max_abs}");
         }
         cycles.push(out.profile.cycles);
+        // The progress bar's total is exactly the step markers the tiles
+        // pass in one inference (so its ETA ends at 100 %, not early).
+        let passed: u64 = out.profile.tiles.iter().map(|t| t.marks.len() as u64).sum();
+        assert_eq!(passed, resident.steps_per_inference());
     }
     assert_eq!(resident.inferences(), 3);
     // Each run's clock starts at zero: the same program takes the same

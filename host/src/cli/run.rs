@@ -446,16 +446,15 @@ pub fn execute(
     let count = args.reference_inferences;
     let mut last: Option<DeviceOutput> = None;
     let mut checks: Vec<InferenceCheck> = Vec::new();
+    // One bar with an ETA per inference on a terminal, one line each otherwise.
+    resident.set_progress(
+        crate::progress::Progress::stderr("device"),
+        Some(count.into()),
+    );
     for i in 0..count {
-        eprintln!("device: resident inference {} of {count}…", i + 1);
-        let t = Instant::now();
         let out = resident
             .infer(&inputs)
             .with_context(|| format!("simulated inference {} of {count}", i + 1))?;
-        eprintln!(
-            "device: finished in {:.2} s wall time",
-            t.elapsed().as_secs_f64()
-        );
         let check = InferenceCheck {
             cycles: out.profile.cycles,
             wall_seconds: out.profile.wall_seconds,

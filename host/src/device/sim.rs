@@ -18,6 +18,7 @@ use ipuc_core::package::{
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
+use crate::report::html::thousands;
 use crate::sim::device::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
@@ -274,8 +275,31 @@ impl SimDevice {
             let b = binding_named(package, &t.binding)?;
             bindings.insert(b.name.clone(), b.clone());
         }
+        // Step markers every inference passes (progress only): each marked
+        // address of a tile's table once, a Repeat body's once per iteration.
+        let steps_per_inference = package
+            .steps
+            .tiles
+            .iter()
+            .map(|t| {
+                let marked: BTreeMap<u32, u64> = t
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        (
+                            s.code_address,
+                            s.repeat.map_or(1, |r| u64::from(r.trip_count)),
+                        )
+                    })
+                    .collect();
+                marked.values().sum::<u64>()
+            })
+            .sum();
         Ok(LoadedSim {
             device: Device::with_fabric(tiles, self.fabric).with_sync_cycles(self.sync_cycles),
+            progress: crate::progress::Progress::quiet(),
+            planned_inferences: None,
+            steps_per_inference,
             index_of,
             entries,
             call,
@@ -303,6 +327,12 @@ pub struct LoadedSim {
     cycle_limit: u64,
     inferences: u64,
     loaded_bytes: u64,
+    /// Where each inference reports progress (quiet unless set).
+    progress: crate::progress::Progress,
+    /// How many inferences the caller means to run (for "inference 2 of 3").
+    planned_inferences: Option<u64>,
+    /// Step markers all tiles pass in one inference (the progress total).
+    steps_per_inference: u64,
 }
 
 impl LoadedSim {
@@ -315,6 +345,20 @@ impl LoadedSim {
     /// weight (done once, not per inference).
     pub fn loaded_bytes(&self) -> u64 {
         self.loaded_bytes
+    }
+
+    /// Report each inference on `progress`: a bar with an ETA over the
+    /// steps all tiles pass (on a terminal), one line when it ends
+    /// (`device: inference 1 of 3 in … ms: … simulated cycles, …`).
+    /// `planned` is how many inferences the caller will run, if known.
+    pub fn set_progress(&mut self, progress: crate::progress::Progress, planned: Option<u64>) {
+        self.progress = progress;
+        self.planned_inferences = planned;
+    }
+
+    /// Steps all tiles pass in one inference (the progress bar's total).
+    pub fn steps_per_inference(&self) -> u64 {
+        self.steps_per_inference
     }
 
     fn binding(&self, name: &str) -> Result<&Binding> {
@@ -363,19 +407,35 @@ impl LoadedSim {
         self.inferences += 1;
 
         let started = std::time::Instant::now();
+        let name = match self.planned_inferences {
+            Some(n) => format!("inference {} of {n}", self.inferences),
+            None => format!("inference {}", self.inferences),
+        };
+        let stage = Arc::new(self.progress.stage(&name, self.steps_per_inference));
+        let shown = Arc::clone(&stage);
         self.device.set_progress(Progress {
-            every: std::time::Duration::from_secs(5),
-            report: Box::new(move |supersteps, cycles| {
-                eprintln!(
-                    "device: {supersteps} supersteps, {cycles} simulated cycles so far ({:.0} s)",
-                    started.elapsed().as_secs_f64()
-                )
+            every: std::time::Duration::from_millis(100),
+            report: Box::new(move |status| {
+                shown.set_position(status.steps);
+                shown.set_detail(&format!(
+                    "superstep {}, cycle {}",
+                    status.supersteps,
+                    thousands(status.cycles)
+                ));
             }),
         });
-        let run = self
-            .device
-            .run(self.cycle_limit)
-            .map_err(|e| anyhow!("simulated device: {e}"))?;
+        let run = self.device.run(self.cycle_limit);
+        // Drops the callback's handle on the stage.
+        self.device.clear_progress();
+        let run = run.map_err(|e| anyhow!("simulated device: {e}"))?;
+        if let Ok(stage) = Arc::try_unwrap(stage) {
+            stage.finish(&format!(
+                "{} simulated cycles, {} supersteps, {} words moved",
+                thousands(run.cycles),
+                run.supersteps,
+                thousands(run.words_moved)
+            ));
+        }
         let tiles = self.device.tiles();
         for t in tiles {
             let done = t

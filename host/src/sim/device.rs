@@ -154,11 +154,22 @@ pub struct Device {
     sync_cycles: u64,
 }
 
-/// Called with (supersteps so far, simulated cycles so far) at most once per
-/// `every` of wall time, so long simulations show they are moving.
+/// Called with the run's [`RunStatus`] at most once per `every` of wall time
+/// (checked between supersteps), so long simulations show they are moving.
 pub struct Progress {
     pub every: std::time::Duration,
-    pub report: Box<dyn FnMut(u64, u64) + Send>,
+    pub report: Box<dyn FnMut(&RunStatus) + Send>,
+}
+
+/// How far a [`Device::run`] has got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStatus {
+    /// Global syncs resolved so far.
+    pub supersteps: u64,
+    /// The furthest tile clock (simulated cycles).
+    pub cycles: u64,
+    /// Step markers passed, summed over tiles ([`Tile::marks`]).
+    pub steps: u64,
 }
 
 impl core::fmt::Debug for Device {
@@ -206,6 +217,19 @@ impl Device {
         self.progress = Some(progress);
     }
 
+    /// Remove the progress reporter (dropping its callback).
+    pub fn clear_progress(&mut self) {
+        self.progress = None;
+    }
+
+    fn status(&self) -> RunStatus {
+        RunStatus {
+            supersteps: self.supersteps,
+            cycles: self.tiles.iter().map(Tile::cycle).max().unwrap_or(0),
+            steps: self.tiles.iter().map(|t| t.marks().len() as u64).sum(),
+        }
+    }
+
     pub fn tiles(&self) -> &[Tile] {
         &self.tiles
     }
@@ -246,11 +270,15 @@ impl Device {
     pub fn run(&mut self, cycle_limit: u64) -> Result<DeviceRun, DeviceError> {
         let mut last_report = std::time::Instant::now();
         loop {
-            if let Some(p) = &mut self.progress {
-                if last_report.elapsed() >= p.every {
-                    last_report = std::time::Instant::now();
-                    let cycles = self.tiles.iter().map(Tile::cycle).max().unwrap_or(0);
-                    (p.report)(self.supersteps, cycles);
+            let due = self
+                .progress
+                .as_ref()
+                .is_some_and(|p| last_report.elapsed() >= p.every);
+            if due {
+                last_report = std::time::Instant::now();
+                let status = self.status();
+                if let Some(p) = &mut self.progress {
+                    (p.report)(&status);
                 }
             }
             let results: Vec<Result<Option<StopReason>, SimFault>> = self
