@@ -32,7 +32,7 @@ pub struct Rejection {
 impl Rejection {
     /// A memory rejection from the compile error, if it is one.
     pub fn from_error(err: &anyhow::Error) -> Option<Rejection> {
-        if let Some(PlanOverBudget(r)) = err.downcast_ref::<PlanOverBudget>() {
+        if let Some(PlanOverBudget(r, _)) = err.downcast_ref::<PlanOverBudget>() {
             return Some(Rejection {
                 stage: "planning".into(),
                 op: format!(

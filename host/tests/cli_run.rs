@@ -115,3 +115,62 @@ fn a_memory_rejection_still_writes_the_run_summary() {
     assert!(summary["cropped_cycles"].is_null());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Snapshot of the memory-rejection message as `ipuc compile` prints it:
+/// the failing op by its model name, the top dozen allocations (not all
+/// 450), then the reported candidate's report path and the others beside
+/// it; the reports exist where it says. (Directory and process id are
+/// replaced by `DIR` and `PID`.)
+#[test]
+fn memory_rejection_message_snapshot() {
+    let dir = std::env::temp_dir().join(format!("ipuc-cli-rejection-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ipuc(&[
+        "compile",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "27",
+        "--planning-tiles",
+        "16",
+        "--memory-profile-directory",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error = &stderr[stderr.find("error: ").expect("an error line")..];
+    let first = dir.join("rejected-op0-PID-0000.html");
+    let pid = error
+        .split("rejected-op0-")
+        .nth(1)
+        .and_then(|s| s.split('-').next())
+        .expect("a report path");
+    assert!(
+        std::fs::metadata(first.to_str().unwrap().replace("PID", pid)).is_ok(),
+        "the named report exists"
+    );
+    let normalised = error
+        .replace(dir.to_str().unwrap(), "DIR")
+        .replace(&format!("-{pid}-"), "-PID-");
+    let expected = "\
+error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 655136 bytes (604224 planned + 50912 support reserve) of 586960
+  interleaved 0 of 424880 bytes; 16 tiles over budget at this moment
+      10592 B  Parameter Standard  vision_model.embeddings.patch_embedding.weight
+       7776 B  Parameter Standard  vision_model.head.attention.in_proj_weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.0.mlp.fc1.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.0.mlp.fc2.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.1.mlp.fc1.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.1.mlp.fc2.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.10.mlp.fc1.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.10.mlp.fc2.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.11.mlp.fc1.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.11.mlp.fc2.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc1.weight
+       5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc2.weight
+  … 438 more allocations (534016 B) in the report
+  report: DIR/rejected-op0-PID-0000.html (+ .json: tile picker, live bytes against the budget, allocations at the peak)
+  and 2 more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-0002.html)
+";
+    assert_eq!(normalised, expected);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -163,13 +163,18 @@ impl<'g> SearchCx<'g> {
         format!("repeat argument {index} (v{})", v.index())
     }
 
-    /// `mnemonic#index` of an op.
+    /// The model's name for an op (the graph builder's label, e.g.
+    /// `encoder.layers.*.mlp.fc1`, as lowering names its steps), else
+    /// `mnemonic#index`.
     pub fn op_label(&self, op: OpId) -> String {
-        format!(
-            "{}#{}",
-            self.graph.op(op).map(|o| o.mnemonic()).unwrap_or("?"),
-            op.index()
-        )
+        match self.graph.label(op) {
+            Some(label) => label.into(),
+            None => format!(
+                "{}#{}",
+                self.graph.op(op).map(|o| o.mnemonic()).unwrap_or("?"),
+                op.index()
+            ),
+        }
     }
 
     /// Where the search currently is, for reports.

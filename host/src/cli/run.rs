@@ -219,8 +219,8 @@ pub fn compile_workload(
 
 /// A memory rejection gets its HTML report written (and its path printed)
 /// before the error goes up.
-fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error {
-    let Some(rejected) = err.downcast_ref::<PlanOverBudget>() else {
+fn with_rejection_report(mut err: anyhow::Error, build: &BuildArgs) -> anyhow::Error {
+    let Some(rejected) = err.downcast_mut::<PlanOverBudget>() else {
         return err;
     };
     let dir = build
@@ -229,15 +229,8 @@ fn with_rejection_report(err: anyhow::Error, build: &BuildArgs) -> anyhow::Error
         .unwrap_or_else(|| PathBuf::from("."));
     let reports = MemoryRejection::all_from_plan(&rejected.0);
     match write_rejections(&dir, rejected.0.op_index, &reports) {
-        Ok(paths) => {
-            eprintln!(
-                "memory rejection: {} report(s), one per rejected candidate (lowest peak first):",
-                paths.len()
-            );
-            for p in &paths {
-                eprintln!("  {} (+ .json)", p.display());
-            }
-        }
+        // The error names them after its top dozen allocations.
+        Ok(paths) => rejected.1 = paths,
         Err(write_err) => {
             return err.context(format!("could not write the memory report: {write_err:#}"))
         }

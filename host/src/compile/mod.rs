@@ -135,13 +135,32 @@ pub struct CompileReport {
 
 /// Every plan the planner tried exceeds the per-tile memory budget. A typed
 /// error (reachable with `anyhow::Error::downcast_ref`) so the CLI can write
-/// the rejection report next to the message.
+/// the rejection reports and name them in the message: the rejection (its
+/// top dozen allocations, [`ipuc_core::plan::memory::DISPLAYED_ALLOCATIONS`])
+/// then, once written, the reported candidate's report (the first path) and
+/// how many other candidates' reports lie beside it.
 #[derive(Debug)]
-pub struct PlanOverBudget(pub Box<MemoryRejection>);
+pub struct PlanOverBudget(pub Box<MemoryRejection>, pub Vec<std::path::PathBuf>);
 
 impl std::fmt::Display for PlanOverBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
+        write!(f, "{}", self.0)?;
+        if let Some((first, others)) = self.1.split_first() {
+            write!(
+                f,
+                "  report: {} (+ .json: tile picker, live bytes against the budget, allocations at the peak)",
+                first.display()
+            )?;
+            if !others.is_empty() {
+                write!(
+                    f,
+                    "\n  and {} more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-{:04}.html)",
+                    others.len(),
+                    others.len()
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -260,7 +279,9 @@ pub fn compile_with_progress(
             },
         )
         .map_err(|e| match e {
-            PlanError::OutOfMemory(rejection) => anyhow::Error::new(PlanOverBudget(rejection)),
+            PlanError::OutOfMemory(rejection) => {
+                anyhow::Error::new(PlanOverBudget(rejection, Vec::new()))
+            }
             other => anyhow::anyhow!("{other}"),
         })
         .with_context(|| {
