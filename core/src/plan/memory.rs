@@ -177,6 +177,9 @@ pub struct LiveAllocation {
 pub struct MemoryRejection {
     /// Mnemonic of the op at the peak moment.
     pub op_name: String,
+    /// The model's name for that op (e.g. `encoder.layers.*.mlp.fc1`), else
+    /// `mnemonic#index`.
+    pub op_label: String,
     /// Position of that op in its region (planning order).
     pub op_index: u32,
     /// `top level` or `repeat body (×N)`.

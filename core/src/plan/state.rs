@@ -374,7 +374,7 @@ impl State {
         transient: &[Arc<Allocation>],
         extra: Option<(&[u64], &[u64])>,
         mode: &mut Mode<'_>,
-        moment: &dyn Fn() -> (String, u32, String),
+        moment: &dyn Fn() -> (String, String, u32, String),
     ) -> Result<u64, Reject> {
         let dynamic: Vec<&Allocation> = self
             .roots
@@ -440,7 +440,7 @@ impl State {
             il_excess.map(|e| e.1).unwrap_or(tile)
         };
         let report = matches!(mode, Mode::Report).then(|| {
-            let (op_name, op_index, what) = moment();
+            let (op_name, op_label, op_index, what) = moment();
             let all = || {
                 self.statics
                     .values()
@@ -508,6 +508,7 @@ impl State {
                 .collect();
             alloc::boxed::Box::new(MemoryRejection {
                 op_name,
+                op_label,
                 op_index,
                 region: cx.region_label(),
                 moment: what,
@@ -645,6 +646,7 @@ impl State {
         let peak = s.check(cx, &transient, None, &mut mode, &|| {
             (
                 String::from(graph_op.mnemonic()),
+                cx.op_label(op),
                 pos,
                 format!("during {} (op {pos}: {})", cx.op_label(op), plan.summary),
             )
@@ -745,6 +747,7 @@ impl State {
         let label = |_: ()| {
             (
                 String::from("repeat"),
+                cx.op_label(op),
                 pos,
                 format!("during the repeat body (op {pos}, ×{trip})"),
             )

@@ -348,7 +348,10 @@ impl MemoryRejection {
             source: "planner estimate".into(),
             moments: vec![r.moment.clone()],
             tiles,
-            operation: format!("{} #{} in {}", r.op_name, r.op_index, r.region),
+            operation: format!(
+                "{} ({}, op {} in {})",
+                r.op_label, r.op_name, r.op_index, r.region
+            ),
             peak_tile: r.tile,
             peak_moment: r.moment.clone(),
             peak_moment_index: r.op_index,

@@ -56,13 +56,23 @@
     ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, TOP, W - LEFT, ph);
     for (let m = 0; m < M; m++) {
       const v = t.live[m] + RESERVE;
-      ctx.fillStyle = m === moment ? "#1d2330" : v > BUDGET ? "#e15759" : "#3b7dd8";
-      ctx.fillRect(LEFT + m * cw, yv(v), Math.max(1, cw - (cw > 3 ? 1 : 0)), yv(0) - yv(v));
+      const bw = Math.max(1, cw - (cw > 3 ? 1 : 0));
+      ctx.fillStyle = v > BUDGET ? "#e15759" : "#3b7dd8";
+      ctx.fillRect(LEFT + m * cw, yv(v), bw, yv(0) - yv(v));
+      if (m === moment) {
+        // The selected moment keeps its colour (red = over) with a dark frame.
+        ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 2 * dpr;
+        ctx.strokeRect(LEFT + m * cw + dpr, yv(v) + dpr, Math.max(1, bw - 2 * dpr), yv(0) - yv(v) - 2 * dpr);
+        ctx.lineWidth = 1;
+      }
     }
     ctx.fillStyle = "#c9ced6"; ctx.fillRect(LEFT, yv(RESERVE), W - LEFT, yv(0) - yv(RESERVE));
     ctx.strokeStyle = "#d62728"; ctx.setLineDash([6 * dpr, 3 * dpr]); ctx.beginPath();
     ctx.moveTo(LEFT, yv(BUDGET)); ctx.lineTo(W, yv(BUDGET)); ctx.stroke(); ctx.setLineDash([]);
-    ctx.fillStyle = "#d62728"; ctx.textAlign = "right"; ctx.fillText(`budget ${fmt(BUDGET)}`, LEFT - 4 * dpr, yv(BUDGET));
+    // The budget's label sits on its line at the right (the left margin is
+    // too narrow for it).
+    ctx.fillStyle = "#d62728"; ctx.textAlign = "right"; ctx.textBaseline = "bottom";
+    ctx.fillText(`budget ${fmt(BUDGET)}`, W - 4 * dpr, yv(BUDGET) - 2 * dpr); ctx.textBaseline = "middle";
     ctx.fillStyle = "#5f6b7a"; ctx.fillText("0", LEFT - 4 * dpr, yv(0));
     ctx.textAlign = "center";
     const every = Math.max(1, Math.ceil(M / ((W - LEFT) / (40 * dpr))));
@@ -98,7 +108,7 @@
     });
     document.getElementById("rlive").innerHTML = h + "</tbody></table>";
     document.getElementById("rtimelinetitle").textContent = M > 1
-      ? `Tile ${t.tile}: live bytes + reserve at each of ${M} moments (red = over budget, dark = selected; click a bar)`
+      ? `Tile ${t.tile}: live bytes + reserve at each of ${M} moments (red = over budget, dark frame = selected; click a bar)`
       : `Tile ${t.tile}: the planner checks each candidate at the moment it is applied; this report has that one moment`;
   }
   function showTip(ev, text) {
