@@ -38,6 +38,9 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     };
     let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
     for c in &request.conflicts {
+        if c.a == c.b {
+            return Err(PlaceError::SelfConflict { tile, buffer: c.a });
+        }
         let (a, b) = (index_of(c.a)?, index_of(c.b)?);
         partners[a].push(b);
         partners[b].push(a);

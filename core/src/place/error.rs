@@ -75,6 +75,14 @@ pub enum PlaceError {
         /// The missing key.
         buffer: BufferId,
     },
+    /// A conflict pairs a buffer with itself (a buffer cannot keep out of
+    /// its own element).
+    SelfConflict {
+        /// Logical tile.
+        tile: u32,
+        /// The buffer.
+        buffer: BufferId,
+    },
     /// The bytes charged at the tile's peak step (reserved ranges' blocked
     /// bytes plus every buffer live then, all copies and alignment padding)
     /// exceed the per-tile budget.
@@ -167,6 +175,11 @@ impl fmt::Display for PlaceError {
             PlaceError::UnknownConflictBuffer { tile, buffer } => write!(
                 f,
                 "tile {tile}: element conflict names buffer {}, which is not on this tile",
+                buffer.0
+            ),
+            PlaceError::SelfConflict { tile, buffer } => write!(
+                f,
+                "tile {tile}: element conflict pairs buffer {} with itself",
                 buffer.0
             ),
             PlaceError::OverBudget {

@@ -387,6 +387,25 @@ fn malformed_requests_are_typed_errors() {
         })
     );
 
+    // Found by `cargo xtask fuzz` (placement): a buffer in conflict with
+    // itself was accepted and then, trivially, shared its own element.
+    let req = PlacementRequest {
+        tile: 2,
+        buffers: vec![buf(0, 8, RegionClass::Standard, (0, 0))],
+        conflicts: vec![ElementConflict {
+            a: BufferId(0),
+            b: BufferId(0),
+        }],
+        ..Default::default()
+    };
+    assert_eq!(
+        place_tile(&req),
+        Err(PlaceError::SelfConflict {
+            tile: 2,
+            buffer: BufferId(0)
+        })
+    );
+
     let req = PlacementRequest {
         tile: 2,
         reserved: vec![ReservedRange {
