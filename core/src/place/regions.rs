@@ -180,13 +180,20 @@ pub fn class_windows(class: RegionClass, blocked: &[Range<u32>]) -> Vec<Window> 
 /// An aligned start of `size` bytes in the windows (in order; the lowest
 /// one in a bottom-up window, the highest in a top-down one) avoiding the
 /// sorted, merged `occupied` ranges; on failure the largest aligned free
-/// range seen.
+/// range seen. An empty block occupies nothing, so it fits even where no
+/// gap is left: at the first window's aligned start.
 pub(super) fn first_fit(
     windows: &[Window],
     occupied: &[Range<u32>],
     size: u32,
     align: u32,
 ) -> Result<u32, u32> {
+    if size == 0 {
+        return Ok(windows
+            .first()
+            .and_then(|w| align_up(w.range.start, align))
+            .unwrap_or(0));
+    }
     let mut largest = 0u32;
     for w in windows {
         let w_range = &w.range;

@@ -288,6 +288,25 @@ fn gemm_left_operand_and_output_get_different_elements() {
     assert_eq!(p.address(BufferId(1)), Some(0x88000));
 }
 
+/// Found by `cargo xtask fuzz` (placement target): an empty buffer on a
+/// tile whose region is full was `NoRoom` with 0 bytes needed and 0 free.
+#[test]
+fn an_empty_buffer_fits_where_no_gap_is_left() {
+    let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
+    let req = PlacementRequest {
+        tile: 3,
+        buffers: vec![
+            buf(0, region1, RegionClass::Interleaved, (0, 5)),
+            buf(1, 0, RegionClass::Interleaved, (1, 2)),
+        ],
+        ..Default::default()
+    };
+    let placed = place_tile(&req).expect("an empty buffer needs no room");
+    check_invariants(&req, &placed);
+    let empty = placed.allocation(BufferId(1)).unwrap();
+    assert!(empty.range.is_empty() && empty.range.start % 8 == 0);
+}
+
 #[test]
 fn failure_names_tile_buffer_and_sizes() {
     let req = PlacementRequest {
