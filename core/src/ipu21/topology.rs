@@ -45,23 +45,40 @@ pub struct PhysicalTile(u16);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LogicalTile(u16);
 
-impl PhysicalTile {
-    /// Validates `id < TILE_COUNT`.
-    pub fn new(id: u32) -> Result<Self, TileOutOfRange> {
-        if id < u32::from(TILE_COUNT) {
-            Ok(Self(id as u16))
-        } else {
-            Err(TileOutOfRange { id })
+/// What both numberings share: a range-checked constructor, the raw id and
+/// a display that says which numbering it is.
+macro_rules! tile_id {
+    ($name:ident, $label:literal) => {
+        impl $name {
+            /// Validates `id < TILE_COUNT`.
+            pub fn new(id: u32) -> Result<Self, TileOutOfRange> {
+                if id < u32::from(TILE_COUNT) {
+                    Ok(Self(id as u16))
+                } else {
+                    Err(TileOutOfRange { id })
+                }
+            }
+            /// The raw id.
+            pub const fn get(self) -> u16 {
+                self.0
+            }
+            /// Index for dense per-tile tables.
+            pub const fn index(self) -> usize {
+                self.0 as usize
+            }
         }
-    }
-    /// The raw id.
-    pub const fn get(self) -> u16 {
-        self.0
-    }
-    /// Index for dense per-tile tables.
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($label, " {}"), self.0)
+            }
+        }
+    };
+}
+tile_id!(PhysicalTile, "phys");
+tile_id!(LogicalTile, "logical");
+
+impl PhysicalTile {
     /// The tile sharing this one's double-width exchange resources (`p ^ 2`, §1.1).
     pub const fn pair_partner(self) -> Self {
         // p ^ 2 only flips bit 1 (the lane), so it stays below TILE_COUNT.
@@ -82,37 +99,9 @@ impl PhysicalTile {
 }
 
 impl LogicalTile {
-    /// Validates `id < TILE_COUNT`.
-    pub fn new(id: u32) -> Result<Self, TileOutOfRange> {
-        if id < u32::from(TILE_COUNT) {
-            Ok(Self(id as u16))
-        } else {
-            Err(TileOutOfRange { id })
-        }
-    }
-    /// The raw id.
-    pub const fn get(self) -> u16 {
-        self.0
-    }
-    /// Index for dense per-tile tables.
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
     /// Physical id of this tile on a C600.
     pub fn physical(self) -> PhysicalTile {
         PhysicalTile(LOGICAL_TO_PHYSICAL[self.index()])
-    }
-}
-
-impl fmt::Display for PhysicalTile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "phys {}", self.0)
-    }
-}
-
-impl fmt::Display for LogicalTile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "logical {}", self.0)
     }
 }
 

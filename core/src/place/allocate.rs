@@ -28,13 +28,20 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let blocked = blocked_spans(tile, &request.reserved)?;
     let spans = validate(request)?;
 
-    // Conflict partners per buffer index (symmetric).
+    // Conflict partners per buffer index (symmetric). Keys are unique
+    // (`validate`), so a sorted key index finds each in log time.
+    let mut by_key: Vec<(BufferId, usize)> = request
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.key, i))
+        .collect();
+    by_key.sort_unstable();
     let index_of = |key: BufferId| -> PlaceResult<usize> {
-        request
-            .buffers
-            .iter()
-            .position(|b| b.key == key)
-            .ok_or(PlaceError::UnknownConflictBuffer { tile, buffer: key })
+        by_key
+            .binary_search_by_key(&key, |&(k, _)| k)
+            .map(|at| by_key[at].1)
+            .map_err(|_| PlaceError::UnknownConflictBuffer { tile, buffer: key })
     };
     let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
     for c in &request.conflicts {
