@@ -342,7 +342,10 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
         // Committed regressions first: each must run clean.
         let replay = files_in(&regressions);
         if !replay.is_empty() {
-            let mut args: Vec<String> = ["+nightly", "fuzz", "run", "-s", "none", t.as_str(), "--"]
+            // Given as the corpus (files only), so libFuzzer runs each
+            // once; after `--` cargo-fuzz would add the corpus directory
+            // and libFuzzer would take every argument for a directory.
+            let mut args: Vec<String> = ["+nightly", "fuzz", "run", "-s", "none", t.as_str()]
                 .iter()
                 .map(|s| s.to_string())
                 .collect();

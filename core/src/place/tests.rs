@@ -304,7 +304,7 @@ fn an_empty_buffer_fits_where_no_gap_is_left() {
     let placed = place_tile(&req).expect("an empty buffer needs no room");
     check_invariants(&req, &placed);
     let empty = placed.allocation(BufferId(1)).unwrap();
-    assert!(empty.range.is_empty() && empty.range.start % 8 == 0);
+    assert!(empty.range.is_empty() && empty.range.start.is_multiple_of(8));
 }
 
 #[test]
