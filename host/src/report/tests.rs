@@ -395,9 +395,6 @@ fn templated_profile_page_has_its_elements() {
         calls: 5256,
         planned_cycles: 3_431_430,
         simulated_cycles: 3_526_614,
-        amp_output_standard: 18,
-        amp_shared_element: 0,
-        amp_misaligned: 1234,
     }];
     let html = profile_html::render(&p).unwrap();
     assert_standalone(&html);
@@ -433,7 +430,7 @@ fn templated_profile_page_has_its_elements() {
         );
     }
     assert!(html.contains(
-        "<tr><td>gemm_amp</td><td>5,256</td><td>3,431,430</td><td>3,526,614</td><td>-2.7%</td><td>1,234</td><td>18</td><td>0</td></tr>"
+        "<tr><td>gemm_amp</td><td>5,256</td><td>3,431,430</td><td>3,526,614</td><td>-2.7%</td></tr>"
     ));
     let data_at = html.find("id=\"data\"").unwrap();
     assert!(
