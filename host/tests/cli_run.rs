@@ -14,8 +14,12 @@ fn ipuc(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
+    let summary_path =
+        std::env::temp_dir().join(format!("ipuc-cli-fp8-summary-{}.json", std::process::id()));
     let out = ipuc(&[
         "run",
+        "--summary-json",
+        summary_path.to_str().unwrap(),
         "--workload",
         "siglip-small",
         "--vit-layers",
@@ -59,6 +63,32 @@ fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
         "{stdout}"
     );
     assert!(stdout.contains("memory peak: "), "{stdout}");
+    // Issue #13 item 8: every report says what is simulated and what is
+    // modelled — the CLI and the run summary alike; and rule 6 is enforced.
+    assert!(
+        stdout.contains("cycles: kernel bodies (native codelets): modelled")
+            && stdout.contains("cycles: exchange rows: simulated")
+            && stdout.contains("hardware rules (enforced by the codelets; facts §2.10 rule 6)"),
+        "{stdout}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
+    std::fs::remove_file(&summary_path).unwrap();
+    let sources = &summary["cycle_sources"];
+    assert!(
+        sources["kernel bodies (native codelets)"]
+            .as_str()
+            .unwrap()
+            .starts_with("modelled"),
+        "{summary}"
+    );
+    assert!(
+        sources["supervisor code"]
+            .as_str()
+            .unwrap()
+            .starts_with("simulated"),
+        "{summary}"
+    );
 }
 
 #[test]
