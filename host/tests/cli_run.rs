@@ -204,3 +204,44 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
     assert_eq!(normalised, expected);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue #13 item 6 at the command line: `ipuc exec` of a package written
+/// by `ipuc run --package` reports the same simulated cycles and the same
+/// validation as the run that wrote it.
+#[test]
+fn exec_of_a_written_package_matches_the_run() {
+    let dir = std::env::temp_dir().join(format!("ipuc-cli-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let package = dir.join("small.ipuc");
+    let common = [
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "1",
+        "--reference-run",
+    ];
+    let mut run_args = vec!["run", "--planning-tiles", "64", "--package"];
+    run_args.push(package.to_str().unwrap());
+    run_args.extend(common);
+    let run = ipuc(&run_args);
+    let mut exec_args = vec!["exec", package.to_str().unwrap()];
+    exec_args.extend(common);
+    let exec = ipuc(&exec_args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let (r, e) = (stdout(&run), stdout(&exec));
+    assert!(
+        run.status.success() && exec.status.success(),
+        "{r}\n{e}\n{}",
+        String::from_utf8_lossy(&exec.stderr)
+    );
+    let cycles = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("inference[0]: "))
+            .and_then(|l| l.split(" simulated cycles").next())
+            .map(str::to_owned)
+    };
+    assert!(cycles(&r).is_some(), "{r}");
+    assert_eq!(cycles(&r), cycles(&e), "run:\n{r}\nexec:\n{e}");
+    assert!(e.contains("validation[0]: PASS"), "{e}");
+}
