@@ -659,3 +659,32 @@ fn demo_full_size_reports() {
     write_rejection(&dir.join("rejected-op4.html"), &rejection).unwrap();
     eprintln!("demo reports in {}", dir.display());
 }
+
+/// Issue #13 item 8: `operations.json` says per part whether its cycles are
+/// simulated from instructions or modelled, and carries the
+/// planner-vs-simulated kernel table with the error.
+#[test]
+fn operations_json_labels_simulated_and_modelled_cycles() {
+    let mut p = synthetic_profile(4, 2);
+    p.kernels = vec![KernelKindTiming {
+        kernel: "gemm_amp".into(),
+        calls: 10,
+        planned_cycles: 900,
+        simulated_cycles: 1000,
+    }];
+    let json = serde_json::to_value(super::operations::OperationsFile::of(&p)).unwrap();
+    let sources = &json["cycle_sources"];
+    for part in ["supervisor code", "worker code", "exchange rows"] {
+        assert!(
+            sources[part].as_str().unwrap().starts_with("simulated"),
+            "{part}: {json}"
+        );
+    }
+    for part in ["kernel bodies (native codelets)", "global sync latency"] {
+        assert!(
+            sources[part].as_str().unwrap().starts_with("modelled"),
+            "{part}: {json}"
+        );
+    }
+    assert_eq!(json["kernel_timing"][0]["planner_error_percent"], -10.0);
+}
