@@ -134,6 +134,11 @@ pub struct RunSummary {
     pub fp32_max_abs_error: Option<f32>,
     pub fp32_cosine: Option<f64>,
     pub inferences: Vec<InferenceSummary>,
+    /// Where the cycle figures come from (simulated from instructions or
+    /// modelled), per part, as every report says
+    /// ([`crate::report::CYCLE_SOURCES`]); set with the run figures.
+    #[serde(default)]
+    pub cycle_sources: std::collections::BTreeMap<String, String>,
 }
 
 impl RunSummary {
@@ -141,6 +146,10 @@ impl RunSummary {
     /// inference's check.
     pub fn set_run(&mut self, profile: &Profile, inferences: Vec<InferenceSummary>) {
         self.cropped_cycles = profile.span().map(|(s, e)| e - s);
+        self.cycle_sources = crate::report::CYCLE_SOURCES
+            .iter()
+            .map(|(part, how)| (part.to_string(), how.to_string()))
+            .collect();
         let spans = profile.iteration_spans();
         self.repeat_iterations = spans.len();
         self.cycles_per_layer = cycles_per_layer(&spans);

@@ -14,8 +14,12 @@ fn ipuc(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
+    let summary_path =
+        std::env::temp_dir().join(format!("ipuc-cli-fp8-summary-{}.json", std::process::id()));
     let out = ipuc(&[
         "run",
+        "--summary-json",
+        summary_path.to_str().unwrap(),
         "--workload",
         "siglip-small",
         "--vit-layers",
@@ -59,6 +63,32 @@ fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
         "{stdout}"
     );
     assert!(stdout.contains("memory peak: "), "{stdout}");
+    // Issue #13 item 8: every report says what is simulated and what is
+    // modelled — the CLI and the run summary alike; and rule 6 is enforced.
+    assert!(
+        stdout.contains("cycles: kernel bodies (native codelets): modelled")
+            && stdout.contains("cycles: exchange rows: simulated")
+            && stdout.contains("hardware rules (enforced by the codelets; facts §2.10 rule 6)"),
+        "{stdout}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
+    std::fs::remove_file(&summary_path).unwrap();
+    let sources = &summary["cycle_sources"];
+    assert!(
+        sources["kernel bodies (native codelets)"]
+            .as_str()
+            .unwrap()
+            .starts_with("modelled"),
+        "{summary}"
+    );
+    assert!(
+        sources["supervisor code"]
+            .as_str()
+            .unwrap()
+            .starts_with("simulated"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -173,4 +203,45 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
 ";
     assert_eq!(normalised, expected);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue #13 item 6 at the command line: `ipuc exec` of a package written
+/// by `ipuc run --package` reports the same simulated cycles and the same
+/// validation as the run that wrote it.
+#[test]
+fn exec_of_a_written_package_matches_the_run() {
+    let dir = std::env::temp_dir().join(format!("ipuc-cli-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let package = dir.join("small.ipuc");
+    let common = [
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "1",
+        "--reference-run",
+    ];
+    let mut run_args = vec!["run", "--planning-tiles", "64", "--package"];
+    run_args.push(package.to_str().unwrap());
+    run_args.extend(common);
+    let run = ipuc(&run_args);
+    let mut exec_args = vec!["exec", package.to_str().unwrap()];
+    exec_args.extend(common);
+    let exec = ipuc(&exec_args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    let (r, e) = (stdout(&run), stdout(&exec));
+    assert!(
+        run.status.success() && exec.status.success(),
+        "{r}\n{e}\n{}",
+        String::from_utf8_lossy(&exec.stderr)
+    );
+    let cycles = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("inference[0]: "))
+            .and_then(|l| l.split(" simulated cycles").next())
+            .map(str::to_owned)
+    };
+    assert!(cycles(&r).is_some(), "{r}");
+    assert_eq!(cycles(&r), cycles(&e), "run:\n{r}\nexec:\n{e}");
+    assert!(e.contains("validation[0]: PASS"), "{e}");
 }

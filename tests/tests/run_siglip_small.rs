@@ -405,3 +405,113 @@ fn a_package_file_executes_like_the_package_that_was_written() {
         );
     }
 }
+
+/// Moves the output address of the first `gemm_amp` call loaded with an
+/// absolute `setzi $m2, A` (outside the Repeat frame) to `to(A)` in the
+/// package's supervisor code; returns the tile and the new address.
+fn corrupt_first_amp_output(
+    package: &mut ipuc_core::package::Package,
+    to: impl Fn(u32) -> u32,
+) -> (u16, u32) {
+    use ipuc_core::ipu21::isa::{decode, encode, Instruction};
+    use ipuc_core::package::SegmentRole;
+    let gemm = package
+        .kernels
+        .iter()
+        .find(|k| k.name == "gemm_amp")
+        .unwrap()
+        .address;
+    for tile in &mut package.tiles {
+        let id = tile.physical_tile as u16;
+        for seg in &mut tile.segments {
+            if seg.role != SegmentRole::SupervisorCode {
+                continue;
+            }
+            let words: Vec<u32> = seg
+                .data
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let (mut at, mut last_m2) = (0usize, None);
+            while at < words.len() {
+                let Ok((instr, len)) = decode(&words[at..]) else {
+                    at += 1;
+                    continue;
+                };
+                match instr {
+                    Instruction::Setzi { d, imm } if d.index() == 2 => last_m2 = Some((at, d, imm)),
+                    Instruction::Call { target, .. } if target == gemm => {
+                        if let Some((i, d, imm)) = last_m2 {
+                            let bad = to(imm);
+                            let word =
+                                encode(&Instruction::Setzi { d, imm: bad }).unwrap().words()[0];
+                            seg.data[i * 4..i * 4 + 4].copy_from_slice(&word.to_le_bytes());
+                            return (id, bad);
+                        }
+                    }
+                    Instruction::Call { .. } => last_m2 = None,
+                    _ => {}
+                }
+                at += len;
+            }
+        }
+    }
+    panic!("no gemm_amp call with an absolute output address");
+}
+
+/// §2.10 rule 6 on the device, from a deliberately bad package file: an AMP
+/// output moved 8 bytes (still element-aligned) and an AMP output moved to
+/// standard memory are typed `KernelOperandError`s naming the tile, the
+/// operation, the kernel, the operand and its address; the unmodified
+/// package runs (the compiler meets the rule).
+#[test]
+fn a_package_breaking_amp_rule_6_is_a_typed_device_error() {
+    use ipuc::device::sim::KernelOperandError;
+    use ipuc::sim::{OperandFault, OperandRule};
+    let (model_opts, compile_opts) = options(1);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let inputs = device_inputs(&small_pixels());
+    let run = |p: &ipuc_core::package::Package| {
+        let bytes = ipuc_core::package::write(p).unwrap();
+        let shipped = ipuc_core::package::read(&bytes).unwrap();
+        SimDevice::for_package(&shipped)
+            .unwrap()
+            .run(&shipped, &inputs, &weights)
+    };
+    run(&compiled.package).unwrap();
+    for (to, rule) in [
+        (
+            (|a: u32| a + 8) as fn(u32) -> u32,
+            OperandRule::AmpMisaligned,
+        ),
+        (|_| 0x6_0000, OperandRule::AmpOutputStandard),
+    ] {
+        let mut bad = compiled.package.clone();
+        let (tile, addr) = corrupt_first_amp_output(&mut bad, to);
+        let e = run(&bad).unwrap_err();
+        let typed = e
+            .downcast_ref::<KernelOperandError>()
+            .unwrap_or_else(|| panic!("not a KernelOperandError: {e:#}"));
+        assert_eq!(typed.tile, tile);
+        assert_eq!(typed.kernel, "gemm_amp");
+        assert_eq!(
+            typed.fault,
+            OperandFault {
+                operand: "out",
+                addr,
+                rule
+            }
+        );
+        assert_ne!(typed.operation, "?", "{typed}");
+        let text = format!("{e:#}");
+        assert!(
+            text.contains(&format!("tile {tile}: operation `{}`", typed.operation))
+                && text.contains(&format!("{addr:#x}"))
+                && text.contains("§2.10 rule 6"),
+            "{text}"
+        );
+        eprintln!("bad package: {text}");
+    }
+}

@@ -22,10 +22,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check.
+    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check, a release run whose compile-time exchange check covers every phase.
     Ci,
     /// Fails on an upward import between core's layers (or a two-file import loop inside one).
     Layers,
+    /// CI's release step alone: a 2-layer siglip-small run with the release binary whose compile-time exchange check must cover every phase.
+    ReleaseCheck,
     /// Scalar vs six-worker patcher check on the simulated tile (or hardware).
     HwCheck {
         /// `sim` (default) or `ipu`.
@@ -110,6 +112,7 @@ fn main() -> Result<()> {
     match cli.task {
         Task::Ci => ci(&root),
         Task::Layers => check_layers(&root),
+        Task::ReleaseCheck => release_exchange_check(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::BrowserCheck { out } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
@@ -197,7 +200,65 @@ fn ci(root: &Path) -> Result<()> {
         &["build", "-p", "ipuc-core", "--target", NO_STD_TARGET],
     )?;
     hw_check(root, "sim")?;
+    release_exchange_check(root)?;
     eprintln!("xtask ci: all steps passed");
+    Ok(())
+}
+
+/// Issue #13 item 4: the compile-time exchange check (every row decoded,
+/// replayed with the route model, compared with its request) runs in
+/// release builds too. `test --workspace` compiles with debug assertions,
+/// so CI also compiles and runs a 2-layer siglip-small package with the
+/// release binary and requires `exchange check: N of N phases` (N > 0) in
+/// its report, and a PASS.
+fn release_exchange_check(root: &Path) -> Result<()> {
+    let args = [
+        "run",
+        "--release",
+        "-q",
+        "-p",
+        "ipuc",
+        "--",
+        "run",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "2",
+        "--planning-tiles",
+        "64",
+        "--reference-run",
+    ];
+    let out = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(root)
+        .output()
+        .context("starting the release run")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "release run failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("exchange check: "))
+        .context("the release run printed no `exchange check:` line")?;
+    let counts: Vec<u64> = line
+        .trim_start_matches("exchange check: ")
+        .split_whitespace()
+        .take(3)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    match counts[..] {
+        [checked, phases] if checked == phases && phases > 0 => {}
+        _ => bail!("release run: not every exchange phase was checked: {line}"),
+    }
+    if !stdout.lines().any(|l| l == "validation[0]: PASS") {
+        bail!("release run did not PASS:\n{stdout}");
+    }
+    eprintln!("xtask ci: release build: {line}");
     Ok(())
 }
 

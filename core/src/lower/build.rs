@@ -37,6 +37,17 @@ pub enum LowerError {
         /// Bytes per run.
         row_bytes: u32,
     },
+    /// An AMP call reads or writes an operand at an offset into its buffer
+    /// that is not 32-byte aligned (`docs/facts/ipu21-target.md` §2.10
+    /// rule 6; the planner's AMP plans use offset 0).
+    AmpOperandOffset {
+        /// Kernel symbol name.
+        kernel: &'static str,
+        /// Operand index (0 = output).
+        operand: u32,
+        /// Offset into the buffer, bytes.
+        offset: u32,
+    },
 }
 
 impl core::fmt::Display for LowerError {
@@ -51,6 +62,14 @@ impl core::fmt::Display for LowerError {
             Self::UnalignedTransfer { row_bytes } => write!(
                 f,
                 "lowering: block move of {row_bytes} bytes is not word-aligned"
+            ),
+            Self::AmpOperandOffset {
+                kernel,
+                operand,
+                offset,
+            } => write!(
+                f,
+                "lowering: {kernel} operand {operand} at offset {offset} into its buffer is not 32-byte aligned (facts §2.10 rule 6)"
             ),
         }
     }
@@ -219,17 +238,51 @@ impl<'g> Builder<'g> {
             .iter()
             .map(|r| Self::map_ref(map, *r))
             .collect::<LResult<Vec<_>>>()?;
-        if matches!(c.kernel, Kernel::Gemm { .. }) {
-            // AMP operands are 32-byte aligned (`docs/facts/ipu21-target.md` §2.10 rule 6).
-            for r in &operands {
-                self.buffers[r.buffer.index()].align = AMP_BUFFER_ALIGN;
-            }
-        }
+        self.honour_amp_rules(&c.kernel, &operands)?;
         Ok(KernelCall {
             tile: c.tile,
             kernel: c.kernel.clone(),
             operands,
         })
+    }
+
+    /// `docs/facts/ipu21-target.md` §2.10 rule 6 for an AMP call (GEMM,
+    /// attention, partial attention): every operand 32-byte aligned (the
+    /// buffer's alignment, which is also its Repeat stride's granule, and
+    /// the call's offset into it), the output in interleaved memory, and a
+    /// GEMM's weights in interleaved memory when the call claims them there
+    /// (`b_interleaved`, which the kernel's timing relies on). The plan
+    /// declares these classes; lowering makes them true for buffers the plan
+    /// does not class (carried buffers a call writes in place). The third
+    /// part of rule 6 (left stream and output in different effective
+    /// elements) is placement's element conflict
+    /// (`crate::place::requests`).
+    fn honour_amp_rules(&mut self, kernel: &Kernel, operands: &[BufferRef]) -> LResult<()> {
+        let weights_claimed = match kernel {
+            Kernel::Gemm { b_interleaved, .. } => *b_interleaved,
+            Kernel::Attention { .. } | Kernel::AttentionPartial { .. } => false,
+            _ => return Ok(()),
+        };
+        for (i, r) in operands.iter().enumerate() {
+            if !r.offset.is_multiple_of(AMP_BUFFER_ALIGN) {
+                return Err(LowerError::AmpOperandOffset {
+                    kernel: kernel.name(),
+                    operand: i as u32,
+                    offset: r.offset,
+                });
+            }
+            let buf = self
+                .buffers
+                .get_mut(r.buffer.index())
+                .ok_or(LowerError::Mismatch {
+                    what: "kernel operand buffer",
+                })?;
+            buf.align = buf.align.max(AMP_BUFFER_ALIGN);
+            if i == 0 || (i == 2 && weights_claimed) {
+                buf.class = MemoryClass::Interleaved;
+            }
+        }
+        Ok(())
     }
 
     fn transfer(t: &PlannedTransfer, map: &BTreeMap<Slot, BufferId>) -> LResult<BlockTransfer> {

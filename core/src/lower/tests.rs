@@ -108,3 +108,45 @@ fn lowered_residual_mlp_computes_the_reference_result() {
         assert!(err < 1e-3, "tiles {tiles}: max abs error {err}");
     }
 }
+
+/// `docs/facts/ipu21-target.md` §2.10 rule 6 as lowering leaves it: every
+/// operand of every AMP call (GEMM, attention) sits in a buffer aligned to
+/// 32 bytes at a 32-byte offset, its output buffer is interleaved-class, and
+/// so are the weights of a GEMM that claims them interleaved. (Attention is
+/// covered end to end: the device enforces the rule on siglip-small runs.)
+#[test]
+fn amp_calls_meet_rule_6_after_lowering() {
+    use super::schedule::{MemoryClass, Step, AMP_BUFFER_ALIGN};
+    use crate::kernel::Kernel;
+    let g = residual_mlp(16, 64, 128, 3, DType::F16);
+    let plan = plan_graph(
+        &g,
+        PlanConfig {
+            tiles: 64,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    let s = super::lower(&g, &plan).unwrap();
+    let mut amp_calls = 0;
+    s.visit(|step, _| {
+        let Step::Compute(c) = step else { return };
+        for call in &c.calls {
+            let claimed = match call.kernel {
+                Kernel::Gemm { b_interleaved, .. } => b_interleaved,
+                Kernel::Attention { .. } | Kernel::AttentionPartial { .. } => false,
+                _ => continue,
+            };
+            amp_calls += 1;
+            for (i, r) in call.operands.iter().enumerate() {
+                let b = &s.buffers[r.buffer.index()];
+                assert!(b.align >= AMP_BUFFER_ALIGN, "{}: align {}", b.name, b.align);
+                assert_eq!(r.offset % AMP_BUFFER_ALIGN, 0, "{}", b.name);
+                if i == 0 || (i == 2 && claimed) {
+                    assert_eq!(b.class, MemoryClass::Interleaved, "{}", b.name);
+                }
+            }
+        }
+    });
+    assert!(amp_calls > 0);
+}

@@ -1,5 +1,6 @@
 //! One kernel call on a tile: read the argument block at `$m8`, check every
-//! operand against SRAM, run the kernel, charge its cycles.
+//! operand against SRAM and the kernel ABI's rules, run the kernel, charge
+//! its cycles.
 
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
 use ipuc_core::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
@@ -12,55 +13,34 @@ use super::error::{CodeletError, CodeletErrorKind};
 use super::math;
 use crate::sim::kernel_timing::kernel_timing;
 use crate::sim::memory::TileMemory;
-use crate::sim::CodeletCharge;
+use crate::sim::{CodeletCharge, OperandFault, OperandRule};
 
 /// Runs kernel `symbol` with the MRF `regs` on `memory`; returns what it
 /// costs: the simulator's kernel timing model
 /// ([`crate::sim::kernel_timing::kernel_timing`], modelled) and, for the
 /// reports, the planner's estimate of the same call ([`KernelArgs::cycles`]).
-/// The placement rules of [`AmpRules`] are recorded, not enforced.
+/// Every operand is checked before the call runs: inside SRAM, aligned to
+/// its element, and for AMP kernels the rules of
+/// `docs/facts/ipu21-target.md` §2.10 rule 6 and the argument block's
+/// interleaved-weights claim ([`check_amp_rules`]); a broken rule is a
+/// [`CodeletErrorKind::Operand`] error.
 pub fn run_kernel(
     symbol: KernelSymbol,
     tile: u16,
     regs: &[u32; 16],
     memory: &mut TileMemory,
 ) -> Result<CodeletCharge, CodeletError> {
-    run_kernel_with(symbol, tile, regs, memory, AmpRules::Record)
-}
-
-/// How a call treats the AMP rules the compiler does not meet yet (§2.10
-/// rule 6: operands 32-byte aligned, output in interleaved memory, left
-/// stream and output in different effective elements). The argument
-/// block's weight-region claim is always enforced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum AmpRules {
-    /// Count a broken rule in [`CodeletCharge::rule_findings`].
-    #[default]
-    Record,
-    /// A broken rule is a [`CodeletError`].
-    Enforce,
-}
-
-/// [`CodeletCharge::rule_findings`] bit: AMP output in standard memory.
-pub const FINDING_AMP_OUTPUT_STANDARD: u8 = 1;
-/// [`CodeletCharge::rule_findings`] bit: AMP left stream and output share
-/// an effective element.
-pub const FINDING_AMP_SHARED_ELEMENT: u8 = 2;
-/// [`CodeletCharge::rule_findings`] bit: an AMP operand is not 32-byte aligned.
-pub const FINDING_AMP_MISALIGNED: u8 = 4;
-
-/// [`run_kernel`] with an explicit treatment of the AMP placement rules.
-pub fn run_kernel_with(
-    symbol: KernelSymbol,
-    tile: u16,
-    regs: &[u32; 16],
-    memory: &mut TileMemory,
-    rules: AmpRules,
-) -> Result<CodeletCharge, CodeletError> {
     let err = |kind| CodeletError {
         tile,
         kernel: symbol.name(),
         kind,
+    };
+    let operand_err = |operand, addr, rule| {
+        err(CodeletErrorKind::Operand(OperandFault {
+            operand,
+            addr,
+            rule,
+        }))
     };
     let args = read_args(symbol, regs[ARG_BLOCK_REGISTER as usize], memory).map_err(err)?;
     let mut addrs = [0u32; 6];
@@ -69,20 +49,18 @@ pub fn run_kernel_with(
         let addr = regs[register as usize];
         let fits = u32::try_from(spec.bytes).is_ok_and(|b| in_sram(addr, b));
         if spec.bytes > 0 && !fits {
-            return Err(err(CodeletErrorKind::OperandOutsideSram {
-                operand: spec.name,
-                register,
+            return Err(operand_err(
+                spec.name,
                 addr,
-                bytes: spec.bytes,
-            }));
+                OperandRule::OutsideSram { bytes: spec.bytes },
+            ));
         }
         if !addr.is_multiple_of(spec.align.max(1)) {
-            return Err(err(CodeletErrorKind::OperandMisaligned {
-                operand: spec.name,
-                register,
+            return Err(operand_err(
+                spec.name,
                 addr,
-                align: spec.align,
-            }));
+                OperandRule::Misaligned { align: spec.align },
+            ));
         }
         let slot = match spec.role {
             OperandRole::Output => 0,
@@ -90,70 +68,68 @@ pub fn run_kernel_with(
         };
         addrs[slot] = addr;
     }
-    let mut findings = 0u8;
-    for broken in check_amp_rules(&args, &addrs).map_err(err)? {
-        match (rules, broken) {
-            (AmpRules::Enforce, kind) => return Err(err(kind)),
-            (AmpRules::Record, CodeletErrorKind::AmpOutputNotInterleaved { .. }) => {
-                findings |= FINDING_AMP_OUTPUT_STANDARD
-            }
-            (AmpRules::Record, CodeletErrorKind::AmpOperandMisaligned { .. }) => {
-                findings |= FINDING_AMP_MISALIGNED
-            }
-            (AmpRules::Record, _) => findings |= FINDING_AMP_SHARED_ELEMENT,
-        }
-    }
+    check_amp_rules(&args, &addrs).map_err(|f| err(CodeletErrorKind::Operand(f)))?;
     execute(&args, &addrs, memory);
     Ok(CodeletCharge {
         cycles: kernel_timing(&args, &addrs).total,
         planned: Some(args.cycles()),
-        rule_findings: findings,
     })
 }
 
-/// The AMP operand rules of `docs/facts/ipu21-target.md` §2.10 rule 6 and
+/// The AMP operand rules of `docs/facts/ipu21-target.md` §2.10 rule 6 —
+/// operands (output and streams) 32-byte aligned, output in interleaved
+/// memory, left stream and output in different effective elements — and
 /// the argument block's claim that GEMM weights are in interleaved memory.
-/// The claim is an error; the rule-6 rules broken are returned for the
-/// caller to record or enforce.
-fn check_amp_rules(
-    args: &KernelArgs,
-    addrs: &[u32; 6],
-) -> Result<Vec<CodeletErrorKind>, CodeletErrorKind> {
+/// The compiler meets them (lowering's AMP alignment and memory class,
+/// placement's element conflicts); the first rule broken is returned.
+fn check_amp_rules(args: &KernelArgs, addrs: &[u32; 6]) -> Result<(), OperandFault> {
+    let fault = |operand, addr, rule| OperandFault {
+        operand,
+        addr,
+        rule,
+    };
     // (operand name, slot) of the AMP streams; the left stream is slot 1.
     let streams: &[(&'static str, usize)] = match args.kernel {
         Kernel::Gemm { b_interleaved, .. } => {
             if b_interleaved && addrs[2] < INTERLEAVED_BASE {
-                return Err(CodeletErrorKind::WeightsNotInterleaved { addr: addrs[2] });
+                return Err(fault("b", addrs[2], OperandRule::WeightsNotInterleaved));
             }
             &[("out", 0), ("a", 1), ("b", 2)]
         }
         Kernel::Attention { .. } | Kernel::AttentionPartial { .. } => {
             &[("out", 0), ("q", 1), ("k", 2), ("v", 3)]
         }
-        _ => return Ok(Vec::new()),
+        _ => return Ok(()),
     };
-    let mut broken = Vec::new();
     if let Some(&(operand, slot)) = streams
         .iter()
         .find(|(_, slot)| !addrs[*slot].is_multiple_of(AMP_OPERAND_ALIGN))
     {
-        broken.push(CodeletErrorKind::AmpOperandMisaligned {
-            operand,
-            addr: addrs[slot],
-        });
+        return Err(fault(operand, addrs[slot], OperandRule::AmpMisaligned));
     }
     if addrs[0] < INTERLEAVED_BASE {
-        broken.push(CodeletErrorKind::AmpOutputNotInterleaved { addr: addrs[0] });
+        return Err(fault("out", addrs[0], OperandRule::AmpOutputStandard));
     }
-    if effective_element(addrs[0]) == effective_element(addrs[1]) {
-        broken.push(CodeletErrorKind::AmpStreamsShareElement {
-            left: addrs[1],
-            out: addrs[0],
-            element: effective_element(addrs[0]),
-        });
+    let element = effective_element(addrs[0]);
+    if element == effective_element(addrs[1]) {
+        return Err(fault(
+            "out",
+            addrs[0],
+            OperandRule::AmpSharesElement {
+                left: addrs[1],
+                element,
+            },
+        ));
     }
-    Ok(broken)
+    Ok(())
 }
+
+/// The kernels that run on the AMP and are held to §2.10 rule 6.
+pub const AMP_KERNELS: [&str; 3] = [
+    KernelSymbol::GemmAmp.name(),
+    KernelSymbol::AttentionHead.name(),
+    KernelSymbol::AttentionPartial.name(),
+];
 
 /// AMP operand alignment (`docs/facts/ipu21-target.md` §2.10 rule 6).
 pub const AMP_OPERAND_ALIGN: u32 = 32;

@@ -4,6 +4,8 @@ use std::fmt;
 
 use ipuc_core::kernel::AbiError;
 
+use crate::sim::OperandFault;
+
 /// Why a kernel call could not run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeletError {
@@ -37,57 +39,10 @@ pub enum CodeletErrorKind {
         /// Decoding error.
         error: AbiError,
     },
-    /// An operand's extent is not inside SRAM.
-    OperandOutsideSram {
-        /// Operand name (`a`, `b`, `out`, …).
-        operand: &'static str,
-        /// MRF register holding its address.
-        register: u8,
-        /// The address.
-        addr: u32,
-        /// Bytes the kernel would touch.
-        bytes: u64,
-    },
-    /// An operand address is not a multiple of its element size.
-    OperandMisaligned {
-        /// Operand name.
-        operand: &'static str,
-        /// MRF register holding its address.
-        register: u8,
-        /// The address.
-        addr: u32,
-        /// Required alignment.
-        align: u32,
-    },
-    /// An AMP operand is not 32-byte aligned (§2.10 rule 6).
-    AmpOperandMisaligned {
-        /// Operand name.
-        operand: &'static str,
-        /// The address.
-        addr: u32,
-    },
-    /// An AMP kernel's output is in standard memory (§2.10 rule 6: output
-    /// in interleaved memory).
-    AmpOutputNotInterleaved {
-        /// The output address.
-        addr: u32,
-    },
-    /// The AMP's left stream and its output share an effective element
-    /// (§2.10 rule 6).
-    AmpStreamsShareElement {
-        /// Left-stream address.
-        left: u32,
-        /// Output address.
-        out: u32,
-        /// The shared effective element.
-        element: u32,
-    },
-    /// The argument block says the GEMM weights are in interleaved memory,
-    /// but `b` is in standard memory.
-    WeightsNotInterleaved {
-        /// The weight address.
-        addr: u32,
-    },
+    /// An operand breaks a kernel-ABI rule: its extent outside SRAM, not
+    /// aligned to its element, or an AMP rule of
+    /// `docs/facts/ipu21-target.md` §2.10 rule 6.
+    Operand(OperandFault),
 }
 
 impl fmt::Display for CodeletError {
@@ -104,40 +59,9 @@ impl fmt::Display for CodeletError {
             CodeletErrorKind::ArgBlock { addr, error } => {
                 write!(f, "tile {tile}: kernel {kernel}: argument block at {addr:#x}: {error}")
             }
-            CodeletErrorKind::OperandOutsideSram {
-                operand,
-                register,
-                addr,
-                bytes,
-            } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: operand {operand} ($m{register} = {addr:#x}, {bytes} bytes) is outside SRAM"
-            ),
-            CodeletErrorKind::OperandMisaligned {
-                operand,
-                register,
-                addr,
-                align,
-            } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: operand {operand} ($m{register} = {addr:#x}) is not {align}-byte aligned"
-            ),
-            CodeletErrorKind::AmpOperandMisaligned { operand, addr } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: AMP operand {operand} at {addr:#x} is not 32-byte aligned (facts §2.10 rule 6)"
-            ),
-            CodeletErrorKind::AmpOutputNotInterleaved { addr } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: AMP output at {addr:#x} is in standard memory; the AMP writes interleaved memory (facts §2.10 rule 6)"
-            ),
-            CodeletErrorKind::AmpStreamsShareElement { left, out, element } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: AMP left stream {left:#x} and output {out:#x} share effective element {element} (facts §2.10 rule 6)"
-            ),
-            CodeletErrorKind::WeightsNotInterleaved { addr } => write!(
-                f,
-                "tile {tile}: kernel {kernel}: argument block claims interleaved weights but b is at {addr:#x} in standard memory"
-            ),
+            CodeletErrorKind::Operand(fault) => {
+                write!(f, "tile {tile}: kernel {kernel}: {fault}")
+            }
         }
     }
 }

@@ -48,13 +48,10 @@ use std::sync::Arc;
 
 use ipuc_core::kernel::KernelSymbol;
 
-pub use call::{
-    run_kernel, run_kernel_with, AmpRules, AMP_OPERAND_ALIGN, FINDING_AMP_MISALIGNED,
-    FINDING_AMP_OUTPUT_STANDARD, FINDING_AMP_SHARED_ELEMENT,
-};
+pub use call::{run_kernel, AMP_KERNELS, AMP_OPERAND_ALIGN};
 pub use error::{CodeletError, CodeletErrorKind};
 
-use crate::sim::{Codelet, CodeletCall, CodeletCharge, CodeletTable};
+use crate::sim::{Codelet, CodeletCall, CodeletCharge, CodeletFailure, CodeletTable};
 
 /// The codelet implementing one kernel symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,8 +76,11 @@ impl Codelet for NativeKernel {
         self.symbol.name()
     }
 
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String> {
-        run_kernel(self.symbol, call.tile, call.regs, call.memory).map_err(|e| e.to_string())
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, CodeletFailure> {
+        run_kernel(self.symbol, call.tile, call.regs, call.memory).map_err(|e| match e.kind {
+            CodeletErrorKind::Operand(fault) => CodeletFailure::Operand(fault),
+            _ => CodeletFailure::Other(e.to_string()),
+        })
     }
 }
 

@@ -146,3 +146,48 @@ fn a_bad_argument_block_is_a_codelet_fault_naming_tile_and_address() {
         other => panic!("unexpected fault {other:?}"),
     }
 }
+
+/// §2.10 rule 6 at the simulator layer: a supervisor `call` of `gemm_amp`
+/// whose output address is 8 bytes off a 32-byte boundary faults with the
+/// typed `FaultKind::KernelOperand` at the `call` (operand, address, rule).
+#[test]
+fn a_misaligned_amp_output_is_a_typed_kernel_operand_fault_at_the_call() {
+    use crate::sim::{OperandFault, OperandRule};
+    let (a_addr, b_addr, out, args) = (0x80000, 0x80100, 0x88008, 0x90000);
+    let gemm = KernelArgs::new(Kernel::Gemm {
+        m: 2,
+        k: 3,
+        n: 2,
+        a: DType::F32,
+        b: DType::F32,
+        out: DType::F32,
+        b_transposed: false,
+        b_interleaved: true,
+    });
+    let mut tile = tile_with_kernels();
+    load_words(&mut tile, args, &encode(&gemm));
+    load_program(
+        &mut tile,
+        &[
+            I::setzi(reg(OUTPUT_REGISTER), out),
+            I::setzi(reg(3), a_addr),
+            I::setzi(reg(4), b_addr),
+            I::setzi(reg(ARG_BLOCK_REGISTER), args),
+            I::call(reg(LINK_REGISTER), GEMM_ENTRY),
+        ],
+    );
+    let fault = tile.run(100_000).unwrap_err();
+    assert_eq!(fault.tile, 3);
+    assert_eq!(fault.pc, APPLICATION_LOAD_BASE + 4 * 4);
+    assert_eq!(
+        fault.kind,
+        FaultKind::KernelOperand {
+            kernel: "gemm_amp".into(),
+            fault: OperandFault {
+                operand: "out",
+                addr: out,
+                rule: OperandRule::AmpMisaligned
+            }
+        }
+    );
+}

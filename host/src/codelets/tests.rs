@@ -8,7 +8,7 @@ use ipuc_core::numeric::{round_to_f16, F8Format, Fp8};
 
 use super::elements::{decode, encode as encode_elements};
 use super::*;
-use crate::sim::TileMemory;
+use crate::sim::{OperandFault, OperandRule, TileMemory};
 
 /// A tile with a bump allocator for operands.
 struct Bench {
@@ -30,6 +30,12 @@ impl Bench {
         let a = self.next;
         self.next += (bytes as u32).div_ceil(32) * 32 + 32;
         a
+    }
+
+    /// Moves the allocator to the next 32 KiB interleaved element, so an
+    /// AMP output does not share the left stream's element (§2.10 rule 6).
+    fn next_element(&mut self) {
+        self.next = self.next.next_multiple_of(0x8000);
     }
 
     /// Stores `values` as `d`; returns the address.
@@ -114,6 +120,7 @@ fn gemm_f16_times_scaled_fp8_weights_with_accumulate_and_bias() {
         b.put(&w, f8),
         b.put(&bias, DType::F16),
     );
+    b.next_element();
     let out = b.put(&init, DType::F32);
     let mut args = KernelArgs::new(Kernel::Gemm {
         m: m as u32,
@@ -387,6 +394,7 @@ fn attention_head_matches_naive_softmax_attention() {
         b.put(&v, DType::F16),
     );
     let scratch = b.alloc(qr * kv * 4);
+    b.next_element();
     let out = b.alloc(qr * hd * 2);
     let args = KernelArgs::new(Kernel::Attention {
         q_rows: qr as u32,
@@ -467,27 +475,25 @@ fn abi_errors_name_tile_kernel_and_address() {
     assert_eq!(e.kernel, "gelu_tanh");
     assert_eq!(
         e.kind,
-        CodeletErrorKind::OperandOutsideSram {
+        CodeletErrorKind::Operand(OperandFault {
             operand: "out",
-            register: 2,
             addr: 0xE7FF8,
-            bytes: 16
-        }
+            rule: OperandRule::OutsideSram { bytes: 16 }
+        })
     );
     assert!(e
         .to_string()
-        .contains("tile 7: kernel gelu_tanh: operand out ($m2 = 0xe7ff8"));
+        .contains("tile 7: kernel gelu_tanh: operand out at 0xe7ff8 (16 bytes) is outside SRAM"));
 
     // Misaligned F16 input.
     let e = b.run(&gelu16(8), 0x81000, &[x + 1]).unwrap_err();
     assert_eq!(
         e.kind,
-        CodeletErrorKind::OperandMisaligned {
+        CodeletErrorKind::Operand(OperandFault {
             operand: "x",
-            register: 3,
             addr: x + 1,
-            align: 2
-        }
+            rule: OperandRule::Misaligned { align: 2 }
+        })
     );
 
     // Argument block address misaligned / outside SRAM.
@@ -603,6 +609,13 @@ fn small_gemm(b_interleaved: bool) -> KernelArgs {
     })
 }
 
+fn amp_fault(e: CodeletError) -> OperandFault {
+    match e.kind {
+        CodeletErrorKind::Operand(f) => f,
+        other => panic!("not an operand fault: {other:?}"),
+    }
+}
+
 #[test]
 fn amp_operands_must_be_32_byte_aligned() {
     let mut b = Bench::new();
@@ -610,27 +623,31 @@ fn amp_operands_must_be_32_byte_aligned() {
     let w = b.put(&[1.0; 16], DType::F16);
     // An output 8 bytes past a 32-byte boundary: F32-aligned, not AMP-aligned.
     let out = 0x9_0008;
-    let recorded = b.run(&small_gemm(true), out, &[a, w]).unwrap();
-    assert_eq!(recorded.rule_findings, FINDING_AMP_MISALIGNED);
-    let regs = b.regs;
-    let e = run_kernel_with(
-        KernelSymbol::GemmAmp,
-        7,
-        &regs,
-        &mut b.mem,
-        AmpRules::Enforce,
-    )
-    .unwrap_err();
+    let e = b.run(&small_gemm(true), out, &[a, w]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("tile 7: kernel gemm_amp: AMP operand out at 0x90008 is not 32-byte aligned"),
+        "{e}"
+    );
     assert_eq!(
-        e.kind,
-        CodeletErrorKind::AmpOperandMisaligned {
+        amp_fault(e),
+        OperandFault {
             operand: "out",
-            addr: out
+            addr: out,
+            rule: OperandRule::AmpMisaligned
         }
     );
-    assert!(
-        e.to_string().contains("0x90008 is not 32-byte aligned"),
-        "{e}"
+    // A left stream 16 bytes off.
+    let e = b
+        .run(&small_gemm(true), 0x9_0000, &[a + 16, w])
+        .unwrap_err();
+    assert_eq!(
+        amp_fault(e),
+        OperandFault {
+            operand: "a",
+            addr: a + 16,
+            rule: OperandRule::AmpMisaligned
+        }
     );
 }
 
@@ -641,7 +658,14 @@ fn claimed_interleaved_weights_must_be_at_an_interleaved_address() {
     let w = 0x6_0000;
     b.mem.load(w, &[0u8; 32]).unwrap();
     let e = b.run(&small_gemm(true), 0x9_0000, &[a, w]).unwrap_err();
-    assert_eq!(e.kind, CodeletErrorKind::WeightsNotInterleaved { addr: w });
+    assert_eq!(
+        amp_fault(e),
+        OperandFault {
+            operand: "b",
+            addr: w,
+            rule: OperandRule::WeightsNotInterleaved
+        }
+    );
     // The same call without the claim runs, charged at the standard-memory
     // weight-feed rate.
     let standard = b.run(&small_gemm(false), 0x9_0000, &[a, w]).unwrap();
@@ -651,55 +675,31 @@ fn claimed_interleaved_weights_must_be_at_an_interleaved_address() {
 }
 
 #[test]
-fn amp_placement_rules_are_recorded_or_enforced() {
+fn amp_output_placement_rules_are_enforced() {
     let mut b = Bench::new();
     let a = b.put(&[1.0; 8], DType::F16);
     let w = b.put(&[1.0; 16], DType::F16);
-    let args = small_gemm(true);
-    let block: Vec<u8> = encode(&args).iter().flat_map(|x| x.to_le_bytes()).collect();
-    let at = b.alloc(block.len());
-    b.mem.load(at, &block).unwrap();
     // Output in standard memory.
-    (b.regs[2], b.regs[3], b.regs[4], b.regs[8]) = (0x6_0000, a, w, at);
-    let recorded = run_kernel(KernelSymbol::GemmAmp, 1, &b.regs, &mut b.mem).unwrap();
-    assert_eq!(recorded.rule_findings, FINDING_AMP_OUTPUT_STANDARD);
-    let e = run_kernel_with(
-        KernelSymbol::GemmAmp,
-        1,
-        &b.regs,
-        &mut b.mem,
-        AmpRules::Enforce,
-    )
-    .unwrap_err();
+    let e = b.run(&small_gemm(true), 0x6_0000, &[a, w]).unwrap_err();
     assert_eq!(
-        e.kind,
-        CodeletErrorKind::AmpOutputNotInterleaved { addr: 0x6_0000 }
+        amp_fault(e),
+        OperandFault {
+            operand: "out",
+            addr: 0x6_0000,
+            rule: OperandRule::AmpOutputStandard
+        }
     );
     // Output in the left stream's effective element (32 KiB interleaved).
-    b.regs[2] = a + 0x400;
-    let recorded = run_kernel(KernelSymbol::GemmAmp, 1, &b.regs, &mut b.mem).unwrap();
-    assert_eq!(recorded.rule_findings, FINDING_AMP_SHARED_ELEMENT);
-    let e = run_kernel_with(
-        KernelSymbol::GemmAmp,
-        1,
-        &b.regs,
-        &mut b.mem,
-        AmpRules::Enforce,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(e.kind, CodeletErrorKind::AmpStreamsShareElement { left, out, .. } if left == a && out == a + 0x400),
-        "{e}"
+    let e = b.run(&small_gemm(true), a + 0x400, &[a, w]).unwrap_err();
+    let element = ipuc_core::ipu21::sram::effective_element(a);
+    assert_eq!(
+        amp_fault(e),
+        OperandFault {
+            operand: "out",
+            addr: a + 0x400,
+            rule: OperandRule::AmpSharesElement { left: a, element }
+        }
     );
-    // Another element: no finding.
-    b.regs[2] = 0x9_8000;
-    let clean = run_kernel_with(
-        KernelSymbol::GemmAmp,
-        1,
-        &b.regs,
-        &mut b.mem,
-        AmpRules::Enforce,
-    )
-    .unwrap();
-    assert_eq!(clean.rule_findings, 0);
+    // Another element: runs.
+    b.run(&small_gemm(true), 0x9_8000, &[a, w]).unwrap();
 }

@@ -12,7 +12,8 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::package::{
-    Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, INFERENCE_CALL,
+    Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, StepTables,
+    INFERENCE_CALL,
 };
 
 use super::convert::{decode_elements, encode_elements};
@@ -21,7 +22,9 @@ use crate::codelets::codelet_table;
 use crate::report::html::thousands;
 use crate::sim::device::Progress;
 use crate::sim::fabric::RouteFabric;
-use crate::sim::{CodeletTable, CycleSample, Device, ExchangeFabric, Tile};
+use crate::sim::{
+    CodeletTable, CycleSample, Device, DeviceError, ExchangeFabric, FaultKind, OperandFault, Tile,
+};
 use crate::weights::HostTensor;
 
 /// Default bound on every tile's clock: a runaway program faults instead of
@@ -54,6 +57,56 @@ pub struct RunProfile {
     pub words_moved: u64,
     /// Wall seconds the simulation took (host time, not simulated).
     pub wall_seconds: f64,
+}
+
+/// A kernel call on the device broke a kernel-ABI operand rule (alignment,
+/// SRAM extent, or an AMP rule of `docs/facts/ipu21-target.md` §2.10 rule
+/// 6): where (tile, the model operation from the package's step table, the
+/// call's address), which kernel, which operand at which address, and the
+/// rule ([`OperandFault`]). [`LoadedSim::infer`] returns it as the error's
+/// root cause (`anyhow::Error::downcast_ref`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelOperandError {
+    /// Physical tile.
+    pub tile: u16,
+    /// The operation whose step contains the call (`?` without a step table).
+    pub operation: String,
+    /// Address of the supervisor's `call`.
+    pub pc: u32,
+    /// Kernel symbol name.
+    pub kernel: String,
+    /// Operand, address and rule.
+    pub fault: OperandFault,
+}
+
+impl core::fmt::Display for KernelOperandError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "tile {}: operation `{}`: kernel {} called at {:#x}: {}",
+            self.tile, self.operation, self.kernel, self.pc, self.fault
+        )
+    }
+}
+
+impl std::error::Error for KernelOperandError {}
+
+/// The operation of the step containing `pc` on physical tile `tile`: the
+/// step with the highest code address at or below `pc`.
+fn operation_at(steps: &StepTables, tile: u16, pc: u32) -> String {
+    steps
+        .tiles
+        .iter()
+        .find(|t| t.physical_tile == u32::from(tile))
+        .and_then(|t| {
+            t.steps
+                .iter()
+                .filter(|s| s.code_address <= pc)
+                .max_by_key(|s| s.code_address)
+        })
+        .and_then(|s| steps.operations.get(s.operation as usize))
+        .cloned()
+        .unwrap_or_else(|| "?".into())
 }
 
 /// The kernel ABI emission uses for the simulator's native codelets.
@@ -300,6 +353,7 @@ impl SimDevice {
             progress: crate::progress::Progress::quiet(),
             planned_inferences: None,
             steps_per_inference,
+            steps: package.steps.clone(),
             index_of,
             entries,
             call,
@@ -333,9 +387,36 @@ pub struct LoadedSim {
     planned_inferences: Option<u64>,
     /// Step markers all tiles pass in one inference (the progress total).
     steps_per_inference: u64,
+    /// The package's step tables (names the operation of a faulting call).
+    steps: StepTables,
 }
 
 impl LoadedSim {
+    /// A failed run as an error: a kernel operand fault becomes a typed
+    /// [`KernelOperandError`] naming the operation; anything else keeps the
+    /// device's message.
+    fn device_error(&self, e: DeviceError) -> anyhow::Error {
+        match e {
+            DeviceError::Fault(f) => match f.kind {
+                FaultKind::KernelOperand { kernel, fault } => {
+                    anyhow::Error::new(KernelOperandError {
+                        tile: f.tile,
+                        operation: operation_at(&self.steps, f.tile, f.pc),
+                        pc: f.pc,
+                        kernel,
+                        fault,
+                    })
+                    .context("simulated device")
+                }
+                kind => anyhow!(
+                    "simulated device: {}",
+                    DeviceError::Fault(crate::sim::SimFault { kind, ..f })
+                ),
+            },
+            e => anyhow!("simulated device: {e}"),
+        }
+    }
+
     /// Inferences run so far on this loaded package.
     pub fn inferences(&self) -> u64 {
         self.inferences
@@ -427,7 +508,7 @@ impl LoadedSim {
         let run = self.device.run(self.cycle_limit);
         // Drops the callback's handle on the stage.
         self.device.clear_progress();
-        let run = run.map_err(|e| anyhow!("simulated device: {e}"))?;
+        let run = run.map_err(|e| self.device_error(e))?;
         if let Ok(stage) = Arc::try_unwrap(stage) {
             stage.finish(&format!(
                 "{} simulated cycles, {} supersteps, {} words moved",

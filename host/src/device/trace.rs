@@ -12,25 +12,16 @@ use ipuc_core::ipu21::sram::CLOCK_HZ;
 use ipuc_core::package::{Package, StepInfo};
 
 use super::sim::RunProfile;
-use crate::codelets::{
-    FINDING_AMP_MISALIGNED, FINDING_AMP_OUTPUT_STANDARD, FINDING_AMP_SHARED_ELEMENT,
-};
 use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
 use crate::sim::SampleKind;
 
 /// Per kernel kind over all tiles: calls, planner estimate, the cycles the
-/// simulator's kernel timing model charged, and recorded AMP rule findings.
+/// simulator's kernel timing model charged.
 pub fn kernel_kind_timing(run: &RunProfile) -> Vec<KernelKindTiming> {
     let mut by_kind: BTreeMap<&str, KernelKindTiming> = BTreeMap::new();
     for trace in &run.tiles {
         for s in &trace.samples {
-            let SampleKind::Codelet {
-                name,
-                planned,
-                rule_findings,
-                ..
-            } = &s.kind
-            else {
+            let SampleKind::Codelet { name, planned, .. } = &s.kind else {
                 continue;
             };
             let k = by_kind
@@ -40,16 +31,10 @@ pub fn kernel_kind_timing(run: &RunProfile) -> Vec<KernelKindTiming> {
                     calls: 0,
                     planned_cycles: 0,
                     simulated_cycles: 0,
-                    amp_output_standard: 0,
-                    amp_shared_element: 0,
-                    amp_misaligned: 0,
                 });
             k.calls += 1;
             k.planned_cycles += planned.unwrap_or(0);
             k.simulated_cycles += s.end - s.start;
-            k.amp_output_standard += u64::from(rule_findings & FINDING_AMP_OUTPUT_STANDARD != 0);
-            k.amp_shared_element += u64::from(rule_findings & FINDING_AMP_SHARED_ELEMENT != 0);
-            k.amp_misaligned += u64::from(rule_findings & FINDING_AMP_MISALIGNED != 0);
         }
     }
     by_kind.into_values().collect()

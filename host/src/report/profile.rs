@@ -128,15 +128,6 @@ pub struct KernelKindTiming {
     pub planned_cycles: u64,
     /// Sum of the cycles the simulator's timing model charged (modelled).
     pub simulated_cycles: u64,
-    /// Calls whose AMP output was in standard memory (§2.10 rule 6, recorded).
-    #[serde(default)]
-    pub amp_output_standard: u64,
-    /// Calls whose AMP left stream and output shared an effective element.
-    #[serde(default)]
-    pub amp_shared_element: u64,
-    /// Calls with an AMP operand not 32-byte aligned (recorded).
-    #[serde(default)]
-    pub amp_misaligned: u64,
 }
 
 impl KernelKindTiming {

@@ -44,9 +44,6 @@ struct KernelRow<'a> {
     planned: String,
     simulated: String,
     error: String,
-    amp_misaligned: String,
-    amp_output_standard: String,
-    amp_shared_element: String,
 }
 
 /// Planner estimate vs the simulator's kernel timing model per kernel kind.
@@ -60,9 +57,6 @@ fn kernel_rows(profile: &Profile) -> Vec<KernelRow<'_>> {
             planned: thousands(k.planned_cycles),
             simulated: thousands(k.simulated_cycles),
             error: format!("{:+.1}%", k.error_percent()),
-            amp_misaligned: thousands(k.amp_misaligned),
-            amp_output_standard: thousands(k.amp_output_standard),
-            amp_shared_element: thousands(k.amp_shared_element),
         })
         .collect()
 }

@@ -395,9 +395,6 @@ fn templated_profile_page_has_its_elements() {
         calls: 5256,
         planned_cycles: 3_431_430,
         simulated_cycles: 3_526_614,
-        amp_output_standard: 18,
-        amp_shared_element: 0,
-        amp_misaligned: 1234,
     }];
     let html = profile_html::render(&p).unwrap();
     assert_standalone(&html);
@@ -433,7 +430,7 @@ fn templated_profile_page_has_its_elements() {
         );
     }
     assert!(html.contains(
-        "<tr><td>gemm_amp</td><td>5,256</td><td>3,431,430</td><td>3,526,614</td><td>-2.7%</td><td>1,234</td><td>18</td><td>0</td></tr>"
+        "<tr><td>gemm_amp</td><td>5,256</td><td>3,431,430</td><td>3,526,614</td><td>-2.7%</td></tr>"
     ));
     let data_at = html.find("id=\"data\"").unwrap();
     assert!(
@@ -661,4 +658,33 @@ fn demo_full_size_reports() {
     );
     write_rejection(&dir.join("rejected-op4.html"), &rejection).unwrap();
     eprintln!("demo reports in {}", dir.display());
+}
+
+/// Issue #13 item 8: `operations.json` says per part whether its cycles are
+/// simulated from instructions or modelled, and carries the
+/// planner-vs-simulated kernel table with the error.
+#[test]
+fn operations_json_labels_simulated_and_modelled_cycles() {
+    let mut p = synthetic_profile(4, 2);
+    p.kernels = vec![KernelKindTiming {
+        kernel: "gemm_amp".into(),
+        calls: 10,
+        planned_cycles: 900,
+        simulated_cycles: 1000,
+    }];
+    let json = serde_json::to_value(super::operations::OperationsFile::of(&p)).unwrap();
+    let sources = &json["cycle_sources"];
+    for part in ["supervisor code", "worker code", "exchange rows"] {
+        assert!(
+            sources[part].as_str().unwrap().starts_with("simulated"),
+            "{part}: {json}"
+        );
+    }
+    for part in ["kernel bodies (native codelets)", "global sync latency"] {
+        assert!(
+            sources[part].as_str().unwrap().starts_with("modelled"),
+            "{part}: {json}"
+        );
+    }
+    assert_eq!(json["kernel_timing"][0]["planner_error_percent"], -10.0);
 }

@@ -44,9 +44,6 @@ pub struct CodeletCharge {
     pub cycles: u64,
     /// The compiler's estimate for this call, if known.
     pub planned: Option<u64>,
-    /// Hardware rules the call breaks that the codelet records instead of
-    /// faulting on (a codelet-defined bit mask; 0 = none).
-    pub rule_findings: u8,
 }
 
 impl From<u64> for CodeletCharge {
@@ -54,17 +51,90 @@ impl From<u64> for CodeletCharge {
         Self {
             cycles,
             planned: None,
-            rule_findings: 0,
         }
     }
+}
+
+/// A kernel-ABI rule an operand of a call breaks (the hardware's, or the
+/// calling convention's): the device reports it as
+/// [`super::FaultKind::KernelOperand`] with the tile and the call's PC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperandFault {
+    /// Operand name (`out`, `a`, `b`, `q`, `k`, `v`, …).
+    pub operand: &'static str,
+    /// The operand's address (from its MRF register).
+    pub addr: u32,
+    /// The rule broken.
+    pub rule: OperandRule,
+}
+
+/// The rules [`OperandFault`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperandRule {
+    /// The operand's extent (`bytes`) is not inside SRAM.
+    OutsideSram { bytes: u64 },
+    /// Not a multiple of the element size `align`.
+    Misaligned { align: u32 },
+    /// An AMP operand not 32-byte aligned (`docs/facts/ipu21-target.md`
+    /// §2.10 rule 6).
+    AmpMisaligned,
+    /// An AMP output in standard memory (§2.10 rule 6: the AMP writes
+    /// interleaved memory).
+    AmpOutputStandard,
+    /// The AMP output shares effective element `element` with the left
+    /// stream at `left` (§2.10 rule 6).
+    AmpSharesElement { left: u32, element: u32 },
+    /// The argument block claims the GEMM weights are in interleaved
+    /// memory (the kernel's 940-cycle weight feed, §6) but they are not.
+    WeightsNotInterleaved,
+}
+
+impl core::fmt::Display for OperandFault {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (operand, addr) = (self.operand, self.addr);
+        match self.rule {
+            OperandRule::OutsideSram { bytes } => {
+                write!(f, "operand {operand} at {addr:#x} ({bytes} bytes) is outside SRAM")
+            }
+            OperandRule::Misaligned { align } => {
+                write!(f, "operand {operand} at {addr:#x} is not {align}-byte aligned")
+            }
+            OperandRule::AmpMisaligned => write!(
+                f,
+                "AMP operand {operand} at {addr:#x} is not 32-byte aligned (facts §2.10 rule 6)"
+            ),
+            OperandRule::AmpOutputStandard => write!(
+                f,
+                "AMP output {operand} at {addr:#x} is in standard memory; the AMP writes interleaved memory (facts §2.10 rule 6)"
+            ),
+            OperandRule::AmpSharesElement { left, element } => write!(
+                f,
+                "AMP output {operand} at {addr:#x} shares effective element {element} with the left stream at {left:#x} (facts §2.10 rule 6)"
+            ),
+            OperandRule::WeightsNotInterleaved => write!(
+                f,
+                "argument block claims interleaved weights but {operand} is at {addr:#x} in standard memory"
+            ),
+        }
+    }
+}
+
+/// Why a codelet call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeletFailure {
+    /// An operand breaks a kernel-ABI rule (typed).
+    Operand(OperandFault),
+    /// Anything else (argument block, codelet-specific), as text.
+    Other(String),
 }
 
 /// A native kernel. Returns what it costs on the calling tile.
 pub trait Codelet: Send + Sync {
     /// Kernel name, for profiles and fault messages.
     fn name(&self) -> &str;
-    /// Run on the tile. An `Err` becomes a codelet fault at the call site.
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String>;
+    /// Run on the tile. An `Err` becomes a fault at the call site
+    /// ([`super::FaultKind::KernelOperand`] or [`super::FaultKind::Codelet`]).
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, CodeletFailure>;
 }
 
 /// A codelet made from a closure.
@@ -92,8 +162,10 @@ where
     fn name(&self) -> &str {
         &self.name
     }
-    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, String> {
-        (self.f)(call).map(CodeletCharge::from)
+    fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, CodeletFailure> {
+        (self.f)(call)
+            .map(CodeletCharge::from)
+            .map_err(CodeletFailure::Other)
     }
 }
 

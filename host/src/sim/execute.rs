@@ -3,7 +3,7 @@
 //! already set the context's next ready cycle to `t + ISSUE_INTERVAL`;
 //! instructions that hold their context longer raise it.
 
-use super::codelet::CodeletCall;
+use super::codelet::{CodeletCall, CodeletFailure};
 use super::context::{ContextState, VERTEX_BASE_REG, WORKERS, WORKER_BASE_REG};
 use super::cycle::ISSUE_INTERVAL;
 use super::fault::FaultKind;
@@ -139,9 +139,15 @@ impl Tile {
                             };
                             let r = codelet.run(&mut call);
                             ctx.m[15] = 0;
-                            r.map_err(|message| FaultKind::Codelet {
-                                name: codelet.name().to_owned(),
-                                message,
+                            r.map_err(|failure| match failure {
+                                CodeletFailure::Operand(fault) => FaultKind::KernelOperand {
+                                    kernel: codelet.name().to_owned(),
+                                    fault,
+                                },
+                                CodeletFailure::Other(message) => FaultKind::Codelet {
+                                    name: codelet.name().to_owned(),
+                                    message,
+                                },
                             })?
                         };
                         let end = t + charge.cycles.max(ISSUE_INTERVAL);
@@ -151,7 +157,6 @@ impl Tile {
                                 name: codelet.name().into(),
                                 entry: target,
                                 planned: charge.planned,
-                                rule_findings: charge.rule_findings,
                             },
                             start: t,
                             end,

@@ -49,6 +49,13 @@ pub enum FaultKind {
     ExchangeInInterpreter { mnemonic: &'static str },
     /// A native codelet reported an error.
     Codelet { name: String, message: String },
+    /// An operand of kernel `kernel`'s call breaks a kernel-ABI rule
+    /// (alignment, SRAM extent, AMP placement: `docs/facts/ipu21-target.md`
+    /// §2.10 rule 6). The fault's PC is the `call`.
+    KernelOperand {
+        kernel: String,
+        fault: super::codelet::OperandFault,
+    },
     /// The exchange fabric reported a receive error on this tile.
     Exchange {
         error: ExchangeError,
@@ -115,6 +122,7 @@ impl fmt::Display for FaultKind {
                 "exchange instruction `{mnemonic}` executed outside an exchange superstep"
             ),
             FaultKind::Codelet { name, message } => write!(f, "codelet {name}: {message}"),
+            FaultKind::KernelOperand { kernel, fault } => write!(f, "kernel {kernel}: {fault}"),
             FaultKind::Exchange { error, detail } => {
                 write!(f, "exchange receive error {error:?}: {detail}")
             }

@@ -38,7 +38,10 @@ pub mod row_call;
 pub mod tile;
 pub mod witness;
 
-pub use codelet::{Codelet, CodeletCall, CodeletCharge, CodeletTable, FnCodelet};
+pub use codelet::{
+    Codelet, CodeletCall, CodeletCharge, CodeletFailure, CodeletTable, FnCodelet, OperandFault,
+    OperandRule,
+};
 pub use context::{Context, ContextId, ContextState};
 pub use device::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Superstep};
 pub use fault::{ExchangeError, FaultKind, SimFault};

@@ -17,8 +17,6 @@ pub enum SampleKind {
         name: Arc<str>,
         entry: u32,
         planned: Option<u64>,
-        /// The codelet's [`super::CodeletCharge::rule_findings`].
-        rule_findings: u8,
     },
     /// Exchange work charged by the exchange fabric (label chosen by it).
     Exchange { superstep: u64, label: Arc<str> },

@@ -120,7 +120,8 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
             },
             operands: vec![operand(q_layout), operand(kv_layout), operand(kv_layout)],
             output: q_layout,
-            output_class: MemoryClass::Standard,
+            // The AMP writes interleaved memory (facts §2.10 rule 6).
+            output_class: MemoryClass::Interleaved,
             output_is_view: false,
             scratch: vec![ScratchPlan {
                 name: "scores",
@@ -284,11 +285,11 @@ fn key_split(
         storage: None,
         class: MemoryClass::Standard,
     };
-    let scratch = |name, blocks| ScratchPlan {
+    let scratch = |name, blocks, class| ScratchPlan {
         name,
         dtype: DType::F32,
         blocks: Arc::new(blocks),
-        class: MemoryClass::Standard,
+        class,
         align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
     };
     Some(OpPlan {
@@ -301,7 +302,11 @@ fn key_split(
         output: out_layout,
         output_class: MemoryClass::Standard,
         output_is_view: false,
-        scratch: vec![scratch("scores", scores), scratch("partials", partials)],
+        // The partials are the AMP's output: interleaved (facts §2.10 rule 6).
+        scratch: vec![
+            scratch("scores", scores, MemoryClass::Standard),
+            scratch("partials", partials, MemoryClass::Interleaved),
+        ],
         stages,
         cost,
         summary: format!("attention {groups} groups x {r} query blocks x {parts} key blocks"),
