@@ -270,20 +270,26 @@ pub fn print_kernel_timing(profile: &Profile) {
     if profile.kernels.is_empty() {
         return;
     }
-    println!(
-        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>9}",
-        "kernel", "calls", "planner", "simulator", "error"
-    );
+    use crate::report::text_table::{Align, TextTable};
+    let mut table = TextTable::new(&[
+        ("kernel", Align::Left),
+        ("calls", Align::Right),
+        ("planner", Align::Right),
+        ("simulator", Align::Right),
+        ("error", Align::Right),
+    ]);
+    let mut row = |k: &crate::report::KernelKindTiming| {
+        table.row(vec![
+            k.kernel.clone(),
+            k.calls.to_string(),
+            k.planned_cycles.to_string(),
+            k.simulated_cycles.to_string(),
+            format!("{:+.1}%", k.error_percent()),
+        ])
+    };
     let (mut planned, mut simulated) = (0u64, 0u64);
     for k in &profile.kernels {
-        println!(
-            "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%",
-            k.kernel,
-            k.calls,
-            k.planned_cycles,
-            k.simulated_cycles,
-            k.error_percent()
-        );
+        row(k);
         planned += k.planned_cycles;
         simulated += k.simulated_cycles;
     }
@@ -296,14 +302,9 @@ pub fn print_kernel_timing(profile: &Profile) {
         amp_shared_element: profile.kernels.iter().map(|k| k.amp_shared_element).sum(),
         amp_misaligned: profile.kernels.iter().map(|k| k.amp_misaligned).sum(),
     };
-    println!(
-        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%  (error = (planner − simulator) / simulator)",
-        total.kernel,
-        total.calls,
-        total.planned_cycles,
-        total.simulated_cycles,
-        total.error_percent()
-    );
+    row(&total);
+    println!("kernel timing (tile-cycles over all tiles; planner estimate vs the simulator's model, error = (planner − simulator) / simulator):");
+    print!("{}", table.render(2));
     println!(
         "hardware rules (recorded, not enforced; facts §2.10 rule 6 — placement does not meet these yet): {} AMP calls with an operand not 32-byte aligned, {} with the output in standard memory, {} with left stream and output in one effective element",
         total.amp_misaligned, total.amp_output_standard, total.amp_shared_element

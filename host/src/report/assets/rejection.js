@@ -17,7 +17,7 @@
     allocs.forEach((a) => { for (let m = a.first; m <= a.last && m < M; m++) live[m] += a.size; });
     let peak = 0;
     live.forEach((v, m) => { if (v > live[peak]) peak = m; });
-    return { tile: t.tile, allocs, live, peak };
+    return { tile: t.tile, physical: t.physical, allocs, live, peak };
   });
   if (!tiles.length) return;
   const tileSel = document.getElementById("rtile");
@@ -25,7 +25,7 @@
   order.forEach((i) => {
     const t = tiles[i], total = t.live[t.peak] + RESERVE;
     tileSel.insertAdjacentHTML("beforeend",
-      `<option value="${i}">tile ${t.tile} — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
+      `<option value="${i}">tile ${t.tile} (phys ${t.physical}) — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
   });
   let sel = 0, moment = tiles[0].peak;
   function select(i, m) {
@@ -97,7 +97,7 @@
     const list = t.allocs.filter((a) => a.first <= moment && moment <= a.last).sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
     const live = list.reduce((s, a) => s + a.size, 0), total = live + RESERVE;
     document.getElementById("rlivetitle").textContent =
-      `Tile ${t.tile}${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${fmt(live)} B + ${fmt(RESERVE)} B reserve = ${fmt(total)} B` +
+      `Tile ${t.tile} (physical ${t.physical})${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${RESERVE ? `${fmt(live)} B + ${fmt(RESERVE)} B reserve = ` : ""}${fmt(total)} B` +
       (total > BUDGET ? ` — over the ${fmt(BUDGET)} B budget by ${fmt(total - BUDGET)} B` : ` — fits the ${fmt(BUDGET)} B budget`);
     let cum = RESERVE;
     let h = `<table><thead><tr><th class="l">allocation</th><th class="l">class</th><th>bytes</th><th>% of budget</th><th>cumulative</th><th class="l">live</th></tr></thead><tbody>`;
@@ -108,7 +108,7 @@
     });
     document.getElementById("rlive").innerHTML = h + "</tbody></table>";
     document.getElementById("rtimelinetitle").textContent = M > 1
-      ? `Tile ${t.tile}: live bytes + reserve at each of ${M} moments (red = over budget, dark frame = selected; click a bar)`
+      ? `Tile ${t.tile}: live bytes${RESERVE ? " + reserve" : " (support ranges included)"} at each of ${M} moments (red = over budget, dark frame = selected; click a bar)`
       : `Tile ${t.tile}: the planner checks each candidate at the moment it is applied; this report has that one moment`;
   }
   function showTip(ev, text) {
