@@ -47,12 +47,15 @@
     const mx = Math.max(BUDGET, ...t.live.map((v) => v + RESERVE)) * 1.08;
     return { t, mx };
   }
+  // A moment's column width: the plot's width over the moments, at most 60
+  // CSS pixels (a planner report has one moment: a bar, not a red wall).
+  const colW = (W) => Math.min((W - LEFT) / M, 60 * dpr);
   function drawTimeline() {
     const r = cv.getBoundingClientRect();
     cv.width = Math.max(200, Math.round(r.width * dpr)); cv.height = Math.max(80, Math.round(r.height * dpr));
     const ctx = cv.getContext("2d"), W = cv.width, H = cv.height, { t, mx } = geometry();
     ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
-    const ph = H - TOP - BOTTOM, yv = (v) => TOP + ph - (v / mx) * ph, cw = (W - LEFT) / M;
+    const ph = H - TOP - BOTTOM, yv = (v) => TOP + ph - (v / mx) * ph, cw = colW(W);
     ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, TOP, W - LEFT, ph);
     for (let m = 0; m < M; m++) {
       const v = t.live[m] + RESERVE;
@@ -80,7 +83,7 @@
   }
   const momentAt = (ev) => {
     const r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr;
-    const m = Math.floor(((x - LEFT) / (cv.width - LEFT)) * M);
+    const m = Math.floor((x - LEFT) / colW(cv.width));
     return m >= 0 && m < M ? m : -1;
   };
   cv.onclick = (ev) => { const m = momentAt(ev); if (m >= 0) { moment = m; draw(); } };
