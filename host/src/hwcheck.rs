@@ -368,11 +368,16 @@ pub fn render_table(results: &[SizeResult]) -> (String, usize, usize) {
         s,
         "hw-check: row-sharing patchers on the simulated IPU21 tile (cycles are simulated)"
     );
-    let _ = writeln!(
-        s,
-        "{:>6}  {:>13}  {:>13}  {:>6}  {:>6}  {:>6}",
-        "size", "scalar cycles", "worker cycles", "s/w", "scalar", "worker"
-    );
+    use crate::report::text_table::{Align, TextTable};
+    let mut table = TextTable::new(&[
+        ("size", Align::Right),
+        ("scalar cycles", Align::Right),
+        ("worker cycles", Align::Right),
+        ("s/w", Align::Right),
+        ("scalar", Align::Right),
+        ("worker", Align::Right),
+    ]);
+    let mut details = String::new();
     let (mut passed, mut failed) = (0, 0);
     for r in results {
         for c in [&r.scalar, &r.workers] {
@@ -382,33 +387,35 @@ pub fn render_table(results: &[SizeResult]) -> (String, usize, usize) {
                 failed += 1;
             }
         }
-        let _ = writeln!(
-            s,
-            "{:>6}  {:>13}  {:>13}  {:>5.2}x  {:>6}  {:>6}",
-            r.scalar.size,
-            r.scalar.cycles,
-            r.workers.cycles,
-            r.scalar.cycles as f64 / r.workers.cycles as f64,
-            pass(r.scalar.passed()),
-            pass(r.workers.passed()),
-        );
+        table.row(vec![
+            r.scalar.size.to_string(),
+            r.scalar.cycles.to_string(),
+            r.workers.cycles.to_string(),
+            format!("{:.2}x", r.scalar.cycles as f64 / r.workers.cycles as f64),
+            pass(r.scalar.passed()).to_string(),
+            pass(r.workers.passed()).to_string(),
+        ]);
         for c in [&r.scalar, &r.workers] {
             for m in &c.mismatches {
                 let _ = writeln!(
-                    s,
-                    "        {:?} size {}: word {:#x} expected {:#010x} got {:#010x}",
+                    details,
+                    "  {:?} size {}: word {:#x} expected {:#010x} got {:#010x}",
                     c.patcher, c.size, m.addr, m.expected, m.actual
                 );
             }
             if c.mismatch_count > c.mismatches.len() {
                 let _ = writeln!(
-                    s,
-                    "        … {} more differing words",
+                    details,
+                    "  {:?} size {}: … {} more differing words",
+                    c.patcher,
+                    c.size,
                     c.mismatch_count - c.mismatches.len()
                 );
             }
         }
     }
+    s.push_str(&table.render(0));
+    s.push_str(&details);
     (s, passed, failed)
 }
 
@@ -429,11 +436,15 @@ pub fn render_calibration(results: &[SizeResult]) -> String {
         s,
         "calibration: simulated vs seed hardware (both include the timing wrapper)"
     );
-    let _ = writeln!(
-        s,
-        "{:>6}  {:>7}  {:>9}  {:>8}  {:>9}",
-        "size", "patcher", "simulated", "measured", "deviation"
-    );
+    use crate::report::text_table::{Align, TextTable};
+    let mut table = TextTable::new(&[
+        ("size", Align::Right),
+        ("patcher", Align::Right),
+        ("simulated", Align::Right),
+        ("measured", Align::Right),
+        ("deviation", Align::Right),
+        ("", Align::Left),
+    ]);
     let mut worst_worker: f64 = 0.0;
     let mut worst_scalar: f64 = 0.0;
     for (n, scalar_hw, worker_hw) in SEED_MEASURED {
@@ -455,9 +466,17 @@ pub fn render_calibration(results: &[SizeResult]) -> String {
             } else {
                 ""
             };
-            let _ = writeln!(s, "{n:>6}  {name:>7}  {sim:>9}  {hw:>8}  {d:>+8.1}%{flag}");
+            table.row(vec![
+                n.to_string(),
+                name.to_string(),
+                sim.to_string(),
+                hw.to_string(),
+                format!("{d:+.1}%"),
+                flag.trim_start().to_string(),
+            ]);
         }
     }
+    s.push_str(&table.render(0));
     let scalar_slope = slope(results, 78, 1024, |r| r.scalar.cycles);
     let worker_slope = slope(results, 78, 1024, |r| r.workers.cycles);
     if let (Some(ss), Some(ws)) = (scalar_slope, worker_slope) {
@@ -618,7 +637,7 @@ mod tests {
     fn calibration_report_flags_large_deviations() {
         let results = run_sizes(&[24, 78, 1024], &RuntimeSource::builtin()).unwrap();
         let text = render_calibration(&results);
-        assert!(text.contains("    24   scalar"));
+        assert!(text.contains("  24   scalar        "), "{text}");
         assert!(text.contains("measured"));
         // The scalar path is within the tolerance; the text explains any worker gap.
         for (n, hw, _) in SEED_MEASURED {

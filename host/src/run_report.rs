@@ -271,20 +271,26 @@ pub fn print_kernel_timing(profile: &Profile) {
     if profile.kernels.is_empty() {
         return;
     }
-    println!(
-        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>9}",
-        "kernel", "calls", "planner", "simulator", "error"
-    );
+    use crate::report::text_table::{Align, TextTable};
+    let mut table = TextTable::new(&[
+        ("kernel", Align::Left),
+        ("calls", Align::Right),
+        ("planner", Align::Right),
+        ("simulator", Align::Right),
+        ("error", Align::Right),
+    ]);
+    let mut row = |k: &crate::report::KernelKindTiming| {
+        table.row(vec![
+            k.kernel.clone(),
+            k.calls.to_string(),
+            k.planned_cycles.to_string(),
+            k.simulated_cycles.to_string(),
+            format!("{:+.1}%", k.error_percent()),
+        ])
+    };
     let (mut planned, mut simulated) = (0u64, 0u64);
     for k in &profile.kernels {
-        println!(
-            "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%",
-            k.kernel,
-            k.calls,
-            k.planned_cycles,
-            k.simulated_cycles,
-            k.error_percent()
-        );
+        row(k);
         planned += k.planned_cycles;
         simulated += k.simulated_cycles;
     }
@@ -294,14 +300,9 @@ pub fn print_kernel_timing(profile: &Profile) {
         planned_cycles: planned,
         simulated_cycles: simulated,
     };
-    println!(
-        "kernel timing (all tiles): {:<18} {:>8} {:>16} {:>16} {:>+8.1}%  (error = (planner − simulator) / simulator)",
-        total.kernel,
-        total.calls,
-        total.planned_cycles,
-        total.simulated_cycles,
-        total.error_percent()
-    );
+    row(&total);
+    println!("kernel timing (tile-cycles over all tiles; planner estimate vs the simulator's model, error = (planner − simulator) / simulator):");
+    print!("{}", table.render(2));
     let amp_calls: u64 = profile
         .kernels
         .iter()

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::compile::PlanOverBudget;
+use crate::report::placement_rejection::PlacementRejected;
 use crate::report::Profile;
 use crate::run_report::InferenceCheck;
 
@@ -44,14 +45,13 @@ impl Rejection {
                 budget_bytes: Some(r.budget_bytes),
             });
         }
-        let text = format!("{err:#}");
-        // `PlaceError::OverBudget`'s message (core::place::error).
-        text.contains("exceed the budget").then(|| Rejection {
+        let p = err.downcast_ref::<PlacementRejected>()?;
+        Some(Rejection {
             stage: "placement".into(),
-            op: text.lines().next().unwrap_or_default().to_string(),
-            tile: None,
-            bytes_per_tile: None,
-            budget_bytes: None,
+            op: format!("op {}, {}", p.op_index, p.report.peak_moment),
+            tile: Some(p.report.peak_tile),
+            bytes_per_tile: Some(p.report.effective_bytes()),
+            budget_bytes: Some(p.report.budget.tile_bytes),
         })
     }
 }

@@ -270,7 +270,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     assert!(report.excess_bytes() > 0);
     assert_eq!(report.effective_bytes(), rejected.0.total_bytes());
     assert!(!report.live.is_empty());
-    let html = ipuc::report::memory_html::render_rejection(&report);
+    let html = ipuc::report::memory_html::render_rejection(&report).unwrap();
     assert!(
         html.contains("over budget by"),
         "rejection page lacks its verdict"
@@ -296,7 +296,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
             r.tiles[0].allocations.iter().map(|a| a.size).sum::<u64>(),
             r.live.iter().map(|a| a.bytes).sum::<u64>()
         );
-        let html = ipuc::report::memory_html::render_rejection(r);
+        let html = ipuc::report::memory_html::render_rejection(r).unwrap();
         assert!(html.contains("id=\"rtile\""), "interactive tile picker");
     }
     let dir = std::env::temp_dir().join(format!("ipuc-rejections-{}", std::process::id()));

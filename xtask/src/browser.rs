@@ -212,6 +212,27 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     ])? {
         bail!("27 layers on 16 tiles compiled; expected a memory rejection");
     }
+    // Placement rejects when the planner is given more room than a tile has
+    // (`--planner-data-budget`, a testing flag): its report, and the
+    // rejected run's index.
+    let placement = out.join("placement-rejection");
+    if ipuc(&[
+        "run",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "23",
+        "--planning-tiles",
+        "16",
+        "--planner-data-budget",
+        "600000",
+        "--memory-profile-directory",
+        &s(&placement),
+        "--profile-output",
+        &s(&placement),
+    ])? {
+        bail!("23 layers on 16 tiles with a 600,000-byte planner budget placed; expected a placement rejection");
+    }
     let mut pages = Vec::new();
     html_files(out, &mut pages);
     if pages.is_empty() {

@@ -22,6 +22,7 @@ use crate::model::SiglipModel;
 use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
+use crate::report::placement_rejection::PlacementRejected;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection, Profile};
 use crate::run_report::{
     compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
@@ -116,9 +117,10 @@ pub struct BuildArgs {
     #[arg(long)]
     pub package: Option<PathBuf>,
     /// Write the exact per-tile memory placement here (`memory.html`,
-    /// `memory.json`, `memory.png`); a plan rejected for memory writes one
-    /// report per rejected candidate (`rejected-op<N>-<run>-<k>.html` +
-    /// `.json`) here, or in the current directory without this flag.
+    /// `memory.json`, `memory.png`); a plan rejected for memory, by the
+    /// planner or by placement, writes one report per rejected candidate
+    /// (`rejected-op<N>-<run>-<k>.html` + `.json`) here, or in the current
+    /// directory without this flag.
     #[arg(long)]
     pub memory_profile_directory: Option<PathBuf>,
     /// Build the table-based program: Repeat patch tables for every moving
@@ -126,6 +128,11 @@ pub struct BuildArgs {
     /// moving senders (to compare cycles, table bytes and per-tile peak).
     #[arg(long)]
     pub no_outgoing_base: bool,
+    /// Testing: plan against this per-tile data budget (bytes) instead of
+    /// the real one. Placement still checks the real budget, so a larger
+    /// value forces a placement-stage memory rejection (and its reports).
+    #[arg(long, hide = true, value_name = "BYTES")]
+    pub planner_data_budget: Option<u64>,
 }
 
 impl BuildArgs {
@@ -192,6 +199,7 @@ pub fn compile_workload(
             exchange_stream_words: build.exchange_stream_words,
             optimization_steps: build.optimization_steps,
             outgoing_base: !build.no_outgoing_base,
+            planner_data_budget: build.planner_data_budget,
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;
@@ -220,22 +228,28 @@ pub fn compile_workload(
 /// A memory rejection gets its HTML report written (and its path printed)
 /// before the error goes up.
 fn with_rejection_report(mut err: anyhow::Error, build: &BuildArgs) -> anyhow::Error {
-    let Some(rejected) = err.downcast_mut::<PlanOverBudget>() else {
-        return err;
-    };
     let dir = build
         .memory_profile_directory
         .clone()
         .unwrap_or_else(|| PathBuf::from("."));
-    let reports = MemoryRejection::all_from_plan(&rejected.0);
-    match write_rejections(&dir, rejected.0.op_index, &reports) {
-        // The error names them after its top dozen allocations.
-        Ok(paths) => rejected.1 = paths,
-        Err(write_err) => {
-            return err.context(format!("could not write the memory report: {write_err:#}"))
-        }
+    let written = if let Some(rejected) = err.downcast_mut::<PlanOverBudget>() {
+        let reports = MemoryRejection::all_from_plan(&rejected.0);
+        write_rejections(&dir, rejected.0.op_index, &reports).map(|paths| rejected.1 = paths)
+    } else if let Some(rejected) = err.downcast_mut::<PlacementRejected>() {
+        write_rejections(
+            &dir,
+            rejected.op_index,
+            std::slice::from_ref(&rejected.report),
+        )
+        .map(|paths| rejected.paths = paths)
+    } else {
+        return err;
+    };
+    // The error names the reports after its top dozen allocations.
+    match written {
+        Ok(()) => err,
+        Err(write_err) => err.context(format!("could not write the memory report: {write_err:#}")),
     }
-    err
 }
 
 /// Writes `rejected-op<N>-<run>-<k>.html` + `.json` for every report into
@@ -295,7 +309,75 @@ pub fn run(args: Args) -> Result<()> {
         summary.write(path)?;
         eprintln!("run summary written to {}", path.display());
     }
+    if let (Err(err), Some(out)) = (&result, &args.exec.profile_output) {
+        // A rejected run still gets its index: the rejection reports (and
+        // the summary) are its artifacts.
+        if let Some(index) = write_rejection_index(&args, err, out)? {
+            eprintln!(
+                "index: {} (links the memory-rejection reports)",
+                index.display()
+            );
+        }
+    }
     result
+}
+
+/// `index.html` next to where the profile would have gone, linking the
+/// memory-rejection reports `err` names (`None` for other errors).
+fn write_rejection_index(
+    args: &Args,
+    err: &anyhow::Error,
+    out: &std::path::Path,
+) -> Result<Option<PathBuf>> {
+    use crate::report::index::{self, Artifact};
+    let (stage, paths) = if let Some(r) = err.downcast_ref::<PlanOverBudget>() {
+        ("planner", &r.1)
+    } else if let Some(r) = err.downcast_ref::<PlacementRejected>() {
+        ("placement", &r.paths)
+    } else {
+        return Ok(None);
+    };
+    let mut artifacts = Vec::new();
+    for (k, p) in paths.iter().enumerate() {
+        let what = if k == 0 {
+            format!("memory rejection ({stage}): the reported candidate, interactive")
+        } else {
+            format!("memory rejection ({stage}): rejected candidate {k}, interactive")
+        };
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what,
+        });
+        artifacts.push(Artifact {
+            path: p.with_extension("json"),
+            what: "its data (JSON)".into(),
+        });
+    }
+    if let Some(p) = &args.summary_json {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "the run's machine-readable summary (JSON)".into(),
+        });
+    }
+    let dir = crate::report::ProfileFiles::at(out)
+        .profile_html
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let stats = vec![
+        ("workload".to_string(), workload_name(&args.model)),
+        (
+            "result".to_string(),
+            format!("rejected by the {stage}: over the per-tile memory budget"),
+        ),
+    ];
+    index::write(
+        &format!("ipuc run {} (rejected)", workload_name(&args.model)),
+        &stats,
+        &dir,
+        &artifacts,
+    )
+    .map(Some)
 }
 
 fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
@@ -340,6 +422,11 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     );
     if let Some(out) = &args.exec.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
+        // The summary as it stands (rewritten when the run ends), so the
+        // index can link it with its size.
+        if let Some(path) = &args.summary_json {
+            summary.write(path)?;
+        }
         let index = write_index(args, &compiled, &checks, out)?;
         println!(
             "index: {} (links every artifact of this run)",
@@ -526,6 +613,11 @@ fn write_index(
             path: dir.join("patch-audit.txt"),
             what: "Repeat patch audit per exchange phase".into(),
         },
+        Artifact {
+            path: dir.join("phase-patch-audit.txt"),
+            what: "phases with moving senders: outgoing-base eligibility, worst-tile patch words"
+                .into(),
+        },
     ];
     if let Some(mem) = &args.build.memory_profile_directory {
         for (name, what) in [
@@ -546,6 +638,12 @@ fn write_index(
         artifacts.push(Artifact {
             path: p.clone(),
             what: format!("the package (SHA-256 {})", compiled.report.sha256),
+        });
+    }
+    if let Some(p) = &args.summary_json {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "the run's machine-readable summary (JSON)".into(),
         });
     }
     if let Some(p) = &args.exec.output_embedding {

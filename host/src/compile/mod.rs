@@ -49,6 +49,11 @@ pub struct CompileOptions {
     /// per-iteration `$OUTGOING_BASE` instead of Repeat patch tables
     /// (`--no-outgoing-base` builds the table-based program).
     pub outgoing_base: bool,
+    /// Testing only (`--planner-data-budget`): plan against this per-tile
+    /// data budget instead of `DATA_BUDGET_BYTES`. Placement still checks
+    /// the real budget, so a larger value makes placement, not the
+    /// planner, reject a plan that does not fit. `None` normally.
+    pub planner_data_budget: Option<u64>,
 }
 
 impl Default for CompileOptions {
@@ -61,6 +66,7 @@ impl Default for CompileOptions {
             exchange_stream_words: None,
             optimization_steps: 0,
             outgoing_base: true,
+            planner_data_budget: None,
         }
     }
 }
@@ -272,7 +278,10 @@ pub fn compile_with_progress(
             PlanConfig {
                 beam_width: opts.beam_width,
                 tiles: opts.tiles,
-                budget: DATA_BUDGET_BYTES.saturating_sub(allowance),
+                budget: opts
+                    .planner_data_budget
+                    .unwrap_or(DATA_BUDGET_BYTES)
+                    .saturating_sub(allowance),
                 fixed_code_bytes: u64::from(fixed_code),
                 max_stream_words: opts.exchange_stream_words,
                 min_key_parts,
@@ -333,15 +342,20 @@ pub fn compile_with_progress(
         let code_estimate = |tile: u32| code_estimate_of(&plan.code_bytes, tile, fixed_code);
         let requests = requests(&schedule, |t| support_reserved(code_estimate(t)));
         let stage = progress.stage("placement", requests.len() as u64);
-        let mut placements: Vec<TilePlacement> = requests
+        let placed: Vec<_> = requests
             .par_iter()
             .map(|r| {
-                let placed = place_tile(r).map_err(|e| anyhow::anyhow!("{e}"));
+                let placed = place_tile(r);
                 stage.inc(1);
                 placed
             })
-            .collect::<Result<_>>()
-            .context("SRAM placement")?;
+            .collect();
+        // A tile over budget is a typed `PlacementRejected` carrying its
+        // memory report (written by the CLI, as for planner rejections).
+        let mut placements = crate::report::placement_rejection::placements_or_rejection(
+            &schedule, &requests, placed,
+        )
+        .context("SRAM placement")?;
         times.placement_ms += stage.finish(&format!("{} tiles", placements.len()));
 
         // Exchange rows need buffer addresses; the Repeat patch tables and

@@ -171,8 +171,33 @@ impl Tower {
         if self.b.ty(x)?.dtype == to {
             Ok(x)
         } else {
-            self.b.cast(x, to)
+            // Named after what it converts (`head.pool.to_f32`), so reports
+            // show a model name rather than `cast#N`.
+            let name = self
+                .b
+                .graph()
+                .defining_op(x)
+                .and_then(|op| self.b.graph().label(op))
+                .map(|l| format!("{l}.to_{}", format!("{to:?}").to_lowercase()));
+            let y = self.b.cast(x, to)?;
+            match name {
+                Some(n) => self.b.label(y, &n),
+                None => Ok(y),
+            }
         }
+    }
+
+    /// `slice` labelled `name` (the model's name for the part it takes).
+    fn slice_named(
+        &mut self,
+        x: ValueId,
+        axis: usize,
+        start: usize,
+        end: usize,
+        name: &str,
+    ) -> Result<ValueId, IrError> {
+        let y = self.b.slice(x, axis, start, end)?;
+        self.b.label(y, name)
     }
 
     /// A run-once parameter `vision_model.<suffix>`.
@@ -340,9 +365,9 @@ impl Tower {
                 a.get(3),
                 &format!("{LAYER}.self_attn.qkv_proj"),
             )?;
-            let q = self.b.slice(qkv, 2, 0, d)?;
-            let k = self.b.slice(qkv, 2, d, 2 * d)?;
-            let v = self.b.slice(qkv, 2, 2 * d, 3 * d)?;
+            let q = self.slice_named(qkv, 2, 0, d, &format!("{LAYER}.self_attn.q"))?;
+            let k = self.slice_named(qkv, 2, d, 2 * d, &format!("{LAYER}.self_attn.k"))?;
+            let v = self.slice_named(qkv, 2, 2 * d, 3 * d, &format!("{LAYER}.self_attn.v"))?;
             (q, k, v, 4)
         } else {
             let q = self.linear(n1, a.get(2), a.get(3), &format!("{LAYER}.self_attn.q_proj"))?;
@@ -427,14 +452,14 @@ impl Tower {
 
         // The query comes from the probe alone ([1, 1, D]); it broadcasts
         // over the batch inside attention, as HF's probe.repeat(B, 1, 1).
-        let wq = self.b.slice(in_w, 0, 0, d)?;
-        let bq = self.b.slice(in_b, 0, 0, d)?;
-        let wkv = self.b.slice(in_w, 0, d, 3 * d)?;
-        let bkv = self.b.slice(in_b, 0, d, 3 * d)?;
+        let wq = self.slice_named(in_w, 0, 0, d, "head.attention.q_proj.weight")?;
+        let bq = self.slice_named(in_b, 0, 0, d, "head.attention.q_proj.bias")?;
+        let wkv = self.slice_named(in_w, 0, d, 3 * d, "head.attention.kv_proj.weight")?;
+        let bkv = self.slice_named(in_b, 0, d, 3 * d, "head.attention.kv_proj.bias")?;
         let q = self.linear(probe, wq, bq, "head.attention.q_proj")?;
         let kv = self.linear(hidden, wkv, bkv, "head.attention.kv_proj")?;
-        let k = self.b.slice(kv, 2, 0, d)?;
-        let v = self.b.slice(kv, 2, d, 2 * d)?;
+        let k = self.slice_named(kv, 2, 0, d, "head.attention.k")?;
+        let v = self.slice_named(kv, 2, d, 2 * d, "head.attention.v")?;
         let attn = self.attention(q, k, v, "head.attention")?;
         let a = self.linear(attn, out_w, out_b, "head.attention.out_proj")?;
         let n = self.b.layer_norm(a, ln_w, ln_b, self.eps)?;

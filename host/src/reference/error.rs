@@ -1,20 +1,22 @@
 //! Errors the reference reports instead of computing garbage.
 
-use std::fmt;
-
 use ipuc_core::ir::{IrError, ValueId};
 
 /// Why the reference could not run.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReferenceError {
-    /// The graph failed verification.
+    /// The graph failed verification (its text is part of this one's, so
+    /// it is not also a `source`: the cause prints once).
+    #[error("graph rejected: {0}")]
     Graph(IrError),
     /// No weight bound for a graph parameter.
+    #[error("no weight bound for parameter `{name}`")]
     MissingWeight {
         /// Parameter name.
         name: String,
     },
     /// A weight's shape differs from the parameter's.
+    #[error("weight `{name}` has shape {found:?}, the graph parameter is {expected:?}")]
     WeightShape {
         /// Parameter name.
         name: String,
@@ -24,11 +26,13 @@ pub enum ReferenceError {
         found: Vec<usize>,
     },
     /// No tensor supplied for a graph input.
+    #[error("no tensor supplied for graph input `{name}`")]
     MissingInput {
         /// Input name.
         name: String,
     },
     /// A supplied tensor has the wrong shape or element count.
+    #[error("input `{name}` has shape {found:?} (or a mismatched element count), the graph expects {expected:?}")]
     InputShape {
         /// Input name.
         name: String,
@@ -39,32 +43,12 @@ pub enum ReferenceError {
     },
     /// A value was read before it was computed (a malformed graph that the
     /// verifier let through).
+    #[error("value {value} used before it is defined")]
     Unavailable {
         /// The value.
         value: ValueId,
     },
 }
-
-impl fmt::Display for ReferenceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReferenceError::Graph(e) => write!(f, "graph rejected: {e}"),
-            ReferenceError::MissingWeight { name } => write!(f, "no weight bound for parameter `{name}`"),
-            ReferenceError::WeightShape { name, expected, found } => write!(
-                f,
-                "weight `{name}` has shape {found:?}, the graph parameter is {expected:?}"
-            ),
-            ReferenceError::MissingInput { name } => write!(f, "no tensor supplied for graph input `{name}`"),
-            ReferenceError::InputShape { name, expected, found } => write!(
-                f,
-                "input `{name}` has shape {found:?} (or a mismatched element count), the graph expects {expected:?}"
-            ),
-            ReferenceError::Unavailable { value } => write!(f, "value {value} used before it is defined"),
-        }
-    }
-}
-
-impl std::error::Error for ReferenceError {}
 
 impl From<IrError> for ReferenceError {
     fn from(e: IrError) -> Self {

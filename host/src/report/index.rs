@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+/// How the reports number tiles.
+const TILE_IDS: &str = "Tile numbers in every page are logical ids (the planner's numbering), with the physical C600 id beside them; profile.json and `ipuc inspect` key tiles by physical id, memory.json and the rejection JSON by logical id";
+
 /// One file a run wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Artifact {
@@ -58,13 +61,16 @@ pub fn render(
             }
         })
         .collect();
-    Ok(super::template::render(
+    Ok(super::template::render_page(
         "index.html",
+        title,
+        "",
+        None,
+        "",
         minijinja::context! {
-            title,
-            css => super::html::BASE_CSS,
             stats,
             artifacts => rows,
+            tile_ids => TILE_IDS,
         },
     )?)
 }

@@ -148,8 +148,9 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
         map.unused_tiles.len(),
         match peak {
             Some(p) => format!(
-                "peak tile {}: {} B of the {} B budget at \"{}\"",
+                "peak tile {} (physical {}): {} B of the {} B budget at \"{}\"",
                 p.tile,
+                super::memory_html::physical_tile(p.tile),
                 super::html::thousands(p.live_bytes + b.support_reserve),
                 super::html::thousands(b.tile_bytes),
                 map.moments
@@ -238,7 +239,7 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
     }
     text(
         &mut c,
-        "each column is one tile: SRAM address top to bottom; reused addresses drawn once (first occupant)",
+        "each column is one tile, logical ids: SRAM address top to bottom; reused addresses drawn once (first occupant)",
         LEFT as i32,
         ly + 16,
         MUTED,

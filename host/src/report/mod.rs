@@ -14,6 +14,7 @@ pub mod memory_png;
 pub mod operations;
 pub mod package_view;
 pub mod placement_map;
+pub mod placement_rejection;
 pub mod profile;
 pub mod profile_html;
 pub mod template;
@@ -104,7 +105,7 @@ pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
 /// Writes a memory-rejection report to `path` (HTML) and its data next to
 /// it (same name, `.json`).
 pub fn write_rejection(path: &Path, rejection: &MemoryRejection) -> Result<()> {
-    write_file(path, memory_html::render_rejection(rejection).as_bytes())?;
+    write_file(path, memory_html::render_rejection(rejection)?.as_bytes())?;
     write_file(
         &path.with_extension("json"),
         &serde_json::to_vec_pretty(rejection)?,

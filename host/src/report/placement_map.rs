@@ -10,7 +10,7 @@ use super::memory::{
 };
 
 /// Map class of a buffer role.
-fn role_class(role: &BufferRole) -> AllocationClass {
+pub(crate) fn role_class(role: &BufferRole) -> AllocationClass {
     match role {
         BufferRole::Parameter { .. }
         | BufferRole::Iterated { .. }
@@ -21,7 +21,7 @@ fn role_class(role: &BufferRole) -> AllocationClass {
 }
 
 /// Map class of a reserved range.
-fn reserved_class(kind: ReservedKind) -> AllocationClass {
+pub(crate) fn reserved_class(kind: ReservedKind) -> AllocationClass {
     match kind {
         ReservedKind::Code => AllocationClass::Code,
         ReservedKind::ExchangeRows => AllocationClass::ExchangeTable,
@@ -30,14 +30,10 @@ fn reserved_class(kind: ReservedKind) -> AllocationClass {
     }
 }
 
-/// Builds the memory map of per-tile `placements` (moments = the schedule's steps in
-/// pre-order, named by their originating op). Reserved ranges are live
-/// throughout.
-pub fn memory_map_from_placement(
-    title: &str,
-    schedule: &TileSchedule,
-    placements: &[TilePlacement],
-) -> MemoryMap {
+/// The schedule's steps in pre-order, named by their originating op
+/// (`compute: encoder.layers.0.mlp.fc1`, …): the moments of every memory
+/// report made from a placement.
+pub fn schedule_moments(schedule: &TileSchedule) -> Vec<String> {
     let count = schedule.step_count.max(1) as usize;
     let mut moments: Vec<String> = (0..count).map(|i| format!("step {i}")).collect();
     schedule.visit(|step, _| {
@@ -54,6 +50,19 @@ pub fn memory_map_from_placement(
             *m = label;
         }
     });
+    moments
+}
+
+/// Builds the memory map of per-tile `placements` (moments = the schedule's steps in
+/// pre-order, named by their originating op). Reserved ranges are live
+/// throughout.
+pub fn memory_map_from_placement(
+    title: &str,
+    schedule: &TileSchedule,
+    placements: &[TilePlacement],
+) -> MemoryMap {
+    let count = schedule.step_count.max(1) as usize;
+    let moments = schedule_moments(schedule);
     let last = count as u32 - 1;
     let tiles = placements
         .iter()

@@ -68,9 +68,11 @@ impl From<(u32, u64, u64)> for CycleSample {
     }
 }
 
-/// The samples of one physical tile, sorted by start cycle.
+/// The samples of one tile, sorted by start cycle.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TileSamples {
+    /// Physical C600 tile id (the simulator's and the package's);
+    /// `profile.html` labels rows by the logical id, physical beside it.
     pub tile: u32,
     pub samples: Vec<CycleSample>,
 }

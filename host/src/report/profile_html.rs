@@ -26,7 +26,10 @@ struct TimelineData<'a> {
     ops: Vec<&'a str>,
     /// Per step: `[kind index, operation index, iteration or -1]`.
     steps: Vec<[i64; 3]>,
+    /// Logical tile ids (the planner's numbering), in order.
     tiles: Vec<u32>,
+    /// Physical C600 id of each (the simulator's and the package's).
+    physical: Vec<u32>,
     /// Per tile, flat triples: step index delta, start minus previous end,
     /// duration (all cycles relative, so numbers stay short).
     samples: Vec<Vec<i64>>,
@@ -61,6 +64,12 @@ fn kernel_rows(profile: &Profile) -> Vec<KernelRow<'_>> {
         .collect()
 }
 
+/// Logical id of physical C600 tile `tile` (itself if out of range).
+fn logical_tile(tile: u32) -> u32 {
+    ipuc_core::ipu21::topology::PhysicalTile::new(tile)
+        .map_or(tile, |t| u32::from(t.logical().get()))
+}
+
 /// Renders the standalone timeline page.
 pub fn render(profile: &Profile) -> anyhow::Result<String> {
     profile.validate()?;
@@ -80,11 +89,17 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         })
         .collect();
     let (span_start, span_end) = profile.span().unwrap_or((0, 0));
-    let mut tiles: Vec<_> = profile.tiles.iter().collect();
-    tiles.sort_by_key(|t| t.tile);
+    // Rows in logical order, as in the memory reports (the samples carry
+    // the simulator's physical ids).
+    let mut tiles: Vec<(u32, &super::TileSamples)> = profile
+        .tiles
+        .iter()
+        .map(|t| (logical_tile(t.tile), t))
+        .collect();
+    tiles.sort_by_key(|(logical, t)| (*logical, t.tile));
     let samples = tiles
         .iter()
-        .map(|t| {
+        .map(|(_, t)| {
             let mut flat = Vec::with_capacity(t.samples.len() * 3);
             let (mut prev_step, mut prev_end) = (0i64, span_start as i64);
             for s in &t.samples {
@@ -106,7 +121,8 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         kinds: StepKind::ALL.map(StepKind::name),
         ops,
         steps,
-        tiles: tiles.iter().map(|t| t.tile).collect(),
+        tiles: tiles.iter().map(|(logical, _)| *logical).collect(),
+        physical: tiles.iter().map(|(_, t)| t.tile).collect(),
         samples,
         span: [span_start, span_end],
         iterations: profile

@@ -1,14 +1,16 @@
 //! The reports' HTML templates (`templates/*.html`, `minijinja`, HTML
 //! auto-escaping): `base.html` is the standalone page shell (inline CSS, the
-//! embedded JSON data, the page script), which `profile.html` and
-//! `memory.html` extend; `index.html` is the run's artifact index.
+//! embedded JSON data, the page script), which `profile.html`,
+//! `memory.html`, `rejection.html` and `index.html` (the run's artifact
+//! index) extend.
 
 use minijinja::{AutoEscape, Environment, Value};
 
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("base.html", include_str!("templates/base.html")),
     ("profile.html", include_str!("templates/profile.html")),
     ("memory.html", include_str!("templates/memory.html")),
+    ("rejection.html", include_str!("templates/rejection.html")),
     ("index.html", include_str!("templates/index.html")),
 ];
 

@@ -413,7 +413,7 @@ fn templated_profile_page_has_its_elements() {
         html::thousands(end - start),
         p.millis(end - start)
     )));
-    assert!(html.contains("<span><b>8</b> tiles</span>"));
+    assert!(html.contains("<span><b>8</b> tiles <span class=\"muted\">(rows by logical id"));
     for id in [
         "legend", "group", "zin", "zout", "reset", "wrap", "chart", "tip", "ops", "iterstat",
     ] {
@@ -437,7 +437,22 @@ fn templated_profile_page_has_its_elements() {
         data_at < html.rfind("<script>").unwrap(),
         "data before the script"
     );
-    assert_eq!(embedded(&html)["tiles"].as_array().unwrap().len(), 8);
+    // Rows by logical id, each with its physical id (what the samples carry).
+    let data = embedded(&html);
+    let (logical, physical) = (
+        data["tiles"].as_array().unwrap(),
+        data["physical"].as_array().unwrap(),
+    );
+    assert_eq!((logical.len(), physical.len()), (8, 8));
+    for (l, ph) in logical.iter().zip(physical) {
+        let ph =
+            ipuc_core::ipu21::topology::PhysicalTile::new(ph.as_u64().unwrap() as u32).unwrap();
+        assert_eq!(l.as_u64().unwrap(), u64::from(ph.logical().get()));
+    }
+    assert!(
+        logical.windows(2).all(|w| w[0].as_u64() < w[1].as_u64()),
+        "logical order"
+    );
     // A measured profile has neither table.
     p.simulated = false;
     p.kernels.clear();
@@ -479,7 +494,21 @@ fn templated_memory_page_has_its_elements() {
     }
     assert!(html.contains("<input type=\"checkbox\" id=\"reuse\" checked> Reused allocations"));
     assert!(html.find("id=\"data\"").unwrap() < html.rfind("<script>").unwrap());
-    assert_eq!(embedded(&html)["tiles"].as_array().unwrap().len(), 4);
+    let data = embedded(&html);
+    assert_eq!(data["tiles"].as_array().unwrap().len(), 4);
+    // Logical ids, with the physical id of every one of the 1472 tiles.
+    let phys = data["phys"].as_array().unwrap();
+    assert_eq!(phys.len(), 1472);
+    assert_eq!(
+        phys[1],
+        u32::from(
+            ipuc_core::ipu21::topology::LogicalTile::new(1)
+                .unwrap()
+                .physical()
+                .get()
+        )
+    );
+    assert!(html.contains("Tile numbers are logical"));
     assert!(html.ends_with("</html>\n"));
 }
 
@@ -605,14 +634,33 @@ fn rejection_report_names_op_tile_moment_and_excess() {
     assert_standalone(&html);
     for needle in [
         "layer.qkv (op 4)",
-        "peak tile <b>0</b>",
+        "reported tile <b>0 (physical ",
         "qkv out",
         "586,960",
         "49,152",
         "over budget by",
+        "id=\"rtile\"",
+        "id=\"timeline\"",
     ] {
         assert!(html.contains(needle), "missing `{needle}`");
     }
+    // One stylesheet: the base's, from the shared template.
+    assert_eq!(html.matches("<style>").count(), 1);
+    assert!(html.contains(super::html::BASE_CSS.lines().next().unwrap()));
+    // The picker's data: every tile with its physical id beside the logical.
+    let data = embedded(&html);
+    let t0 = &data["tiles"][0];
+    assert_eq!(t0["tile"], 0);
+    assert_eq!(
+        t0["physical"],
+        u32::from(
+            ipuc_core::ipu21::topology::LogicalTile::new(0)
+                .unwrap()
+                .physical()
+                .get()
+        )
+    );
+    assert_eq!(data["moments"].as_array().unwrap().len(), map.moments.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,4 +1,7 @@
-//! Aligned plain-text tables for CLI output.
+//! Aligned plain-text tables for CLI output, laid out by `comfy-table`
+//! (no borders, two spaces between columns, no trailing spaces).
+
+use comfy_table::{presets::NOTHING, CellAlignment, ColumnConstraint, ContentArrangement, Table};
 
 /// Column alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -9,60 +12,48 @@ pub enum Align {
 
 /// A table whose columns are padded to their widest cell.
 pub struct TextTable {
-    header: Vec<String>,
-    align: Vec<Align>,
-    rows: Vec<Vec<String>>,
+    table: Table,
+    rows: usize,
 }
 
 impl TextTable {
     pub fn new(columns: &[(&str, Align)]) -> Self {
-        TextTable {
-            header: columns.iter().map(|(h, _)| h.to_string()).collect(),
-            align: columns.iter().map(|(_, a)| *a).collect(),
-            rows: Vec::new(),
+        let mut table = Table::new();
+        table
+            .load_style(NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(columns.iter().map(|(h, _)| *h));
+        for (i, (_, align)) in columns.iter().enumerate() {
+            if let Some(c) = table.column_mut(i) {
+                c.set_cell_alignment(match align {
+                    Align::Left => CellAlignment::Left,
+                    Align::Right => CellAlignment::Right,
+                });
+                // One space either side of every cell but the outer ones
+                // gives the two-space gutter.
+                c.set_padding((u16::from(i > 0), 1));
+                c.set_constraint(ColumnConstraint::ContentWidth);
+            }
         }
+        TextTable { table, rows: 0 }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.table.add_row(cells);
+        self.rows += 1;
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.rows == 0
     }
 
     /// Renders with `indent` spaces before every line; no trailing spaces.
     pub fn render(&self, indent: usize) -> String {
-        let n = self.header.len();
-        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate().take(n) {
-                widths[i] = widths[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            let mut line = " ".repeat(indent);
-            for (i, c) in r.iter().enumerate().take(n) {
-                let pad = widths[i] - c.chars().count();
-                if i > 0 {
-                    line.push_str("  ");
-                }
-                match self.align[i] {
-                    Align::Left => {
-                        line.push_str(c);
-                        line.push_str(&" ".repeat(pad));
-                    }
-                    Align::Right => {
-                        line.push_str(&" ".repeat(pad));
-                        line.push_str(c);
-                    }
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
+        let pad = " ".repeat(indent);
+        self.table
+            .lines()
+            .map(|l| format!("{pad}{}\n", l.trim_end()))
+            .collect()
     }
 }
 

@@ -5,6 +5,8 @@
   const D = JSON.parse(document.getElementById("data").textContent);
   const [BUDGET, RESERVE, BASE, END] = D.budget;
   const T = D.tiles.length, M = Math.max(1, D.moments.length);
+  // Tile ids are logical; D.phys maps each to its physical C600 id.
+  const P = (id) => (D.phys && D.phys[id] !== undefined ? D.phys[id] : "?");
   const dpr = window.devicePixelRatio || 1;
   const fmt = (n) => Math.round(n).toLocaleString("en-US");
   const hex = (n) => "0x" + n.toString(16);
@@ -30,14 +32,14 @@
     if (over) verdict.classList.add("bad");
     document.getElementById("stats").innerHTML =
       `<span><b>${T}</b> tiles</span><span><b>${D.moments.length}</b> moments</span>` +
-      `<span>peak tile <b>${D.tiles[peakIdx]}</b>: <b>${fmt(pk)}</b> B${RESERVE ? ` incl. ${fmt(RESERVE)} B support reserve` : ""}, ` +
+      `<span>peak tile <b>${D.tiles[peakIdx]}</b> (physical ${P(D.tiles[peakIdx])}): <b>${fmt(pk)}</b> B${RESERVE ? ` incl. ${fmt(RESERVE)} B support reserve` : ""}, ` +
       `budget <b>${fmt(BUDGET)}</b> B (${(100 * pk / BUDGET).toFixed(1)}%) at “${esc(D.moments[D.peaks[peakIdx][1]] || "")}”</span>` +
       `<span>SRAM ${hex(BASE)}–${hex(END)}</span>`;
   }
   const tileSel = document.getElementById("tile");
   const order = D.tiles.map((_, i) => i).sort((a, b) => D.peaks[b][0] - D.peaks[a][0] || a - b);
   order.forEach((i) => tileSel.insertAdjacentHTML("beforeend",
-    `<option value="${i}">tile ${D.tiles[i]} — ${fmt(D.peaks[i][0] + RESERVE)} B${i === peakIdx ? " ★ peak" : ""}</option>`));
+    `<option value="${i}">tile ${D.tiles[i]} (phys ${P(D.tiles[i])}) — ${fmt(D.peaks[i][0] + RESERVE)} B${i === peakIdx ? " ★ peak" : ""}</option>`));
 
   function select(i, keepMoment) {
     sel = Math.max(0, Math.min(T - 1, i));
@@ -93,7 +95,7 @@
     const i = Math.floor((x - OV_LEFT) / ((ov.width - OV_LEFT) / Math.max(1, T)));
     if (i < 0 || i >= T) { tip.style.display = "none"; return; }
     const p = D.peaks[i];
-    showTip(ev, `tile ${D.tiles[i]}${i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B${RESERVE ? " (incl. reserve)" : ""}\nbudget  ${fmt(BUDGET)} B\nmoment  ${D.moments[p[1]] || ""}`);
+    showTip(ev, `tile ${D.tiles[i]} (physical ${P(D.tiles[i])})${i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B${RESERVE ? " (incl. reserve)" : ""}\nbudget  ${fmt(BUDGET)} B\nmoment  ${D.moments[p[1]] || ""}`);
   };
   ov.onmouseleave = mp.onmouseleave = () => { tip.style.display = "none"; };
 
@@ -299,9 +301,9 @@
   tilesCv.onmousemove = (ev) => {
     const h = tileAt(ev);
     if (!h) { tip.style.display = "none"; return; }
-    if (h.t.i < 0) { showTip(ev, `tile ${h.t.id}\nunused (no program, no buffer)`); return; }
+    if (h.t.i < 0) { showTip(ev, `tile ${h.t.id} (physical ${P(h.t.id)})\nunused (no program, no buffer)`); return; }
     const p = D.peaks[h.t.i];
-    let text = `tile ${h.t.id}${h.t.i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B of ${fmt(BUDGET)}\nat      ${D.moments[p[1]] || ""}`;
+    let text = `tile ${h.t.id} (physical ${P(h.t.id)})${h.t.i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B of ${fmt(BUDGET)}\nat      ${D.moments[p[1]] || ""}`;
     const ls = reuse.checked ? lanes(h.t.i) : lanes(h.t.i).slice(0, 1);
     const lane = ls[h.lane];
     const a = lane && lane.allocs.find((a) => a.addr <= h.addr && h.addr < a.addr + a.size);
@@ -314,12 +316,12 @@
     if (T) {
       const p = D.peaks[sel];
       document.getElementById("maptitle").textContent =
-        `Tile ${D.tiles[sel]}${sel === peakIdx ? " (peak tile)" : ""}: peak ${fmt(p[0] + RESERVE)} B at moment ${p[1]} — ` +
+        `Tile ${D.tiles[sel]} (physical ${P(D.tiles[sel])})${sel === peakIdx ? " (peak tile)" : ""}: peak ${fmt(p[0] + RESERVE)} B at moment ${p[1]} — ` +
         (mode.value === "addr" ? "address (down) × moment (across); click to pick a moment" : "live bytes by class per moment; grey = support reserve");
     }
     drawTiles(); drawOverview(); drawMap(); drawTable();
   }
-  // #tile=<physical id>&mode=live|addr&moment=<index> selects a view.
+  // #tile=<logical id>&mode=live|addr&moment=<index> selects a view.
   const h = new URLSearchParams(location.hash.slice(1));
   if (h.has("tile")) { const i = D.tiles.indexOf(+h.get("tile")); if (i >= 0) { sel = i; moment = D.peaks[i][1]; } }
   if (h.get("mode") === "live" || h.get("mode") === "addr") mode.value = h.get("mode");

@@ -270,11 +270,11 @@
         const who = group === 1 ? "" : `  (row: tiles ${D.tiles[t0]}–${D.tiles[t1 - 1]}, ${busy} of ${t1 - t0} busy)`;
         if (hit) {
           const [i, j] = hit, st = ST[i][j], it = stepIter[st];
-          text = `tile ${D.tiles[i]}${who}\nop      ${D.ops[stepOp[st]]}\nkind    ${D.kinds[stepKind[st]]}` +
+          text = `tile ${D.tiles[i]} (physical ${D.physical[i]})${who}\nop      ${D.ops[stepOp[st]]}\nkind    ${D.kinds[stepKind[st]]}` +
             (it >= 0 ? `   · Repeat iteration ${it}` : "") +
             `\ncycles  ${fmt(E[i][j] - S[i][j])}\nstart   ${fmt(S[i][j])}\nend     ${fmt(E[i][j])}\nstep    ${st}`;
         } else {
-          text = `tile ${D.tiles[t0]}${who}\nidle at cycle ${fmt(t)}`;
+          text = `tile ${D.tiles[t0]} (physical ${D.physical[t0]})${who}\nidle at cycle ${fmt(t)}`;
         }
       }
     }

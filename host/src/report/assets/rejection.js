@@ -17,7 +17,7 @@
     allocs.forEach((a) => { for (let m = a.first; m <= a.last && m < M; m++) live[m] += a.size; });
     let peak = 0;
     live.forEach((v, m) => { if (v > live[peak]) peak = m; });
-    return { tile: t.tile, allocs, live, peak };
+    return { tile: t.tile, physical: t.physical, allocs, live, peak };
   });
   if (!tiles.length) return;
   const tileSel = document.getElementById("rtile");
@@ -25,7 +25,7 @@
   order.forEach((i) => {
     const t = tiles[i], total = t.live[t.peak] + RESERVE;
     tileSel.insertAdjacentHTML("beforeend",
-      `<option value="${i}">tile ${t.tile} — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
+      `<option value="${i}">tile ${t.tile} (phys ${t.physical}) — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
   });
   let sel = 0, moment = tiles[0].peak;
   function select(i, m) {
@@ -47,12 +47,15 @@
     const mx = Math.max(BUDGET, ...t.live.map((v) => v + RESERVE)) * 1.08;
     return { t, mx };
   }
+  // A moment's column width: the plot's width over the moments, at most 60
+  // CSS pixels (a planner report has one moment: a bar, not a red wall).
+  const colW = (W) => Math.min((W - LEFT) / M, 60 * dpr);
   function drawTimeline() {
     const r = cv.getBoundingClientRect();
     cv.width = Math.max(200, Math.round(r.width * dpr)); cv.height = Math.max(80, Math.round(r.height * dpr));
     const ctx = cv.getContext("2d"), W = cv.width, H = cv.height, { t, mx } = geometry();
     ctx.font = `${Math.round(11 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
-    const ph = H - TOP - BOTTOM, yv = (v) => TOP + ph - (v / mx) * ph, cw = (W - LEFT) / M;
+    const ph = H - TOP - BOTTOM, yv = (v) => TOP + ph - (v / mx) * ph, cw = colW(W);
     ctx.fillStyle = "#fafbfc"; ctx.fillRect(LEFT, TOP, W - LEFT, ph);
     for (let m = 0; m < M; m++) {
       const v = t.live[m] + RESERVE;
@@ -80,7 +83,7 @@
   }
   const momentAt = (ev) => {
     const r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr;
-    const m = Math.floor(((x - LEFT) / (cv.width - LEFT)) * M);
+    const m = Math.floor((x - LEFT) / colW(cv.width));
     return m >= 0 && m < M ? m : -1;
   };
   cv.onclick = (ev) => { const m = momentAt(ev); if (m >= 0) { moment = m; draw(); } };
@@ -97,7 +100,7 @@
     const list = t.allocs.filter((a) => a.first <= moment && moment <= a.last).sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
     const live = list.reduce((s, a) => s + a.size, 0), total = live + RESERVE;
     document.getElementById("rlivetitle").textContent =
-      `Tile ${t.tile}${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${fmt(live)} B + ${fmt(RESERVE)} B reserve = ${fmt(total)} B` +
+      `Tile ${t.tile} (physical ${t.physical})${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${RESERVE ? `${fmt(live)} B + ${fmt(RESERVE)} B reserve = ` : ""}${fmt(total)} B` +
       (total > BUDGET ? ` — over the ${fmt(BUDGET)} B budget by ${fmt(total - BUDGET)} B` : ` — fits the ${fmt(BUDGET)} B budget`);
     let cum = RESERVE;
     let h = `<table><thead><tr><th class="l">allocation</th><th class="l">class</th><th>bytes</th><th>% of budget</th><th>cumulative</th><th class="l">live</th></tr></thead><tbody>`;
@@ -108,7 +111,7 @@
     });
     document.getElementById("rlive").innerHTML = h + "</tbody></table>";
     document.getElementById("rtimelinetitle").textContent = M > 1
-      ? `Tile ${t.tile}: live bytes + reserve at each of ${M} moments (red = over budget, dark frame = selected; click a bar)`
+      ? `Tile ${t.tile}: live bytes${RESERVE ? " + reserve" : " (support ranges included)"} at each of ${M} moments (red = over budget, dark frame = selected; click a bar)`
       : `Tile ${t.tile}: the planner checks each candidate at the moment it is applied; this report has that one moment`;
   }
   function showTip(ev, text) {
