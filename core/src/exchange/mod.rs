@@ -35,6 +35,7 @@
 //! assert!(scheduled.events >= 100);
 //! ```
 
+mod bitmap;
 mod check;
 mod decode;
 mod encode;
