@@ -37,8 +37,32 @@ impl EventBits {
         self.words.len() as u64 * 64
     }
 
+    /// The first set event at or after `e`, if any.
+    pub(crate) fn next_set(&self, e: u64) -> Option<u64> {
+        let mut e = e;
+        while e < self.end() {
+            let w = self.window(e);
+            if w != 0 {
+                return Some(e + u64::from(w.trailing_zeros()));
+            }
+            e += 64;
+        }
+        None
+    }
+
+    /// The first clear event at or after `e`.
+    pub(crate) fn next_clear(&self, e: u64) -> u64 {
+        let mut e = e;
+        loop {
+            let w = self.window(e);
+            if w != u64::MAX {
+                return e + u64::from(w.trailing_ones());
+            }
+            e += 64;
+        }
+    }
+
     /// Is event `e` set?
-    #[cfg(test)]
     pub(crate) fn get(&self, e: u64) -> bool {
         self.window(e) & 1 != 0
     }
@@ -93,5 +117,11 @@ mod tests {
         assert_eq!(b.window(0), u64::MAX);
         b.set_range(5, 5);
         assert_eq!(b.window(200), 0);
+        assert_eq!(b.next_set(64), Some(64));
+        assert_eq!(b.next_set(70), Some(130));
+        assert_eq!(b.next_set(131), None);
+        assert_eq!(b.next_clear(0), 70);
+        assert_eq!(b.next_clear(70), 70);
+        assert_eq!(b.next_clear(130), 131);
     }
 }

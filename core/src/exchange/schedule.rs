@@ -24,7 +24,8 @@ use alloc::vec::Vec;
 
 use super::bitmap::EventBits;
 use super::error::{ExchangeError, Result};
-use super::intervals::{BusyIntervals, Slot};
+#[cfg(test)]
+use super::intervals::BusyIntervals;
 use super::job_order::RemainingLoadOrder;
 use super::marks::{EventMarks, CONTROL, PIC, SEND_START, STRICT, XPIC};
 use super::pairing::{plan_pairing, TransferPairing};
@@ -104,7 +105,10 @@ pub(crate) fn swept_mask(addr: u32, bytes: u32, sweep: Option<(i64, u32)>) -> u6
 
 #[derive(Default)]
 struct TileState {
+    /// The streams as intervals, for the test-only tile walk.
+    #[cfg(test)]
     out: BusyIntervals,
+    #[cfg(test)]
     inc: BusyIntervals,
     /// Send starts, receive controls, and XPIC and PIC events kept apart
     /// (tiles in single-control mode refuse an XPIC and a PIC at one event),
@@ -138,11 +142,13 @@ impl TileState {
     }
     /// Marks the outgoing stream busy on `[start, end)` (free before).
     fn busy_out(&mut self, start: u64, end: u64) {
+        #[cfg(test)]
         self.out.insert(start, end);
         self.out_bits.set_range(start, end);
     }
     /// Marks the incoming stream busy on `[start, end)` (free before).
     fn busy_in(&mut self, start: u64, end: u64) {
+        #[cfg(test)]
         self.inc.insert(start, end);
         self.inc_bits.set_range(start, end);
     }
@@ -166,11 +172,13 @@ impl TileState {
         }
     }
     /// Is the stream free on `[start, end)`? Otherwise the first event worth trying.
-    fn free(list: &BusyIntervals, start: u64, end: u64) -> core::result::Result<(), u64> {
-        match list.slot(start) {
-            Slot::BusyUntil(b) => Err(b),
-            Slot::FreeUntil(f) if f < end => Err(f),
-            Slot::FreeUntil(_) => Ok(()),
+    fn free(bits: &EventBits, start: u64, end: u64) -> core::result::Result<(), u64> {
+        if bits.get(start) {
+            return Err(bits.next_clear(start));
+        }
+        match bits.next_set(start) {
+            Some(f) if f < end => Err(f),
+            _ => Ok(()),
         }
     }
     /// Is `c` (a receive control on this tile) on one of its sends' first two events?
@@ -651,20 +659,38 @@ fn find_common_gap(
             end.saturating_sub(r.offset).max(0) as u64
         })
         .fold(st.out_bits.end(), u64::max);
-    let mut s = candidate;
-    loop {
-        // Refusals (busy or blocked) in [s, s + 64).
-        let mut w = st.out_bits.window(s) | st.send_block.window(s);
+    // The first event at or after `e` that neither `busy` nor `blocked` refuses.
+    let first_accepted = |busy: &EventBits, blocked: &EventBits, mut e: u64| loop {
+        let w = busy.window(e) | blocked.window(e);
         if w != u64::MAX {
-            for i in 0..probe.len() {
-                let r = &receivers[probe[i]];
-                let rt = &tiles[r.tile.index()];
-                let x = at(s, r);
-                w |= rt.inc_bits.window(x) | rt.receive_block.window(x);
-                if w == u64::MAX {
-                    probe.swap(0, i);
-                    break;
-                }
+            return e + u64::from(w.trailing_ones());
+        }
+        e += 64;
+    };
+    let mut s = candidate;
+    'windows: loop {
+        // Refusals (busy or blocked) in [s, s + 64). A tile that refuses the
+        // whole window alone moves `s` to the first start it accepts.
+        let mut w = st.out_bits.window(s) | st.send_block.window(s);
+        if w == u64::MAX {
+            s = first_accepted(&st.out_bits, &st.send_block, s);
+            continue;
+        }
+        for i in 0..probe.len() {
+            let r = &receivers[probe[i]];
+            let rt = &tiles[r.tile.index()];
+            let x = at(s, r);
+            let own = rt.inc_bits.window(x) | rt.receive_block.window(x);
+            if own == u64::MAX {
+                let y = first_accepted(&rt.inc_bits, &rt.receive_block, x);
+                s += y - x;
+                probe.swap(0, i);
+                continue 'windows;
+            }
+            w |= own;
+            if w == u64::MAX {
+                probe.swap(0, i);
+                break;
             }
         }
         if w == u64::MAX {
@@ -921,7 +947,7 @@ fn place_paired(
             return Err(ExchangeError::Internal("paired placement made no progress"));
         }
         let st = &tiles[t.source.index()];
-        if let Err(next) = TileState::free(&st.out, s, s + items) {
+        if let Err(next) = TileState::free(&st.out_bits, s, s + items) {
             s = next.max(s + 1);
             continue;
         }
@@ -934,7 +960,7 @@ fn place_paired(
             continue;
         }
         let pt = &tiles[partner.index()];
-        for list in [&pt.out, &pt.inc] {
+        for list in [&pt.out_bits, &pt.inc_bits] {
             if let Err(next) = TileState::free(list, s, s + items) {
                 s = next.max(s + 1);
                 continue 'search;
@@ -943,7 +969,7 @@ fn place_paired(
         for m in &members {
             let rt = &tiles[m.tile.index()];
             let x = (s as i64 + m.offset) as u64;
-            if let Err(next) = TileState::free(&rt.inc, x - 1, x + items + 1) {
+            if let Err(next) = TileState::free(&rt.inc_bits, x - 1, x + items + 1) {
                 s = ((next as i64 + 1 - m.offset).max(s as i64 + 1)) as u64;
                 continue 'search;
             }
