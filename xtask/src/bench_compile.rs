@@ -5,6 +5,10 @@
 //! per-stage wall times (as `ipuc compile` reports them), peak RSS (the
 //! child's `VmHWM`, sampled while it runs), exchange phases, stored rows and
 //! events against the lower bound, with the seeds' figures beside ours.
+//! Each case runs `--repeat` times (the table gives medians: wall, CPU
+//! time — user + system of the child, which is what a shared machine can
+//! still measure — and the planning, exchange-scheduling and linking stage
+//! times); case names after `--` (e.g. `siglip-so400m-1`) pick cases.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,6 +50,8 @@ const CASES: [Case; 4] = [
 struct Measured {
     ok: bool,
     wall: f64,
+    /// User + system seconds of the child (all its threads).
+    cpu: f64,
     peak_rss_kib: u64,
     /// `planning: … N ms` and `stages: …` of `ipuc compile`'s report.
     planning: String,
@@ -54,13 +60,31 @@ struct Measured {
     error: String,
 }
 
-pub fn bench_compile(root: &Path, out: &Path, timeout_minutes: u64) -> Result<()> {
+/// Case names, as given after `--` to pick cases.
+fn case_name(case: &Case) -> String {
+    format!("{}-{}", case.workload, case.layers)
+}
+
+pub fn bench_compile(
+    root: &Path,
+    out: &Path,
+    timeout_minutes: u64,
+    repeat: usize,
+    only: &[String],
+) -> Result<()> {
+    let known: Vec<String> = CASES.iter().map(case_name).collect();
+    if let Some(bad) = only.iter().find(|n| !known.contains(n)) {
+        anyhow::bail!("unknown case {bad:?} (known: {})", known.join(", "));
+    }
     crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
     let ipuc = root.join("target/release/ipuc");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut rows = Vec::new();
-    for case in &CASES {
-        let name = format!("{}-{}", case.workload, case.layers);
+    for case in CASES
+        .iter()
+        .filter(|c| only.is_empty() || only.contains(&case_name(c)))
+    {
+        let name = case_name(case);
         let package = out.join(format!("{name}.ipuc"));
         let mut args = vec![
             "compile".to_string(),
@@ -74,34 +98,97 @@ pub fn bench_compile(root: &Path, out: &Path, timeout_minutes: u64) -> Result<()
         if case.so400m_flags {
             args.extend(["--fuse-qkv", "--fp8-scale", "-4"].map(String::from));
         }
-        eprintln!("xtask bench compile: ipuc {}", args.join(" "));
-        let log = out.join(format!("{name}.log"));
-        let m = measure(
-            &ipuc,
-            &args,
-            &log,
-            Duration::from_secs(timeout_minutes * 60),
-        )?;
-        rows.push((name, m));
+        let mut runs = Vec::new();
+        for run in 0..repeat.max(1) {
+            eprintln!(
+                "xtask bench compile ({}/{}): ipuc {}",
+                run + 1,
+                repeat.max(1),
+                args.join(" ")
+            );
+            let log = out.join(format!("{name}.{run}.log"));
+            let m = measure(
+                &ipuc,
+                &args,
+                &log,
+                Duration::from_secs(timeout_minutes * 60),
+            )?;
+            eprintln!(
+                "xtask bench compile: {name}: {} in {:.1} s wall, {:.1} s CPU; {}",
+                if m.ok { "ok" } else { m.error.as_str() },
+                m.wall,
+                m.cpu,
+                m.stages
+            );
+            let failed = !m.ok;
+            runs.push(m);
+            if failed {
+                break;
+            }
+        }
+        rows.push((name, runs));
     }
-    println!("| compile | result | wall s | peak RSS | planning | stages | exchange |");
-    println!("|---|---|---:|---:|---|---|---|");
-    for (name, m) in &rows {
+    println!(
+        "| compile | result | runs | wall s | CPU s | planning s | exchange scheduling s | linking s | peak RSS |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, runs) in &rows {
+        let med = |f: &dyn Fn(&Measured) -> Option<f64>| -> String {
+            let mut v: Vec<f64> = runs.iter().filter_map(f).collect();
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => "—".into(),
+                n if n % 2 == 1 => format!("{:.1}", v[n / 2]),
+                n => format!("{:.1}", (v[n / 2 - 1] + v[n / 2]) / 2.0),
+            }
+        };
+        let failed = runs.iter().find(|m| !m.ok);
         println!(
-            "| {name} | {} | {:.1} | {:.2} GiB | {} | {} | {} |",
-            if m.ok { "ok" } else { m.error.as_str() },
-            m.wall,
-            m.peak_rss_kib as f64 / (1024.0 * 1024.0),
-            m.planning,
-            m.stages,
-            m.exchange
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {:.2} GiB |",
+            failed.map_or("ok", |m| m.error.as_str()),
+            runs.len(),
+            med(&|m| Some(m.wall)),
+            med(&|m| Some(m.cpu)),
+            med(&|m| stage_ms(&m.planning, None).map(|ms| ms / 1e3)),
+            med(&|m| stage_ms(&m.stages, Some("exchange scheduling")).map(|ms| ms / 1e3)),
+            med(&|m| stage_ms(&m.stages, Some("linking")).map(|ms| ms / 1e3)),
+            runs.iter().map(|m| m.peak_rss_kib).max().unwrap_or(0) as f64 / (1024.0 * 1024.0),
         );
+    }
+    for (name, runs) in &rows {
+        if let Some(m) = runs.last() {
+            println!("{name}: stages: {}; exchange: {}", m.stages, m.exchange);
+        }
     }
     println!(
         "targets (2 cores): So400m 1 layer ≤ 15 s, 27 layers ≤ 60 s (goal 10 s), peak RSS ≤ 8 GiB.\n\
          seeds (larger host, 8–32 threads): 415 s high-level planning for 2 layers at beam 64; 521 s total."
     );
     Ok(())
+}
+
+/// Milliseconds of a stage in `ipuc compile`'s report: `stage` in the
+/// `stages:` line (`exchange scheduling 1234 ms, …`), or with `None` the
+/// last figure of the `planning:` line (`…, 7085 ms`).
+fn stage_ms(line: &str, stage: Option<&str>) -> Option<f64> {
+    let part = match stage {
+        Some(name) => line
+            .split(", ")
+            .map(|p| p.trim_start_matches("stages: "))
+            .find_map(|p| p.strip_prefix(name))?,
+        None => line.rsplit(", ").next()?,
+    };
+    part.split_whitespace().next()?.parse().ok()
+}
+
+/// User + system seconds of a running process (all threads), from `/proc`.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    // Fields after the parenthesised command: state is field 3; utime and
+    // stime are fields 14 and 15, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// Runs `ipuc args`, output to `log`, sampling the child's peak RSS.
@@ -116,7 +203,9 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
         .context("starting ipuc")?;
     let started = Instant::now();
     let status_file = format!("/proc/{}/status", child.id());
+    let stat_file = format!("/proc/{}/stat", child.id());
     let mut peak = 0u64;
+    let mut cpu = 0f64;
     let mut stopped = None;
     let status = loop {
         // VmHWM is the high-water mark, so the last sample before exit is
@@ -130,6 +219,13 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
                 peak = peak.max(kib);
             }
         }
+        if let Some(c) = std::fs::read_to_string(&stat_file)
+            .ok()
+            .as_deref()
+            .and_then(cpu_seconds)
+        {
+            cpu = cpu.max(c);
+        }
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
@@ -139,7 +235,7 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
             stopped = Some(format!("stopped after {} min", timeout.as_secs() / 60));
             break None;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
     };
     let wall = started.elapsed().as_secs_f64();
     let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -161,10 +257,31 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
     Ok(Measured {
         ok,
         wall,
+        cpu,
         peak_rss_kib: peak,
         planning: line("planning:"),
         stages: line("stages:"),
         exchange: line("exchange:"),
         error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_times_are_read_from_the_report() {
+        let stages = "lowering 374 ms, placement 486 ms, exchange scheduling 329314 ms, emission 4995 ms, linking 28046 ms, packaging 1147 ms (total with planning 420246 ms)";
+        assert_eq!(
+            stage_ms(stages, Some("exchange scheduling")),
+            Some(329314.0)
+        );
+        assert_eq!(stage_ms(stages, Some("linking")), Some(28046.0));
+        assert_eq!(stage_ms(stages, Some("planning")), None);
+        let planning = "66756 candidates screened, 8 body searches, 26 cache hits, 4178 memory rejections, 55885 ms";
+        assert_eq!(stage_ms(planning, None), Some(55885.0));
+        let stat = "123 (ipuc (x)) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0";
+        assert_eq!(cpu_seconds(stat), Some(3.0));
+    }
 }

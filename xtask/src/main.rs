@@ -52,7 +52,11 @@ enum Task {
         /// Encoder layers (so400m).
         #[arg(long, default_value_t = 27)]
         layers: usize,
-        /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56`.
+        /// Runs per case (`compile`: the table gives medians).
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56`;
+        /// for `compile`, the cases to run (e.g. `-- siglip-so400m-1`).
         #[arg(last = true)]
         extra: Vec<String>,
     },
@@ -122,13 +126,16 @@ fn main() -> Result<()> {
             out,
             timeout_minutes,
             layers,
+            repeat,
             extra,
         } => {
             let out = root.join(out.unwrap_or_else(|| PathBuf::from("target/bench").join(&what)));
             match what.as_str() {
                 "reference" => bench_reference(&root),
                 "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
-                "compile" => bench_compile::bench_compile(&root, &out, timeout_minutes),
+                "compile" => {
+                    bench_compile::bench_compile(&root, &out, timeout_minutes, repeat, &extra)
+                }
                 other => bail!("unknown benchmark {other:?} (known: reference, so400m, compile)"),
             }
         }

@@ -64,35 +64,76 @@ pub fn check_phase_with_bases(
     })
 }
 
+/// A promised word: (dst tile, dst word, src tile, src word, transfer).
+type Promised = (u16, u32, u16, u32, usize);
+
 /// Compares replayed moves (sorted by destination) with the request.
+///
+/// The request's words are walked in (destination tile, destination word)
+/// order, span by span: destination spans are sorted (one per transfer
+/// destination, not one per word), so the cost is linear in the words
+/// moved plus a sort of the spans. When two destination spans of one tile
+/// overlap (an invalid request), the words are listed and sorted one by
+/// one instead, which reports exactly what the span walk would for a valid
+/// request.
 pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
-    // (dst tile, dst word, src tile, src word, transfer)
-    let mut promised: Vec<(u16, u32, u16, u32, usize)> = Vec::new();
+    // (dst tile, first dst word, words, src tile, first src word, transfer)
+    let mut spans: Vec<(u16, u32, u32, u16, u32, usize)> = Vec::new();
     for (ti, t) in phase.transfers.iter().enumerate() {
+        if t.words == 0 {
+            continue;
+        }
         for d in &t.destinations {
-            for k in 0..t.words {
-                promised.push((
-                    d.tile.get(),
-                    d.address / 4 + k,
-                    t.source.get(),
-                    t.source_address / 4 + k,
-                    ti,
-                ));
-            }
+            spans.push((
+                d.tile.get(),
+                d.address / 4,
+                t.words,
+                t.source.get(),
+                t.source_address / 4,
+                ti,
+            ));
         }
     }
-    promised.sort_unstable();
+    spans.sort_unstable();
+    let end = |s: &(u16, u32, u32, u16, u32, usize)| u64::from(s.1) + u64::from(s.2);
+    let src_end = |s: &(u16, u32, u32, u16, u32, usize)| u64::from(s.4) + u64::from(s.2);
+    let limit = u64::from(u32::MAX) + 1;
+    let simple = spans.iter().all(|s| end(s) <= limit && src_end(s) <= limit)
+        && spans
+            .windows(2)
+            .all(|w| w[0].0 != w[1].0 || end(&w[0]) <= u64::from(w[1].1));
+    if simple {
+        let words = spans
+            .iter()
+            .flat_map(|&(dt, dw, n, st, sw, ti)| (0..n).map(move |k| (dt, dw + k, st, sw + k, ti)));
+        merge(words, moves)
+    } else {
+        let mut promised: Vec<Promised> = spans
+            .iter()
+            .flat_map(|&(dt, dw, n, st, sw, ti)| {
+                (0..n).map(move |k| (dt, dw.wrapping_add(k), st, sw.wrapping_add(k), ti))
+            })
+            .collect();
+        promised.sort_unstable();
+        merge(promised.into_iter(), moves)
+    }
+}
+
+/// Merges promised words (sorted by destination) with replayed moves
+/// (sorted by destination); the first difference is the error.
+fn merge(promised: impl Iterator<Item = Promised>, moves: &[WordMove]) -> Result<()> {
     let tile =
         |id: u16| PhysicalTile::new(u32::from(id)).map_err(|_| ExchangeError::Internal("tile id"));
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < promised.len() || j < moves.len() {
-        let p = promised.get(i);
+    let mut promised = promised.peekable();
+    let mut j = 0usize;
+    loop {
+        let p = promised.peek().copied();
         let m = moves.get(j);
         if let (Some(m), Some(next)) = (m, moves.get(j + 1)) {
             if (m.dst_tile, m.dst_word) == (next.dst_tile, next.dst_word) {
                 return Err(CheckError::WrittenTwice {
                     tile: tile(m.dst_tile)?,
-                    address: m.dst_word * 4,
+                    address: m.dst_word.wrapping_mul(4),
                 }
                 .into());
             }
@@ -102,21 +143,21 @@ pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
                 if (p.2, p.3) != (m.src_tile, m.src_word) {
                     return Err(CheckError::WrongSource {
                         tile: tile(p.0)?,
-                        address: p.1 * 4,
+                        address: p.1.wrapping_mul(4),
                         expected_tile: p.2,
-                        expected_address: p.3 * 4,
+                        expected_address: p.3.wrapping_mul(4),
                         got_tile: m.src_tile,
-                        got_address: m.src_word * 4,
+                        got_address: m.src_word.wrapping_mul(4),
                     }
                     .into());
                 }
-                i += 1;
+                promised.next();
                 j += 1;
             }
             (Some(p), m) if m.is_none_or(|m| (p.0, p.1) < (m.dst_tile, m.dst_word)) => {
                 return Err(CheckError::Missing {
                     tile: tile(p.0)?,
-                    address: p.1 * 4,
+                    address: p.1.wrapping_mul(4),
                     transfer: p.4,
                 }
                 .into());
@@ -124,13 +165,128 @@ pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
             (_, Some(m)) => {
                 return Err(CheckError::Unexpected {
                     tile: tile(m.dst_tile)?,
-                    address: m.dst_word * 4,
+                    address: m.dst_word.wrapping_mul(4),
                 }
                 .into());
             }
-            (None, None) => break,
+            (None, None) => return Ok(()),
             (Some(_), None) => return Err(ExchangeError::Internal("checker merge")),
         }
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::random::{random_phase, RandomPhaseSpec, SplitMix64};
+    use crate::exchange::request::{Destination, Transfer, Width};
+    use crate::ipu21::topology::LogicalTile;
+
+    /// The reference: every promised word listed and sorted.
+    fn compare_words(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
+        let mut promised: Vec<Promised> = Vec::new();
+        for (ti, t) in phase.transfers.iter().enumerate() {
+            for d in &t.destinations {
+                for k in 0..t.words {
+                    promised.push((
+                        d.tile.get(),
+                        d.address / 4 + k,
+                        t.source.get(),
+                        t.source_address / 4 + k,
+                        ti,
+                    ));
+                }
+            }
+        }
+        promised.sort_unstable();
+        merge(promised.into_iter(), moves)
+    }
+
+    fn moves_of(phase: &ExchangePhase) -> Vec<WordMove> {
+        let mut moves = Vec::new();
+        for t in &phase.transfers {
+            for d in &t.destinations {
+                for k in 0..t.words {
+                    moves.push(WordMove {
+                        dst_tile: d.tile.get(),
+                        dst_word: d.address / 4 + k,
+                        src_tile: t.source.get(),
+                        src_word: t.source_address / 4 + k,
+                        read_event: 0,
+                        write_event: 0,
+                    });
+                }
+            }
+        }
+        moves.sort_unstable_by_key(|m| (m.dst_tile, m.dst_word));
+        moves
+    }
+
+    #[test]
+    fn span_walk_matches_the_word_list() {
+        let mut rng = SplitMix64::new(7);
+        for seed in 0..12 {
+            let mut phase = random_phase(RandomPhaseSpec {
+                tiles: 24,
+                words: 40,
+                fanout: 3,
+                seed,
+                exact_words: false,
+                mixed_width: seed % 2 == 1,
+            });
+            if seed % 4 == 3 {
+                // An invalid request: a destination span overlapping another.
+                let t = phase.transfers[1].clone();
+                let d = t.destinations[0];
+                phase.transfers.push(Transfer {
+                    destinations: alloc::vec![Destination {
+                        tile: d.tile,
+                        address: d.address + 8,
+                    }],
+                    width: Width::Word32,
+                    ..t
+                });
+            }
+            let good = moves_of(&phase);
+            assert_eq!(compare(&phase, &good), compare_words(&phase, &good));
+            for _ in 0..40 {
+                let mut m = good.clone();
+                let i = rng.below(m.len() as u64) as usize;
+                match rng.below(4) {
+                    0 => {
+                        m.remove(i);
+                    }
+                    1 => {
+                        let dup = m[i];
+                        m.insert(i, dup);
+                    }
+                    2 => m[i].src_word += 1,
+                    _ => {
+                        let mut extra = m[i];
+                        extra.dst_word = extra.dst_word.wrapping_add(100_000);
+                        m.push(extra);
+                        m.sort_unstable_by_key(|w| (w.dst_tile, w.dst_word));
+                    }
+                }
+                let got = compare(&phase, &m);
+                assert!(got.is_err());
+                assert_eq!(got, compare_words(&phase, &m), "seed {seed}");
+            }
+        }
+        // An empty transfer promises nothing.
+        let tile = |l| LogicalTile::new(l).unwrap().physical();
+        let phase = ExchangePhase {
+            transfers: alloc::vec![Transfer {
+                source: tile(0),
+                source_address: 0x60000,
+                words: 0,
+                destinations: alloc::vec![Destination {
+                    tile: tile(1),
+                    address: 0x70000,
+                }],
+                width: Width::Word32,
+            }],
+        };
+        assert_eq!(compare(&phase, &[]), Ok(()));
+    }
 }

@@ -4,7 +4,7 @@
 //!
 //! Pipeline: [`ExchangePhase`] (validated request) → [`plan_pairing`]
 //! (which 64-bit requests get 64-bit items, §2.6) → [`schedule_pieces`]
-//! (list scheduling over per-tile busy intervals) → [`build_timelines`]
+//! (list scheduling over per-tile busy event bits) → [`build_timelines`]
 //! (route model: XPIC at `S+T+1`, PIC at `X+52+2·row`, tear-downs, pointer
 //! continuation) → [`encode_timeline`] (instruction words) →
 //! [`check_phase`] (decode every row, replay, compare with the request).
@@ -35,10 +35,12 @@
 //! assert!(scheduled.events >= 100);
 //! ```
 
+mod bitmap;
 mod check;
 mod decode;
 mod encode;
 mod error;
+#[cfg(test)]
 mod intervals;
 mod job_order;
 mod marks;

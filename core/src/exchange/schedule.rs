@@ -22,8 +22,10 @@
 
 use alloc::vec::Vec;
 
+use super::bitmap::EventBits;
 use super::error::{ExchangeError, Result};
-use super::intervals::{BusyIntervals, Slot};
+#[cfg(test)]
+use super::intervals::BusyIntervals;
 use super::job_order::RemainingLoadOrder;
 use super::marks::{EventMarks, CONTROL, PIC, SEND_START, STRICT, XPIC};
 use super::pairing::{plan_pairing, TransferPairing};
@@ -103,7 +105,10 @@ pub(crate) fn swept_mask(addr: u32, bytes: u32, sweep: Option<(i64, u32)>) -> u6
 
 #[derive(Default)]
 struct TileState {
+    /// The streams as intervals, for the test-only tile walk.
+    #[cfg(test)]
     out: BusyIntervals,
+    #[cfg(test)]
     inc: BusyIntervals,
     /// Send starts, receive controls, and XPIC and PIC events kept apart
     /// (tiles in single-control mode refuse an XPIC and a PIC at one event),
@@ -116,15 +121,64 @@ struct TileState {
     /// SRAM windows of this tile's sends and receives (§2.10 rule 5).
     send_windows: WindowIndex,
     receive_windows: WindowIndex,
+    /// `out` and `inc` as bits (the common-gap search reads them 64 events at a time).
+    out_bits: EventBits,
+    inc_bits: EventBits,
+    /// Starts `s` refused by [`Self::send_blocked`].
+    send_block: EventBits,
+    /// Selects `x` refused by [`Self::receive_controls_blocked`] with this tile's PIC lag.
+    receive_block: EventBits,
+    /// This tile's PIC lag (`pic_lag`), for `receive_block`.
+    lag: u64,
 }
 
 impl TileState {
+    fn new(tile: PhysicalTile, single_controls: bool) -> Self {
+        Self {
+            single_controls,
+            lag: u64::from(pic_lag(tile)),
+            ..Self::default()
+        }
+    }
+    /// Marks the outgoing stream busy on `[start, end)` (free before).
+    fn busy_out(&mut self, start: u64, end: u64) {
+        #[cfg(test)]
+        self.out.insert(start, end);
+        self.out_bits.set_range(start, end);
+    }
+    /// Marks the incoming stream busy on `[start, end)` (free before).
+    fn busy_in(&mut self, start: u64, end: u64) {
+        #[cfg(test)]
+        self.inc.insert(start, end);
+        self.inc_bits.set_range(start, end);
+    }
+    /// Adds `marks` at event `e` and refreshes the starts and selects they
+    /// may now block (marks only ever add refusals).
+    fn mark(&mut self, e: u64, marks: u8) {
+        self.marks.mark(e, marks);
+        for s in [e.saturating_sub(1), e] {
+            if self.send_blocked(s) {
+                self.send_block.set(s);
+            }
+        }
+        // A mark at `e` decides selects `x` with `e` within ±2 of `x` or of
+        // its pointer write `x + lag`.
+        let near = e.saturating_sub(2)..=e + 2;
+        let via_pointer = e.saturating_sub(self.lag + 2)..=(e + 2).saturating_sub(self.lag);
+        for x in near.chain(via_pointer) {
+            if self.receive_controls_blocked(x, self.lag) {
+                self.receive_block.set(x);
+            }
+        }
+    }
     /// Is the stream free on `[start, end)`? Otherwise the first event worth trying.
-    fn free(list: &BusyIntervals, start: u64, end: u64) -> core::result::Result<(), u64> {
-        match list.slot(start) {
-            Slot::BusyUntil(b) => Err(b),
-            Slot::FreeUntil(f) if f < end => Err(f),
-            Slot::FreeUntil(_) => Ok(()),
+    fn free(bits: &EventBits, start: u64, end: u64) -> core::result::Result<(), u64> {
+        if bits.get(start) {
+            return Err(bits.next_clear(start));
+        }
+        match bits.next_set(start) {
+            Some(f) if f < end => Err(f),
+            _ => Ok(()),
         }
     }
     /// Is `c` (a receive control on this tile) on one of its sends' first two events?
@@ -381,10 +435,13 @@ pub fn schedule_pieces_avoiding(
         )
     });
 
-    let mut tiles: Vec<TileState> = (0..TILE_COUNT).map(|_| TileState::default()).collect();
-    for t in single_control_tiles {
-        tiles[t.index()].single_controls = true;
-    }
+    let mut tiles: Vec<TileState> = (0..TILE_COUNT)
+        .map(|i| {
+            let tile = PhysicalTile::new(u32::from(i))
+                .map_err(|_| ExchangeError::Internal("tile index out of range"))?;
+            Ok(TileState::new(tile, single_control_tiles.contains(&tile)))
+        })
+        .collect::<Result<_>>()?;
     let mut pieces = Vec::new();
     let min_piece = u64::from(options.min_piece_words.max(1));
     let max_piece = options
@@ -490,6 +547,46 @@ pub fn schedule_pieces_avoiding(
                 min_len,
                 remaining.min(max_piece),
             );
+            #[cfg(test)]
+            assert_eq!(
+                (start, len),
+                find_common_gap_walk(
+                    &tiles,
+                    t.source,
+                    &receivers,
+                    &mut probe.clone(),
+                    candidate,
+                    min_len,
+                    remaining.min(max_piece),
+                ),
+                "bit search and tile walk disagree: {}",
+                {
+                    let st = &tiles[t.source.index()];
+                    let mut d = alloc::format!(
+                        "min_len {min_len} cand {candidate} sender ff {:?} sb {} bit {} bits {:#x}; ",
+                        st.out.first_fit(start, min_len),
+                        st.send_blocked(start),
+                        st.send_block.get(start),
+                        st.out_bits.window(start)
+                    );
+                    for r in &receivers {
+                        let rt = &tiles[r.tile.index()];
+                        let x = (start as i64 + r.offset) as u64;
+                        d += &alloc::format!(
+                            "rx {} off {} lag {}/{} ff {:?} rb {} bit {} inc {:#x}; ",
+                            r.tile.get(),
+                            r.offset,
+                            r.lag,
+                            rt.lag,
+                            rt.inc.first_fit(x, min_len),
+                            rt.receive_controls_blocked(x, r.lag),
+                            rt.receive_block.get(x),
+                            rt.inc_bits.window(x)
+                        );
+                    }
+                    d
+                }
+            );
             let src_addr = t.source_address + (offset as u32) * 4;
             match placement_problem(
                 &tiles,
@@ -533,12 +630,112 @@ pub fn schedule_pieces_avoiding(
 /// control on its first two events) and every receiver may take its select
 /// and pointer controls; returns `S` and the common free length (≤ `cap`).
 ///
+/// Read 64 events at a time from every tile's bits: a start is refused if
+/// the sender's outgoing stream or a receiver's incoming stream (shifted by
+/// its route offset) is busy there, or the sender's `send_block` or a
+/// receiver's `receive_block` bit is set; the answer is the first unrefused
+/// start whose common free run (the first busy bit of any stream) is at
+/// least `min_len`. That is the least start every tile accepts, the same as
+/// asking tiles one by one ([`find_common_gap_walk`], tests only). `probe`
+/// is the order receivers are read in: one that fills a whole window moves
+/// to the front, so busy windows are dismissed after a few reads.
+fn find_common_gap(
+    tiles: &[TileState],
+    source: PhysicalTile,
+    receivers: &[Receiver],
+    probe: &mut [usize],
+    candidate: u64,
+    min_len: u64,
+    cap: u64,
+) -> (u64, u64) {
+    let st = &tiles[source.index()];
+    // s ≥ earliest guarantees x ≥ 1 for every receiver.
+    let at = |s: u64, r: &Receiver| (s as i64 + r.offset) as u64;
+    // Past `busy_end`, no stream is busy.
+    let busy_end = receivers
+        .iter()
+        .map(|r| {
+            let end = tiles[r.tile.index()].inc_bits.end() as i64;
+            end.saturating_sub(r.offset).max(0) as u64
+        })
+        .fold(st.out_bits.end(), u64::max);
+    // The first event at or after `e` that neither `busy` nor `blocked` refuses.
+    let first_accepted = |busy: &EventBits, blocked: &EventBits, mut e: u64| loop {
+        let w = busy.window(e) | blocked.window(e);
+        if w != u64::MAX {
+            return e + u64::from(w.trailing_ones());
+        }
+        e += 64;
+    };
+    let mut s = candidate;
+    'windows: loop {
+        // Refusals (busy or blocked) in [s, s + 64). A tile that refuses the
+        // whole window alone moves `s` to the first start it accepts.
+        let mut w = st.out_bits.window(s) | st.send_block.window(s);
+        if w == u64::MAX {
+            s = first_accepted(&st.out_bits, &st.send_block, s);
+            continue;
+        }
+        for i in 0..probe.len() {
+            let r = &receivers[probe[i]];
+            let rt = &tiles[r.tile.index()];
+            let x = at(s, r);
+            let own = rt.inc_bits.window(x) | rt.receive_block.window(x);
+            if own == u64::MAX {
+                let y = first_accepted(&rt.inc_bits, &rt.receive_block, x);
+                s += y - x;
+                probe.swap(0, i);
+                continue 'windows;
+            }
+            w |= own;
+            if w == u64::MAX {
+                probe.swap(0, i);
+                break;
+            }
+        }
+        if w == u64::MAX {
+            s += 64;
+            continue;
+        }
+        s += u64::from(w.trailing_ones());
+        // Every tile accepts `s`: measure the common free run from it.
+        let mut run = 0u64;
+        loop {
+            let e = s + run;
+            if e >= busy_end {
+                run = cap;
+                break;
+            }
+            let mut b = st.out_bits.window(e);
+            for r in receivers {
+                b |= tiles[r.tile.index()].inc_bits.window(at(e, r));
+            }
+            let z = u64::from(b.trailing_zeros());
+            run += z;
+            if z < 64 || run >= cap {
+                break;
+            }
+        }
+        if run >= min_len {
+            return (s, run.min(cap));
+        }
+        // Every start up to the busy event ends a run shorter than `min_len`.
+        s += run + 1;
+    }
+}
+
+/// Earliest `S ≥ candidate` where the sender and every receiver are free for
+/// at least `min_len` events, the sender may start a message (no receive
+/// control on its first two events) and every receiver may take its select
+/// and pointer controls; returns `S` and the common free length (≤ `cap`).
+///
 /// Each refusal moves `S` to the first start that tile could accept, so the
 /// answer is the same whatever order tiles are asked in; `probe` is that
 /// order, and a tile that refuses moves to its front (the tile that refused
 /// last is the likeliest to refuse again), so most candidates are dismissed
 /// by the first question.
-fn find_common_gap(
+#[cfg(test)]
+fn find_common_gap_walk(
     tiles: &[TileState],
     source: PhysicalTile,
     receivers: &[Receiver],
@@ -664,8 +861,8 @@ fn place(
 ) {
     let guard = u64::from(GUARD_EVENTS);
     let src = &mut tiles[t.source.index()];
-    src.out.insert(start, start + len);
-    src.marks.mark(start, SEND_START);
+    src.busy_out(start, start + len);
+    src.mark(start, SEND_START);
     src.send_windows.insert(
         swept_mask(
             t.source_address + (offset as u32) * 4,
@@ -679,10 +876,10 @@ fn place(
         let rt = &mut tiles[r.tile.index()];
         let x = (start as i64 + r.offset) as u64;
         let p = x + r.lag;
-        rt.inc.insert(x, x + len);
-        rt.marks.mark(x, CONTROL | XPIC);
-        rt.marks.mark(x + len, CONTROL | XPIC);
-        rt.marks.mark(p, CONTROL | PIC);
+        rt.busy_in(x, x + len);
+        rt.mark(x, CONTROL | XPIC);
+        rt.mark(x + len, CONTROL | XPIC);
+        rt.mark(p, CONTROL | PIC);
         let dst = t.destinations[usize::from(r.index)].address + (offset as u32) * 4;
         rt.receive_windows
             .insert(element_mask(dst, (len as u32) * 4), p, p + len + guard);
@@ -750,7 +947,7 @@ fn place_paired(
             return Err(ExchangeError::Internal("paired placement made no progress"));
         }
         let st = &tiles[t.source.index()];
-        if let Err(next) = TileState::free(&st.out, s, s + items) {
+        if let Err(next) = TileState::free(&st.out_bits, s, s + items) {
             s = next.max(s + 1);
             continue;
         }
@@ -763,7 +960,7 @@ fn place_paired(
             continue;
         }
         let pt = &tiles[partner.index()];
-        for list in [&pt.out, &pt.inc] {
+        for list in [&pt.out_bits, &pt.inc_bits] {
             if let Err(next) = TileState::free(list, s, s + items) {
                 s = next.max(s + 1);
                 continue 'search;
@@ -772,7 +969,7 @@ fn place_paired(
         for m in &members {
             let rt = &tiles[m.tile.index()];
             let x = (s as i64 + m.offset) as u64;
-            if let Err(next) = TileState::free(&rt.inc, x - 1, x + items + 1) {
+            if let Err(next) = TileState::free(&rt.inc_bits, x - 1, x + items + 1) {
                 s = ((next as i64 + 1 - m.offset).max(s as i64 + 1)) as u64;
                 continue 'search;
             }
@@ -796,26 +993,26 @@ fn place_paired(
         break s;
     };
     let st = &mut tiles[t.source.index()];
-    st.out.insert(start, start + items);
-    st.marks.mark(start, SEND_START);
+    st.busy_out(start, start + items);
+    st.mark(start, SEND_START);
     st.send_windows
         .insert(src_mask, start, start + items + guard);
     let pt = &mut tiles[partner.index()];
-    pt.out.insert(start, start + items);
-    pt.inc.insert(start, start + items);
+    pt.busy_out(start, start + items);
+    pt.busy_in(start, start + items);
     for m in &members {
         let rt = &mut tiles[m.tile.index()];
         let x = (start as i64 + m.offset) as u64;
         let f = x + m.format_lag;
         let p = f + u64::from(PAIRED_POINTER_AFTER_FORMAT);
-        rt.inc.insert(x - 1, x + items + 1);
+        rt.busy_in(x - 1, x + items + 1);
         if m.owns {
             for c in [x, x + items] {
-                rt.marks.mark(c, CONTROL | STRICT | XPIC);
+                rt.mark(c, CONTROL | STRICT | XPIC);
             }
         }
         for c in [f, p, f + items] {
-            rt.marks.mark(c, CONTROL | STRICT | PIC);
+            rt.mark(c, CONTROL | STRICT | PIC);
         }
         rt.receive_windows
             .insert(element_mask(m.address, t.words * 4), p, p + items + guard);
