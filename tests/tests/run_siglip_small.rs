@@ -44,6 +44,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    check_code_estimate(&compiled, outgoing_base);
     let pixels = small_pixels();
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
@@ -61,6 +62,34 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
     assert!(out.profile.cycles > 0);
     check_kernel_timing(layers, &compiled, &out);
     compiled
+}
+
+/// The planner's per-tile image estimate (`plan::code`) bounds every
+/// tile's linked image, and the program with outgoing-base relocation
+/// never re-plans: its patch data fit at the top of the elements charged
+/// for each tile's image.
+fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
+    let r = &compiled.report;
+    eprintln!(
+        "largest image {} bytes, largest estimate {}, image/estimate at most {:.3} on tile {}; patch data: {} blocks in code reservations, {} in data; {} re-plans",
+        r.code_bytes_per_tile,
+        r.code_estimate_bytes_per_tile,
+        r.code_actual_over_estimate.0,
+        r.code_actual_over_estimate.1,
+        r.patch_blocks_in_reservation,
+        r.patch_blocks_in_data,
+        r.replans
+    );
+    assert!(
+        r.code_actual_over_estimate.0 <= 1.0,
+        "image/estimate {:?}",
+        r.code_actual_over_estimate
+    );
+    if outgoing_base {
+        assert_eq!(r.replans, 0);
+        assert_eq!(r.patch_allowance_bytes, 0);
+        assert_eq!(r.patch_blocks_in_data, 0);
+    }
 }
 
 /// The planner-vs-simulated table per kernel kind: every kind that ran has
@@ -140,6 +169,7 @@ fn fp8_weights_match_the_device_numerics_reference() {
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    check_code_estimate(&compiled, outgoing_base);
     let pixels = small_pixels();
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
