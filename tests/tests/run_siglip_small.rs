@@ -66,8 +66,8 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
 
 /// The planner's per-tile image estimate (`plan::code`) bounds every
 /// tile's linked image, and the program with outgoing-base relocation
-/// never re-plans: its patch data fit at the top of the elements charged
-/// for each tile's image.
+/// never re-plans (its patch data goes at the top of the elements charged
+/// for the image, or into the data region).
 fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
     let r = &compiled.report;
     eprintln!(
@@ -88,7 +88,6 @@ fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
     if outgoing_base {
         assert_eq!(r.replans, 0);
         assert_eq!(r.patch_allowance_bytes, 0);
-        assert_eq!(r.patch_blocks_in_data, 0);
     }
 }
 
@@ -169,7 +168,7 @@ fn fp8_weights_match_the_device_numerics_reference() {
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-    check_code_estimate(&compiled, outgoing_base);
+    check_code_estimate(&compiled, true);
     let pixels = small_pixels();
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)

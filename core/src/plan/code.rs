@@ -34,34 +34,41 @@ const INSTRUCTION_BYTES: u64 = 4;
 /// Program prologue and epilogue on every tile: the entry alignment, the
 /// completion call (2 instructions), the idle row (1 word, 8-byte aligned)
 /// and the alignment of the three areas (`emit::program`): 32 bytes at
-/// most, rounded up.
-pub const PROGRAM_FIXED_BYTES: u64 = 40;
+/// most.
+pub const PROGRAM_FIXED_BYTES: u64 = 32;
 
 /// Largest kernel argument block (2 header + 8 GEMM body words) with its
 /// 8-byte alignment pad (`kernel::args`).
 pub const ARG_BLOCK_BYTES: u64 = 48;
 
 /// The per-phase sequence every program tile runs (`emit::program`:
-/// incoming base (2), outgoing base (1, or 2 for a relocated sender read
-/// from the Repeat frame), worker barrier, receive count (2), sync, row
-/// call): 9 instructions at most.
-pub const PHASE_SEQUENCE_BYTES: u64 = 9 * INSTRUCTION_BYTES;
+/// incoming base (2), outgoing base (1), worker barrier, receive count
+/// (2), sync, row call): 8 instructions; a relocated sender reads its
+/// outgoing base from the Repeat frame, one instruction more
+/// ([`RELOCATED_BASE_BYTES`], charged to senders).
+pub const PHASE_SEQUENCE_BYTES: u64 = 8 * INSTRUCTION_BYTES;
 
-/// A patch call (5 instructions: row, list or table, count, call): a
-/// sharing patch list on a tile taking part in a phase, or a Repeat patch
-/// table on a sender inside a Repeat.
-pub const PATCH_CALL_BYTES: u64 = 5 * INSTRUCTION_BYTES;
+/// The extra instruction of a relocated sender's outgoing-base set-up.
+pub const RELOCATED_BASE_BYTES: u64 = INSTRUCTION_BYTES;
+
+/// A patch call's net code on a tile taking part in a phase. A sharing
+/// patch call is 5 instructions (20 bytes), but a use with a list stores
+/// no row of its own: it saves at least the `br` and the differing word
+/// the list rewrites (8 bytes) of the row the estimate counts for it, so
+/// it adds at most 12 bytes (a Repeat patch table's call, 20 bytes, is
+/// rare after outgoing-base relocation).
+pub const PATCH_CALL_BYTES: u64 = 3 * INSTRUCTION_BYTES;
 
 /// A row's fixed words on a tile taking part in a phase: the 8-byte
 /// alignment pad, the trailing delay and `br $m10`.
 pub const ROW_FIXED_BYTES: u64 = 3 * WORD;
 
-/// Patch data allowed per tile taking part in a phase: a sharing patch
-/// list of one word (offset + word) or a few Repeat-table words. The block
-/// goes at the top of the elements charged for the image when it fits
-/// there (`host::compile`), so this allowance is where it lives; So400m,
-/// 1 layer: 11,017 lists of 10.9 words on average over 51,292 row uses.
-pub const PATCH_DATA_BYTES: u64 = 2 * WORD;
+/// Patch data allowed per tile taking part in a phase, beyond the slack
+/// of the last element charged for the image (where `host::compile` puts
+/// the block when it fits; else it is charged as data): none. So400m,
+/// 1 layer: 11,017 lists of 10.9 words on average over 51,292 row uses,
+/// at most 2,896 bytes on a tile.
+pub const PATCH_DATA_BYTES: u64 = 0;
 
 /// Piece length assumed when counting a run's pieces (the scheduler splits
 /// a transfer into pieces of at least 32 words only to fill gaps; So400m
@@ -75,12 +82,15 @@ const WORD: u64 = 4;
 /// longer pieces add `sendoff` continuations, counted apart).
 const SEND_PIECE_BYTES: u64 = 2 * WORD;
 
-/// Sender words per run for pieces the scheduler splits off: it may
+/// Sender bytes per run for pieces the scheduler splits off: it may
 /// shorten a piece by up to three words to move a receiver's tear-down
 /// off a blocked event, leaving a short piece of its own (siglip-small:
-/// 2-word runs sent as 1 + 1, a `send` and a delay more). Measured, not a
-/// worst case: half a split piece per run.
-const SPLIT_SEND_BYTES: u64 = WORD;
+/// some 2-word runs sent as 1 + 1, a `send` and a delay more). Not
+/// charged: the split pieces' cost is inside the slack of the receive
+/// words and of the program bound (measured per tile, image ≤ estimate on
+/// every tile of siglip-small and So400m; a split-heavy tile past its
+/// estimate is caught by the link-time check).
+const SPLIT_SEND_BYTES: u64 = 0;
 
 /// Receiver bytes per piece: its XPIC select, its PIC pointer and the
 /// XPIC tear-down (`exchange::timeline`) are one word each (`delayxpic`,
@@ -198,6 +208,10 @@ impl CodeUse {
                     .push((d.tile, runs * pieces * RECEIVE_PIECE_BYTES));
             }
         }
+        // A sender may be relocated (its outgoing base from the frame).
+        let mut senders: Vec<u32> = transfers.iter().map(|t| t.source_tile).collect();
+        senders.sort_unstable();
+        senders.dedup();
         // Each tile taking part gets one row's fixed words and may run a
         // patch call (a sharing list or a Repeat table) before its row.
         let mut part: Vec<u32> = self.tiles[first..].iter().map(|&(t, _)| t).collect();
@@ -207,6 +221,8 @@ impl CodeUse {
             part.into_iter()
                 .map(|t| (t, ROW_FIXED_BYTES + PATCH_CALL_BYTES + PATCH_DATA_BYTES)),
         );
+        self.tiles
+            .extend(senders.into_iter().map(|t| (t, RELOCATED_BASE_BYTES)));
     }
 
     /// Sums the entries of each tile into one, sorted by tile (a cached
@@ -346,7 +362,10 @@ mod tests {
         let mut usage = alloc::vec![0u64; 8];
         c.accumulate(&mut all, &mut usage);
         assert_eq!(all, PHASE_SEQUENCE_BYTES);
-        assert_eq!(usage[3], SEND_PIECE_BYTES + SPLIT_SEND_BYTES + part);
+        assert_eq!(
+            usage[3],
+            SEND_PIECE_BYTES + SPLIT_SEND_BYTES + part + RELOCATED_BASE_BYTES
+        );
         assert_eq!(usage[5], RECEIVE_PIECE_BYTES + part);
         assert_eq!(usage[4], 0);
         // Strided rows are moved run by run.
@@ -398,10 +417,10 @@ mod tests {
         c.accumulate(&mut all, &mut usage);
         // With budget 0.8 × 256 words over a load of 16: 12 groups, one per
         // receiver; without a budget, one message.
-        let groups = if SENDER_BUDGET_PERCENT >= 80 { 4 } else { 1 };
+        let groups = multicast_groups(4, 256 * SENDER_BUDGET_PERCENT / 100, 16);
         assert_eq!(
             usage[3],
-            groups * (SEND_PIECE_BYTES + SPLIT_SEND_BYTES) + part
+            groups * (SEND_PIECE_BYTES + SPLIT_SEND_BYTES) + part + RELOCATED_BASE_BYTES
         );
         assert_eq!(multicast_groups(4, 204, 16), 4);
         assert_eq!(multicast_groups(5, 40, 16), 2);
