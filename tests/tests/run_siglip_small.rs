@@ -44,6 +44,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    check_code_estimate(&compiled, outgoing_base);
     let pixels = small_pixels();
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
@@ -61,6 +62,35 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
     assert!(out.profile.cycles > 0);
     check_kernel_timing(layers, &compiled, &out);
     compiled
+}
+
+/// The planner's per-tile image estimate (`plan::code`) bounds every
+/// tile's linked image, and the program with outgoing-base relocation
+/// never re-plans (its patch data goes at the top of the elements charged
+/// for the image, or into the data region).
+fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
+    let r = &compiled.report;
+    eprintln!(
+        "largest image {} bytes, largest estimate {}, image/estimate at most {:.3} on tile {}; patch data: {} blocks in code reservations, {} in data; {} re-plans",
+        r.code_bytes_per_tile,
+        r.code_estimate_bytes_per_tile,
+        r.code_actual_over_estimate.0,
+        r.code_actual_over_estimate.1,
+        r.patch_blocks_in_reservation,
+        r.patch_blocks_in_data,
+        r.replans
+    );
+    // The table-based program (`--no-outgoing-base`) calls the patcher
+    // once per Repeat-patched word, which the estimate does not count.
+    if outgoing_base {
+        assert!(
+            r.code_actual_over_estimate.0 <= 1.0,
+            "image/estimate {:?}",
+            r.code_actual_over_estimate
+        );
+        assert_eq!(r.replans, 0);
+        assert_eq!(r.patch_allowance_bytes, 0);
+    }
 }
 
 /// The planner-vs-simulated table per kernel kind: every kind that ran has
@@ -140,6 +170,7 @@ fn fp8_weights_match_the_device_numerics_reference() {
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    check_code_estimate(&compiled, true);
     let pixels = small_pixels();
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
@@ -225,10 +256,20 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
             .map(|s| s.address + s.memory_size)
             .max()
             .unwrap();
+        // Patch data (read only by the patchers, like the rows they
+        // patch) may sit at the top of the code's last element, 64 bytes
+        // above the image; every other data starts a later element.
+        let is_patch = |s: &&ipuc_core::package::Segment| {
+            matches!(
+                s.role,
+                ipuc_core::package::SegmentRole::RepeatPatchTable
+                    | ipuc_core::package::SegmentRole::SharingPatchList
+            )
+        };
         let data_start = tile
             .segments
             .iter()
-            .filter(|s| !s.flags.is_executable() && s.address < 0x8_0000)
+            .filter(|s| !s.flags.is_executable() && s.address < 0x8_0000 && !is_patch(s))
             .map(|s| s.address)
             .min()
             .unwrap();
@@ -237,6 +278,19 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
             "tile {}: code ends {code_end:#x}, data from {data_start:#x}",
             tile.physical_tile
         );
+        if let Some(patch) = tile
+            .segments
+            .iter()
+            .filter(is_patch)
+            .map(|s| s.address)
+            .min()
+        {
+            assert!(
+                code_end + 64 <= patch,
+                "tile {}: code ends {code_end:#x}, patch data from {patch:#x}",
+                tile.physical_tile
+            );
+        }
     }
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let pixels = small_pixels();

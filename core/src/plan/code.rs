@@ -26,54 +26,86 @@ use alloc::vec::Vec;
 use super::opplan::{PlannedCall, PlannedTransfer, Stage};
 use crate::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
 use crate::ipu21::sram::{code_charge_bytes, TILE_MEMORY_BUDGET};
+use crate::kernel::{encode as encode_args, KernelArgs};
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
 const INSTRUCTION_BYTES: u64 = 4;
 
 /// Program prologue and epilogue on every tile: the entry alignment, the
-/// completion call, the idle row and the alignment of the three areas.
-pub const PROGRAM_FIXED_BYTES: u64 = 64;
+/// completion call (2 instructions), the idle row (1 word, 8-byte aligned)
+/// and the alignment of the three areas (`emit::program`): 32 bytes at
+/// most.
+pub const PROGRAM_FIXED_BYTES: u64 = 32;
 
 /// Largest kernel argument block (2 header + 8 GEMM body words) with its
 /// 8-byte alignment pad (`kernel::args`).
 pub const ARG_BLOCK_BYTES: u64 = 48;
 
 /// The per-phase sequence every program tile runs (`emit::program`:
-/// incoming/outgoing base, worker barrier, receive count, sync, row call),
-/// plus a sharing-patch call.
-pub const PHASE_SEQUENCE_BYTES: u64 = 15 * INSTRUCTION_BYTES;
+/// incoming base (2), outgoing base (1), worker barrier, receive count
+/// (2), sync, row call): 8 instructions; a relocated sender reads its
+/// outgoing base from the Repeat frame, one instruction more
+/// ([`RELOCATED_BASE_BYTES`], charged to senders).
+pub const PHASE_SEQUENCE_BYTES: u64 = 8 * INSTRUCTION_BYTES;
 
-/// A Repeat patch call (5 instructions), allowed once per sent transfer.
-pub const PATCH_CALL_BYTES: u64 = 5 * INSTRUCTION_BYTES;
+/// The extra instruction of a relocated sender's outgoing-base set-up.
+pub const RELOCATED_BASE_BYTES: u64 = INSTRUCTION_BYTES;
 
-/// A row's fixed words on a tile taking part in a phase: alignment pad,
-/// leading and trailing delays, `br $m10`.
-pub const ROW_FIXED_BYTES: u64 = 16;
+/// A patch call's net code on a tile taking part in a phase. A sharing
+/// patch call is 5 instructions (20 bytes), but a use with a list stores
+/// no row of its own: it saves at least the `br` and the differing word
+/// the list rewrites (8 bytes) of the row the estimate counts for it, so
+/// it adds at most 12 bytes (a Repeat patch table's call, 20 bytes, is
+/// rare after outgoing-base relocation).
+pub const PATCH_CALL_BYTES: u64 = 3 * INSTRUCTION_BYTES;
+
+/// A row's fixed words on a tile taking part in a phase: the 8-byte
+/// alignment pad, the trailing delay and `br $m10`.
+pub const ROW_FIXED_BYTES: u64 = 3 * WORD;
+
+/// Patch data allowed per tile taking part in a phase, beyond the slack
+/// of the last element charged for the image (where `host::compile` puts
+/// the block when it fits; else it is charged as data): none. So400m,
+/// 1 layer: 11,017 lists of 10.9 words on average over 51,292 row uses,
+/// at most 2,896 bytes on a tile.
+pub const PATCH_DATA_BYTES: u64 = 0;
 
 /// Piece length assumed when counting a run's pieces (the scheduler splits
-/// a transfer into pieces of at least 32 words to fill gaps).
+/// a transfer into pieces of at least 32 words only to fill gaps; So400m
+/// and siglip-small rows are mostly one piece per run).
 pub const PIECE_WORDS: u64 = 256;
 
+/// Bytes of one row word.
+const WORD: u64 = 4;
+
 /// Sender words per piece: a delay before it and a `send` (≤ 64 items;
-/// longer pieces add `sendoff` continuations, counted apart), doubled for
-/// multicasts sent again to smaller receiver groups
-/// (`exchange::schedule`'s sender budget lets a sender's load grow 80 %).
-const SEND_PIECE_BYTES: u64 = 2 * 2 * INSTRUCTION_BYTES;
+/// longer pieces add `sendoff` continuations, counted apart).
+const SEND_PIECE_BYTES: u64 = 2 * WORD;
 
-/// Receiver words per piece: up to three control events (XPIC select, XPIC
-/// neutral, PIC pointer; `exchange::timeline`), one of them a two-word
-/// `sendpicp`, and a delay.
-const RECEIVE_PIECE_BYTES: u64 = 5 * INSTRUCTION_BYTES;
+/// Sender bytes per run for pieces the scheduler splits off: it may
+/// shorten a piece by up to three words to move a receiver's tear-down
+/// off a blocked event, leaving a short piece of its own (siglip-small:
+/// some 2-word runs sent as 1 + 1, a `send` and a delay more). Not
+/// charged: the split pieces' cost is inside the slack of the receive
+/// words and of the program bound (measured per tile, image ≤ estimate on
+/// every tile of siglip-small and So400m; a split-heavy tile past its
+/// estimate is caught by the link-time check).
+const SPLIT_SEND_BYTES: u64 = 0;
 
-/// Words of each later piece of a run, on its sender and each receiver: a
-/// delay and a `send` (sender) or an XPIC select (receiver).
-const CONTINUED_PIECE_BYTES: u64 = 2 * INSTRUCTION_BYTES;
+/// Receiver bytes per piece: its XPIC select, its PIC pointer and the
+/// XPIC tear-down (`exchange::timeline`) are one word each (`delayxpic`,
+/// `delaypic`, `sendpic`) at most, but a pointer that continues the last
+/// piece's or a piece that starts as the last one stops needs neither of
+/// the last two: 2.5 words (So400m, 1 layer: 2.12 words per received run
+/// at the median tile, 2.82 at the most; siglip-small 2.45 and 3.08, its
+/// 2-word runs split most often).
+const RECEIVE_PIECE_BYTES: u64 = 10;
 
-/// Per-Repeat frame set-up on every tile (stack adjust, trip count, loop
-/// counter, branch) and per iterated slot (store, load/advance/store).
-pub const REPEAT_FIXED_BYTES: u64 = 12 * INSTRUCTION_BYTES;
-/// Per iterated argument slot of a Repeat frame.
-pub const REPEAT_SLOT_BYTES: u64 = 6 * INSTRUCTION_BYTES;
+/// The sender budget the compile schedules with (`exchange::
+/// ScheduleOptions::sender_budget_percent`, set from this constant by the
+/// host's compile driver): a multicast is sent to up to `budget / load`
+/// receiver groups, each a message of its own on the sender.
+pub const SENDER_BUDGET_PERCENT: u64 = 0;
 
 /// Code bytes an op adds: `all` on every tile, `tiles` on single tiles
 /// (unsorted, a tile may repeat).
@@ -94,16 +126,34 @@ impl CodeUse {
         }
     }
 
-    /// Adds kernel calls (one step).
+    /// Adds kernel calls (one step): each call's operand loads and call,
+    /// and one argument block per distinct block on a tile (emission
+    /// shares blocks by contents).
     pub fn add_calls(&mut self, calls: &[PlannedCall]) {
+        let mut blocks: Vec<(u32, Vec<u32>)> = Vec::new();
         for c in calls {
-            self.tiles.push((c.tile, call_bytes(c.operands.len())));
+            let words = encode_args(&KernelArgs::new(c.kernel.clone()));
+            let block = if blocks.iter().any(|(t, w)| *t == c.tile && *w == words) {
+                0
+            } else {
+                let b = (words.len() as u64 * WORD).next_multiple_of(8);
+                blocks.push((c.tile, words));
+                b
+            };
+            let loads: u64 = c
+                .operands
+                .iter()
+                .map(|o| operand_load_instructions(o.offset))
+                .sum();
+            self.tiles
+                .push((c.tile, (loads + 2) * INSTRUCTION_BYTES + block));
         }
     }
 
     /// Adds one exchange phase: the sequence on every tile, the rows of
     /// every sender and receiver, each run counted as pieces of
-    /// `piece_words` words ([`piece_words`]).
+    /// `piece_words` words ([`piece_words`]) and each multicast as the
+    /// receiver groups the scheduler's sender budget allows.
     pub fn add_phase(&mut self, transfers: &[PlannedTransfer], piece_words: u64) {
         let piece_words = piece_words.max(1);
         if transfers.is_empty() {
@@ -111,34 +161,68 @@ impl CodeUse {
         }
         self.all += PHASE_SEQUENCE_BYTES;
         let first = self.tiles.len();
+        // Stream loads per tile, as the scheduler computes them: every
+        // run's words on its sender and on each receiver.
+        let mut loads: Vec<(u32, u64, u64)> = Vec::new(); // (tile, out, in)
+        for t in transfers {
+            let (runs, run_bytes) = runs(t);
+            let words = runs * u64::from(run_bytes / WORD_BYTES);
+            loads.push((t.source_tile, words, 0));
+            loads.extend(t.destinations.iter().map(|d| (d.tile, 0, words)));
+        }
+        loads.sort_unstable_by_key(|l| l.0);
+        let mut merged: Vec<(u32, u64, u64)> = Vec::with_capacity(loads.len());
+        for (t, o, i) in loads {
+            match merged.last_mut() {
+                Some(m) if m.0 == t => {
+                    m.1 += o;
+                    m.2 += i;
+                }
+                _ => merged.push((t, o, i)),
+            }
+        }
+        let lower_bound = merged.iter().map(|m| m.1.max(m.2)).max().unwrap_or(0);
+        let budget = lower_bound * SENDER_BUDGET_PERCENT / 100;
+        let out_load = |tile: u32| {
+            merged
+                .binary_search_by_key(&tile, |m| m.0)
+                .map_or(0, |i| merged[i].1)
+        };
         for t in transfers {
             let (runs, run_bytes) = runs(t);
             let words = u64::from(run_bytes / WORD_BYTES);
-            // A run's later pieces continue its pointer (no new PIC) and
-            // its source: a delay and a send or a control each side.
-            let more = runs * (words.div_ceil(piece_words).max(1) - 1);
-            let continuations = runs * words.saturating_sub(u64::from(SEND_MAX_ITEMS))
-                / u64::from(SENDOFF_MAX_ITEMS);
+            let pieces = words.div_ceil(piece_words).max(1);
+            let continuations = words
+                .saturating_sub(u64::from(SEND_MAX_ITEMS))
+                .div_ceil(u64::from(SENDOFF_MAX_ITEMS));
+            let groups =
+                multicast_groups(t.destinations.len() as u64, budget, out_load(t.source_tile));
             self.tiles.push((
                 t.source_tile,
-                runs * SEND_PIECE_BYTES
-                    + more * CONTINUED_PIECE_BYTES
-                    + continuations * INSTRUCTION_BYTES
-                    + PATCH_CALL_BYTES,
+                groups
+                    * runs
+                    * (pieces * SEND_PIECE_BYTES + SPLIT_SEND_BYTES + continuations * WORD),
             ));
             for d in &t.destinations {
-                self.tiles.push((
-                    d.tile,
-                    runs * RECEIVE_PIECE_BYTES + more * CONTINUED_PIECE_BYTES,
-                ));
+                self.tiles
+                    .push((d.tile, runs * pieces * RECEIVE_PIECE_BYTES));
             }
         }
-        // Each tile taking part gets one row's fixed words.
+        // A sender may be relocated (its outgoing base from the frame).
+        let mut senders: Vec<u32> = transfers.iter().map(|t| t.source_tile).collect();
+        senders.sort_unstable();
+        senders.dedup();
+        // Each tile taking part gets one row's fixed words and may run a
+        // patch call (a sharing list or a Repeat table) before its row.
         let mut part: Vec<u32> = self.tiles[first..].iter().map(|&(t, _)| t).collect();
         part.sort_unstable();
         part.dedup();
+        self.tiles.extend(
+            part.into_iter()
+                .map(|t| (t, ROW_FIXED_BYTES + PATCH_CALL_BYTES + PATCH_DATA_BYTES)),
+        );
         self.tiles
-            .extend(part.into_iter().map(|t| (t, ROW_FIXED_BYTES)));
+            .extend(senders.into_iter().map(|t| (t, RELOCATED_BASE_BYTES)));
     }
 
     /// Sums the entries of each tile into one, sorted by tile (a cached
@@ -173,6 +257,30 @@ impl CodeUse {
     }
 }
 
+/// Messages a multicast to `destinations` receivers costs its sender: the
+/// receiver groups `exchange::schedule`'s sender budget splits it into
+/// (`budget / load` groups of equal size, at least one, at most one per
+/// receiver).
+fn multicast_groups(destinations: u64, budget: u64, load: u64) -> u64 {
+    if destinations == 0 {
+        return 1;
+    }
+    let groups = (budget / load.max(1)).clamp(1, destinations);
+    let per = destinations.div_ceil(groups);
+    destinations.div_ceil(per)
+}
+
+/// Instructions loading one operand address: a `setzi` (absolute), or a
+/// Repeat-frame load, plus `setzi` + `add` when the operand starts inside
+/// its buffer.
+const fn operand_load_instructions(offset: u32) -> u64 {
+    if offset == 0 {
+        1
+    } else {
+        3
+    }
+}
+
 /// Piece length the estimate assumes: [`PIECE_WORDS`], or the exchange
 /// stream cap when it is shorter (`--exchange-stream-words`: the scheduler
 /// starts a new piece, with its own send and receive controls, past it).
@@ -192,9 +300,14 @@ fn runs(t: &PlannedTransfer) -> (u64, u32) {
     }
 }
 
-/// A kernel call with `operands` operands: each loaded through the Repeat
-/// frame plus an offset (3 instructions), the argument-block address and
-/// the call, and its argument block.
+/// Per-Repeat frame set-up on every tile: stack adjust, trip count (2),
+/// the loop's count-down (5) and the stack restore.
+pub const REPEAT_FIXED_BYTES: u64 = 9 * INSTRUCTION_BYTES;
+/// Per iterated slot of a Repeat frame: its set-up (2) and advance (4).
+pub const REPEAT_SLOT_BYTES: u64 = 6 * INSTRUCTION_BYTES;
+
+/// A kernel call with `operands` operands at non-zero offsets, with the
+/// largest argument block (no sharing).
 pub const fn call_bytes(operands: usize) -> u64 {
     (3 * operands as u64 + 2) * INSTRUCTION_BYTES + ARG_BLOCK_BYTES
 }
@@ -242,6 +355,7 @@ mod tests {
                 pitch: 64,
             }],
         };
+        let part = ROW_FIXED_BYTES + PATCH_CALL_BYTES + PATCH_DATA_BYTES;
         let mut c = CodeUse::default();
         c.add_phase(core::slice::from_ref(&t), PIECE_WORDS);
         let mut all = 0;
@@ -250,32 +364,67 @@ mod tests {
         assert_eq!(all, PHASE_SEQUENCE_BYTES);
         assert_eq!(
             usage[3],
-            SEND_PIECE_BYTES + PATCH_CALL_BYTES + ROW_FIXED_BYTES
+            SEND_PIECE_BYTES + SPLIT_SEND_BYTES + part + RELOCATED_BASE_BYTES
         );
-        assert_eq!(usage[5], RECEIVE_PIECE_BYTES + ROW_FIXED_BYTES);
+        assert_eq!(usage[5], RECEIVE_PIECE_BYTES + part);
         assert_eq!(usage[4], 0);
         // Strided rows are moved run by run.
         let strided = PlannedTransfer {
             rows: 4,
             source_pitch: 128,
-            ..t
+            ..t.clone()
         };
         let mut c = CodeUse::default();
         c.add_phase(core::slice::from_ref(&strided), PIECE_WORDS);
         let mut usage = alloc::vec![0u64; 8];
         c.accumulate(&mut all, &mut usage);
-        assert_eq!(usage[5], 4 * RECEIVE_PIECE_BYTES + ROW_FIXED_BYTES);
+        assert_eq!(usage[5], 4 * RECEIVE_PIECE_BYTES + part);
         // A stream cap of 4 words cuts each 16-word run into 4 pieces.
         let mut c = CodeUse::default();
         c.add_phase(core::slice::from_ref(&strided), piece_words(Some(4)));
         let mut usage = alloc::vec![0u64; 8];
         c.accumulate(&mut all, &mut usage);
-        assert_eq!(
-            usage[5],
-            4 * RECEIVE_PIECE_BYTES + 12 * CONTINUED_PIECE_BYTES + ROW_FIXED_BYTES
-        );
+        assert_eq!(usage[5], 16 * RECEIVE_PIECE_BYTES + part);
         assert_eq!(piece_words(None), PIECE_WORDS);
         assert_eq!(piece_words(Some(100_000)), PIECE_WORDS);
+        // A light sender of a multicast in a heavy phase sends it to
+        // several receiver groups, one message each.
+        let multicast = PlannedTransfer {
+            destinations: (10..14)
+                .map(|tile| PlannedDestination {
+                    tile,
+                    at: at(),
+                    pitch: 64,
+                })
+                .collect(),
+            ..t.clone()
+        };
+        let heavy = PlannedTransfer {
+            source_tile: 1,
+            rows: 1,
+            row_bytes: 64 * 16,
+            source_pitch: 64 * 16,
+            destinations: alloc::vec![PlannedDestination {
+                tile: 2,
+                at: at(),
+                pitch: 64 * 16,
+            }],
+            ..t
+        };
+        let mut c = CodeUse::default();
+        c.add_phase(&[multicast, heavy], PIECE_WORDS);
+        let mut usage = alloc::vec![0u64; 16];
+        c.accumulate(&mut all, &mut usage);
+        // With budget 0.8 × 256 words over a load of 16: 12 groups, one per
+        // receiver; without a budget, one message.
+        let groups = multicast_groups(4, 256 * SENDER_BUDGET_PERCENT / 100, 16);
+        assert_eq!(
+            usage[3],
+            groups * (SEND_PIECE_BYTES + SPLIT_SEND_BYTES) + part + RELOCATED_BASE_BYTES
+        );
+        assert_eq!(multicast_groups(4, 204, 16), 4);
+        assert_eq!(multicast_groups(5, 40, 16), 2);
+        assert_eq!(multicast_groups(5, 0, 16), 1);
     }
 
     #[test]

@@ -116,6 +116,12 @@ pub struct CompileReport {
     /// Per-tile bytes of the data budget the planner kept for patch data
     /// (0 unless a first plan left no room for it).
     pub patch_allowance_bytes: u64,
+    /// Plans redone for patch data (only the table-based program may).
+    pub replans: u32,
+    /// Tiles whose patch data went to the top of the elements charged for
+    /// their image / had to go to the data region.
+    pub patch_blocks_in_reservation: usize,
+    pub patch_blocks_in_data: usize,
     /// Largest exchange-table bytes (rows + patch data) on one tile.
     pub exchange_table_bytes_per_tile: u64,
     /// Largest host-descriptor bytes on one tile.
@@ -260,10 +266,11 @@ pub fn compile_with_progress(
         opts.tiles, opts.beam_width
     ));
     // Patch data (Repeat tables, sharing lists) is only known once rows are
-    // scheduled on placed addresses. It is placed and charged like data;
-    // when it does not fit, the plan is redone with the data budget reduced
-    // by the largest per-tile patch data seen (a measured allowance), at most
-    // PATCH_REPLANS times, so the planner accounts for it.
+    // scheduled on placed addresses. It goes at the top of the elements
+    // the planner charged for the tile's image (its estimate counts a
+    // patch allowance per phase, `plan::code::PATCH_DATA_BYTES`), else in
+    // the data region, charged like data; if neither fits the compile
+    // fails with a typed error naming the tile (no re-plan).
     // The runtime and kernel stubs start every image: their size is the
     // fixed part of the planner's per-tile image estimate.
     let stubs = image::kernel_stubs(kernels)?;
@@ -373,8 +380,10 @@ pub fn compile_with_progress(
         .context("exchange scheduling")?;
         let options = ExchangeOptions {
             outgoing_base: opts.outgoing_base,
+            // The sender budget the planner's image estimate assumed.
             schedule: ipuc_core::exchange::ScheduleOptions {
                 max_stream_words: opts.exchange_stream_words,
+                sender_budget_percent: ipuc_core::plan::code::SENDER_BUDGET_PERCENT as u32,
                 ..ipuc_core::exchange::ScheduleOptions::default()
             },
         };
@@ -405,8 +414,8 @@ pub fn compile_with_progress(
             .unwrap_or((0, 0));
         times.placement_ms += stage.finish(&match &result {
             Ok(b) => format!(
-                "largest block {} bytes; peak {} bytes on tile {}",
-                b.largest, peak.0, peak.1
+                "largest block {} bytes ({} blocks in their tile's code reservation, {} in the data region); peak {} bytes on tile {}",
+                b.largest, b.in_reservation, b.in_data, peak.0, peak.1
             ),
             Err(_) => String::from("does not fit"),
         });
@@ -415,11 +424,18 @@ pub fn compile_with_progress(
                 let estimates: Vec<u64> = plan.code_bytes.to_vec();
                 break (plan, schedule, placements, exchange_plan, bases, estimates);
             }
-            Err(e) if attempt < PATCH_REPLANS && u64::from(e.largest) > allowance => {
+            // Only the table-based program (`--no-outgoing-base`), whose
+            // Repeat tables grow with the trip count and are not in the
+            // planner's estimate, may re-plan with a measured allowance.
+            Err(e)
+                if !opts.outgoing_base
+                    && attempt < TABLE_PROGRAM_REPLANS
+                    && u64::from(e.largest) > allowance =>
+            {
                 attempt += 1;
                 allowance = u64::from(e.largest).next_multiple_of(ALLOCATION_GRANULE);
                 progress.note(&format!(
-                    "{e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for patch data"
+                    "{e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for Repeat patch tables"
                 ));
             }
             Err(e) => return Err(anyhow::Error::new(e).context("placing patch data")),
@@ -499,12 +515,20 @@ pub fn compile_with_progress(
         if r > ratio.0 {
             ratio = (r, img.logical_tile);
         }
+        let ceiling = patch_bases.code_ceiling.get(&img.logical_tile).copied();
         let limit = match by_logical.get(&img.logical_tile) {
             Some(p) => {
                 p.check_code(bytes)
                     .map_err(anyhow::Error::new)
                     .context("linking")?;
-                p.code_limit()
+                let limit = p.code_limit();
+                match ceiling {
+                    Some(c) if c < limit => {
+                        check_below(img.logical_tile, bytes, c).context("linking")?;
+                        c
+                    }
+                    _ => limit,
+                }
             }
             None => {
                 let empty = place_tile(&PlacementRequest {
@@ -533,17 +557,27 @@ pub fn compile_with_progress(
     // Developer aid: per-tile image estimate vs the linked parts, for
     // calibrating `plan::code`.
     if let Some(path) = std::env::var_os("IPUC_DUMP_CODE") {
-        let mut text = String::from("tile estimate image runtime program rows\n");
+        let mut text = String::from(
+            "tile estimate image runtime program rows stored_rows send sendoff delay ctl1 sendpicp other\n",
+        );
         for img in &images {
             let (runtime, program, rows) = img.part_bytes();
+            let counts = row_instruction_counts(
+                exchange_plan
+                    .stored
+                    .get(&img.physical_tile)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            );
             text.push_str(&format!(
-                "{} {} {} {runtime} {program} {rows}\n",
+                "{} {} {} {runtime} {program} {rows} {}\n",
                 img.logical_tile,
                 code_estimates
                     .get(img.logical_tile as usize)
                     .copied()
                     .unwrap_or(0),
-                img.code_bytes()
+                img.code_bytes(),
+                counts.map(|c| c.to_string()).join(" ")
             ));
         }
         std::fs::write(&path, text)
@@ -647,6 +681,9 @@ pub fn compile_with_progress(
         placed_peak_tile: peak.1,
         patch_data_bytes_per_tile: u64::from(patch_data_bytes),
         patch_allowance_bytes: allowance,
+        replans: attempt,
+        patch_blocks_in_reservation: patch_bases.in_reservation,
+        patch_blocks_in_data: patch_bases.in_data,
         exchange_table_bytes_per_tile: per_tile(&|t| {
             t.segments
                 .iter()
@@ -689,6 +726,36 @@ struct PatchBases {
     bases: BTreeMap<u32, u32>,
     /// Largest block on one tile.
     largest: u32,
+    /// Tiles whose block sits at the top of their code reservation: the
+    /// address their image must end at or below (block start less the
+    /// 64-byte fetch look-ahead).
+    code_ceiling: BTreeMap<u32, u32>,
+    /// Blocks placed in the code reservation / in the data region.
+    in_reservation: usize,
+    in_data: usize,
+}
+
+/// How many times the table-based program (`--no-outgoing-base`) may
+/// re-plan to make room for its Repeat patch tables; the default program
+/// never re-plans (its patch data fits the elements charged for code, or
+/// the data region, or the compile fails naming the tile).
+const TABLE_PROGRAM_REPLANS: u32 = 3;
+
+/// [`ipuc_core::place::PlaceError::CodeDoesNotFit`] unless an image of
+/// `image_bytes` ends at or below `limit`.
+fn check_below(tile: u32, image_bytes: u32, limit: u32) -> Result<()> {
+    let free = limit.saturating_sub(ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE);
+    if image_bytes > free {
+        return Err(anyhow::Error::new(
+            ipuc_core::place::PlaceError::CodeDoesNotFit {
+                tile,
+                image_bytes,
+                free_bytes: free,
+                limit,
+            },
+        ));
+    }
+    Ok(())
 }
 
 impl PatchAddresses for PatchBases {
@@ -696,9 +763,6 @@ impl PatchAddresses for PatchBases {
         self.bases.get(&tile).copied()
     }
 }
-
-/// How many times compilation re-plans to make room for patch data.
-const PATCH_REPLANS: u32 = 3;
 
 /// A tile's patch data did not fit (budget or room).
 #[derive(Debug)]
@@ -752,7 +816,31 @@ fn place_patch_data(
     }
     let largest = blocks.iter().map(|(_, d)| d.bytes()).max().unwrap_or(0);
     let mut bases = BTreeMap::new();
+    let mut code_ceiling = BTreeMap::new();
+    let (mut in_reservation, mut in_data) = (0, 0);
     for (tile, data) in blocks {
+        // First choice: the top of the elements reserved for the image,
+        // above the planner's estimate (an upper bound of the image) and
+        // its fetch look-ahead: no budget beyond what the planner charged.
+        {
+            use ipuc_core::ipu21::sram::{APPLICATION_LOAD_BASE, SUPERVISOR_FETCH_LOOKAHEAD};
+            let estimate_end = APPLICATION_LOAD_BASE.saturating_add(code_estimate(tile));
+            let top = ipuc_core::place::element_bounds(
+                estimate_end.saturating_sub(1).max(APPLICATION_LOAD_BASE),
+            )
+            .end
+            .min(layout::STATE_BASE);
+            let base = top.saturating_sub(data.bytes()) / PATCH_DATA_ALIGN * PATCH_DATA_ALIGN;
+            if base >= estimate_end.saturating_add(SUPERVISOR_FETCH_LOOKAHEAD)
+                && top <= ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT
+            {
+                bases.insert(tile, base);
+                code_ceiling.insert(tile, base - SUPERVISOR_FETCH_LOOKAHEAD);
+                in_reservation += 1;
+                continue;
+            }
+        }
+        in_data += 1;
         let fail = |error| PatchDataDoesNotFit {
             tile,
             repeat_bytes: data.repeat_bytes(),
@@ -777,7 +865,13 @@ fn place_patch_data(
             .map_err(fail)?;
         bases.insert(tile, range.start);
     }
-    Ok(PatchBases { bases, largest })
+    Ok(PatchBases {
+        bases,
+        largest,
+        code_ceiling,
+        in_reservation,
+        in_data,
+    })
 }
 
 /// The planner's image estimate of `tile` (the fixed part when it has none).
@@ -841,4 +935,32 @@ fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segm
 /// Lower-case hex of a digest.
 pub fn hex(bytes: &[u8]) -> String {
     hex::encode(bytes)
+}
+
+/// Developer aid (`IPUC_DUMP_CODE`): a tile's stored rows and their
+/// instructions by kind: [rows, send, sendoff, delay, one-word control
+/// (delaypic, delayxpic, sendpic), sendpicp, other].
+fn row_instruction_counts(rows: &[ipuc_core::exchange::ExchangeRow]) -> [u64; 7] {
+    use ipuc_core::ipu21::isa::{decode, Instruction as I};
+    let mut c = [0u64; 7];
+    c[0] = rows.len() as u64;
+    for row in rows {
+        let mut i = 0;
+        while i < row.words.len() {
+            let Ok((instr, n)) = decode(&row.words[i..]) else {
+                break;
+            };
+            let k = match instr {
+                I::Send { .. } => 1,
+                I::SendOff { .. } => 2,
+                I::Delay { .. } => 3,
+                I::DelayPic { .. } | I::DelayXPic { .. } | I::SendPic { .. } => 4,
+                I::SendPicP { .. } => 5,
+                _ => 6,
+            };
+            c[k] += 1;
+            i += n.max(1);
+        }
+    }
+    c
 }
