@@ -267,10 +267,11 @@ pub fn compile_with_progress(
     ));
     // Patch data (Repeat tables, sharing lists) is only known once rows are
     // scheduled on placed addresses. It goes at the top of the elements
-    // the planner charged for the tile's image (its estimate counts a
-    // patch allowance per phase, `plan::code::PATCH_DATA_BYTES`), else in
-    // the data region, charged like data; if neither fits the compile
-    // fails with a typed error naming the tile (no re-plan).
+    // the planner charged for the tile's image (in the slack of its last
+    // element: `plan::code::PATCH_DATA_BYTES`, the per-phase allowance, is
+    // 0 today), else in the data region, charged like data; if neither
+    // fits the compile fails with a typed error naming the tile (no
+    // re-plan).
     // The runtime and kernel stubs start every image: their size is the
     // fixed part of the planner's per-tile image estimate.
     let stubs = image::kernel_stubs(kernels)?;
