@@ -185,7 +185,7 @@ fn memory_rejection_message_snapshot() {
     let expected = "\
 error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 622368 bytes (620608 planned + 1760 support reserve) of 586960
   interleaved 0 of 424880 bytes; 16 tiles over budget at this moment
-      16384 B  Code Standard  code, argument blocks and exchange rows (estimated image 2084 bytes, whole elements)
+      16384 B  Code Standard  code, argument blocks and exchange rows (estimated image 1244 bytes, whole elements)
       10592 B  Parameter Standard  vision_model.embeddings.patch_embedding.weight
        7776 B  Parameter Standard  vision_model.head.attention.in_proj_weight
        5184 B  Parameter Standard  vision_model.encoder.layers.0.mlp.fc1.weight
