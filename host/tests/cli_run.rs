@@ -183,9 +183,8 @@ fn memory_rejection_message_snapshot() {
         .replace(dir.to_str().unwrap(), "DIR")
         .replace(&format!("-{pid}-"), "-PID-");
     let expected = "\
-error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 622368 bytes (620608 planned + 1760 support reserve) of 586960
+error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 607308 bytes (605548 planned + 1760 support reserve) of 586960
   interleaved 0 of 424880 bytes; 16 tiles over budget at this moment
-      16384 B  Code Standard  code, argument blocks and exchange rows (estimated image 1244 bytes, whole elements)
       10592 B  Parameter Standard  vision_model.embeddings.patch_embedding.weight
        7776 B  Parameter Standard  vision_model.head.attention.in_proj_weight
        5184 B  Parameter Standard  vision_model.encoder.layers.0.mlp.fc1.weight
@@ -197,7 +196,8 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
        5184 B  Parameter Standard  vision_model.encoder.layers.11.mlp.fc1.weight
        5184 B  Parameter Standard  vision_model.encoder.layers.11.mlp.fc2.weight
        5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc1.weight
-  … 439 more allocations (539200 B) in the report
+       5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc2.weight
+  … 439 more allocations (535340 B) in the report
   report: DIR/rejected-op0-PID-0000.html (+ .json: tile picker, live bytes against the budget, allocations at the peak)
   and 2 more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-0002.html)
 ";

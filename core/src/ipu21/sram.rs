@@ -54,6 +54,18 @@ pub const SUPPORT_CHARGE_BYTES: u32 = layout::STATE_END - layout::STATE_BASE;
 /// §2.10 rules 2–3). `None` when the image cannot fit below the runtime
 /// state's element (region 0 is the only executable region).
 pub const fn code_charge_bytes(image_bytes: u32) -> Option<u32> {
+    let Some(span) = code_span_bytes(image_bytes) else {
+        return None;
+    };
+    Some(span.div_ceil(ELEMENT_SIZE) * ELEMENT_SIZE)
+}
+
+/// Bytes from [`TILE_MEMORY_BASE`] to the end of the 64-byte fetch
+/// look-ahead past a linked image of `image_bytes` (the part of
+/// [`code_charge_bytes`] the image itself blocks, before rounding up to
+/// whole elements). `None` when the image cannot fit below the runtime
+/// state's element.
+pub const fn code_span_bytes(image_bytes: u32) -> Option<u32> {
     let Some(end) = APPLICATION_LOAD_BASE.checked_add(image_bytes) else {
         return None;
     };
@@ -63,8 +75,7 @@ pub const fn code_charge_bytes(image_bytes: u32) -> Option<u32> {
     if guarded > layout::CODE_LIMIT {
         return None;
     }
-    let charged_end = guarded.div_ceil(ELEMENT_SIZE) * ELEMENT_SIZE;
-    Some(charged_end - TILE_MEMORY_BASE)
+    Some(guarded - TILE_MEMORY_BASE)
 }
 
 /// The longest linked image any tile may have: it ends, with its fetch
@@ -213,6 +224,9 @@ mod tests {
         );
         assert_eq!(code_charge_bytes(MAX_IMAGE_BYTES + 4), None);
         assert_eq!(code_charge_bytes(u32::MAX), None);
+        assert_eq!(code_span_bytes(one), Some(ELEMENT_SIZE));
+        assert_eq!(code_span_bytes(0), Some(16 + 64));
+        assert_eq!(code_span_bytes(MAX_IMAGE_BYTES + 4), None);
         assert_eq!(layout::STATE_BASE, 0x7_F920);
         assert_eq!(SUPPORT_CHARGE_BYTES, 1760);
     }

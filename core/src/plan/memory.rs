@@ -25,9 +25,10 @@ use crate::kernel::TileBlock;
 
 /// Per-tile bytes available to planned data and code: the tile budget minus
 /// the fixed support charge (the runtime state, `crate::ipu21::sram`). Each
-/// tile's estimated linked image is charged inside this budget, as whole
-/// elements (`plan::code`); placement charges exactly the same for the
-/// reserved ranges ([`crate::place::support_reserved`]).
+/// tile's estimated linked image is charged inside this budget, as the
+/// bytes it spans up to its fetch guard (`plan::code::charge`); placement
+/// rounds that up to the whole elements it reserves
+/// ([`crate::place::support_reserved`]).
 pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES) as u64;
 
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
@@ -113,7 +114,7 @@ pub enum AllocationKind {
     /// Op-internal scratch.
     Scratch,
     /// The tile's linked image (code, argument blocks, exchange rows): an
-    /// estimate charged as whole elements (`plan::code`).
+    /// estimate charged up to its fetch guard (`plan::code::charge`).
     Code,
 }
 

@@ -27,7 +27,7 @@
 //! candidate implementation, described once), [`candidates`] (generators per
 //! op kind), [`relayout`] (block moves between layouts), [`cost`] (cycles),
 //! [`memory`] (per-tile estimator and rejection reports), [`code`] (the
-//! per-tile estimate of the linked image, charged as whole elements), [`region`],
+//! per-tile estimate of the linked image, charged up to its fetch guard), [`region`],
 //! [`state`] and [`search`] (the beam and the Repeat-region cache).
 
 pub mod candidates;

@@ -462,7 +462,7 @@ impl State {
             let code_t = self.code.get(t).copied().unwrap_or(0) + self.code_all;
             live.push(memory::LiveAllocation {
                 name: alloc::format!(
-                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, whole elements)"
+                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, with its fetch guard)"
                 ),
                 kind: AllocationKind::Code,
                 class: MemoryClass::Standard,
