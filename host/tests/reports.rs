@@ -4,6 +4,7 @@
 //! and memory-rejection reports for planner and placement rejections alike.
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -45,6 +46,19 @@ fn assert_valid(name: &str, doc: &Value, what: &Path) {
         what.display(),
         errors.join("\n")
     );
+}
+
+/// `ipuc compile` of forced-rejection case `case` with its reports in a
+/// scratch directory: the directory and the (failed) output.
+fn compile_rejected(case: &str) -> (PathBuf, Output) {
+    let dir = scratch(case);
+    let out = ipuc(&rejection_command(
+        "compile",
+        case,
+        &["--memory-profile-directory", dir.to_str().unwrap()],
+    ));
+    assert_eq!(out.status.code(), Some(1), "case {case} is rejected");
+    (dir, out)
 }
 
 fn rejection_files(dir: &Path) -> Vec<PathBuf> {
@@ -177,13 +191,7 @@ fn the_schemas_reject_what_they_describe_as_wrong() {
 /// JSON matching the schema and naming the planner as its source.
 #[test]
 fn planner_rejection_reports_match_the_schema() {
-    let dir = scratch("planner");
-    let out = ipuc(&rejection_command(
-        "compile",
-        "planner",
-        &["--memory-profile-directory", dir.to_str().unwrap()],
-    ));
-    assert_eq!(out.status.code(), Some(1));
+    let (dir, _) = compile_rejected("planner");
     let files = rejection_files(&dir);
     let jsons: Vec<&PathBuf> = files
         .iter()
@@ -301,13 +309,7 @@ fn placement_rejection_writes_an_interactive_report() {
 /// free, what the tile holds; stderr names the report.
 #[test]
 fn a_late_patch_data_failure_writes_a_rejection_report() {
-    let dir = scratch("patch-data");
-    let out = ipuc(&rejection_command(
-        "compile",
-        "patch-data",
-        &["--memory-profile-directory", dir.to_str().unwrap()],
-    ));
-    assert_eq!(out.status.code(), Some(1));
+    let (dir, out) = compile_rejected("patch-data");
     let stderr = String::from_utf8_lossy(&out.stderr);
     for needle in [
         "error: placing patch data: logical tile ",
