@@ -3,14 +3,8 @@
 //! comparison; `--reference-inferences N` runs N resident inferences, each
 //! validated; out-of-range values are rejected before any work.
 
-use std::process::Command;
-
-fn ipuc(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ipuc"))
-        .args(args)
-        .output()
-        .expect("running ipuc")
-}
+mod common;
+use common::{ipuc, rejection_command};
 
 #[test]
 fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
@@ -121,20 +115,17 @@ fn fp32_figures_need_a_reference_run() {
 fn a_memory_rejection_still_writes_the_run_summary() {
     let dir = std::env::temp_dir().join(format!("ipuc-cli-summary-{}", std::process::id()));
     let path = dir.join("summary.json");
-    let out = ipuc(&[
+    let out = ipuc(&rejection_command(
         "run",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "27",
-        "--planning-tiles",
-        "16",
-        "--reference-run",
-        "--memory-profile-directory",
-        dir.to_str().unwrap(),
-        "--summary-json",
-        path.to_str().unwrap(),
-    ]);
+        "planner",
+        &[
+            "--reference-run",
+            "--memory-profile-directory",
+            dir.to_str().unwrap(),
+            "--summary-json",
+            path.to_str().unwrap(),
+        ],
+    ));
     assert!(!out.status.success(), "27 layers do not fit on 16 tiles");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -155,17 +146,11 @@ fn a_memory_rejection_still_writes_the_run_summary() {
 fn memory_rejection_message_snapshot() {
     let dir = std::env::temp_dir().join(format!("ipuc-cli-rejection-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = ipuc(&[
+    let out = ipuc(&rejection_command(
         "compile",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "27",
-        "--planning-tiles",
-        "16",
-        "--memory-profile-directory",
-        dir.to_str().unwrap(),
-    ]);
+        "planner",
+        &["--memory-profile-directory", dir.to_str().unwrap()],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let error = &stderr[stderr.find("error: ").expect("an error line")..];

@@ -4,16 +4,12 @@
 //! and memory-rejection reports for planner and placement rejections alike.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn ipuc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ipuc"))
-        .args(args)
-        .output()
-        .expect("running ipuc")
-}
+mod common;
+use common::{ipuc, rejection_command};
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ipuc-reports-{name}-{}", std::process::id()));
@@ -50,6 +46,19 @@ fn assert_valid(name: &str, doc: &Value, what: &Path) {
         what.display(),
         errors.join("\n")
     );
+}
+
+/// `ipuc compile` of forced-rejection case `case` with its reports in a
+/// scratch directory: the directory and the (failed) output.
+fn compile_rejected(case: &str) -> (PathBuf, Output) {
+    let dir = scratch(case);
+    let out = ipuc(&rejection_command(
+        "compile",
+        case,
+        &["--memory-profile-directory", dir.to_str().unwrap()],
+    ));
+    assert_eq!(out.status.code(), Some(1), "case {case} is rejected");
+    (dir, out)
 }
 
 fn rejection_files(dir: &Path) -> Vec<PathBuf> {
@@ -110,11 +119,13 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     assert_valid("summary", &summary, &dir.join("summary.json"));
     assert_eq!(summary["result"], "PASS");
 
-    // memory.png: a PNG of the size `memory_png::size` documents for 1472 tiles.
+    // memory.png: a PNG of the size `memory_png::size` documents for this map.
     let png_bytes = std::fs::read(dir.join("memory/memory.png")).unwrap();
     assert_eq!(&png_bytes[..8], b"\x89PNG\r\n\x1a\n");
     let png = image::load_from_memory_with_format(&png_bytes, image::ImageFormat::Png).unwrap();
-    let (w, h) = ipuc::report::memory_png::size(1472);
+    let map: ipuc::report::MemoryMap =
+        serde_json::from_slice(&std::fs::read(dir.join("memory/memory.json")).unwrap()).unwrap();
+    let (w, h) = ipuc::report::memory_png::size(&map);
     assert_eq!((png.width(), png.height()), (w, h));
 
     // index.html links every artifact the run wrote, and each link resolves.
@@ -180,19 +191,7 @@ fn the_schemas_reject_what_they_describe_as_wrong() {
 /// JSON matching the schema and naming the planner as its source.
 #[test]
 fn planner_rejection_reports_match_the_schema() {
-    let dir = scratch("planner");
-    let out = ipuc(&[
-        "compile",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "27",
-        "--planning-tiles",
-        "16",
-        "--memory-profile-directory",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
+    let (dir, _) = compile_rejected("planner");
     let files = rejection_files(&dir);
     let jsons: Vec<&PathBuf> = files
         .iter()
@@ -219,24 +218,20 @@ fn planner_rejection_reports_match_the_schema() {
 fn placement_rejection_writes_an_interactive_report() {
     let dir = scratch("placement");
     let summary_path = dir.join("summary.json");
-    let out = ipuc(&[
+    let profile = dir.join("profile");
+    let out = ipuc(&rejection_command(
         "run",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "23",
-        "--planning-tiles",
-        "16",
-        "--planner-data-budget",
-        "650000",
-        "--reference-run",
-        "--memory-profile-directory",
-        dir.to_str().unwrap(),
-        "--summary-json",
-        summary_path.to_str().unwrap(),
-        "--profile-output",
-        dir.join("profile").to_str().unwrap(),
-    ]);
+        "placement",
+        &[
+            "--reference-run",
+            "--memory-profile-directory",
+            dir.to_str().unwrap(),
+            "--summary-json",
+            summary_path.to_str().unwrap(),
+            "--profile-output",
+            profile.to_str().unwrap(),
+        ],
+    ));
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for needle in [
@@ -304,5 +299,44 @@ fn placement_rejection_writes_an_interactive_report() {
     assert_eq!(summary["result"], "rejected");
     assert_eq!(summary["rejection"]["stage"], "placement");
     assert_eq!(summary["rejection"]["tile"], doc["peak_tile"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A late placement failure (the `patch-data` case of
+/// `fixtures/rejections.txt`): the buffers are placed, then a tile's patch
+/// data finds no room. It gets the same report as placement's (HTML + JSON
+/// matching the schema) with the shortfall: tile, bytes needed, bytes
+/// free, what the tile holds; stderr names the report.
+#[test]
+fn a_late_patch_data_failure_writes_a_rejection_report() {
+    let (dir, out) = compile_rejected("patch-data");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "error: placing patch data: logical tile ",
+        "bytes of patch data (",
+        "bytes needed, ",
+        "patch data: Repeat tables",
+        "  report: ",
+    ] {
+        assert!(stderr.contains(needle), "missing `{needle}` in:\n{stderr}");
+    }
+    let files = rejection_files(&dir);
+    assert_eq!(files.len(), 2, "one report (.html + .json): {files:?}");
+    let report = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    assert!(stderr.contains(&report.with_extension("html").display().to_string()));
+    let doc = json(report);
+    assert_valid("rejection", &doc, report);
+    let short = &doc["shortfall"];
+    assert_eq!(short["tile"], doc["peak_tile"]);
+    assert!(
+        short["needed_bytes"].as_u64().unwrap() > short["free_bytes"].as_u64().unwrap(),
+        "{short}"
+    );
+    assert_eq!(doc["tiles"][0]["tile"], doc["peak_tile"]);
+    let html = std::fs::read_to_string(report.with_extension("html")).unwrap();
+    assert!(html.contains("Did not fit: the patch data"));
     std::fs::remove_dir_all(&dir).ok();
 }

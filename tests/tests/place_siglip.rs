@@ -236,3 +236,67 @@ fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
         assert!(t.peak.bytes <= TILE_MEMORY_BUDGET);
     }
 }
+
+/// A late placement failure (issue #14): a linked image larger than the
+/// room below a tile's lowest region-0 data is `CodeDoesNotFit`, and
+/// `report::placement_rejection::code_rejection` turns it into the same
+/// interactive report as placement's: the tile, bytes needed and free, the
+/// image's parts at their real addresses (runtime, program, rows) instead of
+/// the estimate's reservation, and the tile's data by region and class.
+#[test]
+fn a_code_image_that_does_not_fit_gets_a_rejection_report() {
+    use ipuc::report::placement_rejection::{code_rejection, ImageParts};
+    use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
+    let s = schedule(1);
+    let placed = place_schedule(&s, reserved).unwrap();
+    let tile = &placed.tiles[0];
+    let free = tile.code_limit() - APPLICATION_LOAD_BASE;
+    let parts = ImageParts {
+        runtime: 528,
+        program: free - 528,
+        rows: 100,
+        patch_data: 0,
+    };
+    let error = tile
+        .check_code(parts.runtime + parts.program + parts.rows)
+        .unwrap_err();
+    assert!(matches!(error, PlaceError::CodeDoesNotFit { .. }));
+    let rejected = code_rejection(&s, &placed.tiles, tile, parts, error);
+    let r = &rejected.report;
+    let short = r
+        .shortfall
+        .as_ref()
+        .expect("a late failure has a shortfall");
+    assert_eq!(short.tile, tile.tile);
+    assert_eq!(short.needed_bytes, u64::from(free) + 100);
+    assert_eq!(short.free_bytes, u64::from(free));
+    assert_eq!(r.peak_tile, tile.tile);
+    assert_eq!(r.tiles[0].tile, tile.tile, "the refused tile first");
+    let names: Vec<&str> = short.parts.iter().map(|p| p.name.as_str()).collect();
+    assert!(names.contains(&"exchange rows"), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("region ")), "{names:?}");
+    // The image at its addresses replaces the estimate's code reservation.
+    let rows = &r.tiles[0].allocations;
+    assert_eq!(rows[0].address, Some(APPLICATION_LOAD_BASE));
+    assert_eq!(rows[2].address, Some(APPLICATION_LOAD_BASE + free));
+    assert!(!rows
+        .iter()
+        .any(|a| a.name == "runtime + entry" || a.name == "supervisor program"));
+    let message = rejected.to_string();
+    for needle in [
+        format!(
+            "logical tile {}: code, argument blocks and exchange rows need",
+            tile.tile
+        ),
+        format!("{} bytes needed, {free} free", free + 100),
+        "exchange rows".to_owned(),
+    ] {
+        assert!(
+            message.contains(&needle),
+            "missing `{needle}` in:\n{message}"
+        );
+    }
+    let html = ipuc::report::memory_html::render_rejection(r).unwrap();
+    assert!(html.contains("Did not fit: the code image"));
+    assert!(html.contains("short by"));
+}

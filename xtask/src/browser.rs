@@ -114,10 +114,7 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
             .map(str::to_string),
     );
     let html = String::from_utf8_lossy(&dom.stdout);
-    let rendered = html.find("data-rendered=\"").map(|i| {
-        let rest = &html[i + 15..];
-        rest[..rest.find('"').unwrap_or(0)].to_string()
-    });
+    let rendered = attribute(&html, "data-rendered");
     let colours = match image::open(&screenshot) {
         Ok(img) => {
             let rgb = img.to_rgb8();
@@ -144,6 +141,95 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
     })
 }
 
+/// The value of the first `name="…"` attribute in `html`.
+fn attribute(html: &str, name: &str) -> Option<String> {
+    let key = format!("{name}=\"");
+    let rest = &html[html.find(&key)? + key.len()..];
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+/// A page loaded in real time (no virtual time budget): Chromium's wall
+/// time to load it and dump its DOM, and the page's own navigation-start to
+/// complete-render time (`data-render-ms`, set by every report's script).
+pub struct LoadTime {
+    pub wall_ms: u128,
+    pub render_ms: Option<u64>,
+    pub rendered: Option<String>,
+    pub errors: Vec<String>,
+}
+
+fn load_time(browser: &Path, page: &Path, shots: &Path) -> Result<LoadTime> {
+    let url = format!("file://{}", std::fs::canonicalize(page)?.display());
+    let udd = profile_dir(shots, "timed")?;
+    let start = std::time::Instant::now();
+    let dom = Command::new(browser)
+        .args(FLAGS)
+        .arg(format!("--user-data-dir={}", udd.display()))
+        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .with_context(|| format!("running {}", browser.display()))?;
+    let wall_ms = start.elapsed().as_millis();
+    let html = String::from_utf8_lossy(&dom.stdout);
+    Ok(LoadTime {
+        wall_ms,
+        render_ms: attribute(&html, "data-render-ms").and_then(|v| v.parse().ok()),
+        rendered: attribute(&html, "data-rendered"),
+        errors: String::from_utf8_lossy(&dom.stderr)
+            .lines()
+            .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+/// `cargo xtask browser-check --page P…`: renders the given pages (a
+/// screenshot each, as for the small run), then loads each in real time
+/// and prints its size and load times; fails on JS errors or a missing
+/// render mark.
+pub fn check_pages(pages: &[PathBuf], out: &Path) -> Result<()> {
+    let browser = chromium()?;
+    let shots = out.join("screenshots");
+    std::fs::create_dir_all(&shots)?;
+    let mut failed = 0;
+    for page in pages {
+        let c = check_page(&browser, page, &shots)?;
+        let t = load_time(&browser, page, &shots)?;
+        let bytes = std::fs::metadata(page).map(|m| m.len()).unwrap_or(0);
+        // `index.html` has no script, so no render mark.
+        let needs_mark = !page.ends_with("index.html");
+        let ok =
+            c.errors.is_empty() && t.errors.is_empty() && (!needs_mark || t.rendered.is_some());
+        if !ok {
+            failed += 1;
+        }
+        println!(
+            "{}  {}  {:.1} MB  load {} ms wall (Chromium start to DOM dump), render {} ms (navigation start to complete render)  rendered={}  screenshot {}",
+            if ok { "ok  " } else { "FAIL" },
+            page.display(),
+            bytes as f64 / 1e6,
+            t.wall_ms,
+            t.render_ms.map_or("-".into(), |m| m.to_string()),
+            t.rendered.as_deref().unwrap_or("-"),
+            c.screenshot.display()
+        );
+        for e in c.errors.iter().chain(&t.errors) {
+            println!("      {e}");
+        }
+    }
+    for d in [
+        "chromium-profile-shot",
+        "chromium-profile-dom",
+        "chromium-profile-timed",
+    ] {
+        let _ = std::fs::remove_dir_all(shots.join(d));
+    }
+    if failed > 0 {
+        bail!("{failed} page(s) failed in Chromium");
+    }
+    Ok(())
+}
+
 fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -162,6 +248,18 @@ fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// The `ipuc` arguments of forced-rejection case `case` in
+/// `host/tests/fixtures/rejections.txt` (shared with the CLI tests).
+fn rejection_args(case: &str) -> Result<Vec<&'static str>> {
+    const CASES: &str = include_str!("../../host/tests/fixtures/rejections.txt");
+    CASES
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(case)?.strip_prefix(": "))
+        .map(|a| a.split_whitespace().collect())
+        .ok_or_else(|| anyhow::anyhow!("no case `{case}` in host/tests/fixtures/rejections.txt"))
 }
 
 /// Runs the small workloads, renders every report, prints a table and
@@ -197,41 +295,26 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     ])? {
         bail!("the small run failed");
     }
-    // 27 layers on 16 tiles do not fit: the planner writes its rejection reports.
-    let rejected = out.join("rejections");
-    if ipuc(&[
-        "compile",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "27",
-        "--planning-tiles",
-        "16",
-        "--memory-profile-directory",
-        &s(&rejected),
-    ])? {
-        bail!("27 layers on 16 tiles compiled; expected a memory rejection");
-    }
-    // Placement rejects when the planner is given more room than a tile has
-    // (`--planner-data-budget`, a testing flag): its report, and the
-    // rejected run's index.
-    let placement = out.join("placement-rejection");
-    if ipuc(&[
-        "run",
-        "--workload",
-        "siglip-small",
-        "--vit-layers",
-        "23",
-        "--planning-tiles",
-        "16",
-        "--planner-data-budget",
-        "600000",
-        "--memory-profile-directory",
-        &s(&placement),
-        "--profile-output",
-        &s(&placement),
-    ])? {
-        bail!("23 layers on 16 tiles with a 600,000-byte planner budget placed; expected a placement rejection");
+    // The forced memory rejections the CLI tests use
+    // (`host/tests/fixtures/rejections.txt`): the planner's, placement's and
+    // a late one (patch data), each writing its reports.
+    for (case, subcommand) in [
+        ("planner", "compile"),
+        ("placement", "run"),
+        ("patch-data", "run"),
+    ] {
+        let dir = out.join(format!("{case}-rejection"));
+        let mut args = vec![subcommand];
+        args.extend(rejection_args(case)?);
+        let dir_s = s(&dir);
+        args.extend(["--memory-profile-directory", &dir_s]);
+        if subcommand == "run" {
+            // A rejected run's index links its reports.
+            args.extend(["--profile-output", &dir_s]);
+        }
+        if ipuc(&args)? {
+            bail!("the `{case}` case of fixtures/rejections.txt compiled; expected a memory rejection");
+        }
     }
     let mut pages = Vec::new();
     html_files(out, &mut pages);

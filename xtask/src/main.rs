@@ -83,6 +83,11 @@ enum Task {
         /// Where the run's reports and the screenshots go.
         #[arg(long, default_value = "target/browser-check")]
         out: PathBuf,
+        /// Check only these pages (no runs), e.g. a full-size run's
+        /// reports: each is loaded without virtual time and its load
+        /// time printed (wall, and navigation start to complete render).
+        #[arg(long)]
+        page: Vec<PathBuf>,
     },
     /// Fuzz campaign: replays the committed regressions, then runs every
     /// cargo-fuzz target (or one) for N seconds from its committed seed
@@ -118,7 +123,10 @@ fn main() -> Result<()> {
         Task::Layers => check_layers(&root),
         Task::ReleaseCheck => release_exchange_check(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
-        Task::BrowserCheck { out } => browser::browser_check(&root, &root.join(out)),
+        Task::BrowserCheck { out, page } if !page.is_empty() => {
+            browser::check_pages(&page, &root.join(out))
+        }
+        Task::BrowserCheck { out, .. } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
         Task::Proptest { cases, seed } => proptest(&root, cases, seed),
         Task::Bench {

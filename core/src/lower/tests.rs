@@ -5,20 +5,12 @@ use alloc::format;
 use alloc::vec::Vec;
 
 use crate::ir::{DType, Graph};
-use crate::plan::tests::residual_mlp;
+use crate::plan::tests::{residual_mlp, small_repeat};
 use crate::plan::{plan_graph, PlanConfig};
 
 #[test]
 fn lowered_small_repeat_is_structurally_sound() {
-    let g = residual_mlp(16, 64, 128, 3, DType::F16);
-    let plan = plan_graph(
-        &g,
-        PlanConfig {
-            tiles: 64,
-            ..PlanConfig::default()
-        },
-    )
-    .unwrap();
+    let (g, plan) = small_repeat();
     let s = super::lower(&g, &plan).unwrap();
     super::check::check(&s).unwrap();
     let repeats: Vec<_> = s
@@ -118,15 +110,7 @@ fn lowered_residual_mlp_computes_the_reference_result() {
 fn amp_calls_meet_rule_6_after_lowering() {
     use super::schedule::{MemoryClass, Step, AMP_BUFFER_ALIGN};
     use crate::kernel::Kernel;
-    let g = residual_mlp(16, 64, 128, 3, DType::F16);
-    let plan = plan_graph(
-        &g,
-        PlanConfig {
-            tiles: 64,
-            ..PlanConfig::default()
-        },
-    )
-    .unwrap();
+    let (g, plan) = small_repeat();
     let s = super::lower(&g, &plan).unwrap();
     let mut amp_calls = 0;
     s.visit(|step, _| {

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
-use crate::ir::{DType, Graph, GraphBuilder, TensorType};
+use crate::ir::DType;
 
 fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
     BufferRequest {
@@ -610,48 +610,6 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
     }
 }
 
-/// A top-level projection before `layers` residual MLP blocks: the
-/// projection's staging and output are live while the Repeat's iterated
-/// weights (chosen only when the Repeat is planned) already sit in SRAM.
-fn projected_residual_mlp(tokens: usize, width: usize, hidden: usize, layers: u32) -> Graph {
-    let mut b = GraphBuilder::new();
-    let x = b
-        .input("x", TensorType::new(DType::F16, [1, tokens, width]))
-        .unwrap();
-    let w0 = b
-        .parameter("w0", TensorType::new(DType::F16, [width, width]))
-        .unwrap();
-    let (mut w1, mut w2) = (Vec::new(), Vec::new());
-    for l in 0..layers {
-        w1.push(
-            b.parameter(
-                &format!("l{l}.w1"),
-                TensorType::new(DType::F16, [hidden, width]),
-            )
-            .unwrap(),
-        );
-        w2.push(
-            b.parameter(
-                &format!("l{l}.w2"),
-                TensorType::new(DType::F16, [width, hidden]),
-            )
-            .unwrap(),
-        );
-    }
-    let x0 = b.matmul_transposed(x, w0, DType::F16).unwrap();
-    let body = b.begin_repeat(layers).unwrap();
-    let h = b.carried(&body, x0).unwrap();
-    let w1a = b.iterated(&body, &w1).unwrap();
-    let w2a = b.iterated(&body, &w2).unwrap();
-    let y = b.matmul_transposed(h, w1a, DType::F16).unwrap();
-    let y = b.gelu_tanh(y).unwrap();
-    let y = b.matmul_transposed(y, w2a, DType::F16).unwrap();
-    let next = b.add(h, y).unwrap();
-    let out = b.end_repeat(&body, &[next]).unwrap();
-    b.output("y", out[0]).unwrap();
-    b.finish().unwrap()
-}
-
 /// The estimator bounds what placement charges, tile by tile, but for the
 /// rounding of the code area to whole elements: placing the lowered plan
 /// with the runtime's ranges (the code area sized by the planner's image
@@ -664,7 +622,8 @@ fn projected_residual_mlp(tokens: usize, width: usize, hidden: usize, layers: u3
 fn placement_never_charges_more_than_the_estimate() {
     use crate::ipu21::sram::{code_charge_bytes, code_span_bytes, SUPPORT_CHARGE_BYTES};
     use crate::place::{place_schedule, support_reserved};
-    use crate::plan::{plan_graph, tests::residual_mlp, PlanConfig};
+    use crate::plan::tests::{projected_residual_mlp, residual_mlp};
+    use crate::plan::{plan_graph, PlanConfig};
     let graphs = [
         projected_residual_mlp(64, 128, 256, 4),
         residual_mlp(32, 128, 256, 5, DType::F16),

@@ -14,13 +14,41 @@ pub(crate) fn residual_mlp(
     layers: u32,
     weight: DType,
 ) -> Graph {
+    mlp_graph(tokens, width, hidden, layers, weight, false)
+}
+
+/// A top-level projection x0 = x·w0ᵀ before `layers` residual MLP blocks
+/// without bias (x0 + gelu(x0·w1ᵀ)·w2ᵀ), FP16: the projection's staging and
+/// output are live while the Repeat's iterated weights (chosen only when
+/// the Repeat is planned) already sit in SRAM.
+pub(crate) fn projected_residual_mlp(
+    tokens: usize,
+    width: usize,
+    hidden: usize,
+    layers: u32,
+) -> Graph {
+    mlp_graph(tokens, width, hidden, layers, DType::F16, true)
+}
+
+/// The graphs of [`residual_mlp`] (bias, no projection) and
+/// [`projected_residual_mlp`] (projection, no bias).
+fn mlp_graph(
+    tokens: usize,
+    width: usize,
+    hidden: usize,
+    layers: u32,
+    weight: DType,
+    projected: bool,
+) -> Graph {
     let mut b = GraphBuilder::new();
     let x = b
         .input("x", TensorType::new(DType::F16, [1, tokens, width]))
         .unwrap();
-    let mut w1 = Vec::new();
-    let mut b1 = Vec::new();
-    let mut w2 = Vec::new();
+    let w0 = projected.then(|| {
+        b.parameter("w0", TensorType::new(DType::F16, [width, width]))
+            .unwrap()
+    });
+    let (mut w1, mut b1, mut w2) = (Vec::new(), Vec::new(), Vec::new());
     for l in 0..layers {
         w1.push(
             b.parameter(
@@ -29,10 +57,12 @@ pub(crate) fn residual_mlp(
             )
             .unwrap(),
         );
-        b1.push(
-            b.parameter(&format!("l{l}.b1"), TensorType::new(DType::F16, [hidden]))
-                .unwrap(),
-        );
+        if !projected {
+            b1.push(
+                b.parameter(&format!("l{l}.b1"), TensorType::new(DType::F16, [hidden]))
+                    .unwrap(),
+            );
+        }
         w2.push(
             b.parameter(
                 &format!("l{l}.w2"),
@@ -41,13 +71,19 @@ pub(crate) fn residual_mlp(
             .unwrap(),
         );
     }
+    let x = match w0 {
+        Some(w0) => b.matmul_transposed(x, w0, DType::F16).unwrap(),
+        None => x,
+    };
     let body = b.begin_repeat(layers).unwrap();
     let h = b.carried(&body, x).unwrap();
     let w1a = b.iterated(&body, &w1).unwrap();
-    let b1a = b.iterated(&body, &b1).unwrap();
+    let b1a = (!projected).then(|| b.iterated(&body, &b1).unwrap());
     let w2a = b.iterated(&body, &w2).unwrap();
-    let y = b.matmul_transposed(h, w1a, DType::F16).unwrap();
-    let y = b.add(y, b1a).unwrap();
+    let mut y = b.matmul_transposed(h, w1a, DType::F16).unwrap();
+    if let Some(b1a) = b1a {
+        y = b.add(y, b1a).unwrap();
+    }
     let y = b.gelu_tanh(y).unwrap();
     let y = b.matmul_transposed(y, w2a, DType::F16).unwrap();
     let next = b.add(h, y).unwrap();
@@ -56,8 +92,9 @@ pub(crate) fn residual_mlp(
     b.finish().unwrap()
 }
 
-#[test]
-fn plans_a_small_repeat_and_reuses_the_body_frontier() {
+/// The small Repeat the plan and lowering tests share: three residual MLP
+/// blocks (16 tokens, width 64, hidden 128, FP16) planned on 64 tiles.
+pub(crate) fn small_repeat() -> (Graph, Plan) {
     let g = residual_mlp(16, 64, 128, 3, DType::F16);
     let plan = plan_graph(
         &g,
@@ -67,6 +104,12 @@ fn plans_a_small_repeat_and_reuses_the_body_frontier() {
         },
     )
     .unwrap();
+    (g, plan)
+}
+
+#[test]
+fn plans_a_small_repeat_and_reuses_the_body_frontier() {
+    let (_, plan) = small_repeat();
     assert!(plan.cycles.total() > 0);
     assert!(plan.peak_bytes > 0 && plan.peak_bytes <= plan.config.budget);
     let repeat = plan

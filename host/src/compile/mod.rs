@@ -151,32 +151,9 @@ pub struct CompileReport {
 /// top dozen allocations, [`ipuc_core::plan::memory::DISPLAYED_ALLOCATIONS`])
 /// then, once written, the reported candidate's report (the first path) and
 /// how many other candidates' reports lie beside it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}{reports}", reports = crate::report::memory::reports_line(.1))]
 pub struct PlanOverBudget(pub Box<MemoryRejection>, pub Vec<std::path::PathBuf>);
-
-impl std::fmt::Display for PlanOverBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        if let Some((first, others)) = self.1.split_first() {
-            write!(
-                f,
-                "  report: {} (+ .json: tile picker, live bytes against the budget, allocations at the peak)",
-                first.display()
-            )?;
-            if !others.is_empty() {
-                write!(
-                    f,
-                    "\n  and {} more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-{:04}.html)",
-                    others.len(),
-                    others.len()
-                )?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for PlanOverBudget {}
 
 /// A compiled model.
 pub struct Compiled {
@@ -439,7 +416,25 @@ pub fn compile_with_progress(
                     "{e:#}\ncompile: re-planning with {allowance} bytes/tile of the data budget kept for Repeat patch tables"
                 ));
             }
-            Err(e) => return Err(anyhow::Error::new(e).context("placing patch data")),
+            // Otherwise the same rejection report as placement's.
+            Err(e) => {
+                let placement = placements.iter().find(|p| p.tile == e.tile);
+                let parts = crate::report::placement_rejection::PatchDataParts {
+                    repeat_bytes: e.repeat_bytes,
+                    sharing_bytes: e.sharing_bytes,
+                };
+                let headline = e.to_string();
+                let rejected = crate::report::placement_rejection::patch_data_rejection(
+                    &schedule,
+                    &placements,
+                    e.tile,
+                    placement,
+                    parts,
+                    e.error,
+                    headline,
+                );
+                return Err(anyhow::Error::new(rejected).context("placing patch data"));
+            }
         }
     };
     let patch_data_bytes = patch_bases.largest;
@@ -517,15 +512,34 @@ pub fn compile_with_progress(
             ratio = (r, img.logical_tile);
         }
         let ceiling = patch_bases.code_ceiling.get(&img.logical_tile).copied();
+        // A late failure gets the same rejection report as placement's.
+        let late = |p: &TilePlacement, e| {
+            let (runtime, program, rows) = img.part_bytes();
+            let patch_data = ceiling.map_or(0, |_| {
+                PatchData::for_tile(&exchange_plan, img.physical_tile).bytes()
+            });
+            let parts = crate::report::placement_rejection::ImageParts {
+                runtime,
+                program,
+                rows,
+                patch_data,
+            };
+            anyhow::Error::new(crate::report::placement_rejection::code_rejection(
+                &schedule,
+                &placements,
+                p,
+                parts,
+                e,
+            ))
+            .context("linking")
+        };
         let limit = match by_logical.get(&img.logical_tile) {
             Some(p) => {
-                p.check_code(bytes)
-                    .map_err(anyhow::Error::new)
-                    .context("linking")?;
+                p.check_code(bytes).map_err(|e| late(p, e))?;
                 let limit = p.code_limit();
                 match ceiling {
                     Some(c) if c < limit => {
-                        check_below(img.logical_tile, bytes, c).context("linking")?;
+                        check_below(img.logical_tile, bytes, c).map_err(|e| late(p, e))?;
                         c
                     }
                     _ => limit,
@@ -543,10 +557,7 @@ pub fn compile_with_progress(
                 })
                 .map_err(anyhow::Error::new)
                 .context("linking")?;
-                empty
-                    .check_code(bytes)
-                    .map_err(anyhow::Error::new)
-                    .context("linking")?;
+                empty.check_code(bytes).map_err(|e| late(&empty, e))?;
                 empty.code_limit()
             }
         };
@@ -744,17 +755,19 @@ const TABLE_PROGRAM_REPLANS: u32 = 3;
 
 /// [`ipuc_core::place::PlaceError::CodeDoesNotFit`] unless an image of
 /// `image_bytes` ends at or below `limit`.
-fn check_below(tile: u32, image_bytes: u32, limit: u32) -> Result<()> {
+fn check_below(
+    tile: u32,
+    image_bytes: u32,
+    limit: u32,
+) -> Result<(), ipuc_core::place::PlaceError> {
     let free = limit.saturating_sub(ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE);
     if image_bytes > free {
-        return Err(anyhow::Error::new(
-            ipuc_core::place::PlaceError::CodeDoesNotFit {
-                tile,
-                image_bytes,
-                free_bytes: free,
-                limit,
-            },
-        ));
+        return Err(ipuc_core::place::PlaceError::CodeDoesNotFit {
+            tile,
+            image_bytes,
+            free_bytes: free,
+            limit,
+        });
     }
     Ok(())
 }
@@ -766,7 +779,11 @@ impl PatchAddresses for PatchBases {
 }
 
 /// A tile's patch data did not fit (budget or room).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "logical tile {tile}: {} bytes of patch data ({repeat_bytes} of Repeat tables, {sharing_bytes} of sharing lists; largest on any tile {largest}) do not fit: {error}",
+    repeat_bytes + sharing_bytes
+)]
 struct PatchDataDoesNotFit {
     tile: u32,
     repeat_bytes: u32,
@@ -775,23 +792,6 @@ struct PatchDataDoesNotFit {
     largest: u32,
     error: ipuc_core::place::PlaceError,
 }
-
-impl std::fmt::Display for PatchDataDoesNotFit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "logical tile {}: {} bytes of patch data ({} of Repeat tables, {} of sharing lists; largest on any tile {}) do not fit: {}",
-            self.tile,
-            self.repeat_bytes + self.sharing_bytes,
-            self.repeat_bytes,
-            self.sharing_bytes,
-            self.largest,
-            self.error
-        )
-    }
-}
-
-impl std::error::Error for PatchDataDoesNotFit {}
 
 /// Places every tile's patch data ([`PatchData::for_tile`]) as a constant
 /// block in its data region; tiles that hold no buffer get a placement of

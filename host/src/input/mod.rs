@@ -43,9 +43,9 @@ impl PixelValues {
             &[batch, Some(channels), Some(image_size), Some(image_size)],
         )?;
         if a.shape[0] == 0 {
-            return Err(NpyError {
-                path: path.to_path_buf(),
-                kind: NpyErrorKind::ShapeMismatch {
+            return Err(NpyError::new(
+                path,
+                NpyErrorKind::ShapeMismatch {
                     expected: vec![
                         batch.or(Some(1)),
                         Some(channels),
@@ -54,13 +54,13 @@ impl PixelValues {
                     ],
                     found: a.shape,
                 },
-            });
+            ));
         }
         if let Some((index, &value)) = a.data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(NpyError {
-                path: path.to_path_buf(),
-                kind: NpyErrorKind::NonFinite { index, value },
-            });
+            return Err(NpyError::new(
+                path,
+                NpyErrorKind::NonFinite { index, value },
+            ));
         }
         Ok(PixelValues {
             shape: [a.shape[0], a.shape[1], a.shape[2], a.shape[3]],

@@ -21,34 +21,45 @@ pub struct NpyArray {
 }
 
 /// What went wrong with an `.npy` file, and where: `path: kind`, with the
-/// kind's own cause (an OS error) as this error's source, so an error chain
-/// prints every cause once.
-#[derive(Debug)]
+/// OS error (if any) as this error's source, so an error chain prints every
+/// cause once.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
 pub struct NpyError {
     /// The file.
     pub path: PathBuf,
     /// The problem.
     pub kind: NpyErrorKind,
+    /// The OS error of an [`NpyErrorKind::Io`].
+    #[source]
+    pub io: Option<std::io::Error>,
 }
 
-impl std::fmt::Display for NpyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.kind)
+impl NpyError {
+    /// `kind` at `path` (no OS error).
+    pub fn new(path: &Path, kind: NpyErrorKind) -> Self {
+        NpyError {
+            path: path.to_path_buf(),
+            kind,
+            io: None,
+        }
     }
-}
 
-impl std::error::Error for NpyError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.kind)
+    /// Reading or writing `path` failed with `io`.
+    fn io(path: &Path, io: std::io::Error) -> Self {
+        NpyError {
+            io: Some(io),
+            ..Self::new(path, NpyErrorKind::Io)
+        }
     }
 }
 
 /// The problem an [`NpyError`] reports.
 #[derive(Debug, thiserror::Error)]
 pub enum NpyErrorKind {
-    /// Reading or writing failed (the OS error is the source).
+    /// Reading or writing failed (the OS error is [`NpyError::io`]).
     #[error("could not read or write the file")]
-    Io(#[source] std::io::Error),
+    Io,
     /// The first bytes are not the `.npy` magic.
     #[error("not a .npy file (missing \\x93NUMPY magic)")]
     NotNpy,
@@ -99,10 +110,7 @@ fn dims(expected: &[Option<usize>]) -> String {
 }
 
 fn err(path: &Path, kind: NpyErrorKind) -> NpyError {
-    NpyError {
-        path: path.to_path_buf(),
-        kind,
-    }
+    NpyError::new(path, kind)
 }
 
 impl NpyArray {
@@ -113,7 +121,7 @@ impl NpyArray {
 
     /// Read a float32 C-order `.npy` file.
     pub fn read(path: &Path) -> Result<NpyArray, NpyError> {
-        let bytes = std::fs::read(path).map_err(|e| err(path, NpyErrorKind::Io(e)))?;
+        let bytes = std::fs::read(path).map_err(|e| NpyError::io(path, e))?;
         Self::parse(&bytes).map_err(|kind| err(path, kind))
     }
 
@@ -199,7 +207,7 @@ impl NpyArray {
     pub fn write(&self, path: &Path) -> Result<(), NpyError> {
         self.to_bytes()
             .and_then(|bytes| std::fs::write(path, bytes))
-            .map_err(|e| err(path, NpyErrorKind::Io(e)))
+            .map_err(|e| NpyError::io(path, e))
     }
 }
 

@@ -269,6 +269,34 @@ pub struct MemoryRejection {
     /// its allocations and their lifetimes over `moments`.
     #[serde(default)]
     pub tiles: Vec<TileMemoryMap>,
+    /// A late placement failure (the linked code image, or the patch data,
+    /// did not fit once known): what did not fit on which tile, the bytes
+    /// it needs and the bytes free for it, and what the tile's memory holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<Shortfall>,
+}
+
+/// What did not fit in a late placement failure (after the plan was
+/// accepted and its buffers placed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shortfall {
+    /// `code image` (code, argument blocks and exchange rows below the
+    /// lowest region-0 data) or `patch data` (Repeat tables and sharing
+    /// lists).
+    pub what: String,
+    /// Logical tile.
+    pub tile: u32,
+    /// Bytes it needs.
+    pub needed_bytes: u64,
+    /// Bytes free for it (code: below `limit`; patch data: the largest free
+    /// range, or what the budget leaves).
+    pub free_bytes: u64,
+    /// Code: the address the image must end at or below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// What the tile holds, by part: runtime, program and argument blocks,
+    /// exchange rows, patch data, data (buffers), support state.
+    pub parts: Vec<LiveAllocation>,
 }
 
 impl MemoryRejection {
@@ -309,6 +337,7 @@ impl MemoryRejection {
             live,
             timeline,
             tiles_over_budget: None,
+            shortfall: None,
         }
     }
 
@@ -363,6 +392,7 @@ impl MemoryRejection {
             live,
             timeline: Vec::new(),
             tiles_over_budget: Some(r.tiles_over_budget),
+            shortfall: None,
         }
     }
 
@@ -394,4 +424,25 @@ impl MemoryRejection {
         }
         m
     }
+}
+
+/// What a rejection error says about its written reports (nothing until
+/// they are written): the reported candidate's report, then how many other
+/// candidates' reports lie beside it.
+pub fn reports_line(paths: &[std::path::PathBuf]) -> String {
+    let Some((first, others)) = paths.split_first() else {
+        return String::new();
+    };
+    let mut s = format!(
+        "  report: {} (+ .json: tile picker, live bytes against the budget, allocations at the peak)",
+        first.display()
+    );
+    if !others.is_empty() {
+        s.push_str(&format!(
+            "\n  and {} more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-{:04}.html)",
+            others.len(),
+            others.len()
+        ));
+    }
+    s
 }

@@ -298,7 +298,13 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
     let effective = r.effective_bytes();
     let budget = b.tile_bytes.max(1) as f64;
     let title = format!("Memory rejection: {}", r.operation);
-    let verdict = if r.excess_bytes() > 0 {
+    let verdict = if let Some(s) = &r.shortfall {
+        format!(
+            "{} short by {} B",
+            s.what.split(" (").next().unwrap_or(&s.what),
+            thousands(s.needed_bytes.saturating_sub(s.free_bytes))
+        )
+    } else if r.excess_bytes() > 0 {
         format!("over budget by {} B", thousands(r.excess_bytes()))
     } else {
         "fits".to_string()
@@ -339,7 +345,32 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
         })
         .collect();
     let data = rejection_data(r)?;
-    let picker_note = if r.source == "placement" {
+    let shortfall = r.shortfall.as_ref().map(|s| {
+        let parts: Vec<_> = s
+            .parts
+            .iter()
+            .map(|p| {
+                minijinja::context! {
+                    name => &p.name,
+                    color => CLASS_COLORS[class_index(p.class)],
+                    class => p.class.name(),
+                    bytes => thousands(p.bytes),
+                }
+            })
+            .collect();
+        minijinja::context! {
+            what => &s.what,
+            tile => format!("{} (physical {})", s.tile, physical_tile(s.tile)),
+            needed => thousands(s.needed_bytes),
+            free => thousands(s.free_bytes),
+            short => thousands(s.needed_bytes.saturating_sub(s.free_bytes)),
+            limit => s.limit.map(|l| format!("{l:#x}")),
+            parts,
+        }
+    });
+    let picker_note = if r.shortfall.is_some() {
+        "the tile that did not fit (its image or patch data drawn where it would go), then the most loaded others; lifetimes over every schedule step"
+    } else if r.source == "placement" {
         "every tile placement refused, then the most loaded others; lifetimes over every schedule step"
     } else {
         "the most loaded tiles of this candidate at the moment the planner checked it"
@@ -358,6 +389,7 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
         effective => thousands(effective),
         budget => thousands(b.tile_bytes),
         tiles_over => r.tiles_over_budget,
+        shortfall,
         bar => peak_bar(r),
         classes,
         rows,

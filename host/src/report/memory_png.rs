@@ -3,14 +3,17 @@
 //! PNG-encoded by `image`), so a person sees every tile at a glance without
 //! a browser.
 //!
-//! Layout: a title and summary line, then the tiles in rows of
-//! [`TILES_PER_ROW`]; each tile is a column of [`COLUMN_W`] pixels whose
-//! height is the SRAM address range (`memory_base` at the top). Every
-//! allocation is drawn at its address in its class colour (allocations that
-//! reuse an address drawn once, by their first occupant, as in the HTML
-//! overview with "Reused allocations" unchecked); unused tiles are light
-//! grey; a red tick above a column marks a tile over budget.
-//! A legend closes the image.
+//! Layout: a title and summary line, then every tile in id order as a
+//! column whose height is the SRAM address range (`memory_base` at the
+//! top), flowed into rows of [`PLOT_W`] pixels. The used tiles share the
+//! width (between [`MIN_COLUMN_W`] and [`MAX_COLUMN_W`] pixels each, so 20
+//! tiles are 20 wide, labelled columns and 1472 are four rows of 4-pixel
+//! columns); a run of [`GAP_RUN`] or more unused tiles is one labelled gap
+//! column. Every allocation is drawn at its address in its class colour
+//! (allocations that reuse an address drawn once, by their first occupant,
+//! as in the HTML overview with "Reused allocations" unchecked); a faint
+//! line marks the start of region 1; unused tiles are light grey; a red
+//! tick above a column marks a tile over budget. A legend closes the image.
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -26,25 +29,124 @@ use embedded_graphics::text::Text;
 use super::memory::{AllocationClass, MemoryMap};
 use super::memory_html::CLASS_COLORS;
 
-/// Tiles drawn per row.
-pub const TILES_PER_ROW: u32 = 368;
-/// Pixels per tile column.
-pub const COLUMN_W: u32 = 4;
-/// Height of a row's SRAM band.
+/// Pixels of a row's plot.
+pub const PLOT_W: u32 = 1472;
+/// Narrowest and widest tile column.
+pub const MIN_COLUMN_W: u32 = 4;
+pub const MAX_COLUMN_W: u32 = 48;
+/// Unused tiles in a run this long or longer are drawn as one gap column.
+pub const GAP_RUN: usize = 8;
+/// Width of a gap column.
+const GAP_W: u32 = 64;
+/// Height of a row's SRAM band when the tiles wrap into several rows / fit
+/// in one.
 pub const BAND_H: u32 = 150;
-const LEFT: u32 = 56;
+pub const TALL_BAND_H: u32 = 300;
+/// Columns at least this wide get their tile id below them.
+const LABELLED_W: u32 = 20;
+const LEFT: u32 = 64;
 const RIGHT: u32 = 16;
 const TOP: u32 = 58;
 const ROW_GAP: u32 = 30;
+const LABEL_H: u32 = 14;
 const LEGEND_H: u32 = 44;
 
-/// Image width × height for `tiles` tiles.
-pub fn size(tiles: u32) -> (u32, u32) {
-    let rows = tiles.div_ceil(TILES_PER_ROW).max(1);
-    (
-        LEFT + TILES_PER_ROW * COLUMN_W + RIGHT,
-        TOP + rows * (BAND_H + ROW_GAP) + LEGEND_H,
-    )
+/// One column of the overview.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Column {
+    /// A tile: its id and index in `map.tiles` (`None`: unused).
+    Tile(u32, Option<usize>),
+    /// A run of unused tiles `from..=to`.
+    Gap { from: u32, to: u32 },
+}
+
+/// Where the columns go.
+struct Layout {
+    /// Column, x, row.
+    columns: Vec<(Column, u32, u32)>,
+    column_w: u32,
+    rows: u32,
+    band_h: u32,
+    label_h: u32,
+}
+
+impl Layout {
+    fn of(map: &MemoryMap) -> Layout {
+        let mut tiles: Vec<(u32, Option<usize>)> = map
+            .tiles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.tile, Some(i)))
+            .chain(map.unused_tiles.iter().map(|&t| (t, None)))
+            .collect();
+        tiles.sort_unstable();
+        let mut columns = Vec::new();
+        let mut k = 0;
+        while k < tiles.len() {
+            let run = tiles[k..].iter().take_while(|t| t.1.is_none()).count();
+            if run >= GAP_RUN {
+                columns.push(Column::Gap {
+                    from: tiles[k].0,
+                    to: tiles[k + run - 1].0,
+                });
+                k += run;
+            } else {
+                for &(id, i) in &tiles[k..k + run.max(1)] {
+                    columns.push(Column::Tile(id, i));
+                }
+                k += run.max(1);
+            }
+        }
+        let gaps = columns
+            .iter()
+            .filter(|c| matches!(c, Column::Gap { .. }))
+            .count() as u32;
+        let narrow = (columns.len() as u32 - gaps).max(1);
+        let column_w =
+            (PLOT_W.saturating_sub(gaps * GAP_W) / narrow).clamp(MIN_COLUMN_W, MAX_COLUMN_W);
+        let (mut x, mut row) = (0, 0);
+        let columns: Vec<(Column, u32, u32)> = columns
+            .into_iter()
+            .map(|c| {
+                let w = if matches!(c, Column::Gap { .. }) {
+                    GAP_W
+                } else {
+                    column_w
+                };
+                if x + w > PLOT_W && x > 0 {
+                    row += 1;
+                    x = 0;
+                }
+                let at = (c, LEFT + x, row);
+                x += w;
+                at
+            })
+            .collect();
+        let rows = row + 1;
+        Layout {
+            columns,
+            column_w,
+            rows,
+            band_h: if rows == 1 { TALL_BAND_H } else { BAND_H },
+            label_h: if column_w >= LABELLED_W { LABEL_H } else { 0 },
+        }
+    }
+
+    fn row_h(&self) -> u32 {
+        self.band_h + self.label_h + ROW_GAP
+    }
+
+    fn size(&self) -> (u32, u32) {
+        (
+            LEFT + PLOT_W + RIGHT,
+            TOP + self.rows * self.row_h() + LEGEND_H,
+        )
+    }
+}
+
+/// Image width × height of `map`'s overview.
+pub fn size(map: &MemoryMap) -> (u32, u32) {
+    Layout::of(map).size()
 }
 
 struct Canvas(image::RgbImage);
@@ -92,6 +194,7 @@ const FREE: Rgb888 = Rgb888::new(0xfa, 0xfb, 0xfc);
 const UNUSED: Rgb888 = Rgb888::new(0xe4, 0xe7, 0xeb);
 const HATCH: Rgb888 = Rgb888::new(0xc4, 0xcb, 0xd4);
 const RED: Rgb888 = Rgb888::new(0xd6, 0x27, 0x28);
+const GAP: Rgb888 = Rgb888::new(0xee, 0xf0, 0xf3);
 
 fn rect(c: &mut Canvas, x: i32, y: i32, w: u32, h: u32, color: Rgb888) {
     let _ = Rectangle::new(Point::new(x, y), Size::new(w, h))
@@ -111,16 +214,9 @@ fn text(c: &mut Canvas, s: &str, x: i32, y: i32, color: Rgb888, bold: bool) {
 
 /// Renders the overview of `map` (every tile, used or not) as PNG bytes.
 pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
-    let mut tiles: Vec<(u32, Option<usize>)> = map
-        .tiles
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.tile, Some(i)))
-        .chain(map.unused_tiles.iter().map(|&t| (t, None)))
-        .collect();
-    tiles.sort_unstable();
-    let n = tiles.len() as u32;
-    let (w, h) = size(n);
+    let layout = Layout::of(map);
+    let n = (map.tiles.len() + map.unused_tiles.len()) as u32;
+    let (w, h) = layout.size();
     let mut c = Canvas(image::RgbImage::from_pixel(
         w,
         h,
@@ -128,6 +224,13 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
     ));
     let b = map.budget;
     let span = f64::from(b.memory_end.saturating_sub(b.memory_base).max(1));
+    let band = layout.band_h;
+    let y_at = |addr: u64| -> f64 {
+        addr.saturating_sub(u64::from(b.memory_base)) as f64 / span * f64::from(band)
+    };
+    let region1 = u64::from(ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
+    let region1_y = (region1 > u64::from(b.memory_base) && region1 < u64::from(b.memory_end))
+        .then(|| y_at(region1) as i32);
     let moments = map.moments.len();
 
     let peaks: Vec<u64> = map
@@ -167,31 +270,87 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
     );
     text(&mut c, &summary, LEFT as i32, 38, MUTED, false);
 
-    for (k, (tile, index)) in tiles.iter().enumerate() {
-        let k = k as u32;
-        let (row, col) = (k / TILES_PER_ROW, k % TILES_PER_ROW);
-        let x = (LEFT + col * COLUMN_W) as i32;
-        let top = (TOP + row * (BAND_H + ROW_GAP)) as i32;
-        if col == 0 {
-            text(&mut c, &format!("{tile}"), 4, top + 8, MUTED, false);
+    // The address axis of every row: start, region 1, end.
+    for row in 0..layout.rows {
+        let top = (TOP + row * layout.row_h()) as i32;
+        text(
+            &mut c,
+            &format!("{:#x}", b.memory_base),
+            4,
+            top + 8,
+            MUTED,
+            false,
+        );
+        if let Some(y) = region1_y {
             text(
                 &mut c,
-                &format!("{:#x}", b.memory_base),
+                &format!("{region1:#x}"),
                 4,
-                top + 20,
-                HATCH,
+                top + y + 4,
+                MUTED,
                 false,
             );
         }
-        if col % 46 == 0 && col > 0 {
-            text(&mut c, &format!("{tile}"), x, top - 3, MUTED, false);
+        text(
+            &mut c,
+            &format!("{:#x}", b.memory_end),
+            4,
+            top + band as i32,
+            MUTED,
+            false,
+        );
+    }
+    let cw = layout.column_w - u32::from(layout.column_w > 2);
+    // Tile ids: below every labelled column, else above every ~50 pixels.
+    let every = if layout.label_h > 0 {
+        (26 / layout.column_w + 1).max(1)
+    } else {
+        50 / layout.column_w
+    };
+    let mut since_label = every;
+    for &(column, x, row) in &layout.columns {
+        let x = x as i32;
+        let top = (TOP + row * layout.row_h()) as i32;
+        let (tile, index) = match column {
+            Column::Gap { from, to } => {
+                rect(&mut c, x + 2, top, GAP_W - 4, band, GAP);
+                let cx = x + GAP_W as i32 / 2;
+                for (k, line) in [
+                    format!("{}", to - from + 1),
+                    "unused".into(),
+                    format!("{from}-{to}"),
+                ]
+                .iter()
+                .enumerate()
+                {
+                    let tx = cx - 3 * line.len() as i32;
+                    text(&mut c, line, tx, top + 30 + 12 * k as i32, MUTED, false);
+                }
+                since_label = every;
+                continue;
+            }
+            Column::Tile(tile, index) => (tile, index),
+        };
+        if since_label >= every || x == LEFT as i32 {
+            let label = format!("{tile}");
+            if layout.label_h > 0 {
+                let tx = x + layout.column_w as i32 / 2 - 3 * label.len() as i32;
+                text(&mut c, &label, tx, top + band as i32 + 11, MUTED, false);
+            } else {
+                text(&mut c, &label, x, top - 3, MUTED, false);
+            }
+            since_label = 0;
         }
+        since_label += 1;
         let Some(i) = index else {
-            rect(&mut c, x, top, COLUMN_W - 1, BAND_H, UNUSED);
+            rect(&mut c, x, top, cw, band, UNUSED);
             continue;
         };
-        rect(&mut c, x, top, COLUMN_W - 1, BAND_H, FREE);
-        let t = &map.tiles[*i];
+        rect(&mut c, x, top, cw, band, FREE);
+        if let Some(y) = region1_y {
+            rect(&mut c, x, top + y, cw, 1, HATCH);
+        }
+        let t = &map.tiles[i];
         // First occupants only: sort by first moment, skip what overlaps an
         // address range already drawn.
         let mut allocs: Vec<_> = t
@@ -208,16 +367,13 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
                 continue;
             }
             drawn.push((start, end));
-            let y0 = (start.saturating_sub(u64::from(b.memory_base)) as f64 / span
-                * f64::from(BAND_H)) as i32;
-            let y1 = (end.saturating_sub(u64::from(b.memory_base)) as f64 / span
-                * f64::from(BAND_H))
-            .ceil() as i32;
+            let y0 = y_at(start) as i32;
+            let y1 = y_at(end).ceil() as i32;
             let hh = (y1 - y0).max(1) as u32;
-            rect(&mut c, x, top + y0, COLUMN_W - 1, hh, class_rgb(a.class));
+            rect(&mut c, x, top + y0, cw, hh, class_rgb(a.class));
         }
-        if peaks[*i] + b.support_reserve > b.tile_bytes {
-            rect(&mut c, x, top - 6, COLUMN_W - 1, 4, RED);
+        if peaks[i] + b.support_reserve > b.tile_bytes {
+            rect(&mut c, x, top - 6, cw, 4, RED);
         }
     }
     // Legend.
@@ -239,7 +395,7 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
     }
     text(
         &mut c,
-        "each column is one tile, logical ids: SRAM address top to bottom; reused addresses drawn once (first occupant)",
+        "each column is one tile, logical ids: SRAM address top to bottom, faint line = region 1; reused addresses drawn once (first occupant); 8+ unused tiles in a row = one gap",
         LEFT as i32,
         ly + 16,
         MUTED,

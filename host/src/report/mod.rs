@@ -79,11 +79,16 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
 }
 
 /// Writes `profile.json`, `operations.json` and `profile.html` (see
-/// [`ProfileFiles::at`] for where).
+/// [`ProfileFiles::at`] for where); above [`profile::DETAILED_SAMPLES`]
+/// samples the first two in the seeds' shape ([`Profile::for_writing`]).
 pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
     let files = ProfileFiles::at(out);
-    let html = profile_html::render(profile)?;
-    write_file(&files.profile_json, &serde_json::to_vec(profile)?)?;
+    // A long Repeat is written in the seeds' shape (first iteration in
+    // detail, one remainder span per tile); the operation summaries count
+    // every sample.
+    let written = profile.for_writing();
+    let html = profile_html::render(&written)?;
+    write_file(&files.profile_json, &serde_json::to_vec(&*written)?)?;
     write_file(
         &files.operations_json,
         &serde_json::to_vec_pretty(&operations::OperationsFile::of(profile))?,

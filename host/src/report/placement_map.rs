@@ -3,6 +3,7 @@
 //! placed buffers with their addresses and lifetimes, for `memory.html`.
 
 use ipuc_core::lower::schedule::{BufferRole, TileSchedule};
+use ipuc_core::lower::BufferId;
 use ipuc_core::place::{ReservedKind, TilePlacement};
 
 use super::memory::{
@@ -53,6 +54,109 @@ pub fn schedule_moments(schedule: &TileSchedule) -> Vec<String> {
     moments
 }
 
+/// The schedule's last step (every memory report's last moment).
+pub(crate) fn last_step(schedule: &TileSchedule) -> u32 {
+    schedule.step_count.max(1) - 1
+}
+
+/// Map class of buffer `key` of `schedule` (from its role).
+pub(crate) fn buffer_class(schedule: &TileSchedule, key: BufferId) -> AllocationClass {
+    schedule
+        .buffers
+        .get(key.0 as usize)
+        .filter(|b| b.id == key)
+        .map_or(AllocationClass::Activation, |b| role_class(&b.role))
+}
+
+/// One allocation row of a memory map: buffer `key` of `schedule` (its
+/// class from its role), `size` bytes at `address` (`None` before
+/// placement), live over steps `first..=last` clamped to the schedule. The
+/// one row function of every memory report made from a placement or its
+/// requests.
+pub(crate) fn buffer_row(
+    schedule: &TileSchedule,
+    key: BufferId,
+    name: &str,
+    address: Option<u32>,
+    size: u64,
+    (first, last): (u32, u32),
+) -> Allocation {
+    let end = last_step(schedule);
+    let first = first.min(end);
+    Allocation {
+        name: name.to_owned(),
+        class: buffer_class(schedule, key),
+        address,
+        size,
+        live: Liveness {
+            first,
+            last: last.min(end).max(first),
+        },
+    }
+}
+
+/// A range live throughout the schedule (support ranges, constant blocks).
+pub(crate) fn static_row(
+    schedule: &TileSchedule,
+    name: &str,
+    class: AllocationClass,
+    address: Option<u32>,
+    size: u64,
+) -> Allocation {
+    Allocation {
+        name: name.to_owned(),
+        class,
+        address,
+        size,
+        live: Liveness {
+            first: 0,
+            last: last_step(schedule),
+        },
+    }
+}
+
+/// One placed tile's map: its support ranges as placement charges them
+/// (their blocked spans) and its constant blocks (patch data), live
+/// throughout, then its buffers by address.
+pub fn tile_map(schedule: &TileSchedule, t: &TilePlacement) -> TileMemoryMap {
+    let mut allocations: Vec<Allocation> = t
+        .reserved
+        .iter()
+        .map(|r| {
+            static_row(
+                schedule,
+                &r.name,
+                reserved_class(r.kind),
+                Some(r.blocked.start),
+                u64::from(r.blocked.end - r.blocked.start),
+            )
+        })
+        .chain(t.constants.iter().map(|c| {
+            static_row(
+                schedule,
+                &c.name,
+                AllocationClass::ExchangeTable,
+                Some(c.range.start),
+                u64::from(c.range.end - c.range.start),
+            )
+        }))
+        .collect();
+    allocations.extend(t.by_address().into_iter().map(|a| {
+        buffer_row(
+            schedule,
+            a.key,
+            &a.name,
+            Some(a.range.start),
+            u64::from(a.range.end - a.range.start),
+            (a.first_step, a.last_step),
+        )
+    }));
+    TileMemoryMap {
+        tile: t.tile,
+        allocations,
+    }
+}
+
 /// Builds the memory map of per-tile `placements` (moments = the schedule's steps in
 /// pre-order, named by their originating op). Reserved ranges are live
 /// throughout.
@@ -61,55 +165,8 @@ pub fn memory_map_from_placement(
     schedule: &TileSchedule,
     placements: &[TilePlacement],
 ) -> MemoryMap {
-    let count = schedule.step_count.max(1) as usize;
     let moments = schedule_moments(schedule);
-    let last = count as u32 - 1;
-    let tiles = placements
-        .iter()
-        .map(|t| {
-            // The support ranges as placement charges them (their blocked
-            // spans), and the constant patch-data block: live throughout.
-            let mut allocations: Vec<Allocation> = t
-                .reserved
-                .iter()
-                .map(|r| Allocation {
-                    name: r.name.clone(),
-                    class: reserved_class(r.kind),
-                    address: Some(r.blocked.start),
-                    size: u64::from(r.blocked.end - r.blocked.start),
-                    live: Liveness { first: 0, last },
-                })
-                .chain(t.constants.iter().map(|c| Allocation {
-                    name: c.name.clone(),
-                    class: AllocationClass::ExchangeTable,
-                    address: Some(c.range.start),
-                    size: u64::from(c.range.end - c.range.start),
-                    live: Liveness { first: 0, last },
-                }))
-                .collect();
-            allocations.extend(t.by_address().into_iter().map(|a| {
-                let class = schedule
-                    .buffers
-                    .get(a.key.0 as usize)
-                    .filter(|b| b.id == a.key)
-                    .map_or(AllocationClass::Activation, |b| role_class(&b.role));
-                Allocation {
-                    name: a.name.clone(),
-                    class,
-                    address: Some(a.range.start),
-                    size: u64::from(a.range.end - a.range.start),
-                    live: Liveness {
-                        first: a.first_step.min(last),
-                        last: a.last_step.min(last),
-                    },
-                }
-            }));
-            TileMemoryMap {
-                tile: t.tile,
-                allocations,
-            }
-        })
-        .collect::<Vec<_>>();
+    let tiles = placements.iter().map(|t| tile_map(schedule, t)).collect();
     // Every other tile of the C600 holds nothing.
     let used: std::collections::BTreeSet<u32> = placements.iter().map(|p| p.tile).collect();
     let unused_tiles = (0..u32::from(ipuc_core::ipu21::topology::TILE_COUNT))

@@ -1,22 +1,30 @@
 //! Placement-stage memory rejections: the planner's estimate accepted the
 //! plan but exact SRAM placement of some tile went over the budget
 //! (`PlaceError::OverBudget`) or found no free range for a buffer
-//! (`PlaceError::NoRoom`). [`PlacementRejected`] carries a
-//! [`MemoryRejection`] built from the placement requests (every schedule
-//! step a moment, the support ranges and buffer spans as placement charges
-//! them), so the CLI writes the same interactive report as for a planner
-//! rejection.
+//! (`PlaceError::NoRoom`), or — late, once code and patch data are known —
+//! a tile's linked code image did not fit below its lowest region-0 data
+//! (`PlaceError::CodeDoesNotFit`) or its patch data found no room.
+//! [`PlacementRejected`] carries a [`MemoryRejection`] built from the
+//! placement requests or placements (every schedule step a moment, the
+//! support ranges and buffer spans as placement charges them; for a late
+//! failure the [`Shortfall`]: tile, bytes needed, bytes free, what the
+//! tile holds), so the CLI writes the same interactive report as for a
+//! planner rejection.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use ipuc_core::ipu21::sram::TILE_MEMORY_BUDGET;
+use ipuc_core::ipu21::sram::{APPLICATION_LOAD_BASE, EXECUTABLE_MEMORY_LIMIT, TILE_MEMORY_BUDGET};
 use ipuc_core::lower::TileSchedule;
 use ipuc_core::place::{blocked_span, PlaceError, PlacementRequest, TilePlacement};
 
 use super::memory::{
-    Allocation, AllocationClass, Liveness, MemoryBudget, MemoryRejection, TileMemoryMap,
+    reports_line, AllocationClass, LiveAllocation, MemoryBudget, MemoryRejection, Shortfall,
+    TileMemoryMap,
 };
-use super::placement_map::{reserved_class, role_class, schedule_moments};
+use super::placement_map::{
+    buffer_class, buffer_row, reserved_class, schedule_moments, static_row, tile_map,
+};
 
 /// Tiles a placement report's picker offers at most (the refused tiles
 /// first, then the most loaded others).
@@ -27,7 +35,8 @@ const LISTED: usize = 12;
 
 /// Placement refused at least one tile although the planner accepted the
 /// plan (typed, so the CLI can write the report and name it).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{}", self.message())]
 pub struct PlacementRejected {
     /// Every tile placement refused, in tile order.
     pub errors: Vec<PlaceError>,
@@ -37,55 +46,75 @@ pub struct PlacementRejected {
     pub op_index: u32,
     /// The reports written for it (set by the CLI).
     pub paths: Vec<PathBuf>,
+    /// A late failure's own first line (patch data: what the tile's
+    /// patch data is); `None`: the placement error's text.
+    pub headline: Option<String>,
 }
 
-impl std::fmt::Display for PlacementRejected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl PlacementRejected {
+    /// The message: the refused tile's error, what the tile holds, then
+    /// where the report is.
+    fn message(&self) -> String {
         let r = &self.report;
         let worst = self
             .errors
             .iter()
             .find(|e| error_tile(e) == Some(r.peak_tile))
             .or(self.errors.first());
-        write!(
-            f,
-            "{} tile(s) do not fit although the planner's estimate accepted the plan; tile {} is the worst",
-            self.errors.len(),
-            r.peak_tile
-        )?;
-        if let Some(e) = worst {
-            write!(f, ":\n{e}")?;
-        }
-        // `OverBudget` lists its largest live buffers; otherwise list the
-        // tile's peak here.
-        if !matches!(worst, Some(PlaceError::OverBudget { .. })) {
-            write!(
-                f,
-                "\n  tile {}'s peak: {} bytes at \"{}\" (step {}), of which the largest:",
-                r.peak_tile,
-                r.effective_bytes(),
-                r.peak_moment,
-                r.peak_moment_index
-            )?;
-            for a in r.live.iter().take(LISTED) {
-                write!(f, "\n  {:>9} B  {}", a.bytes, a.name)?;
+        let mut f = String::new();
+        if let Some(s) = &r.shortfall {
+            // A late failure: the cause, then the tile's parts.
+            match (&self.headline, worst) {
+                (Some(h), _) => f.push_str(h),
+                (None, Some(e)) => {
+                    let _ = write!(f, "{e}");
+                }
+                (None, None) => {}
             }
-            if r.live.len() > LISTED {
-                write!(f, "\n  … {} more", r.live.len() - LISTED)?;
+            let _ = write!(
+                f,
+                "\n  {} of tile {}: {} bytes needed, {} free; the tile holds:",
+                s.what, s.tile, s.needed_bytes, s.free_bytes
+            );
+            for p in &s.parts {
+                let _ = write!(f, "\n  {:>9} B  {}", p.bytes, p.name);
+            }
+        } else {
+            let _ = write!(
+                f,
+                "{} tile(s) do not fit although the planner's estimate accepted the plan; tile {} is the worst",
+                self.errors.len(),
+                r.peak_tile
+            );
+            if let Some(e) = worst {
+                let _ = write!(f, ":\n{e}");
+            }
+            // `OverBudget` lists its largest live buffers; otherwise list
+            // the tile's peak here.
+            if !matches!(worst, Some(PlaceError::OverBudget { .. })) {
+                let _ = write!(
+                    f,
+                    "\n  tile {}'s peak: {} bytes at \"{}\" (step {}), of which the largest:",
+                    r.peak_tile,
+                    r.effective_bytes(),
+                    r.peak_moment,
+                    r.peak_moment_index
+                );
+                for a in r.live.iter().take(LISTED) {
+                    let _ = write!(f, "\n  {:>9} B  {}", a.bytes, a.name);
+                }
+                if r.live.len() > LISTED {
+                    let _ = write!(f, "\n  … {} more", r.live.len() - LISTED);
+                }
             }
         }
-        if let Some(first) = self.paths.first() {
-            write!(
-                f,
-                "\n  report: {} (+ .json: tile picker, live bytes against the budget, allocations at the peak)",
-                first.display()
-            )?;
+        let reports = reports_line(self.paths.get(..1).unwrap_or_default());
+        if !reports.is_empty() {
+            let _ = write!(f, "\n{reports}");
         }
-        Ok(())
+        f
     }
 }
-
-impl std::error::Error for PlacementRejected {}
 
 /// The logical tile a placement error names (all variants name one).
 pub fn error_tile(e: &PlaceError) -> Option<u32> {
@@ -111,33 +140,25 @@ fn is_memory(e: &PlaceError) -> bool {
 /// One tile's request as a memory map: its reserved ranges at their
 /// blocked spans (live throughout) and every buffer's span over its steps.
 pub fn request_map(schedule: &TileSchedule, request: &PlacementRequest) -> TileMemoryMap {
-    let last = schedule.step_count.max(1) - 1;
     let reserved = request.reserved.iter().map(|r| {
         let b = blocked_span(r);
-        Allocation {
-            name: r.name.clone(),
-            class: reserved_class(r.kind),
-            address: None,
-            size: u64::from(b.end.saturating_sub(b.start)),
-            live: Liveness { first: 0, last },
-        }
+        static_row(
+            schedule,
+            &r.name,
+            reserved_class(r.kind),
+            None,
+            u64::from(b.end.saturating_sub(b.start)),
+        )
     });
     let buffers = request.buffers.iter().map(|b| {
-        let class = schedule
-            .buffers
-            .get(b.key.0 as usize)
-            .filter(|s| s.id == b.key)
-            .map_or(AllocationClass::Activation, |s| role_class(&s.role));
-        Allocation {
-            name: b.name.clone(),
-            class,
-            address: None,
-            size: u64::from(b.span().unwrap_or(u32::MAX)),
-            live: Liveness {
-                first: b.first_step.min(last),
-                last: b.last_step.min(last).max(b.first_step.min(last)),
-            },
-        }
+        buffer_row(
+            schedule,
+            b.key,
+            &b.name,
+            None,
+            u64::from(b.span().unwrap_or(u32::MAX)),
+            (b.first_step, b.last_step),
+        )
     });
     TileMemoryMap {
         tile: request.tile,
@@ -170,20 +191,58 @@ pub fn placements_or_rejection(
     Err(anyhow::Error::new(rejection(schedule, requests, errors)))
 }
 
+/// The budget of a placement report: the support ranges are allocations
+/// of each tile there.
+fn placement_budget() -> MemoryBudget {
+    MemoryBudget {
+        tile_bytes: u64::from(TILE_MEMORY_BUDGET),
+        support_reserve: 0,
+        ..MemoryBudget::IPU21
+    }
+}
+
+/// The report of `maps` (the reported tile first), over every schedule
+/// step.
+fn report_of(
+    schedule: &TileSchedule,
+    operation: Option<&str>,
+    tiles: Vec<TileMemoryMap>,
+    fallback_tile: u32,
+) -> (MemoryRejection, u32) {
+    let moments = schedule_moments(schedule);
+    let worst = tiles.first().cloned().unwrap_or(TileMemoryMap {
+        tile: fallback_tile,
+        allocations: Vec::new(),
+    });
+    let peak = worst.peak(moments.len());
+    let op_index = step_op(schedule, peak.moment).unwrap_or(0);
+    let at = moments
+        .get(peak.moment as usize)
+        .map_or("placement", String::as_str);
+    let mut report = MemoryRejection::at_peak(
+        operation.unwrap_or(at),
+        &worst,
+        &moments,
+        placement_budget(),
+    );
+    report.tiles = tiles;
+    (report, op_index)
+}
+
 /// Builds the report of placement `errors` from the tiles' `requests`.
 pub fn rejection(
     schedule: &TileSchedule,
     requests: &[PlacementRequest],
     errors: Vec<PlaceError>,
 ) -> PlacementRejected {
-    let moments = schedule_moments(schedule);
+    let moments = schedule.step_count.max(1) as usize;
     let refused: std::collections::BTreeSet<u32> = errors.iter().filter_map(error_tile).collect();
     // Every tile's map and peak; refused tiles first, each group by peak.
     let mut maps: Vec<(bool, u64, TileMemoryMap)> = requests
         .iter()
         .map(|r| {
             let m = request_map(schedule, r);
-            let peak = m.peak(moments.len()).live_bytes;
+            let peak = m.peak(moments).live_bytes;
             (refused.contains(&r.tile), peak, m)
         })
         .collect();
@@ -194,33 +253,297 @@ pub fn rejection(
     });
     maps.truncate(REPORT_TILES);
     let tiles: Vec<TileMemoryMap> = maps.into_iter().map(|(_, _, m)| m).collect();
-    let budget = MemoryBudget {
-        tile_bytes: u64::from(TILE_MEMORY_BUDGET),
-        // The support ranges are allocations of each tile here.
-        support_reserve: 0,
-        ..MemoryBudget::IPU21
-    };
-    let worst = tiles.first().cloned().unwrap_or(TileMemoryMap {
-        tile: errors.first().and_then(error_tile).unwrap_or(0),
-        allocations: Vec::new(),
-    });
-    let peak = worst.peak(moments.len());
-    let op_index = step_op(schedule, peak.moment).unwrap_or(0);
-    let mut report = MemoryRejection::at_peak(
-        moments
-            .get(peak.moment as usize)
-            .map_or("placement", String::as_str),
-        &worst,
-        &moments,
-        budget,
-    );
-    report.tiles = tiles;
+    let fallback = errors.first().and_then(error_tile).unwrap_or(0);
+    let (mut report, op_index) = report_of(schedule, None, tiles, fallback);
     report.tiles_over_budget = Some(refused.len() as u32);
     PlacementRejected {
         errors,
         report: Box::new(report),
         op_index,
         paths: Vec::new(),
+        headline: None,
+    }
+}
+
+/// The parts of a linked tile image, in bytes from the load address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImageParts {
+    /// Static runtime and kernel stubs.
+    pub runtime: u32,
+    /// Supervisor program and kernel argument blocks.
+    pub program: u32,
+    /// Exchange rows.
+    pub rows: u32,
+    /// Patch data placed at the top of the elements charged for the image
+    /// (0 when it is in the data region or there is none).
+    pub patch_data: u32,
+}
+
+/// What a tile's patch data is (Repeat tables, sharing lists).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PatchDataParts {
+    pub repeat_bytes: u32,
+    pub sharing_bytes: u32,
+}
+
+/// A late failure: the linked image of `placement`'s tile (`parts`) does
+/// not fit below its code limit (`error`, a `CodeDoesNotFit`). The report's
+/// reported tile shows the image at its real addresses (overlapping the
+/// data it runs into) instead of the estimate's reservation; the picker
+/// offers the most loaded other tiles of `placements` after it.
+pub fn code_rejection(
+    schedule: &TileSchedule,
+    placements: &[TilePlacement],
+    placement: &TilePlacement,
+    parts: ImageParts,
+    error: PlaceError,
+) -> PlacementRejected {
+    let mut map = tile_map(schedule, placement);
+    // The image replaces the reservation the estimate made for it.
+    map.allocations.retain(|a| a.class != AllocationClass::Code);
+    let mut at = APPLICATION_LOAD_BASE;
+    let image = [
+        (
+            "runtime and kernel stubs",
+            AllocationClass::Code,
+            parts.runtime,
+        ),
+        (
+            "supervisor program and argument blocks",
+            AllocationClass::Code,
+            parts.program,
+        ),
+        ("exchange rows", AllocationClass::ExchangeTable, parts.rows),
+    ];
+    let mut rows = Vec::new();
+    for (name, class, bytes) in image {
+        rows.push(static_row(
+            schedule,
+            name,
+            class,
+            Some(at),
+            u64::from(bytes),
+        ));
+        at = at.saturating_add(bytes);
+    }
+    map.allocations.splice(0..0, rows);
+    let (needed, free, limit) = match &error {
+        PlaceError::CodeDoesNotFit {
+            image_bytes,
+            free_bytes,
+            limit,
+            ..
+        } => (*image_bytes, *free_bytes, Some(*limit)),
+        _ => (at - APPLICATION_LOAD_BASE, 0, None),
+    };
+    let mut held = vec![
+        live(
+            "runtime and kernel stubs",
+            AllocationClass::Code,
+            parts.runtime,
+        ),
+        live(
+            "supervisor program and argument blocks",
+            AllocationClass::Code,
+            parts.program,
+        ),
+        live("exchange rows", AllocationClass::ExchangeTable, parts.rows),
+    ];
+    if parts.patch_data > 0 {
+        held.push(live(
+            "patch data (at the top of the code elements)",
+            AllocationClass::ExchangeTable,
+            parts.patch_data,
+        ));
+    }
+    held.extend(data_parts(schedule, placement));
+    let shortfall = Shortfall {
+        what: "code image (code, argument blocks and exchange rows)".into(),
+        tile: placement.tile,
+        needed_bytes: u64::from(needed),
+        free_bytes: u64::from(free),
+        limit,
+        parts: held,
+    };
+    late(
+        schedule,
+        placements,
+        map,
+        shortfall,
+        &format!("linking: tile {}'s code image", placement.tile),
+        error,
+        None,
+    )
+}
+
+/// A late failure: `tile`'s patch data (`parts`) found no room or went over
+/// the budget (`error`, from `TilePlacement::add_constant` or the tile's
+/// own placement). `placement` is the tile's placement when it has one;
+/// `headline` the failing stage's message (it includes `error`).
+pub fn patch_data_rejection(
+    schedule: &TileSchedule,
+    placements: &[TilePlacement],
+    tile: u32,
+    placement: Option<&TilePlacement>,
+    parts: PatchDataParts,
+    error: PlaceError,
+    headline: String,
+) -> PlacementRejected {
+    let needed = parts.repeat_bytes.saturating_add(parts.sharing_bytes);
+    let free = match &error {
+        PlaceError::NoRoom { largest_free, .. } => *largest_free,
+        PlaceError::OverBudget {
+            charged, budget, ..
+        } => budget.saturating_sub(charged.saturating_sub(needed)),
+        _ => 0,
+    };
+    let mut map = placement.map_or(
+        TileMemoryMap {
+            tile,
+            allocations: Vec::new(),
+        },
+        |p| tile_map(schedule, p),
+    );
+    map.allocations.push(static_row(
+        schedule,
+        "patch data (Repeat tables, sharing lists) — does not fit",
+        AllocationClass::ExchangeTable,
+        None,
+        u64::from(needed),
+    ));
+    let mut held = vec![
+        live(
+            "patch data: Repeat tables",
+            AllocationClass::ExchangeTable,
+            parts.repeat_bytes,
+        ),
+        live(
+            "patch data: sharing lists",
+            AllocationClass::ExchangeTable,
+            parts.sharing_bytes,
+        ),
+    ];
+    if let Some(p) = placement {
+        held.extend(p.reserved.iter().map(|r| LiveAllocation {
+            name: format!("{} (reserved)", r.name),
+            class: reserved_class(r.kind),
+            bytes: u64::from(r.blocked.end - r.blocked.start),
+        }));
+        held.extend(data_parts(schedule, p));
+    }
+    let shortfall = Shortfall {
+        what: "patch data (Repeat tables, sharing lists)".into(),
+        tile,
+        needed_bytes: u64::from(needed),
+        free_bytes: u64::from(free),
+        limit: None,
+        parts: held,
+    };
+    late(
+        schedule,
+        placements,
+        map,
+        shortfall,
+        &format!("patch-data placement: tile {tile}'s patch data"),
+        error,
+        Some(headline),
+    )
+}
+
+fn live(name: &str, class: AllocationClass, bytes: u32) -> LiveAllocation {
+    LiveAllocation {
+        name: name.into(),
+        class,
+        bytes: u64::from(bytes),
+    }
+}
+
+/// A placed tile's data by region and class: the SRAM its buffers and
+/// constant blocks occupy at some step (the union of their address ranges,
+/// so reused addresses count once), region 0 first — what the code image
+/// and patch data compete with.
+fn data_parts(schedule: &TileSchedule, p: &TilePlacement) -> Vec<LiveAllocation> {
+    use std::collections::BTreeMap;
+    let mut by: BTreeMap<(bool, AllocationClass), Vec<std::ops::Range<u32>>> = BTreeMap::new();
+    let spans = p
+        .allocations
+        .iter()
+        .map(|a| (buffer_class(schedule, a.key), a.range.clone()))
+        .chain(
+            p.constants
+                .iter()
+                .map(|c| (AllocationClass::ExchangeTable, c.range.clone())),
+        );
+    for (class, r) in spans.filter(|(_, r)| r.end > r.start) {
+        by.entry((r.start >= EXECUTABLE_MEMORY_LIMIT, class))
+            .or_default()
+            .push(r);
+    }
+    by.into_iter()
+        .map(|((high, class), mut ranges)| {
+            ranges.sort_by_key(|r| (r.start, r.end));
+            let lowest = ranges.first().map_or(0, |r| r.start);
+            let count = ranges.len();
+            let (mut bytes, mut end) = (0u64, 0u32);
+            for r in ranges {
+                let start = r.start.max(end);
+                if r.end > start {
+                    bytes += u64::from(r.end - start);
+                }
+                end = end.max(r.end);
+            }
+            let what = if class == AllocationClass::ExchangeTable {
+                "patch data"
+            } else {
+                class.name()
+            };
+            LiveAllocation {
+                name: format!(
+                    "region {} {what} data: {count} block(s) from {lowest:#x} (addresses used at any step)",
+                    u8::from(high)
+                ),
+                class,
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// The report of a late failure on `map`'s tile: that tile first, then the
+/// most loaded other tiles of `placements`.
+fn late(
+    schedule: &TileSchedule,
+    placements: &[TilePlacement],
+    map: TileMemoryMap,
+    shortfall: Shortfall,
+    operation: &str,
+    error: PlaceError,
+    headline: Option<String>,
+) -> PlacementRejected {
+    let moments = schedule.step_count.max(1) as usize;
+    let mut others: Vec<(u64, TileMemoryMap)> = placements
+        .iter()
+        .filter(|p| p.tile != map.tile)
+        .map(|p| {
+            let m = tile_map(schedule, p);
+            (m.peak(moments).live_bytes, m)
+        })
+        .collect();
+    others.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.tile.cmp(&b.1.tile)));
+    let tile = map.tile;
+    let tiles: Vec<TileMemoryMap> = std::iter::once(map)
+        .chain(others.into_iter().map(|(_, m)| m))
+        .take(REPORT_TILES)
+        .collect();
+    let (mut report, op_index) = report_of(schedule, Some(operation), tiles, tile);
+    report.tiles_over_budget = None;
+    report.shortfall = Some(shortfall);
+    PlacementRejected {
+        errors: vec![error],
+        report: Box::new(report),
+        op_index,
+        paths: Vec::new(),
+        headline,
     }
 }
 

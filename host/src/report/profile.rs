@@ -145,6 +145,18 @@ impl KernelKindTiming {
     }
 }
 
+/// Operation name (prefix) of the one sample per tile that stands for every
+/// Repeat iteration after the first in a profile written in the seeds'
+/// shape ([`Profile::with_remainder`]).
+pub const REPEAT_REMAINDER: &str = "repeat-remainder";
+
+/// Samples above which the written profile (`profile.json`,
+/// `profile.html`) keeps only the first Repeat iteration in detail and one
+/// remainder sample per tile for the others, as the seeds do: a 27-layer
+/// So400m trace is ~27 × 260,000 samples, which a browser does not open in
+/// a few seconds. `operations.json` is always summed over every sample.
+pub const DETAILED_SAMPLES: usize = 1_000_000;
+
 /// First and last cycle of one Repeat iteration over all tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IterationSpan {
@@ -217,6 +229,90 @@ impl Profile {
 
     pub fn sample_count(&self) -> usize {
         self.tiles.iter().map(|t| t.samples.len()).sum()
+    }
+
+    /// The seeds' shape of a profile with more than one Repeat iteration:
+    /// every step outside the Repeat and every step of its first iteration
+    /// in detail, and the later iterations as one [`REPEAT_REMAINDER`] step
+    /// whose sample on each tile spans that tile's first start to last end
+    /// in those iterations. `None` without a second iteration.
+    pub fn with_remainder(&self) -> Option<Profile> {
+        let last = self.steps.iter().filter_map(|s| s.iteration).max()?;
+        if last == 0 {
+            return None;
+        }
+        let mut index = vec![None; self.steps.len()];
+        let mut steps = Vec::with_capacity(self.steps.len());
+        let mut remainder = None;
+        for (i, s) in self.steps.iter().enumerate() {
+            if s.iteration.is_some_and(|it| it >= 1) {
+                let r = *remainder.get_or_insert_with(|| {
+                    steps.push(ProfileStep {
+                        kind: StepKind::Compute,
+                        operation: format!(
+                            "{REPEAT_REMAINDER}: Repeat iterations 1–{last} (one span per tile)"
+                        ),
+                        iteration: None,
+                    });
+                    steps.len() - 1
+                });
+                index[i] = Some((r as u32, true));
+            } else {
+                index[i] = Some((steps.len() as u32, false));
+                steps.push(s.clone());
+            }
+        }
+        let tiles = self
+            .tiles
+            .iter()
+            .map(|t| {
+                let mut samples: Vec<CycleSample> = Vec::new();
+                let mut at: Option<usize> = None;
+                for s in &t.samples {
+                    let Some((step, rest)) = index.get(s.step as usize).copied().flatten() else {
+                        continue;
+                    };
+                    if !rest {
+                        samples.push(CycleSample { step, ..*s });
+                        continue;
+                    }
+                    match at {
+                        Some(k) => {
+                            let r = &mut samples[k];
+                            r.start_cycle = r.start_cycle.min(s.start_cycle);
+                            r.end_cycle = r.end_cycle.max(s.end_cycle);
+                        }
+                        None => {
+                            at = Some(samples.len());
+                            samples.push(CycleSample { step, ..*s });
+                        }
+                    }
+                }
+                TileSamples {
+                    tile: t.tile,
+                    samples,
+                }
+            })
+            .collect();
+        Some(Profile {
+            title: self.title.clone(),
+            simulated: self.simulated,
+            clock_hz: self.clock_hz,
+            steps,
+            tiles,
+            kernels: self.kernels.clone(),
+        })
+    }
+
+    /// The profile as written: itself, or — above [`DETAILED_SAMPLES`] with
+    /// more than one Repeat iteration — [`Profile::with_remainder`].
+    pub fn for_writing(&self) -> std::borrow::Cow<'_, Profile> {
+        if self.sample_count() > DETAILED_SAMPLES {
+            if let Some(p) = self.with_remainder() {
+                return std::borrow::Cow::Owned(p);
+            }
+        }
+        std::borrow::Cow::Borrowed(self)
     }
 
     /// Spans of each Repeat iteration, in iteration order.

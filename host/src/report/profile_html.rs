@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::html::{embed_json, thousands};
 use super::operations::{summarize, OperationSummary};
-use super::profile::{Profile, StepKind};
+use super::profile::{Profile, StepKind, REPEAT_REMAINDER};
 use super::template::render_page;
 
 const SCRIPT: &str = include_str!("assets/profile.js");
@@ -36,6 +36,9 @@ struct TimelineData<'a> {
     span: [u64; 2],
     /// `[iteration, start, end]`.
     iterations: Vec<[u64; 3]>,
+    /// A profile in the seeds' shape: `[first iteration, last iteration,
+    /// start, end]` of its repeat-remainder samples.
+    remainder: Option<[u64; 4]>,
     operations: Vec<OperationSummary>,
 }
 
@@ -70,6 +73,32 @@ fn logical_tile(tile: u32) -> u32 {
         .map_or(tile, |t| u32::from(t.logical().get()))
 }
 
+/// `[first, last iteration, start, end]` of a seeds'-shape profile's
+/// repeat-remainder samples (iterations from the step's name).
+fn remainder_span(profile: &Profile) -> Option<[u64; 4]> {
+    let (step, s) = profile
+        .steps
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.operation.starts_with(REPEAT_REMAINDER))?;
+    let last: u64 = s
+        .operation
+        .split('–')
+        .nth(1)?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
+    let samples = profile
+        .tiles
+        .iter()
+        .flat_map(|t| t.samples.iter())
+        .filter(|x| x.step as usize == step);
+    let start = samples.clone().map(|x| x.start_cycle).min()?;
+    let end = samples.map(|x| x.end_cycle).max()?;
+    Some([1, last, start, end])
+}
+
 /// Renders the standalone timeline page.
 pub fn render(profile: &Profile) -> anyhow::Result<String> {
     profile.validate()?;
@@ -81,13 +110,16 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         .iter()
         .map(|s| {
             let op = ops.binary_search(&s.operation.as_str()).unwrap_or(0) as i64;
-            [
-                i64::from(s.kind.code()),
-                op,
-                s.iteration.map_or(-1, i64::from),
-            ]
+            // -2 marks the repeat-remainder step (drawn in its own shade).
+            let iteration = if s.operation.starts_with(REPEAT_REMAINDER) {
+                -2
+            } else {
+                s.iteration.map_or(-1, i64::from)
+            };
+            [i64::from(s.kind.code()), op, iteration]
         })
         .collect();
+    let remainder = remainder_span(profile);
     let (span_start, span_end) = profile.span().unwrap_or((0, 0));
     // Rows in logical order, as in the memory reports (the samples carry
     // the simulator's physical ids).
@@ -130,6 +162,7 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
             .iter()
             .map(|s| [u64::from(s.iteration), s.start_cycle, s.end_cycle])
             .collect(),
+        remainder,
         operations,
     };
     let json = embed_json(&data)?;

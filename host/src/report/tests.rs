@@ -372,6 +372,72 @@ fn iteration_spans_follow_the_repeat() {
     assert!(spans.windows(2).all(|w| w[0].end_cycle <= w[1].start_cycle));
 }
 
+/// Issue #12 item 6, the seeds' shape: the first Repeat iteration in
+/// detail, every later one as one repeat-remainder span per tile covering
+/// exactly those iterations; steps outside the Repeat kept; the page shows
+/// the remainder and its cycles per iteration. Profiles above
+/// `DETAILED_SAMPLES` are written so, smaller ones in full.
+#[test]
+fn long_repeats_are_written_with_a_remainder_span() {
+    use super::profile::{DETAILED_SAMPLES, REPEAT_REMAINDER};
+    let full = synthetic_profile(16, 27);
+    let short = full.with_remainder().unwrap();
+    short.validate().unwrap();
+    let remainder: Vec<usize> = short
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.operation.starts_with(REPEAT_REMAINDER))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(remainder.len(), 1, "one remainder step");
+    assert!(short.steps[remainder[0]]
+        .operation
+        .contains("iterations 1–26"));
+    assert!(short.steps.iter().all(|s| s.iteration.unwrap_or(0) == 0));
+    let kept = full
+        .steps
+        .iter()
+        .filter(|s| s.iteration.unwrap_or(0) == 0)
+        .count();
+    assert_eq!(short.steps.len(), kept + 1);
+    let later = full.iteration_spans();
+    let (start, end) = (later[1].start_cycle, later[26].end_cycle);
+    for (f, t) in full.tiles.iter().zip(&short.tiles) {
+        let r: Vec<_> = t
+            .samples
+            .iter()
+            .filter(|x| x.step as usize == remainder[0])
+            .collect();
+        assert_eq!(r.len(), 1, "tile {}: one remainder sample", t.tile);
+        // It spans exactly the tile's samples of iterations 1..=26.
+        let own: Vec<_> = f
+            .samples
+            .iter()
+            .filter(|x| full.steps[x.step as usize].iteration.unwrap_or(0) >= 1)
+            .collect();
+        assert_eq!(
+            r[0].start_cycle,
+            own.iter().map(|x| x.start_cycle).min().unwrap()
+        );
+        assert_eq!(
+            r[0].end_cycle,
+            own.iter().map(|x| x.end_cycle).max().unwrap()
+        );
+        assert!(start <= r[0].start_cycle && r[0].end_cycle <= end);
+    }
+    assert_eq!(short.span(), full.span(), "the cropped span is unchanged");
+    assert_eq!(short.iteration_spans().len(), 1);
+    let html = super::profile_html::render(&short).unwrap();
+    let data = embedded(&html);
+    assert_eq!(data["remainder"][0], 1);
+    assert_eq!(data["remainder"][1], 26);
+    // Below the threshold a profile is written in full.
+    assert!(full.sample_count() < DETAILED_SAMPLES);
+    assert_eq!(full.for_writing().steps.len(), full.steps.len());
+    assert!(synthetic_profile(4, 1).with_remainder().is_none());
+}
+
 #[test]
 fn invalid_profiles_are_refused() {
     let mut p = synthetic_profile(2, 1);
@@ -536,7 +602,7 @@ fn memory_map_marks_the_peak_tile() {
     assert_eq!(back, map);
     // The picture beside it: a valid PNG of the documented size.
     let png = image::open(path.with_extension("png")).unwrap().to_rgb8();
-    assert_eq!(png.dimensions(), super::memory_png::size(32));
+    assert_eq!(png.dimensions(), super::memory_png::size(&map));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -549,14 +615,27 @@ fn memory_png_covers_every_tile_and_marks_unused_ones() {
     let png = image::load_from_memory(&super::memory_png::render(&map).unwrap())
         .unwrap()
         .to_rgb8();
-    let (w, h) = super::memory_png::size(1472);
+    let (w, h) = super::memory_png::size(&map);
     assert_eq!(png.dimensions(), (w, h));
-    assert_eq!(h, 58 + 4 * (150 + 30) + 44, "1472 tiles in four rows");
-    // Column of tile k: x = 56 + 4k; a pixel in the band's middle.
-    let at = |k: u32| png.get_pixel(56 + 4 * k + 1, 58 + 75).0;
-    assert_eq!(at(1), [0xe4, 0xe7, 0xeb], "tile 1 is unused (grey)");
-    assert_ne!(at(0), at(1), "tile 0 holds data");
-    assert_eq!(at(100), at(1), "tile 100 is unused");
+    // Few tiles: one row of wide, labelled columns (16 tiles of 48 pixels,
+    // then one gap column for tiles 16..1471) in a tall band.
+    assert_eq!(h, 58 + (300 + 14 + 30) + 44, "one tall row");
+    // Column of tile k: x = 64 + 48k; a pixel in the band's middle.
+    let at = |x: u32| png.get_pixel(x, 58 + 150).0;
+    let tile = |k: u32| at(64 + 48 * k + 24);
+    assert_eq!(tile(1), [0xe4, 0xe7, 0xeb], "tile 1 is unused (grey)");
+    assert_ne!(tile(0), tile(1), "tile 0 holds data");
+    assert_eq!(
+        at(64 + 48 * 16 + 8),
+        [0xee, 0xf0, 0xf3],
+        "tiles 16..1471 are one gap column"
+    );
+    // Every tile used: four rows of 368 four-pixel columns.
+    let all = synthetic_memory_map(1472);
+    assert_eq!(
+        super::memory_png::size(&all),
+        (64 + 1472 + 16, 58 + 4 * (150 + 30) + 44)
+    );
 }
 
 #[test]
@@ -706,6 +785,113 @@ fn demo_full_size_reports() {
     );
     write_rejection(&dir.join("rejected-op4.html"), &rejection).unwrap();
     eprintln!("demo reports in {}", dir.display());
+}
+
+/// A full-size profile from a real one-layer profile, for browser checks:
+/// `IPUC_PROFILE=model.ipuprof IPUC_REPORT_DEMO_DIR=/tmp/r cargo test -p
+/// ipuc --lib replicated -- --ignored` repeats its Repeat iteration
+/// `IPUC_REPORT_DEMO_ITERATIONS` times (default 27; each copy shifted by the
+/// iteration's span) and writes the profile as `write_profile` does
+/// (`profile.html`: seeds' shape above `DETAILED_SAMPLES`) and in full
+/// (`profile-full.html`). A measuring aid, not a simulated result.
+#[test]
+#[ignore = "needs IPUC_PROFILE; writes large files for manual browser checks"]
+fn replicated_full_size_profile() {
+    let Some(path) = std::env::var_os("IPUC_PROFILE") else {
+        return;
+    };
+    let dir = std::env::var_os("IPUC_REPORT_DEMO_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch_dir("replicated"));
+    let iterations: u32 = std::env::var("IPUC_REPORT_DEMO_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(27);
+    let one: Profile = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let span = one.iteration_spans()[0];
+    let shift = span.cycles();
+    let mut steps = Vec::new();
+    let mut index = Vec::new(); // (new step of iteration 0, is body)
+    let body: Vec<usize> = (0..one.steps.len())
+        .filter(|&i| one.steps[i].iteration == Some(0))
+        .collect();
+    let first_body = body[0];
+    let last_body = *body.last().unwrap();
+    for (i, s) in one.steps.iter().enumerate() {
+        if i == first_body {
+            for it in 0..iterations {
+                for &b in &body {
+                    steps.push(ProfileStep {
+                        iteration: Some(it),
+                        ..one.steps[b].clone()
+                    });
+                }
+            }
+        }
+        if s.iteration.is_none() {
+            index.push((i, steps.len() as u32));
+            steps.push(s.clone());
+        }
+    }
+    let n = body.len() as u32;
+    let base = index.iter().filter(|(j, _)| *j < first_body).count() as u32;
+    let tiles = one
+        .tiles
+        .iter()
+        .map(|t| {
+            let mut samples = Vec::new();
+            for x in &t.samples {
+                let i = x.step as usize;
+                if let Ok(k) = body.binary_search(&i) {
+                    for it in 0..iterations {
+                        let d = u64::from(it) * shift;
+                        samples.push(CycleSample {
+                            step: base + it * n + k as u32,
+                            start_cycle: x.start_cycle + d,
+                            end_cycle: x.end_cycle + d,
+                        });
+                    }
+                } else {
+                    let new = index.iter().find(|(j, _)| *j == i).unwrap().1;
+                    let after = i > last_body || x.start_cycle >= span.end_cycle;
+                    let d = if after {
+                        u64::from(iterations - 1) * shift
+                    } else {
+                        0
+                    };
+                    samples.push(CycleSample {
+                        step: new,
+                        start_cycle: x.start_cycle + d,
+                        end_cycle: x.end_cycle + d,
+                    });
+                }
+            }
+            samples.sort_by_key(|s| (s.start_cycle, s.step));
+            TileSamples {
+                tile: t.tile,
+                samples,
+            }
+        })
+        .collect();
+    let profile = Profile {
+        title: format!("{} (replicated ×{iterations}, not simulated)", one.title),
+        steps,
+        tiles,
+        ..one
+    };
+    profile.validate().unwrap();
+    write_profile(&dir, &profile).unwrap();
+    std::fs::write(
+        dir.join("profile-full.html"),
+        super::profile_html::render(&profile).unwrap(),
+    )
+    .unwrap();
+    eprintln!(
+        "{} samples ({} written) in {}",
+        profile.sample_count(),
+        profile.for_writing().sample_count(),
+        dir.display()
+    );
 }
 
 /// Issue #13 item 8: `operations.json` says per part whether its cycles are

@@ -250,57 +250,115 @@
   }
   const tilesCv = document.getElementById("tiles");
   const MAX_LANES = 3;
+  // Region 1 (interleaved) starts here: a faint line across every column.
+  const REGION1 = 0x80000;
+  // Runs of at least GAP_RUN unused tiles collapse into one labelled gap,
+  // so a 20-tile run is 20 wide columns, not 20 slivers among 1472.
+  const GAP_RUN = 8;
+  const COLS = [];
+  for (let k = 0; k < ALL.length;) {
+    let e = k;
+    while (e < ALL.length && ALL[e].i < 0) e++;
+    if (e - k >= GAP_RUN) { COLS.push({ gap: true, from: ALL[k].id, to: ALL[e - 1].id, n: e - k }); k = e; continue; }
+    if (e === k) e = k + 1;
+    for (; k < e; k++) COLS.push({ gap: false, t: ALL[k] });
+  }
   let tilesGeom = null;
   function drawTiles() {
     const W = Math.max(200, Math.round(tilesCv.getBoundingClientRect().width * dpr));
-    const left = 44 * dpr, pw = W - left - 4 * dpr, n = Math.max(1, ALL.length);
-    const perRow = Math.max(1, Math.min(n, Math.floor(pw / (2 * dpr))));
-    const rows = Math.ceil(n / perRow), colW = pw / perRow;
+    const left = 64 * dpr, pw = W - left - 4 * dpr;
+    const gapW = 64 * dpr, nGaps = COLS.filter((c) => c.gap).length, nCols = COLS.length - nGaps;
+    // Column width: the plot shared out, between 2 and 48 CSS pixels.
+    const colW = Math.max(2 * dpr, Math.min(48 * dpr, (pw - nGaps * gapW) / Math.max(1, nCols)));
+    // Flow the columns into rows.
+    const place = []; let x = 0, row = 0;
+    COLS.forEach((c) => {
+      const w = c.gap ? gapW : colW;
+      if (x + w > pw + 0.5 && x > 0) { row++; x = 0; }
+      place.push({ x: left + x, w, row }); x += w;
+    });
+    const rows = row + 1;
     let laneCount = 1;
     if (reuse.checked) for (let i = 0; i < T; i++) laneCount = Math.max(laneCount, Math.min(MAX_LANES, lanes(i).length));
-    const bandH = 60 * dpr, rowH = bandH * laneCount + 18 * dpr;
+    // One row of wide columns gets a tall band; wrapped rows of slivers a short one.
+    const bandH = (rows === 1 ? 220 : 60) * dpr / (rows === 1 ? Math.min(laneCount, 2) : 1);
+    const wide = colW >= 14 * dpr, labelH = (wide ? 14 : 0) * dpr;
+    // Lanes of reused addresses sit below the first, a small gap apart.
+    const laneGap = laneCount > 1 ? 8 * dpr : 0, laneH = bandH + laneGap;
+    const rowH = laneH * laneCount - laneGap + 18 * dpr + labelH;
     tilesCv.style.height = (rows * rowH) / dpr + "px";
     tilesCv.width = W; tilesCv.height = Math.round(rows * rowH);
     const ctx = tilesCv.getContext("2d");
     ctx.font = `${Math.round(10 * dpr)}px system-ui, sans-serif`; ctx.textBaseline = "middle";
-    const span = Math.max(1, END - BASE);
-    ALL.forEach((t, k) => {
-      const row = Math.floor(k / perRow), col = k % perRow;
-      const x = left + col * colW, top = row * rowH + 12 * dpr, cw = Math.max(1, colW - (colW > 2.5 * dpr ? 1 : 0));
-      if (col === 0) { ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right"; ctx.fillText(String(t.id), left - 4 * dpr, top + 6 * dpr); }
-      if (col > 0 && col % 50 === 0) { ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "left"; ctx.fillText(String(t.id), x, top - 6 * dpr); }
-      if (t.i < 0) {
-        ctx.fillStyle = "#e4e7eb"; ctx.fillRect(x, top, cw, bandH * laneCount);
+    const span = Math.max(1, END - BASE), yAt = (a) => ((a - BASE) / span) * bandH;
+    // Address axis of every row (and lane): start, region 1, end.
+    for (let r = 0; r < rows; r++) {
+      const top = r * rowH + 12 * dpr;
+      ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right";
+      for (let l = 0; l < laneCount; l++) {
+        const lt = top + l * laneH;
+        if (l > 0) { ctx.fillText(`reuse ${l}`, left - 4 * dpr, lt + Math.min(bandH / 2, 10 * dpr)); continue; }
+        ctx.fillText(hex(BASE), left - 4 * dpr, lt + 5 * dpr);
+        if (REGION1 > BASE && REGION1 < END && bandH >= 40 * dpr) ctx.fillText(hex(REGION1), left - 4 * dpr, lt + yAt(REGION1));
+        if (bandH >= 100 * dpr) ctx.fillText(hex(END), left - 4 * dpr, lt + bandH - 5 * dpr);
+      }
+    }
+    // Labels: every tile's id when columns are wide, else every ~50 px.
+    const every = wide ? Math.max(1, Math.ceil((26 * dpr) / colW)) : Math.max(1, Math.ceil((50 * dpr) / colW));
+    let sinceLabel = every;
+    COLS.forEach((c, k) => {
+      const g = place[k], top = g.row * rowH + 12 * dpr, h = laneH * laneCount - laneGap;
+      const cw = Math.max(1, g.w - (g.w > 2.5 * dpr ? 1 : 0));
+      if (c.gap) {
+        ctx.fillStyle = "#eef0f3"; ctx.fillRect(g.x + 2 * dpr, top, g.w - 4 * dpr, h);
+        ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "center";
+        const cx = g.x + g.w / 2, cy = top + Math.min(h / 2, 40 * dpr);
+        ctx.fillText(`${c.n} unused`, cx, cy - 7 * dpr);
+        ctx.fillText(`${c.from}–${c.to}`, cx, cy + 7 * dpr);
+        sinceLabel = every;
         return;
       }
-      ctx.fillStyle = "#fafbfc"; ctx.fillRect(x, top, cw, bandH);
+      const t = c.t;
+      if (sinceLabel >= every || g.x === left) {
+        ctx.fillStyle = "#5f6b7a"; ctx.textAlign = wide ? "center" : "left";
+        if (wide) ctx.fillText(String(t.id), g.x + g.w / 2, top + h + 8 * dpr);
+        else ctx.fillText(String(t.id), g.x, top - 6 * dpr);
+        sinceLabel = 0;
+      }
+      sinceLabel++;
+      if (t.i < 0) { ctx.fillStyle = "#e4e7eb"; ctx.fillRect(g.x, top, cw, h); return; }
+      ctx.fillStyle = "#fafbfc"; ctx.fillRect(g.x, top, cw, bandH);
       const ls = reuse.checked ? lanes(t.i).slice(0, laneCount) : [lanes(t.i)[0] || { allocs: [] }];
       ls.forEach((lane, li) => {
+        if (li > 0) { ctx.fillStyle = "#fafbfc"; ctx.fillRect(g.x, top + li * laneH, cw, bandH); }
+        if (REGION1 > BASE && REGION1 < END) { ctx.fillStyle = "#c9ced6"; ctx.fillRect(g.x, top + li * laneH + yAt(REGION1), cw, Math.max(1, dpr)); }
         lane.allocs.forEach((a) => {
-          const y0 = top + li * bandH + ((a.addr - BASE) / span) * bandH;
-          const h = Math.max(0.5 * dpr, (a.size / span) * bandH);
-          ctx.fillStyle = D.colors[a.cls]; ctx.fillRect(x, y0, cw, h);
+          const y0 = top + li * laneH + yAt(a.addr);
+          const hh = Math.max(0.5 * dpr, (a.size / span) * bandH);
+          ctx.fillStyle = D.colors[a.cls]; ctx.fillRect(g.x, y0, cw, hh);
         });
       });
-      if (D.peaks[t.i][0] + RESERVE > BUDGET) { ctx.fillStyle = "#d62728"; ctx.fillRect(x, top - 5 * dpr, cw, 3 * dpr); }
-      if (t.i === sel) { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1.5 * dpr; ctx.strokeRect(x - 1, top - 1, cw + 2, bandH * laneCount + 2); ctx.lineWidth = 1; }
+      if (D.peaks[t.i][0] + RESERVE > BUDGET) { ctx.fillStyle = "#d62728"; ctx.fillRect(g.x, top - 5 * dpr, cw, 3 * dpr); }
+      if (t.i === sel) { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1.5 * dpr; ctx.strokeRect(g.x - 1, top - 1, cw + 2, h + 2); ctx.lineWidth = 1; }
     });
-    tilesGeom = { left, perRow, colW, rowH, bandH, laneCount, top: 12 * dpr };
+    tilesGeom = { place, rowH, bandH, laneH, laneCount, top: 12 * dpr };
   }
   function tileAt(ev) {
     if (!tilesGeom) return null;
     const r = tilesCv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr, y = (ev.clientY - r.top) * dpr;
-    const g = tilesGeom, col = Math.floor((x - g.left) / g.colW), row = Math.floor(y / g.rowH);
-    const k = row * g.perRow + col;
-    if (col < 0 || col >= g.perRow || k < 0 || k >= ALL.length) return null;
-    const yIn = y - row * g.rowH - g.top, lane = Math.floor(yIn / g.bandH);
-    const addr = BASE + ((yIn - lane * g.bandH) / g.bandH) * (END - BASE);
-    return { t: ALL[k], lane, addr };
+    const g = tilesGeom, row = Math.floor(y / g.rowH);
+    const k = g.place.findIndex((p) => p.row === row && p.x <= x && x < p.x + p.w);
+    if (k < 0) return null;
+    const yIn = y - row * g.rowH - g.top, lane = Math.floor(yIn / g.laneH);
+    const addr = BASE + ((yIn - lane * g.laneH) / g.bandH) * (END - BASE);
+    const c = COLS[k];
+    return c.gap ? { gap: c } : { t: c.t, lane, addr };
   }
-  tilesCv.onclick = (ev) => { const h = tileAt(ev); if (h && h.t.i >= 0) select(h.t.i); };
+  tilesCv.onclick = (ev) => { const h = tileAt(ev); if (h && h.t && h.t.i >= 0) select(h.t.i); };
   tilesCv.onmousemove = (ev) => {
     const h = tileAt(ev);
     if (!h) { tip.style.display = "none"; return; }
+    if (h.gap) { showTip(ev, `tiles ${h.gap.from}–${h.gap.to}: ${h.gap.n} unused tiles (no program, no buffer)`); return; }
     if (h.t.i < 0) { showTip(ev, `tile ${h.t.id} (physical ${P(h.t.id)})\nunused (no program, no buffer)`); return; }
     const p = D.peaks[h.t.i];
     let text = `tile ${h.t.id} (physical ${P(h.t.id)})${h.t.i === peakIdx ? "  ★ peak tile" : ""}\npeak    ${fmt(p[0] + RESERVE)} B of ${fmt(BUDGET)}\nat      ${D.moments[p[1]] || ""}`;
@@ -330,5 +388,8 @@
   tileSel.value = String(sel);
   drawAll();
   // Marks a complete render (checked by `cargo xtask browser-check`).
+  // Milliseconds from navigation start to a complete render (printed by
+  // `cargo xtask browser-check`).
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.rendered = "memory";
 })();

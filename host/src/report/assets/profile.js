@@ -47,7 +47,16 @@
     legend.insertAdjacentHTML("beforeend",
       `<span><span class="swatch" style="background:${rgb(COLORS[i])}"></span>${k}</span>`);
   });
-  if (D.iterations.length) {
+  if (D.remainder) {
+    // Seeds' shape: the first iteration in detail, the others one span per tile.
+    const [a, b, s0, s1] = D.remainder, n = b - a + 1, first = D.iterations[0];
+    legend.insertAdjacentHTML("beforeend",
+      `<span class="muted">darker shade = repeat-remainder (iterations ${a}–${b}, one span per tile)</span>`);
+    document.getElementById("iterstat").innerHTML =
+      (first ? `first Repeat iteration <b>${fmt(first[2] - first[1])}</b> cycles (detailed); ` : "") +
+      `remainder: <b>${n}</b> iterations in <b>${fmt(s1 - s0)}</b> cycles = <b>${fmt((s1 - s0) / n)}</b> cycles/iteration`;
+    D.iterations.push([-1, s0, s1]);
+  } else if (D.iterations.length) {
     legend.insertAdjacentHTML("beforeend",
       `<span class="muted">darker shade = odd Repeat iteration</span>`);
     const total = D.iterations.reduce((a, x) => a + (x[2] - x[1]), 0);
@@ -107,7 +116,8 @@
   function category(step) {
     if (hlOp >= 0 && stepOp[step] !== hlOp) return 8;
     const it = stepIter[step];
-    return stepKind[step] * 2 + (it >= 0 ? (it & 1) : 0);
+    // The repeat-remainder span (seeds' shape) in the darker shade.
+    return stepKind[step] * 2 + (it >= 0 ? (it & 1) : it === -2 ? 1 : 0);
   }
   function shade(cat) {
     if (cat === 8) return DIM;
@@ -172,7 +182,7 @@
       ctx.fillRect(a, AXIS, b - a, BAND - 2 * dpr);
       ctx.strokeStyle = "rgba(30,40,60,0.22)"; ctx.lineWidth = 1;
       if (x0 >= LEFT) { ctx.beginPath(); ctx.moveTo(x0 + 0.5, AXIS); ctx.lineTo(x0 + 0.5, H); ctx.stroke(); }
-      const label = "iter " + it[0];
+      const label = it[0] < 0 ? `iterations ${D.remainder[0]}–${D.remainder[1]} (remainder)` : "iter " + it[0];
       if (b - a > ctx.measureText(label).width + 6 * dpr) {
         ctx.fillStyle = "#1d2330"; ctx.textAlign = "center";
         ctx.fillText(label, (a + b) / 2, AXIS + (BAND - 2 * dpr) / 2);
@@ -257,7 +267,8 @@
     let text = null;
     if (x >= LEFT && y >= AXIS && y < TOP) {
       const it = D.iterations.find((s) => s[1] <= t && t < s[2]);
-      if (it) text = `Repeat iteration ${it[0]}\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}`;
+      if (it && it[0] < 0) text = `Repeat iterations ${D.remainder[0]}–${D.remainder[1]} (repeat-remainder: one span per tile)\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}`;
+      else if (it) text = `Repeat iteration ${it[0]}\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}`;
     } else if (x >= LEFT && y >= TOP) {
       const row = Math.floor((y - TOP) / rowH() + rowsTop);
       const t0 = row * group, t1 = Math.min(T, t0 + group);
@@ -346,5 +357,8 @@
   }
   draw();
   // Marks a complete render (checked by `cargo xtask browser-check`).
+  // Milliseconds from navigation start to a complete render (printed by
+  // `cargo xtask browser-check`).
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.rendered = "profile";
 })();

@@ -123,5 +123,8 @@
   window.addEventListener("resize", draw);
   select(0);
   // Marks a complete render (checked by `cargo xtask browser-check`).
+  // Milliseconds from navigation start to a complete render (printed by
+  // `cargo xtask browser-check`).
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.rendered = "rejection";
 })();
