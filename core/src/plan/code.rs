@@ -4,15 +4,14 @@
 //! estimated per op stage and per exchange phase from the stages lowering
 //! emits verbatim ([`super::opplan::Stage`], [`super::relayout`]).
 //!
-//! The image is charged in every moment's per-tile usage as the bytes it
-//! spans up to its fetch look-ahead guard ([`charge`]). Placement rounds
-//! that span up to the whole elements it blocks and keeps them free for
-//! code ([`crate::ipu21::sram::code_charge_bytes`]), so the planner's bound
-//! is up to one element short of placement's charge on a tile; placement
-//! is the exact check (a plan it cannot place fails with a placement-stage
-//! rejection naming the tile, the bytes needed and the bytes free), and
-//! after linking the actual image is checked against the room placement
-//! left ([`crate::place::TilePlacement::check_code`]).
+//! The image is charged in every moment's per-tile usage as the whole
+//! elements it blocks ([`crate::ipu21::sram::code_charge_bytes`]), and
+//! placement keeps exactly those elements free for code, so a plan the
+//! planner accepts fits placement's budget; when no plan fits that way the
+//! planner tries once more charging only the bytes the image spans
+//! ([`CodeCharge`]), and placement is the exact check. After linking the
+//! actual image is checked against the room placement left
+//! ([`crate::place::TilePlacement::check_code`]).
 //!
 //! The figures follow the sequences `emit` writes (`emit::program`: 4-byte
 //! instructions, 8-byte aligned areas) and the row encoder
@@ -28,7 +27,7 @@ use alloc::vec::Vec;
 
 use super::opplan::{PlannedCall, PlannedTransfer, Stage};
 use crate::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
-use crate::ipu21::sram::{code_span_bytes, TILE_MEMORY_BUDGET};
+use crate::ipu21::sram::{code_charge_bytes, code_span_bytes, TILE_MEMORY_BUDGET};
 use crate::kernel::{encode as encode_args, KernelArgs};
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
@@ -321,20 +320,36 @@ pub const fn repeat_frame_bytes(slots: usize) -> u64 {
     REPEAT_FIXED_BYTES + REPEAT_SLOT_BYTES * slots as u64
 }
 
-/// Per-tile charge of an image estimate of `image_bytes`: the bytes it
-/// spans from the start of SRAM to the end of its fetch look-ahead guard
-/// ([`code_span_bytes`]), not the whole elements placement reserves. The
-/// estimate is itself an upper bound with slack (image/estimate 0.86 at
-/// the median tile of So400m at 27 layers) and the planner's data bound is
-/// conservative too (moments, not placed blocks); with both rounded up to
-/// elements as well, So400m at 27 layers was rejected at 590,816 of
-/// 586,960 bytes on one tile, while a plan made against 603,000 bytes
-/// placed exactly at a 561,976-byte peak (now: planned and placed at
-/// 554,736). An image that cannot fit in region 0 is charged the whole budget
-/// plus its bytes, so no plan with it is accepted (the report names the
-/// estimated image).
-pub fn charge(image_bytes: u64) -> u64 {
-    match u32::try_from(image_bytes).ok().and_then(code_span_bytes) {
+/// How the planner charges a tile's estimated image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CodeCharge {
+    /// The whole elements it blocks, as placement reserves them
+    /// ([`code_charge_bytes`]): a plan the planner accepts fits placement.
+    #[default]
+    WholeElements,
+    /// The bytes it spans from the start of SRAM to the end of its fetch
+    /// look-ahead guard ([`code_span_bytes`]), up to one element less per
+    /// tile than placement reserves; placement is then the exact check (a
+    /// plan it cannot place fails with a placement-stage rejection naming
+    /// the tile, the bytes needed and the bytes free). The estimate is an
+    /// upper bound with slack (image/estimate 0.86 at the median tile of
+    /// So400m at 27 layers) and the planner's data bound is conservative
+    /// too (moments, not placed blocks): with whole elements So400m at 27
+    /// layers is rejected at 590,816 of 586,960 bytes on one tile, with the
+    /// span it plans and places at a 554,736-byte peak.
+    Span,
+}
+
+/// Per-tile charge of an image estimate of `image_bytes` (see
+/// [`CodeCharge`]); an image that cannot fit in region 0 is charged the
+/// whole budget plus its bytes, so no plan with it is accepted (the report
+/// names the estimated image).
+pub fn charge(image_bytes: u64, how: CodeCharge) -> u64 {
+    let bytes = u32::try_from(image_bytes).ok().and_then(match how {
+        CodeCharge::WholeElements => code_charge_bytes,
+        CodeCharge::Span => code_span_bytes,
+    });
+    match bytes {
         Some(c) => u64::from(c),
         None => u64::from(TILE_MEMORY_BUDGET).saturating_add(image_bytes),
     }
@@ -439,9 +454,12 @@ mod tests {
     }
 
     #[test]
-    fn charge_is_the_span_to_the_fetch_guard_and_huge_past_region_0() {
+    fn charge_is_whole_elements_or_the_span_and_huge_past_region_0() {
+        assert_eq!(charge(100, CodeCharge::WholeElements), 0x4000);
         // 16 bytes below the load base, the image, the 64-byte look-ahead.
-        assert_eq!(charge(100), 16 + 100 + 64);
-        assert!(charge(300_000) > u64::from(TILE_MEMORY_BUDGET));
+        assert_eq!(charge(100, CodeCharge::Span), 16 + 100 + 64);
+        for how in [CodeCharge::WholeElements, CodeCharge::Span] {
+            assert!(charge(300_000, how) > u64::from(TILE_MEMORY_BUDGET));
+        }
     }
 }

@@ -47,6 +47,10 @@ pub struct PlanConfig {
     /// Fewest key/value blocks per head an attention plan may use (default
     /// 1: any; see [`super::candidates::GenConfig::min_key_parts`]).
     pub min_key_parts: u32,
+    /// How each tile's estimated linked image is charged
+    /// ([`super::code::CodeCharge`]); [`super::plan_graph`] falls back from
+    /// whole elements to the span once, when no plan fits.
+    pub code_charge: super::code::CodeCharge,
 }
 
 impl Default for PlanConfig {
@@ -58,6 +62,7 @@ impl Default for PlanConfig {
             fixed_code_bytes: DEFAULT_FIXED_CODE_BYTES,
             max_stream_words: None,
             min_key_parts: 1,
+            code_charge: super::code::CodeCharge::WholeElements,
         }
     }
 }
@@ -75,6 +80,19 @@ pub struct PlanStats {
     pub cache_hits: u64,
     /// Candidates rejected for memory.
     pub memory_rejections: u64,
+}
+
+impl PlanStats {
+    /// The counts of two searches together.
+    pub fn plus(&self, other: &PlanStats) -> PlanStats {
+        PlanStats {
+            candidates_screened: self.candidates_screened + other.candidates_screened,
+            candidate_sets: self.candidate_sets + other.candidate_sets,
+            body_searches: self.body_searches + other.body_searches,
+            cache_hits: self.cache_hits + other.cache_hits,
+            memory_rejections: self.memory_rejections + other.memory_rejections,
+        }
+    }
 }
 
 pub(super) type BoundaryKey = (RegionId, Vec<Layout>, Vec<Layout>);

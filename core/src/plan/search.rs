@@ -19,6 +19,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::candidates::{candidates, default_storage, GenConfig, OperandInfo, TensorView};
+use super::code::CodeCharge;
 use super::context::{BodyFrontier, PlanConfig, PlanStats, SearchCx};
 use super::cost::Cycles;
 use super::error::{PlanError, PlanResult};
@@ -488,7 +489,31 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
 
 /// Like [`plan_graph`], also returning the search statistics when planning
 /// fails (a memory rejection still screened candidates and searched bodies).
+///
+/// When no plan fits with each image charged in whole elements, the search
+/// runs once more charging only the bytes the images span
+/// ([`super::code::CodeCharge::Span`]): the plan's `config.code_charge`
+/// says which search produced it, its stats count both, and a second
+/// rejection is the one returned.
 pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
+    let (result, stats) = search_once(graph, config);
+    match result {
+        Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
+            let (result, second) = search_once(
+                graph,
+                PlanConfig {
+                    code_charge: CodeCharge::Span,
+                    ..config
+                },
+            );
+            let stats = stats.plus(&second);
+            (result.map(|p| Plan { stats, ..p }), stats)
+        }
+        other => (other, stats),
+    }
+}
+
+fn search_once(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
     let cx = SearchCx::new(graph, config);
     let result = plan_with(&cx, graph, config);
     let stats = *cx.stats.borrow();

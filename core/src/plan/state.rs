@@ -71,6 +71,8 @@ pub struct State {
     /// Estimated image bytes on every tile (runtime, stubs, per-phase
     /// sequences, Repeat frames).
     code_all: u64,
+    /// How the estimated image is charged (the search's config).
+    code_charge: super::code::CodeCharge,
     choices: Option<Arc<ChoiceNode>>,
     /// Cycles so far.
     pub cycles: Cycles,
@@ -142,6 +144,7 @@ impl State {
             il_hist: Arc::new(memory::empty_usage()),
             code: Arc::new(memory::empty_usage()),
             code_all: 0,
+            code_charge: cx.config.code_charge,
             choices: None,
             cycles: Cycles::default(),
             peak: 0,
@@ -249,7 +252,7 @@ impl State {
             .iter()
             .zip(self.dyn_hist.iter())
             .zip(self.code.iter())
-            .map(|((s, d), c)| s + d + super::code::charge(self.code_all + c))
+            .map(|((s, d), c)| s + d + super::code::charge(self.code_all + c, self.code_charge))
             .collect()
     }
 
@@ -411,13 +414,13 @@ impl State {
         for (h, n) in hist.iter_mut().zip(&now) {
             *h = (*h).max(*n);
         }
-        let code_all = self.code_all;
+        let (code_all, code_charge) = (self.code_all, self.code_charge);
         let usage: Vec<u64> = self
             .static_usage
             .iter()
             .zip(hist.iter())
             .zip(self.code.iter())
-            .map(|((s, d), c)| s + d + super::code::charge(code_all + c))
+            .map(|((s, d), c)| s + d + super::code::charge(code_all + c, code_charge))
             .collect();
         if let Mode::Exact(record) = mode {
             for (r, u) in record.iter_mut().zip(&usage) {
@@ -462,11 +465,15 @@ impl State {
             let code_t = self.code.get(t).copied().unwrap_or(0) + self.code_all;
             live.push(memory::LiveAllocation {
                 name: alloc::format!(
-                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, with its fetch guard)"
+                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, {})",
+                    match self.code_charge {
+                        super::code::CodeCharge::WholeElements => "whole elements",
+                        super::code::CodeCharge::Span => "up to its fetch guard",
+                    }
                 ),
                 kind: AllocationKind::Code,
                 class: MemoryClass::Standard,
-                bytes: super::code::charge(code_t),
+                bytes: super::code::charge(code_t, self.code_charge),
             });
             let hist_t = self.dyn_hist.get(t).copied().unwrap_or(0);
             if hist_t > now_t {

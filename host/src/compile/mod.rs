@@ -24,6 +24,7 @@ use ipuc_core::ir::Graph;
 use ipuc_core::lower::{lower, BufferId, BufferRole, TileSchedule};
 use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
 use ipuc_core::place::{place_tile, requests, support_reserved, PlacementRequest, TilePlacement};
+use ipuc_core::plan::code::CodeCharge;
 use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
 use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
 
@@ -270,6 +271,7 @@ pub fn compile_with_progress(
                 fixed_code_bytes: u64::from(fixed_code),
                 max_stream_words: opts.exchange_stream_words,
                 min_key_parts,
+                code_charge: CodeCharge::WholeElements,
             },
         )
         .map_err(|e| match e {
@@ -287,8 +289,17 @@ pub fn compile_with_progress(
         })?;
         let s = plan.stats;
         times.planning_ms += stage.finish(&format!(
-            "{} candidates screened, {} body searches, {} cache hits, {} memory rejections",
-            s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections
+            "{} candidates screened, {} body searches, {} cache hits, {} memory rejections{}",
+            s.candidates_screened,
+            s.body_searches,
+            s.cache_hits,
+            s.memory_rejections,
+            match plan.config.code_charge {
+                CodeCharge::WholeElements => "",
+                CodeCharge::Span =>
+                    "; no plan fit with code charged in whole elements, so this one charges each \
+                     image up to its fetch guard (placement checks the whole elements)",
+            }
         ));
         let plan = if opts.optimization_steps > 0 {
             let stage = progress.stage("optimization", 0);
