@@ -58,6 +58,23 @@ struct Measured {
     stages: String,
     exchange: String,
     error: String,
+    /// Where a failed compile stopped ([`failed_stage`]).
+    failed_stage: &'static str,
+    /// Stopped by the benchmark's timeout (not by `ipuc`).
+    timed_out: bool,
+}
+
+impl Measured {
+    /// "rejected at <stage>", or "stopped after N min in <stage>".
+    fn outcome(&self) -> String {
+        if self.ok {
+            "ok".to_string()
+        } else if self.timed_out {
+            format!("{} in {}", self.error, self.failed_stage)
+        } else {
+            format!("rejected at {}", self.failed_stage)
+        }
+    }
 }
 
 /// Case names, as given after `--` to pick cases.
@@ -113,12 +130,14 @@ pub fn bench_compile(
                 &log,
                 Duration::from_secs(timeout_minutes * 60),
             )?;
+            let outcome = if m.ok || m.timed_out {
+                m.outcome()
+            } else {
+                format!("{}: {}", m.outcome(), m.error)
+            };
             eprintln!(
-                "xtask bench compile: {name}: {} in {:.1} s wall, {:.1} s CPU; {}",
-                if m.ok { "ok" } else { m.error.as_str() },
-                m.wall,
-                m.cpu,
-                m.stages
+                "xtask bench compile: {name}: {outcome} in {:.1} s wall, {:.1} s CPU; {}",
+                m.wall, m.cpu, m.stages
             );
             let failed = !m.ok;
             runs.push(m);
@@ -129,9 +148,9 @@ pub fn bench_compile(
         rows.push((name, runs));
     }
     println!(
-        "| compile | result | runs | wall s | CPU s | planning s | exchange scheduling s | linking s | peak RSS |"
+        "| compile | result | runs | wall s | CPU s | planning s | lowering s | placement s | exchange scheduling s | emission s | linking s | packaging s | peak RSS | phases | stored rows | events / lower bound | seeds (larger host, 8–32 threads) |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for (name, runs) in &rows {
         let med = |f: &dyn Fn(&Measured) -> Option<f64>| -> String {
             let mut v: Vec<f64> = runs.iter().filter_map(f).collect();
@@ -142,22 +161,38 @@ pub fn bench_compile(
                 n => format!("{:.1}", (v[n / 2 - 1] + v[n / 2]) / 2.0),
             }
         };
+        let stage = |name: &'static str| {
+            move |m: &Measured| stage_ms(&m.stages, Some(name)).map(|ms| ms / 1e3)
+        };
         let failed = runs.iter().find(|m| !m.ok);
+        let last = runs.last();
+        let exchange = last.map(|m| exchange_figures(&m.exchange));
         println!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {:.2} GiB |",
-            failed.map_or("ok", |m| m.error.as_str()),
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} GiB | {} | {} | {} | {} |",
+            failed.map_or_else(|| "ok".to_string(), Measured::outcome),
             runs.len(),
             med(&|m| Some(m.wall)),
             med(&|m| Some(m.cpu)),
             med(&|m| stage_ms(&m.planning, None).map(|ms| ms / 1e3)),
-            med(&|m| stage_ms(&m.stages, Some("exchange scheduling")).map(|ms| ms / 1e3)),
-            med(&|m| stage_ms(&m.stages, Some("linking")).map(|ms| ms / 1e3)),
+            med(&stage("lowering")),
+            med(&stage("placement")),
+            med(&stage("exchange scheduling")),
+            med(&stage("emission")),
+            med(&stage("linking")),
+            med(&stage("packaging")),
             runs.iter().map(|m| m.peak_rss_kib).max().unwrap_or(0) as f64 / (1024.0 * 1024.0),
+            exchange.as_ref().map_or("—", |e| e.phases.as_str()),
+            exchange.as_ref().map_or("—", |e| e.stored_rows.as_str()),
+            exchange.as_ref().map_or("—", |e| e.events.as_str()),
+            seeds(name),
         );
     }
     for (name, runs) in &rows {
         if let Some(m) = runs.last() {
             println!("{name}: stages: {}; exchange: {}", m.stages, m.exchange);
+            if !m.ok {
+                println!("{name}: {}: {}", m.outcome(), m.error);
+            }
         }
     }
     println!(
@@ -165,6 +200,72 @@ pub fn bench_compile(
          seeds (larger host, 8–32 threads): 415 s high-level planning for 2 layers at beam 64; 521 s total."
     );
     Ok(())
+}
+
+/// The seeds' figure for a case, where they give one (issue #10: a larger
+/// host, 8–32 threads).
+fn seeds(case: &str) -> &'static str {
+    match case {
+        "siglip-so400m-2" => "planning 415 s (beam 64); 521 s total",
+        _ => "—",
+    }
+}
+
+/// Phases, stored rows and "events / lower bound (ratio)" from the
+/// `exchange:` line (`50 phases, 40215 stored rows (…), …; 248715 events vs
+/// lower bound 154684`).
+struct ExchangeFigures {
+    phases: String,
+    stored_rows: String,
+    events: String,
+}
+
+fn exchange_figures(line: &str) -> ExchangeFigures {
+    let number_before = |word: &str| -> Option<u64> {
+        let at = line.find(word)?;
+        line[..at].split_whitespace().last()?.parse().ok()
+    };
+    let number_after = |word: &str| -> Option<u64> {
+        let at = line.find(word)? + word.len();
+        line[at..].split_whitespace().next()?.parse().ok()
+    };
+    let show = |v: Option<u64>| v.map_or_else(|| "—".to_string(), |v| v.to_string());
+    let events = match (number_before(" events vs"), number_after("lower bound ")) {
+        (Some(e), Some(b)) if b > 0 => format!("{e} / {b} ({:.3})", e as f64 / b as f64),
+        _ => "—".to_string(),
+    };
+    ExchangeFigures {
+        phases: show(number_before(" phases")),
+        stored_rows: show(number_before(" stored rows")),
+        events,
+    }
+}
+
+/// Stages of `ipuc compile`, in order, as its progress lines name them.
+const STAGES: [&str; 9] = [
+    "planning",
+    "optimization",
+    "lowering",
+    "placement",
+    "exchange scheduling",
+    "patch-data placement",
+    "emission",
+    "linking",
+    "packaging",
+];
+
+/// The stage a failed compile stopped in: the first (mandatory) stage
+/// without a `compile: <stage> in … ms` line.
+fn failed_stage(log: &str) -> &'static str {
+    STAGES
+        .iter()
+        .copied()
+        .filter(|s| *s != "optimization")
+        .find(|s| {
+            let done = format!("compile: {s} in ");
+            !log.lines().any(|l| l.starts_with(&done))
+        })
+        .unwrap_or("the end (after packaging)")
 }
 
 /// Milliseconds of a stage in `ipuc compile`'s report: `stage` in the
@@ -246,6 +347,7 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
             .unwrap_or_else(|| "—".into())
     };
     let ok = status.is_some_and(|s| s.success());
+    let stopped_early = stopped.is_some();
     let error = stopped.unwrap_or_else(|| {
         text.lines()
             .find(|l| l.starts_with("error:"))
@@ -263,6 +365,8 @@ fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Resul
         stages: line("stages:"),
         exchange: line("exchange:"),
         error,
+        failed_stage: failed_stage(&text),
+        timed_out: stopped_early,
     })
 }
 
@@ -281,6 +385,18 @@ mod tests {
         assert_eq!(stage_ms(stages, Some("planning")), None);
         let planning = "66756 candidates screened, 8 body searches, 26 cache hits, 4178 memory rejections, 55885 ms";
         assert_eq!(stage_ms(planning, None), Some(55885.0));
+        let exchange = "50 phases, 40215 stored rows (6332 used by more than one phase), 15105 row uses with a sharing patch list, 0 Repeat-patched words; 248715 events vs lower bound 154684";
+        let e = exchange_figures(exchange);
+        assert_eq!(e.phases, "50");
+        assert_eq!(e.stored_rows, "40215");
+        assert_eq!(e.events, "248715 / 154684 (1.608)");
+        assert_eq!(exchange_figures("—").events, "—");
+        let log = "compile: planning on 1472 tiles (beam width 64)…\ncompile: planning in 37328 ms: 1 candidates\ncompile: lowering in 5 ms: x\nerror: placement: tile 3 over budget\n";
+        assert_eq!(failed_stage(log), "placement");
+        assert_eq!(
+            failed_stage("error: planning: every plan over budget"),
+            "planning"
+        );
         let stat = "123 (ipuc (x)) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0";
         assert_eq!(cpu_seconds(stat), Some(3.0));
     }

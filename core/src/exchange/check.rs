@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
-use super::replay::{replay, RowBases, TileRowView, WordMove};
+use super::replay::{replay_each, RowBases, TileRowView, WordMove};
 use super::request::ExchangePhase;
 use crate::ipu21::topology::PhysicalTile;
 
@@ -56,10 +56,23 @@ pub fn check_phase_with_bases(
             fetch_span: None,
         })
         .collect();
-    let moves = replay(&views)?;
-    compare(phase, &moves)?;
+    // Each receiver's moves are compared as they are replayed (the phase's
+    // moves are never held at once); a replay error still wins over a
+    // difference found earlier, as when the whole replay came first.
+    let spans = promised_spans(phase);
+    let mut words_delivered = 0u64;
+    let result = with_promised(&spans, |promised| {
+        let mut merge = Merge::new(promised);
+        let replayed = replay_each(&views, |moves| {
+            words_delivered += moves.len() as u64;
+            merge.feed(moves);
+        });
+        replayed?;
+        merge.finish()
+    });
+    result?;
     Ok(CheckReport {
-        words_delivered: moves.len() as u64,
+        words_delivered,
         events: decoded.iter().map(|(_, d)| d.events).max().unwrap_or(0),
     })
 }
@@ -67,18 +80,13 @@ pub fn check_phase_with_bases(
 /// A promised word: (dst tile, dst word, src tile, src word, transfer).
 type Promised = (u16, u32, u16, u32, usize);
 
-/// Compares replayed moves (sorted by destination) with the request.
-///
-/// The request's words are walked in (destination tile, destination word)
-/// order, span by span: destination spans are sorted (one per transfer
-/// destination, not one per word), so the cost is linear in the words
-/// moved plus a sort of the spans. When two destination spans of one tile
-/// overlap (an invalid request), the words are listed and sorted one by
-/// one instead, which reports exactly what the span walk would for a valid
-/// request.
-pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
-    // (dst tile, first dst word, words, src tile, first src word, transfer)
-    let mut spans: Vec<(u16, u32, u32, u16, u32, usize)> = Vec::new();
+/// A promised span: (dst tile, first dst word, words, src tile, first src
+/// word, transfer).
+type Span = (u16, u32, u32, u16, u32, usize);
+
+/// Every transfer destination's span, sorted.
+fn promised_spans(phase: &ExchangePhase) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
     for (ti, t) in phase.transfers.iter().enumerate() {
         if t.words == 0 {
             continue;
@@ -95,18 +103,31 @@ pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
         }
     }
     spans.sort_unstable();
-    let end = |s: &(u16, u32, u32, u16, u32, usize)| u64::from(s.1) + u64::from(s.2);
-    let src_end = |s: &(u16, u32, u32, u16, u32, usize)| u64::from(s.4) + u64::from(s.2);
+    spans
+}
+
+/// Calls `f` with the promised words of `spans` in (destination tile,
+/// destination word) order.
+///
+/// Destination spans are sorted (one per transfer destination, not one per
+/// word), so walking them span by span costs time linear in the words moved
+/// plus a sort of the spans. When two destination spans of one tile overlap
+/// (an invalid request), the words are listed and sorted one by one
+/// instead, which reports exactly what the span walk would for a valid
+/// request.
+fn with_promised<R>(spans: &[Span], f: impl FnOnce(&mut dyn Iterator<Item = Promised>) -> R) -> R {
+    let end = |s: &Span| u64::from(s.1) + u64::from(s.2);
+    let src_end = |s: &Span| u64::from(s.4) + u64::from(s.2);
     let limit = u64::from(u32::MAX) + 1;
     let simple = spans.iter().all(|s| end(s) <= limit && src_end(s) <= limit)
         && spans
             .windows(2)
             .all(|w| w[0].0 != w[1].0 || end(&w[0]) <= u64::from(w[1].1));
     if simple {
-        let words = spans
+        let mut words = spans
             .iter()
             .flat_map(|&(dt, dw, n, st, sw, ti)| (0..n).map(move |k| (dt, dw + k, st, sw + k, ti)));
-        merge(words, moves)
+        f(&mut words)
     } else {
         let mut promised: Vec<Promised> = spans
             .iter()
@@ -115,21 +136,72 @@ pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
             })
             .collect();
         promised.sort_unstable();
-        merge(promised.into_iter(), moves)
+        f(&mut promised.into_iter())
     }
 }
 
+/// Compares replayed moves (sorted by destination) with the request.
+pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
+    with_promised(&promised_spans(phase), |promised| {
+        let mut merge = Merge::new(promised);
+        merge.feed(moves);
+        merge.finish()
+    })
+}
+
 /// Merges promised words (sorted by destination) with replayed moves
-/// (sorted by destination); the first difference is the error.
-fn merge(promised: impl Iterator<Item = Promised>, moves: &[WordMove]) -> Result<()> {
-    let tile =
-        |id: u16| PhysicalTile::new(u32::from(id)).map_err(|_| ExchangeError::Internal("tile id"));
-    let mut promised = promised.peekable();
-    let mut j = 0usize;
-    loop {
-        let p = promised.peek().copied();
-        let m = moves.get(j);
-        if let (Some(m), Some(next)) = (m, moves.get(j + 1)) {
+/// (sorted by destination, fed in pieces); the first difference is the
+/// error. One move is held back so a word written twice is seen across
+/// pieces.
+struct Merge<'a> {
+    promised: core::iter::Peekable<&'a mut dyn Iterator<Item = Promised>>,
+    held: Option<WordMove>,
+    error: Option<ExchangeError>,
+}
+
+impl<'a> Merge<'a> {
+    fn new(promised: &'a mut dyn Iterator<Item = Promised>) -> Self {
+        Self {
+            promised: promised.peekable(),
+            held: None,
+            error: None,
+        }
+    }
+
+    /// The next moves in destination order (ignored after a difference).
+    fn feed(&mut self, moves: &[WordMove]) {
+        for m in moves {
+            if self.error.is_some() {
+                return;
+            }
+            if let Some(h) = self.held.take() {
+                if let Err(e) = self.step(Some(&h), Some(m)) {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+            self.held = Some(*m);
+        }
+    }
+
+    /// The first difference, if any, once every move has been fed.
+    fn finish(mut self) -> Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if let Some(h) = self.held.take() {
+            self.step(Some(&h), None)?;
+        }
+        self.step(None, None)
+    }
+
+    /// Consumes move `m` (followed by `next`) against the promised words;
+    /// with `m = None`, checks that nothing promised is left.
+    fn step(&mut self, m: Option<&WordMove>, next: Option<&WordMove>) -> Result<()> {
+        let tile = |id: u16| {
+            PhysicalTile::new(u32::from(id)).map_err(|_| ExchangeError::Internal("tile id"))
+        };
+        if let (Some(m), Some(next)) = (m, next) {
             if (m.dst_tile, m.dst_word) == (next.dst_tile, next.dst_word) {
                 return Err(CheckError::WrittenTwice {
                     tile: tile(m.dst_tile)?,
@@ -138,6 +210,7 @@ fn merge(promised: impl Iterator<Item = Promised>, moves: &[WordMove]) -> Result
                 .into());
             }
         }
+        let p = self.promised.peek().copied();
         match (p, m) {
             (Some(p), Some(m)) if (p.0, p.1) == (m.dst_tile, m.dst_word) => {
                 if (p.2, p.3) != (m.src_tile, m.src_word) {
@@ -151,26 +224,24 @@ fn merge(promised: impl Iterator<Item = Promised>, moves: &[WordMove]) -> Result
                     }
                     .into());
                 }
-                promised.next();
-                j += 1;
+                self.promised.next();
+                Ok(())
             }
             (Some(p), m) if m.is_none_or(|m| (p.0, p.1) < (m.dst_tile, m.dst_word)) => {
-                return Err(CheckError::Missing {
+                Err(CheckError::Missing {
                     tile: tile(p.0)?,
                     address: p.1.wrapping_mul(4),
                     transfer: p.4,
                 }
-                .into());
+                .into())
             }
-            (_, Some(m)) => {
-                return Err(CheckError::Unexpected {
-                    tile: tile(m.dst_tile)?,
-                    address: m.dst_word.wrapping_mul(4),
-                }
-                .into());
+            (_, Some(m)) => Err(CheckError::Unexpected {
+                tile: tile(m.dst_tile)?,
+                address: m.dst_word.wrapping_mul(4),
             }
-            (None, None) => return Ok(()),
-            (Some(_), None) => return Err(ExchangeError::Internal("checker merge")),
+            .into()),
+            (None, None) => Ok(()),
+            (Some(_), None) => Err(ExchangeError::Internal("checker merge")),
         }
     }
 }
@@ -199,7 +270,63 @@ mod tests {
             }
         }
         promised.sort_unstable();
-        merge(promised.into_iter(), moves)
+        merge_reference(promised.into_iter(), moves)
+    }
+
+    /// The merge as it was before moves were fed in pieces (one slice).
+    fn merge_reference(promised: impl Iterator<Item = Promised>, moves: &[WordMove]) -> Result<()> {
+        let tile = |id: u16| {
+            PhysicalTile::new(u32::from(id)).map_err(|_| ExchangeError::Internal("tile id"))
+        };
+        let mut promised = promised.peekable();
+        let mut j = 0usize;
+        loop {
+            let p = promised.peek().copied();
+            let m = moves.get(j);
+            if let (Some(m), Some(next)) = (m, moves.get(j + 1)) {
+                if (m.dst_tile, m.dst_word) == (next.dst_tile, next.dst_word) {
+                    return Err(CheckError::WrittenTwice {
+                        tile: tile(m.dst_tile)?,
+                        address: m.dst_word.wrapping_mul(4),
+                    }
+                    .into());
+                }
+            }
+            match (p, m) {
+                (Some(p), Some(m)) if (p.0, p.1) == (m.dst_tile, m.dst_word) => {
+                    if (p.2, p.3) != (m.src_tile, m.src_word) {
+                        return Err(CheckError::WrongSource {
+                            tile: tile(p.0)?,
+                            address: p.1.wrapping_mul(4),
+                            expected_tile: p.2,
+                            expected_address: p.3.wrapping_mul(4),
+                            got_tile: m.src_tile,
+                            got_address: m.src_word.wrapping_mul(4),
+                        }
+                        .into());
+                    }
+                    promised.next();
+                    j += 1;
+                }
+                (Some(p), m) if m.is_none_or(|m| (p.0, p.1) < (m.dst_tile, m.dst_word)) => {
+                    return Err(CheckError::Missing {
+                        tile: tile(p.0)?,
+                        address: p.1.wrapping_mul(4),
+                        transfer: p.4,
+                    }
+                    .into());
+                }
+                (_, Some(m)) => {
+                    return Err(CheckError::Unexpected {
+                        tile: tile(m.dst_tile)?,
+                        address: m.dst_word.wrapping_mul(4),
+                    }
+                    .into());
+                }
+                (None, None) => return Ok(()),
+                (Some(_), None) => return Err(ExchangeError::Internal("checker merge")),
+            }
+        }
     }
 
     fn moves_of(phase: &ExchangePhase) -> Vec<WordMove> {
@@ -271,6 +398,17 @@ mod tests {
                 let got = compare(&phase, &m);
                 assert!(got.is_err());
                 assert_eq!(got, compare_words(&phase, &m), "seed {seed}");
+                // Fed in pieces (as `check_phase` feeds receivers), the
+                // first difference is the same, also across a piece boundary.
+                let piece = 1 + rng.below(7) as usize;
+                let pieces = with_promised(&promised_spans(&phase), |promised| {
+                    let mut merge = Merge::new(promised);
+                    for chunk in m.chunks(piece) {
+                        merge.feed(chunk);
+                    }
+                    merge.finish()
+                });
+                assert_eq!(pieces, got, "seed {seed}, pieces of {piece}");
             }
         }
         // An empty transfer promises nothing.

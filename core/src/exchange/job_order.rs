@@ -8,34 +8,49 @@
 //! many keys stale, so large phases spent their time re-ranking jobs.
 //!
 //! Instead each stream (a *resource*) keeps its live jobs ranked by
-//! (words, lowest index), and one set ranks streams by (remaining load, best
-//! live job). The largest entry of that set names exactly the job with the
+//! (words, lowest index), and streams are ranked by (remaining load, best
+//! live job, stream). The largest of those names exactly the job with the
 //! largest (key, words, lowest index): a job's key is reached on one of its
 //! streams, and no stream ranks a job above its key. Placing a job only
 //! changes the streams it touches, so the cost per job is its fan-out times
 //! a logarithm.
+//!
+//! A job's rank never changes, so each stream's jobs are sorted once (best
+//! first) and a cursor skips jobs already taken: finding a stream's best
+//! live job is amortised constant. Streams are ranked in a tournament tree
+//! (a binary max-tree over the streams, leaves in stream order), updated in
+//! place along one leaf-to-root path per touched stream.
 
-use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
 
 /// A live job's rank within one stream: more words first, then lower index.
 type JobRank = (u32, Reverse<usize>);
 
+/// A stream's rank: (remaining load, best live job, stream); `None` when
+/// it has no live job (below every stream that has one).
+type StreamRank = Option<(u64, JobRank, usize)>;
+
 /// Jobs in largest-remaining-load-first order (see the module comment).
 pub(crate) struct RemainingLoadOrder {
     /// Remaining load per stream.
     load: Vec<u64>,
-    /// Live jobs per stream.
-    live: Vec<BTreeSet<JobRank>>,
-    /// Streams with live jobs, as (remaining load, best live job, stream).
-    ranked: BTreeSet<(u64, JobRank, usize)>,
+    /// Jobs per stream, best rank first (a job listed once per stream).
+    jobs: Vec<Vec<JobRank>>,
+    /// Per stream, how many of `jobs` are known to be taken.
+    cursor: Vec<usize>,
+    /// Jobs already taken.
+    taken: Vec<bool>,
+    /// Tournament tree: `tree[leaves + r]` is stream `r`'s rank, each inner
+    /// node the larger of its two children, `tree[1]` the largest.
+    tree: Vec<StreamRank>,
+    leaves: usize,
     /// Streams each job touches (a stream may repeat: it is charged once per mention).
     streams: Vec<Vec<usize>>,
     /// Events each job takes off each stream it touches.
     cost: Vec<u64>,
-    /// Words of each job's transfer (the first tie-break).
-    words: Vec<u32>,
+    /// Scratch: the streams of the job being taken, deduplicated.
+    touched: Vec<usize>,
 }
 
 impl RemainingLoadOrder {
@@ -47,47 +62,78 @@ impl RemainingLoadOrder {
         cost: Vec<u64>,
         words: Vec<u32>,
     ) -> Self {
-        let mut live: Vec<BTreeSet<JobRank>> = (0..load.len()).map(|_| BTreeSet::new()).collect();
+        let mut jobs: Vec<Vec<JobRank>> = (0..load.len()).map(|_| Vec::new()).collect();
         for (j, touched) in streams.iter().enumerate() {
             for &r in touched {
-                live[r].insert((words[j], Reverse(j)));
+                jobs[r].push((words[j], Reverse(j)));
             }
         }
-        let ranked = live
-            .iter()
-            .enumerate()
-            .filter_map(|(r, jobs)| jobs.last().map(|&best| (load[r], best, r)))
-            .collect();
-        Self {
+        for list in &mut jobs {
+            // Best first; a job mentioning a stream twice is listed once.
+            list.sort_unstable_by(|a, b| b.cmp(a));
+            list.dedup();
+        }
+        let leaves = load.len().max(1).next_power_of_two();
+        let mut order = Self {
+            cursor: alloc::vec![0; load.len()],
+            taken: alloc::vec![false; streams.len()],
+            tree: alloc::vec![None; 2 * leaves],
+            leaves,
             load,
-            live,
-            ranked,
+            jobs,
             streams,
             cost,
-            words,
+            touched: Vec::new(),
+        };
+        for r in 0..order.load.len() {
+            order.tree[leaves + r] = order.rank(r);
+        }
+        for i in (1..leaves).rev() {
+            order.tree[i] = order.tree[2 * i].max(order.tree[2 * i + 1]);
+        }
+        order
+    }
+
+    /// Stream `r`'s rank, advancing its cursor past taken jobs.
+    fn rank(&mut self, r: usize) -> StreamRank {
+        let list = &self.jobs[r];
+        let mut c = self.cursor[r];
+        while let Some(&(_, Reverse(j))) = list.get(c) {
+            if !self.taken[j] {
+                break;
+            }
+            c += 1;
+        }
+        self.cursor[r] = c;
+        list.get(c).map(|&best| (self.load[r], best, r))
+    }
+
+    /// Re-ranks stream `r` and the tree above it.
+    fn update(&mut self, r: usize) {
+        let mut i = self.leaves + r;
+        self.tree[i] = self.rank(r);
+        while i > 1 {
+            i /= 2;
+            self.tree[i] = self.tree[2 * i].max(self.tree[2 * i + 1]);
         }
     }
 
     /// Takes the next job and charges its cost to the streams it touches.
     pub(crate) fn pop(&mut self) -> Option<usize> {
-        let &(_, (_, Reverse(job)), _) = self.ranked.last()?;
-        let mut touched = self.streams[job].clone();
-        touched.sort_unstable();
-        touched.dedup();
-        for &r in &touched {
-            if let Some(&best) = self.live[r].last() {
-                self.ranked.remove(&(self.load[r], best, r));
-            }
-            self.live[r].remove(&(self.words[job], Reverse(job)));
-        }
+        let (_, (_, Reverse(job)), _) = self.tree.get(1).copied().flatten()?;
+        self.taken[job] = true;
         for &r in &self.streams[job] {
             self.load[r] = self.load[r].saturating_sub(self.cost[job]);
         }
+        let mut touched = core::mem::take(&mut self.touched);
+        touched.clear();
+        touched.extend_from_slice(&self.streams[job]);
+        touched.sort_unstable();
+        touched.dedup();
         for &r in &touched {
-            if let Some(&best) = self.live[r].last() {
-                self.ranked.insert((self.load[r], best, r));
-            }
+            self.update(r);
         }
+        self.touched = touched;
         Some(job)
     }
 }

@@ -130,6 +130,20 @@ pub struct TileRowView<'a> {
 /// Replays all rows of a phase; returns every word move sorted by
 /// (destination tile, destination word).
 pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
+    let mut moves = Vec::new();
+    replay_each(rows, |m| moves.extend_from_slice(m))?;
+    Ok(moves)
+}
+
+/// [`replay`] one receiver at a time: `each` is called with every
+/// receiver's moves sorted by destination word, receivers in tile order (the
+/// concatenation is exactly [`replay`]'s list), so a caller that compares as
+/// it goes never holds the whole phase's moves. The first replay error is
+/// returned after the receivers before it have been passed to `each`.
+pub fn replay_each(
+    rows: &[TileRowView<'_>],
+    mut each: impl FnMut(&[WordMove]),
+) -> Result<(), ReceiveError> {
     let mut senders: Vec<Option<Sender<'_>>> = alloc::vec![None; usize::from(TILE_COUNT)];
     let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
     for r in rows {
@@ -147,14 +161,15 @@ pub fn replay(rows: &[TileRowView<'_>]) -> Result<Vec<WordMove>, ReceiveError> {
     order.sort_by_key(|r| r.tile);
     let mut moves = Vec::new();
     for r in order {
-        let first = moves.len();
+        moves.clear();
         replay_receiver(r, &senders, &by_tile, &mut moves)?;
         // A receiver's moves are ascending runs (one per pointer run): the
         // stable sort merges runs (the order is total, so any sort gives
         // this result).
-        moves[first..].sort();
+        moves.sort();
+        each(&moves);
     }
-    Ok(moves)
+    Ok(())
 }
 
 /// A sending tile's runs and the bases they are read with.
@@ -284,6 +299,7 @@ fn replay_receiver(
             address: 0,
         });
     }
+    items.reserve(ordinary.iter().map(|s| (s.to - s.from) as usize).sum());
     for sel in &ordinary {
         let s = source_tile(sel.from, sel.source)?;
         let sender = senders[s.index()];
@@ -409,6 +425,7 @@ fn replay_receiver(
         (lo, hi)
     });
     let mut previous_write: Option<u32> = None;
+    moves.reserve(items.len());
     for it in &items {
         let w = it.write;
         while pi < pics.len() && pics[pi].0 <= w {

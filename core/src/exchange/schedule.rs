@@ -156,8 +156,10 @@ impl TileState {
     /// may now block (marks only ever add refusals).
     fn mark(&mut self, e: u64, marks: u8) {
         self.marks.mark(e, marks);
+        // A refusal already recorded stays (marks only add refusals), so
+        // only starts and selects not yet refused are re-evaluated.
         for s in [e.saturating_sub(1), e] {
-            if self.send_blocked(s) {
+            if !self.send_block.get(s) && self.send_blocked(s) {
                 self.send_block.set(s);
             }
         }
@@ -166,7 +168,7 @@ impl TileState {
         let near = e.saturating_sub(2)..=e + 2;
         let via_pointer = e.saturating_sub(self.lag + 2)..=(e + 2).saturating_sub(self.lag);
         for x in near.chain(via_pointer) {
-            if self.receive_controls_blocked(x, self.lag) {
+            if !self.receive_block.get(x) && self.receive_controls_blocked(x, self.lag) {
                 self.receive_block.set(x);
             }
         }

@@ -120,6 +120,10 @@ pub struct SearchCx<'g> {
     pub(super) relayout_code_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<CodeRef>>>,
     pub(super) region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
+    /// Called with (top-level ops planned, top-level ops) after each
+    /// top-level op (a progress bar's position; a Repeat's body searches
+    /// happen inside its op).
+    pub(super) progress: Option<&'g dyn Fn(u32, u32)>,
 }
 
 impl<'g> SearchCx<'g> {
@@ -134,6 +138,7 @@ impl<'g> SearchCx<'g> {
             plan_code_cache: RefCell::new(BTreeMap::new()),
             region_cache: RefCell::new(BTreeMap::new()),
             region_label: RefCell::new(String::from("top level")),
+            progress: None,
         }
     }
 

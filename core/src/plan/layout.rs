@@ -124,6 +124,83 @@ impl AxisSplit {
         let inner = if self.inner == 0 { 1 } else { self.inner };
         (part / inner) * self.outer_stride + (part % inner) * self.inner_stride
     }
+
+    /// Every part in order as `(range(q), tile_offset(q))`, stepped without
+    /// divisions (the planner walks every block of every live allocation at
+    /// every moment, so this loop is its innermost one).
+    fn walk(&self) -> AxisWalk {
+        let parts = u64::from(self.part_count().max(1));
+        let units = u64::from(self.units());
+        AxisWalk {
+            left: self.part_count(),
+            unit: 0,
+            rem: 0,
+            step: units / parts,
+            step_rem: units % parts,
+            parts,
+            grain: self.grain.max(1),
+            len: self.len,
+            inner: if self.inner == 0 { 1 } else { self.inner },
+            i: 0,
+            outer_offset: 0,
+            outer_stride: self.outer_stride,
+            inner_stride: self.inner_stride,
+        }
+    }
+}
+
+/// [`AxisSplit::walk`]: part `q`'s unit start `⌊q·U/P⌋` kept as a quotient
+/// and remainder advanced by `U / P` and `U mod P` per part.
+#[derive(Clone, Debug)]
+struct AxisWalk {
+    left: u32,
+    /// `⌊q·U/P⌋` and `q·U mod P` of the current part `q`.
+    unit: u64,
+    rem: u64,
+    step: u64,
+    step_rem: u64,
+    parts: u64,
+    grain: u32,
+    len: u32,
+    inner: u32,
+    /// `q mod inner` and `⌊q / inner⌋ · outer_stride`.
+    i: u32,
+    outer_offset: u32,
+    outer_stride: u32,
+    inner_stride: u32,
+}
+
+impl AxisWalk {
+    fn element(&self, unit: u64) -> u32 {
+        // `unit ≤ U ≤ u32::MAX`, as in `AxisSplit::range`.
+        (unit as u32).saturating_mul(self.grain).min(self.len)
+    }
+}
+
+impl Iterator for AxisWalk {
+    type Item = (Range<u32>, u32);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let start = self.element(self.unit);
+        self.unit += self.step;
+        self.rem += self.step_rem;
+        if self.rem >= self.parts {
+            self.rem -= self.parts;
+            self.unit += 1;
+        }
+        let end = self.element(self.unit);
+        let offset = self.outer_offset + self.i * self.inner_stride;
+        self.i += 1;
+        if self.i == self.inner {
+            self.i = 0;
+            self.outer_offset += self.outer_stride;
+        }
+        Some((start..end, offset))
+    }
 }
 
 /// A rectangle of a `[rows, cols]` tensor.
@@ -308,16 +385,46 @@ impl Layout {
     /// Every (tile, block) pair including replicas, in block-major order.
     /// Empty blocks are skipped.
     pub fn placements(&self) -> impl Iterator<Item = (u32, Block)> + '_ {
-        let rp = self.rows.part_count();
-        let cp = self.cols.part_count();
         (0..self.replicas).flat_map(move |rep| {
-            (0..rp).flat_map(move |rq| {
-                (0..cp).filter_map(move |cq| {
-                    let block = self.block(rq, cq);
-                    (!block.is_empty()).then(|| (self.tile_of(rq, cq, rep), block))
+            let base = self.first_tile + rep * self.replica_stride;
+            self.rows
+                .walk()
+                .filter(|(rows, _)| !rows.is_empty())
+                .flat_map(move |(rows, row_offset)| {
+                    self.cols.walk().filter_map(move |(cols, col_offset)| {
+                        (!cols.is_empty()).then(|| {
+                            (
+                                base + row_offset + col_offset,
+                                Block {
+                                    rows: rows.clone(),
+                                    cols,
+                                },
+                            )
+                        })
+                    })
                 })
-            })
         })
+    }
+
+    /// Calls `f(tile, elements)` for every non-empty block of
+    /// [`Layout::placements`], in the same order (plain loops: the
+    /// planner's per-tile memory sums run this at every moment).
+    pub fn for_each_block_elements(&self, mut f: impl FnMut(u32, u64)) {
+        for rep in 0..self.replicas {
+            let base = self.first_tile + rep * self.replica_stride;
+            for (rows, row_offset) in self.rows.walk() {
+                let r = u64::from(rows.end - rows.start);
+                if r == 0 {
+                    continue;
+                }
+                for (cols, col_offset) in self.cols.walk() {
+                    let c = u64::from(cols.end - cols.start);
+                    if c != 0 {
+                        f(base + row_offset + col_offset, r * c);
+                    }
+                }
+            }
+        }
     }
 
     /// Number of distinct tiles holding data (an upper bound when blocks are empty).
@@ -330,6 +437,7 @@ impl Layout {
 mod tests {
     use super::*;
     use alloc::vec;
+    use alloc::vec::Vec;
 
     fn covers_exactly(layout: &Layout) {
         let (r, c) = (layout.tensor_rows() as usize, layout.tensor_cols() as usize);
@@ -343,6 +451,53 @@ mod tests {
             }
         }
         assert!(count.iter().all(|&n| n == 1), "{layout:?}");
+    }
+
+    #[test]
+    fn placements_match_block_and_tile_of() {
+        // The division-free walk against the per-part formulas, on two-level
+        // splits with empty parts (more parts than units) and replicas.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        for _ in 0..400 {
+            let axis = |big: bool, next: &mut dyn FnMut(u32) -> u32| AxisSplit {
+                len: next(if big { 5000 } else { 40 }) + 1,
+                grain: [1, 2, 4, 16, 0][next(5) as usize],
+                outer: next(12) + 1,
+                outer_stride: next(40),
+                inner: next(4) + 1,
+                inner_stride: next(5),
+            };
+            let layout = Layout {
+                first_tile: next(10),
+                rows: axis(true, &mut next),
+                cols: axis(false, &mut next),
+                replicas: next(3) + 1,
+                replica_stride: next(300),
+            };
+            let mut expected = Vec::new();
+            for rep in 0..layout.replicas {
+                for rq in 0..layout.rows.part_count() {
+                    for cq in 0..layout.cols.part_count() {
+                        let b = layout.block(rq, cq);
+                        if !b.is_empty() {
+                            expected.push((layout.tile_of(rq, cq, rep), b));
+                        }
+                    }
+                }
+            }
+            let got: Vec<(u32, Block)> = layout.placements().collect();
+            assert_eq!(got, expected, "{layout:?}");
+            let mut sizes = Vec::new();
+            layout.for_each_block_elements(|t, n| sizes.push((t, n)));
+            let want: Vec<(u32, u64)> = expected.iter().map(|(t, b)| (*t, b.elements())).collect();
+            assert_eq!(sizes, want, "{layout:?}");
+        }
     }
 
     #[test]

@@ -74,9 +74,8 @@ impl TileBytes {
     pub fn for_each(&self, mut f: impl FnMut(u32, u64)) {
         match self {
             TileBytes::Layout { layout, elem } => {
-                for (t, b) in layout.placements() {
-                    f(t, granule(b.elements() * *elem as u64));
-                }
+                let elem = u64::from(*elem);
+                layout.for_each_block_elements(|t, n| f(t, granule(n * elem)));
             }
             TileBytes::Blocks(blocks) => {
                 for b in blocks.iter() {

@@ -51,6 +51,6 @@ pub mod state;
 
 pub use context::{PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH, DEFAULT_FIXED_CODE_BYTES};
 pub use planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
-pub use search::{plan_graph, plan_graph_with_stats, Plan};
+pub use search::{plan_graph, plan_graph_with_progress, plan_graph_with_stats, Plan};
 #[cfg(test)]
 pub(crate) mod tests;

@@ -274,6 +274,9 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
             });
         }
         states = prune(next, cx.config.beam_width);
+        if let Some(progress) = cx.progress.filter(|_| info.region == cx.graph.top()) {
+            progress(pos + 1, info.ops.len() as u32);
+        }
     }
     Ok(states)
 }
@@ -496,7 +499,26 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
 /// says which search produced it, its stats count both, and a second
 /// rejection is the one returned.
 pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
-    let (result, stats) = search_once(graph, config);
+    plan_graph_reporting(graph, config, None)
+}
+
+/// [`plan_graph`] calling `progress(done, total)` after each of the top
+/// region's ops (a Repeat's body is searched inside its op); the plan is
+/// the same with or without it.
+pub fn plan_graph_with_progress(
+    graph: &Graph,
+    config: PlanConfig,
+    progress: &dyn Fn(u32, u32),
+) -> PlanResult<Plan> {
+    plan_graph_reporting(graph, config, Some(progress)).0
+}
+
+fn plan_graph_reporting(
+    graph: &Graph,
+    config: PlanConfig,
+    progress: Option<&dyn Fn(u32, u32)>,
+) -> (PlanResult<Plan>, PlanStats) {
+    let (result, stats) = search_once(graph, config, progress);
     match result {
         Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
             let (result, second) = search_once(
@@ -505,6 +527,7 @@ pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<P
                     code_charge: CodeCharge::Span,
                     ..config
                 },
+                progress,
             );
             let stats = stats.plus(&second);
             (result.map(|p| Plan { stats, ..p }), stats)
@@ -513,8 +536,13 @@ pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<P
     }
 }
 
-fn search_once(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
-    let cx = SearchCx::new(graph, config);
+fn search_once(
+    graph: &Graph,
+    config: PlanConfig,
+    progress: Option<&dyn Fn(u32, u32)>,
+) -> (PlanResult<Plan>, PlanStats) {
+    let mut cx = SearchCx::new(graph, config);
+    cx.progress = progress;
     let result = plan_with(&cx, graph, config);
     let stats = *cx.stats.borrow();
     (result, stats)

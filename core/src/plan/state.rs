@@ -48,6 +48,12 @@ struct Root {
 pub struct State {
     values: BTreeMap<ValueId, ValueLoc>,
     roots: BTreeMap<ValueId, Root>,
+    /// Per-tile bytes of every root's allocation (the dynamic usage of a
+    /// moment before its transients), kept as roots come and go so a check
+    /// does not walk every live allocation's blocks again.
+    root_usage: Arc<Vec<u64>>,
+    /// Interleaved-class part of `root_usage`.
+    root_il: Arc<Vec<u64>>,
     statics: Arc<BTreeMap<ValueId, Arc<Allocation>>>,
     static_usage: Arc<Vec<u64>>,
     static_max: u64,
@@ -135,6 +141,8 @@ impl State {
         let mut s = State {
             values: BTreeMap::new(),
             roots: BTreeMap::new(),
+            root_usage: Arc::new(memory::empty_usage()),
+            root_il: Arc::new(memory::empty_usage()),
             statics: Arc::new(BTreeMap::new()),
             static_usage: Arc::new(memory::empty_usage()),
             static_max: 0,
@@ -182,13 +190,7 @@ impl State {
         for (v, layout, alloc) in args {
             let elem = cx.view(*v).map(|w| w.elem()).unwrap_or(1);
             let root = alloc.as_ref().map(|a| {
-                s.roots.insert(
-                    *v,
-                    Root {
-                        alloc: a.clone(),
-                        users: 1,
-                    },
-                );
+                s.insert_root(*v, a.clone());
                 *v
             });
             s.values.insert(
@@ -346,13 +348,35 @@ impl State {
         }
     }
 
+    /// Makes `a` the root allocation of `v` (one user), keeping
+    /// `root_usage` the sum of the roots' allocations.
+    fn insert_root(&mut self, v: ValueId, a: Arc<Allocation>) {
+        self.remove_root(v);
+        a.accumulate(Arc::make_mut(&mut self.root_usage).as_mut_slice(), true);
+        if a.class == MemoryClass::Interleaved {
+            a.accumulate(Arc::make_mut(&mut self.root_il).as_mut_slice(), true);
+        }
+        self.roots.insert(v, Root { alloc: a, users: 1 });
+    }
+
+    /// Drops root `v` (if any) and its bytes from `root_usage`.
+    fn remove_root(&mut self, v: ValueId) {
+        if let Some(old) = self.roots.remove(&v) {
+            let a = &old.alloc;
+            a.accumulate(Arc::make_mut(&mut self.root_usage).as_mut_slice(), false);
+            if a.class == MemoryClass::Interleaved {
+                a.accumulate(Arc::make_mut(&mut self.root_il).as_mut_slice(), false);
+            }
+        }
+    }
+
     fn drop_value(&mut self, v: ValueId) {
         if let Some(loc) = self.values.remove(&v) {
             if let Some(r) = loc.root {
                 if let Some(root) = self.roots.get_mut(&r) {
                     root.users -= 1;
                     if root.users == 0 {
-                        self.roots.remove(&r);
+                        self.remove_root(r);
                     }
                 }
             }
@@ -385,13 +409,16 @@ impl State {
             .map(|r| &*r.alloc)
             .chain(transient.iter().map(|a| &**a))
             .collect();
-        let il_dynamic: Vec<&Allocation> = dynamic
+        // The roots' bytes are kept summed (`root_usage`); only this
+        // moment's transients are added (exact: the same u64 sums).
+        let transient_il: Vec<&Allocation> = transient
             .iter()
-            .copied()
+            .map(|a| &**a)
             .filter(|a| a.class == MemoryClass::Interleaved)
             .collect();
-        let mut now = memory::moment_usage(&memory::empty_usage(), &dynamic);
-        let mut il_now = memory::moment_usage(&memory::empty_usage(), &il_dynamic);
+        let transients: Vec<&Allocation> = transient.iter().map(|a| &**a).collect();
+        let mut now = memory::moment_usage(&self.root_usage, &transients);
+        let mut il_now = memory::moment_usage(&self.root_il, &transient_il);
         if let Some((extra, extra_il)) = extra {
             for (n, e) in now.iter_mut().zip(extra) {
                 *n += e;
@@ -663,7 +690,7 @@ impl State {
         // Define the result.
         let root = match out_alloc {
             Some(a) => {
-                s.roots.insert(result, Root { alloc: a, users: 1 });
+                s.insert_root(result, a);
                 Some(result)
             }
             None => {
@@ -783,7 +810,7 @@ impl State {
                 elem,
                 1,
             );
-            s.roots.insert(result, Root { alloc: a, users: 1 });
+            s.insert_root(result, a);
             s.values.insert(
                 result,
                 ValueLoc {

@@ -26,7 +26,7 @@ use ipuc_core::package::{self, Package, Segment, SegmentRole, SummaryValue};
 use ipuc_core::place::{place_tile, requests, support_reserved, PlacementRequest, TilePlacement};
 use ipuc_core::plan::code::CodeCharge;
 use ipuc_core::plan::memory::{MemoryRejection, ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
-use ipuc_core::plan::{plan_graph, Plan, PlanConfig, PlanError, PlanStats};
+use ipuc_core::plan::{plan_graph_with_progress, Plan, PlanConfig, PlanError, PlanStats};
 
 pub use bindings::INFERENCE_CALL;
 
@@ -258,8 +258,10 @@ pub fn compile_with_progress(
     let mut attempt = 0;
     let mut optimization = None;
     let (plan, schedule, placements, exchange_plan, patch_bases, code_estimates) = loop {
-        let stage = progress.stage("planning", 0);
-        let plan: Plan = plan_graph(
+        // A bar over the top region's ops (the total is known once the
+        // first op is planned).
+        let stage = progress.stage("planning", 1);
+        let plan: Plan = plan_graph_with_progress(
             graph,
             PlanConfig {
                 beam_width: opts.beam_width,
@@ -272,6 +274,10 @@ pub fn compile_with_progress(
                 max_stream_words: opts.exchange_stream_words,
                 min_key_parts,
                 code_charge: CodeCharge::WholeElements,
+            },
+            &|done, total| {
+                stage.set_total(u64::from(total));
+                stage.set_position(u64::from(done));
             },
         )
         .map_err(|e| match e {
