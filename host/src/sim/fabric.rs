@@ -31,6 +31,7 @@ use ipuc_core::ipu21::sram::{
     INTERLEAVED_ELEMENT_SIZE, SUPERVISOR_FETCH_LOOKAHEAD,
 };
 use ipuc_core::ipu21::topology::PhysicalTile;
+use rayon::slice::ParallelSliceMut;
 
 use super::witness::{expand, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
 
@@ -77,6 +78,22 @@ pub trait PhaseMemory {
             self.write_u32(tile, addr.wrapping_add(4 * k as u32), v);
         }
         true
+    }
+    /// Whether the `n` words from byte `addr` of `tile` can all be read.
+    fn readable(&self, tile: PhysicalTile, addr: u32, n: u32) -> bool {
+        (0..n).all(|k| self.read_u32(tile, addr.wrapping_add(4 * k)).is_some())
+    }
+    /// Copies `n` words from byte `src_addr` of `src` to byte `dst_addr` of
+    /// `dst` (spans that do not overlap), all or none: `false` (and nothing
+    /// stored) when any word of either span is outside memory.
+    fn copy_words(
+        &mut self,
+        (src, src_addr): (PhysicalTile, u32),
+        (dst, dst_addr): (PhysicalTile, u32),
+        n: u32,
+    ) -> bool {
+        let mut values = Vec::with_capacity(n as usize);
+        self.read_words(src, src_addr, n, &mut values) && self.write_words(dst, dst_addr, &values)
     }
 }
 
@@ -210,7 +227,7 @@ pub(super) fn csr_name(csr: u16) -> String {
 /// traffic, then the words moved in event order.
 pub fn execute_phase(
     calls: &[RowLocation],
-    memory: &mut impl PhaseMemory,
+    memory: &mut (impl PhaseMemory + Sync),
 ) -> Result<PhaseRun, FabricError> {
     Ok(execute_phase_rows(calls, memory)?.0)
 }
@@ -218,7 +235,7 @@ pub fn execute_phase(
 /// [`execute_phase`], also returning every stepped row (in call order).
 pub fn execute_phase_rows(
     calls: &[RowLocation],
-    memory: &mut impl PhaseMemory,
+    memory: &mut (impl PhaseMemory + Sync),
 ) -> Result<(PhaseRun, Vec<SteppedRow>), FabricError> {
     let stepped = step_rows(calls, memory).map_err(FabricError::Witness)?;
     let rows: Vec<SteppedRow> = stepped.rows().collect();
@@ -380,7 +397,8 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
             windows.push((tile, element, a, b, address, !send));
         }
     }
-    windows.sort_unstable();
+    // Whole-tuple keys: the parallel sort's order is the serial one's.
+    windows.par_sort_unstable();
     // Per (tile, element): any send window overlapping any receive window.
     let mut i = 0;
     while i < windows.len() {
@@ -450,8 +468,6 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
         }
         bulk.push(*r);
     }
-    let total: usize = moves.iter().map(|r| r.words as usize).sum();
-    let mut values = Vec::with_capacity(total);
     // Word moves of `moves` covering bulk run `b`, for the per-word redo.
     let words_of = |first: usize, n: u32| {
         expand(moves)
@@ -460,6 +476,29 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
             .take(n as usize)
             .collect::<Vec<WordMove>>()
     };
+    let readable = bulk
+        .iter()
+        .all(|b| memory.readable(tile_of(b.src_tile), b.src_word.wrapping_mul(4), b.words));
+    if readable {
+        // Every source can be read, and no word is both read and written:
+        // copying run by run stores what reading everything first would
+        // (and a destination outside memory faults after the same stores).
+        let mut first = 0usize;
+        for b in &bulk {
+            let src = (tile_of(b.src_tile), b.src_word.wrapping_mul(4));
+            let dst = (tile_of(b.dst_tile), b.dst_word.wrapping_mul(4));
+            if !memory.copy_words(src, dst, b.words) {
+                for m in words_of(first, b.words) {
+                    let v = read_word(memory, &m)?;
+                    write_word(memory, &m, v)?;
+                }
+            }
+            first += b.words as usize;
+        }
+        return Ok(());
+    }
+    let total: usize = moves.iter().map(|r| r.words as usize).sum();
+    let mut values = Vec::with_capacity(total);
     let mut first = 0usize;
     for b in &bulk {
         let (tile, addr) = (tile_of(b.src_tile), b.src_word.wrapping_mul(4));
@@ -677,6 +716,62 @@ impl PhaseMemory for DeviceMemory<'_> {
                         .chunks_exact(4)
                         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
                 );
+                true
+            }
+            _ => false,
+        }
+    }
+    fn readable(&self, tile: PhysicalTile, addr: u32, n: u32) -> bool {
+        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
+            return false;
+        };
+        let Some(len) = n.checked_mul(4) else {
+            return false;
+        };
+        addr.is_multiple_of(4) && self.tiles[i].memory().slice(addr, len).is_ok()
+    }
+    fn copy_words(
+        &mut self,
+        (src, src_addr): (PhysicalTile, u32),
+        (dst, dst_addr): (PhysicalTile, u32),
+        n: u32,
+    ) -> bool {
+        let tile = |t: PhysicalTile| self.index.get(t.index()).copied().flatten();
+        let (Some(i), Some(j)) = (tile(src), tile(dst)) else {
+            return false;
+        };
+        let Some(len) = n.checked_mul(4) else {
+            return false;
+        };
+        if !src_addr.is_multiple_of(4) || !dst_addr.is_multiple_of(4) {
+            return false;
+        }
+        if i == j {
+            let t = self.tiles[i].memory_mut();
+            let Ok(from) = t.slice(src_addr, len).map(<[u8]>::to_vec) else {
+                return false;
+            };
+            return match t.slice_mut(dst_addr, len) {
+                Ok(to) => {
+                    to.copy_from_slice(&from);
+                    true
+                }
+                Err(_) => false,
+            };
+        }
+        let (from, to) = if i < j {
+            let (low, high) = self.tiles.split_at_mut(j);
+            (&low[i], &mut high[0])
+        } else {
+            let (low, high) = self.tiles.split_at_mut(i);
+            (&high[0], &mut low[j])
+        };
+        match (
+            from.memory().slice(src_addr, len),
+            to.memory_mut().slice_mut(dst_addr, len),
+        ) {
+            (Ok(from), Ok(to)) => {
+                to.copy_from_slice(from);
                 true
             }
             _ => false,

@@ -428,6 +428,31 @@ fn on_wire(wire: &[Burst], x: i64) -> Option<(Burst, u32)> {
     (x - b.start < b.items).then_some((b, x - b.start))
 }
 
+/// [`on_wire`], searching from burst `*near` on (where the last search of
+/// this receiver ended: its events only grow, so the burst is usually that
+/// one or the next) and leaving `*near` at the burst found.
+fn on_wire_near(wire: &[Burst], x: i64, near: &mut usize) -> Option<(Burst, u32)> {
+    let x = u32::try_from(x).ok()?;
+    let mut i = *near;
+    if wire.get(i).is_none_or(|b| b.start > x) {
+        i = wire.partition_point(|b| b.start <= x).checked_sub(1)?;
+    } else {
+        // wire[i] starts at or before x: the last such burst is ahead.
+        let mut steps = 0;
+        while wire.get(i + 1).is_some_and(|b| b.start <= x) {
+            i += 1;
+            steps += 1;
+            if steps == 8 {
+                i = wire.partition_point(|b| b.start <= x) - 1;
+                break;
+            }
+        }
+    }
+    *near = i;
+    let b = wire[i];
+    (x - b.start < b.items).then_some((b, x - b.start))
+}
+
 /// Selection intervals `[from, to)` with their source, for the ordinary
 /// or the paired XPIC stream of `controls`.
 fn selections(controls: &[(u32, Control)], paired: bool) -> Vec<(u32, u32, u32)> {
@@ -647,17 +672,25 @@ pub struct SteppedPhase {
 }
 
 /// Step 1: reads and steps every called row from SRAM.
+/// Rows are independent: each is stepped on its own, in parallel, and the
+/// first fault in call order is the one a serial pass finds.
 pub fn step_rows(
     calls: &[RowLocation],
-    memory: &impl PhaseMemory,
+    memory: &(impl PhaseMemory + Sync),
 ) -> Result<SteppedPhase, WitnessFault> {
+    let stepped: Vec<Result<Tile, WitnessFault>> = calls
+        .par_iter()
+        .map(|&call| {
+            let mut t = step_row(call, memory)?;
+            t.controls.sort_by_key(|c| c.0);
+            Ok(t)
+        })
+        .collect();
     let mut tiles: Vec<Tile> = Vec::with_capacity(calls.len());
     let mut at: Vec<Option<usize>> = vec![None; usize::from(TILE_COUNT)];
-    for &call in calls {
-        let mut t = step_row(call, memory)?;
-        t.controls.sort_by_key(|c| c.0);
+    for (call, t) in calls.iter().zip(stepped) {
         at[call.tile.index()] = Some(tiles.len());
-        tiles.push(t);
+        tiles.push(t?);
     }
     Ok(SteppedPhase { tiles, at })
 }
@@ -720,7 +753,7 @@ impl SteppedPhase {
 /// Both steps: every row stepped from SRAM and every receiver stepped.
 pub fn witness_phase(
     calls: &[RowLocation],
-    memory: &impl PhaseMemory,
+    memory: &(impl PhaseMemory + Sync),
 ) -> Result<WitnessRun, WitnessFault> {
     let stepped = step_rows(calls, memory)?;
     let moves = stepped.receive()?;
@@ -779,6 +812,8 @@ struct Steady {
     /// facts (source value, tile, `T(s,d)`, route bit).
     xpic: u32,
     route: Option<(u32, PhysicalTile, i32, u32)>,
+    /// Where the last wire search ended.
+    near: usize,
     pointer: Option<u64>,
     /// First control event after `e`, first paired selection start after `e`.
     next_control: Option<u32>,
@@ -810,7 +845,7 @@ struct SteadyRun {
 /// so they are taken in bulk; any other event goes the event-by-event way,
 /// which raises every fault.
 fn steady_events(
-    s: &Steady,
+    s: &mut Steady,
     pending: &VecDeque<InFlight>,
     tiles: &[Tile],
     at: &[Option<usize>],
@@ -834,7 +869,7 @@ fn steady_events(
         k = k.min(s.lag);
         let x = i64::from(e) - i64::from(tm);
         let wire = at[source.index()].map_or(&[][..], |j| tiles[j].wire.as_slice());
-        let (b, off) = on_wire(wire, x)?;
+        let (b, off) = on_wire_near(wire, x, &mut s.near)?;
         if b.sctl & bit == 0 || b.sctl & SCTL_PAIRED != 0 {
             return None;
         }
@@ -956,6 +991,8 @@ fn receive(
     let mut ci = 0usize;
     let (mut own_i, mut their_i) = (0usize, 0usize);
     let mut route: Option<(u32, PhysicalTile, i32, u32)> = None;
+    // Where the last wire search ended (see `on_wire_near`).
+    let mut near = 0usize;
     let mut e = 0u32;
     loop {
         // Controls taking effect at e.
@@ -1005,7 +1042,7 @@ fn receive(
                     }
                 };
                 let x = i64::from(e) - i64::from(tm) - 1;
-                let item = on_wire(wire_of(s), x)
+                let item = on_wire_near(wire_of(s), x, &mut near)
                     .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED == 0)
                     .map(|(b, k)| (b.first_byte.wrapping_add(4 * k), x as u32));
                 push_in_flight(
@@ -1126,6 +1163,7 @@ fn receive(
                 lag,
                 xpic,
                 route,
+                near,
                 pointer,
                 next_control: t.controls.get(ci).map(|c| c.0),
                 next_paired: [own_paired.get(own_i), partner_paired.get(their_i)]
@@ -1135,11 +1173,12 @@ fn receive(
                     .min(),
                 format_shown: formats.last().map_or(0, |f| f.1),
             };
-            while let Some(run) = steady_events(&state, &pending, tiles, at) {
+            while let Some(run) = steady_events(&mut state, &pending, tiles, at) {
                 take_steady(&mut state, run, d, &mut pending, moves);
             }
             e = state.e;
             pointer = state.pointer;
+            near = state.near;
         }
         // The next event anything happens at.
         let selected = xpic != XPIC_NEUTRAL || own.is_some() || theirs.is_some();
