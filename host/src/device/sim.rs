@@ -65,7 +65,8 @@ pub struct RunProfile {
 /// call's address), which kernel, which operand at which address, and the
 /// rule ([`OperandFault`]). [`LoadedSim::infer`] returns it as the error's
 /// root cause (`anyhow::Error::downcast_ref`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("tile {tile}: operation `{operation}`: kernel {kernel} called at {pc:#x}: {fault}")]
 pub struct KernelOperandError {
     /// Physical tile.
     pub tile: u16,
@@ -78,18 +79,6 @@ pub struct KernelOperandError {
     /// Operand, address and rule.
     pub fault: OperandFault,
 }
-
-impl core::fmt::Display for KernelOperandError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "tile {}: operation `{}`: kernel {} called at {:#x}: {}",
-            self.tile, self.operation, self.kernel, self.pc, self.fault
-        )
-    }
-}
-
-impl std::error::Error for KernelOperandError {}
 
 /// The operation of the step containing `pc` on physical tile `tile`: the
 /// step with the highest code address at or below `pc`.

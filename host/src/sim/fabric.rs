@@ -98,12 +98,14 @@ pub trait PhaseMemory {
 }
 
 /// What stopped a phase.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FabricError {
     /// What the fabric's witness found (row words, receive timing, CSRs),
     /// as the tile would raise it.
+    #[error("{0}")]
     Witness(WitnessFault),
     /// A sender's source word lies outside its memory.
+    #[error("{tile}: send at event {event} reads {address:#x} outside memory")]
     SourceOutsideMemory {
         tile: PhysicalTile,
         event: u32,
@@ -111,6 +113,12 @@ pub enum FabricError {
     },
     /// A called row is not all in executable memory (§2.10 rule 1:
     /// instruction fetch only below `0x80000`).
+    #[error(
+        "{tile}: exchange row {:#x}..{:#x} is not in executable memory (instruction fetch only below {:#x}, facts §2.10 rule 1)",
+        row.0,
+        row.1,
+        EXECUTABLE_MEMORY_LIMIT
+    )]
     RowNotExecutable {
         tile: PhysicalTile,
         /// Row start and end (exclusive) byte addresses.
@@ -119,6 +127,12 @@ pub enum FabricError {
     /// A word is read for a send from, or written by a receive to, an
     /// effective element the executing row is fetched from, including the
     /// 64-byte fetch look-ahead (§2.10 rule 2).
+    #[error(
+        "{tile}: {} {address:#x} at event {event} is in an effective element of the executing row {:#x}..{:#x} (+{SUPERVISOR_FETCH_LOOKAHEAD}-byte fetch look-ahead, facts §2.10 rule 2)",
+        if *send { "send source" } else { "receive destination" },
+        row.0,
+        row.1
+    )]
     FetchElement {
         tile: PhysicalTile,
         /// True for a send source, false for a receive destination.
@@ -132,6 +146,10 @@ pub enum FabricError {
     /// effective element while their memory windows overlap (§2.10 rule 5:
     /// send window = its read events, receive window = its write events
     /// plus the 5-event receive horizon).
+    #[error(
+        "{tile}: send source {:#x} (events {}..={}) and receive destination {:#x} (events {}..={}) share effective element {element} while both are active (facts §2.10 rule 5)",
+        send.0, send.1, send.2, receive.0, receive.1, receive.2
+    )]
     ElementConflict {
         tile: PhysicalTile,
         element: u32,
@@ -141,54 +159,6 @@ pub enum FabricError {
         receive: (u32, u32, u32),
     },
 }
-
-impl std::fmt::Display for FabricError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FabricError::Witness(w) => write!(f, "{w}"),
-            FabricError::SourceOutsideMemory {
-                tile,
-                event,
-                address,
-            } => write!(
-                f,
-                "{tile}: send at event {event} reads {address:#x} outside memory"
-            ),
-            FabricError::RowNotExecutable { tile, row } => write!(
-                f,
-                "{tile}: exchange row {:#x}..{:#x} is not in executable memory (instruction fetch only below {:#x}, facts §2.10 rule 1)",
-                row.0,
-                row.1,
-                EXECUTABLE_MEMORY_LIMIT
-            ),
-            FabricError::FetchElement {
-                tile,
-                send,
-                event,
-                address,
-                row,
-            } => write!(
-                f,
-                "{tile}: {} {address:#x} at event {event} is in an effective element of the executing row {:#x}..{:#x} (+{SUPERVISOR_FETCH_LOOKAHEAD}-byte fetch look-ahead, facts §2.10 rule 2)",
-                if *send { "send source" } else { "receive destination" },
-                row.0,
-                row.1
-            ),
-            FabricError::ElementConflict {
-                tile,
-                element,
-                send,
-                receive,
-            } => write!(
-                f,
-                "{tile}: send source {:#x} (events {}..={}) and receive destination {:#x} (events {}..={}) share effective element {element} while both are active (facts §2.10 rule 5)",
-                send.0, send.1, send.2, receive.0, receive.1, receive.2
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FabricError {}
 
 /// Summary of one executed phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
