@@ -367,6 +367,33 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
             windows.push((tile, element, a, b, address, !send));
         }
     }
+    // Only (tile, element) groups with both a send and a receive window can
+    // conflict: every other window is dropped before sorting (elements past
+    // 63 are kept, unfiltered).
+    let tiles = usize::from(ipuc_core::ipu21::topology::TILE_COUNT);
+    let (mut sends, mut receives) = (vec![0u64; tiles], vec![0u64; tiles]);
+    for w in &windows {
+        let t = usize::from(w.0);
+        if let Some(bit) = 1u64.checked_shl(w.1) {
+            if let Some(m) = if w.5 {
+                receives.get_mut(t)
+            } else {
+                sends.get_mut(t)
+            } {
+                *m |= bit;
+            }
+        }
+    }
+    windows.retain(|w| {
+        let t = usize::from(w.0);
+        match 1u64.checked_shl(w.1) {
+            Some(bit) => {
+                sends.get(t).is_none_or(|m| m & bit != 0)
+                    && receives.get(t).is_none_or(|m| m & bit != 0)
+            }
+            None => true,
+        }
+    });
     // Whole-tuple keys: the parallel sort's order is the serial one's.
     windows.par_sort_unstable();
     // Per (tile, element): any send window overlapping any receive window.
