@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod bench_compile;
+mod bench_sim;
 mod browser;
 mod layers;
 mod sweep;
@@ -38,9 +39,11 @@ enum Task {
     /// reference; `so400m` = the full So400m run (27 layers, fused QKV, FP8
     /// -4, three resident inferences) with the seeds' figures beside ours;
     /// `compile` = So400m compiles at 1, 2 and 27 layers and siglip-small
-    /// at 27, per-stage times and peak RSS.
+    /// at 27, per-stage times and peak RSS; `sim` = the simulator's wall
+    /// and CPU time, words moved and words/s per package (medians of
+    /// `--repeat` runs; by default the full-width So400m at 56 and 112 px).
     Bench {
-        /// What to benchmark: `reference`, `so400m` or `compile`.
+        /// What to benchmark: `reference`, `so400m`, `compile` or `sim`.
         what: String,
         /// Output directory (default `target/bench/<what>`: summaries,
         /// logs, packages, profiles).
@@ -52,11 +55,12 @@ enum Task {
         /// Encoder layers (so400m).
         #[arg(long, default_value_t = 27)]
         layers: usize,
-        /// Runs per case (`compile`: the table gives medians).
+        /// Runs per case (`compile`, `sim`: the table gives medians).
         #[arg(long, default_value_t = 1)]
         repeat: usize,
         /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56`;
-        /// for `compile`, the cases to run (e.g. `-- siglip-so400m-1`).
+        /// for `compile`, the cases to run (e.g. `-- siglip-so400m-1`); for
+        /// `sim`, `FILE.ipuc EXEC-FLAGS…` per case.
         #[arg(last = true)]
         extra: Vec<String>,
     },
@@ -141,10 +145,13 @@ fn main() -> Result<()> {
             match what.as_str() {
                 "reference" => bench_reference(&root),
                 "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
+                "sim" => bench_sim::bench_sim(&root, &out, repeat, &extra),
                 "compile" => {
                     bench_compile::bench_compile(&root, &out, timeout_minutes, repeat, &extra)
                 }
-                other => bail!("unknown benchmark {other:?} (known: reference, so400m, compile)"),
+                other => {
+                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim)")
+                }
             }
         }
         Task::Sweep {

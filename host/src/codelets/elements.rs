@@ -33,11 +33,19 @@ pub fn decode_into(bytes: &[u8], d: DType, out: &mut Vec<f32>) {
                 .chunks_exact(4)
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         ),
-        DType::F16 => out.extend(
-            bytes
+        DType::F16 => {
+            // Whole slices through `half`'s converter (F16C vectors where
+            // the CPU has them, the same conversion `f16_bits_to_f32` makes
+            // one value at a time; exact either way).
+            use half::slice::HalfFloatSliceExt;
+            let halves: Vec<half::f16> = bytes
                 .chunks_exact(2)
-                .map(|c| f16_bits_to_f32(u16::from_le_bytes([c[0], c[1]]))),
-        ),
+                .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+                .collect();
+            let start = out.len();
+            out.resize(start + halves.len(), 0.0);
+            halves.convert_to_f32_slice(&mut out[start..]);
+        }
         DType::F8 { .. } => {
             let Some(f) = fp8(d) else { return };
             let table: Vec<f32> = (0..=255u8).map(|c| f.decode(c)).collect();

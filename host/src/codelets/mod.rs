@@ -98,27 +98,17 @@ pub fn codelet_by_name(name: &str) -> Option<Arc<dyn Codelet>> {
 }
 
 /// A kernel symbol the registry does not implement.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel symbol `{name}` at {entry:#x} has no native codelet (known: {})",
+    KernelSymbol::ALL.map(|s| s.name()).join(", ")
+)]
 pub struct UnknownKernel {
     /// The name found in the package.
     pub name: String,
     /// Its entry address.
     pub entry: u32,
 }
-
-impl std::fmt::Display for UnknownKernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "kernel symbol `{}` at {:#x} has no native codelet (known: {})",
-            self.name,
-            self.entry,
-            KernelSymbol::ALL.map(|s| s.name()).join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownKernel {}
 
 /// The simulator's codelet table for a kernel symbol table of
 /// `(name, entry address)` pairs.

@@ -703,3 +703,54 @@ fn amp_output_placement_rules_are_enforced() {
     // Another element: runs.
     b.run(&small_gemm(true), 0x9_8000, &[a, w]).unwrap();
 }
+
+/// The FP16 slice decode gives the bits `f16_bits_to_f32` gives, for every
+/// one of the 65,536 encodings (NaN payloads included).
+#[test]
+fn f16_slice_decode_matches_the_scalar_conversion_bit_for_bit() {
+    let bytes: Vec<u8> = (0..=u16::MAX).flat_map(|b| b.to_le_bytes()).collect();
+    let got = super::elements::decode(&bytes, DType::F16);
+    assert_eq!(got.len(), 65_536);
+    for (bits, v) in (0..=u16::MAX).zip(&got) {
+        let want = ipuc_core::numeric::f16_bits_to_f32(bits);
+        assert_eq!(v.to_bits(), want.to_bits(), "{bits:#06x}");
+    }
+}
+
+/// `UnknownKernel` and `CodeletError` (now on `thiserror`) print what their
+/// hand-written `Display`s did.
+#[test]
+fn codelet_error_messages_are_the_hand_written_ones() {
+    let u = UnknownKernel {
+        name: "mystery".into(),
+        entry: 0x4c100,
+    };
+    assert_eq!(
+        u.to_string(),
+        format!(
+            "kernel symbol `mystery` at 0x4c100 has no native codelet (known: {})",
+            KernelSymbol::ALL.map(|s| s.name()).join(", ")
+        )
+    );
+    let e = CodeletError {
+        tile: 4,
+        kernel: "gemm_amp",
+        kind: CodeletErrorKind::ArgBlockOutsideSram {
+            addr: 0x10,
+            words: 3,
+        },
+    };
+    assert_eq!(
+        e.to_string(),
+        "tile 4: kernel gemm_amp: argument block 0x10 (3 words) is outside SRAM"
+    );
+    let e = CodeletError {
+        tile: 4,
+        kernel: "gemm_amp",
+        kind: CodeletErrorKind::ArgBlockMisaligned { addr: 0x12 },
+    };
+    assert_eq!(
+        e.to_string(),
+        "tile 4: kernel gemm_amp: argument block address 0x12 ($m8) is not word aligned"
+    );
+}

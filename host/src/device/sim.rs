@@ -65,7 +65,8 @@ pub struct RunProfile {
 /// call's address), which kernel, which operand at which address, and the
 /// rule ([`OperandFault`]). [`LoadedSim::infer`] returns it as the error's
 /// root cause (`anyhow::Error::downcast_ref`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("tile {tile}: operation `{operation}`: kernel {kernel} called at {pc:#x}: {fault}")]
 pub struct KernelOperandError {
     /// Physical tile.
     pub tile: u16,
@@ -78,18 +79,6 @@ pub struct KernelOperandError {
     /// Operand, address and rule.
     pub fault: OperandFault,
 }
-
-impl core::fmt::Display for KernelOperandError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "tile {}: operation `{}`: kernel {} called at {:#x}: {}",
-            self.tile, self.operation, self.kernel, self.pc, self.fault
-        )
-    }
-}
-
-impl std::error::Error for KernelOperandError {}
 
 /// The operation of the step containing `pc` on physical tile `tile`: the
 /// step with the highest code address at or below `pc`.
@@ -488,6 +477,7 @@ impl LoadedSim {
         self.inferences += 1;
 
         let started = std::time::Instant::now();
+        let cpu_started = process_cpu_seconds();
         let name = match self.planned_inferences {
             Some(n) => format!("inference {} of {n}", self.inferences),
             None => format!("inference {}", self.inferences),
@@ -510,8 +500,17 @@ impl LoadedSim {
         self.device.clear_progress();
         let run = run.map_err(|e| self.device_error(e))?;
         if let Ok(stage) = Arc::try_unwrap(stage) {
+            // CPU time says what a shared machine's wall time cannot.
+            let cpu = match (cpu_started, process_cpu_seconds()) {
+                (Some(a), Some(b)) => format!(
+                    ", {:.2} s CPU (user + system, all threads; {:.1} M words per CPU second)",
+                    b - a,
+                    run.words_moved as f64 / 1e6 / (b - a).max(1e-9)
+                ),
+                _ => String::new(),
+            };
             stage.finish(&format!(
-                "{} simulated cycles, {} supersteps, {} words moved",
+                "{} simulated cycles, {} supersteps, {} words moved{cpu}",
                 thousands(run.cycles),
                 run.supersteps,
                 thousands(run.words_moved)
@@ -565,5 +564,27 @@ impl LoadedSim {
             wall_seconds: started.elapsed().as_secs_f64(),
         };
         Ok(DeviceOutput { outputs, profile })
+    }
+}
+
+/// User + system CPU seconds of this process (all threads) so far; `None`
+/// where the platform does not say.
+fn process_cpu_seconds() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+        // SAFETY: getrusage writes a whole `rusage` on success (return 0).
+        let usage = unsafe {
+            if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+                return None;
+            }
+            usage.assume_init()
+        };
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + f64::from(t.tv_usec as u32) * 1e-6;
+        Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }

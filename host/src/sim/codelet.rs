@@ -58,7 +58,8 @@ impl From<u64> for CodeletCharge {
 /// A kernel-ABI rule an operand of a call breaks (the hardware's, or the
 /// calling convention's): the device reports it as
 /// [`super::FaultKind::KernelOperand`] with the tile and the call's PC.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", operand_message(operand, *addr, *rule))]
 pub struct OperandFault {
     /// Operand name (`out`, `a`, `b`, `q`, `k`, `v`, …).
     pub operand: &'static str,
@@ -89,33 +90,27 @@ pub enum OperandRule {
     WeightsNotInterleaved,
 }
 
-impl core::fmt::Display for OperandFault {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let (operand, addr) = (self.operand, self.addr);
-        match self.rule {
-            OperandRule::OutsideSram { bytes } => {
-                write!(f, "operand {operand} at {addr:#x} ({bytes} bytes) is outside SRAM")
-            }
-            OperandRule::Misaligned { align } => {
-                write!(f, "operand {operand} at {addr:#x} is not {align}-byte aligned")
-            }
-            OperandRule::AmpMisaligned => write!(
-                f,
-                "AMP operand {operand} at {addr:#x} is not 32-byte aligned (facts §2.10 rule 6)"
-            ),
-            OperandRule::AmpOutputStandard => write!(
-                f,
-                "AMP output {operand} at {addr:#x} is in standard memory; the AMP writes interleaved memory (facts §2.10 rule 6)"
-            ),
-            OperandRule::AmpSharesElement { left, element } => write!(
-                f,
-                "AMP output {operand} at {addr:#x} shares effective element {element} with the left stream at {left:#x} (facts §2.10 rule 6)"
-            ),
-            OperandRule::WeightsNotInterleaved => write!(
-                f,
-                "argument block claims interleaved weights but {operand} is at {addr:#x} in standard memory"
-            ),
+/// What [`OperandFault`] says: the operand, its address and the rule.
+fn operand_message(operand: &str, addr: u32, rule: OperandRule) -> String {
+    match rule {
+        OperandRule::OutsideSram { bytes } => {
+            format!("operand {operand} at {addr:#x} ({bytes} bytes) is outside SRAM")
         }
+        OperandRule::Misaligned { align } => {
+            format!("operand {operand} at {addr:#x} is not {align}-byte aligned")
+        }
+        OperandRule::AmpMisaligned => format!(
+            "AMP operand {operand} at {addr:#x} is not 32-byte aligned (facts §2.10 rule 6)"
+        ),
+        OperandRule::AmpOutputStandard => format!(
+            "AMP output {operand} at {addr:#x} is in standard memory; the AMP writes interleaved memory (facts §2.10 rule 6)"
+        ),
+        OperandRule::AmpSharesElement { left, element } => format!(
+            "AMP output {operand} at {addr:#x} shares effective element {element} with the left stream at {left:#x} (facts §2.10 rule 6)"
+        ),
+        OperandRule::WeightsNotInterleaved => format!(
+            "argument block claims interleaved weights but {operand} is at {addr:#x} in standard memory"
+        ),
     }
 }
 

@@ -49,12 +49,20 @@ impl ExchangeFabric for NoExchange {
 }
 
 /// A device run that could not finish.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceError {
     /// A tile faulted (lowest device index first when several did).
+    #[error("{0}")]
     Fault(SimFault),
     /// Some tiles halted while others wait at a global sync: the sync can
     /// never complete.
+    #[error(
+        "deadlock: {} tile(s) halted (first {:?}) while {} wait at a global sync (first {:?})",
+        halted.len(),
+        halted.first(),
+        waiting.len(),
+        waiting.first()
+    )]
     Deadlock {
         halted: Vec<u16>,
         waiting: Vec<(u16, u8)>,
@@ -62,6 +70,10 @@ pub enum DeviceError {
     /// Tiles wait at global syncs of different zones (§1.7), which the
     /// hardware would not release together; only `sync 1` (ANS, tiles
     /// sitting out an exchange) may meet `sync 3` (INTERNAL).
+    #[error(
+        "global sync {superstep}: tile {} waits in sync zone {} (pc {:#x}) but tile {} in zone {} (pc {:#x}); the tiles would never be released together",
+        first.0, first.1, first.2, other.0, other.1, other.2
+    )]
     SyncZoneMismatch {
         /// Global sync (superstep) index.
         superstep: u64,
@@ -71,33 +83,6 @@ pub enum DeviceError {
         other: (u16, u8, u32),
     },
 }
-
-impl core::fmt::Display for DeviceError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            DeviceError::Fault(fault) => write!(f, "{fault}"),
-            DeviceError::Deadlock { halted, waiting } => write!(
-                f,
-                "deadlock: {} tile(s) halted (first {:?}) while {} wait at a global sync (first {:?})",
-                halted.len(),
-                halted.first(),
-                waiting.len(),
-                waiting.first()
-            ),
-            DeviceError::SyncZoneMismatch {
-                superstep,
-                first,
-                other,
-            } => write!(
-                f,
-                "global sync {superstep}: tile {} waits in sync zone {} (pc {:#x}) but tile {} in zone {} (pc {:#x}); the tiles would never be released together",
-                first.0, first.1, first.2, other.0, other.1, other.2
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DeviceError {}
 
 impl From<SimFault> for DeviceError {
     fn from(f: SimFault) -> Self {

@@ -428,6 +428,31 @@ fn on_wire(wire: &[Burst], x: i64) -> Option<(Burst, u32)> {
     (x - b.start < b.items).then_some((b, x - b.start))
 }
 
+/// [`on_wire`], searching from burst `*near` on (where the last search of
+/// this receiver ended: its events only grow, so the burst is usually that
+/// one or the next) and leaving `*near` at the burst found.
+fn on_wire_near(wire: &[Burst], x: i64, near: &mut usize) -> Option<(Burst, u32)> {
+    let x = u32::try_from(x).ok()?;
+    let mut i = *near;
+    if wire.get(i).is_none_or(|b| b.start > x) {
+        i = wire.partition_point(|b| b.start <= x).checked_sub(1)?;
+    } else {
+        // wire[i] starts at or before x: the last such burst is ahead.
+        let mut steps = 0;
+        while wire.get(i + 1).is_some_and(|b| b.start <= x) {
+            i += 1;
+            steps += 1;
+            if steps == 8 {
+                i = wire.partition_point(|b| b.start <= x) - 1;
+                break;
+            }
+        }
+    }
+    *near = i;
+    let b = wire[i];
+    (x - b.start < b.items).then_some((b, x - b.start))
+}
+
 /// Selection intervals `[from, to)` with their source, for the ordinary
 /// or the paired XPIC stream of `controls`.
 fn selections(controls: &[(u32, Control)], paired: bool) -> Vec<(u32, u32, u32)> {
@@ -453,16 +478,190 @@ fn selections(controls: &[(u32, Control)], paired: bool) -> Vec<(u32, u32, u32)>
     out
 }
 
-/// An item taken by a receiver's mux, waiting for its memory write.
+/// Items taken by a receiver's mux at consecutive events, waiting for their
+/// memory writes: item `i` was taken at `mux + i`, is written at
+/// `write + i` and came from `item`'s address + `i` items, read at its
+/// read event + `i`.
 #[derive(Clone, Copy)]
 struct InFlight {
     write: u32,
     mux: u32,
     source: u16,
-    /// (source byte address, read event), or `None`: nothing was on the route.
+    /// (source byte address, read event) of the first item, or `None`:
+    /// nothing was on the route.
     item: Option<(u32, u32)>,
-    /// 64-bit item: route direction the PIC format must show; 0 for 32-bit.
+    /// 64-bit items: route direction the PIC format must show; 0 for 32-bit.
     format: u32,
+    /// Items (at least 1).
+    count: u32,
+}
+
+impl InFlight {
+    fn item_bytes(&self) -> u32 {
+        if self.format == 0 {
+            4
+        } else {
+            8
+        }
+    }
+
+    /// Drops the first `n` (< `count`) items.
+    fn skip(&mut self, n: u32) {
+        let bytes = self.item_bytes();
+        self.count -= n;
+        self.write += n;
+        self.mux += n;
+        self.item = self
+            .item
+            .map(|(b, r)| (b.wrapping_add(n.wrapping_mul(bytes)), r + n));
+    }
+}
+
+/// Queues `next` behind `pending`, extending the last entry when `next`
+/// continues it item for item (same source and width, next events, next
+/// source address and read event, or nothing on the route for both).
+fn push_in_flight(pending: &mut VecDeque<InFlight>, next: InFlight) {
+    if let Some(last) = pending.back_mut() {
+        let n = last.count;
+        let continues = last.source == next.source
+            && last.format == next.format
+            && last.mux.checked_add(n) == Some(next.mux)
+            && last.write.checked_add(n) == Some(next.write)
+            && match (last.item, next.item) {
+                (None, None) => true,
+                (Some((b, r)), Some((nb, nr))) => {
+                    u64::from(b) + u64::from(n) * u64::from(last.item_bytes()) == u64::from(nb)
+                        && r.checked_add(n) == Some(nr)
+                }
+                _ => false,
+            };
+        if continues {
+            last.count += next.count;
+            return;
+        }
+    }
+    pending.push_back(next);
+}
+
+/// Takes the first item of the queue's first entry.
+fn pop_item(pending: &mut VecDeque<InFlight>) -> Option<InFlight> {
+    let first = pending.front_mut()?;
+    let one = InFlight { count: 1, ..*first };
+    if first.count == 1 {
+        pending.pop_front();
+    } else {
+        first.skip(1);
+    }
+    Some(one)
+}
+
+/// A run of word moves into one receiver: word `i` goes from `src_word + i`
+/// to `dst_word + i`, read at `read_event + i / per_event` and written at
+/// `write_event + i / per_event` (`per_event` 1 for 32-bit items, 2 for
+/// 64-bit items). [`MoveRun::moves`] lists its [`WordMove`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MoveRun {
+    pub dst_tile: u16,
+    pub dst_word: u32,
+    pub src_tile: u16,
+    pub src_word: u32,
+    pub read_event: u32,
+    pub write_event: u32,
+    /// Words (at least 1).
+    pub words: u32,
+    /// Words per event: 1 or 2.
+    pub per_event: u32,
+}
+
+impl MoveRun {
+    /// Word `i` (< `words`) of the run.
+    pub fn word(&self, i: u32) -> WordMove {
+        WordMove {
+            dst_tile: self.dst_tile,
+            dst_word: self.dst_word + i,
+            src_tile: self.src_tile,
+            src_word: self.src_word + i,
+            read_event: self.read_event + i / self.per_event,
+            write_event: self.write_event + i / self.per_event,
+        }
+    }
+
+    /// The run's word moves, in order.
+    pub fn moves(&self) -> impl Iterator<Item = WordMove> + '_ {
+        (0..self.words).map(|i| self.word(i))
+    }
+
+    /// The run's last word move.
+    pub fn last(&self) -> WordMove {
+        self.word(self.words - 1)
+    }
+}
+
+/// Every word move of `runs`, in order.
+pub fn expand(runs: &[MoveRun]) -> Vec<WordMove> {
+    let mut out = Vec::with_capacity(runs.iter().map(|r| r.words as usize).sum());
+    for r in runs {
+        out.extend(r.moves());
+    }
+    out
+}
+
+/// Appends `next` to `runs`, extending the last run when `next` continues it
+/// word for word (same tiles and width, next words, next events).
+fn push_run(runs: &mut Vec<MoveRun>, next: MoveRun) {
+    if let Some(last) = runs.last_mut() {
+        let n = last.words;
+        let continues = last.dst_tile == next.dst_tile
+            && last.src_tile == next.src_tile
+            && last.per_event == next.per_event
+            && n.is_multiple_of(last.per_event)
+            && last.dst_word.checked_add(n) == Some(next.dst_word)
+            && last.src_word.checked_add(n) == Some(next.src_word)
+            && last.read_event.checked_add(n / last.per_event) == Some(next.read_event)
+            && last.write_event.checked_add(n / last.per_event) == Some(next.write_event);
+        if continues {
+            last.words += next.words;
+            return;
+        }
+    }
+    runs.push(next);
+}
+
+/// Sorts one receiver's runs into the order of their word moves sorted
+/// (by destination word, then source, then events). Runs whose destination
+/// words are disjoint keep their words together; otherwise every word is
+/// sorted on its own and the runs rebuilt.
+fn sort_runs(runs: &mut Vec<MoveRun>) {
+    runs.sort_unstable();
+    let disjoint = runs.windows(2).all(|w| {
+        w[0].dst_tile < w[1].dst_tile
+            || u64::from(w[0].dst_word) + u64::from(w[0].words) <= u64::from(w[1].dst_word)
+    });
+    if disjoint {
+        return;
+    }
+    let mut words = expand(runs);
+    words.sort_unstable();
+    runs.clear();
+    for m in words {
+        push_run(runs, MoveRun::from(m));
+    }
+}
+
+/// A one-word run.
+impl From<WordMove> for MoveRun {
+    fn from(m: WordMove) -> Self {
+        MoveRun {
+            dst_tile: m.dst_tile,
+            dst_word: m.dst_word,
+            src_tile: m.src_tile,
+            src_word: m.src_word,
+            read_event: m.read_event,
+            write_event: m.write_event,
+            words: 1,
+            per_event: 1,
+        }
+    }
 }
 
 /// A phase whose rows have been stepped from SRAM (step 1), ready to
@@ -473,17 +672,25 @@ pub struct SteppedPhase {
 }
 
 /// Step 1: reads and steps every called row from SRAM.
+/// Rows are independent: each is stepped on its own, in parallel, and the
+/// first fault in call order is the one a serial pass finds.
 pub fn step_rows(
     calls: &[RowLocation],
-    memory: &impl PhaseMemory,
+    memory: &(impl PhaseMemory + Sync),
 ) -> Result<SteppedPhase, WitnessFault> {
+    let stepped: Vec<Result<Tile, WitnessFault>> = calls
+        .par_iter()
+        .map(|&call| {
+            let mut t = step_row(call, memory)?;
+            t.controls.sort_by_key(|c| c.0);
+            Ok(t)
+        })
+        .collect();
     let mut tiles: Vec<Tile> = Vec::with_capacity(calls.len());
     let mut at: Vec<Option<usize>> = vec![None; usize::from(TILE_COUNT)];
-    for &call in calls {
-        let mut t = step_row(call, memory)?;
-        t.controls.sort_by_key(|c| c.0);
+    for (call, t) in calls.iter().zip(stepped) {
         at[call.tile.index()] = Some(tiles.len());
-        tiles.push(t);
+        tiles.push(t?);
     }
     Ok(SteppedPhase { tiles, at })
 }
@@ -497,6 +704,13 @@ impl SteppedPhase {
     /// Step 2: steps every receiver; the words moved, sorted by
     /// (destination tile, destination word).
     pub fn receive(&self) -> Result<Vec<WordMove>, WitnessFault> {
+        Ok(expand(&self.receive_runs(true)?))
+    }
+
+    /// [`SteppedPhase::receive`] as runs of moves: the same words in the
+    /// same order. With `batch`, steady stretches of a receiver are stepped
+    /// in bulk (same result, same faults); without, every event on its own.
+    pub fn receive_runs(&self, batch: bool) -> Result<Vec<MoveRun>, WitnessFault> {
         let (tiles, at) = (&self.tiles, &self.at);
         let paired_sel: Vec<Vec<(u32, u32, u32)>> = tiles
             .iter()
@@ -508,7 +722,7 @@ impl SteppedPhase {
         // `dst_tile == d` (the first sort key), so concatenating the
         // receivers' sorted moves in tile order is the whole phase sorted,
         // and the first fault in call order is the one a serial pass finds.
-        let per_receiver: Vec<Result<Vec<WordMove>, WitnessFault>> = tiles
+        let per_receiver: Vec<Result<Vec<MoveRun>, WitnessFault>> = tiles
             .par_iter()
             .enumerate()
             .map(|(i, t)| {
@@ -516,23 +730,21 @@ impl SteppedPhase {
                 let theirs: &[(u32, u32, u32)] =
                     at[partner.index()].map_or(&[], |j| &paired_sel[j]);
                 let mut moves = Vec::new();
-                receive(t, &paired_sel[i], theirs, tiles, at, &mut moves)?;
-                // A receiver's moves come as long ascending runs (one per
-                // PIC pointer stretch): the run-merging sort is cheapest, and
-                // equal moves are identical, so the order is the unstable
-                // sort's.
-                moves.sort();
+                receive(t, &paired_sel[i], theirs, tiles, at, batch, &mut moves)?;
+                sort_runs(&mut moves);
                 Ok(moves)
             })
             .collect();
-        let mut by_tile: Vec<(u16, Vec<WordMove>)> = Vec::with_capacity(tiles.len());
+        let mut by_tile: Vec<(u16, Vec<MoveRun>)> = Vec::with_capacity(tiles.len());
         for (t, r) in tiles.iter().zip(per_receiver) {
             by_tile.push((t.row.location.tile.get(), r?));
         }
         by_tile.sort_unstable_by_key(|b| b.0);
         let mut moves = Vec::with_capacity(by_tile.iter().map(|b| b.1.len()).sum());
         for (_, m) in by_tile {
-            moves.extend_from_slice(&m);
+            for r in m {
+                push_run(&mut moves, r);
+            }
         }
         Ok(moves)
     }
@@ -541,7 +753,7 @@ impl SteppedPhase {
 /// Both steps: every row stepped from SRAM and every receiver stepped.
 pub fn witness_phase(
     calls: &[RowLocation],
-    memory: &impl PhaseMemory,
+    memory: &(impl PhaseMemory + Sync),
 ) -> Result<WitnessRun, WitnessFault> {
     let stepped = step_rows(calls, memory)?;
     let moves = stepped.receive()?;
@@ -589,14 +801,174 @@ fn partner_busy(
     Ok(())
 }
 
-/// Steps one receiver event by event (step 2 of the module doc).
+/// A receiver between two events, as the steady-stream fast path of
+/// [`receive`] sees it: everything up to and including event `e` is done.
+struct Steady {
+    e: u32,
+    /// The row's return event.
+    end: u32,
+    lag: u32,
+    /// The ordinary stream's source (`XPIC_NEUTRAL`: none) and its route
+    /// facts (source value, tile, `T(s,d)`, route bit).
+    xpic: u32,
+    route: Option<(u32, PhysicalTile, i32, u32)>,
+    /// Where the last wire search ended.
+    near: usize,
+    pointer: Option<u64>,
+    /// First control event after `e`, first paired selection start after `e`.
+    next_control: Option<u32>,
+    next_paired: Option<u32>,
+    /// The PIC format in force.
+    format_shown: u32,
+}
+
+/// What the events `e + 1 ..= e + events` of a [`Steady`] receiver do.
+#[derive(Clone, Copy)]
+struct SteadyRun {
+    events: u32,
+    /// The mux takes one 32-bit item at every event: (first source byte
+    /// address, its read event, source tile).
+    takes: Option<(u32, u32, u16)>,
+    /// The first pending entry writes one item at every event.
+    writes: bool,
+}
+
+/// The events after `s.e` that can be taken in one step, if at least one:
+/// no control takes effect and no paired stream starts; either the
+/// ordinary stream takes an item at every event, all from one burst its
+/// source drives on this route and all before the row returns, or nothing
+/// is selected; and the writes due are either none or one at every event,
+/// from the first pending entry, of 32-bit items that were on the route,
+/// with the PIC format off, the PIC pointer inside memory and
+/// `GUARD_EVENTS` before the return. Stepping such events one by one does
+/// exactly the same (and nothing at events with no write and no selection),
+/// so they are taken in bulk; any other event goes the event-by-event way,
+/// which raises every fault.
+fn steady_events(
+    s: &mut Steady,
+    pending: &VecDeque<InFlight>,
+    tiles: &[Tile],
+    at: &[Option<usize>],
+) -> Option<SteadyRun> {
+    let e = s.e;
+    let after = |limit: u32| limit.checked_sub(e)?.checked_sub(1);
+    let mut k = after(s.end)?;
+    if let Some(c) = s.next_control {
+        k = k.min(after(c)?);
+    }
+    if let Some(p) = s.next_paired {
+        k = k.min(after(p)?);
+    }
+    let words_below_wrap =
+        |byte: u32| u32::try_from(((1u64 << 32) - u64::from(byte)) / 4).unwrap_or(u32::MAX);
+    let mut takes = None;
+    if s.xpic != XPIC_NEUTRAL {
+        let (_, source, tm, bit) = s.route.filter(|r| r.0 == s.xpic)?;
+        // Items taken in the run are written at least `lag` events later,
+        // after it.
+        k = k.min(s.lag);
+        let x = i64::from(e) - i64::from(tm);
+        let wire = at[source.index()].map_or(&[][..], |j| tiles[j].wire.as_slice());
+        let (b, off) = on_wire_near(wire, x, &mut s.near)?;
+        if b.sctl & bit == 0 || b.sctl & SCTL_PAIRED != 0 {
+            return None;
+        }
+        let first = b.first_byte.wrapping_add(4 * off);
+        k = k.min(b.items - off).min(words_below_wrap(first));
+        takes = Some((first, x as u32, source.get()));
+    }
+    let mut writes = false;
+    match pending.front() {
+        Some(f) if f.write == e + 1 => {
+            let (src, _) = f.item?;
+            if f.format != 0 || s.format_shown != 0 {
+                return None;
+            }
+            k = k.min(f.count).min(words_below_wrap(src));
+            if let Some(n) = pending.get(1) {
+                k = k.min(after(n.write)?);
+            }
+            k = k.min(after(s.end.checked_sub(GUARD_EVENTS)?)?);
+            let a = s.pointer?;
+            if a < u64::from(TILE_MEMORY_BASE) {
+                return None;
+            }
+            let room = u64::from(TILE_MEMORY_END).checked_sub(a)? / 4;
+            k = k.min(u32::try_from(room).unwrap_or(u32::MAX));
+            writes = true;
+        }
+        Some(f) if f.write > e + 1 && takes.is_some() => k = k.min(f.write - e - 1),
+        None if takes.is_some() => {}
+        _ => return None,
+    }
+    (k > 0).then_some(SteadyRun {
+        events: k,
+        takes,
+        writes,
+    })
+}
+
+/// Takes the events of `run` (from [`steady_events`]) in one step.
+fn take_steady(
+    s: &mut Steady,
+    run: SteadyRun,
+    d: PhysicalTile,
+    pending: &mut VecDeque<InFlight>,
+    moves: &mut Vec<MoveRun>,
+) {
+    let (e, k) = (s.e, run.events);
+    if run.writes {
+        if let (Some(f), Some(a)) = (pending.front_mut(), s.pointer) {
+            if let Some((src, read)) = f.item {
+                push_run(
+                    moves,
+                    MoveRun {
+                        dst_tile: d.get(),
+                        dst_word: (a / 4) as u32,
+                        src_tile: f.source,
+                        src_word: src / 4,
+                        read_event: read,
+                        write_event: e + 1,
+                        words: k,
+                        per_event: 1,
+                    },
+                );
+                s.pointer = Some(a + 4 * u64::from(k));
+            }
+            if f.count == k {
+                pending.pop_front();
+            } else {
+                f.skip(k);
+            }
+        }
+    }
+    if let Some((first, read, source)) = run.takes {
+        push_in_flight(
+            pending,
+            InFlight {
+                write: e + 1 + s.lag,
+                mux: e + 1,
+                source,
+                item: Some((first, read)),
+                format: 0,
+                count: k,
+            },
+        );
+    }
+    s.e = e + k;
+}
+
+/// Steps one receiver event by event (step 2 of the module doc); with
+/// `batch`, stretches of steady events in bulk ([`steady_events`]), with
+/// the same result.
 fn receive(
     t: &Tile,
     own_paired: &[(u32, u32, u32)],
     partner_paired: &[(u32, u32, u32)],
     tiles: &[Tile],
     at: &[Option<usize>],
-    moves: &mut Vec<WordMove>,
+    batch: bool,
+    moves: &mut Vec<MoveRun>,
 ) -> Result<(), WitnessFault> {
     let d = t.row.location.tile;
     let partner = d.pair_partner();
@@ -619,6 +991,8 @@ fn receive(
     let mut ci = 0usize;
     let (mut own_i, mut their_i) = (0usize, 0usize);
     let mut route: Option<(u32, PhysicalTile, i32, u32)> = None;
+    // Where the last wire search ended (see `on_wire_near`).
+    let mut near = 0usize;
     let mut e = 0u32;
     loop {
         // Controls taking effect at e.
@@ -668,16 +1042,20 @@ fn receive(
                     }
                 };
                 let x = i64::from(e) - i64::from(tm) - 1;
-                let item = on_wire(wire_of(s), x)
+                let item = on_wire_near(wire_of(s), x, &mut near)
                     .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED == 0)
                     .map(|(b, k)| (b.first_byte.wrapping_add(4 * k), x as u32));
-                pending.push_back(InFlight {
-                    write: e.saturating_add(lag),
-                    mux: e,
-                    source: s.get(),
-                    item,
-                    format: 0,
-                });
+                push_in_flight(
+                    &mut pending,
+                    InFlight {
+                        write: e.saturating_add(lag),
+                        mux: e,
+                        source: s.get(),
+                        item,
+                        format: 0,
+                        count: 1,
+                    },
+                );
             } else if let Some(&(_, _, v)) = own.or(theirs) {
                 let owner = if own.is_some() { d } else { partner };
                 let s = source_tile(e, v ^ u32::from(owner.get() & 2))?;
@@ -687,19 +1065,23 @@ fn receive(
                 let item = on_wire(wire_of(s), x)
                     .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED != 0)
                     .map(|(b, k)| (b.first_byte.wrapping_add(8 * k), x as u32));
-                pending.push_back(InFlight {
-                    write: e.saturating_add(lag + 1),
-                    mux: e,
-                    source: s.get(),
-                    item,
-                    format: bit,
-                });
+                push_in_flight(
+                    &mut pending,
+                    InFlight {
+                        write: e.saturating_add(lag + 1),
+                        mux: e,
+                        source: s.get(),
+                        item,
+                        format: bit,
+                        count: 1,
+                    },
+                );
             }
         }
         // Memory writes at e.
         let mut wrote_at_e = false;
         while pending.front().is_some_and(|p| p.write == e) {
-            let Some(p) = pending.pop_front() else {
+            let Some(p) = pop_item(&mut pending) else {
                 break;
             };
             let address = pointer.and_then(|a| u32::try_from(a).ok());
@@ -756,17 +1138,47 @@ fn receive(
             if u64::from(e) + u64::from(GUARD_EVENTS) >= u64::from(end) {
                 return Err(fault(e, Some(a), WitnessFaultKind::WriteAfterReturn));
             }
-            for k in 0..words {
-                moves.push(WordMove {
+            push_run(
+                moves,
+                MoveRun {
                     dst_tile: d.get(),
-                    dst_word: a / 4 + k,
+                    dst_word: a / 4,
                     src_tile: p.source,
-                    src_word: src_byte / 4 + k,
+                    src_word: src_byte / 4,
                     read_event,
                     write_event: e,
-                });
-            }
+                    words,
+                    per_event: words,
+                },
+            );
             pointer = Some(u64::from(a) + 4 * u64::from(words));
+        }
+        if batch && own.is_none() && theirs.is_none() {
+            // The events after e at which nothing but one steady stream
+            // happens, in bulk (see `steady_events`): exactly what stepping
+            // them one by one would do, many at a time.
+            let mut state = Steady {
+                e,
+                end,
+                lag,
+                xpic,
+                route,
+                near,
+                pointer,
+                next_control: t.controls.get(ci).map(|c| c.0),
+                next_paired: [own_paired.get(own_i), partner_paired.get(their_i)]
+                    .into_iter()
+                    .flatten()
+                    .map(|s| s.0)
+                    .min(),
+                format_shown: formats.last().map_or(0, |f| f.1),
+            };
+            while let Some(run) = steady_events(&mut state, &pending, tiles, at) {
+                take_steady(&mut state, run, d, &mut pending, moves);
+            }
+            e = state.e;
+            pointer = state.pointer;
+            near = state.near;
         }
         // The next event anything happens at.
         let selected = xpic != XPIC_NEUTRAL || own.is_some() || theirs.is_some();

@@ -216,3 +216,71 @@ fn fault_messages_carry_location() {
     let f = fault_of(&[I::Trap { code: 0 }]);
     assert_eq!(f.to_string(), "tile 5 supervisor at pc 0x4c010: trap 0");
 }
+
+/// The messages of the error types moved onto `thiserror`, pinned to the
+/// text their hand-written `Display`s printed.
+#[test]
+fn error_messages_are_the_hand_written_ones() {
+    use crate::sim::fabric::FabricError;
+    use crate::sim::{DeviceError, OperandFault, OperandRule};
+    use ipuc_core::ipu21::topology::PhysicalTile;
+    let t = PhysicalTile::new(7).unwrap();
+    let cases: Vec<(String, String)> = vec![
+        (
+            SimFault {
+                tile: 3,
+                context: ContextId::SUPERVISOR,
+                pc: 0x4c010,
+                kind: FaultKind::UnmodelledCsr { csr: 0x41, write: true },
+            }
+            .to_string(),
+            format!(
+                "tile 3 {} at pc 0x4c010: write of CSR 0x41, which the simulator does not model as writable",
+                ContextId::SUPERVISOR
+            ),
+        ),
+        (
+            FaultKind::UnmodelledCsr { csr: 0x41, write: false }.to_string(),
+            "read of CSR 0x41, which the simulator does not model".into(),
+        ),
+        (
+            FaultKind::Undecodable { word: 0xAB }.to_string(),
+            "undecodable instruction word 0x000000ab".into(),
+        ),
+        (
+            FaultKind::ExchangeCsr { phase: 4, csr: 0x1FF, value: 8 }.to_string(),
+            "exchange phase 4: row called with CSR 0x1ff = 0x8, a value the exchange model does not cover".into(),
+        ),
+        (
+            DeviceError::Deadlock { halted: vec![1, 2], waiting: vec![(3, 3)] }.to_string(),
+            "deadlock: 2 tile(s) halted (first Some(1)) while 1 wait at a global sync (first Some((3, 3)))".into(),
+        ),
+        (
+            DeviceError::SyncZoneMismatch { superstep: 2, first: (1, 3, 0x4c000), other: (9, 0, 0x4c008) }.to_string(),
+            "global sync 2: tile 1 waits in sync zone 3 (pc 0x4c000) but tile 9 in zone 0 (pc 0x4c008); the tiles would never be released together".into(),
+        ),
+        (
+            FabricError::RowNotExecutable { tile: t, row: (0xa0000, 0xa0010) }.to_string(),
+            format!("{t}: exchange row 0xa0000..0xa0010 is not in executable memory (instruction fetch only below 0x80000, facts §2.10 rule 1)"),
+        ),
+        (
+            FabricError::FetchElement { tile: t, send: false, event: 9, address: 0x50040, row: (0x50000, 0x50020) }.to_string(),
+            format!("{t}: receive destination 0x50040 at event 9 is in an effective element of the executing row 0x50000..0x50020 (+64-byte fetch look-ahead, facts §2.10 rule 2)"),
+        ),
+        (
+            FabricError::ElementConflict { tile: t, element: 40, send: (0x90000, 1, 5), receive: (0x90100, 3, 12) }.to_string(),
+            format!("{t}: send source 0x90000 (events 1..=5) and receive destination 0x90100 (events 3..=12) share effective element 40 while both are active (facts §2.10 rule 5)"),
+        ),
+        (
+            FabricError::SourceOutsideMemory { tile: t, event: 2, address: 0x10 }.to_string(),
+            format!("{t}: send at event 2 reads 0x10 outside memory"),
+        ),
+        (
+            OperandFault { operand: "out", addr: 0x90004, rule: OperandRule::OutsideSram { bytes: 64 } }.to_string(),
+            "operand out at 0x90004 (64 bytes) is outside SRAM".into(),
+        ),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, want);
+    }
+}
