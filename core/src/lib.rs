@@ -109,6 +109,7 @@ mod error_types {
         is_error::<crate::pipeline::PlacementFailed>();
         is_error::<crate::place::PlaceError>();
         is_error::<crate::plan::PlanError>();
+        is_error::<crate::plan::memory::MemoryRejection>();
         is_error::<crate::plan::layout::LayoutError>();
     }
 }
