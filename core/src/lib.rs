@@ -1,10 +1,43 @@
 //! ipuc-core: everything about compiling for the IPU21 that needs no I/O.
 //!
-//! `#![no_std]` + `alloc`: the IPU21 target facts and ISA (`ipu21`), the IR with
-//! structured Repeat (`ir`), IPU numerics (`numeric`), exchange scheduling
-//! (`exchange`), patch generation (`patch`), planning (`plan`), lowering
-//! (`lower`), SRAM placement (`place`) and the package format (`package`).
-//! Bad input is a typed error, never a panic.
+//! A graph in, a package out, with this crate alone (`no_std` + `alloc`, no
+//! threads; the `examples/embed` crate does exactly this and `cargo xtask
+//! ci` builds it for `thumbv7em-none-eabi`):
+//!
+//! ```
+//! use ipuc_core::ir::{DType, GraphBuilder, TensorType};
+//! use ipuc_core::package;
+//! use ipuc_core::pipeline::{compile, CompileOptions};
+//!
+//! // y = gelu(x · wᵀ)
+//! let mut b = GraphBuilder::new();
+//! let x = b.input("x", TensorType::new(DType::F16, [1, 8, 32]))?;
+//! let w = b.parameter("w", TensorType::new(DType::F16, [16, 32]))?;
+//! let y = b.matmul_transposed(x, w, DType::F16)?;
+//! let y = b.gelu_tanh(y)?;
+//! b.output("y", y)?;
+//! let graph = b.finish()?;
+//!
+//! // Plan, lower, place, schedule the exchange, emit, link, package.
+//! let options = CompileOptions { tiles: 4, ..CompileOptions::default() };
+//! let written = compile(&graph, &options).unwrap();
+//! let bytes = package::write(&written).unwrap();
+//!
+//! // What a device loads: the validating reader gives the same package.
+//! let read = package::read(&bytes).unwrap();
+//! assert_eq!(read, written);
+//! assert!(read.tiles.len() <= 4);
+//! # Ok::<(), ipuc_core::ir::IrError>(())
+//! ```
+//!
+//! The layers, lowest first: the IPU21 target facts and ISA (`ipu21`),
+//! the static runtime (`runtime`), IPU numerics (`numeric`), the IR with
+//! structured Repeat (`ir`), kernels (`kernel`), planning (`plan`),
+//! lowering (`lower`), SRAM placement (`place`), exchange scheduling
+//! (`exchange`), patch generation (`patch`), emission (`emit`), the
+//! package format (`package`) and the pipeline over all of them
+//! (`pipeline`, whose `CompileHooks` let a host add progress, a clock and
+//! parallel jobs). Bad input is a typed error, never a panic.
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -38,6 +71,7 @@ pub mod lower;
 pub mod numeric;
 pub mod package;
 pub mod patch;
+pub mod pipeline;
 pub mod place;
 pub mod plan;
 pub mod runtime;
@@ -68,8 +102,14 @@ mod error_types {
         is_error::<crate::numeric::ScaleOutOfRange>();
         is_error::<crate::package::PackageError>();
         is_error::<crate::patch::PatchError>();
+        is_error::<crate::pipeline::BindingError>();
+        is_error::<crate::pipeline::CompileError>();
+        is_error::<crate::pipeline::LinkError>();
+        is_error::<crate::pipeline::PatchDataDoesNotFit>();
+        is_error::<crate::pipeline::PlacementFailed>();
         is_error::<crate::place::PlaceError>();
         is_error::<crate::plan::PlanError>();
+        is_error::<crate::plan::memory::MemoryRejection>();
         is_error::<crate::plan::layout::LayoutError>();
     }
 }

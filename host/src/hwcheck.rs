@@ -30,7 +30,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{anyhow, bail, Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use ipuc_core::ipu21::asm::{assemble, Image};
 use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
 use ipuc_core::runtime::{self, symbols, RuntimeSource};
@@ -206,7 +206,7 @@ pub fn link_image(n: u32, patcher: Patcher, rt: &RuntimeSource) -> Result<Image>
 fn write_words(tile: &mut Tile, addr: u32, words: &[u32]) -> Result<()> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     tile.load(addr, &bytes)
-        .map_err(|e| anyhow!("placing {} words at {addr:#x}: {e:?}", words.len()))
+        .with_context(|| format!("placing {} words at {addr:#x}", words.len()))
 }
 
 /// Build the tile for one case: background, runtime + harness, row, tables.

@@ -4,7 +4,7 @@
 //! schedule oracle matches the FP32 reference, and the package runs on the
 //! simulator and passes validation.
 
-use ipuc::compile::{compile_with, CompileOptions};
+use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
@@ -112,9 +112,10 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         beam_width: 8,
         tiles: 16,
         name: "siglip-small x2 key-split".into(),
+        min_key_parts: 2,
         ..CompileOptions::default()
     };
-    let compiled = compile_with(&model.graph, &kernel_abi(), &opts, 2).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &opts).unwrap();
     let names: Vec<&str> = compiled
         .package
         .kernels

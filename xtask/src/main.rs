@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core, hw-check, a release run whose compile-time exchange check covers every phase.
+    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase.
     Ci,
     /// Fails on an upward import between core's layers (or a two-file import loop inside one).
     Layers,
@@ -116,7 +116,8 @@ enum Task {
     },
 }
 
-/// The no-std target that proves `ipuc-core` needs no `std`.
+/// The no-std target that proves `ipuc-core` (and a toolchain embedding
+/// it, `examples/embed`) needs no `std`.
 const NO_STD_TARGET: &str = "thumbv7em-none-eabi";
 
 fn main() -> Result<()> {
@@ -217,9 +218,19 @@ fn ci(root: &Path) -> Result<()> {
         ],
     )?;
     cargo(root, &["test", "--workspace"])?;
+    // The core and the embedding example (a graph compiled to a package
+    // with ipuc-core alone) build without `std`.
     cargo(
         root,
-        &["build", "-p", "ipuc-core", "--target", NO_STD_TARGET],
+        &[
+            "build",
+            "-p",
+            "ipuc-core",
+            "-p",
+            "ipuc-embed",
+            "--target",
+            NO_STD_TARGET,
+        ],
     )?;
     hw_check(root, "sim")?;
     release_exchange_check(root)?;

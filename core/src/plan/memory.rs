@@ -276,6 +276,10 @@ impl fmt::Display for MemoryRejection {
     }
 }
 
+/// A rejection is an error on its own too (a host may report it as one);
+/// its `Display` says everything, so it has no `source()`.
+impl core::error::Error for MemoryRejection {}
+
 /// Exact per-tile peak of one moment: `base[t] + Σ dynamic[t]`. Returns the
 /// peak bytes and the (lowest-numbered) peak tile.
 pub fn exact_peak(base: &[u64], dynamic: &[&Allocation]) -> (u64, u32) {

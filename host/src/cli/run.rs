@@ -200,6 +200,7 @@ pub fn compile_workload(
             optimization_steps: build.optimization_steps,
             outgoing_base: !build.no_outgoing_base,
             planner_data_budget: build.planner_data_budget,
+            min_key_parts: 1,
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;

@@ -521,7 +521,7 @@ impl LoadedSim {
             let done = t
                 .memory()
                 .read_u32(layout::COMPLETION_WORD)
-                .map_err(|e| anyhow!("{e:?}"))?;
+                .with_context(|| format!("tile {}: reading the completion word", t.id()))?;
             if done != 1 {
                 bail!(
                     "tile {} halted without running the completion routine",

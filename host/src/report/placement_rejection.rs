@@ -265,19 +265,9 @@ pub fn rejection(
     }
 }
 
-/// The parts of a linked tile image, in bytes from the load address.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ImageParts {
-    /// Static runtime and kernel stubs.
-    pub runtime: u32,
-    /// Supervisor program and kernel argument blocks.
-    pub program: u32,
-    /// Exchange rows.
-    pub rows: u32,
-    /// Patch data placed at the top of the elements charged for the image
-    /// (0 when it is in the data region or there is none).
-    pub patch_data: u32,
-}
+/// The parts of a linked tile image (the pipeline's, re-exported here
+/// beside the report that draws them).
+pub use ipuc_core::pipeline::ImageParts;
 
 /// What a tile's patch data is (Repeat tables, sharing lists).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -42,6 +42,21 @@ pub enum AccessError {
     OutOfRange { addr: u32, width: u32 },
 }
 
+impl std::fmt::Display for AccessError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            AccessError::Misaligned { addr, width } => {
+                write!(f, "{width}-byte access at {addr:#x} is misaligned")
+            }
+            AccessError::OutOfRange { addr, width } => {
+                write!(f, "{width}-byte access at {addr:#x} is outside SRAM")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AccessError {}
+
 /// One tile's 624 KiB of SRAM (`docs/facts/ipu21-target.md §1.2`).
 #[derive(Clone)]
 pub struct TileMemory {

@@ -1,49 +1,53 @@
 //! Linking tile programs with the static runtime and turning the linked
 //! images into package tile images, kernel symbols and profile step tables.
 
-use anyhow::{anyhow, bail, Context, Result};
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
-use ipuc_core::emit::{
+use super::error::LinkError;
+
+use crate::emit::{
     area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram, KernelAbi,
 };
-use ipuc_core::ipu21::asm::{assemble, Image, Object};
-use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
-use ipuc_core::lower::{Step, StepIndex, TileSchedule};
-use ipuc_core::package::{
+use crate::ipu21::asm::{assemble, Image, Object};
+use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+use crate::lower::{Step, StepIndex, TileSchedule};
+use crate::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
-use ipuc_core::runtime::{link_with_runtime_source, symbols, RuntimeSource};
+use crate::runtime::{link_with_runtime_source, symbols, RuntimeSource};
 
 /// One tile's linked image.
+#[derive(Clone, Debug)]
 pub struct LinkedTile {
+    /// The planner's tile id.
     pub logical_tile: u32,
+    /// The C600 tile it runs on.
     pub physical_tile: u16,
+    /// Runtime, kernel stubs and program, linked from the load address.
     pub image: Image,
 }
 
 /// The kernel stub table, assembled once: linked right after the runtime it
 /// sits at the same address on every tile.
-pub fn kernel_stubs(kernels: &dyn KernelAbi) -> Result<Object> {
-    assemble("<kernel stubs>", &kernel_stubs_source(kernels))
-        .map_err(|e| anyhow!("{e}"))
-        .context("assembling the kernel stub table")
+pub fn kernel_stubs(kernels: &dyn KernelAbi) -> Result<Object, LinkError> {
+    assemble("<kernel stubs>", &kernel_stubs_source(kernels)).map_err(LinkError::Stubs)
 }
 
 /// Bytes of the runtime and the kernel stub table every image starts with
 /// (linked once with an empty program): the fixed part of the planner's
 /// per-tile image estimate (`PlanConfig::fixed_code_bytes`).
-pub fn fixed_code_bytes(stubs: &Object, runtime: &RuntimeSource) -> Result<u32> {
+pub fn fixed_code_bytes(stubs: &Object, runtime: &RuntimeSource) -> Result<u32, LinkError> {
     let empty = assemble(
         "<empty program>",
         "        .text\n        .supervisor\n        .globl ipuc_program\n        .p2align 3\nipuc_program:\n",
     )
-    .map_err(|e| anyhow!("{e}"))
-    .context("assembling an empty program")?;
-    let image = link_with_runtime_source(runtime, &[stubs.clone(), empty])
-        .map_err(|e| anyhow!("{e}"))
-        .context("linking the runtime and kernel stubs")?;
-    Ok(image.end() - APPLICATION_LOAD_BASE)
+    .map_err(LinkError::FixedCode)?;
+    let image =
+        link_with_runtime_source(runtime, &[stubs.clone(), empty]).map_err(LinkError::FixedCode)?;
+    Ok(image.end().saturating_sub(APPLICATION_LOAD_BASE))
 }
 
 /// Assembles one tile program and links it after the runtime and the stubs.
@@ -53,19 +57,13 @@ pub fn link_tile(
     stubs: &Object,
     program: &EmittedProgram,
     runtime: &RuntimeSource,
-) -> Result<LinkedTile> {
-    let name = format!("<tile {} program>", program.logical_tile);
-    let object = assemble(&name, &program.source)
-        .map_err(|e| anyhow!("{e}"))
-        .with_context(|| {
-            format!(
-                "assembling the program of logical tile {}",
-                program.logical_tile
-            )
-        })?;
+) -> Result<LinkedTile, LinkError> {
+    let tile = program.logical_tile;
+    let name = format!("<tile {tile} program>");
+    let object =
+        assemble(&name, &program.source).map_err(|error| LinkError::Assemble { tile, error })?;
     let image = link_with_runtime_source(runtime, &[stubs.clone(), object])
-        .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("linking logical tile {}", program.logical_tile))?;
+        .map_err(|error| LinkError::Link { tile, error })?;
     Ok(LinkedTile {
         logical_tile: program.logical_tile,
         physical_tile: program.physical_tile,
@@ -74,70 +72,80 @@ pub fn link_tile(
 }
 
 impl LinkedTile {
-    fn symbol(&self, name: &str) -> u32 {
-        // Every emitted program defines the area labels and the runtime
-        // defines its entry points; a missing one is a bug in emission.
+    /// A symbol every emitted program (area and step labels) or the
+    /// runtime (entry points) defines; a missing one is a typed error.
+    fn symbol(&self, name: &str) -> Result<u32, LinkError> {
         self.image
             .symbol(name)
-            .unwrap_or_else(|| panic!("linked image lacks `{name}`"))
+            .ok_or_else(|| LinkError::MissingSymbol {
+                tile: self.logical_tile,
+                symbol: name.to_string(),
+            })
     }
 
     /// Bytes of the image's parts: (runtime + stubs, supervisor program +
     /// argument blocks, exchange rows).
-    pub fn part_bytes(&self) -> (u32, u32, u32) {
-        let program = self.symbol(symbols::PROGRAM);
-        let rows = self.symbol(area_label(Area::Rows));
-        let end = self.symbol(area_label(Area::End));
-        (
-            program - APPLICATION_LOAD_BASE,
-            rows - program,
+    pub fn part_bytes(&self) -> Result<(u32, u32, u32), LinkError> {
+        let program = self.symbol(symbols::PROGRAM)?;
+        let rows = self.symbol(area_label(Area::Rows))?;
+        let end = self.symbol(area_label(Area::End))?;
+        Ok((
+            program.saturating_sub(APPLICATION_LOAD_BASE),
+            rows.saturating_sub(program),
             end.saturating_sub(rows),
-        )
+        ))
     }
 
     /// Bytes of the linked image from the load address.
     pub fn code_bytes(&self) -> u32 {
-        self.image.end() - APPLICATION_LOAD_BASE
+        self.image.end().saturating_sub(APPLICATION_LOAD_BASE)
     }
 
     /// Package image: one executable segment per role, split at the area labels.
-    pub fn tile_image(&self) -> TileImage {
+    pub fn tile_image(&self) -> Result<TileImage, LinkError> {
         let words = &self.image.words;
         let base = self.image.base;
-        let cut = |addr: u32| ((addr - base) / 4) as usize;
         let bounds = [
             (base, SegmentRole::Runtime),
-            (self.symbol(symbols::PROGRAM), SegmentRole::SupervisorCode),
+            (self.symbol(symbols::PROGRAM)?, SegmentRole::SupervisorCode),
             (
-                self.symbol(area_label(Area::Rows)),
+                self.symbol(area_label(Area::Rows))?,
                 SegmentRole::ExchangeRows,
             ),
-            (self.symbol(area_label(Area::End)), SegmentRole::Runtime),
+            (self.symbol(area_label(Area::End))?, SegmentRole::Runtime),
             (self.image.end(), SegmentRole::Runtime),
         ];
-        let start = self.symbol(symbols::START);
+        let start = self.symbol(symbols::START)?;
         let mut tile = TileImage::new(u32::from(self.physical_tile), start);
+        let cut = |addr: u32| (addr.saturating_sub(base) / 4) as usize;
         for pair in bounds.windows(2) {
             let ((from, role), (to, _)) = (pair[0], pair[1]);
             if to > from {
-                tile.segments
-                    .push(Segment::code(from, role, &words[cut(from)..cut(to)]));
+                let missing = || LinkError::MissingSymbol {
+                    tile: self.logical_tile,
+                    symbol: String::from("(segment outside the image)"),
+                };
+                let slice = words.get(cut(from)..cut(to)).ok_or_else(missing)?;
+                tile.segments.push(Segment::code(from, role, slice));
             }
         }
-        tile
+        Ok(tile)
     }
 }
 
 /// Kernel entries: one address per family, checked equal on every tile.
-pub fn kernel_symbols(kernels: &dyn KernelAbi, images: &[LinkedTile]) -> Result<Vec<KernelSymbol>> {
+pub fn kernel_symbols(
+    kernels: &dyn KernelAbi,
+    images: &[LinkedTile],
+) -> Result<Vec<KernelSymbol>, LinkError> {
     let mut out: Vec<KernelSymbol> = Vec::new();
     for family in kernels.families() {
         let sym = kernel_symbol(family);
         let mut address = None;
         for img in images {
-            let a = img.symbol(&sym);
+            let a = img.symbol(&sym)?;
             if *address.get_or_insert(a) != a {
-                bail!("kernel `{family}` is at different addresses on different tiles");
+                return Err(LinkError::KernelAddressDiffers { kernel: family });
             }
         }
         if let Some(address) = address {
@@ -152,7 +160,10 @@ pub fn kernel_symbols(kernels: &dyn KernelAbi, images: &[LinkedTile]) -> Result<
 }
 
 /// Profile step tables: every step's code address on every tile.
-pub fn step_tables(schedule: &TileSchedule, images: &[LinkedTile]) -> StepTables {
+pub fn step_tables(
+    schedule: &TileSchedule,
+    images: &[LinkedTile],
+) -> Result<StepTables, LinkError> {
     let mut operations: Vec<String> = Vec::new();
     let mut steps: Vec<(StepIndex, StepKind, u32, Option<RepeatScope>)> = Vec::new();
     schedule.visit(|step, parent| {
@@ -174,23 +185,24 @@ pub fn step_tables(schedule: &TileSchedule, images: &[LinkedTile]) -> StepTables
         });
         steps.push((step.index(), kind, op, repeat));
     });
-    let tiles = images
-        .iter()
-        .map(|img| TileStepTable {
+    let mut tiles = Vec::with_capacity(images.len());
+    for img in images {
+        let mut table = Vec::with_capacity(steps.len());
+        for &(index, kind, operation, repeat) in &steps {
+            table.push(StepInfo {
+                step: index.0,
+                kind,
+                operation,
+                code_address: img.symbol(&step_label(index))?,
+                repeat,
+            });
+        }
+        tiles.push(TileStepTable {
             physical_tile: u32::from(img.physical_tile),
-            steps: steps
-                .iter()
-                .map(|&(index, kind, operation, repeat)| StepInfo {
-                    step: index.0,
-                    kind,
-                    operation,
-                    code_address: img.symbol(&step_label(index)),
-                    repeat,
-                })
-                .collect(),
-        })
-        .collect();
+            steps: table,
+        });
+    }
     let mut tables = StepTables { operations, tiles };
     tables.tiles.sort_by_key(|t| t.physical_tile);
-    tables
+    Ok(tables)
 }

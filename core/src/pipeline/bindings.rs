@@ -5,16 +5,23 @@
 //! (leading dims folded into rows) stored row-major on its tile; a block of
 //! whole rows is one slice, a block of partial rows one slice per row.
 
-use std::collections::HashMap;
+use alloc::collections::BTreeMap;
+use alloc::string::ToString;
+use alloc::vec;
+use alloc::vec::Vec;
 
-use anyhow::{anyhow, bail, Result};
+use super::error::BindingError;
 
-use ipuc_core::emit::BufferAddresses;
-use ipuc_core::ipu21::topology::LogicalTile;
-use ipuc_core::ir::{DType as IrType, Graph, ValueId};
-use ipuc_core::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
-use ipuc_core::numeric::F8Format;
-use ipuc_core::package::{Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer};
+use crate::emit::BufferAddresses;
+use crate::ipu21::topology::LogicalTile;
+use crate::ir::{DType as IrType, Graph, ValueId};
+use crate::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
+use crate::numeric::F8Format;
+use crate::package::{
+    Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer, INFERENCE_CALL,
+};
+
+type Result<T> = core::result::Result<T, BindingError>;
 
 /// The package dtype and FP8 scale of an IR dtype.
 pub fn package_dtype(dtype: IrType) -> (DType, i8) {
@@ -38,7 +45,7 @@ fn block_slices(block: &TileBlock, base: u32, cols: u32, elem: u32) -> Result<Ve
     // Package slices name physical tiles, like the tile images.
     let tile = u32::from(
         LogicalTile::new(block.tile)
-            .map_err(|e| anyhow!("{e:?}"))?
+            .map_err(BindingError::Tile)?
             .physical()
             .get(),
     );
@@ -96,13 +103,13 @@ fn binding(
     let elem = dtype.size_bytes() as u32;
     let mut slices = Vec::new();
     for block in blocks {
-        let base = addrs.base(buffer.id, block.tile).ok_or_else(|| {
-            anyhow!(
-                "binding `{name}`: buffer `{}` is not placed on tile {}",
-                buffer.name,
-                block.tile
-            )
-        })?;
+        let base = addrs
+            .base(buffer.id, block.tile)
+            .ok_or_else(|| BindingError::Unplaced {
+                binding: name.to_string(),
+                buffer: buffer.name.clone(),
+                tile: block.tile,
+            })?;
         // Iteration `i` of a sequence sits at `base + i × stride`: the same
         // address function the Repeat body reads (architecture invariant 3).
         let at = base + buffer.iteration_offset(block, iteration, 0);
@@ -121,7 +128,7 @@ fn binding(
 
 /// Every input and parameter of `graph` by name (one pass, so bindings
 /// stay linear in the number of weights).
-fn externals(graph: &Graph) -> HashMap<&str, ValueId> {
+fn externals(graph: &Graph) -> BTreeMap<&str, ValueId> {
     graph
         .inputs()
         .chain(graph.parameters())
@@ -130,7 +137,7 @@ fn externals(graph: &Graph) -> HashMap<&str, ValueId> {
 }
 
 /// Full shape of a named input or parameter.
-fn dims_of(graph: &Graph, externals: &HashMap<&str, ValueId>, name: &str) -> Option<Vec<u64>> {
+fn dims_of(graph: &Graph, externals: &BTreeMap<&str, ValueId>, name: &str) -> Option<Vec<u64>> {
     let v = *externals.get(name)?;
     Some(
         graph
@@ -183,10 +190,12 @@ pub fn bindings(
                     out.push(binding(target, buffer, &buffer.blocks, addrs)?);
                 }
             }
-            BufferRole::Constant { op } => bail!(
-                "buffer `{}` holds constant op {op}: constants must be folded into parameters before compilation",
-                buffer.name
-            ),
+            BufferRole::Constant { op } => {
+                return Err(BindingError::Constant {
+                    buffer: buffer.name.clone(),
+                    op: *op,
+                })
+            }
             BufferRole::Output { .. }
             | BufferRole::Carried
             | BufferRole::Activation
@@ -194,9 +203,12 @@ pub fn bindings(
         }
     }
     for o in &schedule.outputs {
-        let buffer = schedule
-            .buffer(o.buffer)
-            .ok_or_else(|| anyhow!("output `{}` names a missing buffer", o.name))?;
+        let buffer =
+            schedule
+                .buffer(o.buffer)
+                .ok_or_else(|| BindingError::MissingOutputBuffer {
+                    output: o.name.clone(),
+                })?;
         let dims = graph_output_dims(graph, &o.name)
             .unwrap_or_else(|| o.shape.iter().map(|&d| u64::from(d)).collect());
         let target = Target {
@@ -229,8 +241,6 @@ fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
     )
 }
 
-pub use ipuc_core::package::INFERENCE_CALL;
-
 /// The package's host calls: one `inference` call that writes every input
 /// binding whole before the program starts and reads every output binding
 /// whole after it completes: two host rendezvous, done by the host as a
@@ -246,9 +256,9 @@ pub fn host_calls(bindings: &[Binding]) -> Result<Vec<HostCall>> {
                 Ok(HostTransfer {
                     binding: b.name.clone(),
                     file_offset: 0,
-                    size: b
-                        .byte_size()
-                        .ok_or_else(|| anyhow!("binding `{}` size overflows", b.name))?,
+                    size: b.byte_size().ok_or_else(|| BindingError::SizeOverflow {
+                        binding: b.name.clone(),
+                    })?,
                 })
             })
             .collect()

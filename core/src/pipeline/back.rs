@@ -1,0 +1,405 @@
+//! The stages that write it down: emission (per-tile assembly), linking
+//! (assemble, link, check each image below its tile's data) and packaging
+//! (tile images, kernel symbols, bindings, host call, step tables, plan
+//! summary, bytes), then the compile report.
+
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::bindings::{bindings, host_calls};
+use alloc::boxed::Box;
+
+use super::error::{CodeDoesNotFit, CompileError, ImageParts};
+use super::front::{placed_peak, Front};
+use super::link::{kernel_symbols, link_tile, step_tables, LinkedTile};
+use super::patch_data::{check_below, code_estimate_of, data_segments};
+use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
+
+use crate::emit::{emit_programs, EmitInput, EmittedProgram, KernelAbi, PatchData};
+use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use crate::ir::Graph;
+use crate::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
+use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
+
+/// Emission, linking, packaging and the report.
+pub(super) fn emit_link_package<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    graph: &Graph,
+    options: &CompileOptions,
+    kernels: &dyn KernelAbi,
+    front: Front,
+) -> Result<Compiled, CompileError> {
+    let (programs, patch_segments) = emit(run, &front, kernels)?;
+    let (images, fit) = link(run, &front, &programs, options)?;
+    drop(programs);
+    let (pkg, bytes) = package(
+        run,
+        graph,
+        options,
+        kernels,
+        &front,
+        &images,
+        patch_segments,
+    )?;
+    let report = report(&front, &pkg, &bytes, &images, fit, &run.times);
+    if report.tiles == 0 {
+        return Err(CompileError::NoTiles);
+    }
+    Ok(Compiled {
+        package: pkg,
+        bytes,
+        report,
+        schedule: front.schedule,
+        placements: front.placements,
+    })
+}
+
+/// Patch-data segments by logical tile.
+type PatchSegments = BTreeMap<u32, Vec<Segment>>;
+
+/// Every tile's supervisor program, and its patch data as segments.
+fn emit<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    front: &Front,
+    kernels: &dyn KernelAbi,
+) -> Result<(Vec<EmittedProgram>, PatchSegments), CompileError> {
+    let t = run.start(Stage::Emission, 0);
+    let programs = emit_programs(&EmitInput {
+        schedule: &front.schedule,
+        addresses: &Placed::new(&front.placements),
+        kernels,
+        exchange: &front.exchange,
+        patch_addresses: &front.patch,
+    })
+    .map_err(CompileError::Emit)?;
+    let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let patch_segments: PatchSegments = programs
+        .iter()
+        .filter_map(|p| {
+            let (base, data) = p.patch.as_ref()?;
+            let mut segs = Vec::new();
+            if data.repeat_bytes() > 0 {
+                segs.push(Segment::data(
+                    *base,
+                    data.repeat_bytes(),
+                    SegmentRole::RepeatPatchTable,
+                    words(&data.repeat_words),
+                ));
+            }
+            if data.sharing_bytes() > 0 {
+                segs.push(Segment::data(
+                    base + data.repeat_bytes(),
+                    data.sharing_bytes(),
+                    SegmentRole::SharingPatchList,
+                    words(&data.sharing_words),
+                ));
+            }
+            Some((p.logical_tile, segs))
+        })
+        .collect();
+    run.finish(
+        Stage::Emission,
+        t,
+        &format!("{} tile programs", programs.len()),
+    );
+    Ok((programs, patch_segments))
+}
+
+/// How well the images fit: the largest image/estimate ratio and its tile,
+/// the least room left below a tile's data and that tile.
+struct Fit {
+    ratio: (f64, u32),
+    room: (u32, u32),
+    estimate_max: u64,
+}
+
+/// Links every tile (jobs: tiles) and checks each image below its tile's
+/// lowest region-0 data (less that data's element and the fetch
+/// look-ahead) and below its patch data: a typed error otherwise.
+fn link<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    front: &Front,
+    programs: &[EmittedProgram],
+    options: &CompileOptions,
+) -> Result<(Vec<LinkedTile>, Fit), CompileError> {
+    let t = run.start(Stage::Linking, programs.len());
+    let linked = run.hooks.run_jobs(Stage::Linking, programs, &|p| {
+        link_tile(&front.stubs, p, &options.runtime)
+    });
+    let images = linked
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CompileError::Link)?;
+    let fit = check_images(front, &images)?;
+    run.hooks
+        .linked(&Linked {
+            images: &images,
+            code_estimates: &front.plan.code_bytes,
+            exchange: &front.exchange,
+        })
+        .map_err(CompileError::Hook)?;
+    let summary = format!(
+        "{} tile images, largest code image {} bytes (largest estimate {}; image/estimate at most {:.3}, on tile {}; least room left {} bytes, on tile {})",
+        images.len(),
+        images.iter().map(|i| i.code_bytes()).max().unwrap_or(0),
+        fit.estimate_max,
+        fit.ratio.0,
+        fit.ratio.1,
+        fit.room.0,
+        fit.room.1
+    );
+    run.finish(Stage::Linking, t, &summary);
+    Ok((images, fit))
+}
+
+/// [`link`]'s check of every image against its tile's limit; an image that
+/// does not fit is a [`CodeDoesNotFit`] carrying what a memory report
+/// needs.
+fn check_images(front: &Front, images: &[LinkedTile]) -> Result<Fit, CompileError> {
+    let estimates = &front.plan.code_bytes;
+    let by_logical: BTreeMap<u32, &TilePlacement> =
+        front.placements.iter().map(|p| (p.tile, p)).collect();
+    let mut ratio = (0.0f64, 0u32);
+    let mut room = (u32::MAX, 0u32);
+    for img in images {
+        let tile = img.logical_tile;
+        let bytes = img.code_bytes();
+        let estimate = estimates
+            .get(tile as usize)
+            .copied()
+            .unwrap_or(u64::from(front.fixed_code))
+            .max(1);
+        let r = f64::from(bytes) / estimate as f64;
+        if r > ratio.0 {
+            ratio = (r, tile);
+        }
+        let ceiling = front.patch.code_ceiling.get(&tile).copied();
+        let late = |placement: &TilePlacement, error: PlaceError| {
+            late_failure(front, img, ceiling.is_some(), placement, error)
+        };
+        let limit = match by_logical.get(&tile) {
+            Some(p) => {
+                p.check_code(bytes).map_err(|e| late(p, e))?;
+                let limit = p.code_limit();
+                match ceiling {
+                    Some(c) if c < limit => {
+                        check_below(tile, bytes, c).map_err(|e| late(p, e))?;
+                        c
+                    }
+                    _ => limit,
+                }
+            }
+            None => {
+                let empty = place_tile(&PlacementRequest {
+                    tile,
+                    reserved: support_reserved(code_estimate_of(estimates, tile, front.fixed_code)),
+                    ..PlacementRequest::default()
+                })
+                .map_err(CompileError::EmptyTile)?;
+                empty.check_code(bytes).map_err(|e| late(&empty, e))?;
+                empty.code_limit()
+            }
+        };
+        let left = limit
+            .saturating_sub(APPLICATION_LOAD_BASE)
+            .saturating_sub(bytes);
+        if left < room.0 {
+            room = (left, tile);
+        }
+    }
+    Ok(Fit {
+        ratio,
+        room,
+        estimate_max: estimates.iter().copied().max().unwrap_or(0),
+    })
+}
+
+/// The [`CodeDoesNotFit`] of `img` on `placement` (its patch data counts
+/// as part of the image when it sits in the code reservation).
+fn late_failure(
+    front: &Front,
+    img: &LinkedTile,
+    patch_in_reservation: bool,
+    placement: &TilePlacement,
+    error: PlaceError,
+) -> CompileError {
+    let (runtime, program, rows) = match img.part_bytes() {
+        Ok(parts) => parts,
+        Err(e) => return CompileError::Link(e),
+    };
+    let patch_data = if patch_in_reservation {
+        PatchData::for_tile(&front.exchange, img.physical_tile).bytes()
+    } else {
+        0
+    };
+    CompileError::Code(Box::new(CodeDoesNotFit {
+        error,
+        placement: placement.clone(),
+        parts: ImageParts {
+            runtime,
+            program,
+            rows,
+            patch_data,
+        },
+        schedule: front.schedule.clone(),
+        placements: front.placements.clone(),
+    }))
+}
+
+/// The package and its canonical bytes.
+fn package<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    graph: &Graph,
+    options: &CompileOptions,
+    kernels: &dyn KernelAbi,
+    front: &Front,
+    images: &[LinkedTile],
+    patch_segments: PatchSegments,
+) -> Result<(Package, Vec<u8>), CompileError> {
+    let t = run.start(Stage::Packaging, 0);
+    let mut pkg = Package::new(format!(
+        "ipuc {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        options.name
+    ));
+    pkg.tiles = tile_images(front, images, patch_segments).map_err(CompileError::Link)?;
+    pkg.kernels = kernel_symbols(kernels, images).map_err(CompileError::Link)?;
+    let addresses = Placed::new(&front.placements);
+    pkg.bindings = bindings(graph, &front.schedule, &addresses).map_err(CompileError::Bindings)?;
+    pkg.host_calls = host_calls(&pkg.bindings).map_err(CompileError::Bindings)?;
+    pkg.steps = step_tables(&front.schedule, images).map_err(CompileError::Link)?;
+    pkg.plan_summary = plan_summary(options, front);
+    let bytes = package::write(&pkg).map_err(CompileError::Package)?;
+    run.finish(Stage::Packaging, t, &format!("{} bytes", bytes.len()));
+    Ok((pkg, bytes))
+}
+
+/// Every tile's image: code segments, the runtime state block, its
+/// buffers' data segments and its patch data, by address.
+fn tile_images(
+    front: &Front,
+    images: &[LinkedTile],
+    mut patch_segments: PatchSegments,
+) -> Result<Vec<TileImage>, super::LinkError> {
+    let by_logical: BTreeMap<u32, &TilePlacement> =
+        front.placements.iter().map(|p| (p.tile, p)).collect();
+    let mut tiles = Vec::with_capacity(images.len());
+    for img in images {
+        let mut tile = img.tile_image()?;
+        tile.segments.push(Segment::data(
+            layout::STATE_BASE,
+            layout::STATE_END - layout::STATE_BASE,
+            SegmentRole::State,
+            Vec::new(),
+        ));
+        if let Some(p) = by_logical.get(&img.logical_tile) {
+            tile.segments.extend(data_segments(&front.schedule, p));
+        }
+        if let Some(segs) = patch_segments.remove(&img.logical_tile) {
+            tile.segments.extend(segs);
+        }
+        tile.segments.sort_by_key(|s| s.address);
+        tiles.push(tile);
+    }
+    Ok(tiles)
+}
+
+/// The package's plan summary. Non-default build settings are recorded too
+/// (defaults add nothing, so default packages keep their bytes).
+fn plan_summary(options: &CompileOptions, front: &Front) -> BTreeMap<String, SummaryValue> {
+    let plan = &front.plan;
+    let summary = [
+        (
+            "beam_width",
+            SummaryValue::Integer(options.beam_width as i64),
+        ),
+        (
+            "estimated_cycles",
+            SummaryValue::Integer(plan.cycles.total() as i64),
+        ),
+        (
+            "estimated_peak_bytes",
+            SummaryValue::Integer(plan.peak_bytes as i64),
+        ),
+        (
+            "exchange_phases",
+            SummaryValue::Integer(front.exchange.summary.phases as i64),
+        ),
+        ("workload", SummaryValue::Text(options.name.clone())),
+    ];
+    let extra = [
+        options
+            .exchange_stream_words
+            .map(|w| ("exchange_stream_words", SummaryValue::Integer(i64::from(w)))),
+        (options.optimization_steps > 0).then(|| {
+            (
+                "optimization_steps",
+                SummaryValue::Integer(i64::from(options.optimization_steps)),
+            )
+        }),
+        (!options.runtime.is_builtin()).then(|| {
+            (
+                "runtime_source",
+                SummaryValue::Text(options.runtime.name.clone()),
+            )
+        }),
+    ];
+    summary
+        .into_iter()
+        .chain(extra.into_iter().flatten())
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// The figures the run report prints.
+fn report(
+    front: &Front,
+    pkg: &Package,
+    bytes: &[u8],
+    images: &[LinkedTile],
+    fit: Fit,
+    times: &super::StageTimes,
+) -> CompileReport {
+    let per_tile = |f: &dyn Fn(&TileImage) -> u64| pkg.tiles.iter().map(f).max().unwrap_or(0);
+    let peak = placed_peak(&front.placements);
+    let plan = &front.plan;
+    CompileReport {
+        plan_stats: plan.stats,
+        estimated_cycles: plan.cycles.total(),
+        estimated_peak_bytes: plan.peak_bytes,
+        estimated_peak_tile: plan.peak_tile,
+        placed_peak_bytes: peak.0,
+        placed_peak_tile: peak.1,
+        patch_data_bytes_per_tile: u64::from(front.patch.largest),
+        patch_allowance_bytes: front.allowance,
+        replans: front.replans,
+        patch_blocks_in_reservation: front.patch.in_reservation,
+        patch_blocks_in_data: front.patch.in_data,
+        exchange_table_bytes_per_tile: per_tile(&|t| {
+            t.segments
+                .iter()
+                .filter(|s| s.role.is_exchange_table())
+                .map(|s| u64::from(s.memory_size))
+                .sum()
+        }),
+        host_descriptor_bytes_per_tile: per_tile(&|t| t.role_bytes(SegmentRole::HostDescriptors)),
+        code_bytes_per_tile: images
+            .iter()
+            .map(|i| u64::from(i.code_bytes()))
+            .max()
+            .unwrap_or(0),
+        code_estimate_bytes_per_tile: fit.estimate_max,
+        code_actual_over_estimate: fit.ratio,
+        code_room_min: fit.room,
+        tiles: images.len(),
+        exchange: front.exchange.summary.clone(),
+        times: times.clone(),
+        package_bytes: bytes.len(),
+        // The package's own digest (SHA-256 of the canonical bytes before
+        // it), which the reader verifies first.
+        sha256: package::digest_hex(bytes),
+        optimization: front.optimization,
+    }
+}

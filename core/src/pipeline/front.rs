@@ -1,0 +1,318 @@
+//! The stages that decide where everything goes: planning (and the
+//! optional improvement steps), lowering, SRAM placement, exchange
+//! scheduling and patch-data placement, redone (only for the table-based
+//! program) when its patch data does not fit.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::error::{CompileError, PatchDataDoesNotFit, PatchDataFailed, PlacementFailed};
+use super::link::{fixed_code_bytes, kernel_stubs};
+use super::patch_data::{code_estimate_of, place_patch_data, PatchBases};
+use super::{CompileHooks, CompileOptions, Placed, Run, Stage};
+
+use crate::emit::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, KernelAbi};
+use crate::exchange::ScheduleOptions;
+use crate::ipu21::asm::Object;
+use crate::ir::Graph;
+use crate::lower::{lower, TileSchedule};
+use crate::place::{place_tile, requests, support_reserved, TilePlacement};
+use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
+use crate::plan::memory::{ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
+use crate::plan::{improve_plan, plan_graph_with_progress, Improvement, Plan, PlanConfig};
+
+/// How many times the table-based program (`outgoing_base: false`) may
+/// re-plan to make room for its Repeat patch tables; the default program
+/// never re-plans (its patch data fits the elements charged for code, or
+/// the data region, or the compile fails naming the tile).
+pub const TABLE_PROGRAM_REPLANS: u32 = 3;
+
+/// Everything placed: what emission, linking and packaging start from.
+pub(super) struct Front {
+    pub plan: Plan,
+    pub optimization: Option<Improvement>,
+    pub schedule: TileSchedule,
+    pub placements: Vec<TilePlacement>,
+    pub exchange: ExchangePlan,
+    pub patch: PatchBases,
+    /// The kernel stub table, linked after the runtime on every tile.
+    pub stubs: Object,
+    /// Bytes of runtime + stubs (an image's fixed part).
+    pub fixed_code: u32,
+    /// Per-tile data bytes kept for patch data, and plans redone for it.
+    pub allowance: u64,
+    pub replans: u32,
+}
+
+/// Plans, lowers, places and schedules the exchange; re-plans the
+/// table-based program with a measured allowance when its patch data does
+/// not fit.
+pub(super) fn plan_and_place<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    graph: &Graph,
+    options: &CompileOptions,
+    kernels: &dyn KernelAbi,
+) -> Result<Front, CompileError> {
+    run.hooks.note(&format!(
+        "planning on {} tiles (beam width {})…",
+        options.tiles, options.beam_width
+    ));
+    // The runtime and kernel stubs start every image: their size is the
+    // fixed part of the planner's per-tile image estimate.
+    let stubs = kernel_stubs(kernels).map_err(CompileError::FixedCode)?;
+    let fixed_code = fixed_code_bytes(&stubs, &options.runtime).map_err(CompileError::FixedCode)?;
+    let mut allowance: u64 = 0;
+    let mut attempt = 0;
+    loop {
+        let (plan, optimization) = plan(run, graph, options, fixed_code, allowance, attempt)?;
+        let schedule = lower_plan(run, graph, &plan)?;
+        let code_estimate = |tile: u32| code_estimate_of(&plan.code_bytes, tile, fixed_code);
+        let (schedule, mut placements) = place(run, schedule, &code_estimate)?;
+        let exchange = schedule_exchange(run, &schedule, &placements, options)?;
+        match patch_data(run, &schedule, &exchange, &mut placements, &code_estimate) {
+            Ok(patch) => {
+                return Ok(Front {
+                    plan,
+                    optimization,
+                    schedule,
+                    placements,
+                    exchange,
+                    patch,
+                    stubs,
+                    fixed_code,
+                    allowance,
+                    replans: attempt,
+                })
+            }
+            // Only the table-based program, whose Repeat tables grow with
+            // the trip count and are not in the planner's estimate, may
+            // re-plan with a measured allowance.
+            Err(e)
+                if !options.outgoing_base
+                    && attempt < TABLE_PROGRAM_REPLANS
+                    && u64::from(e.largest) > allowance =>
+            {
+                attempt += 1;
+                allowance = u64::from(e.largest).next_multiple_of(ALLOCATION_GRANULE);
+                run.hooks.note(&format!("{e}"));
+                run.hooks.note(&format!(
+                    "re-planning with {allowance} bytes/tile of the data budget kept for Repeat patch tables"
+                ));
+            }
+            Err(error) => {
+                return Err(CompileError::PatchData(Box::new(PatchDataFailed {
+                    error,
+                    schedule,
+                    placements,
+                })))
+            }
+        }
+    }
+}
+
+/// The beam search, then any improvement steps.
+fn plan<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    graph: &Graph,
+    options: &CompileOptions,
+    fixed_code: u32,
+    allowance: u64,
+    attempt: u32,
+) -> Result<(Plan, Option<Improvement>), CompileError> {
+    // One unit per op of the top region (the total is known once the first
+    // op is planned).
+    let t = run.start(Stage::Planning, 1);
+    let config = PlanConfig {
+        beam_width: options.beam_width,
+        tiles: options.tiles,
+        budget: options
+            .planner_data_budget
+            .unwrap_or(DATA_BUDGET_BYTES)
+            .saturating_sub(allowance),
+        fixed_code_bytes: u64::from(fixed_code),
+        max_stream_words: options.exchange_stream_words,
+        min_key_parts: options.min_key_parts,
+        code_charge: CodeCharge::WholeElements,
+    };
+    let hooks = run.hooks;
+    let plan = plan_graph_with_progress(graph, config, &|done, total| {
+        hooks.progress(Stage::Planning, u64::from(done), u64::from(total));
+    })
+    .map_err(|error| CompileError::Plan {
+        attempt,
+        allowance,
+        error,
+    })?;
+    let s = plan.stats;
+    run.finish(
+        Stage::Planning,
+        t,
+        &format!(
+            "{} candidates screened, {} body searches, {} cache hits, {} memory rejections{}",
+            s.candidates_screened,
+            s.body_searches,
+            s.cache_hits,
+            s.memory_rejections,
+            match plan.config.code_charge {
+                CodeCharge::WholeElements => "",
+                CodeCharge::Span =>
+                    "; no plan fit with code charged in whole elements, so this one charges each \
+                     image up to its fetch guard (placement checks the whole elements)",
+            }
+        ),
+    );
+    if options.optimization_steps == 0 {
+        return Ok((plan, None));
+    }
+    let t = run.start(Stage::Optimization, 0);
+    let (plan, stats) =
+        improve_plan(graph, plan, options.optimization_steps).map_err(CompileError::Optimize)?;
+    run.finish(
+        Stage::Optimization,
+        t,
+        &format!(
+            "{} of {} steps run, {} of {} alternatives kept; estimated cycles {} -> {} ({:+.2}%)",
+            stats.steps_run,
+            stats.steps,
+            stats.accepted,
+            stats.tried,
+            stats.cycles_before,
+            stats.cycles_after,
+            100.0 * (stats.cycles_after as f64 - stats.cycles_before as f64)
+                / stats.cycles_before.max(1) as f64,
+        ),
+    );
+    Ok((plan, Some(stats)))
+}
+
+fn lower_plan<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    graph: &Graph,
+    plan: &Plan,
+) -> Result<TileSchedule, CompileError> {
+    let t = run.start(Stage::Lowering, 0);
+    let schedule = lower(graph, plan).map_err(CompileError::Lower)?;
+    run.finish(
+        Stage::Lowering,
+        t,
+        &format!(
+            "{} buffers, {} steps",
+            schedule.buffers.len(),
+            schedule.step_count
+        ),
+    );
+    Ok(schedule)
+}
+
+/// Places every tile (jobs: tiles), keeping the bottom of region 0 free
+/// for each tile's estimated image (the elements the planner charged for
+/// it). Any refused tile is a [`PlacementFailed`] carrying the schedule and
+/// the requests, from which a host can build a memory report.
+fn place<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    schedule: TileSchedule,
+    code_estimate: &dyn Fn(u32) -> u32,
+) -> Result<(TileSchedule, Vec<TilePlacement>), CompileError> {
+    let requests = requests(&schedule, |t| support_reserved(code_estimate(t)));
+    let t = run.start(Stage::Placement, requests.len());
+    let placed = run.hooks.run_jobs(Stage::Placement, &requests, &place_tile);
+    let mut placements = Vec::with_capacity(placed.len());
+    let mut errors = Vec::new();
+    for p in placed {
+        match p {
+            Ok(p) => placements.push(p),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(CompileError::Placement(Box::new(PlacementFailed {
+            errors,
+            schedule,
+            requests,
+        })));
+    }
+    run.finish(Stage::Placement, t, &format!("{} tiles", placements.len()));
+    Ok((schedule, placements))
+}
+
+/// Schedules every exchange phase (jobs: phases, started largest first so
+/// the last thread is not left with the biggest one), then the Repeat
+/// patches and row sharing over all of them.
+fn schedule_exchange<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    schedule: &TileSchedule,
+    placements: &[TilePlacement],
+    options: &CompileOptions,
+) -> Result<ExchangePlan, CompileError> {
+    let jobs = exchange_jobs(schedule, &Placed::new(placements)).map_err(CompileError::Exchange)?;
+    let exchange_options = ExchangeOptions {
+        outgoing_base: options.outgoing_base,
+        // The sender budget the planner's image estimate assumed.
+        schedule: ScheduleOptions {
+            max_stream_words: options.exchange_stream_words,
+            sender_budget_percent: SENDER_BUDGET_PERCENT as u32,
+            ..ScheduleOptions::default()
+        },
+    };
+    run.hooks.exchange_jobs(&jobs).map_err(CompileError::Hook)?;
+    let t = run.start(Stage::ExchangeScheduling, jobs.len());
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (core::cmp::Reverse(jobs[i].weight()), i));
+    let started: Vec<&crate::emit::PhaseJob> = order.iter().map(|&i| &jobs[i]).collect();
+    let done = run
+        .hooks
+        .run_jobs(Stage::ExchangeScheduling, &started, &|job| {
+            job.schedule(exchange_options)
+        });
+    // Back to step order; the first failing phase in that order is the error.
+    let mut by_step: Vec<_> = order.into_iter().zip(done).collect();
+    by_step.sort_by_key(|(i, _)| *i);
+    let scheduled = by_step
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CompileError::Exchange)?;
+    let exchange =
+        assemble_exchange(&jobs, scheduled, exchange_options).map_err(CompileError::Exchange)?;
+    let e = &exchange.summary;
+    let summary = format!(
+        "{} phases, {} stored rows, {} events (lower bound {})",
+        e.phases, e.stored_rows, e.events, e.lower_bound
+    );
+    run.finish(Stage::ExchangeScheduling, t, &summary);
+    Ok(exchange)
+}
+
+/// Places every tile's patch data (the stage line says where it went, or
+/// that it does not fit).
+fn patch_data<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    schedule: &TileSchedule,
+    exchange: &ExchangePlan,
+    placements: &mut Vec<TilePlacement>,
+    code_estimate: &dyn Fn(u32) -> u32,
+) -> Result<PatchBases, PatchDataDoesNotFit> {
+    let t = run.start(Stage::PatchData, 0);
+    let result = place_patch_data(schedule, exchange, placements, code_estimate);
+    let (peak, tile) = placed_peak(placements);
+    let summary = match &result {
+        Ok(b) => format!(
+            "largest block {} bytes ({} blocks in their tile's code reservation, {} in the data region); peak {peak} bytes on tile {tile}",
+            b.largest, b.in_reservation, b.in_data
+        ),
+        Err(_) => String::from("does not fit"),
+    };
+    run.finish(Stage::PatchData, t, &summary);
+    result
+}
+
+/// Placement's largest per-tile charge and its tile (the lowest on a tie).
+pub(super) fn placed_peak(placements: &[TilePlacement]) -> (u32, u32) {
+    placements
+        .iter()
+        .max_by_key(|p| (p.peak.bytes, core::cmp::Reverse(p.tile)))
+        .map(|p| (p.peak.bytes, p.tile))
+        .unwrap_or((0, 0))
+}

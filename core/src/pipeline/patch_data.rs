@@ -1,0 +1,195 @@
+//! Patch data placed as data: each tile's Repeat tables and sharing lists
+//! as one block at the top of the elements the planner charged for its
+//! image (when it fits there) or as a constant block in its data region;
+//! the check that a linked image ends below its tile's data; and the
+//! zero-initialised data segments covering a tile's placed buffers.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+
+use super::error::PatchDataDoesNotFit;
+use crate::emit::{program_tiles, ExchangePlan, PatchAddresses, PatchData};
+use crate::ipu21::sram::{
+    layout, APPLICATION_LOAD_BASE, BASE_BUFFER_ALIGN, EXECUTABLE_MEMORY_LIMIT,
+    SUPERVISOR_FETCH_LOOKAHEAD,
+};
+use crate::ipu21::topology::LogicalTile;
+use crate::lower::{BufferRole, TileSchedule};
+use crate::package::{Segment, SegmentRole};
+use crate::place::{
+    element_bounds, place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement,
+};
+
+/// Patch-data block bases by logical tile.
+#[derive(Clone, Debug, Default)]
+pub struct PatchBases {
+    bases: BTreeMap<u32, u32>,
+    /// Largest block on one tile.
+    pub largest: u32,
+    /// Tiles whose block sits at the top of their code reservation: the
+    /// address their image must end at or below (block start less the
+    /// 64-byte fetch look-ahead).
+    pub code_ceiling: BTreeMap<u32, u32>,
+    /// Blocks placed in the code reservation / in the data region.
+    pub in_reservation: usize,
+    /// Blocks placed in the data region.
+    pub in_data: usize,
+}
+
+/// [`PlaceError::CodeDoesNotFit`] unless an image of
+/// `image_bytes` ends at or below `limit`.
+pub fn check_below(tile: u32, image_bytes: u32, limit: u32) -> Result<(), PlaceError> {
+    let free = limit.saturating_sub(APPLICATION_LOAD_BASE);
+    if image_bytes > free {
+        return Err(PlaceError::CodeDoesNotFit {
+            tile,
+            image_bytes,
+            free_bytes: free,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+impl PatchAddresses for PatchBases {
+    fn patch_base(&self, tile: u32) -> Option<u32> {
+        self.bases.get(&tile).copied()
+    }
+}
+
+/// Places every tile's patch data ([`PatchData::for_tile`]) as a constant
+/// block in its data region; tiles that hold no buffer get a placement of
+/// their own. Fails with placement's typed error (budget or room) naming
+/// the tile.
+pub fn place_patch_data(
+    schedule: &TileSchedule,
+    exchange: &ExchangePlan,
+    placements: &mut Vec<TilePlacement>,
+    code_estimate: &dyn Fn(u32) -> u32,
+) -> Result<PatchBases, PatchDataDoesNotFit> {
+    let mut blocks = Vec::new();
+    for tile in program_tiles(schedule) {
+        // Invariant: program tiles come from the schedule's blocks, calls and
+        // transfers, whose tiles lowering checked against the C600.
+        let Ok(logical) = LogicalTile::new(tile) else {
+            continue;
+        };
+        let data = PatchData::for_tile(exchange, logical.physical().get());
+        if data.bytes() > 0 {
+            blocks.push((tile, data));
+        }
+    }
+    let largest = blocks.iter().map(|(_, d)| d.bytes()).max().unwrap_or(0);
+    let mut bases = BTreeMap::new();
+    let mut code_ceiling = BTreeMap::new();
+    let (mut in_reservation, mut in_data) = (0, 0);
+    for (tile, data) in blocks {
+        // First choice: the top of the elements reserved for the image,
+        // above the planner's estimate (an upper bound of the image) and
+        // its fetch look-ahead: no budget beyond what the planner charged.
+        {
+            let estimate_end = APPLICATION_LOAD_BASE.saturating_add(code_estimate(tile));
+            let top = element_bounds(estimate_end.saturating_sub(1).max(APPLICATION_LOAD_BASE))
+                .end
+                .min(layout::STATE_BASE);
+            let base = top.saturating_sub(data.bytes()) / PATCH_DATA_ALIGN * PATCH_DATA_ALIGN;
+            if base >= estimate_end.saturating_add(SUPERVISOR_FETCH_LOOKAHEAD)
+                && top <= EXECUTABLE_MEMORY_LIMIT
+            {
+                bases.insert(tile, base);
+                code_ceiling.insert(tile, base - SUPERVISOR_FETCH_LOOKAHEAD);
+                in_reservation += 1;
+                continue;
+            }
+        }
+        in_data += 1;
+        let fail = |error| PatchDataDoesNotFit {
+            tile,
+            repeat_bytes: data.repeat_bytes(),
+            sharing_bytes: data.sharing_bytes(),
+            largest,
+            error,
+        };
+        let index = match placements.binary_search_by_key(&tile, |p| p.tile) {
+            Ok(i) => i,
+            Err(i) => {
+                let empty = PlacementRequest {
+                    tile,
+                    reserved: support_reserved(code_estimate(tile)),
+                    ..PlacementRequest::default()
+                };
+                placements.insert(i, place_tile(&empty).map_err(fail)?);
+                i
+            }
+        };
+        let range = placements[index]
+            .add_constant(PATCH_DATA_NAME, data.bytes(), PATCH_DATA_ALIGN)
+            .map_err(fail)?;
+        bases.insert(tile, range.start);
+    }
+    Ok(PatchBases {
+        bases,
+        largest,
+        code_ceiling,
+        in_reservation,
+        in_data,
+    })
+}
+
+/// The planner's image estimate of `tile` (the fixed part when it has none).
+pub fn code_estimate_of(estimates: &[u64], tile: u32, fixed: u32) -> u32 {
+    estimates
+        .get(tile as usize)
+        .map_or(fixed, |&b| u32::try_from(b).unwrap_or(u32::MAX))
+}
+
+/// Memory-map name of a tile's patch-data block.
+const PATCH_DATA_NAME: &str = "patch data (Repeat tables, sharing lists)";
+/// Word tables: 8-byte aligned like every other data block (the patchers
+/// read 32-bit words, `docs/facts/ipu21-target.md` §2.8).
+const PATCH_DATA_ALIGN: u32 = BASE_BUFFER_ALIGN;
+
+/// Zero-initialised data segments covering every placed buffer of a tile:
+/// the union of its allocations, one segment per disjoint range, tagged
+/// `Tensor` when a host-bound buffer (input, weight, output) lives in it.
+pub fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<Segment> {
+    let mut ranges: Vec<(u32, u32, bool)> = placement
+        .allocations
+        .iter()
+        .map(|a| {
+            let bound = schedule.buffer(a.key).is_some_and(|b| {
+                matches!(
+                    b.role,
+                    BufferRole::Input { .. }
+                        | BufferRole::Parameter { .. }
+                        | BufferRole::Iterated { .. }
+                        | BufferRole::Output { .. }
+                )
+            }) || schedule.outputs.iter().any(|o| o.buffer.0 == a.key.0);
+            (a.range.start, a.range.end, bound)
+        })
+        .filter(|r| r.1 > r.0)
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32, bool)> = Vec::new();
+    for (start, end, bound) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => {
+                last.1 = last.1.max(end);
+                last.2 |= bound;
+            }
+            _ => merged.push((start, end, bound)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(start, end, bound)| {
+            let role = if bound {
+                SegmentRole::Tensor
+            } else {
+                SegmentRole::Scratch
+            };
+            Segment::data(start, end - start, role, Vec::new())
+        })
+        .collect()
+}
