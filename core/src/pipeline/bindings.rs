@@ -138,7 +138,11 @@ fn externals(graph: &Graph) -> BTreeMap<&str, ValueId> {
 
 /// Full shape of a named input or parameter.
 fn dims_of(graph: &Graph, externals: &BTreeMap<&str, ValueId>, name: &str) -> Option<Vec<u64>> {
-    let v = *externals.get(name)?;
+    value_dims(graph, *externals.get(name)?)
+}
+
+/// Full shape of value `v`.
+fn value_dims(graph: &Graph, v: ValueId) -> Option<Vec<u64>> {
     Some(
         graph
             .ty(v)?
@@ -229,16 +233,7 @@ pub fn bindings(
 }
 
 fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
-    let v = graph.output(name)?;
-    Some(
-        graph
-            .ty(v)?
-            .shape
-            .dims()
-            .iter()
-            .map(|&d| d as u64)
-            .collect(),
-    )
+    value_dims(graph, graph.output(name)?)
 }
 
 /// The package's host calls: one `inference` call that writes every input
