@@ -149,6 +149,22 @@ pub fn compare(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
     })
 }
 
+/// The error for promised word `p` arriving from the wrong source in move `m`.
+fn wrong_source(p: &Promised, m: &WordMove) -> ExchangeError {
+    match PhysicalTile::new(u32::from(p.0)) {
+        Ok(tile) => CheckError::WrongSource {
+            tile,
+            address: p.1.wrapping_mul(4),
+            expected_tile: p.2,
+            expected_address: p.3.wrapping_mul(4),
+            got_tile: m.src_tile,
+            got_address: m.src_word.wrapping_mul(4),
+        }
+        .into(),
+        Err(_) => ExchangeError::Internal("tile id"),
+    }
+}
+
 /// Merges promised words (sorted by destination) with replayed moves
 /// (sorted by destination, fed in pieces); the first difference is the
 /// error. One move is held back so a word written twice is seen across
@@ -214,15 +230,7 @@ impl<'a> Merge<'a> {
         match (p, m) {
             (Some(p), Some(m)) if (p.0, p.1) == (m.dst_tile, m.dst_word) => {
                 if (p.2, p.3) != (m.src_tile, m.src_word) {
-                    return Err(CheckError::WrongSource {
-                        tile: tile(p.0)?,
-                        address: p.1.wrapping_mul(4),
-                        expected_tile: p.2,
-                        expected_address: p.3.wrapping_mul(4),
-                        got_tile: m.src_tile,
-                        got_address: m.src_word.wrapping_mul(4),
-                    }
-                    .into());
+                    return Err(wrong_source(&p, m));
                 }
                 self.promised.next();
                 Ok(())
@@ -295,15 +303,7 @@ mod tests {
             match (p, m) {
                 (Some(p), Some(m)) if (p.0, p.1) == (m.dst_tile, m.dst_word) => {
                     if (p.2, p.3) != (m.src_tile, m.src_word) {
-                        return Err(CheckError::WrongSource {
-                            tile: tile(p.0)?,
-                            address: p.1.wrapping_mul(4),
-                            expected_tile: p.2,
-                            expected_address: p.3.wrapping_mul(4),
-                            got_tile: m.src_tile,
-                            got_address: m.src_word.wrapping_mul(4),
-                        }
-                        .into());
+                        return Err(wrong_source(&p, m));
                     }
                     promised.next();
                     j += 1;
