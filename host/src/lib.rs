@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
+pub mod phase_image;
 pub mod progress;
 pub mod reference;
 pub mod report;

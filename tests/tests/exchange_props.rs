@@ -6,9 +6,9 @@
 //! `IPUC_PROPTEST_CASES=N` (and the per-phase word budget with
 //! `IPUC_PROPTEST_WORDS=N`).
 
+use ipuc::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use ipuc::sim::fabric::execute_phase;
 use ipuc::sim::fabric::RowLocation;
-use ipuc::sim::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use ipuc_core::exchange::{
     check_phase, check_phase_with_bases, decode_row, random_phase, schedule_phase,
     schedule_phase_sweeping, ControlKind, ExchangePhase, ExchangeRow, RandomPhaseSpec, RowBases,

@@ -125,6 +125,114 @@ pub fn check(src: &Path) -> Result<Vec<Violation>, String> {
     Ok(out)
 }
 
+/// The only `ipuc_core` modules the device (`host/src/device`, `host/src/sim`)
+/// may name outside its tests: the package, the target facts and the number
+/// formats (ARCHITECTURE.md invariant 1).
+pub const DEVICE_MAY_NAME: &[&str] = &["package", "ipu21", "numeric"];
+
+/// The host folders that make up the device.
+pub const DEVICE_DIRS: &[&str] = &["device", "sim"];
+
+/// Checks that the device's non-test code (files under [`DEVICE_DIRS`] of
+/// `host_src`, except `tests` folders, `tests.rs`/`*_tests.rs` files and
+/// `#[cfg(test)]` items) names only [`DEVICE_MAY_NAME`] of `ipuc_core`.
+pub fn check_device(host_src: &Path) -> Result<Vec<Violation>, String> {
+    let mut out = Vec::new();
+    for dir in DEVICE_DIRS {
+        let mut files = Vec::new();
+        collect(&host_src.join(dir), &mut files)?;
+        files.sort();
+        for file in files {
+            let rel = file
+                .strip_prefix(host_src)
+                .map_err(|e| e.to_string())?
+                .to_path_buf();
+            let is_test = rel.iter().any(|p| p == "tests")
+                || rel
+                    .file_stem()
+                    .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"));
+            if is_test {
+                continue;
+            }
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            for (line, path) in core_paths(&text) {
+                let Some(module) = path.get(1) else {
+                    continue;
+                };
+                if !DEVICE_MAY_NAME.contains(&module.as_str()) {
+                    out.push(Violation {
+                        file: format!("host/src/{}", rel.display()),
+                        line,
+                        from: format!("host::{dir}"),
+                        to: format!("ipuc_core::{module}"),
+                        why: format!(
+                            "the device may name only ipuc_core::{{{}}}",
+                            DEVICE_MAY_NAME.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Every `ipuc_core::…` path outside `#[cfg(test)]` items, with its line.
+fn core_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    let tokens = without_test_items(tokens(text));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let preceded_by_sep = i > 0 && tokens[i - 1].1 == "::";
+        if tokens[i].1 == "ipuc_core" && !preceded_by_sep {
+            let mut j = i;
+            walk(&tokens, &mut j, &[], tokens[i].0, &mut out);
+            i = j.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Drops every item marked `#[cfg(test)]`: the attribute and the item after
+/// it, up to its `;` or the `}` closing its first brace.
+fn without_test_items(tokens: Vec<(usize, String)>) -> Vec<(usize, String)> {
+    const ATTR: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let is_attr = tokens.len() - i >= ATTR.len()
+            && ATTR.iter().zip(&tokens[i..]).all(|(a, (_, t))| a == t);
+        if !is_attr {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        i += ATTR.len();
+        let mut depth = 0usize;
+        while i < tokens.len() {
+            let t = tokens[i].1.as_str();
+            i += 1;
+            match t {
+                "{" => depth += 1,
+                "}" => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                ";" if depth == 0 => break,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in entries {
@@ -374,6 +482,36 @@ mod tests {
             .find(|p| p[0] == "super")
             .expect("super path found");
         assert_eq!(resolve(&here, sup), Some(s(&["plan", "x"])));
+    }
+
+    #[test]
+    fn device_names_only_package_facts_and_numbers_outside_tests() {
+        let text = "use ipuc_core::package::{self, Package};\n\
+                    use ipuc_core::{ipu21::sram, exchange::WordMove};\n\
+                    fn f() { ipuc_core::plan::cost(); }\n\
+                    #[cfg(test)]\n\
+                    mod tests { use ipuc_core::lower::X; }\n\
+                    #[cfg(test)]\n\
+                    use ipuc_core::emit::Y;\n";
+        let named: Vec<String> = core_paths(text)
+            .into_iter()
+            .map(|(_, p)| p[1].clone())
+            .collect();
+        assert_eq!(
+            named,
+            s(&["package", "package", "ipu21", "exchange", "plan"])
+        );
+        let dir = std::env::temp_dir().join(format!("xtask-device-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sim/tests")).unwrap();
+        std::fs::create_dir_all(dir.join("device")).unwrap();
+        std::fs::write(dir.join("sim/a.rs"), text).unwrap();
+        std::fs::write(dir.join("sim/tests/b.rs"), "use ipuc_core::plan::X;").unwrap();
+        std::fs::write(dir.join("device/c_tests.rs"), "use ipuc_core::plan::X;").unwrap();
+        let v = check_device(&dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let to: Vec<&str> = v.iter().map(|v| v.to.as_str()).collect();
+        assert_eq!(to, ["ipuc_core::exchange", "ipuc_core::plan"], "{v:?}");
     }
 
     #[test]

@@ -25,7 +25,8 @@ struct Cli {
 enum Task {
     /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase.
     Ci,
-    /// Fails on an upward import between core's layers (or a two-file import loop inside one).
+    /// Fails on an upward import between core's layers (or a two-file import loop inside one),
+    /// or on host's device/sim naming an ipuc_core module other than package, ipu21, numeric.
     Layers,
     /// CI's release step alone: a 2-layer siglip-small run with the release binary whose compile-time exchange check must cover every phase.
     ReleaseCheck,
@@ -189,16 +190,24 @@ fn check_layers(root: &Path) -> Result<()> {
     for v in &violations {
         eprintln!("{v}");
     }
-    if !violations.is_empty() {
+    let device = layers::check_device(&root.join("host/src")).map_err(anyhow::Error::msg)?;
+    for v in &device {
+        eprintln!("{v}");
+    }
+    if !violations.is_empty() || !device.is_empty() {
         bail!(
-            "xtask layers: {} import(s) break the layer order {}",
+            "xtask layers: {} import(s) break the layer order {}, {} device import(s) name more than ipuc_core::{{{}}}",
             violations.len(),
-            layers::LAYERS.join(" → ")
+            layers::LAYERS.join(" → "),
+            device.len(),
+            layers::DEVICE_MAY_NAME.join(", ")
         );
     }
     eprintln!(
-        "xtask layers: core's imports follow {}",
-        layers::LAYERS.join(" → ")
+        "xtask layers: core's imports follow {}; host's device ({}) names only ipuc_core::{{{}}} outside tests",
+        layers::LAYERS.join(" → "),
+        layers::DEVICE_DIRS.join(", "),
+        layers::DEVICE_MAY_NAME.join(", ")
     );
     Ok(())
 }

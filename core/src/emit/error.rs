@@ -4,7 +4,7 @@ use alloc::string::String;
 use core::fmt;
 
 use crate::exchange::ExchangeError;
-use crate::ipu21::topology::TileOutOfRange;
+use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::lower::BufferId;
 use crate::patch::PatchError;
 
@@ -17,16 +17,16 @@ pub enum EmitError {
         buffer: BufferId,
         /// Its name.
         name: String,
-        /// Logical tile.
-        tile: u32,
+        /// The tile.
+        tile: LogicalTile,
     },
     /// A logical tile id outside the C600.
     Tile(TileOutOfRange),
     /// A tile has patch data (Repeat tables, sharing lists) but no placed
     /// block for it.
     UnplacedPatchData {
-        /// Logical tile.
-        tile: u32,
+        /// The tile.
+        tile: LogicalTile,
         /// Bytes of its patch data.
         bytes: u32,
     },
@@ -91,13 +91,15 @@ impl fmt::Display for EmitError {
         match self {
             EmitError::Unplaced { buffer, name, tile } => write!(
                 f,
-                "buffer {} `{name}` has no SRAM address on logical tile {tile}",
-                buffer.0
+                "buffer {} `{name}` has no SRAM address on logical tile {}",
+                buffer.0,
+                tile.get()
             ),
             EmitError::Tile(e) => write!(f, "{e}"),
             EmitError::UnplacedPatchData { tile, bytes } => write!(
                 f,
-                "logical tile {tile}: {bytes} bytes of patch data (Repeat tables, sharing lists) have no placed block"
+                "logical tile {}: {bytes} bytes of patch data (Repeat tables, sharing lists) have no placed block",
+                tile.get()
             ),
             EmitError::UnknownKernel { kernel } => {
                 write!(f, "kernel `{kernel}` has no entry in the kernel table")

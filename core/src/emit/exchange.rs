@@ -147,13 +147,16 @@ pub(super) fn address(
     at: BufferRef,
     tile: u32,
 ) -> Result<u32, EmitError> {
-    let unplaced = || EmitError::Unplaced {
-        buffer: at.buffer,
-        name: schedule
-            .buffer(at.buffer)
-            .map(|b| b.name.clone())
-            .unwrap_or_default(),
-        tile,
+    let unplaced = || match LogicalTile::new(tile) {
+        Ok(tile) => EmitError::Unplaced {
+            buffer: at.buffer,
+            name: schedule
+                .buffer(at.buffer)
+                .map(|b| b.name.clone())
+                .unwrap_or_default(),
+            tile,
+        },
+        Err(e) => EmitError::Tile(e),
     };
     let base = addrs.base(at.buffer, tile).ok_or_else(unplaced)?;
     Ok(base + at.offset)

@@ -100,7 +100,8 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
     let tiles = tiles_used(input.schedule);
     let mut programs = Vec::with_capacity(tiles.len());
     for tile in tiles {
-        let physical = LogicalTile::new(tile)?.physical();
+        let logical = LogicalTile::new(tile)?;
+        let physical = logical.physical();
         let patch = PatchData::for_tile(input.exchange, physical.get());
         let patch_base = if patch.bytes() == 0 {
             0
@@ -109,7 +110,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
                 .patch_addresses
                 .patch_base(tile)
                 .ok_or(EmitError::UnplacedPatchData {
-                    tile,
+                    tile: logical,
                     bytes: patch.bytes(),
                 })?
         };

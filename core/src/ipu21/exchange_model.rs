@@ -57,3 +57,40 @@ pub const INCOMING_FORMAT_LATE: u32 = 2;
 pub fn paired_format_lag(receiver: PhysicalTile) -> u32 {
     PAIRED_FORMAT_LAG_BASE + PIC_LAG_PER_ROW * u32::from(receiver.row())
 }
+
+/// One word moved by the fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WordMove {
+    pub dst_tile: u16,
+    /// Destination word address (byte address / 4).
+    pub dst_word: u32,
+    pub src_tile: u16,
+    /// Source word address.
+    pub src_word: u32,
+    /// Sender event the word was read at.
+    pub read_event: u32,
+    /// Receiver event the word is written at.
+    pub write_event: u32,
+}
+
+/// The exchange base CSRs a tile holds while its row runs, as byte
+/// addresses (what `put $OUTGOING_BASE` / `put $INCOMING_BASE` wrote).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowBases {
+    /// `$OUTGOING_BASE`: `send` item addresses are relative to it (§2.3).
+    pub outgoing: u32,
+    /// `$INCOMING_BASE`: PIC pointer values are relative to it (§2.4).
+    pub incoming: u32,
+}
+
+/// Exclusive bound on the base values the model covers (20-bit addresses).
+pub const BASE_LIMIT: u32 = 1 << 20;
+
+impl RowBases {
+    /// Both bases 0: row addresses are absolute (the contract of
+    /// `schedule_phase`'s rows).
+    pub const ZERO: RowBases = RowBases {
+        outgoing: 0,
+        incoming: 0,
+    };
+}

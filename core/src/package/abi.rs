@@ -2,12 +2,24 @@
 //! (`crate::ipu21::kernel_abi`) as emission needs it, and the name of the
 //! host call every inference goes through. A device that runs packages
 //! needs only these and the package itself, never the compiler's stages.
+//!
+//! The package's kernel ABI is also its vocabulary: what a kernel call
+//! computes ([`Kernel`], the family each symbol names), its argument block
+//! ([`KernelArgs`], [`encode`]/[`decode`]) and the operand element types
+//! ([`DType`] — the kernels' element type, not a binding's
+//! [`super::DType`]). A device reads them from here.
 
 use alloc::vec::Vec;
 
 use crate::emit::KernelAbi;
 use crate::ipu21::kernel_abi as abi;
-use crate::kernel::{self, Kernel, KernelArgs, KernelSymbol};
+use crate::kernel;
+
+pub use crate::ir::DType;
+pub use crate::kernel::{
+    decode, decode_header, encode, encode_dtype, AbiError, GemmEpilogue, Kernel, KernelArgs,
+    KernelSymbol, OperandRole,
+};
 
 /// Name of the host call that writes an inference's inputs and reads its
 /// outputs (`HostCall::name`).

@@ -53,7 +53,7 @@
 //! host calls and summary keys by name; slices by (file offset, tile,
 //! address); steps by id. Hence one package has exactly one encoding.
 
-mod abi;
+pub mod abi;
 mod check;
 mod encode;
 mod error;

@@ -8,8 +8,8 @@ use ipuc_core::exchange::{
     check_phase, random_phase, schedule_unchecked, RandomPhaseSpec, ScheduleOptions,
 };
 
+use crate::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use crate::sim::fabric::execute_phase;
-use crate::sim::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -23,8 +23,8 @@
 //! cover, is a [`FaultKind::ExchangeCsr`](super::FaultKind::ExchangeCsr)
 //! fault naming the tile, phase, CSR and value.
 
-use ipuc_core::exchange::{RowBases, WordMove};
 use ipuc_core::ipu21::exchange_model::XPIC_NEUTRAL;
+use ipuc_core::ipu21::exchange_model::{RowBases, WordMove};
 use ipuc_core::ipu21::isa::Csr;
 use ipuc_core::ipu21::sram::{
     effective_element, is_executable, ELEMENT_SIZE, EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE,
@@ -1504,7 +1504,7 @@ mod tests {
             paired += s.pairing.paired;
             let rows: Vec<_> = s.active_rows().cloned().collect();
             let (memory, calls) =
-                crate::sim::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
+                crate::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
             let run = crate::sim::witness::witness_phase(&calls, &memory).unwrap();
             let decoded: Vec<_> = rows.iter().map(|r| decode_row(&r.words).unwrap()).collect();
             let views: Vec<TileRowView<'_>> = rows
@@ -1588,7 +1588,7 @@ mod tests {
                     }
                 }
                 let (mut memory, calls) =
-                    crate::sim::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
+                    crate::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
                 let stepped = match step_rows(&calls, &memory) {
                     Ok(s) => s,
                     Err(f) => {

@@ -46,9 +46,7 @@
 
 use ipuc_core::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_core::ipu21::timing as t;
-use ipuc_core::ir::DType;
-use ipuc_core::kernel::Kernel;
-use ipuc_core::kernel::KernelArgs;
+use ipuc_core::package::abi::{DType, Kernel, KernelArgs};
 
 use super::cycle::ISSUE_INTERVAL;
 

@@ -32,7 +32,6 @@ pub mod fault;
 pub mod kernel_timing;
 pub mod memory;
 pub mod op;
-pub mod phase_image;
 pub mod profile;
 pub mod row_call;
 pub mod tile;

@@ -34,10 +34,10 @@ use std::collections::VecDeque;
 
 use rayon::prelude::*;
 
-use ipuc_core::exchange::{RowBases, WordMove};
 use ipuc_core::ipu21::exchange_model::{
     pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
 };
+use ipuc_core::ipu21::exchange_model::{RowBases, WordMove};
 use ipuc_core::ipu21::isa::{decode, m, Csr, Instruction, PicField, PicTarget};
 use ipuc_core::ipu21::sram::{TILE_MEMORY_BASE, TILE_MEMORY_END};
 use ipuc_core::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};

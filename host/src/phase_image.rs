@@ -2,11 +2,13 @@
 //! byte a phase can touch is mapped with a recognisable pattern, rows are
 //! placed in SRAM, and after the run every byte is compared with what the
 //! request promises (destinations = source bytes, everything else unchanged).
+//! A diagnostic of `ipuc exchange` and of the fabric's tests, outside the
+//! device (`sim`), since it reads the compiler's exchange requests.
 
 use ipuc_core::exchange::{ExchangePhase, ExchangeRow};
 use ipuc_core::ipu21::topology::PhysicalTile;
 
-use super::fabric::{RowLocation, SparseTileMemory};
+use crate::sim::fabric::{RowLocation, SparseTileMemory};
 
 /// Where benchmarks and tests place each tile's row (region 0, its own element).
 pub const DEFAULT_ROW_ADDRESS: u32 = 0x5_0000;
@@ -74,7 +76,7 @@ pub fn build_image(
         calls.push(RowLocation {
             tile: r.tile,
             address: row_address,
-            bases: ipuc_core::exchange::RowBases::ZERO,
+            bases: ipuc_core::ipu21::exchange_model::RowBases::ZERO,
         });
     }
     Ok((mem, calls))
@@ -98,7 +100,7 @@ pub fn verify_image(
         for d in &t.destinations {
             for (k, chunk) in src.chunks(4).enumerate() {
                 let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                use super::fabric::PhaseMemory;
+                use crate::sim::fabric::PhaseMemory;
                 if !expected.write_u32(d.tile, d.address + 4 * k as u32, w) {
                     return Err("destination span not mapped".into());
                 }
