@@ -385,9 +385,17 @@ pub fn patch_audit_text(a: &PatchAudit) -> String {
             words.join(", ")
         }
     ));
+    let repeat_phases = || a.phases.iter().filter(|p| p.executions > 1);
     t.push_str(&format!(
-        "  sharing-patcher call sites: {} in total ({} on the six-worker bulk patcher); longest list {} words\n",
-        a.sharing_sites, a.sharing_bulk_sites, a.sharing_max_words
+        "  sharing-patcher call sites: {} inside Repeat (longest {} words), {} in total ({} on the six-worker bulk patcher); longest list {} words\n",
+        repeat_phases().map(|p| p.sharing_sites).sum::<usize>(),
+        repeat_phases()
+            .map(|p| p.max_sharing_words_per_tile)
+            .max()
+            .unwrap_or(0),
+        a.sharing_sites,
+        a.sharing_bulk_sites,
+        a.sharing_max_words
     ));
     t.push_str(&format!(
         "  rows: {} stored for {} uses; {} used by more than one phase ({} uses of them unpatched, identical words); rows used once are not patched\n",
@@ -416,11 +424,12 @@ pub fn phase_patch_audit_text(a: &PatchAudit) -> String {
             BaseEligibility::Mixed(_) => mixed += 1,
         }
     }
+    let body = a.phases.iter().filter(|p| p.executions > 1).count();
     t.push_str(&format!(
-        "ipuc (this package): {} exchange phases: {stationary} stationary, {constant} eligible for one constant outgoing base per sender, {mixed} mixed\n",
+        "ipuc (this package): {} exchange phases ({body} in the Repeat body, run once per iteration): {stationary} stationary, {constant} eligible for one constant outgoing base per sender, {mixed} mixed\n",
         a.phases.len()
     ));
-    t.push_str("| Phase | Moving senders | Max Repeat-patched words on a tile | Base | Sharing lists | Longest sharing list on a tile |\n|---:|---:|---:|---|---:|---:|\n");
+    t.push_str("| Phase | Runs per inference | Moving senders | Max Repeat-patched words on a tile | Base | Sharing lists | Longest sharing list on a tile |\n|---:|---:|---:|---:|---|---:|---:|\n");
     for p in &a.phases {
         let base = match &p.eligibility {
             BaseEligibility::Stationary => "stationary".to_string(),
@@ -435,8 +444,9 @@ pub fn phase_patch_audit_text(a: &PatchAudit) -> String {
             }
         };
         t.push_str(&format!(
-            "| {} | {} | {} | {base} | {} | {} |\n",
+            "| {} | {} | {} | {} | {base} | {} | {} |\n",
             p.phase,
+            p.executions,
             p.moving_senders,
             p.max_patched_words_per_tile,
             p.sharing_sites,
@@ -532,6 +542,7 @@ mod tests {
             eligibility,
             sharing_sites: 3,
             max_sharing_words_per_tile: sharing,
+            executions: if phase == 0 { 1 } else { 2 },
         };
         let audit = PatchAudit {
             phases: vec![
@@ -548,7 +559,7 @@ mod tests {
         };
         let text = phase_patch_audit_text(&audit);
         assert!(
-            text.contains("3 exchange phases: 1 stationary, 1 eligible for one constant outgoing base per sender, 1 mixed"),
+            text.contains("3 exchange phases (2 in the Repeat body, run once per iteration): 1 stationary, 1 eligible for one constant outgoing base per sender, 1 mixed"),
             "{text}"
         );
         assert!(text.contains("mixed: tile 7 [2304, 0]"), "{text}");
@@ -557,5 +568,14 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("seeds (2-layer So400m/14@378)"), "{text}");
+        assert!(
+            text.contains("| 1 | 2 | 5 | 2 | constant base | 3 | 78 |"),
+            "{text}"
+        );
+        let text = patch_audit_text(&audit);
+        assert!(
+            text.contains("sharing-patcher call sites: 6 inside Repeat (longest 78 words)"),
+            "{text}"
+        );
     }
 }

@@ -78,6 +78,10 @@ enum Task {
         /// Stop a run after this many minutes (recorded as an error).
         #[arg(long, default_value_t = 90)]
         timeout_minutes: u64,
+        /// Layer counts whose run also writes `--profile-output layers-N/profile`
+        /// (profile.html, operations.json, patch-audit.txt, phase-patch-audit.txt).
+        #[arg(long, value_delimiter = ',', default_value = "2")]
+        profile_layers: Vec<usize>,
         /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56 --planning-tiles 256`.
         #[arg(last = true)]
         extra: Vec<String>,
@@ -160,8 +164,16 @@ fn main() -> Result<()> {
             layers,
             out,
             timeout_minutes,
+            profile_layers,
             extra,
-        } => sweep::sweep(&root, &root.join(out), &layers, timeout_minutes, &extra),
+        } => sweep::sweep(
+            &root,
+            &root.join(out),
+            &layers,
+            timeout_minutes,
+            &profile_layers,
+            &extra,
+        ),
     }
 }
 

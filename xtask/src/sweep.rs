@@ -212,6 +212,7 @@ pub fn sweep(
     out: &Path,
     layers: &[usize],
     timeout_minutes: u64,
+    profile_layers: &[usize],
     extra: &[String],
 ) -> Result<()> {
     let ipuc = release_ipuc(root)?;
@@ -227,6 +228,12 @@ pub fn sweep(
             "--memory-profile-directory".to_string(),
             dir.join("memory").to_string_lossy().into_owned(),
         ]);
+        if profile_layers.contains(&n) {
+            args.extend([
+                "--profile-output".to_string(),
+                dir.join("profile").to_string_lossy().into_owned(),
+            ]);
+        }
         let stopped = run_logged(
             &ipuc,
             &args,

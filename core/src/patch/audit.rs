@@ -47,6 +47,8 @@ pub struct PhaseAudit {
     pub sharing_sites: usize,
     /// Longest sharing patch list on one tile in this phase (words).
     pub max_sharing_words_per_tile: usize,
+    /// Times the phase runs per inference (a Repeat body's trip count, else 1).
+    pub executions: u32,
 }
 
 /// Whole-program findings.
@@ -162,6 +164,7 @@ pub fn audit(
             eligibility,
             sharing_sites: 0,
             max_sharing_words_per_tile: 0,
+            executions: phase.executions,
         });
     }
     if let Some(s) = sharing {
