@@ -23,7 +23,7 @@
 use alloc::format;
 use alloc::string::String;
 
-use crate::ipu21::asm::{assemble, link, AsmError, Image, LinkOptions, Object};
+use crate::ipu21::asm::{assemble, link, link_refs, AsmError, Image, LinkOptions, Object};
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 
@@ -143,6 +143,22 @@ pub fn link_with_runtime_source(
     objects.push(lay);
     objects.extend(program.iter().cloned());
     link(&objects, &LinkOptions::at(APPLICATION_LOAD_BASE))
+}
+
+/// [`link_with_runtime_source`] with the runtime already assembled
+/// ([`runtime_objects_from`], once per compile) and without a listing: the
+/// same image words and symbols, [`Image::listing`] empty.
+pub fn link_with_runtime_objects(
+    runtime: &[Object; 2],
+    program: &[&Object],
+) -> Result<Image, AsmError> {
+    let mut objects: alloc::vec::Vec<&Object> = alloc::vec::Vec::with_capacity(program.len() + 2);
+    objects.extend(runtime.iter());
+    objects.extend(program.iter().copied());
+    link_refs(
+        &objects,
+        &LinkOptions::at(APPLICATION_LOAD_BASE).without_listing(),
+    )
 }
 
 #[cfg(test)]

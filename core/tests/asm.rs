@@ -275,3 +275,43 @@ fn caller_defined_symbols_fill_in_undefined_names_only() {
         "t.S:2:12: undefined symbol 'ext'"
     );
 }
+
+/// Positions count characters (a multi-byte character in a comment or a
+/// string is one column), and a lexical error anywhere in the text is
+/// reported before an earlier statement's error: the assembler reads one
+/// statement at a time as if the whole text had been lexed first.
+#[test]
+fn positions_count_characters_and_lexical_errors_come_first() {
+    assert_eq!(err("/* é */ nop ! x"), "t.S:1:13: unexpected character '!'");
+    assert_eq!(
+        err("# ünïcode\nsetzi $m0, \"ä\" !"),
+        "t.S:2:16: unexpected character '!'"
+    );
+    assert_eq!(
+        err("frob $m0\nnop ! x"),
+        "t.S:2:5: unexpected character '!'"
+    );
+    assert_eq!(err("frob $m0\nnop €"), "t.S:2:5: unexpected character '€'");
+    assert_eq!(err("frob $m0\nnop"), "t.S:1:1: unknown instruction 'frob'");
+}
+
+/// Linking without a listing gives the same words and symbols and still
+/// rejects a misaligned `sendpicp`.
+#[test]
+fn linking_without_a_listing_keeps_words_symbols_and_checks() {
+    let src = "nop\n.p2align 3\nf: sendpicp 42, 0x14021, 1, 0, 0x640, 0x15000\n.globl g\ng: br $m1\n.data\n.long 7\n";
+    let obj = assemble("t.S", src).unwrap();
+    let with = link(std::slice::from_ref(&obj), &LinkOptions::at(0x4C010)).unwrap();
+    let without = link_refs(&[&obj], &LinkOptions::at(0x4C010).without_listing()).unwrap();
+    assert_eq!(with.words, without.words);
+    assert_eq!(with.symbols, without.symbols);
+    assert!(!with.listing.is_empty());
+    assert!(without.listing.is_empty());
+    let bad = assemble("t.S", "nop\nsendpicp 0, 0, 0, 0, 0, 0").unwrap();
+    assert_eq!(
+        link_refs(&[&bad], &LinkOptions::at(0x4C010).without_listing())
+            .unwrap_err()
+            .to_string(),
+        "t.S:2:1: sendpicp at 0x4c014 must be 8-byte aligned (add `.p2align 3` before it)"
+    );
+}

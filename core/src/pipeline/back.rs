@@ -32,7 +32,7 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     front: Front,
 ) -> Result<Compiled, CompileError> {
     let (programs, patch_segments) = emit(run, &front, kernels)?;
-    let (images, fit) = link(run, &front, &programs, options)?;
+    let (images, fit) = link(run, &front, &programs)?;
     drop(programs);
     let (pkg, bytes) = package(
         run,
@@ -122,11 +122,10 @@ fn link<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &Front,
     programs: &[EmittedProgram],
-    options: &CompileOptions,
 ) -> Result<(Vec<LinkedTile>, Fit), CompileError> {
     let t = run.start(Stage::Linking, programs.len());
     let linked = run.hooks.run_jobs(Stage::Linking, programs, &|p| {
-        link_tile(&front.stubs, p, &options.runtime)
+        link_tile(&front.stubs, p, &front.runtime)
     });
     let images = linked
         .into_iter()

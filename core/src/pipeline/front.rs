@@ -8,7 +8,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::{CompileError, PatchDataDoesNotFit, PatchDataFailed, PlacementFailed};
+use super::error::{
+    CompileError, LinkError, PatchDataDoesNotFit, PatchDataFailed, PlacementFailed,
+};
 use super::link::{fixed_code_bytes, kernel_stubs};
 use super::patch_data::{code_estimate_of, place_patch_data, PatchBases};
 use super::{CompileHooks, CompileOptions, Placed, Run, Stage};
@@ -22,6 +24,7 @@ use crate::place::{place_tile, requests, support_reserved, TilePlacement};
 use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
 use crate::plan::memory::{ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
 use crate::plan::{improve_plan, plan_graph_with_progress, Improvement, Plan, PlanConfig};
+use crate::runtime::runtime_objects_from;
 
 /// How many times the table-based program (`outgoing_base: false`) may
 /// re-plan to make room for its Repeat patch tables; the default program
@@ -39,6 +42,9 @@ pub(super) struct Front {
     pub patch: PatchBases,
     /// The kernel stub table, linked after the runtime on every tile.
     pub stubs: Object,
+    /// The runtime and its layout symbols, assembled once (linked first on
+    /// every tile).
+    pub runtime: [Object; 2],
     /// Bytes of runtime + stubs (an image's fixed part).
     pub fixed_code: u32,
     /// Per-tile data bytes kept for patch data, and plans redone for it.
@@ -62,6 +68,8 @@ pub(super) fn plan_and_place<H: CompileHooks>(
     // The runtime and kernel stubs start every image: their size is the
     // fixed part of the planner's per-tile image estimate.
     let stubs = kernel_stubs(kernels).map_err(CompileError::FixedCode)?;
+    let runtime = runtime_objects_from(&options.runtime)
+        .map_err(|e| CompileError::FixedCode(LinkError::FixedCode(e)))?;
     let fixed_code = fixed_code_bytes(&stubs, &options.runtime).map_err(CompileError::FixedCode)?;
     let mut allowance: u64 = 0;
     let mut attempt = 0;
@@ -81,6 +89,7 @@ pub(super) fn plan_and_place<H: CompileHooks>(
                     exchange,
                     patch,
                     stubs,
+                    runtime,
                     fixed_code,
                     allowance,
                     replans: attempt,

@@ -17,7 +17,7 @@ use crate::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
-use crate::runtime::{link_with_runtime_source, symbols, RuntimeSource};
+use crate::runtime::{link_with_runtime_objects, link_with_runtime_source, symbols, RuntimeSource};
 
 /// One tile's linked image.
 #[derive(Clone, Debug)]
@@ -50,19 +50,20 @@ pub fn fixed_code_bytes(stubs: &Object, runtime: &RuntimeSource) -> Result<u32, 
     Ok(image.end().saturating_sub(APPLICATION_LOAD_BASE))
 }
 
-/// Assembles one tile program and links it after the runtime and the stubs.
-/// Whether the image fits is checked against the tile's placement
-/// (`TilePlacement::check_code`), not here.
+/// Assembles one tile program and links it after the runtime (assembled
+/// once per compile, `runtime::runtime_objects_from`) and the stubs, without
+/// a listing. Whether the image fits is checked against the tile's
+/// placement (`TilePlacement::check_code`), not here.
 pub fn link_tile(
     stubs: &Object,
     program: &EmittedProgram,
-    runtime: &RuntimeSource,
+    runtime: &[Object; 2],
 ) -> Result<LinkedTile, LinkError> {
     let tile = program.logical_tile;
     let name = format!("<tile {tile} program>");
     let object =
         assemble(&name, &program.source).map_err(|error| LinkError::Assemble { tile, error })?;
-    let image = link_with_runtime_source(runtime, &[stubs.clone(), object])
+    let image = link_with_runtime_objects(runtime, &[stubs, &object])
         .map_err(|error| LinkError::Link { tile, error })?;
     Ok(LinkedTile {
         logical_tile: program.logical_tile,

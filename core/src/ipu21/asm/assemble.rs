@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::build::{build, mnemonic_words, ROp, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::{Expr, ExprParser, SymbolEnv};
-use super::lexer::{lex, Tok, Token};
+use super::lexer::{Lexer, Tok, Token};
 use super::object::*;
 use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
 use crate::ipu21::sram::TILE_MEMORY_SIZE;
@@ -21,7 +21,7 @@ type SResult<T> = Result<T, (Loc, AsmErrorKind)>;
 
 /// Assembles one file into a relocatable object.
 pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
-    let toks = lex(src).map_err(|(loc, kind)| AsmError::new(file, loc, kind))?;
+    let mut lexer = Lexer::new(src);
     let mut asm = Assembler {
         obj: Object {
             file: file.into(),
@@ -34,10 +34,28 @@ pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
         context: CodeContext::Supervisor,
     };
     asm.switch_section(".text", SectionKind::Code);
-    for stmt in toks.split(|t| t.tok == Tok::End) {
-        if !stmt.is_empty() {
-            asm.statement(stmt)
-                .map_err(|(loc, kind)| AsmError::new(file, loc, kind))?;
+    // One statement's tokens at a time. A lexical error anywhere in the
+    // text is reported before any statement's error (as when the whole text
+    // is lexed first).
+    let mut stmt = Vec::new();
+    loop {
+        match lexer.next_statement(&mut stmt) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err((loc, kind)) => return Err(AsmError::new(file, loc, kind)),
+        }
+        if stmt.is_empty() {
+            continue;
+        }
+        if let Err((loc, kind)) = asm.statement(&stmt) {
+            loop {
+                match lexer.next_token() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err((loc, kind)) => return Err(AsmError::new(file, loc, kind)),
+                }
+            }
+            return Err(AsmError::new(file, loc, kind));
         }
     }
     Ok(asm.obj)

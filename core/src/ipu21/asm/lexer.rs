@@ -84,179 +84,243 @@ fn is_ident_char(c: char) -> bool {
 }
 
 fn parse_number(text: &str) -> Option<i64> {
-    let lower = text.to_ascii_lowercase();
-    let (digits, radix) = if let Some(h) = lower.strip_prefix("0x") {
-        (h, 16)
-    } else if let Some(b) = lower.strip_prefix("0b") {
-        (b, 2)
-    } else {
-        (lower.as_str(), 10)
+    let b = text.as_bytes();
+    let (digits, radix) = match b {
+        [b'0', b'x' | b'X', ..] => (&text[2..], 16),
+        [b'0', b'b' | b'B', ..] => (&text[2..], 2),
+        _ => (text, 10),
     };
-    let digits: String = digits.chars().filter(|&c| c != '_').collect();
-    if digits.is_empty() {
-        return None;
-    }
-    u64::from_str_radix(&digits, radix)
-        .ok()
-        .and_then(|v| i64::try_from(v).ok())
+    let value = if digits.contains('_') {
+        let digits: String = digits.chars().filter(|&c| c != '_').collect();
+        if digits.is_empty() {
+            return None;
+        }
+        u64::from_str_radix(&digits, radix)
+    } else {
+        if digits.is_empty() {
+            return None;
+        }
+        u64::from_str_radix(digits, radix)
+    };
+    value.ok().and_then(|v| i64::try_from(v).ok())
 }
 
-/// Splits `src` into tokens, or reports the first lexical error and its position.
-pub(crate) fn lex(src: &str) -> Result<Vec<Token>, (Loc, AsmErrorKind)> {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = Vec::new();
-    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
-    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
-    while i < chars.len() {
-        let c = chars[i];
-        let loc = Loc { line, col };
-        let advance = |n: usize, i: &mut usize, col: &mut u32| {
-            *i += n;
-            *col += n as u32;
-        };
-        match c {
-            '\n' => {
-                out.push(Token { tok: Tok::End, loc });
-                i += 1;
-                line += 1;
-                col = 1;
-            }
-            ' ' | '\t' | '\r' => advance(1, &mut i, &mut col),
-            ';' => {
-                out.push(Token { tok: Tok::End, loc });
-                advance(1, &mut i, &mut col);
-            }
-            '#' => {
-                while i < chars.len() && chars[i] != '\n' {
-                    advance(1, &mut i, &mut col);
-                }
-            }
-            '/' if at(i + 1) == '/' => {
-                while i < chars.len() && chars[i] != '\n' {
-                    advance(1, &mut i, &mut col);
-                }
-            }
-            '/' if at(i + 1) == '*' => {
-                advance(2, &mut i, &mut col);
-                loop {
-                    if i >= chars.len() {
-                        return Err((loc, AsmErrorKind::UnterminatedComment));
-                    }
-                    if chars[i] == '*' && at(i + 1) == '/' {
-                        advance(2, &mut i, &mut col);
-                        break;
-                    }
-                    if chars[i] == '\n' {
-                        i += 1;
-                        line += 1;
-                        col = 1;
-                    } else {
-                        advance(1, &mut i, &mut col);
-                    }
-                }
-            }
-            '"' => {
-                advance(1, &mut i, &mut col);
-                let mut s = String::new();
-                loop {
-                    match chars.get(i) {
-                        None | Some('\n') => return Err((loc, AsmErrorKind::UnterminatedString)),
-                        Some('"') => {
-                            advance(1, &mut i, &mut col);
-                            break;
-                        }
-                        Some(&ch) => {
-                            s.push(ch);
-                            advance(1, &mut i, &mut col);
-                        }
-                    }
-                }
-                out.push(Token {
-                    tok: Tok::Str(s),
-                    loc,
-                });
-            }
-            '$' => {
-                let start = i;
-                advance(1, &mut i, &mut col);
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                    advance(1, &mut i, &mut col);
-                }
-                let name: String = chars[start..i].iter().collect();
-                if name.len() == 1 {
-                    return Err((
-                        loc,
-                        AsmErrorKind::Expected {
-                            what: "register or CSR name after '$'",
-                            found: at(i).to_string(),
-                        },
-                    ));
-                }
-                out.push(Token {
-                    tok: Tok::Dollar(name),
-                    loc,
-                });
-            }
-            c if c.is_ascii_digit() => {
-                let start = i;
-                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                    advance(1, &mut i, &mut col);
-                }
-                let text: String = chars[start..i].iter().collect();
-                match parse_number(&text) {
-                    Some(n) => out.push(Token {
-                        tok: Tok::Num(n),
-                        loc,
-                    }),
-                    None => return Err((loc, AsmErrorKind::BadNumber(text))),
-                }
-            }
-            c if is_ident_start(c) => {
-                let start = i;
-                while i < chars.len() && is_ident_char(chars[i]) {
-                    advance(1, &mut i, &mut col);
-                }
-                let text: String = chars[start..i].iter().collect();
-                let tok = if text == "." {
-                    Tok::Dot
-                } else {
-                    Tok::Ident(text)
-                };
-                out.push(Token { tok, loc });
-            }
-            _ => {
-                let two = (c, at(i + 1));
-                let (tok, n) = match two {
-                    ('<', '<') => (Tok::Shl, 2),
-                    ('>', '>') => (Tok::Shr, 2),
-                    ('+', '=') => (Tok::PlusEq, 2),
-                    (',', _) => (Tok::Comma, 1),
-                    (':', _) => (Tok::Colon, 1),
-                    ('(', _) => (Tok::LParen, 1),
-                    (')', _) => (Tok::RParen, 1),
-                    ('+', _) => (Tok::Plus, 1),
-                    ('-', _) => (Tok::Minus, 1),
-                    ('*', _) => (Tok::Star, 1),
-                    ('/', _) => (Tok::Slash, 1),
-                    ('%', _) => (Tok::Percent, 1),
-                    ('&', _) => (Tok::Amp, 1),
-                    ('|', _) => (Tok::Pipe, 1),
-                    ('^', _) => (Tok::Caret, 1),
-                    ('~', _) => (Tok::Tilde, 1),
-                    ('=', _) => (Tok::Equals, 1),
-                    ('@', _) => (Tok::At, 1),
-                    _ => {
-                        return Err((loc, AsmErrorKind::UnexpectedChar(c)));
-                    }
-                };
-                out.push(Token { tok, loc });
-                advance(n, &mut i, &mut col);
+/// The tokens of one source text, read a statement at a time (a tile
+/// program's text is never held as one token list). Positions count
+/// characters, as an editor does.
+pub(crate) struct Lexer<'a> {
+    src: &'a str,
+    bytes: &'a [u8],
+    i: usize,
+    line: u32,
+    col: u32,
+}
+
+impl<'a> Lexer<'a> {
+    pub fn new(src: &'a str) -> Self {
+        Lexer {
+            src,
+            bytes: src.as_bytes(),
+            i: 0,
+            line: 1,
+            col: 1,
+        }
+    }
+
+    /// Where the next token would start.
+    pub fn loc(&self) -> Loc {
+        Loc {
+            line: self.line,
+            col: self.col,
+        }
+    }
+
+    fn at(&self, i: usize) -> u8 {
+        self.bytes.get(i).copied().unwrap_or(0)
+    }
+
+    /// The character starting at byte `i` (`'\0'` past the end).
+    fn char_at(&self, i: usize) -> char {
+        self.src
+            .get(i..)
+            .and_then(|s| s.chars().next())
+            .unwrap_or('\0')
+    }
+
+    /// Steps over `n` ASCII bytes on the current line.
+    fn advance(&mut self, n: usize) {
+        self.i += n;
+        self.col += n as u32;
+    }
+
+    /// Steps over one byte of any character: a column per character (its
+    /// leading byte), a new line after `\n`.
+    fn step_any(&mut self) {
+        let b = self.bytes[self.i];
+        self.i += 1;
+        if b == b'\n' {
+            self.line += 1;
+            self.col = 1;
+        } else if b & 0xC0 != 0x80 {
+            self.col += 1;
+        }
+    }
+
+    /// Clears `out` and fills it with the next statement's tokens (up to a
+    /// newline or `;`, not included); `false` once the text is used up.
+    pub fn next_statement(&mut self, out: &mut Vec<Token>) -> Result<bool, (Loc, AsmErrorKind)> {
+        out.clear();
+        loop {
+            match self.next_token()? {
+                Some(Token { tok: Tok::End, .. }) => return Ok(true),
+                Some(t) => out.push(t),
+                None => return Ok(!out.is_empty()),
             }
         }
     }
-    out.push(Token {
-        tok: Tok::End,
-        loc: Loc { line, col },
-    });
-    Ok(out)
+
+    /// The next token (`Tok::End` for a newline or `;`), `None` at the end
+    /// of the text.
+    pub fn next_token(&mut self) -> Result<Option<Token>, (Loc, AsmErrorKind)> {
+        let len = self.bytes.len();
+        while self.i < len {
+            let c = self.bytes[self.i];
+            let loc = self.loc();
+            match c {
+                b'\n' => {
+                    self.step_any();
+                    return Ok(Some(Token { tok: Tok::End, loc }));
+                }
+                b' ' | b'\t' | b'\r' => self.advance(1),
+                b';' => {
+                    self.advance(1);
+                    return Ok(Some(Token { tok: Tok::End, loc }));
+                }
+                b'#' => self.skip_line(),
+                b'/' if self.at(self.i + 1) == b'/' => self.skip_line(),
+                b'/' if self.at(self.i + 1) == b'*' => {
+                    self.advance(2);
+                    loop {
+                        if self.i >= len {
+                            return Err((loc, AsmErrorKind::UnterminatedComment));
+                        }
+                        if self.bytes[self.i] == b'*' && self.at(self.i + 1) == b'/' {
+                            self.advance(2);
+                            break;
+                        }
+                        self.step_any();
+                    }
+                }
+                b'"' => {
+                    self.advance(1);
+                    let start = self.i;
+                    loop {
+                        match self.bytes.get(self.i) {
+                            None | Some(b'\n') => {
+                                return Err((loc, AsmErrorKind::UnterminatedString))
+                            }
+                            Some(b'"') => break,
+                            Some(_) => self.step_any(),
+                        }
+                    }
+                    let text = String::from(&self.src[start..self.i]);
+                    self.advance(1);
+                    return Ok(Some(Token {
+                        tok: Tok::Str(text),
+                        loc,
+                    }));
+                }
+                b'$' => {
+                    let start = self.i;
+                    self.advance(1);
+                    while self.i < len
+                        && (self.bytes[self.i].is_ascii_alphanumeric()
+                            || self.bytes[self.i] == b'_')
+                    {
+                        self.advance(1);
+                    }
+                    if self.i - start == 1 {
+                        return Err((
+                            loc,
+                            AsmErrorKind::Expected {
+                                what: "register or CSR name after '$'",
+                                found: self.char_at(self.i).to_string(),
+                            },
+                        ));
+                    }
+                    let name = String::from(&self.src[start..self.i]);
+                    return Ok(Some(Token {
+                        tok: Tok::Dollar(name),
+                        loc,
+                    }));
+                }
+                c if c.is_ascii_digit() => {
+                    let start = self.i;
+                    while self.i < len
+                        && (self.bytes[self.i].is_ascii_alphanumeric()
+                            || self.bytes[self.i] == b'_')
+                    {
+                        self.advance(1);
+                    }
+                    let text = &self.src[start..self.i];
+                    return match parse_number(text) {
+                        Some(n) => Ok(Some(Token {
+                            tok: Tok::Num(n),
+                            loc,
+                        })),
+                        None => Err((loc, AsmErrorKind::BadNumber(text.into()))),
+                    };
+                }
+                c if is_ident_start(char::from(c)) => {
+                    let start = self.i;
+                    while self.i < len && is_ident_char(char::from(self.bytes[self.i])) {
+                        self.advance(1);
+                    }
+                    let text = &self.src[start..self.i];
+                    let tok = if text == "." {
+                        Tok::Dot
+                    } else {
+                        Tok::Ident(text.into())
+                    };
+                    return Ok(Some(Token { tok, loc }));
+                }
+                _ => {
+                    let two = (c, self.at(self.i + 1));
+                    let (tok, n) = match two {
+                        (b'<', b'<') => (Tok::Shl, 2),
+                        (b'>', b'>') => (Tok::Shr, 2),
+                        (b'+', b'=') => (Tok::PlusEq, 2),
+                        (b',', _) => (Tok::Comma, 1),
+                        (b':', _) => (Tok::Colon, 1),
+                        (b'(', _) => (Tok::LParen, 1),
+                        (b')', _) => (Tok::RParen, 1),
+                        (b'+', _) => (Tok::Plus, 1),
+                        (b'-', _) => (Tok::Minus, 1),
+                        (b'*', _) => (Tok::Star, 1),
+                        (b'/', _) => (Tok::Slash, 1),
+                        (b'%', _) => (Tok::Percent, 1),
+                        (b'&', _) => (Tok::Amp, 1),
+                        (b'|', _) => (Tok::Pipe, 1),
+                        (b'^', _) => (Tok::Caret, 1),
+                        (b'~', _) => (Tok::Tilde, 1),
+                        (b'=', _) => (Tok::Equals, 1),
+                        (b'@', _) => (Tok::At, 1),
+                        _ => {
+                            return Err((loc, AsmErrorKind::UnexpectedChar(self.char_at(self.i))));
+                        }
+                    };
+                    self.advance(n);
+                    return Ok(Some(Token { tok, loc }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Skips a `#` or `//` comment up to (not over) its newline.
+    fn skip_line(&mut self) {
+        while self.i < self.bytes.len() && self.bytes[self.i] != b'\n' {
+            self.step_any();
+        }
+    }
 }

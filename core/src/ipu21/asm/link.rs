@@ -25,6 +25,10 @@ pub struct LinkOptions {
     /// Absolute symbols supplied by the caller (like `ld --defsym`), used for
     /// names no object defines: e.g. the runtime's link-time layout symbols.
     pub defines: BTreeMap<String, i64>,
+    /// Whether to build [`Image::listing`] (disassembly of every item);
+    /// the compile pipeline links without it. The checks made while
+    /// listing (a misaligned `sendpicp`) run either way.
+    pub listing: bool,
 }
 
 impl Default for LinkOptions {
@@ -39,7 +43,14 @@ impl LinkOptions {
         LinkOptions {
             base,
             defines: BTreeMap::new(),
+            listing: true,
         }
+    }
+
+    /// The same options without a listing.
+    pub fn without_listing(mut self) -> LinkOptions {
+        self.listing = false;
+        self
     }
 }
 
@@ -96,7 +107,7 @@ impl Image {
 }
 
 struct Linker<'a> {
-    objects: &'a [Object],
+    objects: &'a [&'a Object],
     /// Address of each section, per object.
     addresses: Vec<Vec<u32>>,
     /// Global name → (object, symbol index).
@@ -205,9 +216,48 @@ fn align_up(addr: u64, align: u32) -> u64 {
     addr.div_ceil(a) * a
 }
 
+/// The one placement check the listing makes, without the listing: no
+/// `sendpicp` at an address off its alignment (only items at such an
+/// address are decoded).
+fn check_sendpicp_alignment(
+    objects: &[&Object],
+    order: &[(usize, usize)],
+    linker: &Linker<'_>,
+    words: &[u32],
+    base: u32,
+) -> Result<(), AsmError> {
+    for &(oi, si) in order {
+        let sec = &objects[oi].sections[si];
+        let start = linker.addresses[oi][si];
+        for item in sec.items.iter().filter(|i| i.what == ItemKind::Instruction) {
+            let address = start + item.offset;
+            if address & (SENDPICP_ALIGN - 1) == 0 {
+                continue;
+            }
+            let at = ((start - base) / 4 + item.offset / 4) as usize;
+            let ws = &words[at..at + item.words as usize];
+            if let Ok((Instruction::SendPicP { .. }, _)) = decode(ws) {
+                return Err(AsmError::new(
+                    &objects[oi].file,
+                    item.loc,
+                    AsmErrorKind::MisalignedSendpicp { address },
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Links objects: code sections first (grouped by name in first-appearance
 /// order), then data sections, each at its alignment, starting at `opts.base`.
 pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
+    let objects: Vec<&Object> = objects.iter().collect();
+    link_refs(&objects, opts)
+}
+
+/// [`link`] over borrowed objects (a caller linking the same runtime and
+/// stub objects into many images need not copy them).
+pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmError> {
     let err = |o: usize, loc: Loc, kind| AsmError::new(&objects[o].file, loc, kind);
     // Words are placed at word addresses: a misaligned base would shift
     // every address the image's symbols name.
@@ -261,19 +311,21 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             } else {
                 0
             };
-            listing.push(ListingLine {
-                address: addr as u32,
-                words: alloc::vec![fill; gap],
-                text: if fill == NOP_WORD {
-                    "nop".into()
-                } else {
-                    ".long 0".into()
-                },
-                note: None,
-                labels: Vec::new(),
-                file: objects[oi].file.clone(),
-                line: 0,
-            });
+            if opts.listing {
+                listing.push(ListingLine {
+                    address: addr as u32,
+                    words: alloc::vec![fill; gap],
+                    text: if fill == NOP_WORD {
+                        "nop".into()
+                    } else {
+                        ".long 0".into()
+                    },
+                    note: None,
+                    labels: Vec::new(),
+                    file: objects[oi].file.clone(),
+                    line: 0,
+                });
+            }
             words.extend(core::iter::repeat_n(fill, gap));
         }
         addresses[oi][si] = start as u32;
@@ -368,11 +420,14 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             }
         }
     }
+    if !opts.listing {
+        check_sendpicp_alignment(objects, &order, &linker, &words, opts.base)?;
+    }
     // Listing, symbols and placement checks. First label at each address
     // (objects and definitions in order) names branch targets.
     let mut label_at: BTreeMap<u32, String> = BTreeMap::new();
     let mut labels_of: BTreeMap<(usize, usize, u32), Vec<String>> = BTreeMap::new();
-    for (oi, o) in objects.iter().enumerate() {
+    for (oi, o) in objects.iter().enumerate().filter(|_| opts.listing) {
         for s in &o.symbols {
             if let Some(SymbolValue::Label { section, offset }) = s.value {
                 let addr = linker.addresses[oi][section].wrapping_add(offset);
@@ -384,7 +439,7 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
             }
         }
     }
-    for &(oi, si) in &order {
+    for &(oi, si) in order.iter().filter(|_| opts.listing) {
         let sec = &objects[oi].sections[si];
         let base = linker.addresses[oi][si];
         for item in &sec.items {

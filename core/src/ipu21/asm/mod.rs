@@ -26,7 +26,9 @@ mod object;
 pub use assemble::{assemble, MAX_SET_DEPTH};
 pub use error::{AsmError, AsmErrorKind, Loc};
 pub use expr::{BinOp, Expr, MAX_EXPR_NODES};
-pub use link::{link, Image, LinkOptions, LinkedSymbol, ListingLine, APPLICATION_LOAD_BASE};
+pub use link::{
+    link, link_refs, Image, LinkOptions, LinkedSymbol, ListingLine, APPLICATION_LOAD_BASE,
+};
 pub use object::{
     CodeContext, ItemKind, LocOperand, Object, Operand, RelocKind, Relocation, Section,
     SectionKind, SourceItem, Symbol, SymbolType, SymbolValue,
