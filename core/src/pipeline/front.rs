@@ -144,6 +144,7 @@ fn plan<H: CompileHooks>(
         max_stream_words: options.exchange_stream_words,
         min_key_parts: options.min_key_parts,
         code_charge: CodeCharge::WholeElements,
+        gemm_far_end: false,
     };
     let hooks = run.hooks;
     let plan = plan_graph_with_progress(graph, config, &|done, total| {
@@ -164,11 +165,16 @@ fn plan<H: CompileHooks>(
             s.body_searches,
             s.cache_hits,
             s.memory_rejections,
-            match plan.config.code_charge {
-                CodeCharge::WholeElements => "",
-                CodeCharge::Span =>
+            match (plan.config.code_charge, plan.config.gemm_far_end) {
+                (CodeCharge::WholeElements, _) => "",
+                (CodeCharge::Span, false) =>
                     "; no plan fit with code charged in whole elements, so this one charges each \
                      image up to its fetch guard (placement checks the whole elements)",
+                (CodeCharge::Span, true) =>
+                    "; no plan fit with code charged in whole elements, nor up to each image's \
+                     fetch guard with GEMMs from tile 0 only, so this one charges up to the fetch \
+                     guard and also offers GEMM grids ending at the last tile (placement checks \
+                     the whole elements)",
             }
         ),
     );

@@ -51,6 +51,11 @@ pub struct PlanConfig {
     /// ([`super::code::CodeCharge`]); [`super::plan_graph`] falls back from
     /// whole elements to the span once, when no plan fits.
     pub code_charge: super::code::CodeCharge,
+    /// Also offer every GEMM grid that leaves tiles unused placed at the
+    /// far end of the tiles (ending at the last one), not only from tile 0
+    /// ([`super::candidates::GenConfig::gemm_far_end`]); [`super::plan_graph`]
+    /// turns it on for one last search when no plan fits without it.
+    pub gemm_far_end: bool,
 }
 
 impl Default for PlanConfig {
@@ -63,6 +68,7 @@ impl Default for PlanConfig {
             max_stream_words: None,
             min_key_parts: 1,
             code_charge: super::code::CodeCharge::WholeElements,
+            gemm_far_end: false,
         }
     }
 }

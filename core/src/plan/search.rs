@@ -117,6 +117,7 @@ impl SearchCx<'_> {
             &GenConfig {
                 tiles: self.config.tiles,
                 min_key_parts: self.config.min_key_parts,
+                gemm_far_end: self.config.gemm_far_end,
             },
         )?;
         let plans = Arc::new(plans.into_iter().map(Arc::new).collect::<Vec<_>>());
@@ -199,6 +200,20 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
         let mut note =
             |peak: u64, state: &State, plan: Option<&Arc<OpPlan>>, body: Option<&Arc<BodyPlan>>| {
                 cx.stats.borrow_mut().memory_rejections += 1;
+                // One entry per distinct candidate (its lowest peak over the
+                // states), so the reports show different plans, not one plan
+                // reached from several states.
+                let same = |b: &BestRejection| match (plan, body, &b.plan, &b.body) {
+                    (Some(p), _, Some(q), _) => Arc::ptr_eq(p, q),
+                    (None, Some(p), None, Some(q)) => Arc::ptr_eq(p, q),
+                    _ => false,
+                };
+                if let Some(i) = rejected.iter().position(same) {
+                    if rejected[i].peak <= peak {
+                        return;
+                    }
+                    rejected.remove(i);
+                }
                 let at = rejected.partition_point(|b| b.peak <= peak);
                 if at < memory::REPORTED_CANDIDATES {
                     rejected.insert(
@@ -495,9 +510,12 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
 ///
 /// When no plan fits with each image charged in whole elements, the search
 /// runs once more charging only the bytes the images span
-/// ([`super::code::CodeCharge::Span`]): the plan's `config.code_charge`
-/// says which search produced it, its stats count both, and a second
-/// rejection is the one returned.
+/// ([`super::code::CodeCharge::Span`]), and when that fails too, once more
+/// also offering GEMM grids placed at the far end of the tiles
+/// ([`PlanConfig::gemm_far_end`]): the plan's `config` says which search
+/// produced it, its stats count every search, and the last rejection is
+/// the one returned. A config that already asks for a later search starts
+/// there.
 pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
     plan_graph_reporting(graph, config, None)
 }
@@ -519,21 +537,22 @@ fn plan_graph_reporting(
     progress: Option<&dyn Fn(u32, u32)>,
 ) -> (PlanResult<Plan>, PlanStats) {
     let (result, stats) = search_once(graph, config, progress);
-    match result {
+    let next = match result {
         Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
-            let (result, second) = search_once(
-                graph,
-                PlanConfig {
-                    code_charge: CodeCharge::Span,
-                    ..config
-                },
-                progress,
-            );
-            let stats = stats.plus(&second);
-            (result.map(|p| Plan { stats, ..p }), stats)
+            PlanConfig {
+                code_charge: CodeCharge::Span,
+                ..config
+            }
         }
-        other => (other, stats),
-    }
+        Err(PlanError::OutOfMemory(_)) if !config.gemm_far_end => PlanConfig {
+            gemm_far_end: true,
+            ..config
+        },
+        other => return (other, stats),
+    };
+    let (result, more) = plan_graph_reporting(graph, next, progress);
+    let stats = stats.plus(&more);
+    (result.map(|p| Plan { stats, ..p }), stats)
 }
 
 fn search_once(

@@ -161,3 +161,74 @@ fn over_budget_plans_are_rejected_with_a_report() {
         assert_eq!(a.bytes % 64, 0);
     }
 }
+
+#[test]
+fn far_end_gemm_grids_end_at_the_last_tile_and_only_when_asked() {
+    // The projection x·w0ᵀ (16 tokens, width 64) is the top region's first
+    // op; on 40 tiles its grids (8 × 4 × 1, …) leave tiles unused.
+    let g = projected_residual_mlp(16, 64, 128, 2);
+    let info = super::region::RegionInfo::new(&g, g.top()).unwrap();
+    let op = info.ops[0];
+    let grids = |far_end: bool| {
+        let cx = super::context::SearchCx::new(
+            &g,
+            PlanConfig {
+                tiles: 40,
+                gemm_far_end: far_end,
+                ..PlanConfig::default()
+            },
+        );
+        let start = super::state::State::start(&cx, &info, &[]);
+        let plans = cx.candidates_for(op, &start).unwrap();
+        plans
+            .iter()
+            .map(|p| {
+                let tiles: Vec<u32> = p
+                    .stages
+                    .iter()
+                    .flat_map(|s| match s {
+                        super::opplan::Stage::Compute(calls) => {
+                            calls.iter().map(|c| c.tile).collect::<Vec<_>>()
+                        }
+                        super::opplan::Stage::Exchange(t) => {
+                            t.iter().map(|t| t.source_tile).collect()
+                        }
+                    })
+                    .collect();
+                let (lo, hi) = (*tiles.iter().min().unwrap(), *tiles.iter().max().unwrap());
+                (p.summary.clone(), lo, hi, p.output.first_tile)
+            })
+            .collect::<Vec<_>>()
+    };
+    let low = grids(false);
+    assert!(low
+        .iter()
+        .all(|(s, lo, _, first)| *lo == 0 && *first == 0 && !s.contains("from tile")));
+    let both = grids(true);
+    let far: Vec<_> = both
+        .iter()
+        .filter(|(s, ..)| s.contains("from tile"))
+        .collect();
+    assert!(!far.is_empty(), "{both:?}");
+    for (s, lo, hi, first) in &far {
+        assert_eq!(*hi, 39, "{s}");
+        assert!(*lo > 0 && *first == *lo, "{s}");
+    }
+    // The tile-0 grids are all still there, in the same order.
+    let kept: Vec<_> = both
+        .iter()
+        .filter(|(s, ..)| !s.contains("from tile"))
+        .collect();
+    assert_eq!(kept.len(), low.len());
+    // A search offering them plans the whole graph.
+    let plan = plan_graph(
+        &g,
+        PlanConfig {
+            tiles: 40,
+            gemm_far_end: true,
+            ..PlanConfig::default()
+        },
+    )
+    .unwrap();
+    assert!(plan.peak_bytes <= plan.config.budget);
+}

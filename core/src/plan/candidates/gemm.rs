@@ -40,6 +40,8 @@ struct Grid {
     rp: u32,
     cp: u32,
     kp: u32,
+    /// First tile of the grid (0, or the far end: `tiles − rp·cp·kp`).
+    base: u32,
 }
 
 impl Grid {
@@ -61,7 +63,7 @@ impl Grid {
     }
     fn a_layout(&self) -> Layout {
         Layout {
-            first_tile: 0,
+            first_tile: self.base,
             rows: self.m_split(),
             cols: self.k_split(),
             replicas: self.cp,
@@ -76,7 +78,7 @@ impl Grid {
             (self.k_split(), self.n_split())
         };
         Layout {
-            first_tile: 0,
+            first_tile: self.base,
             rows,
             cols,
             replicas: self.rp,
@@ -100,7 +102,7 @@ impl Grid {
     fn out_layout(&self) -> Layout {
         if self.kp == 1 {
             Layout {
-                first_tile: 0,
+                first_tile: self.base,
                 rows: self.m_split(),
                 cols: self.n_split(),
                 replicas: 1,
@@ -108,7 +110,7 @@ impl Grid {
             }
         } else {
             Layout {
-                first_tile: 0,
+                first_tile: self.base,
                 rows: self.m_split(),
                 cols: self.n_fine(),
                 replicas: 1,
@@ -117,7 +119,7 @@ impl Grid {
         }
     }
     fn tile(&self, r: u32, c: u32, k: u32) -> u32 {
-        (r * self.cp + c) * self.kp + k
+        self.base + (r * self.cp + c) * self.kp + k
     }
     /// Slowest tile's kernel cycles (the largest blocks) — for pre-screening.
     fn screen_cycles(&self, a: DType, b: DType) -> u64 {
@@ -208,6 +210,7 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                     rp,
                     cp,
                     kp,
+                    base: 0,
                 };
                 if g.tiles() > t || kp > k.div_ceil(AMP_K_MICRO_GROUP) {
                     continue;
@@ -227,7 +230,18 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     }
     let weights_pending = b.current.is_none();
     let mut out = Vec::new();
+    let mut placed = Vec::new();
     for g in pareto(grids, 6) {
+        placed.push(g);
+        // The same grid ending at the last tile (see `GenConfig::gemm_far_end`).
+        if cx.cfg.gemm_far_end && g.tiles() < t {
+            placed.push(Grid {
+                base: t - g.tiles(),
+                ..g
+            });
+        }
+    }
+    for g in placed {
         if weights_pending {
             out.push(build(
                 cx,
@@ -371,13 +385,18 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
         stages,
         cost,
         summary: format!(
-            "gemm {}x{}x{} grid {}x{}x{} weights {}",
+            "gemm {}x{}x{} grid {}x{}x{}{} weights {}",
             g.m,
             g.k,
             g.n,
             g.rp,
             g.cp,
             g.kp,
+            if g.base > 0 {
+                format!(" from tile {}", g.base)
+            } else {
+                alloc::string::String::new()
+            },
             match mode {
                 WeightMode::Resident { interleaved: true } => "resident interleaved",
                 WeightMode::Resident { interleaved: false } => "resident standard",

@@ -74,6 +74,13 @@ pub struct GenConfig {
     /// Fewest key/value blocks an attention plan may use (1 allows every
     /// plan; more forces key-split attention, e.g. to test it on small models).
     pub min_key_parts: u32,
+    /// Also offer each GEMM grid that uses fewer than `tiles` tiles placed
+    /// to end at the last tile. Every other layout starts at tile 0, so the
+    /// low tiles carry the code (and staging) of every narrow op while the
+    /// top ones hold little beyond balanced weight storage: a GEMM on the
+    /// top tiles can fit where one from tile 0 does not (So400m at 27
+    /// layers without fused QKV: the head's `kv_proj` on 1,152 tiles).
+    pub gemm_far_end: bool,
 }
 
 /// Candidate implementations of `op`.
