@@ -17,15 +17,15 @@
 //! Rows of phases are then shared per tile where only address fields
 //! differ; Repeat-patched and relocated rows stay private.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use super::repeat::RepeatFrame;
 use super::{BufferAddresses, EmitError};
 use crate::exchange::{
-    check_phase, check_phase_with_bases, schedule_unchecked_sweeping, CheckReport, Destination,
-    ExchangePhase as WirePhase, ExchangeRow, RowBases, ScheduleOptions, ScheduledPhase,
-    SourceSweep, Transfer as WireTransfer, Width,
+    check_decoded_with_bases, check_phase, decode_checked, schedule_unchecked_sweeping,
+    CheckReport, DecodedRow, Destination, ExchangeError, ExchangePhase as WirePhase, ExchangeRow,
+    RowBases, ScheduleOptions, ScheduledPhase, SourceSweep, Transfer as WireTransfer, Width,
 };
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
@@ -400,20 +400,53 @@ fn relocate_phase(
         .filter(|s| s.step == step)
         .map(|s| (s.tile.get(), s.displacement_bytes))
         .collect();
+    // Rows no table patches are the same in every iteration: decoded once
+    // (a decode error is kept and reported where that row's turn comes, as
+    // when every iteration's rows are decoded in order).
+    let patched: BTreeSet<usize> = by_tile
+        .values()
+        .flatten()
+        .filter_map(|t| rows.iter().position(|r| r.tile == t.tile))
+        .collect();
+    let fixed: Vec<Option<core::result::Result<DecodedRow, ExchangeError>>> = rows
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (!patched.contains(&k)).then(|| decode_checked(r)))
+        .collect();
     for i in 0..trip_count {
-        let mut rows_i = rows.to_vec();
-        for t in by_tile.values().flatten() {
-            if let (Some(r), Some(&w)) = (
-                rows_i.iter_mut().find(|r| r.tile == t.tile),
-                t.words.get(i as usize),
-            ) {
-                if let Some(slot) = r.words.get_mut(t.word_index) {
-                    *slot = w;
+        // This iteration's patched rows, decoded (errors kept for their turn).
+        let decoded_i: BTreeMap<usize, core::result::Result<DecodedRow, ExchangeError>> = patched
+            .iter()
+            .map(|&k| {
+                let mut row = rows[k].clone();
+                for t in by_tile.values().flatten().filter(|t| t.tile == row.tile) {
+                    if let (Some(slot), Some(&w)) =
+                        (row.words.get_mut(t.word_index), t.words.get(i as usize))
+                    {
+                        *slot = w;
+                    }
+                }
+                (k, decode_checked(&row))
+            })
+            .collect();
+        let mut views: Vec<(PhysicalTile, &DecodedRow)> = Vec::with_capacity(rows.len());
+        for (k, r) in rows.iter().enumerate() {
+            let d = match (&fixed[k], decoded_i.get(&k)) {
+                (Some(d), _) | (None, Some(d)) => d,
+                (None, None) => &Err(ExchangeError::Internal("patched row not decoded")),
+            };
+            match d {
+                Ok(d) => views.push((r.tile, d)),
+                Err(error) => {
+                    return Err(EmitError::Exchange {
+                        step,
+                        error: error.clone(),
+                    })
                 }
             }
         }
         let phase_i = phase_for_iteration(&job.wire, &job.iterated, i);
-        check_phase_with_bases(&phase_i, &rows_i, |tile| {
+        check_decoded_with_bases(&phase_i, &views, |tile| {
             let outgoing = bases.get(&tile.get()).map_or(0, |b| {
                 let d = displacement.get(&tile.get()).copied().unwrap_or(0);
                 (i64::from(b.base) + i64::from(i) * d) as u32

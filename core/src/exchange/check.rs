@@ -36,23 +36,41 @@ pub fn check_phase_with_bases(
 ) -> Result<CheckReport> {
     let mut decoded: Vec<(PhysicalTile, DecodedRow)> = Vec::with_capacity(rows.len());
     for r in rows {
-        let d = decode_row(&r.words)?;
-        if d.events != r.events || d.words != r.words.len() {
-            return Err(CheckError::LengthMismatch {
-                tile: r.tile,
-                scheduled: r.events,
-                decoded: d.events,
-            }
-            .into());
-        }
-        decoded.push((r.tile, d));
+        decoded.push((r.tile, decode_checked(r)?));
     }
+    let refs: Vec<(PhysicalTile, &DecodedRow)> = decoded.iter().map(|(t, d)| (*t, d)).collect();
+    check_decoded_with_bases(phase, &refs, bases)
+}
+
+/// Decodes one row, which must match its claimed event length (the first
+/// step of [`check_phase_with_bases`], for a caller checking the same rows
+/// many times).
+pub fn decode_checked(r: &ExchangeRow) -> Result<DecodedRow> {
+    let d = decode_row(&r.words)?;
+    if d.events != r.events || d.words != r.words.len() {
+        return Err(CheckError::LengthMismatch {
+            tile: r.tile,
+            scheduled: r.events,
+            decoded: d.events,
+        }
+        .into());
+    }
+    Ok(d)
+}
+
+/// [`check_phase_with_bases`] for rows already decoded with
+/// [`decode_checked`] (same order, same result).
+pub fn check_decoded_with_bases(
+    phase: &ExchangePhase,
+    decoded: &[(PhysicalTile, &DecodedRow)],
+    bases: impl Fn(PhysicalTile) -> RowBases,
+) -> Result<CheckReport> {
     let views: Vec<TileRowView<'_>> = decoded
         .iter()
-        .map(|(tile, row)| TileRowView {
-            tile: *tile,
+        .map(|&(tile, row)| TileRowView {
+            tile,
             row,
-            bases: bases(*tile),
+            bases: bases(tile),
             fetch_span: None,
         })
         .collect();

@@ -59,7 +59,10 @@ mod tests;
 
 use alloc::vec::Vec;
 
-pub use check::{check_phase, check_phase_with_bases, compare, CheckReport};
+pub use check::{
+    check_decoded_with_bases, check_phase, check_phase_with_bases, compare, decode_checked,
+    CheckReport,
+};
 pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
 pub use encode::{encode_timeline, ExchangeRow};
 pub use error::{CheckError, ExchangeError, ReceiveError, Result, RowDecodeError};

@@ -274,7 +274,20 @@ fn schedule_exchange<H: CompileHooks>(
     run.hooks.exchange_jobs(&jobs).map_err(CompileError::Hook)?;
     let t = run.start(Stage::ExchangeScheduling, jobs.len());
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| (core::cmp::Reverse(jobs[i].weight()), i));
+    // Largest first, so the last jobs to finish are short. Inside a Repeat a
+    // job with moving sources also replays every iteration to check its
+    // relocated rows (measured: one check ≈ 0.4 × the scheduling), so its
+    // cost grows with the trip count. The order changes only which worker
+    // runs what, never a result (results come back in job order).
+    let cost = |j: &crate::emit::PhaseJob| {
+        let replays = match j.trip_count {
+            Some(trips) if !j.iterated.is_empty() => u64::from(trips),
+            _ => 0,
+        };
+        j.weight()
+            .saturating_mul(replays.saturating_mul(2).saturating_add(5))
+    };
+    order.sort_by_key(|&i| (core::cmp::Reverse(cost(&jobs[i])), i));
     let started: Vec<&crate::emit::PhaseJob> = order.iter().map(|&i| &jobs[i]).collect();
     let done = run
         .hooks
