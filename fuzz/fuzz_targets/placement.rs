@@ -11,6 +11,7 @@ use ipuc_core::place::{
     blocked_span, place_tile, share_element, support_reserved, BufferId, BufferRequest,
     ElementConflict, PlaceError, PlacementRequest, RegionClass, ReservedKind, ReservedRange,
 };
+use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::ipu21::sram::{
     EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, TILE_MEMORY_BUDGET,
 };
@@ -77,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
         })
         .collect();
     let req = PlacementRequest {
-        tile: u32::from(b.u8()),
+        tile: LogicalTile::new(u32::from(b.u8())).unwrap_or_default(),
         reserved,
         buffers,
         conflicts,

@@ -118,7 +118,7 @@ pub fn print_compile_report(r: &CompileReport) {
     println!(
         "memory: peak {} bytes/tile charged on tile {} after placement ({} runtime state + {} code elements and live data incl. patch data); planner bound {} ({} runtime state + {} code elements and data on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",
         r.placed_peak_bytes,
-        r.placed_peak_tile,
+        r.placed_peak_tile.get(),
         SUPPORT_CHARGE_BYTES,
         r.placed_peak_bytes.saturating_sub(SUPPORT_CHARGE_BYTES),
         r.estimated_peak_bytes + u64::from(SUPPORT_CHARGE_BYTES),
@@ -136,9 +136,9 @@ pub fn print_compile_report(r: &CompileReport) {
         r.code_bytes_per_tile,
         r.code_estimate_bytes_per_tile,
         r.code_actual_over_estimate.0,
-        r.code_actual_over_estimate.1,
+        r.code_actual_over_estimate.1.get(),
         r.code_room_min.0,
-        r.code_room_min.1,
+        r.code_room_min.1.get(),
         r.tiles
     );
     let e = &r.exchange;
@@ -512,7 +512,12 @@ pub fn placed_peak_moment(compiled: &Compiled) -> (u32, u32, u32, String) {
             label = text;
         }
     });
-    (r.placed_peak_bytes, r.placed_peak_tile, step, label)
+    (
+        r.placed_peak_bytes,
+        u32::from(r.placed_peak_tile.get()),
+        step,
+        label,
+    )
 }
 
 /// One line: the placed peak against the budget and its 95 % target.

@@ -4,6 +4,7 @@
 
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc_core::ipu21::sram::layout;
+use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
 use ipuc_core::lower::{check::check, lower};
 use ipuc_core::place::{
@@ -26,7 +27,7 @@ fn schedule(layers: usize) -> TileSchedule {
 }
 
 /// The runtime's fixed ranges plus a code region and a row table.
-fn reserved(_tile: u32) -> Vec<ReservedRange> {
+fn reserved(_tile: LogicalTile) -> Vec<ReservedRange> {
     vec![
         ReservedRange {
             name: "runtime + entry".into(),
@@ -55,7 +56,7 @@ fn reserved(_tile: u32) -> Vec<ReservedRange> {
 fn siglip_small_two_layers_places_every_block_by_the_rules() {
     let s = schedule(2);
     let placed = place_schedule(&s, reserved).unwrap();
-    let guards: Vec<_> = reserved(0)
+    let guards: Vec<_> = reserved(LogicalTile::default())
         .iter()
         .filter(|r| r.kind.isolates_elements())
         .map(|r| r.range.start..r.range.end + 64)
@@ -109,7 +110,7 @@ fn siglip_small_two_layers_places_every_block_by_the_rules() {
                 assert!(
                     !live_together || !overlap || x.range.is_empty() || y.range.is_empty(),
                     "tile {}: {} and {} overlap",
-                    tile.tile,
+                    tile.tile.get(),
                     x.name,
                     y.name
                 );
@@ -140,7 +141,7 @@ fn siglip_small_two_layers_places_every_block_by_the_rules() {
         placed.tiles.len(),
         peak.peak.bytes,
         peak.peak.step,
-        peak.tile
+        peak.tile.get()
     );
 }
 
@@ -148,7 +149,7 @@ fn siglip_small_two_layers_places_every_block_by_the_rules() {
 fn a_reservation_that_leaves_no_room_is_reported_per_tile() {
     let s = schedule(1);
     // Everything except 4 KiB of region 1 taken by code.
-    let greedy = |_t: u32| {
+    let greedy = |_t: LogicalTile| {
         vec![
             ReservedRange {
                 name: "code".into(),
@@ -223,13 +224,13 @@ fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
     .unwrap();
     let s = lower(&graph, &plan).unwrap();
     let placed =
-        place_schedule(&s, |t| support_reserved(plan.code_bytes[t as usize] as u32)).unwrap();
+        place_schedule(&s, |t| support_reserved(plan.code_bytes[t.index()] as u32)).unwrap();
     for t in &placed.tiles {
-        let bound = u64::from(SUPPORT_CHARGE_BYTES) + plan.tile_peaks[t.tile as usize];
+        let bound = u64::from(SUPPORT_CHARGE_BYTES) + plan.tile_peaks[t.tile.index()];
         assert!(
             u64::from(t.peak.bytes) <= bound,
             "tile {}: placed {} at step {} > estimate bound {bound}",
-            t.tile,
+            t.tile.get(),
             t.peak.bytes,
             t.peak.step
         );
@@ -267,11 +268,15 @@ fn a_code_image_that_does_not_fit_gets_a_rejection_report() {
         .shortfall
         .as_ref()
         .expect("a late failure has a shortfall");
-    assert_eq!(short.tile, tile.tile);
+    assert_eq!(short.tile, u32::from(tile.tile.get()));
     assert_eq!(short.needed_bytes, u64::from(free) + 100);
     assert_eq!(short.free_bytes, u64::from(free));
-    assert_eq!(r.peak_tile, tile.tile);
-    assert_eq!(r.tiles[0].tile, tile.tile, "the refused tile first");
+    assert_eq!(r.peak_tile, u32::from(tile.tile.get()));
+    assert_eq!(
+        r.tiles[0].tile,
+        u32::from(tile.tile.get()),
+        "the refused tile first"
+    );
     let names: Vec<&str> = short.parts.iter().map(|p| p.name.as_str()).collect();
     assert!(names.contains(&"exchange rows"), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("region ")), "{names:?}");
@@ -286,7 +291,7 @@ fn a_code_image_that_does_not_fit_gets_a_rejection_report() {
     for needle in [
         format!(
             "logical tile {}: code, argument blocks and exchange rows need",
-            tile.tile
+            tile.tile.get()
         ),
         format!("{} bytes needed, {free} free", free + 100),
         "exchange rows".to_owned(),

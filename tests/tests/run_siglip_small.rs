@@ -75,7 +75,7 @@ fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
         r.code_bytes_per_tile,
         r.code_estimate_bytes_per_tile,
         r.code_actual_over_estimate.0,
-        r.code_actual_over_estimate.1,
+        r.code_actual_over_estimate.1.get(),
         r.patch_blocks_in_reservation,
         r.patch_blocks_in_data,
         r.replans

@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use ipuc_core::pipeline::Stage;
 
 /// One compile of the benchmark.
 struct Case {
@@ -241,26 +242,14 @@ fn exchange_figures(line: &str) -> ExchangeFigures {
     }
 }
 
-/// Stages of `ipuc compile`, in order, as its progress lines name them.
-const STAGES: [&str; 9] = [
-    "planning",
-    "optimization",
-    "lowering",
-    "placement",
-    "exchange scheduling",
-    "patch-data placement",
-    "emission",
-    "linking",
-    "packaging",
-];
-
 /// The stage a failed compile stopped in: the first (mandatory) stage
-/// without a `compile: <stage> in … ms` line.
+/// without a `compile: <stage> in … ms` line. The stages and their names
+/// are the pipeline's own ([`Stage::ALL`], [`Stage::name`]).
 fn failed_stage(log: &str) -> &'static str {
-    STAGES
-        .iter()
-        .copied()
-        .filter(|s| *s != "optimization")
+    Stage::ALL
+        .into_iter()
+        .filter(|s| *s != Stage::Optimization)
+        .map(Stage::name)
         .find(|s| {
             let done = format!("compile: {s} in ");
             !log.lines().any(|l| l.starts_with(&done))

@@ -136,34 +136,27 @@ pub struct ExchangePlan {
 /// Bytes per exchange word.
 const WORD: u32 = 4;
 
-fn physical(tile: u32) -> Result<PhysicalTile, EmitError> {
-    Ok(LogicalTile::new(tile)?.physical())
-}
-
 /// Address of `at` on logical `tile` for iteration 0.
 pub(super) fn address(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
     at: BufferRef,
-    tile: u32,
+    tile: LogicalTile,
 ) -> Result<u32, EmitError> {
-    let unplaced = || match LogicalTile::new(tile) {
-        Ok(tile) => EmitError::Unplaced {
-            buffer: at.buffer,
-            name: schedule
-                .buffer(at.buffer)
-                .map(|b| b.name.clone())
-                .unwrap_or_default(),
-            tile,
-        },
-        Err(e) => EmitError::Tile(e),
+    let unplaced = || EmitError::Unplaced {
+        buffer: at.buffer,
+        name: schedule
+            .buffer(at.buffer)
+            .map(|b| b.name.clone())
+            .unwrap_or_default(),
+        tile,
     };
     let base = addrs.base(at.buffer, tile).ok_or_else(unplaced)?;
     Ok(base + at.offset)
 }
 
 /// Per-iteration byte stride of `at`'s buffer on `tile`, when it is iterated.
-fn iterated_stride(buffer: &Buffer, tile: u32) -> Option<u32> {
+fn iterated_stride(buffer: &Buffer, tile: LogicalTile) -> Option<u32> {
     if !matches!(buffer.role, BufferRole::Iterated { .. }) || buffer.copies <= 1 {
         return None;
     }
@@ -191,12 +184,12 @@ fn wire_phase(
                 row_bytes: t.row_bytes,
             });
         }
-        let source = physical(t.source_tile)?;
+        let source = t.source_tile.physical();
         let src0 = address(schedule, addrs, t.source, t.source_tile)?;
         let mut dests = Vec::with_capacity(t.destinations.len());
         for d in &t.destinations {
             dests.push((
-                physical(d.tile)?,
+                d.tile.physical(),
                 address(schedule, addrs, d.at, d.tile)?,
                 d.pitch,
             ));
@@ -243,7 +236,7 @@ fn wire_phase(
     Ok((wire, iterated, sources))
 }
 
-type WireParts = (WirePhase, Vec<IteratedSource>, Vec<(u32, BufferId)>);
+type WireParts = (WirePhase, Vec<IteratedSource>, Vec<(LogicalTile, BufferId)>);
 
 /// Where a moving source's outgoing base would come from: its buffer's
 /// Repeat frame slot on the sending tile, the slot's per-iteration stride
@@ -264,9 +257,9 @@ fn source_frames(
     schedule: &TileSchedule,
     addrs: &dyn BufferAddresses,
     repeat: &RepeatStep,
-    sources: &[(u32, BufferId)],
+    sources: &[(LogicalTile, BufferId)],
 ) -> Result<Vec<Option<SourceFrame>>, EmitError> {
-    let mut frames: BTreeMap<u32, RepeatFrame> = BTreeMap::new();
+    let mut frames: BTreeMap<LogicalTile, RepeatFrame> = BTreeMap::new();
     let mut out = Vec::with_capacity(sources.len());
     for &(logical, buffer) in sources {
         let frame = frames

@@ -35,11 +35,12 @@ pub use program::{
 };
 pub use tables::{PatchAddresses, PatchData};
 
+use crate::ipu21::topology::LogicalTile;
 use crate::lower::BufferId;
 
 /// Where placement put each buffer: the byte address of `buffer`'s block on
 /// logical `tile` (the start of iteration 0 for iterated buffers).
 pub trait BufferAddresses {
     /// `None` when the buffer has no block on that tile.
-    fn base(&self, buffer: BufferId, tile: u32) -> Option<u32>;
+    fn base(&self, buffer: BufferId, tile: LogicalTile) -> Option<u32>;
 }

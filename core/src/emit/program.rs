@@ -16,7 +16,7 @@ use super::exchange::{address, ExchangePlan};
 use super::repeat::RepeatFrame;
 use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
-use crate::ipu21::topology::LogicalTile;
+use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
 
@@ -57,9 +57,9 @@ pub struct EmitInput<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmittedProgram {
     /// Logical tile.
-    pub logical_tile: u32,
+    pub logical_tile: LogicalTile,
     /// Physical tile (the package and the fabric use physical ids).
-    pub physical_tile: u16,
+    pub physical_tile: PhysicalTile,
     /// Assembly source defining the global `ipuc_program`.
     pub source: String,
     /// The tile's patch data and the address it was emitted for (`None`
@@ -100,8 +100,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
     let tiles = tiles_used(input.schedule);
     let mut programs = Vec::with_capacity(tiles.len());
     for tile in tiles {
-        let logical = LogicalTile::new(tile)?;
-        let physical = logical.physical();
+        let physical = tile.physical();
         let patch = PatchData::for_tile(input.exchange, physical.get());
         let patch_base = if patch.bytes() == 0 {
             0
@@ -110,7 +109,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
                 .patch_addresses
                 .patch_base(tile)
                 .ok_or(EmitError::UnplacedPatchData {
-                    tile: logical,
+                    tile,
                     bytes: patch.bytes(),
                 })?
         };
@@ -131,7 +130,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
         let source = w.finish();
         programs.push(EmittedProgram {
             logical_tile: tile,
-            physical_tile: physical.get(),
+            physical_tile: physical,
             source,
             patch: (patch.bytes() > 0).then_some((patch_base, patch)),
         });
@@ -140,13 +139,13 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
 }
 
 /// Logical tiles that get a program (hold a block or take part in a step).
-pub fn program_tiles(schedule: &TileSchedule) -> Vec<u32> {
+pub fn program_tiles(schedule: &TileSchedule) -> Vec<LogicalTile> {
     tiles_used(schedule)
 }
 
 /// Logical tiles that hold a block or appear in a call or transfer, sorted.
-fn tiles_used(schedule: &TileSchedule) -> Vec<u32> {
-    let mut tiles: Vec<u32> = Vec::new();
+fn tiles_used(schedule: &TileSchedule) -> Vec<LogicalTile> {
+    let mut tiles: Vec<LogicalTile> = Vec::new();
     for b in &schedule.buffers {
         tiles.extend(b.blocks.iter().map(|blk| blk.tile));
     }
@@ -168,7 +167,8 @@ fn tiles_used(schedule: &TileSchedule) -> Vec<u32> {
 struct TileWriter<'a, 'i> {
     input: &'a EmitInput<'i>,
     exchange: &'a ExchangePlan,
-    tile: u32,
+    tile: LogicalTile,
+    /// Raw physical id: the key of the exchange plan's per-tile maps.
     physical: u16,
     /// Instructions.
     code: String,

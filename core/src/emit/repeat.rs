@@ -7,6 +7,7 @@
 
 use alloc::vec::Vec;
 
+use crate::ipu21::topology::LogicalTile;
 use crate::lower::{Buffer, BufferId, RepeatStep, TileSchedule};
 
 /// One tile's frame layout for one Repeat.
@@ -18,7 +19,7 @@ pub(super) struct RepeatFrame {
 }
 
 impl RepeatFrame {
-    pub fn new(schedule: &TileSchedule, repeat: &RepeatStep, tile: u32) -> Self {
+    pub fn new(schedule: &TileSchedule, repeat: &RepeatStep, tile: LogicalTile) -> Self {
         let pointers = repeat
             .iterated
             .iter()

@@ -17,6 +17,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::exchange::ExchangePlan;
+use crate::ipu21::topology::LogicalTile;
 use crate::lower::StepIndex;
 
 /// Bytes per table word.
@@ -100,5 +101,5 @@ impl PatchData {
 /// Where each tile's patch-data block was placed.
 pub trait PatchAddresses {
     /// Base address of logical `tile`'s block (`None` if it has none).
-    fn patch_base(&self, tile: u32) -> Option<u32>;
+    fn patch_base(&self, tile: LogicalTile) -> Option<u32>;
 }

@@ -41,8 +41,8 @@ impl core::error::Error for TileOutOfRange {}
 pub struct PhysicalTile(u16);
 
 /// A logical tile id in ipu-stack's C600 numbering (what users and packages
-/// outside the exchange layer count in).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// outside the exchange layer count in). The default is logical tile 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LogicalTile(u16);
 
 /// What both numberings share: a range-checked constructor, the raw id and

@@ -4,13 +4,15 @@
 
 use core::ops::Range;
 
+use crate::ipu21::topology::LogicalTile;
+
 /// One tile's block of a buffer: the rectangle of the value's 2-D view
 /// (`[rows, cols]`, leading dims folded into rows) it holds, stored
 /// row-major with pitch `cols.len() × element bytes`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TileBlock {
-    /// Logical tile index (0..1472).
-    pub tile: u32,
+    /// Logical tile (the planner's index).
+    pub tile: LogicalTile,
     /// Rows of the value held.
     pub rows: Range<u32>,
     /// Columns of the value held.

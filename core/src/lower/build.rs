@@ -10,6 +10,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::schedule::*;
+use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::ir::{DType, Graph, OpKind, RegionId, ValueId};
 use crate::plan::layout::Layout;
 use crate::plan::memory::{Allocation, TileBytes};
@@ -48,6 +49,9 @@ pub enum LowerError {
         /// Offset into the buffer, bytes.
         offset: u32,
     },
+    /// A planned tile past the machine (the planner's layouts are checked,
+    /// so this is a plan that did not come from it).
+    Tile(TileOutOfRange),
 }
 
 impl core::fmt::Display for LowerError {
@@ -71,6 +75,7 @@ impl core::fmt::Display for LowerError {
                 f,
                 "lowering: {kernel} operand {operand} at offset {offset} into its buffer is not 32-byte aligned (facts §2.10 rule 6)"
             ),
+            Self::Tile(e) => write!(f, "lowering: {e}"),
         }
     }
 }
@@ -79,6 +84,12 @@ impl core::error::Error for LowerError {}
 
 type LResult<T> = Result<T, LowerError>;
 
+/// A planned tile (plan arithmetic counts tiles as integers) as a checked
+/// logical tile.
+fn logical(tile: u32) -> LResult<LogicalTile> {
+    LogicalTile::new(tile).map_err(LowerError::Tile)
+}
+
 struct Builder<'g> {
     graph: &'g Graph,
     buffers: Vec<Buffer>,
@@ -86,18 +97,20 @@ struct Builder<'g> {
     vals: BTreeMap<ValueId, (BufferId, Layout)>,
 }
 
-fn blocks_of(layout: &Layout, elem: u32) -> Vec<TileBlock> {
+fn blocks_of(layout: &Layout, elem: u32) -> LResult<Vec<TileBlock>> {
     let mut v: Vec<TileBlock> = layout
         .placements()
-        .map(|(tile, b)| TileBlock {
-            bytes: (b.elements() * elem as u64) as u32,
-            tile,
-            rows: b.rows,
-            cols: b.cols,
+        .map(|(tile, b)| {
+            Ok(TileBlock {
+                bytes: (b.elements() * elem as u64) as u32,
+                tile: logical(tile)?,
+                rows: b.rows,
+                cols: b.cols,
+            })
         })
-        .collect();
+        .collect::<LResult<_>>()?;
     v.sort_by_key(|b| b.tile);
-    v
+    Ok(v)
 }
 
 impl<'g> Builder<'g> {
@@ -116,7 +129,7 @@ impl<'g> Builder<'g> {
         layout: &Layout,
         class: MemoryClass,
         copies: u32,
-    ) -> BufferId {
+    ) -> LResult<BufferId> {
         let id = BufferId(self.buffers.len() as u32);
         let align = if class == MemoryClass::Interleaved {
             AMP_BUFFER_ALIGN
@@ -133,10 +146,10 @@ impl<'g> Builder<'g> {
             class,
             first_step: StepIndex(u32::MAX),
             last_step: StepIndex(0),
-            blocks: blocks_of(layout, dtype.size_bytes() as u32),
+            blocks: blocks_of(layout, dtype.size_bytes() as u32)?,
             copies: copies.max(1),
         });
-        id
+        Ok(id)
     }
 
     fn scratch_buffer(
@@ -179,7 +192,7 @@ impl<'g> Builder<'g> {
             });
         };
         let dtype = self.dtype(v)?;
-        let id = self.new_buffer(a.name.clone(), role, dtype, layout, a.class, a.copies);
+        let id = self.new_buffer(a.name.clone(), role, dtype, layout, a.class, a.copies)?;
         self.vals.insert(v, (id, *layout));
         Ok(())
     }
@@ -240,7 +253,7 @@ impl<'g> Builder<'g> {
             .collect::<LResult<Vec<_>>>()?;
         self.honour_amp_rules(&c.kernel, &operands)?;
         Ok(KernelCall {
-            tile: c.tile,
+            tile: logical(c.tile)?,
             kernel: c.kernel.clone(),
             operands,
         })
@@ -287,7 +300,7 @@ impl<'g> Builder<'g> {
 
     fn transfer(t: &PlannedTransfer, map: &BTreeMap<Slot, BufferId>) -> LResult<BlockTransfer> {
         Ok(BlockTransfer {
-            source_tile: t.source_tile,
+            source_tile: logical(t.source_tile)?,
             source: Self::map_ref(map, t.source)?,
             source_pitch: t.source_pitch,
             rows: t.rows,
@@ -297,7 +310,7 @@ impl<'g> Builder<'g> {
                 .iter()
                 .map(|d| {
                     Ok(BlockDestination {
-                        tile: d.tile,
+                        tile: logical(d.tile)?,
                         at: Self::map_ref(map, d.at)?,
                         pitch: d.pitch,
                     })
@@ -385,7 +398,7 @@ impl<'g> Builder<'g> {
                             &r.to,
                             class,
                             1,
-                        );
+                        )?;
                         let o = StepOrigin {
                             op: origin.op,
                             label: format!("{} operand {i} relayout", origin.label),
@@ -416,7 +429,7 @@ impl<'g> Builder<'g> {
                     &plan.output,
                     plan.output_class,
                     1,
-                )
+                )?
             };
             map.insert(Slot::Output, out_buf);
             for (j, sc) in plan.scratch.iter().enumerate() {
@@ -467,7 +480,7 @@ impl<'g> Builder<'g> {
                 layout,
                 MemoryClass::Standard,
                 1,
-            );
+            )?;
             let o = StepOrigin {
                 op: origin.op,
                 label: format!("{} carried {j} init", origin.label),
@@ -609,7 +622,7 @@ pub fn lower(graph: &Graph, plan: &Plan) -> LResult<TileSchedule> {
             buffer: buf,
             dtype,
             shape: [layout.tensor_rows(), layout.tensor_cols()],
-            blocks: blocks_of(&layout, dtype.size_bytes() as u32),
+            blocks: blocks_of(&layout, dtype.size_bytes() as u32)?,
         });
     }
     let mut schedule = TileSchedule {

@@ -3,6 +3,7 @@
 //! it; transfers move whole words and never target their sender.
 
 use super::schedule::*;
+use crate::ipu21::topology::LogicalTile;
 
 /// What is wrong with a schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub enum ScheduleError {
         /// Buffer.
         buffer: BufferId,
         /// Tile.
-        tile: u32,
+        tile: LogicalTile,
     },
     /// An access past the end of the tile's block.
     OutOfBounds {
@@ -30,7 +31,7 @@ pub enum ScheduleError {
         /// Buffer.
         buffer: BufferId,
         /// Tile.
-        tile: u32,
+        tile: LogicalTile,
         /// One past the last byte touched.
         end: u64,
         /// Block bytes.
@@ -41,7 +42,7 @@ pub enum ScheduleError {
         /// Step.
         step: StepIndex,
         /// Sender.
-        tile: u32,
+        tile: LogicalTile,
     },
 }
 
@@ -53,8 +54,10 @@ impl core::fmt::Display for ScheduleError {
             }
             Self::NoBlockOnTile { step, buffer, tile } => write!(
                 f,
-                "step {}: buffer {} has no block on logical tile {tile}",
-                step.0, buffer.0
+                "step {}: buffer {} has no block on logical tile {}",
+                step.0,
+                buffer.0,
+                tile.get()
             ),
             Self::OutOfBounds {
                 step,
@@ -64,13 +67,16 @@ impl core::fmt::Display for ScheduleError {
                 bytes,
             } => write!(
                 f,
-                "step {}: access to byte {end} of buffer {}'s {bytes}-byte block on logical tile {tile}",
-                step.0, buffer.0
+                "step {}: access to byte {end} of buffer {}'s {bytes}-byte block on logical tile {}",
+                step.0,
+                buffer.0,
+                tile.get()
             ),
             Self::BadTransfer { step, tile } => write!(
                 f,
-                "step {}: logical tile {tile} sends a run that is not whole words, or to itself",
-                step.0
+                "step {}: logical tile {} sends a run that is not whole words, or to itself",
+                step.0,
+                tile.get()
             ),
         }
     }
@@ -89,7 +95,7 @@ fn within(
     s: &TileSchedule,
     step: StepIndex,
     r: BufferRef,
-    tile: u32,
+    tile: LogicalTile,
     end: u64,
 ) -> Result<(), ScheduleError> {
     let buf = s.buffer(r.buffer).ok_or(ScheduleError::UnknownBuffer {

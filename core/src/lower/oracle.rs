@@ -12,6 +12,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::schedule::*;
+use crate::ipu21::topology::LogicalTile;
 
 /// Why execution stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub enum ExecError {
         /// Buffer.
         buffer: BufferId,
         /// Tile.
-        tile: u32,
+        tile: LogicalTile,
     },
 }
 
@@ -33,8 +34,9 @@ impl core::fmt::Display for ExecError {
             Self::MissingTensor(name) => write!(f, "no data for tensor `{name}`"),
             Self::BadReference { buffer, tile } => write!(
                 f,
-                "a reference outside buffer {}'s block on logical tile {tile}",
-                buffer.0
+                "a reference outside buffer {}'s block on logical tile {}",
+                buffer.0,
+                tile.get()
             ),
         }
     }
@@ -42,7 +44,7 @@ impl core::fmt::Display for ExecError {
 
 impl core::error::Error for ExecError {}
 
-type Key = (u32, u32);
+type Key = (u32, LogicalTile);
 
 /// The executor's memory.
 pub struct Executor<'s> {
@@ -98,7 +100,7 @@ impl<'s> Executor<'s> {
         })
     }
 
-    fn start(&self, r: BufferRef, tile: u32) -> Result<(Key, usize), ExecError> {
+    fn start(&self, r: BufferRef, tile: LogicalTile) -> Result<(Key, usize), ExecError> {
         let bad = ExecError::BadReference {
             buffer: r.buffer,
             tile,
@@ -111,7 +113,7 @@ impl<'s> Executor<'s> {
         ))
     }
 
-    fn read(&self, r: BufferRef, tile: u32, n: usize) -> Result<Vec<f32>, ExecError> {
+    fn read(&self, r: BufferRef, tile: LogicalTile, n: usize) -> Result<Vec<f32>, ExecError> {
         let (k, s) = self.start(r, tile)?;
         let v = self.mem.get(&k).ok_or(ExecError::BadReference {
             buffer: r.buffer,
@@ -125,7 +127,7 @@ impl<'s> Executor<'s> {
             })
     }
 
-    fn write(&mut self, r: BufferRef, tile: u32, data: &[f32]) -> Result<(), ExecError> {
+    fn write(&mut self, r: BufferRef, tile: LogicalTile, data: &[f32]) -> Result<(), ExecError> {
         let (k, s) = self.start(r, tile)?;
         let v = self.mem.get_mut(&k).ok_or(ExecError::BadReference {
             buffer: r.buffer,

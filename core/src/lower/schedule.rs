@@ -26,6 +26,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use crate::ipu21::sram::{MemoryClass, AMP_BUFFER_ALIGN, BASE_BUFFER_ALIGN, MAX_BUFFER_ALIGN};
+use crate::ipu21::topology::LogicalTile;
 use crate::ir::DType;
 pub use crate::kernel::{Kernel, TileBlock};
 
@@ -136,7 +137,7 @@ impl Buffer {
     }
 
     /// The block on `tile`, if this buffer has one there.
-    pub fn block_on(&self, tile: u32) -> Option<&TileBlock> {
+    pub fn block_on(&self, tile: LogicalTile) -> Option<&TileBlock> {
         self.blocks
             .binary_search_by_key(&tile, |b| b.tile)
             .ok()
@@ -158,7 +159,7 @@ pub struct BufferRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelCall {
     /// Logical tile.
-    pub tile: u32,
+    pub tile: LogicalTile,
     /// What it computes.
     pub kernel: Kernel,
     /// Operands in the kernel's documented order (output first).
@@ -189,7 +190,7 @@ pub struct ComputeStep {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockDestination {
     /// Logical tile.
-    pub tile: u32,
+    pub tile: LogicalTile,
     /// Where the first run lands.
     pub at: BufferRef,
     /// Byte distance between consecutive runs at the destination.
@@ -200,8 +201,8 @@ pub struct BlockDestination {
 /// moves 32-bit words) from one tile to one or more tiles (multicast).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockTransfer {
-    /// Sending tile.
-    pub source_tile: u32,
+    /// Sending tile (logical).
+    pub source_tile: LogicalTile,
     /// Where the first run starts on the sender.
     pub source: BufferRef,
     /// Byte distance between consecutive runs at the source.

@@ -19,6 +19,7 @@ use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Place
 
 use crate::emit::{emit_programs, EmitInput, EmittedProgram, KernelAbi, PatchData};
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
 use crate::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
@@ -57,7 +58,7 @@ pub(super) fn emit_link_package<H: CompileHooks>(
 }
 
 /// Patch-data segments by logical tile.
-type PatchSegments = BTreeMap<u32, Vec<Segment>>;
+type PatchSegments = BTreeMap<LogicalTile, Vec<Segment>>;
 
 /// Every tile's supervisor program, and its patch data as segments.
 fn emit<H: CompileHooks>(
@@ -110,8 +111,8 @@ fn emit<H: CompileHooks>(
 /// How well the images fit: the largest image/estimate ratio and its tile,
 /// the least room left below a tile's data and that tile.
 struct Fit {
-    ratio: (f64, u32),
-    room: (u32, u32),
+    ratio: (f64, LogicalTile),
+    room: (u32, LogicalTile),
     estimate_max: u64,
 }
 
@@ -145,9 +146,9 @@ fn link<H: CompileHooks>(
         images.iter().map(|i| i.code_bytes()).max().unwrap_or(0),
         fit.estimate_max,
         fit.ratio.0,
-        fit.ratio.1,
+        fit.ratio.1.get(),
         fit.room.0,
-        fit.room.1
+        fit.room.1.get()
     );
     run.finish(Stage::Linking, t, &summary);
     Ok((images, fit))
@@ -158,15 +159,15 @@ fn link<H: CompileHooks>(
 /// needs.
 fn check_images(front: &Front, images: &[LinkedTile]) -> Result<Fit, CompileError> {
     let estimates = &front.plan.code_bytes;
-    let by_logical: BTreeMap<u32, &TilePlacement> =
+    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
         front.placements.iter().map(|p| (p.tile, p)).collect();
-    let mut ratio = (0.0f64, 0u32);
-    let mut room = (u32::MAX, 0u32);
+    let mut ratio = (0.0f64, LogicalTile::default());
+    let mut room = (u32::MAX, LogicalTile::default());
     for img in images {
         let tile = img.logical_tile;
         let bytes = img.code_bytes();
         let estimate = estimates
-            .get(tile as usize)
+            .get(tile.index())
             .copied()
             .unwrap_or(u64::from(front.fixed_code))
             .max(1);
@@ -229,7 +230,7 @@ fn late_failure(
         Err(e) => return CompileError::Link(e),
     };
     let patch_data = if patch_in_reservation {
-        PatchData::for_tile(&front.exchange, img.physical_tile).bytes()
+        PatchData::for_tile(&front.exchange, img.physical_tile.get()).bytes()
     } else {
         0
     };
@@ -282,7 +283,7 @@ fn tile_images(
     images: &[LinkedTile],
     mut patch_segments: PatchSegments,
 ) -> Result<Vec<TileImage>, super::LinkError> {
-    let by_logical: BTreeMap<u32, &TilePlacement> =
+    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
         front.placements.iter().map(|p| (p.tile, p)).collect();
     let mut tiles = Vec::with_capacity(images.len());
     for img in images {

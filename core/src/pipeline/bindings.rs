@@ -13,7 +13,6 @@ use alloc::vec::Vec;
 use super::error::BindingError;
 
 use crate::emit::BufferAddresses;
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::{DType as IrType, Graph, ValueId};
 use crate::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
 use crate::numeric::F8Format;
@@ -43,12 +42,7 @@ pub fn package_dtype(dtype: IrType) -> (DType, i8) {
 /// `cols` columns of `elem` bytes.
 fn block_slices(block: &TileBlock, base: u32, cols: u32, elem: u32) -> Result<Vec<BindingSlice>> {
     // Package slices name physical tiles, like the tile images.
-    let tile = u32::from(
-        LogicalTile::new(block.tile)
-            .map_err(BindingError::Tile)?
-            .physical()
-            .get(),
-    );
+    let tile = u32::from(block.tile.physical().get());
     let width = block.cols.end - block.cols.start;
     let pitch = width * elem;
     if width == cols {

@@ -11,7 +11,7 @@ use core::fmt;
 
 use crate::emit::EmitError;
 use crate::ipu21::asm::AsmError;
-use crate::ipu21::topology::TileOutOfRange;
+use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::lower::{LowerError, TileSchedule};
 use crate::package::PackageError;
 use crate::place::{PlaceError, PlacementRequest, TilePlacement};
@@ -151,7 +151,7 @@ impl core::error::Error for PlacementFailed {}
 #[derive(Debug)]
 pub struct PatchDataDoesNotFit {
     /// Logical tile.
-    pub tile: u32,
+    pub tile: LogicalTile,
     /// Bytes of Repeat patch tables.
     pub repeat_bytes: u32,
     /// Bytes of sharing patch lists.
@@ -167,7 +167,7 @@ impl fmt::Display for PatchDataDoesNotFit {
         write!(
             f,
             "logical tile {}: {} bytes of patch data ({} of Repeat tables, {} of sharing lists; largest on any tile {}) do not fit: {}",
-            self.tile,
+            self.tile.get(),
             u64::from(self.repeat_bytes) + u64::from(self.sharing_bytes),
             self.repeat_bytes,
             self.sharing_bytes,
@@ -233,21 +233,21 @@ pub enum LinkError {
     /// A tile program did not assemble.
     Assemble {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The assembler's error (`file:line:col`).
         error: AsmError,
     },
     /// A tile program did not link with the runtime.
     Link {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The linker's error.
         error: AsmError,
     },
     /// A linked image lacks a label emission or the runtime defines.
     MissingSymbol {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The symbol.
         symbol: String,
     },
@@ -266,11 +266,21 @@ impl fmt::Display for LinkError {
                 write!(f, "linking the runtime and kernel stubs: {e}")
             }
             LinkError::Assemble { tile, error } => {
-                write!(f, "assembling the program of logical tile {tile}: {error}")
+                write!(
+                    f,
+                    "assembling the program of logical tile {}: {error}",
+                    tile.get()
+                )
             }
-            LinkError::Link { tile, error } => write!(f, "linking logical tile {tile}: {error}"),
+            LinkError::Link { tile, error } => {
+                write!(f, "linking logical tile {}: {error}", tile.get())
+            }
             LinkError::MissingSymbol { tile, symbol } => {
-                write!(f, "logical tile {tile}: the linked image lacks `{symbol}`")
+                write!(
+                    f,
+                    "logical tile {}: the linked image lacks `{symbol}`",
+                    tile.get()
+                )
             }
             LinkError::KernelAddressDiffers { kernel } => {
                 write!(
@@ -296,7 +306,7 @@ pub enum BindingError {
         /// Buffer name.
         buffer: String,
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
     },
     /// A constant op reached compilation unfolded.
     Constant {
@@ -327,7 +337,8 @@ impl fmt::Display for BindingError {
                 tile,
             } => write!(
                 f,
-                "binding `{binding}`: buffer `{buffer}` is not placed on tile {tile}"
+                "binding `{binding}`: buffer `{buffer}` is not placed on tile {}",
+                tile.get()
             ),
             BindingError::Constant { buffer, op } => write!(
                 f,

@@ -18,6 +18,7 @@ use super::{CompileHooks, CompileOptions, Placed, Run, Stage};
 use crate::emit::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, KernelAbi};
 use crate::exchange::ScheduleOptions;
 use crate::ipu21::asm::Object;
+use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
 use crate::lower::{lower, TileSchedule};
 use crate::place::{place_tile, requests, support_reserved, TilePlacement};
@@ -76,7 +77,8 @@ pub(super) fn plan_and_place<H: CompileHooks>(
     loop {
         let (plan, optimization) = plan(run, graph, options, fixed_code, allowance, attempt)?;
         let schedule = lower_plan(run, graph, &plan)?;
-        let code_estimate = |tile: u32| code_estimate_of(&plan.code_bytes, tile, fixed_code);
+        let code_estimate =
+            |tile: LogicalTile| code_estimate_of(&plan.code_bytes, tile, fixed_code);
         let (schedule, mut placements) = place(run, schedule, &code_estimate)?;
         let exchange = schedule_exchange(run, &schedule, &placements, options)?;
         match patch_data(run, &schedule, &exchange, &mut placements, &code_estimate) {
@@ -228,7 +230,7 @@ fn lower_plan<H: CompileHooks>(
 fn place<H: CompileHooks>(
     run: &mut Run<'_, H>,
     schedule: TileSchedule,
-    code_estimate: &dyn Fn(u32) -> u32,
+    code_estimate: &dyn Fn(LogicalTile) -> u32,
 ) -> Result<(TileSchedule, Vec<TilePlacement>), CompileError> {
     let requests = requests(&schedule, |t| support_reserved(code_estimate(t)));
     let t = run.start(Stage::Placement, requests.len());
@@ -320,15 +322,18 @@ fn patch_data<H: CompileHooks>(
     schedule: &TileSchedule,
     exchange: &ExchangePlan,
     placements: &mut Vec<TilePlacement>,
-    code_estimate: &dyn Fn(u32) -> u32,
+    code_estimate: &dyn Fn(LogicalTile) -> u32,
 ) -> Result<PatchBases, PatchDataDoesNotFit> {
     let t = run.start(Stage::PatchData, 0);
     let result = place_patch_data(schedule, exchange, placements, code_estimate);
     let (peak, tile) = placed_peak(placements);
     let summary = match &result {
         Ok(b) => format!(
-            "largest block {} bytes ({} blocks in their tile's code reservation, {} in the data region); peak {peak} bytes on tile {tile}",
-            b.largest, b.in_reservation, b.in_data
+            "largest block {} bytes ({} blocks in their tile's code reservation, {} in the data region); peak {peak} bytes on tile {}",
+            b.largest,
+            b.in_reservation,
+            b.in_data,
+            tile.get()
         ),
         Err(_) => String::from("does not fit"),
     };
@@ -337,10 +342,10 @@ fn patch_data<H: CompileHooks>(
 }
 
 /// Placement's largest per-tile charge and its tile (the lowest on a tie).
-pub(super) fn placed_peak(placements: &[TilePlacement]) -> (u32, u32) {
+pub(super) fn placed_peak(placements: &[TilePlacement]) -> (u32, LogicalTile) {
     placements
         .iter()
         .max_by_key(|p| (p.peak.bytes, core::cmp::Reverse(p.tile)))
         .map(|p| (p.peak.bytes, p.tile))
-        .unwrap_or((0, 0))
+        .unwrap_or_default()
 }

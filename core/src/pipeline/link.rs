@@ -12,6 +12,7 @@ use crate::emit::{
 };
 use crate::ipu21::asm::{assemble, Image, Object};
 use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{Step, StepIndex, TileSchedule};
 use crate::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
@@ -23,9 +24,9 @@ use crate::runtime::{link_with_runtime_objects, link_with_runtime_source, symbol
 #[derive(Clone, Debug)]
 pub struct LinkedTile {
     /// The planner's tile id.
-    pub logical_tile: u32,
+    pub logical_tile: LogicalTile,
     /// The C600 tile it runs on.
-    pub physical_tile: u16,
+    pub physical_tile: PhysicalTile,
     /// Runtime, kernel stubs and program, linked from the load address.
     pub image: Image,
 }
@@ -60,7 +61,7 @@ pub fn link_tile(
     runtime: &[Object; 2],
 ) -> Result<LinkedTile, LinkError> {
     let tile = program.logical_tile;
-    let name = format!("<tile {tile} program>");
+    let name = format!("<tile {} program>", tile.get());
     let object =
         assemble(&name, &program.source).map_err(|error| LinkError::Assemble { tile, error })?;
     let image = link_with_runtime_objects(runtime, &[stubs, &object])
@@ -117,7 +118,7 @@ impl LinkedTile {
             (self.image.end(), SegmentRole::Runtime),
         ];
         let start = self.symbol(symbols::START)?;
-        let mut tile = TileImage::new(u32::from(self.physical_tile), start);
+        let mut tile = TileImage::new(u32::from(self.physical_tile.get()), start);
         let cut = |addr: u32| (addr.saturating_sub(base) / 4) as usize;
         for pair in bounds.windows(2) {
             let ((from, role), (to, _)) = (pair[0], pair[1]);
@@ -199,7 +200,7 @@ pub fn step_tables(
             });
         }
         tiles.push(TileStepTable {
-            physical_tile: u32::from(img.physical_tile),
+            physical_tile: u32::from(img.physical_tile.get()),
             steps: table,
         });
     }

@@ -50,7 +50,7 @@ pub use link::{
 pub use patch_data::{check_below, data_segments, place_patch_data, PatchBases};
 
 use crate::emit::{BufferAddresses, ExchangePlan, ExchangeSummary, KernelAbi, PhaseJob};
-use crate::ipu21::topology::TILE_COUNT;
+use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
 use crate::ir::Graph;
 use crate::lower::{BufferId, TileSchedule};
 use crate::package::{NativeKernelAbi, Package};
@@ -295,7 +295,7 @@ pub struct CompileReport {
     /// buffers, never above the budget: placement fails otherwise).
     pub placed_peak_bytes: u32,
     /// Tile of the placed peak.
-    pub placed_peak_tile: u32,
+    pub placed_peak_tile: LogicalTile,
     /// Largest patch-data block (Repeat tables + sharing lists) on one tile.
     pub patch_data_bytes_per_tile: u64,
     /// Per-tile bytes of the data budget the planner kept for patch data
@@ -318,10 +318,10 @@ pub struct CompileReport {
     pub code_estimate_bytes_per_tile: u64,
     /// Largest ratio of a tile's linked image to its estimate (≤ 1 when the
     /// estimate held everywhere) and the tile it occurs on.
-    pub code_actual_over_estimate: (f64, u32),
+    pub code_actual_over_estimate: (f64, LogicalTile),
     /// Fewest bytes left between a tile's image and the lowest data above
     /// it (less element and look-ahead guard), and that tile.
-    pub code_room_min: (u32, u32),
+    pub code_room_min: (u32, LogicalTile),
     /// Tiles with a program.
     pub tiles: usize,
     /// Exchange statistics.
@@ -403,7 +403,7 @@ impl<H: CompileHooks> Run<'_, H> {
 
 /// Buffer addresses from per-tile placements.
 struct Placed<'a> {
-    by_tile: BTreeMap<u32, &'a TilePlacement>,
+    by_tile: BTreeMap<LogicalTile, &'a TilePlacement>,
 }
 
 impl<'a> Placed<'a> {
@@ -415,7 +415,7 @@ impl<'a> Placed<'a> {
 }
 
 impl BufferAddresses for Placed<'_> {
-    fn base(&self, buffer: BufferId, tile: u32) -> Option<u32> {
+    fn base(&self, buffer: BufferId, tile: LogicalTile) -> Option<u32> {
         self.by_tile.get(&tile)?.address(buffer)
     }
 }

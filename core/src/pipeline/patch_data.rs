@@ -23,13 +23,13 @@ use crate::place::{
 /// Patch-data block bases by logical tile.
 #[derive(Clone, Debug, Default)]
 pub struct PatchBases {
-    bases: BTreeMap<u32, u32>,
+    bases: BTreeMap<LogicalTile, u32>,
     /// Largest block on one tile.
     pub largest: u32,
     /// Tiles whose block sits at the top of their code reservation: the
     /// address their image must end at or below (block start less the
     /// 64-byte fetch look-ahead).
-    pub code_ceiling: BTreeMap<u32, u32>,
+    pub code_ceiling: BTreeMap<LogicalTile, u32>,
     /// Blocks placed in the code reservation / in the data region.
     pub in_reservation: usize,
     /// Blocks placed in the data region.
@@ -38,7 +38,7 @@ pub struct PatchBases {
 
 /// [`PlaceError::CodeDoesNotFit`] unless an image of
 /// `image_bytes` ends at or below `limit`.
-pub fn check_below(tile: u32, image_bytes: u32, limit: u32) -> Result<(), PlaceError> {
+pub fn check_below(tile: LogicalTile, image_bytes: u32, limit: u32) -> Result<(), PlaceError> {
     let free = limit.saturating_sub(APPLICATION_LOAD_BASE);
     if image_bytes > free {
         return Err(PlaceError::CodeDoesNotFit {
@@ -52,7 +52,7 @@ pub fn check_below(tile: u32, image_bytes: u32, limit: u32) -> Result<(), PlaceE
 }
 
 impl PatchAddresses for PatchBases {
-    fn patch_base(&self, tile: u32) -> Option<u32> {
+    fn patch_base(&self, tile: LogicalTile) -> Option<u32> {
         self.bases.get(&tile).copied()
     }
 }
@@ -65,16 +65,11 @@ pub fn place_patch_data(
     schedule: &TileSchedule,
     exchange: &ExchangePlan,
     placements: &mut Vec<TilePlacement>,
-    code_estimate: &dyn Fn(u32) -> u32,
+    code_estimate: &dyn Fn(LogicalTile) -> u32,
 ) -> Result<PatchBases, PatchDataDoesNotFit> {
     let mut blocks = Vec::new();
     for tile in program_tiles(schedule) {
-        // Invariant: program tiles come from the schedule's blocks, calls and
-        // transfers, whose tiles lowering checked against the C600.
-        let Ok(logical) = LogicalTile::new(tile) else {
-            continue;
-        };
-        let data = PatchData::for_tile(exchange, logical.physical().get());
+        let data = PatchData::for_tile(exchange, tile.physical().get());
         if data.bytes() > 0 {
             blocks.push((tile, data));
         }
@@ -137,9 +132,9 @@ pub fn place_patch_data(
 }
 
 /// The planner's image estimate of `tile` (the fixed part when it has none).
-pub fn code_estimate_of(estimates: &[u64], tile: u32, fixed: u32) -> u32 {
+pub fn code_estimate_of(estimates: &[u64], tile: LogicalTile, fixed: u32) -> u32 {
     estimates
-        .get(tile as usize)
+        .get(tile.index())
         .map_or(fixed, |&b| u32::try_from(b).unwrap_or(u32::MAX))
 }
 

@@ -7,6 +7,7 @@ use core::fmt;
 use core::ops::Range;
 
 use super::request::{BufferId, RegionClass};
+use crate::ipu21::topology::LogicalTile;
 
 /// Why a tile's buffers could not be placed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,7 +15,7 @@ pub enum PlaceError {
     /// No free range is large enough for a buffer during its lifetime.
     NoRoom {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The buffer that did not fit.
         buffer: BufferId,
         /// Its name.
@@ -33,7 +34,7 @@ pub enum PlaceError {
     /// The alignment is zero or not a power of two.
     BadAlignment {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The buffer.
         buffer: BufferId,
         /// Requested alignment.
@@ -42,7 +43,7 @@ pub enum PlaceError {
     /// `copies × stride` does not fit in 32 bits.
     SizeOverflow {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The buffer.
         buffer: BufferId,
         /// Bytes per copy.
@@ -53,7 +54,7 @@ pub enum PlaceError {
     /// The lifetime ends before it starts.
     BadLifetime {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The buffer.
         buffer: BufferId,
         /// First step.
@@ -64,14 +65,14 @@ pub enum PlaceError {
     /// Two buffers share a key.
     DuplicateBuffer {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The repeated key.
         buffer: BufferId,
     },
     /// A conflict names a buffer the request does not contain.
     UnknownConflictBuffer {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The missing key.
         buffer: BufferId,
     },
@@ -79,7 +80,7 @@ pub enum PlaceError {
     /// its own element).
     SelfConflict {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The buffer.
         buffer: BufferId,
     },
@@ -88,7 +89,7 @@ pub enum PlaceError {
     /// exceed the per-tile budget.
     OverBudget {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// The step of the peak.
         step: u32,
         /// Bytes charged at that step.
@@ -105,7 +106,7 @@ pub enum PlaceError {
     /// data, less that data's element and the 64-byte fetch look-ahead.
     CodeDoesNotFit {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// Bytes of the linked image from the load address.
         image_bytes: u32,
         /// Bytes free for it from the load address.
@@ -116,7 +117,7 @@ pub enum PlaceError {
     /// A reserved range is empty, reversed or outside SRAM.
     ReservedOutsideSram {
         /// Logical tile.
-        tile: u32,
+        tile: LogicalTile,
         /// Range name.
         name: String,
         /// Its addresses.
@@ -142,12 +143,14 @@ impl fmt::Display for PlaceError {
             } => write!(
                 f,
                 "tile {tile}: buffer {} `{name}` ({class:?}, live from step {first_step}) needs {bytes_needed} bytes but the largest free range is {largest_free} bytes ({live_bytes} bytes held by buffers live at the same time)",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::BadAlignment { tile, buffer, align } => write!(
                 f,
                 "tile {tile}: buffer {} has alignment {align}, which is not a power of two",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::SizeOverflow {
                 tile,
@@ -157,7 +160,8 @@ impl fmt::Display for PlaceError {
             } => write!(
                 f,
                 "tile {tile}: buffer {} of {copies} copies × {bytes} bytes overflows 32-bit addresses",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::BadLifetime {
                 tile,
@@ -167,20 +171,25 @@ impl fmt::Display for PlaceError {
             } => write!(
                 f,
                 "tile {tile}: buffer {} lives from step {first_step} to step {last_step}",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::DuplicateBuffer { tile, buffer } => {
-                write!(f, "tile {tile}: buffer {} requested twice", buffer.0)
+                write!(f, "tile {tile}: buffer {} requested twice", buffer.0,
+                tile = tile.get()
+            )
             }
             PlaceError::UnknownConflictBuffer { tile, buffer } => write!(
                 f,
                 "tile {tile}: element conflict names buffer {}, which is not on this tile",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::SelfConflict { tile, buffer } => write!(
                 f,
                 "tile {tile}: element conflict pairs buffer {} with itself",
-                buffer.0
+                buffer.0,
+                tile = tile.get()
             ),
             PlaceError::OverBudget {
                 tile,
@@ -195,7 +204,8 @@ impl fmt::Display for PlaceError {
                     "tile {tile}: {charged} bytes charged at step {step} ({reserved} reserved + {} in {} live buffers) exceed the budget of {budget} bytes by {}",
                     charged.saturating_sub(*reserved),
                     live.len(),
-                    charged.saturating_sub(*budget)
+                    charged.saturating_sub(*budget),
+                    tile = tile.get()
                 )?;
                 for (name, bytes) in live.iter().take(12) {
                     write!(f, "\n  {bytes:>9} B  {name}")?;
@@ -212,12 +222,14 @@ impl fmt::Display for PlaceError {
                 limit,
             } => write!(
                 f,
-                "logical tile {tile}: code, argument blocks and exchange rows need {image_bytes} bytes but only {free_bytes} are free below {limit:#x} (the lowest data's element less the 64-byte fetch look-ahead)"
+                "logical tile {tile}: code, argument blocks and exchange rows need {image_bytes} bytes but only {free_bytes} are free below {limit:#x} (the lowest data's element less the 64-byte fetch look-ahead)",
+                tile = tile.get()
             ),
             PlaceError::ReservedOutsideSram { tile, name, range } => write!(
                 f,
                 "tile {tile}: reserved range `{name}` {:#x}..{:#x} is empty or outside SRAM",
-                range.start, range.end
+                range.start, range.end,
+                tile = tile.get()
             ),
         }
     }

@@ -11,6 +11,7 @@ use super::regions::first_fit;
 use super::regions::{class_windows, merge};
 use super::request::{BufferId, RegionClass, ReservedKind};
 use crate::ipu21::sram::TILE_MEMORY_BUDGET;
+use crate::ipu21::topology::LogicalTile;
 
 /// A reserved range as placed on the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ pub struct ConstantBlock {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TilePlacement {
     /// Logical tile.
-    pub tile: u32,
+    pub tile: LogicalTile,
     /// Reserved ranges in address order.
     pub reserved: Vec<ReservedEntry>,
     /// Allocations sorted by key.

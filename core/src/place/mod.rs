@@ -21,12 +21,14 @@
 //!   different effective elements.
 //!
 //! ```
+//! use ipuc_core::ipu21::topology::LogicalTile;
 //! use ipuc_core::place::{place_tile, BufferId, BufferRequest, PlacementRequest, RegionClass};
 //! let weights = BufferRequest {
 //!     key: BufferId(0), name: "fc1.weight".into(), bytes: 1000, copies: 4,
 //!     align: 32, class: RegionClass::Interleaved, first_step: 0, last_step: 9,
 //! };
-//! let req = PlacementRequest { tile: 7, buffers: vec![weights], ..Default::default() };
+//! let tile = LogicalTile::new(7).unwrap();
+//! let req = PlacementRequest { tile, buffers: vec![weights], ..Default::default() };
 //! let placed = place_tile(&req).unwrap();
 //! let a = placed.allocation(BufferId(0)).unwrap();
 //! assert_eq!((a.range.start, a.stride), (0x80000, 1024));

@@ -1,6 +1,7 @@
 //! The address windows each region class may use on a tile, after the
 //! reserved ranges (with their element guards) are taken out.
 
+use crate::ipu21::topology::LogicalTile;
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -87,7 +88,10 @@ pub fn support_reserved(image_bytes: u32) -> Vec<ReservedRange> {
 }
 
 /// Validates reserved ranges and returns their blocked spans, sorted and merged.
-pub fn blocked_spans(tile: u32, reserved: &[ReservedRange]) -> PlaceResult<Vec<Range<u32>>> {
+pub fn blocked_spans(
+    tile: LogicalTile,
+    reserved: &[ReservedRange],
+) -> PlaceResult<Vec<Range<u32>>> {
     let mut spans = Vec::with_capacity(reserved.len());
     for r in reserved {
         if r.range.is_empty() || r.range.start < TILE_MEMORY_BASE || r.range.end > TILE_MEMORY_END {
@@ -282,7 +286,7 @@ mod tests {
     fn support_ranges_block_exactly_the_code_and_state_charges() {
         use crate::ipu21::sram::{code_charge_bytes, layout, SUPPORT_CHARGE_BYTES};
         for image in [0, 20_000, 49_872, 100_000] {
-            let blocked = blocked_spans(0, &support_reserved(image)).unwrap();
+            let blocked = blocked_spans(LogicalTile::default(), &support_reserved(image)).unwrap();
             let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();
             assert_eq!(
                 bytes,

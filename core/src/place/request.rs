@@ -1,6 +1,7 @@
 //! What placement needs to know about one tile: its reserved ranges and the
 //! logical buffers that live there, address-free.
 
+use crate::ipu21::topology::LogicalTile;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
@@ -104,8 +105,8 @@ pub struct ElementConflict {
 /// Everything placement needs for one tile.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PlacementRequest {
-    /// Logical tile index.
-    pub tile: u32,
+    /// Logical tile.
+    pub tile: LogicalTile,
     /// Ranges owned by the runtime, code and exchange tables.
     pub reserved: Vec<ReservedRange>,
     /// Buffers to place.

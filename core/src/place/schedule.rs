@@ -9,6 +9,7 @@ use super::allocate::place_tile;
 use super::error::PlaceResult;
 use super::map::TilePlacement;
 use super::request::{BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
+use crate::ipu21::topology::LogicalTile;
 use crate::kernel::Kernel;
 use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
 
@@ -24,9 +25,9 @@ use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
 /// (`docs/facts/ipu21-target.md` §2.10 rule 6).
 pub fn requests(
     schedule: &TileSchedule,
-    mut reserved: impl FnMut(u32) -> Vec<ReservedRange>,
+    mut reserved: impl FnMut(LogicalTile) -> Vec<ReservedRange>,
 ) -> Vec<PlacementRequest> {
-    let mut by_tile: BTreeMap<u32, PlacementRequest> = BTreeMap::new();
+    let mut by_tile: BTreeMap<LogicalTile, PlacementRequest> = BTreeMap::new();
     for buf in &schedule.buffers {
         for block in &buf.blocks {
             let req = by_tile
@@ -88,7 +89,7 @@ pub struct SchedulePlacement {
 
 impl SchedulePlacement {
     /// The placement of logical tile `tile`.
-    pub fn tile(&self, tile: u32) -> Option<&TilePlacement> {
+    pub fn tile(&self, tile: LogicalTile) -> Option<&TilePlacement> {
         self.tiles
             .binary_search_by_key(&tile, |t| t.tile)
             .ok()
@@ -96,14 +97,14 @@ impl SchedulePlacement {
     }
 
     /// Base address of `buffer` on `tile` (copy 0).
-    pub fn address(&self, tile: u32, buffer: BufferId) -> Option<u32> {
+    pub fn address(&self, tile: LogicalTile, buffer: BufferId) -> Option<u32> {
         self.tile(tile)?.address(buffer)
     }
 
     /// Address of `at` on `tile` in Repeat iteration `iteration`:
     /// `base + iteration × stride + offset` for iterated buffers,
     /// `base + offset` otherwise (the schedule's one address function).
-    pub fn resolve(&self, tile: u32, at: BufferRef, iteration: u32) -> Option<u32> {
+    pub fn resolve(&self, tile: LogicalTile, at: BufferRef, iteration: u32) -> Option<u32> {
         let a = self.tile(tile)?.allocation(at.buffer)?;
         let copy = if a.copies > 1 { iteration } else { 0 };
         a.copy_address(copy)?.checked_add(at.offset)
@@ -121,7 +122,7 @@ impl SchedulePlacement {
 /// stops placement with its report.
 pub fn place_schedule(
     schedule: &TileSchedule,
-    reserved: impl FnMut(u32) -> Vec<ReservedRange>,
+    reserved: impl FnMut(LogicalTile) -> Vec<ReservedRange>,
 ) -> PlaceResult<SchedulePlacement> {
     let tiles = requests(schedule, reserved)
         .iter()

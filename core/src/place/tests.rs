@@ -10,7 +10,13 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+use crate::ipu21::topology::LogicalTile;
 use crate::ir::DType;
+
+/// Logical tile `n` (tests name tiles by number).
+fn lt(n: u32) -> LogicalTile {
+    LogicalTile::new(n).unwrap()
+}
 
 fn buf(key: u32, bytes: u32, class: RegionClass, life: (u32, u32)) -> BufferRequest {
     BufferRequest {
@@ -113,7 +119,7 @@ fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
 #[test]
 fn disjoint_lifetimes_reuse_memory_and_overlapping_ones_do_not() {
     let req = PlacementRequest {
-        tile: 3,
+        tile: lt(3),
         buffers: vec![
             buf(0, 4000, RegionClass::Standard, (0, 2)),
             buf(1, 4000, RegionClass::Standard, (1, 3)),
@@ -132,7 +138,7 @@ fn disjoint_lifetimes_reuse_memory_and_overlapping_ones_do_not() {
 #[test]
 fn standard_fills_region1_then_region0_top_down_and_interleaved_stays_in_region1() {
     let req = PlacementRequest {
-        tile: 0,
+        tile: lt(0),
         reserved: runtime_reserved(),
         buffers: vec![
             buf(0, 400_000, RegionClass::Standard, (0, 9)),
@@ -193,7 +199,7 @@ fn code_end_guard_covers_fetch_lookahead() {
         )
     };
     let req = PlacementRequest {
-        tile: 0,
+        tile: lt(0),
         reserved: vec![code.clone()],
         buffers: vec![
             full.clone(),
@@ -214,7 +220,7 @@ fn code_end_guard_covers_fetch_lookahead() {
     assert_eq!(
         p.check_code(0x54000 - 60 - 0x4C010),
         Err(PlaceError::CodeDoesNotFit {
-            tile: 0,
+            tile: lt(0),
             image_bytes: 0x54000 - 60 - 0x4C010,
             free_bytes: 0x54000 - 64 - 0x4C010,
             limit: 0x54000 - 64,
@@ -236,7 +242,7 @@ fn code_end_guard_covers_fetch_lookahead() {
     assert!(matches!(place_tile(&over), Err(PlaceError::NoRoom { .. })));
     // With nothing in region 0 the whole region below the top element is free.
     let empty = place_tile(&PlacementRequest {
-        tile: 0,
+        tile: lt(0),
         reserved: vec![code],
         ..Default::default()
     })
@@ -252,7 +258,7 @@ fn repeat_sequences_use_a_constant_aligned_stride() {
     let mut carried = buf(1, 4096, RegionClass::Standard, (1, 40));
     carried.align = 32;
     let req = PlacementRequest {
-        tile: 1,
+        tile: lt(1),
         buffers: vec![weights, carried, buf(2, 512, RegionClass::Standard, (5, 6))],
         ..Default::default()
     };
@@ -274,7 +280,7 @@ fn gemm_left_operand_and_output_get_different_elements() {
     let mut out = buf(1, 2048, RegionClass::Interleaved, (2, 4));
     out.align = 32;
     let req = PlacementRequest {
-        tile: 9,
+        tile: lt(9),
         buffers: vec![a, out],
         conflicts: vec![ElementConflict {
             a: BufferId(0),
@@ -294,7 +300,7 @@ fn gemm_left_operand_and_output_get_different_elements() {
 fn an_empty_buffer_fits_where_no_gap_is_left() {
     let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
     let req = PlacementRequest {
-        tile: 3,
+        tile: lt(3),
         buffers: vec![
             buf(0, region1, RegionClass::Interleaved, (0, 5)),
             buf(1, 0, RegionClass::Interleaved, (1, 2)),
@@ -310,7 +316,7 @@ fn an_empty_buffer_fits_where_no_gap_is_left() {
 #[test]
 fn failure_names_tile_buffer_and_sizes() {
     let req = PlacementRequest {
-        tile: 1471,
+        tile: lt(1471),
         buffers: vec![
             buf(0, 300_000, RegionClass::Interleaved, (0, 5)),
             buf(1, 200_000, RegionClass::Interleaved, (2, 3)),
@@ -322,7 +328,7 @@ fn failure_names_tile_buffer_and_sizes() {
     assert_eq!(
         err,
         PlaceError::NoRoom {
-            tile: 1471,
+            tile: lt(1471),
             buffer: BufferId(1),
             name: "b1".to_string(),
             class: RegionClass::Interleaved,
@@ -341,21 +347,21 @@ fn malformed_requests_are_typed_errors() {
     let mut bad = buf(0, 8, RegionClass::Standard, (0, 0));
     bad.align = 12;
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![bad],
         ..Default::default()
     };
     assert!(matches!(
         place_tile(&req),
         Err(PlaceError::BadAlignment {
-            tile: 2,
+            tile,
             align: 12,
             ..
-        })
+        }) if tile == lt(2)
     ));
 
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![buf(0, 8, RegionClass::Standard, (4, 3))],
         ..Default::default()
     };
@@ -367,7 +373,7 @@ fn malformed_requests_are_typed_errors() {
     let mut huge = buf(0, u32::MAX / 2, RegionClass::Standard, (0, 0));
     huge.copies = 3;
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![huge],
         ..Default::default()
     };
@@ -377,7 +383,7 @@ fn malformed_requests_are_typed_errors() {
     ));
 
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![
             buf(0, 8, RegionClass::Standard, (0, 0)),
             buf(0, 8, RegionClass::Standard, (0, 0)),
@@ -390,7 +396,7 @@ fn malformed_requests_are_typed_errors() {
     ));
 
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![buf(0, 8, RegionClass::Standard, (0, 0))],
         conflicts: vec![ElementConflict {
             a: BufferId(0),
@@ -401,7 +407,7 @@ fn malformed_requests_are_typed_errors() {
     assert_eq!(
         place_tile(&req),
         Err(PlaceError::UnknownConflictBuffer {
-            tile: 2,
+            tile: lt(2),
             buffer: BufferId(5)
         })
     );
@@ -409,7 +415,7 @@ fn malformed_requests_are_typed_errors() {
     // Found by `cargo xtask fuzz` (placement): a buffer in conflict with
     // itself was accepted and then, trivially, shared its own element.
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         buffers: vec![buf(0, 8, RegionClass::Standard, (0, 0))],
         conflicts: vec![ElementConflict {
             a: BufferId(0),
@@ -420,13 +426,13 @@ fn malformed_requests_are_typed_errors() {
     assert_eq!(
         place_tile(&req),
         Err(PlaceError::SelfConflict {
-            tile: 2,
+            tile: lt(2),
             buffer: BufferId(0)
         })
     );
 
     let req = PlacementRequest {
-        tile: 2,
+        tile: lt(2),
         reserved: vec![ReservedRange {
             name: "bad".to_string(),
             kind: ReservedKind::State,
@@ -484,7 +490,7 @@ fn arb_request() -> impl Strategy<Value = PlacementRequest> {
                 })
                 .collect();
             PlacementRequest {
-                tile: 5,
+                tile: lt(5),
                 reserved: runtime_reserved(),
                 buffers,
                 conflicts,
@@ -529,7 +535,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
     };
     let late = buf(2, 4096 + 40, RegionClass::Standard, (3, 4));
     let req = PlacementRequest {
-        tile: 9,
+        tile: lt(9),
         reserved: support_reserved(20_000),
         buffers: vec![low.clone(), high.clone(), late],
         ..Default::default()
@@ -545,7 +551,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
         }) => {
             assert_eq!(
                 (tile, step, reserved, budget),
-                (9, 3, reserved_bytes, TILE_MEMORY_BUDGET)
+                (lt(9), 3, reserved_bytes, TILE_MEMORY_BUDGET)
             );
             assert_eq!(charged - budget, 40);
             assert_eq!(
@@ -574,7 +580,7 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
     use crate::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     let reserved_bytes = SUPPORT_CHARGE_BYTES + code_charge_bytes(0).unwrap();
     let req = PlacementRequest {
-        tile: 4,
+        tile: lt(4),
         reserved: support_reserved(0),
         buffers: vec![
             buf(0, 4000, RegionClass::Standard, (0, 2)),
@@ -602,7 +608,7 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
             live,
             ..
         }) => {
-            assert_eq!((tile, charged), (4, TILE_MEMORY_BUDGET + 1));
+            assert_eq!((tile, charged), (lt(4), TILE_MEMORY_BUDGET + 1));
             assert!(live.contains(&("tables".to_string(), over)));
             assert!(live.contains(&("patch data".to_string(), 1000)));
         }
@@ -640,15 +646,15 @@ fn placement_never_charges_more_than_the_estimate() {
             .unwrap();
             let s = crate::lower::lower(g, &plan).unwrap();
             let placed =
-                place_schedule(&s, |t| support_reserved(plan.code_bytes[t as usize] as u32))
+                place_schedule(&s, |t| support_reserved(plan.code_bytes[t.index()] as u32))
                     .unwrap();
             for t in &placed.tiles {
                 assert_eq!(plan.config.code_charge, CodeCharge::WholeElements);
-                let estimate = plan.tile_peaks[t.tile as usize];
+                let estimate = plan.tile_peaks[t.tile.index()];
                 assert!(
                     u64::from(t.peak.bytes) <= u64::from(SUPPORT_CHARGE_BYTES) + estimate,
                     "{tiles} tiles: tile {} charged {} at step {} > {} + estimate {estimate}",
-                    t.tile,
+                    t.tile.get(),
                     t.peak.bytes,
                     t.peak.step,
                     SUPPORT_CHARGE_BYTES

@@ -79,7 +79,7 @@ impl TileBytes {
             }
             TileBytes::Blocks(blocks) => {
                 for b in blocks.iter() {
-                    f(b.tile, granule(b.bytes as u64));
+                    f(u32::from(b.tile.get()), granule(b.bytes as u64));
                 }
             }
         }

@@ -152,16 +152,16 @@ fn code_dump(linked: &Linked<'_>) -> Result<String, HookError> {
             linked
                 .exchange
                 .stored
-                .get(&img.physical_tile)
+                .get(&img.physical_tile.get())
                 .map(Vec::as_slice)
                 .unwrap_or(&[]),
         );
         text.push_str(&format!(
             "{} {} {} {runtime} {program} {rows} {}\n",
-            img.logical_tile,
+            img.logical_tile.get(),
             linked
                 .code_estimates
-                .get(img.logical_tile as usize)
+                .get(img.logical_tile.index())
                 .copied()
                 .unwrap_or(0),
             img.code_bytes(),

@@ -152,7 +152,8 @@ pub fn tile_map(schedule: &TileSchedule, t: &TilePlacement) -> TileMemoryMap {
         )
     }));
     TileMemoryMap {
-        tile: t.tile,
+        // The report's JSON numbers tiles by their raw logical id.
+        tile: u32::from(t.tile.get()),
         allocations,
     }
 }
@@ -168,7 +169,8 @@ pub fn memory_map_from_placement(
     let moments = schedule_moments(schedule);
     let tiles = placements.iter().map(|t| tile_map(schedule, t)).collect();
     // Every other tile of the C600 holds nothing.
-    let used: std::collections::BTreeSet<u32> = placements.iter().map(|p| p.tile).collect();
+    let used: std::collections::BTreeSet<u32> =
+        placements.iter().map(|p| u32::from(p.tile.get())).collect();
     let unused_tiles = (0..u32::from(ipuc_core::ipu21::topology::TILE_COUNT))
         .filter(|t| !used.contains(t))
         .collect();

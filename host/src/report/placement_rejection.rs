@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use ipuc_core::ipu21::sram::{APPLICATION_LOAD_BASE, EXECUTABLE_MEMORY_LIMIT, TILE_MEMORY_BUDGET};
+use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::lower::TileSchedule;
 use ipuc_core::place::{blocked_span, PlaceError, PlacementRequest, TilePlacement};
 
@@ -59,7 +60,7 @@ impl PlacementRejected {
         let worst = self
             .errors
             .iter()
-            .find(|e| error_tile(e) == Some(r.peak_tile))
+            .find(|e| error_tile(e).map(raw) == Some(r.peak_tile))
             .or(self.errors.first());
         let mut f = String::new();
         if let Some(s) = &r.shortfall {
@@ -116,8 +117,13 @@ impl PlacementRejected {
     }
 }
 
+/// A logical tile as the reports number it (their JSON keeps raw ids).
+fn raw(tile: LogicalTile) -> u32 {
+    u32::from(tile.get())
+}
+
 /// The logical tile a placement error names (all variants name one).
-pub fn error_tile(e: &PlaceError) -> Option<u32> {
+pub fn error_tile(e: &PlaceError) -> Option<LogicalTile> {
     Some(match e {
         PlaceError::NoRoom { tile, .. }
         | PlaceError::BadAlignment { tile, .. }
@@ -161,7 +167,7 @@ pub fn request_map(schedule: &TileSchedule, request: &PlacementRequest) -> TileM
         )
     });
     TileMemoryMap {
-        tile: request.tile,
+        tile: raw(request.tile),
         allocations: reserved.chain(buffers).collect(),
     }
 }
@@ -236,7 +242,8 @@ pub fn rejection(
     errors: Vec<PlaceError>,
 ) -> PlacementRejected {
     let moments = schedule.step_count.max(1) as usize;
-    let refused: std::collections::BTreeSet<u32> = errors.iter().filter_map(error_tile).collect();
+    let refused: std::collections::BTreeSet<LogicalTile> =
+        errors.iter().filter_map(error_tile).collect();
     // Every tile's map and peak; refused tiles first, each group by peak.
     let mut maps: Vec<(bool, u64, TileMemoryMap)> = requests
         .iter()
@@ -253,7 +260,7 @@ pub fn rejection(
     });
     maps.truncate(REPORT_TILES);
     let tiles: Vec<TileMemoryMap> = maps.into_iter().map(|(_, _, m)| m).collect();
-    let fallback = errors.first().and_then(error_tile).unwrap_or(0);
+    let fallback = errors.first().and_then(error_tile).map_or(0, raw);
     let (mut report, op_index) = report_of(schedule, None, tiles, fallback);
     report.tiles_over_budget = Some(refused.len() as u32);
     PlacementRejected {
@@ -349,7 +356,7 @@ pub fn code_rejection(
     held.extend(data_parts(schedule, placement));
     let shortfall = Shortfall {
         what: "code image (code, argument blocks and exchange rows)".into(),
-        tile: placement.tile,
+        tile: raw(placement.tile),
         needed_bytes: u64::from(needed),
         free_bytes: u64::from(free),
         limit,
@@ -360,7 +367,7 @@ pub fn code_rejection(
         placements,
         map,
         shortfall,
-        &format!("linking: tile {}'s code image", placement.tile),
+        &format!("linking: tile {}'s code image", placement.tile.get()),
         error,
         None,
     )
@@ -373,7 +380,7 @@ pub fn code_rejection(
 pub fn patch_data_rejection(
     schedule: &TileSchedule,
     placements: &[TilePlacement],
-    tile: u32,
+    tile: LogicalTile,
     placement: Option<&TilePlacement>,
     parts: PatchDataParts,
     error: PlaceError,
@@ -389,7 +396,7 @@ pub fn patch_data_rejection(
     };
     let mut map = placement.map_or(
         TileMemoryMap {
-            tile,
+            tile: raw(tile),
             allocations: Vec::new(),
         },
         |p| tile_map(schedule, p),
@@ -423,7 +430,7 @@ pub fn patch_data_rejection(
     }
     let shortfall = Shortfall {
         what: "patch data (Repeat tables, sharing lists)".into(),
-        tile,
+        tile: raw(tile),
         needed_bytes: u64::from(needed),
         free_bytes: u64::from(free),
         limit: None,
@@ -434,7 +441,7 @@ pub fn patch_data_rejection(
         placements,
         map,
         shortfall,
-        &format!("patch-data placement: tile {tile}'s patch data"),
+        &format!("patch-data placement: tile {}'s patch data", tile.get()),
         error,
         Some(headline),
     )
@@ -513,7 +520,7 @@ fn late(
     let moments = schedule.step_count.max(1) as usize;
     let mut others: Vec<(u64, TileMemoryMap)> = placements
         .iter()
-        .filter(|p| p.tile != map.tile)
+        .filter(|p| raw(p.tile) != map.tile)
         .map(|p| {
             let m = tile_map(schedule, p);
             (m.peak(moments).live_bytes, m)

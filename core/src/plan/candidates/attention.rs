@@ -76,7 +76,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
         for (tile, blk) in q_layout.placements() {
             let q_rows = blk.rows.len() as u32;
             scores.push(TileBlock {
-                tile,
+                tile: cx.tile(tile)?,
                 rows: 0..q_rows,
                 cols: 0..sk,
                 bytes: q_rows * sk * 4,
@@ -213,15 +213,16 @@ fn key_split(
         let q_rows = blk.rows.len() as u32;
         let kv_rows = kv_layout.rows.range(g * parts + s).len() as u32;
         let partial_bytes = q_rows * row_words * 4;
+        let block_tile = cx.tile(tile).ok()?;
         scores.push(TileBlock {
-            tile,
+            tile: block_tile,
             rows: 0..q_rows,
             cols: 0..kv_rows,
             bytes: q_rows * kv_rows * 4,
         });
         let held = if s == 0 { parts } else { 1 };
         partials.push(TileBlock {
-            tile,
+            tile: block_tile,
             rows: 0..held * q_rows,
             cols: 0..row_words,
             bytes: held * partial_bytes,

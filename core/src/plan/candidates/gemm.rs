@@ -248,14 +248,19 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                 mm,
                 g,
                 WeightMode::Resident { interleaved: false },
-            ));
-            out.push(build(cx, mm, g, WeightMode::Resident { interleaved: true }));
+            )?);
+            out.push(build(
+                cx,
+                mm,
+                g,
+                WeightMode::Resident { interleaved: true },
+            )?);
             if g.rp > 1 {
-                out.push(build(cx, mm, g, WeightMode::Streamed));
+                out.push(build(cx, mm, g, WeightMode::Streamed)?);
             }
-            out.push(build(cx, mm, g, WeightMode::StreamedBalanced));
+            out.push(build(cx, mm, g, WeightMode::StreamedBalanced)?);
         } else {
-            out.push(build(cx, mm, g, WeightMode::Computed));
+            out.push(build(cx, mm, g, WeightMode::Computed)?);
         }
     }
     Ok(out)
@@ -273,7 +278,7 @@ enum WeightMode {
     Computed,
 }
 
-fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
+fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> PlanResult<OpPlan> {
     let (a, b) = (&cx.operands[0], &cx.operands[1]);
     let b_interleaved = !matches!(mode, WeightMode::Resident { interleaved: false });
     let b_req = g.b_layout(mm.transpose_b);
@@ -344,7 +349,7 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
     let mut stages = vec![Stage::Compute(calls)];
     let mut scratch = Vec::new();
     if g.kp > 1 {
-        let (partials, received, exchange, reduce) = reduce_scatter(&g, cx.out.dtype);
+        let (partials, received, exchange, reduce) = reduce_scatter(cx, &g, cx.out.dtype)?;
         scratch.push(ScratchPlan {
             name: "partials",
             dtype: DType::F32,
@@ -364,7 +369,7 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
     }
     let cost: Cycles = OpPlan::stage_cost(&stages);
     let streamed = matches!(mode, WeightMode::Streamed | WeightMode::StreamedBalanced);
-    OpPlan {
+    Ok(OpPlan {
         op: cx.op,
         family: PlanFamily::Gemm {
             rows: g.rp,
@@ -405,19 +410,20 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> OpPlan {
                 WeightMode::Computed => "computed",
             }
         ),
-    }
+    })
 }
 
-/// Partial blocks, receive buffers, the exchange and the reduction calls.
-fn reduce_scatter(
-    g: &Grid,
-    out: DType,
-) -> (
+/// What a K-split grid adds: partial blocks, receive buffers, the
+/// exchange and the reduction calls.
+type ReduceScatter = (
     Vec<TileBlock>,
     Vec<TileBlock>,
     Vec<PlannedTransfer>,
     Vec<PlannedCall>,
-) {
+);
+
+/// Partial blocks, receive buffers, the exchange and the reduction calls.
+fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScatter> {
     let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.n_fine());
     let mut partials = Vec::new();
     let mut received = Vec::new();
@@ -431,9 +437,10 @@ fn reduce_scatter(
             let pitch = nc.len() as u32 * 4;
             for kk in 0..g.kp {
                 let tile = g.tile(r, c, kk);
+                let block_tile = cx.tile(tile)?;
                 if rows > 0 && !nc.is_empty() {
                     partials.push(TileBlock {
-                        tile,
+                        tile: block_tile,
                         rows: mr.clone(),
                         cols: nc.clone(),
                         bytes: rows * pitch,
@@ -447,7 +454,7 @@ fn reduce_scatter(
                     continue;
                 }
                 received.push(TileBlock {
-                    tile,
+                    tile: block_tile,
                     rows: mr.clone(),
                     cols: 0..slice.len() as u32 * g.kp,
                     bytes: part_bytes * g.kp,
@@ -512,5 +519,5 @@ fn reduce_scatter(
     }
     transfers.sort_by_key(|t| t.source_tile);
     calls.sort_by_key(|c| c.tile);
-    (partials, received, transfers, calls)
+    Ok((partials, received, transfers, calls))
 }

@@ -17,8 +17,9 @@ mod views;
 use alloc::vec::Vec;
 
 use super::error::{PlanError, PlanResult};
-use super::layout::Layout;
+use super::layout::{Layout, LayoutError};
 use super::opplan::OpPlan;
+use crate::ipu21::topology::LogicalTile;
 use crate::ir::{DType, Graph, OpId, OpKind, TensorType};
 
 /// A value seen as the row-major matrix `[rows, cols]` the planner lays out.
@@ -174,6 +175,15 @@ pub(crate) struct GenCx<'a> {
 }
 
 impl GenCx<'_> {
+    /// A block's tile from layout arithmetic, checked into the planner's
+    /// index (a tile past the machine is a layout error of this op).
+    pub fn tile(&self, tile: u32) -> PlanResult<LogicalTile> {
+        LogicalTile::new(tile).map_err(|_| PlanError::Layout {
+            op: self.op,
+            error: LayoutError::TileOutOfRange { max_tile: tile },
+        })
+    }
+
     pub fn unsupported(&self, reason: &'static str) -> PlanError {
         PlanError::Unsupported {
             op: self.op,
