@@ -38,8 +38,9 @@
 //                              of replacement words, $m5 = entry count
 //                              (0 allowed) -> [$m2 + $m3[k]] = $m4[k] for
 //                              every k. Scalar loop below
-//                              ipuc_bulk_patch_min_words entries (24, linked
-//                              from core's ipu21::timing), six workers from
+//                              ipuc_bulk_patch_min_words entries (linked from
+//                              ipu21::timing::PATCH_BULK_THRESHOLD_WORDS,
+//                              its one definition), six workers from
 //                              there on. Clobbers $m0, $m1,
 //                              $m5..$m8. Returns via br $m9.
 //   ipuc_patch_row_scalar      same ABI; always the supervisor loop (five
@@ -207,7 +208,7 @@ ipuc_patch_row_worker:
         ld32 $m3, $m6, $m0, 0
         ld32 $m4, $m7, $m0, 0
         st32 $m4, $m5, $m3, 0
-        add $m0, $m0, 24                // entry k + 6
+        add $m0, $m0, 24                // entry k + 6 (six workers × 4 bytes)
         brnzdec $m1, .Lworker_loop
 .Lworker_exit:
         exitz $m15

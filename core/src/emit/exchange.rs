@@ -92,7 +92,8 @@ pub struct PhaseRows {
     pub events: u32,
     /// Largest number of words one tile sends or receives.
     pub lower_bound: u64,
-    /// Row uses of the active tiles, by physical tile id.
+    /// Row uses of the active tiles, by physical tile id (raw `u16`: the
+    /// exchange scheduler's tile numbering, kept until its types convert).
     pub uses: BTreeMap<u16, TileRowUse>,
 }
 
@@ -127,7 +128,7 @@ pub struct ExchangeSummary {
 pub struct ExchangePlan {
     /// Phases by step index.
     pub phases: BTreeMap<StepIndex, PhaseRows>,
-    /// Stored rows per physical tile.
+    /// Stored rows per physical tile (raw `u16` id, as the scheduler's).
     pub stored: BTreeMap<u16, Vec<ExchangeRow>>,
     /// Totals.
     pub summary: ExchangeSummary,

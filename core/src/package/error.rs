@@ -8,6 +8,8 @@ use core::fmt;
 pub type Result<T> = core::result::Result<T, PackageError>;
 
 /// Why package bytes (or a package about to be written) are not acceptable.
+/// Tiles are raw ids: an error may name an id read from the bytes that is
+/// not a tile at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PackageError {
     /// The first eight bytes are not [`super::MAGIC`].

@@ -85,6 +85,7 @@ impl TargetFacts {
 /// The SRAM image of one physical tile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TileImage {
+    /// Raw physical id: the package's wire field (the reader checks it).
     pub physical_tile: u32,
     /// Supervisor entry address; must lie in an executable segment.
     pub entry_point: u32,
@@ -396,6 +397,7 @@ impl Binding {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BindingSlice {
     pub file_offset: u64,
+    /// Raw physical id: the package's wire field (the reader checks it).
     pub tile: u32,
     pub tile_address: u32,
     pub size: u32,
@@ -449,6 +451,7 @@ impl StepTables {
 /// The steps of one tile's program in program order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TileStepTable {
+    /// Raw physical id: the package's wire field (the reader checks it).
     pub physical_tile: u32,
     pub steps: Vec<StepInfo>,
 }

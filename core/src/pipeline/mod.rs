@@ -289,7 +289,7 @@ pub struct CompileReport {
     pub estimated_cycles: u64,
     /// Planner's per-tile peak estimate (excluding the support charge).
     pub estimated_peak_bytes: u64,
-    /// Tile of the estimated peak.
+    /// Tile of the estimated peak (raw: the planner's per-tile index).
     pub estimated_peak_tile: u32,
     /// Placement's largest per-tile charged bytes (support charge + live
     /// buffers, never above the budget: placement fails otherwise).

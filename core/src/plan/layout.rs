@@ -233,7 +233,8 @@ impl Block {
 /// `first_tile + rows.tile_offset(rq) + cols.tile_offset(cq) + r·replica_stride`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Layout {
-    /// Tile of block (0, 0), replica 0.
+    /// Tile of block (0, 0), replica 0 (raw: the base of the layout's tile
+    /// arithmetic; `validate` bounds every tile it reaches).
     pub first_tile: u32,
     /// Row split.
     pub rows: AxisSplit,

@@ -186,7 +186,8 @@ pub struct MemoryRejection {
     pub region: String,
     /// The moment, e.g. `during op 14 (matmul, gemm 92×16×1 streamed)`.
     pub moment: String,
-    /// Tile with the highest usage at that moment.
+    /// Tile with the highest usage at that moment (raw: an index into the
+    /// planner's per-tile arrays, as the reports' JSON numbers it).
     pub tile: u32,
     /// Planned bytes on that tile (excluding the support reserve).
     pub peak_bytes: u64,
@@ -223,7 +224,7 @@ pub const DISPLAYED_ALLOCATIONS: usize = 12;
 /// allocations live on it at the rejected moment, largest first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TileLive {
-    /// Tile.
+    /// Tile (raw: an index into the planner's per-tile arrays).
     pub tile: u32,
     /// Planned bytes on it at that moment.
     pub bytes: u64,
@@ -317,7 +318,7 @@ pub struct MomentCheck {
     pub peak: u64,
     /// Whether the per-tile refinement ran.
     pub exact: bool,
-    /// Peak tile (meaningful when `exact`).
+    /// Peak tile (meaningful when `exact`; raw: a per-tile array index).
     pub tile: u32,
 }
 

@@ -40,7 +40,7 @@ pub struct SlotRef {
 /// One planned kernel call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedCall {
-    /// Logical tile.
+    /// Logical tile (raw: the planner computes tile ids as layout offsets; checked into `LogicalTile` where blocks and schedules are built).
     pub tile: u32,
     /// What it computes.
     pub kernel: Kernel,
@@ -51,7 +51,7 @@ pub struct PlannedCall {
 /// A receiving end of a planned transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlannedDestination {
-    /// Logical tile.
+    /// Logical tile (raw: the planner computes tile ids as layout offsets; checked into `LogicalTile` where blocks and schedules are built).
     pub tile: u32,
     /// Where the first run lands.
     pub at: SlotRef,
@@ -62,7 +62,7 @@ pub struct PlannedDestination {
 /// A planned block move (`rows` runs of `row_bytes`, word multiples).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedTransfer {
-    /// Sender.
+    /// Sender (raw: the planner computes tile ids as layout offsets; checked into `LogicalTile` where blocks and schedules are built).
     pub source_tile: u32,
     /// First run on the sender.
     pub source: SlotRef,

@@ -43,7 +43,7 @@ pub struct Plan {
     pub cycles: Cycles,
     /// Exact per-tile peak (excluding the support reserve) and its tile.
     pub peak_bytes: u64,
-    /// Tile of the peak.
+    /// Tile of the peak (raw: an index into the planner's per-tile arrays).
     pub peak_tile: u32,
     /// Exact peak of every tile over all moments (excluding the support
     /// reserve, including the code charge of the estimated image), indexed

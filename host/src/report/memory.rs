@@ -100,6 +100,7 @@ pub struct Allocation {
 /// All allocations of one tile.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TileMemoryMap {
+    /// Raw logical id: the report's JSON field (`host/schemas`).
     pub tile: u32,
     pub allocations: Vec<Allocation>,
 }
@@ -107,6 +108,7 @@ pub struct TileMemoryMap {
 /// The moment a tile's live bytes are highest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TilePeak {
+    /// Raw logical id: the report's JSON field.
     pub tile: u32,
     pub moment: u32,
     /// Live allocation bytes, excluding the support reserve.
