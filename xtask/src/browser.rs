@@ -26,6 +26,55 @@ const FLAGS: [&str; 10] = [
     "--allow-file-access-from-files",
 ];
 
+/// Longest one Chromium call may take before it is killed and the page
+/// counted as failed (a full-size report loads in about 1.5 s here).
+const CHROMIUM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `cmd` as [`Command::output`] does (stdout and stderr read as they
+/// come, so a 3 MB `--dump-dom` never blocks on a full pipe), but kills it
+/// after [`CHROMIUM_TIMEOUT`]: a page or browser that never finishes is an
+/// error naming the page, not a hang.
+fn output_with_timeout(cmd: &mut Command, page: &Path) -> Result<std::process::Output> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting chromium")?;
+    let reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            r.read_to_end(&mut buf).ok();
+            buf
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().context("chromium stdout")?));
+    let err = reader(Box::new(child.stderr.take().context("chromium stderr")?));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > CHROMIUM_TIMEOUT {
+            child.kill().ok();
+            child.wait().ok();
+            bail!(
+                "chromium did not finish {} within {} s (killed)",
+                page.display(),
+                CHROMIUM_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
+
 fn chromium() -> Result<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = Command::new("which").arg(name).output() {
@@ -37,7 +86,7 @@ fn chromium() -> Result<PathBuf> {
             }
         }
     }
-    eprintln!("xtask browser-check: no chromium found; trying `apt-get install -y chromium` (Debian's package)");
+    eprintln!("xtask browser-check: no chromium found; trying `apt-get install -y chromium` (Debian's package; this takes a minute or two before any page is checked)");
     let ok = Command::new("apt-get")
         .args(["install", "-y", "chromium"])
         .env("DEBIAN_FRONTEND", "noninteractive")
@@ -76,8 +125,8 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
     let url = format!("file://{}", std::fs::canonicalize(page)?.display());
     let screenshot = shots.join(format!("{}.png", stem.trim_end_matches(".html")));
     let udd = profile_dir(shots, "shot")?;
-    let out = Command::new(browser)
-        .args(FLAGS)
+    let mut out = Command::new(browser);
+    out.args(FLAGS)
         .arg(format!("--user-data-dir={}", udd.display()))
         .args([
             "--window-size=1400,1100",
@@ -86,8 +135,8 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
             "--v=0",
         ])
         .arg(format!("--screenshot={}", screenshot.display()))
-        .arg(&url)
-        .output()
+        .arg(&url);
+    let out = output_with_timeout(&mut out, page)
         .with_context(|| format!("running {}", browser.display()))?;
     let mut errors: Vec<String> = String::from_utf8_lossy(&out.stderr)
         .lines()
@@ -95,8 +144,8 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
         .map(str::to_string)
         .collect();
     let udd = profile_dir(shots, "dom")?;
-    let dom = Command::new(browser)
-        .args(FLAGS)
+    let mut dom = Command::new(browser);
+    dom.args(FLAGS)
         .arg(format!("--user-data-dir={}", udd.display()))
         .args([
             "--virtual-time-budget=10000",
@@ -104,8 +153,8 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
             "--v=0",
             "--dump-dom",
         ])
-        .arg(&url)
-        .output()
+        .arg(&url);
+    let dom = output_with_timeout(&mut dom, page)
         .with_context(|| format!("running {}", browser.display()))?;
     errors.extend(
         String::from_utf8_lossy(&dom.stderr)
@@ -162,12 +211,12 @@ fn load_time(browser: &Path, page: &Path, shots: &Path) -> Result<LoadTime> {
     let url = format!("file://{}", std::fs::canonicalize(page)?.display());
     let udd = profile_dir(shots, "timed")?;
     let start = std::time::Instant::now();
-    let dom = Command::new(browser)
-        .args(FLAGS)
+    let mut dom = Command::new(browser);
+    dom.args(FLAGS)
         .arg(format!("--user-data-dir={}", udd.display()))
         .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
+        .arg(&url);
+    let dom = output_with_timeout(&mut dom, page)
         .with_context(|| format!("running {}", browser.display()))?;
     let wall_ms = start.elapsed().as_millis();
     let html = String::from_utf8_lossy(&dom.stdout);

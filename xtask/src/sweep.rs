@@ -279,8 +279,39 @@ pub fn bench_so400m(root: &Path, out: &Path, layers: usize, extra: &[String]) ->
     let wall = started.elapsed().as_secs_f64();
     let v = read_summary(&summary, layers, None);
     print_bench(&v, wall);
+    print_artefacts(out);
     println!("log: {}; summary: {}", log.display(), summary.display());
     Ok(())
+}
+
+/// The full-size reports the run wrote, with their sizes (a missing one
+/// is named as missing).
+fn print_artefacts(out: &Path) {
+    for (dir, files) in [
+        (
+            "profile",
+            &[
+                "profile.html",
+                "operations.json",
+                "patch-audit.txt",
+                "phase-patch-audit.txt",
+                "index.html",
+            ][..],
+        ),
+        ("memory", &["memory.html", "memory.json", "memory.png"][..]),
+    ] {
+        let listed: Vec<String> = files
+            .iter()
+            .map(|f| {
+                let p = out.join(dir).join(f);
+                match std::fs::metadata(&p) {
+                    Ok(m) => format!("{f} {:.2} MB", m.len() as f64 / 1e6),
+                    Err(_) => format!("{f} MISSING"),
+                }
+            })
+            .collect();
+        println!("  artefacts {}/{dir}: {}", out.display(), listed.join(", "));
+    }
 }
 
 fn print_bench(v: &Value, wall: f64) {
@@ -306,11 +337,14 @@ fn print_bench(v: &Value, wall: f64) {
             let cycles = x["cycles"].as_u64().unwrap_or(0);
             let words = x["words_moved"].as_u64().unwrap_or(0);
             println!(
-                "  inference {i}: {} ; simulated in {secs:.1} s wall (goal ≤ 120 s, stretch 20 s); {} words moved, {:.2} M simulated cycles/s; max abs error {} vs device numerics; FP32 cosine {}",
+                "  inference {i}: {} ; {} simulated cycles in {secs:.1} s wall (goal ≤ 120 s, stretch 20 s); {} words moved (simulated); simulator {:.3} M cycles/s, {:.1} M words/s; max abs error {} vs device numerics, {} vs FP32; FP32 cosine {}",
                 x["pass"].as_bool().map_or("not validated", |p| if p { "PASS" } else { "FAIL" }),
+                group(cycles),
                 group(words),
                 cycles as f64 / secs.max(1e-9) / 1e6,
+                words as f64 / secs.max(1e-9) / 1e6,
                 float(x, "max_abs_error", 6),
+                float(x, "fp32_max_abs_error", 6),
                 float(x, "fp32_cosine", 9),
             );
         }
