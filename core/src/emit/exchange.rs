@@ -92,9 +92,8 @@ pub struct PhaseRows {
     pub events: u32,
     /// Largest number of words one tile sends or receives.
     pub lower_bound: u64,
-    /// Row uses of the active tiles, by physical tile id (raw `u16`: the
-    /// exchange scheduler's tile numbering, kept until its types convert).
-    pub uses: BTreeMap<u16, TileRowUse>,
+    /// Row uses of the active tiles, by physical tile.
+    pub uses: BTreeMap<PhysicalTile, TileRowUse>,
 }
 
 /// Totals over all phases (for reports and audits).
@@ -128,8 +127,8 @@ pub struct ExchangeSummary {
 pub struct ExchangePlan {
     /// Phases by step index.
     pub phases: BTreeMap<StepIndex, PhaseRows>,
-    /// Stored rows per physical tile (raw `u16` id, as the scheduler's).
-    pub stored: BTreeMap<u16, Vec<ExchangeRow>>,
+    /// Stored rows per physical tile.
+    pub stored: BTreeMap<PhysicalTile, Vec<ExchangeRow>>,
     /// Totals.
     pub summary: ExchangeSummary,
 }
@@ -740,7 +739,7 @@ pub fn assemble_exchange(
                 plan.summary.shared_uses += 1;
             }
             rows.uses.insert(
-                tile,
+                u.row.tile,
                 TileRowUse {
                     stored: u.row.index,
                     sharing: u.patch,
@@ -752,7 +751,7 @@ pub fn assemble_exchange(
     }
     for (tile, rows) in shared.stored {
         plan.summary.stored_rows += rows.len();
-        plan.stored.insert(tile.get(), rows);
+        plan.stored.insert(tile, rows);
     }
     plan.summary.phases = jobs.len();
     Ok(plan)

@@ -101,7 +101,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
     let mut programs = Vec::with_capacity(tiles.len());
     for tile in tiles {
         let physical = tile.physical();
-        let patch = PatchData::for_tile(input.exchange, physical.get());
+        let patch = PatchData::for_tile(input.exchange, physical);
         let patch_base = if patch.bytes() == 0 {
             0
         } else {
@@ -117,7 +117,7 @@ pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitE
             input,
             exchange: input.exchange,
             tile,
-            physical: physical.get(),
+            physical,
             code: String::new(),
             args: String::new(),
             patch: &patch,
@@ -168,8 +168,8 @@ struct TileWriter<'a, 'i> {
     input: &'a EmitInput<'i>,
     exchange: &'a ExchangePlan,
     tile: LogicalTile,
-    /// Raw physical id: the key of the exchange plan's per-tile maps.
-    physical: u16,
+    /// The key of the exchange plan's per-tile maps.
+    physical: PhysicalTile,
     /// Instructions.
     code: String,
     /// Kernel argument blocks.

@@ -17,7 +17,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::exchange::ExchangePlan;
-use crate::ipu21::topology::LogicalTile;
+use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::StepIndex;
 
 /// Bytes per table word.
@@ -44,7 +44,7 @@ pub struct PatchData {
 
 impl PatchData {
     /// The patch data physical tile `physical` needs for `exchange`.
-    pub fn for_tile(exchange: &ExchangePlan, physical: u16) -> Self {
+    pub fn for_tile(exchange: &ExchangePlan, physical: PhysicalTile) -> Self {
         let mut data = PatchData::default();
         let mut sharing: Vec<(StepIndex, &[u32], &[u32])> = Vec::new();
         for (step, phase) in &exchange.phases {

@@ -230,7 +230,7 @@ fn late_failure(
         Err(e) => return CompileError::Link(e),
     };
     let patch_data = if patch_in_reservation {
-        PatchData::for_tile(&front.exchange, img.physical_tile.get()).bytes()
+        PatchData::for_tile(&front.exchange, img.physical_tile).bytes()
     } else {
         0
     };

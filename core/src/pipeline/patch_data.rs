@@ -69,7 +69,7 @@ pub fn place_patch_data(
 ) -> Result<PatchBases, PatchDataDoesNotFit> {
     let mut blocks = Vec::new();
     for tile in program_tiles(schedule) {
-        let data = PatchData::for_tile(exchange, tile.physical().get());
+        let data = PatchData::for_tile(exchange, tile.physical());
         if data.bytes() > 0 {
             blocks.push((tile, data));
         }

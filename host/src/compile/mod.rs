@@ -152,7 +152,7 @@ fn code_dump(linked: &Linked<'_>) -> Result<String, HookError> {
             linked
                 .exchange
                 .stored
-                .get(&img.physical_tile.get())
+                .get(&img.physical_tile)
                 .map(Vec::as_slice)
                 .unwrap_or(&[]),
         );
