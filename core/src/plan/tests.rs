@@ -232,3 +232,38 @@ fn far_end_gemm_grids_end_at_the_last_tile_and_only_when_asked() {
     .unwrap();
     assert!(plan.peak_bytes <= plan.config.budget);
 }
+
+#[test]
+fn a_graph_that_fits_only_with_the_span_charge_is_planned_by_the_second_search() {
+    use super::code::CodeCharge;
+    let g = residual_mlp(8, 64, 128, 4, DType::F16);
+    let config = |code_charge, budget| PlanConfig {
+        tiles: 4,
+        beam_width: 8,
+        code_charge,
+        budget,
+        ..PlanConfig::default()
+    };
+    let defaults = PlanConfig::default();
+    let whole = plan_graph(&g, config(CodeCharge::WholeElements, defaults.budget)).unwrap();
+    let span = plan_graph(&g, config(CodeCharge::Span, defaults.budget)).unwrap();
+    // The span charge is at most the whole elements, and here strictly less.
+    assert!(
+        span.peak_bytes < whole.peak_bytes,
+        "{} vs {}",
+        span.peak_bytes,
+        whole.peak_bytes
+    );
+    // A budget between the two: the whole-element search runs out of memory,
+    // the span search fits, and the plan says which search produced it.
+    let budget = span.peak_bytes;
+    let only_whole = plan_graph_with_stats(&g, config(CodeCharge::WholeElements, budget));
+    let direct = plan_graph(&g, config(CodeCharge::Span, budget)).unwrap();
+    let plan = only_whole.0.unwrap();
+    assert_eq!(plan.config.code_charge, CodeCharge::Span);
+    assert!(!plan.config.gemm_far_end);
+    assert!(plan.peak_bytes <= budget);
+    assert_eq!(plan.peak_bytes, direct.peak_bytes);
+    // Its stats count both searches.
+    assert!(plan.stats.candidates_screened > direct.stats.candidates_screened);
+}
