@@ -8,7 +8,7 @@
 
 pub mod phase_dump;
 
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -51,6 +51,7 @@ pub fn compile_with_progress(
         progress,
         clock: Instant::now(),
         stage: RwLock::new(None),
+        position: Mutex::new((0, 1)),
     };
     pipeline::compile_with(graph, opts, kernels, &hooks).map_err(host_error)
 }
@@ -61,6 +62,10 @@ struct Hooks<'a> {
     clock: Instant,
     /// The running stage's line and bar.
     stage: RwLock<Option<progress::Stage>>,
+    /// The last `progress` position and which search of the stage it is:
+    /// planning searches again (span charge, far-end grids) when a search
+    /// runs out of memory, and its count restarts from zero.
+    position: Mutex<(u64, u32)>,
 }
 
 impl CompileHooks for Hooks<'_> {
@@ -73,6 +78,9 @@ impl CompileHooks for Hooks<'_> {
         if let Ok(mut current) = self.stage.write() {
             *current = Some(started);
         }
+        if let Ok(mut p) = self.position.lock() {
+            *p = (0, 1);
+        }
     }
 
     fn job_finished(&self, _stage: Stage) {
@@ -84,8 +92,19 @@ impl CompileHooks for Hooks<'_> {
     }
 
     fn progress(&self, _stage: Stage, done: u64, total: u64) {
+        let search = self.position.lock().ok().map(|mut p| {
+            if done < p.0 {
+                p.1 += 1;
+            }
+            p.0 = done;
+            p.1
+        });
         if let Ok(current) = self.stage.read() {
             if let Some(s) = current.as_ref() {
+                if let Some(n @ 2..) = search {
+                    // A later search, not the first one going backwards.
+                    s.set_detail(&format!("search {n} (the one before ran out of memory)"));
+                }
                 s.set_total(total);
                 s.set_position(done);
             }
