@@ -71,7 +71,7 @@ pub(super) fn plan_and_place<H: CompileHooks>(
     let stubs = kernel_stubs(kernels).map_err(CompileError::FixedCode)?;
     let runtime = runtime_objects_from(&options.runtime)
         .map_err(|e| CompileError::FixedCode(LinkError::FixedCode(e)))?;
-    let fixed_code = fixed_code_bytes(&stubs, &options.runtime).map_err(CompileError::FixedCode)?;
+    let fixed_code = fixed_code_bytes(&stubs, &runtime).map_err(CompileError::FixedCode)?;
     let mut allowance: u64 = 0;
     let mut attempt = 0;
     loop {

@@ -18,7 +18,7 @@ use crate::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
-use crate::runtime::{link_with_runtime_objects, link_with_runtime_source, symbols, RuntimeSource};
+use crate::runtime::{link_with_runtime_objects, symbols};
 
 /// One tile's linked image.
 #[derive(Clone, Debug)]
@@ -38,16 +38,17 @@ pub fn kernel_stubs(kernels: &dyn KernelAbi) -> Result<Object, LinkError> {
 }
 
 /// Bytes of the runtime and the kernel stub table every image starts with
-/// (linked once with an empty program): the fixed part of the planner's
+/// (the runtime objects assembled once per compile, linked once with an
+/// empty program): the fixed part of the planner's
 /// per-tile image estimate (`PlanConfig::fixed_code_bytes`).
-pub fn fixed_code_bytes(stubs: &Object, runtime: &RuntimeSource) -> Result<u32, LinkError> {
+pub fn fixed_code_bytes(stubs: &Object, runtime: &[Object; 2]) -> Result<u32, LinkError> {
     let empty = assemble(
         "<empty program>",
         "        .text\n        .supervisor\n        .globl ipuc_program\n        .p2align 3\nipuc_program:\n",
     )
     .map_err(LinkError::FixedCode)?;
     let image =
-        link_with_runtime_source(runtime, &[stubs.clone(), empty]).map_err(LinkError::FixedCode)?;
+        link_with_runtime_objects(runtime, &[stubs, &empty]).map_err(LinkError::FixedCode)?;
     Ok(image.end().saturating_sub(APPLICATION_LOAD_BASE))
 }
 
