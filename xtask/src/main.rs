@@ -65,13 +65,13 @@ enum Task {
         #[arg(last = true)]
         extra: Vec<String>,
     },
-    /// The seeds' depth sweep: `ipuc run` of So400m (fused QKV, FP8 -4,
-    /// --reference-run --reference-fp32) at each layer count; writes
+    /// The seeds' depth sweep: `ipuc run` of So400m (fused QKV, FP8 -4 unless
+    /// told otherwise; --reference-run --reference-fp32) at each layer count; writes
     /// `summary.json` and prints the seeds' table.
     Sweep {
-        /// Layer counts.
-        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16,27")]
-        layers: Vec<usize>,
+        /// Layer counts: a comma list, each a count or a range (`1-27`).
+        #[arg(long, value_delimiter = ',', value_parser = layer_counts, default_value = "1,2,3,4,8,16,27")]
+        layers: Vec<Vec<usize>>,
         /// Output directory (`layers-N/` per count + `summary.json`).
         #[arg(long, default_value = "target/sweep")]
         out: PathBuf,
@@ -82,6 +82,12 @@ enum Task {
         /// (profile.html, operations.json, patch-audit.txt, phase-patch-audit.txt).
         #[arg(long, value_delimiter = ',', default_value = "2")]
         profile_layers: Vec<usize>,
+        /// Separate Q, K and V projections (the default is the seeds' fused QKV).
+        #[arg(long)]
+        no_fuse_qkv: bool,
+        /// FP16 GEMM weights (the default is the seeds' FP8 at scale -4).
+        #[arg(long)]
+        fp16_weights: bool,
         /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56 --planning-tiles 256`.
         #[arg(last = true)]
         extra: Vec<String>,
@@ -165,15 +171,44 @@ fn main() -> Result<()> {
             out,
             timeout_minutes,
             profile_layers,
+            no_fuse_qkv,
+            fp16_weights,
             extra,
         } => sweep::sweep(
             &root,
             &root.join(out),
-            &layers,
+            &layers.concat(),
             timeout_minutes,
             &profile_layers,
+            sweep::Build {
+                fuse_qkv: !no_fuse_qkv,
+                fp8_scale: if fp16_weights {
+                    None
+                } else {
+                    sweep::Build::SEEDS.fp8_scale
+                },
+            },
             &extra,
         ),
+    }
+}
+
+/// One `--layers` item: `N` or `A-B` (inclusive), each at least 1.
+fn layer_counts(item: &str) -> Result<Vec<usize>, String> {
+    let count = |s: &str| match s.trim().parse::<usize>() {
+        Ok(0) => Err("a layer count is at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?} is not a layer count ({e})")),
+    };
+    match item.split_once('-') {
+        None => Ok(vec![count(item)?]),
+        Some((a, b)) => {
+            let (a, b) = (count(a)?, count(b)?);
+            if a > b {
+                return Err(format!("range {item:?} runs backwards"));
+            }
+            Ok((a..=b).collect())
+        }
     }
 }
 

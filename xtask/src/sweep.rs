@@ -80,29 +80,67 @@ fn run_logged(
     }
 }
 
-/// The flags of the seeds' So400m build at `layers` layers.
-fn so400m_args(layers: usize, summary: &Path, extra: &[String]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "run",
-        "--workload",
-        "siglip-so400m",
-        "--vit-layers",
-        &layers.to_string(),
-        "--fuse-qkv",
-        "--fp8-scale",
-        "-4",
-        "--reference-run",
-        "--reference-fp32",
-        "--diagnostic-atol",
-        "0.2",
-        "--diagnostic-rtol",
-        "0.05",
-        "--summary-json",
-        &summary.to_string_lossy(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+/// Which So400m build a sweep runs: the seeds' (fused QKV, FP8 GEMM
+/// weights at scale -4) unless told otherwise.
+#[derive(Clone, Copy, Debug)]
+pub struct Build {
+    pub fuse_qkv: bool,
+    /// `None`: FP16 GEMM weights (no `--fp8-scale`).
+    pub fp8_scale: Option<i32>,
+}
+
+impl Build {
+    pub const SEEDS: Build = Build {
+        fuse_qkv: true,
+        fp8_scale: Some(-4),
+    };
+
+    fn is_seeds(self) -> bool {
+        self.fuse_qkv == Self::SEEDS.fuse_qkv && self.fp8_scale == Self::SEEDS.fp8_scale
+    }
+
+    fn describe(self) -> String {
+        format!(
+            "{}, {}",
+            if self.fuse_qkv {
+                "fused QKV"
+            } else {
+                "separate Q/K/V projections"
+            },
+            match self.fp8_scale {
+                Some(s) => format!("FP8 GEMM weights at scale {s}"),
+                None => "FP16 GEMM weights".to_string(),
+            }
+        )
+    }
+}
+
+/// The flags of So400m build `build` at `layers` layers.
+fn so400m_args(layers: usize, build: Build, summary: &Path, extra: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = ["run", "--workload", "siglip-so400m", "--vit-layers"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(layers.to_string());
+    if build.fuse_qkv {
+        args.push("--fuse-qkv".into());
+    }
+    if let Some(scale) = build.fp8_scale {
+        args.extend(["--fp8-scale".to_string(), scale.to_string()]);
+    }
+    args.extend(
+        [
+            "--reference-run",
+            "--reference-fp32",
+            "--diagnostic-atol",
+            "0.2",
+            "--diagnostic-rtol",
+            "0.05",
+            "--summary-json",
+            &summary.to_string_lossy(),
+        ]
+        .map(String::from),
+    );
     args.extend(extra.iter().cloned());
     args
 }
@@ -174,7 +212,13 @@ fn stage(v: &Value) -> (String, String) {
     }
 }
 
-fn print_table(rows: &[Value]) {
+fn print_table(rows: &[Value], build: Build, extra: &[String]) {
+    let extra = if extra.is_empty() {
+        " at 378×378".to_string()
+    } else {
+        format!(", with {}", extra.join(" "))
+    };
+    println!("siglip-so400m, {}{extra}", build.describe());
     println!(
         "| Layers | Result | Rejection stage | Op / error | Planning s | Compile s | Peak bytes/tile | Cropped cycles | Cycles/layer | Max abs error | FP32 cosine | Seeds (hardware, 378×378) |"
     );
@@ -182,7 +226,9 @@ fn print_table(rows: &[Value]) {
     for v in rows {
         let layers = v["layers"].as_u64().unwrap_or(0) as usize;
         let (stage, op) = stage(v);
+        // The seeds ran only their own build; beside any other there is nothing to compare.
         let seeds = match (seed_result(layers), seed_hardware(layers)) {
+            _ if !build.is_seeds() => "— (the seeds ran fused QKV, FP8 -4)".into(),
             (Some(r), Some((cropped, per_layer))) => format!(
                 "{r}, {} cropped{}",
                 group(cropped),
@@ -213,6 +259,7 @@ pub fn sweep(
     layers: &[usize],
     timeout_minutes: u64,
     profile_layers: &[usize],
+    build: Build,
     extra: &[String],
 ) -> Result<()> {
     let ipuc = release_ipuc(root)?;
@@ -223,7 +270,7 @@ pub fn sweep(
         std::fs::create_dir_all(&dir)?;
         let summary = dir.join("summary.json");
         std::fs::remove_file(&summary).ok();
-        let mut args = so400m_args(n, &summary, extra);
+        let mut args = so400m_args(n, build, &summary, extra);
         args.extend([
             "--memory-profile-directory".to_string(),
             dir.join("memory").to_string_lossy().into_owned(),
@@ -250,7 +297,7 @@ pub fn sweep(
         let path = out.join("summary.json");
         std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
     }
-    print_table(&rows);
+    print_table(&rows, build, extra);
     println!("summary: {}", out.join("summary.json").display());
     Ok(())
 }
@@ -261,7 +308,7 @@ pub fn bench_so400m(root: &Path, out: &Path, layers: usize, extra: &[String]) ->
     std::fs::create_dir_all(out)?;
     let summary = out.join("summary.json");
     std::fs::remove_file(&summary).ok();
-    let mut args = so400m_args(layers, &summary, extra);
+    let mut args = so400m_args(layers, Build::SEEDS, &summary, extra);
     args.extend(
         [
             "--reference-inferences",
