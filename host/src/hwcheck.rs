@@ -218,7 +218,9 @@ pub fn build_tile(n: u32, patcher: Patcher, list: &PatchList, rt: &RuntimeSource
             image.end()
         );
     }
-    let mut tile = Tile::new(TILE);
+    let mut tile = Tile::new(ipuc_core::ipu21::topology::PhysicalTile::new(u32::from(
+        TILE,
+    ))?);
     let mut rng = Rng::new(0xB4C6_0000 + u64::from(n));
     let background: Vec<u32> = (0..TILE_MEMORY_SIZE / 4).map(|_| rng.next_u32()).collect();
     write_words(&mut tile, TILE_MEMORY_BASE, &background)?;

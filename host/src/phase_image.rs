@@ -13,8 +13,8 @@ use crate::sim::fabric::{RowLocation, SparseTileMemory};
 /// Where benchmarks and tests place each tile's row (region 0, its own element).
 pub const DEFAULT_ROW_ADDRESS: u32 = 0x5_0000;
 
-fn pattern(tile: u16, addr: u32, salt: u32) -> u8 {
-    let x = (u32::from(tile) << 20) ^ addr ^ salt.wrapping_mul(0x9E37_79B9);
+fn pattern(tile: PhysicalTile, addr: u32, salt: u32) -> u8 {
+    let x = (u32::from(tile.get()) << 20) ^ addr ^ salt.wrapping_mul(0x9E37_79B9);
     let x = x.wrapping_mul(0x85EB_CA6B);
     (x ^ (x >> 13) ^ (x >> 24)) as u8
 }
@@ -27,16 +27,16 @@ pub fn build_image(
     row_address: u32,
     salt: u32,
 ) -> Result<(SparseTileMemory, Vec<RowLocation>), String> {
-    let mut spans: std::collections::BTreeMap<u16, Vec<(u32, u32)>> = Default::default();
+    let mut spans: std::collections::BTreeMap<PhysicalTile, Vec<(u32, u32)>> = Default::default();
     for t in &phase.transfers {
         let bytes = t.words * 4;
         spans
-            .entry(t.source.get())
+            .entry(t.source)
             .or_default()
             .push((t.source_address, t.source_address + bytes));
         for d in &t.destinations {
             spans
-                .entry(d.tile.get())
+                .entry(d.tile)
                 .or_default()
                 .push((d.address, d.address + bytes));
         }
@@ -53,11 +53,10 @@ pub fn build_image(
                 _ => merged.push((a, b)),
             }
         }
-        let phys = PhysicalTile::new(u32::from(tile)).expect("tile ids come from PhysicalTile");
         for (a, b) in merged {
             let data = (a..b).map(|addr| pattern(tile, addr, salt)).collect();
-            if !mem.map(phys, a, data) {
-                return Err(format!("phys {tile}: data spans overlap at {a:#x}"));
+            if !mem.map(tile, a, data) {
+                return Err(format!("{tile}: data spans overlap at {a:#x}"));
             }
         }
     }
@@ -114,7 +113,7 @@ pub fn verify_image(
         }
         if let Some(i) = da.iter().zip(db).position(|(x, y)| x != y) {
             return Err(format!(
-                "phys {ta}: byte {:#x} is {:#04x}, expected {:#04x}",
+                "{ta}: byte {:#x} is {:#04x}, expected {:#04x}",
                 aa + i as u32,
                 db[i],
                 da[i]

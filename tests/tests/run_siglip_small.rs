@@ -548,7 +548,7 @@ fn a_package_breaking_amp_rule_6_is_a_typed_device_error() {
         let typed = e
             .downcast_ref::<KernelOperandError>()
             .unwrap_or_else(|| panic!("not a KernelOperandError: {e:#}"));
-        assert_eq!(typed.tile, tile);
+        assert_eq!(typed.tile.get(), tile);
         assert_eq!(typed.kernel, "gemm_amp");
         assert_eq!(
             typed.fault,

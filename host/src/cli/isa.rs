@@ -71,7 +71,11 @@ pub fn disasm_lines(words: &[u32]) -> (Vec<String>, Option<anyhow::Error>) {
             Err(e) => {
                 return (
                     out,
-                    Some(anyhow::anyhow!("word {} ({:#010x}): {e}", i + 1, words[i])),
+                    Some(anyhow::Error::new(e).context(format!(
+                        "word {} ({:#010x})",
+                        i + 1,
+                        words[i]
+                    ))),
                 )
             }
         }
@@ -135,7 +139,7 @@ mod tests {
         let (lines, error) = disasm_lines(&[0x43A00000, 0xF54A0109]);
         assert_eq!(lines, ["br $m10"]);
         assert_eq!(
-            error.map(|e| e.to_string()),
+            error.map(|e| format!("{e:#}")),
             Some(
                 "word 2 (0xf54a0109): sendpicp prefix 0xf54a0109 is missing its payload word"
                     .into()

@@ -4,6 +4,7 @@
 
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
 use ipuc_core::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::ir::DType;
 use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{decode, decode_header, AbiError, KernelArgs, KernelSymbol, OperandRole};
@@ -26,7 +27,7 @@ use crate::sim::{CodeletCharge, OperandFault, OperandRule};
 /// [`CodeletErrorKind::Operand`] error.
 pub fn run_kernel(
     symbol: KernelSymbol,
-    tile: u16,
+    tile: PhysicalTile,
     regs: &[u32; 16],
     memory: &mut TileMemory,
 ) -> Result<CodeletCharge, CodeletError> {

@@ -1,15 +1,16 @@
 //! Codelet errors: every one names the tile, the kernel and the address at fault.
 
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::kernel::AbiError;
 
 use crate::sim::OperandFault;
 
 /// Why a kernel call could not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("tile {tile}: kernel {kernel}: {kind}")]
+#[error("tile {}: kernel {kernel}: {kind}", .tile.get())]
 pub struct CodeletError {
     /// Physical tile of the call.
-    pub tile: u16,
+    pub tile: PhysicalTile,
     /// Kernel symbol name.
     pub kernel: &'static str,
     /// What went wrong.

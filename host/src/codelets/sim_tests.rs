@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ipuc_core::ipu21::isa::{encode as encode_instr, Instruction as I, MReg};
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_REGISTER, LINK_REGISTER, OUTPUT_REGISTER};
 use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::ir::DType;
 use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{encode, KernelArgs};
@@ -40,7 +41,7 @@ const GEMM_ENTRY: u32 = 0x4D000;
 const CAST_ENTRY: u32 = 0x4D008;
 
 fn tile_with_kernels() -> Tile {
-    let mut tile = Tile::new(3);
+    let mut tile = Tile::new(PhysicalTile::new(3).unwrap());
     let table = codelet_table([("gemm_amp", GEMM_ENTRY), ("cast", CAST_ENTRY)]).unwrap();
     tile.set_codelets(Arc::new(table));
     tile
@@ -177,7 +178,7 @@ fn a_misaligned_amp_output_is_a_typed_kernel_operand_fault_at_the_call() {
         ],
     );
     let fault = tile.run(100_000).unwrap_err();
-    assert_eq!(fault.tile, 3);
+    assert_eq!(fault.tile.get(), 3);
     assert_eq!(fault.pc, APPLICATION_LOAD_BASE + 4 * 4);
     assert_eq!(
         fault.kind,

@@ -1,6 +1,7 @@
 //! Every kernel through the register ABI against a straightforward loop,
 //! FP8/FP16 cast behaviour, ABI error reports and the registry.
 
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::ir::DType;
 use ipuc_core::kernel::Kernel;
 use ipuc_core::kernel::{encode, encode_dtype, GemmEpilogue, KernelArgs, KernelSymbol};
@@ -8,6 +9,10 @@ use ipuc_core::numeric::{round_to_f16, F8Format, Fp8};
 
 use super::elements::{decode, encode as encode_elements};
 use super::*;
+
+fn phys(id: u32) -> PhysicalTile {
+    PhysicalTile::new(id).unwrap()
+}
 use crate::sim::{OperandFault, OperandRule, TileMemory};
 
 /// A tile with a bump allocator for operands.
@@ -71,7 +76,7 @@ impl Bench {
             self.regs[3 + i] = a;
         }
         self.regs[8] = at;
-        run_kernel(args.symbol(), 7, &self.regs, &mut self.mem)
+        run_kernel(args.symbol(), phys(7), &self.regs, &mut self.mem)
     }
 }
 
@@ -471,7 +476,7 @@ fn abi_errors_name_tile_kernel_and_address() {
 
     // Operand running off the end of SRAM.
     let e = b.run(&gelu16(8), 0xE7FF8, &[x]).unwrap_err();
-    assert_eq!(e.tile, 7);
+    assert_eq!(e.tile, phys(7));
     assert_eq!(e.kernel, "gelu_tanh");
     assert_eq!(
         e.kind,
@@ -498,13 +503,13 @@ fn abi_errors_name_tile_kernel_and_address() {
 
     // Argument block address misaligned / outside SRAM.
     b.regs[8] = 0x90002;
-    let e = run_kernel(KernelSymbol::GeluTanh, 1, &b.regs, &mut b.mem).unwrap_err();
+    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
     assert_eq!(
         e.kind,
         CodeletErrorKind::ArgBlockMisaligned { addr: 0x90002 }
     );
     b.regs[8] = 0x1000;
-    let e = run_kernel(KernelSymbol::GeluTanh, 1, &b.regs, &mut b.mem).unwrap_err();
+    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
     assert_eq!(
         e.kind,
         CodeletErrorKind::ArgBlockOutsideSram {
@@ -515,7 +520,7 @@ fn abi_errors_name_tile_kernel_and_address() {
 
     // Zeroed memory is not an argument block.
     b.regs[8] = 0xA0000;
-    let e = run_kernel(KernelSymbol::GeluTanh, 1, &b.regs, &mut b.mem).unwrap_err();
+    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -530,7 +535,7 @@ fn abi_errors_name_tile_kernel_and_address() {
         .flat_map(|w| w.to_le_bytes())
         .collect();
     b.mem.load(0xA0000, &block).unwrap();
-    let e = run_kernel(KernelSymbol::Softmax, 1, &b.regs, &mut b.mem).unwrap_err();
+    let e = run_kernel(KernelSymbol::Softmax, phys(1), &b.regs, &mut b.mem).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -547,7 +552,7 @@ fn abi_errors_name_tile_kernel_and_address() {
     words[3] = encode_dtype(DType::f143(0)) | 0x4000_0000;
     let block: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     b.mem.load(0xA0000, &block).unwrap();
-    let e = run_kernel(KernelSymbol::GeluTanh, 1, &b.regs, &mut b.mem).unwrap_err();
+    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -733,7 +738,7 @@ fn codelet_error_messages_are_the_hand_written_ones() {
         )
     );
     let e = CodeletError {
-        tile: 4,
+        tile: PhysicalTile::new(4).unwrap(),
         kernel: "gemm_amp",
         kind: CodeletErrorKind::ArgBlockOutsideSram {
             addr: 0x10,
@@ -745,7 +750,7 @@ fn codelet_error_messages_are_the_hand_written_ones() {
         "tile 4: kernel gemm_amp: argument block 0x10 (3 words) is outside SRAM"
     );
     let e = CodeletError {
-        tile: 4,
+        tile: PhysicalTile::new(4).unwrap(),
         kernel: "gemm_amp",
         kind: CodeletErrorKind::ArgBlockMisaligned { addr: 0x12 },
     };

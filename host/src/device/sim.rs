@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 
 use ipuc_core::ipu21::sram::layout;
+use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::package::{
     Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, StepTables,
     INFERENCE_CALL,
@@ -32,10 +33,10 @@ use crate::weights::HostTensor;
 pub const DEFAULT_CYCLE_LIMIT: u64 = 50_000_000_000;
 
 /// What one tile did during a run (simulated cycles).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TileTrace {
     /// Physical tile id.
-    pub tile: u16,
+    pub tile: PhysicalTile,
     /// The simulator's samples (compute spans, sync waits, codelets, exchange).
     pub samples: Vec<CycleSample>,
     /// `(code address, cycle)` each time a profile step started.
@@ -66,10 +67,13 @@ pub struct RunProfile {
 /// rule ([`OperandFault`]). [`LoadedSim::infer`] returns it as the error's
 /// root cause (`anyhow::Error::downcast_ref`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("tile {tile}: operation `{operation}`: kernel {kernel} called at {pc:#x}: {fault}")]
+#[error(
+    "tile {}: operation `{operation}`: kernel {kernel} called at {pc:#x}: {fault}",
+    .tile.get()
+)]
 pub struct KernelOperandError {
     /// Physical tile.
-    pub tile: u16,
+    pub tile: PhysicalTile,
     /// The operation whose step contains the call (`?` without a step table).
     pub operation: String,
     /// Address of the supervisor's `call`.
@@ -82,11 +86,11 @@ pub struct KernelOperandError {
 
 /// The operation of the step containing `pc` on physical tile `tile`: the
 /// step with the highest code address at or below `pc`.
-fn operation_at(steps: &StepTables, tile: u16, pc: u32) -> String {
+fn operation_at(steps: &StepTables, tile: PhysicalTile, pc: u32) -> String {
     steps
         .tiles
         .iter()
-        .find(|t| t.physical_tile == u32::from(tile))
+        .find(|t| t.physical_tile == u32::from(tile.get()))
         .and_then(|t| {
             t.steps
                 .iter()
@@ -169,7 +173,7 @@ fn load_range(
             .ok_or_else(|| anyhow!("binding `{}` slice past the tensor's end", binding.name))?;
         tiles[i]
             .load(s.tile_address + into_slice, data)
-            .map_err(|e| anyhow!("binding `{}` on tile {}: {e:?}", binding.name, s.tile))?;
+            .with_context(|| format!("binding `{}` on tile {}", binding.name, s.tile))?;
     }
     Ok(())
 }
@@ -199,7 +203,7 @@ fn read_range(
         let data = tile
             .memory()
             .slice(s.tile_address + into_slice, len as u32)
-            .map_err(|e| anyhow!("reading output `{}`: {e:?}", binding.name))?;
+            .with_context(|| format!("reading output `{}`", binding.name))?;
         bytes
             .get_mut(from..from + len)
             .ok_or_else(|| anyhow!("output `{}` slice past the tensor's end", binding.name))?
@@ -272,12 +276,12 @@ impl SimDevice {
         let mut entries = Vec::with_capacity(package.tiles.len());
         let mut loaded_bytes = 0u64;
         for (i, image) in package.tiles.iter().enumerate() {
-            let id = u16::try_from(image.physical_tile)
+            let id = PhysicalTile::new(image.physical_tile)
                 .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
             let mut tile = Tile::new(id);
             for seg in &image.segments {
-                tile.load(seg.address, &seg.data).map_err(|e| {
-                    anyhow!("tile {id}: loading segment at {:#x}: {e:?}", seg.address)
+                tile.load(seg.address, &seg.data).with_context(|| {
+                    format!("tile {}: loading segment at {:#x}", id.get(), seg.address)
                 })?;
                 loaded_bytes += seg.data.len() as u64;
             }
@@ -397,12 +401,10 @@ impl LoadedSim {
                     })
                     .context("simulated device")
                 }
-                kind => anyhow!(
-                    "simulated device: {}",
-                    DeviceError::Fault(crate::sim::SimFault { kind, ..f })
-                ),
+                kind => anyhow::Error::new(DeviceError::Fault(crate::sim::SimFault { kind, ..f }))
+                    .context("simulated device"),
             },
-            e => anyhow!("simulated device: {e}"),
+            e => anyhow::Error::new(e).context("simulated device"),
         }
     }
 
@@ -472,7 +474,7 @@ impl LoadedSim {
         for t in self.device.tiles_mut() {
             t.memory_mut()
                 .write_u32(layout::COMPLETION_WORD, 0)
-                .map_err(|e| anyhow!("tile {}: clearing the completion word: {e:?}", t.id()))?;
+                .with_context(|| format!("tile {}: clearing the completion word", t.id().get()))?;
         }
         self.inferences += 1;
 
@@ -521,11 +523,11 @@ impl LoadedSim {
             let done = t
                 .memory()
                 .read_u32(layout::COMPLETION_WORD)
-                .with_context(|| format!("tile {}: reading the completion word", t.id()))?;
+                .with_context(|| format!("tile {}: reading the completion word", t.id().get()))?;
             if done != 1 {
                 bail!(
                     "tile {} halted without running the completion routine",
-                    t.id()
+                    t.id().get()
                 );
             }
         }

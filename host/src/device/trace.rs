@@ -75,7 +75,7 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
             .steps
             .tiles
             .iter()
-            .find(|t| t.physical_tile == u32::from(trace.tile))
+            .find(|t| t.physical_tile == u32::from(trace.tile.get()))
         else {
             continue;
         };
@@ -133,7 +133,7 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
             }
         }
         tiles.push(TileSamples {
-            tile: u32::from(trace.tile),
+            tile: u32::from(trace.tile.get()),
             samples,
         });
     }

@@ -10,13 +10,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ipuc_core::ipu21::topology::PhysicalTile;
+
 use super::memory::TileMemory;
 
 /// What a codelet sees: the calling tile's id, its SRAM and the supervisor's
 /// MRF (writable, e.g. for kernels that return a value in a register).
 pub struct CodeletCall<'a> {
     /// Physical tile id.
-    pub tile: u16,
+    pub tile: PhysicalTile,
     /// Supervisor `$m0..$m15` at the call (`$m15` reads zero).
     pub regs: &'a mut [u32; 16],
     pub memory: &'a mut TileMemory,

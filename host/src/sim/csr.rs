@@ -60,7 +60,7 @@ impl Tile {
             (1.., SR) => Ok((c - 1) as u32),
             (1.., WORKER_SYNC_CONTEXT) => Ok(self.contexts[c].sync_context),
             (1.., _) => Err(unmodelled),
-            (0, TILE_ID) => Ok(u32::from(self.id())),
+            (0, TILE_ID) => Ok(u32::from(self.id().get())),
             (0, CTXT_STS) => Ok(self.context_status()),
             (0, _) if supervisor_writable(csr) => Ok(self.sup_csr[usize::from(csr)]),
             _ => Err(unmodelled),

@@ -11,6 +11,7 @@
 //! sync), moving words between tiles and advancing each supervisor past its
 //! row. With [`NoExchange`] the supervisors simply continue.
 
+use ipuc_core::ipu21::topology::PhysicalTile;
 use rayon::prelude::*;
 
 use super::cycle::INTERNAL_SYNC_CYCLES;
@@ -59,28 +60,28 @@ pub enum DeviceError {
     #[error(
         "deadlock: {} tile(s) halted (first {:?}) while {} wait at a global sync (first {:?})",
         halted.len(),
-        halted.first(),
+        halted.first().map(|t| t.get()),
         waiting.len(),
-        waiting.first()
+        waiting.first().map(|&(t, z)| (t.get(), z))
     )]
     Deadlock {
-        halted: Vec<u16>,
-        waiting: Vec<(u16, u8)>,
+        halted: Vec<PhysicalTile>,
+        waiting: Vec<(PhysicalTile, u8)>,
     },
     /// Tiles wait at global syncs of different zones (§1.7), which the
     /// hardware would not release together; only `sync 1` (ANS, tiles
     /// sitting out an exchange) may meet `sync 3` (INTERNAL).
     #[error(
         "global sync {superstep}: tile {} waits in sync zone {} (pc {:#x}) but tile {} in zone {} (pc {:#x}); the tiles would never be released together",
-        first.0, first.1, first.2, other.0, other.1, other.2
+        first.0.get(), first.1, first.2, other.0.get(), other.1, other.2
     )]
     SyncZoneMismatch {
         /// Global sync (superstep) index.
         superstep: u64,
         /// First tile (device order), its zone and the address of its `sync`.
-        first: (u16, u8, u32),
+        first: (PhysicalTile, u8, u32),
         /// A tile waiting in another zone, its zone and `sync` address.
-        other: (u16, u8, u32),
+        other: (PhysicalTile, u8, u32),
     },
 }
 
@@ -98,7 +99,7 @@ const ZONE_INTERNAL: u8 = 3;
 /// Every parked tile waits in one zone, or in ANS/INTERNAL together.
 fn check_zones(superstep: u64, tiles: &[Tile], zones: &[Option<u8>]) -> Result<(), DeviceError> {
     let key = |z: u8| if z == ZONE_ANS { ZONE_INTERNAL } else { z };
-    let mut first: Option<(u16, u8, u32)> = None;
+    let mut first: Option<(PhysicalTile, u8, u32)> = None;
     for (t, z) in tiles.iter().zip(zones) {
         let Some(z) = *z else { continue };
         // The supervisor has moved past its `sync` (a 4-byte instruction).
@@ -240,7 +241,7 @@ impl Device {
             ));
         }
         if let Some(t) = self.tiles.iter().find(|t| !t.is_halted()) {
-            return Err(format!("tile {} has not halted", t.id()));
+            return Err(format!("tile {} has not halted", t.id().get()));
         }
         for (t, &entry) in self.tiles.iter_mut().zip(entries) {
             t.restart(entry);
@@ -284,7 +285,7 @@ impl Device {
                     Some(StopReason::Sync { zone }) => zones.push(Some(zone)),
                 }
             }
-            let waiting: Vec<(u16, u8)> = self
+            let waiting: Vec<(PhysicalTile, u8)> = self
                 .tiles
                 .iter()
                 .zip(&zones)

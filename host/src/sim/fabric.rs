@@ -23,8 +23,8 @@
 //! cover, is a [`FaultKind::ExchangeCsr`](super::FaultKind::ExchangeCsr)
 //! fault naming the tile, phase, CSR and value.
 
+use ipuc_core::ipu21::exchange_model::RowBases;
 use ipuc_core::ipu21::exchange_model::XPIC_NEUTRAL;
-use ipuc_core::ipu21::exchange_model::{RowBases, WordMove};
 use ipuc_core::ipu21::isa::Csr;
 use ipuc_core::ipu21::sram::{
     effective_element, is_executable, ELEMENT_SIZE, EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE,
@@ -33,7 +33,7 @@ use ipuc_core::ipu21::sram::{
 use ipuc_core::ipu21::topology::PhysicalTile;
 use rayon::slice::ParallelSliceMut;
 
-use super::witness::{expand, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
+use super::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
 
 /// Word access to the memories of all tiles taking part in a phase.
 pub trait PhaseMemory {
@@ -239,8 +239,8 @@ fn row_span(r: &SteppedRow) -> (u32, u32) {
 /// words whose events advance by at most one per word.
 #[derive(Clone, Copy, Debug)]
 struct Piece {
-    src_tile: u16,
-    dst_tile: u16,
+    src_tile: PhysicalTile,
+    dst_tile: PhysicalTile,
     src_element: u32,
     dst_element: u32,
     /// First source / destination byte address.
@@ -278,12 +278,12 @@ fn pieces(moves: &[MoveRun]) -> Vec<Piece> {
     for r in moves {
         let mut i = 0u32;
         while i < r.words {
-            let m = r.word(i);
+            let m = r.single(i);
             let (src, dst) = (m.src_word.wrapping_mul(4), m.dst_word.wrapping_mul(4));
             let stretch = words_in_element(src)
                 .min(words_in_element(dst))
                 .min(u64::from(r.words - i)) as u32;
-            let last = r.word(i + stretch - 1);
+            let last = r.single(i + stretch - 1);
             i += stretch;
             let (se, de) = (effective_element(src), effective_element(dst));
             if let Some(p) = out.last_mut() {
@@ -342,16 +342,17 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
     }
     let pieces = pieces(moves);
     // (tile, element, first event, last event, address, is_write)
-    let mut windows: Vec<(u16, u32, u32, u32, u32, bool)> = Vec::with_capacity(2 * pieces.len());
+    let mut windows: Vec<(PhysicalTile, u32, u32, u32, u32, bool)> =
+        Vec::with_capacity(2 * pieces.len());
     for p in &pieces {
         for (tile, element, address, (a, b), send) in [
             (p.src_tile, p.src_element, p.src_address, p.read, true),
             (p.dst_tile, p.dst_element, p.dst_address, p.write, false),
         ] {
-            if let Some((lo, hi, start, end)) = fetch.get(usize::from(tile)).copied().flatten() {
+            if let Some((lo, hi, start, end)) = fetch.get(tile.index()).copied().flatten() {
                 if (lo..=hi).contains(&element) {
                     return Err(FabricError::FetchElement {
-                        tile: tile_of(tile),
+                        tile,
                         send,
                         event: a,
                         address,
@@ -373,7 +374,7 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
     let tiles = usize::from(ipuc_core::ipu21::topology::TILE_COUNT);
     let (mut sends, mut receives) = (vec![0u64; tiles], vec![0u64; tiles]);
     for w in &windows {
-        let t = usize::from(w.0);
+        let t = w.0.index();
         if let Some(bit) = 1u64.checked_shl(w.1) {
             if let Some(m) = if w.5 {
                 receives.get_mut(t)
@@ -385,7 +386,7 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
         }
     }
     windows.retain(|w| {
-        let t = usize::from(w.0);
+        let t = w.0.index();
         match 1u64.checked_shl(w.1) {
             Some(bit) => {
                 sends.get(t).is_none_or(|m| m & bit != 0)
@@ -416,7 +417,7 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
                     let that = (address, a, b);
                     let (send, receive) = if w.5 { (that, this) } else { (this, that) };
                     return Err(FabricError::ElementConflict {
-                        tile: tile_of(key.0),
+                        tile: key.0,
                         element: key.1,
                         send,
                         receive,
@@ -433,16 +434,11 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
     Ok(())
 }
 
-fn tile_of(id: u16) -> PhysicalTile {
-    // Move tile ids come from validated PhysicalTile values.
-    PhysicalTile::new(u32::from(id)).expect("replay produced a valid tile id")
-}
-
 /// Moves words in event order. When no word is both read and written in the
 /// phase (the usual case) order cannot matter and all reads happen first.
 fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), FabricError> {
     if reads_meet_writes(moves) {
-        return apply_moves_in_event_order(&expand(moves), memory);
+        return apply_moves_in_event_order(&singles(moves), memory);
     }
     // In bulk: each run of moves with consecutive source and destination
     // words between one pair of tiles is one slice read and one slice
@@ -467,23 +463,23 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     }
     // Word moves of `moves` covering bulk run `b`, for the per-word redo.
     let words_of = |first: usize, n: u32| {
-        expand(moves)
+        singles(moves)
             .into_iter()
             .skip(first)
             .take(n as usize)
-            .collect::<Vec<WordMove>>()
+            .collect::<Vec<MoveRun>>()
     };
     let readable = bulk
         .iter()
-        .all(|b| memory.readable(tile_of(b.src_tile), b.src_word.wrapping_mul(4), b.words));
+        .all(|b| memory.readable(b.src_tile, b.src_word.wrapping_mul(4), b.words));
     if readable {
         // Every source can be read, and no word is both read and written:
         // copying run by run stores what reading everything first would
         // (and a destination outside memory faults after the same stores).
         let mut first = 0usize;
         for b in &bulk {
-            let src = (tile_of(b.src_tile), b.src_word.wrapping_mul(4));
-            let dst = (tile_of(b.dst_tile), b.dst_word.wrapping_mul(4));
+            let src = (b.src_tile, b.src_word.wrapping_mul(4));
+            let dst = (b.dst_tile, b.dst_word.wrapping_mul(4));
             if !memory.copy_words(src, dst, b.words) {
                 for m in words_of(first, b.words) {
                     let v = read_word(memory, &m)?;
@@ -498,7 +494,7 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     let mut values = Vec::with_capacity(total);
     let mut first = 0usize;
     for b in &bulk {
-        let (tile, addr) = (tile_of(b.src_tile), b.src_word.wrapping_mul(4));
+        let (tile, addr) = (b.src_tile, b.src_word.wrapping_mul(4));
         if !memory.read_words(tile, addr, b.words, &mut values) {
             for m in words_of(first, b.words) {
                 values.push(read_word(memory, &m)?);
@@ -508,7 +504,7 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     }
     let mut first = 0usize;
     for b in &bulk {
-        let (tile, addr) = (tile_of(b.dst_tile), b.dst_word.wrapping_mul(4));
+        let (tile, addr) = (b.dst_tile, b.dst_word.wrapping_mul(4));
         let vals = &values[first..first + b.words as usize];
         if !memory.write_words(tile, addr, vals) {
             for (m, &v) in words_of(first, b.words).iter().zip(vals) {
@@ -520,24 +516,24 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     Ok(())
 }
 
-/// The word `m` reads.
-fn read_word(memory: &impl PhaseMemory, m: &WordMove) -> Result<u32, FabricError> {
+/// The word the one-word run `m` reads.
+fn read_word(memory: &impl PhaseMemory, m: &MoveRun) -> Result<u32, FabricError> {
     memory
-        .read_u32(tile_of(m.src_tile), m.src_word.wrapping_mul(4))
+        .read_u32(m.src_tile, m.src_word.wrapping_mul(4))
         .ok_or(FabricError::SourceOutsideMemory {
-            tile: tile_of(m.src_tile),
+            tile: m.src_tile,
             event: m.read_event,
             address: m.src_word.wrapping_mul(4),
         })
 }
 
-/// Stores the word of `m`.
-fn write_word(memory: &mut impl PhaseMemory, m: &WordMove, v: u32) -> Result<(), FabricError> {
-    if memory.write_u32(tile_of(m.dst_tile), m.dst_word.wrapping_mul(4), v) {
+/// Stores the word of the one-word run `m`.
+fn write_word(memory: &mut impl PhaseMemory, m: &MoveRun, v: u32) -> Result<(), FabricError> {
+    if memory.write_u32(m.dst_tile, m.dst_word.wrapping_mul(4), v) {
         Ok(())
     } else {
         Err(FabricError::Witness(WitnessFault {
-            tile: tile_of(m.dst_tile),
+            tile: m.dst_tile,
             event: m.write_event,
             address: Some(m.dst_word.wrapping_mul(4)),
             kind: WitnessFaultKind::OutsideMemory,
@@ -545,10 +541,10 @@ fn write_word(memory: &mut impl PhaseMemory, m: &WordMove, v: u32) -> Result<(),
     }
 }
 
-/// Every read and write of `moves` in exact order: (event, reads before
-/// writes at one event, index).
+/// Every read and write of `moves` (one-word runs) in exact order: (event,
+/// reads before writes at one event, index).
 fn apply_moves_in_event_order(
-    moves: &[WordMove],
+    moves: &[MoveRun],
     memory: &mut impl PhaseMemory,
 ) -> Result<(), FabricError> {
     let mut order: Vec<(u32, bool, usize)> = Vec::with_capacity(2 * moves.len());
@@ -571,8 +567,10 @@ fn apply_moves_in_event_order(
 
 /// Word runs `(tile, first word, end word)` of `words` (runs of words in
 /// order), merged and sorted.
-fn runs(mut words: impl Iterator<Item = (u16, u32, u32)>) -> Vec<(u16, u32, u32)> {
-    let mut out: Vec<(u16, u32, u32)> = Vec::new();
+fn runs(
+    mut words: impl Iterator<Item = (PhysicalTile, u32, u32)>,
+) -> Vec<(PhysicalTile, u32, u32)> {
+    let mut out: Vec<(PhysicalTile, u32, u32)> = Vec::new();
     if let Some((t, w, n)) = words.next() {
         let mut cur = (t, w, w + n);
         for (t, w, n) in words {
@@ -617,14 +615,14 @@ fn reads_meet_writes(moves: &[MoveRun]) -> bool {
 #[derive(Clone, Debug, Default)]
 pub struct SparseTileMemory {
     /// Per tile: sorted, disjoint (start address, bytes).
-    regions: std::collections::BTreeMap<u16, Vec<(u32, Vec<u8>)>>,
+    regions: std::collections::BTreeMap<PhysicalTile, Vec<(u32, Vec<u8>)>>,
 }
 
 impl SparseTileMemory {
     /// Maps `[addr, addr + data.len())` on `tile` with initial contents;
     /// `false` (and nothing mapped) if it overlaps an existing region.
     pub fn map(&mut self, tile: PhysicalTile, addr: u32, data: Vec<u8>) -> bool {
-        let list = self.regions.entry(tile.get()).or_default();
+        let list = self.regions.entry(tile).or_default();
         let end = u64::from(addr) + data.len() as u64;
         if list
             .iter()
@@ -638,21 +636,21 @@ impl SparseTileMemory {
     }
     /// The mapped region containing `[addr, addr+len)`, as a slice.
     pub fn slice(&self, tile: PhysicalTile, addr: u32, len: u32) -> Option<&[u8]> {
-        let list = self.regions.get(&tile.get())?;
+        let list = self.regions.get(&tile)?;
         let idx = list.partition_point(|r| r.0 <= addr).checked_sub(1)?;
         let (start, data) = &list[idx];
         let off = (addr - start) as usize;
         data.get(off..off + len as usize)
     }
     fn slice_mut(&mut self, tile: PhysicalTile, addr: u32, len: u32) -> Option<&mut [u8]> {
-        let list = self.regions.get_mut(&tile.get())?;
+        let list = self.regions.get_mut(&tile)?;
         let idx = list.partition_point(|r| r.0 <= addr).checked_sub(1)?;
         let (start, data) = &mut list[idx];
         let off = (addr - *start) as usize;
         data.get_mut(off..off + len as usize)
     }
     /// All mapped regions of all tiles.
-    pub fn regions(&self) -> impl Iterator<Item = (u16, u32, &[u8])> {
+    pub fn regions(&self) -> impl Iterator<Item = (PhysicalTile, u32, &[u8])> {
         self.regions
             .iter()
             .flat_map(|(t, l)| l.iter().map(move |(a, d)| (*t, *a, d.as_slice())))
@@ -843,18 +841,18 @@ impl super::ExchangeFabric for RouteFabric {
         }
         let mut index = vec![None; usize::from(ipuc_core::ipu21::topology::TILE_COUNT)];
         for (i, t) in step.tiles.iter().enumerate() {
-            if let Some(slot) = index.get_mut(usize::from(t.id())) {
+            if let Some(slot) = index.get_mut(t.id().index()) {
                 *slot = Some(i);
             }
         }
-        let pcs: Vec<(u16, u32)> = pending
+        let pcs: Vec<(PhysicalTile, u32)> = pending
             .iter()
             .map(|&(i, c)| (step.tiles[i].id(), c.pc))
             .collect();
         let phase = step.index;
         let fault = |e: FabricError| {
             let tile = e.tile();
-            let pc = pcs.iter().find(|p| p.0 == tile.get()).map_or(0, |p| p.1);
+            let pc = pcs.iter().find(|p| p.0 == tile).map_or(0, |p| p.1);
             let kind = match e {
                 FabricError::Witness(WitnessFault {
                     kind: WitnessFaultKind::UncoveredCsr { csr, value },
@@ -871,7 +869,7 @@ impl super::ExchangeFabric for RouteFabric {
                 },
             };
             super::SimFault {
-                tile: tile.get(),
+                tile,
                 context: super::ContextId::SUPERVISOR,
                 pc,
                 kind,
@@ -879,16 +877,7 @@ impl super::ExchangeFabric for RouteFabric {
         };
         let mut locations = Vec::with_capacity(pending.len());
         for &(i, call) in &pending {
-            let id = step.tiles[i].id();
-            let tile = PhysicalTile::new(u32::from(id)).map_err(|_| super::SimFault {
-                tile: id,
-                context: super::ContextId::SUPERVISOR,
-                pc: call.pc,
-                kind: super::FaultKind::Exchange {
-                    error: super::ExchangeError::Conf,
-                    detail: "tile id outside the C600".into(),
-                },
-            })?;
+            let tile = step.tiles[i].id();
             let t = &step.tiles[i];
             let csr = |c: Csr| t.supervisor_csr(c.0);
             for (c, covered) in [(Csr::INCOMING_MUX, XPIC_NEUTRAL), (Csr::INCOMING_DCOUNT, 1)] {
@@ -971,7 +960,7 @@ mod tests {
     ) -> Device {
         let mut tiles = Vec::new();
         for (tile, words) in rows {
-            let mut t = Tile::new(tile.get());
+            let mut t = Tile::new(*tile);
             let at = row_at(*tile);
             t.load(APPLICATION_LOAD_BASE, &program_calling(at)).unwrap();
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -1019,7 +1008,7 @@ mod tests {
             .collect();
         let mut dev = device(&phase, &rows);
         dev.run(10_000_000).unwrap();
-        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id).unwrap();
         for tr in &phase.transfers {
             let src = by_id(tr.source)
                 .memory()
@@ -1084,7 +1073,7 @@ mod tests {
             .collect();
         let mut dev = device(&phase, &rows);
         dev.run(10_000_000).unwrap();
-        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id).unwrap();
         for tr in &phase.transfers {
             let src = by_id(tr.source)
                 .memory()
@@ -1125,7 +1114,7 @@ mod tests {
         }
         let mut dev = device(&moved, &rows);
         dev.run(10_000_000).unwrap();
-        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id).unwrap();
         let tr = &moved.transfers[0];
         let src = by_id(tr.source)
             .memory()
@@ -1172,7 +1161,7 @@ mod tests {
             let t = dev
                 .tiles_mut()
                 .iter_mut()
-                .find(|t| t.id() == tile.get())
+                .find(|t| t.id() == *tile)
                 .unwrap();
             t.set_supervisor_csr(Csr::OUTGOING_BASE.0, b.outgoing);
             t.set_supervisor_csr(Csr::INCOMING_BASE.0, b.incoming);
@@ -1180,7 +1169,7 @@ mod tests {
     }
 
     fn delivered(dev: &Device, phase: &ExchangePhase) -> bool {
-        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id.get()).unwrap();
+        let by_id = |id: PhysicalTile| dev.tiles().iter().find(|t| t.id() == id).unwrap();
         phase.transfers.iter().all(|tr| {
             let src = by_id(tr.source)
                 .memory()
@@ -1238,12 +1227,12 @@ mod tests {
             set_bases(&mut dev, &rows, &bases);
             dev.tiles_mut()
                 .iter_mut()
-                .find(|t| t.id() == phys(1).get())
+                .find(|t| t.id() == phys(1))
                 .unwrap()
                 .set_supervisor_csr(csr.0, value);
             match dev.run(10_000_000) {
                 Err(DeviceError::Fault(f)) => {
-                    assert_eq!(f.tile, phys(1).get());
+                    assert_eq!(f.tile, phys(1));
                     assert_eq!(
                         f.kind,
                         FaultKind::ExchangeCsr {
@@ -1261,9 +1250,9 @@ mod tests {
     #[test]
     fn read_write_overlap_is_detected() {
         let mv = |src_tile, src_word, dst_tile, dst_word| MoveRun {
-            dst_tile,
+            dst_tile: phys(dst_tile),
             dst_word,
-            src_tile,
+            src_tile: phys(src_tile),
             src_word,
             read_event: 0,
             write_event: 1,
@@ -1288,7 +1277,7 @@ mod tests {
         let mut dev = device(&ExchangePhase::default(), &rows);
         match dev.run(1_000_000) {
             Err(DeviceError::Fault(f)) => {
-                assert_eq!(f.tile, phys(1).get());
+                assert_eq!(f.tile, phys(1));
                 let FaultKind::ExchangeWitness {
                     phase: 0, fault, ..
                 } = f.kind
@@ -1299,7 +1288,7 @@ mod tests {
                 assert_eq!(
                     fault.kind,
                     WitnessFaultKind::NothingOnRoute {
-                        source: phys(0).get(),
+                        source: phys(0),
                         paired: false
                     }
                 );
@@ -1313,7 +1302,7 @@ mod tests {
     fn exchange_fault(dev: &mut Device, tile: PhysicalTile) -> (crate::sim::ExchangeError, String) {
         match dev.run(10_000_000) {
             Err(DeviceError::Fault(f)) => {
-                assert_eq!(f.tile, tile.get(), "{f:?}");
+                assert_eq!(f.tile, tile, "{f:?}");
                 match f.kind {
                     FaultKind::Exchange { error, detail } => (error, detail),
                     other => panic!("expected an exchange fault, got {other:?}"),
@@ -1600,7 +1589,11 @@ mod tests {
                 let single = stepped.receive_runs(false);
                 let runs = match (bulk, single) {
                     (Ok(b), Ok(s)) => {
-                        assert_eq!(expand(&b), expand(&s), "spec {k} variant {variant}");
+                        assert_eq!(
+                            super::super::witness::expand(&b),
+                            super::super::witness::expand(&s),
+                            "spec {k} variant {variant}"
+                        );
                         b
                     }
                     (b, s) => {
@@ -1612,7 +1605,7 @@ mod tests {
                         continue;
                     }
                 };
-                let singles: Vec<MoveRun> = expand(&runs).into_iter().map(MoveRun::from).collect();
+                let singles: Vec<MoveRun> = singles(&runs);
                 let stepped_rows: Vec<SteppedRow> = stepped.rows().collect();
                 let mut other = memory.clone();
                 let a = check_element_rules(&stepped_rows, &runs)
@@ -1692,12 +1685,12 @@ mod tests {
             .unwrap()
     }
 
-    fn witness_fault(dev: &mut Device) -> (u16, WitnessFault) {
+    fn witness_fault(dev: &mut Device) -> (PhysicalTile, WitnessFault) {
         match dev.run(10_000_000) {
             Err(DeviceError::Fault(f)) => match f.kind {
                 FaultKind::ExchangeWitness { phase, fault, .. } => {
                     assert_eq!(phase, 0);
-                    assert_eq!(fault.tile.get(), f.tile);
+                    assert_eq!(fault.tile, f.tile);
                     (f.tile, fault)
                 }
                 other => panic!("expected a witness fault, got {other:?}"),
@@ -1737,11 +1730,11 @@ mod tests {
             "the compile-time checker accepts a receive one event too long"
         );
         let (tile, fault) = witness_fault(&mut device(&phase, &rows));
-        assert_eq!(tile, phys(2).get());
+        assert_eq!(tile, phys(2));
         assert_eq!(
             fault.kind,
             WitnessFaultKind::NothingOnRoute {
-                source: phys(0).get(),
+                source: phys(0),
                 paired: false
             }
         );
@@ -1775,7 +1768,7 @@ mod tests {
             ))
         ));
         let (tile, fault) = witness_fault(&mut device(&phase, &rows));
-        assert_eq!(tile, phys(2).get());
+        assert_eq!(tile, phys(2));
         assert!(matches!(
             fault.kind,
             WitnessFaultKind::NothingOnRoute { .. }

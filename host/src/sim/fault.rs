@@ -1,5 +1,7 @@
 //! Simulator faults: typed, with the tile, context and PC where they happened.
 
+use ipuc_core::ipu21::topology::PhysicalTile;
+
 use super::context::ContextId;
 
 /// Exchange receive error classes as the hardware reports them
@@ -96,10 +98,10 @@ pub enum FaultKind {
 
 /// A fault with its location.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("tile {tile} {context} at pc {pc:#x}: {kind}")]
+#[error("tile {} {context} at pc {pc:#x}: {kind}", .tile.get())]
 pub struct SimFault {
     /// Physical tile id.
-    pub tile: u16,
+    pub tile: PhysicalTile,
     /// Context that faulted.
     pub context: ContextId,
     /// PC of the faulting instruction.

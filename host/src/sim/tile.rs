@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use ipuc_core::ipu21::sram::is_executable;
+use ipuc_core::ipu21::topology::PhysicalTile;
 
 use super::codelet::CodeletTable;
 use super::context::{Context, ContextId, ContextState, CONTEXTS};
@@ -26,7 +27,7 @@ pub enum StopReason {
 /// A simulated IPU21 tile.
 #[derive(Clone)]
 pub struct Tile {
-    pub(crate) id: u16,
+    pub(crate) id: PhysicalTile,
     pub(crate) memory: TileMemory,
     pub(crate) contexts: [Context; CONTEXTS],
     /// Supervisor CSR file (lower space); which indices are modelled is
@@ -63,7 +64,7 @@ impl core::fmt::Debug for Tile {
 impl Tile {
     /// A tile with physical id `id` (`$TILE_ID`), zeroed SRAM, all contexts
     /// idle and no codelets.
-    pub fn new(id: u16) -> Self {
+    pub fn new(id: PhysicalTile) -> Self {
         Self {
             id,
             memory: TileMemory::new(),
@@ -81,7 +82,7 @@ impl Tile {
     }
 
     /// Physical tile id.
-    pub fn id(&self) -> u16 {
+    pub fn id(&self) -> PhysicalTile {
         self.id
     }
 

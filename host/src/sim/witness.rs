@@ -67,7 +67,7 @@ pub enum WitnessFaultKind {
     Row(RowFault),
     /// The receiver's mux selected `source`, which drives no item of the
     /// expected width on this receiver's route at `event − T − 1`.
-    NothingOnRoute { source: u16, paired: bool },
+    NothingOnRoute { source: PhysicalTile, paired: bool },
     /// An XPIC value that is neither a tile nor the neutral `0x640`.
     BadSource { source: u32 },
     /// The row returned with a source still selected.
@@ -90,7 +90,7 @@ pub enum WitnessFaultKind {
     /// selected at once.
     PairedStreams,
     /// The partner of a tile streaming 64-bit items sends or receives.
-    PartnerBusy { sender: u16 },
+    PartnerBusy { sender: PhysicalTile },
     /// An exchange CSR value the facts do not cover.
     UncoveredCsr { csr: u16, value: u32 },
 }
@@ -120,7 +120,8 @@ impl std::fmt::Display for WitnessFault {
             }
             WitnessFaultKind::NothingOnRoute { source, paired } => write!(
                 f,
-                "{tile}: receive error at event {event}: selected source {source} drives no {} item on this route (write address {at})",
+                "{tile}: receive error at event {event}: selected source {} drives no {} item on this route (write address {at})",
+                source.get(),
                 if paired { "64-bit" } else { "32-bit" }
             ),
             WitnessFaultKind::BadSource { source } => write!(
@@ -165,7 +166,8 @@ impl std::fmt::Display for WitnessFault {
             ),
             WitnessFaultKind::PartnerBusy { sender } => write!(
                 f,
-                "{tile}: busy at event {event} while its partner {sender} streams 64-bit items"
+                "{tile}: busy at event {event} while its partner {} streams 64-bit items",
+                sender.get()
             ),
             WitnessFaultKind::UncoveredCsr { csr, value } => write!(
                 f,
@@ -486,7 +488,7 @@ fn selections(controls: &[(u32, Control)], paired: bool) -> Vec<(u32, u32, u32)>
 struct InFlight {
     write: u32,
     mux: u32,
-    source: u16,
+    source: PhysicalTile,
     /// (source byte address, read event) of the first item, or `None`:
     /// nothing was on the route.
     item: Option<(u32, u32)>,
@@ -561,9 +563,9 @@ fn pop_item(pending: &mut VecDeque<InFlight>) -> Option<InFlight> {
 /// 64-bit items). [`MoveRun::moves`] lists its [`WordMove`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MoveRun {
-    pub dst_tile: u16,
+    pub dst_tile: PhysicalTile,
     pub dst_word: u32,
-    pub src_tile: u16,
+    pub src_tile: PhysicalTile,
     pub src_word: u32,
     pub read_event: u32,
     pub write_event: u32,
@@ -577,12 +579,25 @@ impl MoveRun {
     /// Word `i` (< `words`) of the run.
     pub fn word(&self, i: u32) -> WordMove {
         WordMove {
-            dst_tile: self.dst_tile,
+            dst_tile: self.dst_tile.get(),
             dst_word: self.dst_word + i,
-            src_tile: self.src_tile,
+            src_tile: self.src_tile.get(),
             src_word: self.src_word + i,
             read_event: self.read_event + i / self.per_event,
             write_event: self.write_event + i / self.per_event,
+        }
+    }
+
+    /// Word `i` (< `words`) of the run as a one-word run.
+    pub fn single(&self, i: u32) -> MoveRun {
+        MoveRun {
+            dst_word: self.dst_word + i,
+            src_word: self.src_word + i,
+            read_event: self.read_event + i / self.per_event,
+            write_event: self.write_event + i / self.per_event,
+            words: 1,
+            per_event: 1,
+            ..*self
         }
     }
 
@@ -602,6 +617,16 @@ pub fn expand(runs: &[MoveRun]) -> Vec<WordMove> {
     let mut out = Vec::with_capacity(runs.iter().map(|r| r.words as usize).sum());
     for r in runs {
         out.extend(r.moves());
+    }
+    out
+}
+
+/// Every word of `runs` as a one-word run, in order (what [`expand`] lists,
+/// with typed tiles).
+pub fn singles(runs: &[MoveRun]) -> Vec<MoveRun> {
+    let mut out = Vec::with_capacity(runs.iter().map(|r| r.words as usize).sum());
+    for r in runs {
+        out.extend((0..r.words).map(|i| r.single(i)));
     }
     out
 }
@@ -640,27 +665,13 @@ fn sort_runs(runs: &mut Vec<MoveRun>) {
     if disjoint {
         return;
     }
-    let mut words = expand(runs);
+    // One-word runs sort as their word moves do: the fields in the same
+    // order, then `words` and `per_event`, both 1.
+    let mut words = singles(runs);
     words.sort_unstable();
     runs.clear();
     for m in words {
-        push_run(runs, MoveRun::from(m));
-    }
-}
-
-/// A one-word run.
-impl From<WordMove> for MoveRun {
-    fn from(m: WordMove) -> Self {
-        MoveRun {
-            dst_tile: m.dst_tile,
-            dst_word: m.dst_word,
-            src_tile: m.src_tile,
-            src_word: m.src_word,
-            read_event: m.read_event,
-            write_event: m.write_event,
-            words: 1,
-            per_event: 1,
-        }
+        push_run(runs, m);
     }
 }
 
@@ -735,9 +746,9 @@ impl SteppedPhase {
                 Ok(moves)
             })
             .collect();
-        let mut by_tile: Vec<(u16, Vec<MoveRun>)> = Vec::with_capacity(tiles.len());
+        let mut by_tile: Vec<(PhysicalTile, Vec<MoveRun>)> = Vec::with_capacity(tiles.len());
         for (t, r) in tiles.iter().zip(per_receiver) {
-            by_tile.push((t.row.location.tile.get(), r?));
+            by_tile.push((t.row.location.tile, r?));
         }
         by_tile.sort_unstable_by_key(|b| b.0);
         let mut moves = Vec::with_capacity(by_tile.iter().map(|b| b.1.len()).sum());
@@ -793,7 +804,7 @@ fn partner_busy(
                     tile: p.row.location.tile,
                     event,
                     address: None,
-                    kind: WitnessFaultKind::PartnerBusy { sender: me.get() },
+                    kind: WitnessFaultKind::PartnerBusy { sender: me },
                 });
             }
         }
@@ -828,7 +839,7 @@ struct SteadyRun {
     events: u32,
     /// The mux takes one 32-bit item at every event: (first source byte
     /// address, its read event, source tile).
-    takes: Option<(u32, u32, u16)>,
+    takes: Option<(u32, u32, PhysicalTile)>,
     /// The first pending entry writes one item at every event.
     writes: bool,
 }
@@ -875,7 +886,7 @@ fn steady_events(
         }
         let first = b.first_byte.wrapping_add(4 * off);
         k = k.min(b.items - off).min(words_below_wrap(first));
-        takes = Some((first, x as u32, source.get()));
+        takes = Some((first, x as u32, source));
     }
     let mut writes = false;
     match pending.front() {
@@ -923,7 +934,7 @@ fn take_steady(
                 push_run(
                     moves,
                     MoveRun {
-                        dst_tile: d.get(),
+                        dst_tile: d,
                         dst_word: (a / 4) as u32,
                         src_tile: f.source,
                         src_word: src / 4,
@@ -1050,7 +1061,7 @@ fn receive(
                     InFlight {
                         write: e.saturating_add(lag),
                         mux: e,
-                        source: s.get(),
+                        source: s,
                         item,
                         format: 0,
                         count: 1,
@@ -1070,7 +1081,7 @@ fn receive(
                     InFlight {
                         write: e.saturating_add(lag + 1),
                         mux: e,
-                        source: s.get(),
+                        source: s,
                         item,
                         format: bit,
                         count: 1,
@@ -1141,7 +1152,7 @@ fn receive(
             push_run(
                 moves,
                 MoveRun {
-                    dst_tile: d.get(),
+                    dst_tile: d,
                     dst_word: a / 4,
                     src_tile: p.source,
                     src_word: src_byte / 4,

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use ipuc_core::ipu21::isa::{Imm16Op, Instruction as I, MReg, SyncZone};
 
-use super::{bytes, reg, words, DATA, ENTRY};
+use super::{bytes, phys, reg, words, DATA, ENTRY};
 use crate::sim::{Device, DeviceError, ExchangeFabric, SampleKind, SimFault, Superstep, Tile};
 
 fn tile(id: u16, program: &[I]) -> Tile {
     let mut p = program.to_vec();
     p.push(I::br(MReg::ZERO));
-    let mut t = Tile::new(id);
+    let mut t = Tile::new(phys(u32::from(id)));
     t.load(ENTRY, &bytes(&words(&p))).unwrap();
     t.start_supervisor(ENTRY);
     t
@@ -94,8 +94,8 @@ fn halted_tile_and_waiting_tile_deadlock() {
     assert_eq!(
         device.run(1_000_000),
         Err(DeviceError::Deadlock {
-            halted: vec![0],
-            waiting: vec![(3, 3)]
+            halted: vec![phys(0)],
+            waiting: vec![(phys(3), 3)]
         })
     );
 }
@@ -127,10 +127,10 @@ fn many_tiles_run_in_parallel_between_syncs() {
     let run = device.run(1_000_000).unwrap();
     assert_eq!(run.supersteps, 2);
     for t in device.tiles() {
-        let expect = if t.id() == 0 {
+        let expect = if t.id() == phys(0) {
             0
         } else {
-            u32::from(t.id()) + 1
+            u32::from(t.id().get()) + 1
         };
         assert_eq!(t.supervisor().m[2], expect);
         assert_eq!(t.superstep(), 2);
@@ -224,8 +224,8 @@ fn tiles_waiting_in_different_sync_zones_are_an_error() {
             other,
         }) => {
             assert_eq!(superstep, 0);
-            assert_eq!((first.0, first.1), (0, 3));
-            assert_eq!((other.0, other.1), (2, 7));
+            assert_eq!((first.0, first.1), (phys(0), 3));
+            assert_eq!((other.0, other.1), (phys(2), 7));
             assert_eq!(other.2, ENTRY + 4, "the pc of tile 2's sync");
         }
         other => panic!("expected a sync-zone mismatch, got {other:?}"),

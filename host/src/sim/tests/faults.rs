@@ -2,7 +2,7 @@
 
 use ipuc_core::ipu21::isa::{Csr, Instruction as I, MReg, SyncZone};
 
-use super::{bytes, reg, tile_with, words, DATA, ENTRY};
+use super::{bytes, phys, reg, tile_with, words, DATA, ENTRY};
 use crate::sim::{ContextId, FaultKind, SimFault, Tile};
 
 fn fault_of(program: &[I]) -> SimFault {
@@ -12,7 +12,7 @@ fn fault_of(program: &[I]) -> SimFault {
 
 fn sup(pc_index: u32, kind: FaultKind) -> SimFault {
     SimFault {
-        tile: 5,
+        tile: phys(5),
         context: ContextId::SUPERVISOR,
         pc: ENTRY + 4 * pc_index,
         kind,
@@ -140,7 +140,7 @@ fn worker_fault(worker: &[I]) -> SimFault {
         I::sync(SyncZone::LOCAL),
         I::br(MReg::ZERO),
     ];
-    let mut tile = Tile::new(7);
+    let mut tile = Tile::new(phys(7));
     tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
     tile.load(entry, &bytes(&words(worker))).unwrap();
     tile.start_supervisor(ENTRY);
@@ -154,7 +154,7 @@ fn worker_faults_name_the_worker() {
         vertex_base: MReg::ZERO,
         imm: 0,
     }]);
-    assert_eq!(f.tile, 7);
+    assert_eq!(f.tile, phys(7));
     assert_eq!(f.context, ContextId::worker(0), "worker 0 issues first");
     assert_eq!(f.pc, ENTRY + 0x100);
     assert_eq!(f.kind, FaultKind::InvalidForContext { mnemonic: "runall" });
@@ -200,7 +200,7 @@ fn runall_while_workers_run() {
             imm: 0,
         },
     ];
-    let mut tile = Tile::new(1);
+    let mut tile = Tile::new(phys(1));
     tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
     tile.load(entry, &bytes(&words(&[I::Bri { target: entry }])))
         .unwrap();
@@ -228,7 +228,7 @@ fn error_messages_are_the_hand_written_ones() {
     let cases: Vec<(String, String)> = vec![
         (
             SimFault {
-                tile: 3,
+                tile: phys(3),
                 context: ContextId::SUPERVISOR,
                 pc: 0x4c010,
                 kind: FaultKind::UnmodelledCsr { csr: 0x41, write: true },
@@ -252,11 +252,11 @@ fn error_messages_are_the_hand_written_ones() {
             "exchange phase 4: row called with CSR 0x1ff = 0x8, a value the exchange model does not cover".into(),
         ),
         (
-            DeviceError::Deadlock { halted: vec![1, 2], waiting: vec![(3, 3)] }.to_string(),
+            DeviceError::Deadlock { halted: vec![phys(1), phys(2)], waiting: vec![(phys(3), 3)] }.to_string(),
             "deadlock: 2 tile(s) halted (first Some(1)) while 1 wait at a global sync (first Some((3, 3)))".into(),
         ),
         (
-            DeviceError::SyncZoneMismatch { superstep: 2, first: (1, 3, 0x4c000), other: (9, 0, 0x4c008) }.to_string(),
+            DeviceError::SyncZoneMismatch { superstep: 2, first: (phys(1), 3, 0x4c000), other: (phys(9), 0, 0x4c008) }.to_string(),
             "global sync 2: tile 1 waits in sync zone 3 (pc 0x4c000) but tile 9 in zone 0 (pc 0x4c008); the tiles would never be released together".into(),
         ),
         (

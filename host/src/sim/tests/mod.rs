@@ -11,7 +11,14 @@ mod semantics;
 use ipuc_core::ipu21::isa::{encode, Instruction, MReg};
 use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
 
+use ipuc_core::ipu21::topology::PhysicalTile;
+
 use super::{StopReason, Tile};
+
+/// Physical tile `id` (< 1472).
+pub(super) fn phys(id: u32) -> PhysicalTile {
+    PhysicalTile::new(id).expect("a C600 tile")
+}
 
 /// Where test programs start.
 pub(super) const ENTRY: u32 = APPLICATION_LOAD_BASE;
@@ -42,7 +49,7 @@ pub(super) fn bytes(words: &[u32]) -> Vec<u8> {
 pub(super) fn tile_with(program: &[Instruction]) -> Tile {
     let mut p = program.to_vec();
     p.push(Instruction::br(MReg::ZERO));
-    let mut tile = Tile::new(5);
+    let mut tile = Tile::new(phys(5));
     tile.load(ENTRY, &bytes(&words(&p))).expect("program fits");
     tile.start_supervisor(ENTRY);
     tile

@@ -15,7 +15,7 @@ fn build(program: &str) -> (Tile, Image) {
     let src = format!("        .globl ipuc_program\nipuc_program:\n{program}");
     let obj = assemble("test.S", &src).unwrap();
     let image = link_with_runtime(&[obj]).unwrap();
-    let mut tile = Tile::new(3);
+    let mut tile = Tile::new(super::phys(3));
     tile.load(image.base, &image.to_le_bytes()).unwrap();
     tile.start_supervisor(APPLICATION_LOAD_BASE);
     (tile, image)

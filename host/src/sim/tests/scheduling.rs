@@ -33,7 +33,7 @@ fn six_workers_fill_the_barrel() {
     ];
     let mut worker = vec![I::Nop; 9];
     worker.push(I::Exitz { r: MReg::ZERO });
-    let mut tile = Tile::new(0);
+    let mut tile = Tile::new(super::phys(0));
     tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
     tile.load(entry, &bytes(&words(&worker))).unwrap();
     tile.start_supervisor(ENTRY);

@@ -277,7 +277,7 @@ fn workers_start_join_and_see_their_index() {
         I::st32(reg(13), reg(13), reg(1), 2),
         I::Exitz { r: MReg::ZERO },
     ]);
-    let mut tile = super::Tile::new(9);
+    let mut tile = super::Tile::new(super::phys(9));
     tile.load(ENTRY, &bytes(&words(&sup))).unwrap();
     tile.start_supervisor(ENTRY);
     assert_eq!(tile.run(1_000_000), Ok(StopReason::Halted));
