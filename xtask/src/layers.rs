@@ -125,13 +125,14 @@ pub fn check(src: &Path) -> Result<Vec<Violation>, String> {
     Ok(out)
 }
 
-/// The only `ipuc_core` modules the device (`host/src/device`, `host/src/sim`)
-/// may name outside its tests: the package, the target facts and the number
-/// formats (ARCHITECTURE.md invariant 1).
+/// The only `ipuc_core` modules the device (`host/src/device`, `host/src/sim`,
+/// and the native kernels it runs, `host/src/codelets`) may name outside its
+/// tests: the package (with `package::abi`, the kernels' vocabulary), the
+/// target facts and the number formats (ARCHITECTURE.md invariant 1).
 pub const DEVICE_MAY_NAME: &[&str] = &["package", "ipu21", "numeric"];
 
 /// The host folders that make up the device.
-pub const DEVICE_DIRS: &[&str] = &["device", "sim"];
+pub const DEVICE_DIRS: &[&str] = &["device", "sim", "codelets"];
 
 /// Checks that the device's non-test code (files under [`DEVICE_DIRS`] of
 /// `host_src`, except `tests` folders, `tests.rs`/`*_tests.rs` files and
@@ -505,13 +506,23 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("sim/tests")).unwrap();
         std::fs::create_dir_all(dir.join("device")).unwrap();
+        std::fs::create_dir_all(dir.join("codelets")).unwrap();
         std::fs::write(dir.join("sim/a.rs"), text).unwrap();
         std::fs::write(dir.join("sim/tests/b.rs"), "use ipuc_core::plan::X;").unwrap();
         std::fs::write(dir.join("device/c_tests.rs"), "use ipuc_core::plan::X;").unwrap();
+        std::fs::write(dir.join("codelets/d.rs"), "use ipuc_core::kernel::Kernel;").unwrap();
         let v = check_device(&dir).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let to: Vec<&str> = v.iter().map(|v| v.to.as_str()).collect();
-        assert_eq!(to, ["ipuc_core::exchange", "ipuc_core::plan"], "{v:?}");
+        assert_eq!(
+            to,
+            [
+                "ipuc_core::kernel",
+                "ipuc_core::exchange",
+                "ipuc_core::plan"
+            ],
+            "{v:?}"
+        );
     }
 
     #[test]

@@ -17,8 +17,8 @@ use crate::kernel;
 
 pub use crate::ir::DType;
 pub use crate::kernel::{
-    decode, decode_header, encode, encode_dtype, AbiError, GemmEpilogue, Kernel, KernelArgs,
-    KernelSymbol, OperandRole,
+    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError,
+    GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
 };
 
 /// Name of the host call that writes an inference's inputs and reads its

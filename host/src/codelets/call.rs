@@ -5,9 +5,9 @@
 use ipuc_core::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
 use ipuc_core::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 use ipuc_core::ipu21::topology::PhysicalTile;
-use ipuc_core::ir::DType;
-use ipuc_core::kernel::Kernel;
-use ipuc_core::kernel::{decode, decode_header, AbiError, KernelArgs, KernelSymbol, OperandRole};
+use ipuc_core::package::abi::{
+    decode, decode_header, AbiError, DType, Kernel, KernelArgs, KernelSymbol, OperandRole,
+};
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
 use super::error::{CodeletError, CodeletErrorKind};
@@ -340,7 +340,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
         } => {
             let (qr, hd, np) = (us(q_rows), us(head_dim), us(parts));
             let partials = io.load(1, np * qr * (hd + 2), DType::F32);
-            let out = ipuc_core::kernel::combine_attention_partials(&partials, qr, hd, np);
+            let out = ipuc_core::package::abi::combine_attention_partials(&partials, qr, hd, np);
             io.store(0, &out, dtype);
         }
         Kernel::Copy {

@@ -1,7 +1,7 @@
 //! Codelet errors: every one names the tile, the kernel and the address at fault.
 
 use ipuc_core::ipu21::topology::PhysicalTile;
-use ipuc_core::kernel::AbiError;
+use ipuc_core::package::abi::AbiError;
 
 use crate::sim::OperandFault;
 

@@ -7,20 +7,19 @@
 //! `$m8` argument block, return `br $m10`) and charges the cycles of the
 //! simulator's kernel timing model ([`crate::sim::kernel_timing`], modelled
 //! from the kernel's structure and the facts' measured figures), reporting
-//! the planner's estimate ([`ipuc_core::kernel::KernelArgs::cycles`]) beside
+//! the planner's estimate ([`ipuc_core::package::abi::KernelArgs::cycles`]) beside
 //! it for the run report's planner-vs-simulated table.
 //!
 //! The registry maps kernel symbol names (the package's kernel symbol table,
-//! [`ipuc_core::kernel::KernelSymbol::name`]) to codelets; [`codelet_table`]
+//! [`ipuc_core::package::abi::KernelSymbol::name`]) to codelets; [`codelet_table`]
 //! turns a tile's `(name, entry address)` pairs into the simulator's
 //! [`CodeletTable`].
 //!
 //! ```
 //! use ipuc::codelets::run_kernel;
 //! use ipuc::sim::TileMemory;
-//! use ipuc_core::ir::DType;
-//! use ipuc_core::kernel::{encode, KernelArgs, KernelSymbol};
-//! use ipuc_core::kernel::Kernel;
+//! use ipuc_core::ipu21::topology::PhysicalTile;
+//! use ipuc_core::package::abi::{encode, DType, Kernel, KernelArgs, KernelSymbol};
 //! let mut mem = TileMemory::new();
 //! let args = KernelArgs::new(Kernel::Gelu { elements: 2, dtype: DType::F32 });
 //! let block: Vec<u8> = encode(&args).iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -28,7 +27,7 @@
 //! mem.load(0x80000, &[1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
 //! let mut regs = [0u32; 16];
 //! (regs[2], regs[3], regs[8]) = (0x80100, 0x80000, 0x90000);
-//! let charge = run_kernel(KernelSymbol::GeluTanh, 0, &regs, &mut mem).unwrap();
+//! let charge = run_kernel(KernelSymbol::GeluTanh, PhysicalTile::new(0).unwrap(), &regs, &mut mem).unwrap();
 //! assert_eq!(charge.planned, Some(args.cycles()));
 //! assert_eq!(charge.cycles, ipuc::sim::kernel_timing::kernel_timing(&args, &[0x80100, 0x80000, 0, 0, 0, 0]).total);
 //! let y = f32::from_le_bytes(mem.slice(0x80100, 4).unwrap().try_into().unwrap());
@@ -46,7 +45,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use ipuc_core::kernel::KernelSymbol;
+use ipuc_core::package::abi::KernelSymbol;
 
 pub use call::{run_kernel, AMP_KERNELS, AMP_OPERAND_ALIGN};
 pub use error::{CodeletError, CodeletErrorKind};

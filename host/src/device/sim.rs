@@ -448,7 +448,7 @@ impl LoadedSim {
         if self.inferences > 0 {
             self.device
                 .restart(&self.entries)
-                .map_err(|e| anyhow!("re-entering the resident program: {e}"))?;
+                .context("re-entering the resident program")?;
         } else {
             for (t, &entry) in self.device.tiles_mut().iter_mut().zip(&self.entries) {
                 t.start_supervisor(entry);

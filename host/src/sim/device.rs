@@ -85,6 +85,17 @@ pub enum DeviceError {
     },
 }
 
+/// Why [`Device::restart`] refused to re-enter the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RestartError {
+    /// Not one entry point per tile.
+    #[error("{entries} entry points for {tiles} tiles")]
+    EntryCount { entries: usize, tiles: usize },
+    /// A tile is still running.
+    #[error("tile {} has not halted", .tile.get())]
+    NotHalted { tile: PhysicalTile },
+}
+
 impl From<SimFault> for DeviceError {
     fn from(f: SimFault) -> Self {
         DeviceError::Fault(f)
@@ -232,16 +243,15 @@ impl Device {
     /// `entries[i]` with its SRAM untouched and its clock at zero (see
     /// [`Tile::restart`]); the superstep count starts again too. Errors name
     /// the first tile that is still running or has no entry.
-    pub fn restart(&mut self, entries: &[u32]) -> Result<(), String> {
+    pub fn restart(&mut self, entries: &[u32]) -> Result<(), RestartError> {
         if entries.len() != self.tiles.len() {
-            return Err(format!(
-                "{} entry points for {} tiles",
-                entries.len(),
-                self.tiles.len()
-            ));
+            return Err(RestartError::EntryCount {
+                entries: entries.len(),
+                tiles: self.tiles.len(),
+            });
         }
         if let Some(t) = self.tiles.iter().find(|t| !t.is_halted()) {
-            return Err(format!("tile {} has not halted", t.id().get()));
+            return Err(RestartError::NotHalted { tile: t.id() });
         }
         for (t, &entry) in self.tiles.iter_mut().zip(entries) {
             t.restart(entry);

@@ -12,7 +12,7 @@
 //! // `setzi $m1, 5` ; `br $m15` (branch to 0: the supervisor halts)
 //! let code: Vec<u8> = [0x1910_0005u32, 0x43F0_0000]
 //!     .iter().flat_map(|w| w.to_le_bytes()).collect();
-//! let mut tile = Tile::new(0);
+//! let mut tile = Tile::new(ipuc_core::ipu21::topology::PhysicalTile::new(0).unwrap());
 //! tile.load(APPLICATION_LOAD_BASE, &code).unwrap();
 //! tile.start_supervisor(APPLICATION_LOAD_BASE);
 //! let mut device = Device::new(vec![tile]);
