@@ -12,7 +12,7 @@ use super::bindings::{bindings, host_calls};
 use alloc::boxed::Box;
 
 use super::error::{CodeDoesNotFit, CompileError, ImageParts, PatchDataFailed};
-use super::front::{placed_peak, Front};
+use super::front::{placed_peak, replace_with_room, Front};
 use super::link::{kernel_symbols, link_tile, step_tables, LinkedTile};
 use super::patch_data::{check_below, code_estimate_of, data_segments};
 use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
@@ -32,8 +32,18 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     kernels: &dyn KernelAbi,
     mut front: Front,
 ) -> Result<Compiled, CompileError> {
-    let mut programs = emit(run, &front, kernels)?;
-    let (images, fit) = link(run, &mut front, kernels, &mut programs)?;
+    // At most one re-placement for images past their tile's data.
+    let mut may_replace = true;
+    let (programs, images, fit) = loop {
+        let mut programs = emit(run, &front, kernels)?;
+        match link(run, &mut front, kernels, &mut programs, may_replace)? {
+            Linking::Done(images, fit) => break (programs, images, fit),
+            Linking::Replace(room) => {
+                may_replace = false;
+                front = replace_with_room(run, front, options, &room)?;
+            }
+        }
+    };
     let patch_segments = patch_segments(&programs);
     drop(programs);
     let (pkg, bytes) = package(
@@ -126,17 +136,28 @@ struct Fit {
     estimate_max: u64,
 }
 
+/// What linking came to: every image checked, or tiles to place again
+/// with more room for code (their bytes).
+enum Linking {
+    Done(Vec<LinkedTile>, Fit),
+    Replace(BTreeMap<LogicalTile, u32>),
+}
+
 /// Links every tile (jobs: tiles) and checks each image below its tile's
 /// lowest region-0 data (less that data's element and the fetch
 /// look-ahead) and below its patch data: a typed error otherwise. An image
 /// that ran past its patch data at the top of its code reservation gets
-/// the one refit ([`refit_patch_blocks`]) before the check.
+/// the first refit ([`refit_patch_blocks`]); with `may_replace`, images
+/// that still end past their tile's data ask for the second
+/// ([`Linking::Replace`]: placement, exchange and patch data again, with
+/// those tiles' code reservations grown) instead of failing.
 fn link<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &mut Front,
     kernels: &dyn KernelAbi,
     programs: &mut Vec<EmittedProgram>,
-) -> Result<(Vec<LinkedTile>, Fit), CompileError> {
+    may_replace: bool,
+) -> Result<Linking, CompileError> {
     let t = run.start(Stage::Linking, programs.len());
     let linked = run.hooks.run_jobs(Stage::Linking, programs, &|p| {
         link_tile(&front.stubs, p, &front.runtime)
@@ -146,6 +167,28 @@ fn link<H: CompileHooks>(
         .collect::<Result<Vec<_>, _>>()
         .map_err(CompileError::Link)?;
     let moved = refit_patch_blocks(run, front, kernels, programs, &mut images)?;
+    if may_replace {
+        let room = room_for_images_past_data(front, &images);
+        if !room.is_empty() {
+            for (tile, bytes) in &room {
+                run.hooks.note(&format!(
+                    "linking: tile {}: code image past the tile's lowest data (estimate {} bytes): placing again with {bytes} bytes kept for code, then the exchange and the patch data",
+                    tile.get(),
+                    code_estimate_of(&front.plan.code_bytes, *tile, front.fixed_code),
+                ));
+            }
+            run.finish(
+                Stage::Linking,
+                t,
+                &format!(
+                    "{} tile images, {} past their tile's data: placing again",
+                    images.len(),
+                    room.len()
+                ),
+            );
+            return Ok(Linking::Replace(room));
+        }
+    }
     let fit = check_images(front, &images)?;
     run.hooks
         .linked(&Linked {
@@ -170,7 +213,33 @@ fn link<H: CompileHooks>(
         }
     );
     run.finish(Stage::Linking, t, &summary);
-    Ok((images, fit))
+    Ok(Linking::Done(images, fit))
+}
+
+/// Tiles whose image ends past their placement's code limit (the lowest
+/// region-0 data less its element and the look-ahead), with the bytes to
+/// keep for code when placing them again: the image plus its overshoot of
+/// the estimate (rows scheduled for the new addresses may differ again),
+/// 8-byte rounded.
+fn room_for_images_past_data(front: &Front, images: &[LinkedTile]) -> BTreeMap<LogicalTile, u32> {
+    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
+        front.placements.iter().map(|p| (p.tile, p)).collect();
+    images
+        .iter()
+        .filter_map(|img| {
+            let p = by_logical.get(&img.logical_tile)?;
+            let bytes = img.code_bytes();
+            if p.check_code(bytes).is_ok() {
+                return None;
+            }
+            let estimate =
+                code_estimate_of(&front.plan.code_bytes, img.logical_tile, front.fixed_code);
+            let room = bytes
+                .saturating_add(bytes.saturating_sub(estimate))
+                .checked_next_multiple_of(8)?;
+            Some((img.logical_tile, room))
+        })
+        .collect()
 }
 
 /// The one refit after linking, bounded to one pass and not a re-plan: the
