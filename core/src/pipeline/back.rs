@@ -32,15 +32,22 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     kernels: &dyn KernelAbi,
     mut front: Front,
 ) -> Result<Compiled, CompileError> {
-    // At most one re-placement for images past their tile's data.
-    let mut may_replace = true;
+    // At most CODE_REPLACEMENTS re-placements for images past their tile's
+    // data, each keeping the room given before (it only grows).
+    let mut replacements = 0;
+    let mut rooms: BTreeMap<LogicalTile, u32> = BTreeMap::new();
     let (programs, images, fit) = loop {
         let mut programs = emit(run, &front, kernels)?;
+        let may_replace = replacements < CODE_REPLACEMENTS;
         match link(run, &mut front, kernels, &mut programs, may_replace)? {
             Linking::Done(images, fit) => break (programs, images, fit),
             Linking::Replace(room) => {
-                may_replace = false;
-                front = replace_with_room(run, front, options, &room)?;
+                replacements += 1;
+                for (tile, bytes) in room {
+                    let r = rooms.entry(tile).or_insert(0);
+                    *r = (*r).max(bytes);
+                }
+                front = replace_with_room(run, front, options, &rooms)?;
             }
         }
     };
@@ -67,6 +74,12 @@ pub(super) fn emit_link_package<H: CompileHooks>(
         placements: front.placements,
     })
 }
+
+/// How many times a compile may place its tiles again for images that end
+/// past their tile's lowest data (the rows part of the image estimate is a
+/// model, not a bound); each time the room kept for code only grows, so a
+/// tile either fits or is refused by placement (typed, tile and bytes).
+pub const CODE_REPLACEMENTS: u32 = 3;
 
 /// Patch-data segments by logical tile.
 type PatchSegments = BTreeMap<LogicalTile, Vec<Segment>>;

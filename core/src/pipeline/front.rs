@@ -124,7 +124,7 @@ pub(super) fn plan_and_place<H: CompileHooks>(
     }
 }
 
-/// The second refit after linking (at most once per compile, see
+/// The second refit after linking (at most `back::CODE_REPLACEMENTS` times per compile, see
 /// `back::link`): tiles whose linked images ran past their tile's lowest
 /// region-0 data are placed again with their code reservation grown to
 /// `room` bytes (at least the planner's estimate), and the exchange and the
