@@ -80,8 +80,10 @@ pub fn place_patch_data(
     let (mut in_reservation, mut in_data) = (0, 0);
     for (tile, data) in blocks {
         // First choice: the top of the elements reserved for the image,
-        // above the planner's estimate (an upper bound of the image) and
-        // its fetch look-ahead: no budget beyond what the planner charged.
+        // above the planner's estimate and its fetch look-ahead: no budget
+        // beyond what the planner charged. The estimate's rows part is a
+        // model, so an image may still end past it: `back::link` then
+        // moves the block to the data region.
         if let Some(base) = reservation_base(code_estimate(tile), data.bytes()) {
             bases.insert(tile, base);
             code_ceiling.insert(tile, base - SUPERVISOR_FETCH_LOOKAHEAD);
