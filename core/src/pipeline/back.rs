@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use super::bindings::{bindings, host_calls};
 use alloc::boxed::Box;
 
-use super::error::{CodeDoesNotFit, CompileError, ImageParts};
-use super::front::{placed_peak, Front};
+use super::error::{CodeDoesNotFit, CompileError, ImageParts, PatchDataFailed};
+use super::front::{placed_peak, replace_with_room, Front};
 use super::link::{kernel_symbols, link_tile, step_tables, LinkedTile};
 use super::patch_data::{check_below, code_estimate_of, data_segments};
 use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
@@ -30,10 +30,28 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     graph: &Graph,
     options: &CompileOptions,
     kernels: &dyn KernelAbi,
-    front: Front,
+    mut front: Front,
 ) -> Result<Compiled, CompileError> {
-    let (programs, patch_segments) = emit(run, &front, kernels)?;
-    let (images, fit) = link(run, &front, &programs)?;
+    // At most CODE_REPLACEMENTS re-placements for images past their tile's
+    // data, each keeping the room given before (it only grows).
+    let mut replacements = 0;
+    let mut rooms: BTreeMap<LogicalTile, u32> = BTreeMap::new();
+    let (programs, images, fit) = loop {
+        let mut programs = emit(run, &front, kernels)?;
+        let may_replace = replacements < CODE_REPLACEMENTS;
+        match link(run, &mut front, kernels, &mut programs, may_replace)? {
+            Linking::Done(images, fit) => break (programs, images, fit),
+            Linking::Replace(room) => {
+                replacements += 1;
+                for (tile, bytes) in room {
+                    let r = rooms.entry(tile).or_insert(0);
+                    *r = (*r).max(bytes);
+                }
+                front = replace_with_room(run, front, options, &rooms)?;
+            }
+        }
+    };
+    let patch_segments = patch_segments(&programs);
     drop(programs);
     let (pkg, bytes) = package(
         run,
@@ -57,26 +75,47 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     })
 }
 
+/// How many times a compile may place its tiles again for images that end
+/// past their tile's lowest data (the rows part of the image estimate is a
+/// model, not a bound); each time the room kept for code only grows, so a
+/// tile either fits or is refused by placement (typed, tile and bytes).
+pub const CODE_REPLACEMENTS: u32 = 3;
+
 /// Patch-data segments by logical tile.
 type PatchSegments = BTreeMap<LogicalTile, Vec<Segment>>;
 
-/// Every tile's supervisor program, and its patch data as segments.
+/// Every tile's supervisor program.
 fn emit<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &Front,
     kernels: &dyn KernelAbi,
-) -> Result<(Vec<EmittedProgram>, PatchSegments), CompileError> {
+) -> Result<Vec<EmittedProgram>, CompileError> {
     let t = run.start(Stage::Emission, 0);
-    let programs = emit_programs(&EmitInput {
+    let programs = emit_all(front, kernels)?;
+    run.finish(
+        Stage::Emission,
+        t,
+        &format!("{} tile programs", programs.len()),
+    );
+    Ok(programs)
+}
+
+/// Every tile's program with the front's addresses and patch bases.
+fn emit_all(front: &Front, kernels: &dyn KernelAbi) -> Result<Vec<EmittedProgram>, CompileError> {
+    emit_programs(&EmitInput {
         schedule: &front.schedule,
         addresses: &Placed::new(&front.placements),
         kernels,
         exchange: &front.exchange,
         patch_addresses: &front.patch,
     })
-    .map_err(CompileError::Emit)?;
+    .map_err(CompileError::Emit)
+}
+
+/// Every tile's patch data as segments, at the bases its program uses.
+fn patch_segments(programs: &[EmittedProgram]) -> PatchSegments {
     let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
-    let patch_segments: PatchSegments = programs
+    programs
         .iter()
         .filter_map(|p| {
             let (base, data) = p.patch.as_ref()?;
@@ -99,13 +138,7 @@ fn emit<H: CompileHooks>(
             }
             Some((p.logical_tile, segs))
         })
-        .collect();
-    run.finish(
-        Stage::Emission,
-        t,
-        &format!("{} tile programs", programs.len()),
-    );
-    Ok((programs, patch_segments))
+        .collect()
 }
 
 /// How well the images fit: the largest image/estimate ratio and its tile,
@@ -116,22 +149,59 @@ struct Fit {
     estimate_max: u64,
 }
 
+/// What linking came to: every image checked, or tiles to place again
+/// with more room for code (their bytes).
+enum Linking {
+    Done(Vec<LinkedTile>, Fit),
+    Replace(BTreeMap<LogicalTile, u32>),
+}
+
 /// Links every tile (jobs: tiles) and checks each image below its tile's
 /// lowest region-0 data (less that data's element and the fetch
-/// look-ahead) and below its patch data: a typed error otherwise.
+/// look-ahead) and below its patch data: a typed error otherwise. An image
+/// that ran past its patch data at the top of its code reservation gets
+/// the first refit ([`refit_patch_blocks`]); with `may_replace`, images
+/// that still end past their tile's data ask for the second
+/// ([`Linking::Replace`]: placement, exchange and patch data again, with
+/// those tiles' code reservations grown) instead of failing.
 fn link<H: CompileHooks>(
     run: &mut Run<'_, H>,
-    front: &Front,
-    programs: &[EmittedProgram],
-) -> Result<(Vec<LinkedTile>, Fit), CompileError> {
+    front: &mut Front,
+    kernels: &dyn KernelAbi,
+    programs: &mut Vec<EmittedProgram>,
+    may_replace: bool,
+) -> Result<Linking, CompileError> {
     let t = run.start(Stage::Linking, programs.len());
     let linked = run.hooks.run_jobs(Stage::Linking, programs, &|p| {
         link_tile(&front.stubs, p, &front.runtime)
     });
-    let images = linked
+    let mut images = linked
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(CompileError::Link)?;
+    let moved = refit_patch_blocks(run, front, kernels, programs, &mut images)?;
+    if may_replace {
+        let room = room_for_images_past_data(front, &images);
+        if !room.is_empty() {
+            for (tile, bytes) in &room {
+                run.hooks.note(&format!(
+                    "linking: tile {}: code image past the tile's lowest data (estimate {} bytes): placing again with {bytes} bytes kept for code, then the exchange and the patch data",
+                    tile.get(),
+                    code_estimate_of(&front.plan.code_bytes, *tile, front.fixed_code),
+                ));
+            }
+            run.finish(
+                Stage::Linking,
+                t,
+                &format!(
+                    "{} tile images, {} past their tile's data: placing again",
+                    images.len(),
+                    room.len()
+                ),
+            );
+            return Ok(Linking::Replace(room));
+        }
+    }
     let fit = check_images(front, &images)?;
     run.hooks
         .linked(&Linked {
@@ -141,17 +211,127 @@ fn link<H: CompileHooks>(
         })
         .map_err(CompileError::Hook)?;
     let summary = format!(
-        "{} tile images, largest code image {} bytes (largest estimate {}; image/estimate at most {:.3}, on tile {}; least room left {} bytes, on tile {})",
+        "{} tile images, largest code image {} bytes (largest estimate {}; image/estimate at most {:.3}, on tile {}; least room left {} bytes, on tile {}){}",
         images.len(),
         images.iter().map(|i| i.code_bytes()).max().unwrap_or(0),
         fit.estimate_max,
         fit.ratio.0,
         fit.ratio.1.get(),
         fit.room.0,
-        fit.room.1.get()
+        fit.room.1.get(),
+        if moved == 0 {
+            String::new()
+        } else {
+            format!("; {moved} patch block(s) moved to the data region for images past their estimate")
+        }
     );
     run.finish(Stage::Linking, t, &summary);
-    Ok((images, fit))
+    Ok(Linking::Done(images, fit))
+}
+
+/// Tiles whose image ends past their placement's code limit (the lowest
+/// region-0 data less its element and the look-ahead), with the bytes to
+/// keep for code when placing them again: the image plus its overshoot of
+/// the estimate (rows scheduled for the new addresses may differ again),
+/// 8-byte rounded.
+fn room_for_images_past_data(front: &Front, images: &[LinkedTile]) -> BTreeMap<LogicalTile, u32> {
+    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
+        front.placements.iter().map(|p| (p.tile, p)).collect();
+    images
+        .iter()
+        .filter_map(|img| {
+            let p = by_logical.get(&img.logical_tile)?;
+            let bytes = img.code_bytes();
+            if p.check_code(bytes).is_ok() {
+                return None;
+            }
+            let estimate =
+                code_estimate_of(&front.plan.code_bytes, img.logical_tile, front.fixed_code);
+            let room = bytes
+                .saturating_add(bytes.saturating_sub(estimate))
+                .checked_next_multiple_of(8)?;
+            Some((img.logical_tile, room))
+        })
+        .collect()
+}
+
+/// The one refit after linking, bounded to one pass and not a re-plan: the
+/// rows part of the planner's image estimate is a model, not a bound (the
+/// scheduler may cut a transfer into more pieces than the estimate counts,
+/// each with its own send and receive controls), so an image may end past
+/// its estimate. Where that image ran into its tile's patch data at the top
+/// of the code reservation, the block moves to the tile's data region
+/// (charged like data; no room or budget there is the typed
+/// [`CompileError::PatchData`]), the tile's program is emitted and linked
+/// again, and the usual check follows: the image is then bounded by the
+/// tile's lowest data, which placement keeps above the whole elements of
+/// the estimate. Plans whose images fit are untouched (same bytes). Returns
+/// the blocks moved; each move is a note naming the tile and the bytes.
+fn refit_patch_blocks<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    front: &mut Front,
+    kernels: &dyn KernelAbi,
+    programs: &mut Vec<EmittedProgram>,
+    images: &mut [LinkedTile],
+) -> Result<usize, CompileError> {
+    let over: Vec<usize> = images
+        .iter()
+        .enumerate()
+        .filter(|(_, img)| {
+            front
+                .patch
+                .code_ceiling
+                .get(&img.logical_tile)
+                .is_some_and(|&c| img.code_bytes() > c.saturating_sub(APPLICATION_LOAD_BASE))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if over.is_empty() {
+        return Ok(0);
+    }
+    for &i in &over {
+        let img = &images[i];
+        let tile = img.logical_tile;
+        let data = PatchData::for_tile(&front.exchange, img.physical_tile);
+        let ceiling = front.patch.code_ceiling.get(&tile).copied().unwrap_or(0);
+        let estimates = &front.plan.code_bytes;
+        let fixed = front.fixed_code;
+        let code_estimate = |t: LogicalTile| code_estimate_of(estimates, t, fixed);
+        let moved = front
+            .patch
+            .move_to_data(tile, &data, &mut front.placements, &code_estimate);
+        let base = match moved {
+            Ok(base) => base.unwrap_or(0),
+            Err(error) => {
+                return Err(CompileError::PatchData(Box::new(PatchDataFailed {
+                    error,
+                    schedule: front.schedule.clone(),
+                    placements: front.placements.clone(),
+                })))
+            }
+        };
+        run.hooks.note(&format!(
+            "linking: tile {}: code image {} bytes (estimate {}) ran past its {}-byte patch data at the top of its code reservation ({} bytes free below it): the block moved to the data region at {base:#x}, the tile is emitted and linked again",
+            tile.get(),
+            img.code_bytes(),
+            code_estimate(tile),
+            data.bytes(),
+            ceiling.saturating_sub(APPLICATION_LOAD_BASE),
+        ));
+    }
+    // Emission is deterministic: every other tile's program comes out the
+    // same (its patch base did not move), so all programs are replaced and
+    // only the moved tiles are linked again.
+    *programs = emit_all(front, kernels)?;
+    for &i in &over {
+        let tile = images[i].logical_tile;
+        let program = programs.iter().find(|p| p.logical_tile == tile).ok_or(
+            // Cannot happen: the same schedule emits the same tiles.
+            CompileError::Emit(crate::emit::EmitError::UnplacedPatchData { tile, bytes: 0 }),
+        )?;
+        images[i] = link_tile(&front.stubs, program, &front.runtime).map_err(CompileError::Link)?;
+    }
+    Ok(over.len())
 }
 
 /// [`link`]'s check of every image against its tile's limit; an image that

@@ -4,6 +4,7 @@
 //! program) when its patch data does not fit.
 
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -120,6 +121,59 @@ pub(super) fn plan_and_place<H: CompileHooks>(
                 })))
             }
         }
+    }
+}
+
+/// The second refit after linking (at most `back::CODE_REPLACEMENTS` times per compile, see
+/// `back::link`): tiles whose linked images ran past their tile's lowest
+/// region-0 data are placed again with their code reservation grown to
+/// `room` bytes (at least the planner's estimate), and the exchange and the
+/// patch data are scheduled and placed again for the new addresses; the
+/// plan and the schedule stay. A tile that cannot hold the grown
+/// reservation is placement's typed rejection (tile, bytes needed, bytes
+/// free), never a silent fallback.
+pub(super) fn replace_with_room<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    front: Front,
+    options: &CompileOptions,
+    room: &BTreeMap<LogicalTile, u32>,
+) -> Result<Front, CompileError> {
+    let Front {
+        plan,
+        optimization,
+        schedule,
+        stubs,
+        runtime,
+        fixed_code,
+        allowance,
+        replans,
+        ..
+    } = front;
+    let code_estimate = |tile: LogicalTile| {
+        let estimate = code_estimate_of(&plan.code_bytes, tile, fixed_code);
+        room.get(&tile).map_or(estimate, |&r| r.max(estimate))
+    };
+    let (schedule, mut placements) = place(run, schedule, &code_estimate)?;
+    let exchange = schedule_exchange(run, &schedule, &placements, options)?;
+    match patch_data(run, &schedule, &exchange, &mut placements, &code_estimate) {
+        Ok(patch) => Ok(Front {
+            plan,
+            optimization,
+            schedule,
+            placements,
+            exchange,
+            patch,
+            stubs,
+            runtime,
+            fixed_code,
+            allowance,
+            replans,
+        }),
+        Err(error) => Err(CompileError::PatchData(Box::new(PatchDataFailed {
+            error,
+            schedule,
+            placements,
+        }))),
     }
 }
 

@@ -80,47 +80,19 @@ pub fn place_patch_data(
     let (mut in_reservation, mut in_data) = (0, 0);
     for (tile, data) in blocks {
         // First choice: the top of the elements reserved for the image,
-        // above the planner's estimate (an upper bound of the image) and
-        // its fetch look-ahead: no budget beyond what the planner charged.
-        {
-            let estimate_end = APPLICATION_LOAD_BASE.saturating_add(code_estimate(tile));
-            let top = element_bounds(estimate_end.saturating_sub(1).max(APPLICATION_LOAD_BASE))
-                .end
-                .min(layout::STATE_BASE);
-            let base = top.saturating_sub(data.bytes()) / PATCH_DATA_ALIGN * PATCH_DATA_ALIGN;
-            if base >= estimate_end.saturating_add(SUPERVISOR_FETCH_LOOKAHEAD)
-                && top <= EXECUTABLE_MEMORY_LIMIT
-            {
-                bases.insert(tile, base);
-                code_ceiling.insert(tile, base - SUPERVISOR_FETCH_LOOKAHEAD);
-                in_reservation += 1;
-                continue;
-            }
+        // above the planner's estimate and its fetch look-ahead: no budget
+        // beyond what the planner charged. The estimate's rows part is a
+        // model, so an image may still end past it: `back::link` then
+        // moves the block to the data region.
+        if let Some(base) = reservation_base(code_estimate(tile), data.bytes()) {
+            bases.insert(tile, base);
+            code_ceiling.insert(tile, base - SUPERVISOR_FETCH_LOOKAHEAD);
+            in_reservation += 1;
+            continue;
         }
         in_data += 1;
-        let fail = |error| PatchDataDoesNotFit {
-            tile,
-            repeat_bytes: data.repeat_bytes(),
-            sharing_bytes: data.sharing_bytes(),
-            largest,
-            error,
-        };
-        let index = match placements.binary_search_by_key(&tile, |p| p.tile) {
-            Ok(i) => i,
-            Err(i) => {
-                let empty = PlacementRequest {
-                    tile,
-                    reserved: support_reserved(code_estimate(tile)),
-                    ..PlacementRequest::default()
-                };
-                placements.insert(i, place_tile(&empty).map_err(fail)?);
-                i
-            }
-        };
-        let range = placements[index]
-            .add_constant(PATCH_DATA_NAME, data.bytes(), PATCH_DATA_ALIGN)
-            .map_err(fail)?;
-        bases.insert(tile, range.start);
+        let base = place_in_data(tile, &data, largest, placements, code_estimate)?;
+        bases.insert(tile, base);
     }
     Ok(PatchBases {
         bases,
@@ -129,6 +101,82 @@ pub fn place_patch_data(
         in_reservation,
         in_data,
     })
+}
+
+/// Where a patch block of `bytes` goes at the top of the elements reserved
+/// for an image estimated at `estimate` bytes, if it fits there above the
+/// estimate and its 64-byte fetch look-ahead.
+fn reservation_base(estimate: u32, bytes: u32) -> Option<u32> {
+    let estimate_end = APPLICATION_LOAD_BASE.saturating_add(estimate);
+    let top = element_bounds(estimate_end.saturating_sub(1).max(APPLICATION_LOAD_BASE))
+        .end
+        .min(layout::STATE_BASE);
+    let base = top.saturating_sub(bytes) / PATCH_DATA_ALIGN * PATCH_DATA_ALIGN;
+    (base >= estimate_end.saturating_add(SUPERVISOR_FETCH_LOOKAHEAD)
+        && top <= EXECUTABLE_MEMORY_LIMIT)
+        .then_some(base)
+}
+
+/// Places `tile`'s patch data as a constant block in its data region (a
+/// tile that holds no buffer gets a placement of its own) and returns its
+/// base; placement's typed error (budget or room) names the tile.
+fn place_in_data(
+    tile: LogicalTile,
+    data: &PatchData,
+    largest: u32,
+    placements: &mut Vec<TilePlacement>,
+    code_estimate: &dyn Fn(LogicalTile) -> u32,
+) -> Result<u32, PatchDataDoesNotFit> {
+    let fail = |error| PatchDataDoesNotFit {
+        tile,
+        repeat_bytes: data.repeat_bytes(),
+        sharing_bytes: data.sharing_bytes(),
+        largest,
+        error,
+    };
+    let index = match placements.binary_search_by_key(&tile, |p| p.tile) {
+        Ok(i) => i,
+        Err(i) => {
+            let empty = PlacementRequest {
+                tile,
+                reserved: support_reserved(code_estimate(tile)),
+                ..PlacementRequest::default()
+            };
+            placements.insert(i, place_tile(&empty).map_err(fail)?);
+            i
+        }
+    };
+    let range = placements[index]
+        .add_constant(PATCH_DATA_NAME, data.bytes(), PATCH_DATA_ALIGN)
+        .map_err(fail)?;
+    Ok(range.start)
+}
+
+impl PatchBases {
+    /// The refit of a tile whose linked image ran past its patch data at
+    /// the top of its code reservation (the image estimate is a model of
+    /// the rows, not a bound): the block moves to the tile's data region
+    /// ([`TilePlacement::add_constant`], charged like data against the
+    /// tile's budget), so the image is bounded only by the tile's lowest
+    /// data again. Returns the block's new base; the tile's program must be
+    /// emitted again (it loads the block's address). A tile whose block is
+    /// not in its reservation is left alone (`Ok(None)`).
+    pub fn move_to_data(
+        &mut self,
+        tile: LogicalTile,
+        data: &PatchData,
+        placements: &mut Vec<TilePlacement>,
+        code_estimate: &dyn Fn(LogicalTile) -> u32,
+    ) -> Result<Option<u32>, PatchDataDoesNotFit> {
+        if self.code_ceiling.remove(&tile).is_none() {
+            return Ok(None);
+        }
+        let base = place_in_data(tile, data, self.largest, placements, code_estimate)?;
+        self.bases.insert(tile, base);
+        self.in_reservation = self.in_reservation.saturating_sub(1);
+        self.in_data = self.in_data.saturating_add(1);
+        Ok(Some(base))
+    }
 }
 
 /// The planner's image estimate of `tile` (the fixed part when it has none).
@@ -187,4 +235,84 @@ pub fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<
             Segment::data(start, end - start, role, Vec::new())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipu21::sram::TILE_MEMORY_BUDGET;
+
+    fn sharing(bytes: u32) -> PatchData {
+        let mut data = PatchData::default();
+        data.sharing_words = alloc::vec![7; bytes as usize / 4];
+        data
+    }
+
+    /// The tile-662 case of So400m FP16 at 12 layers, in small: the block
+    /// sits at the top of the code element above the estimate, the linked
+    /// image ends past the estimate and into the block's look-ahead; the
+    /// refit moves the block to the data region and the image fits below
+    /// the tile's data.
+    #[test]
+    fn an_image_past_its_estimate_gets_its_patch_block_moved_to_the_data_region() {
+        let tile = LogicalTile::new(5).unwrap();
+        let element_end = element_bounds(APPLICATION_LOAD_BASE).end;
+        let estimate: u32 = element_end - APPLICATION_LOAD_BASE - 2_000;
+        let data = sharing(912);
+        let base = reservation_base(estimate, data.bytes()).unwrap();
+        assert_eq!(base + data.bytes(), element_end);
+        let ceiling = base - SUPERVISOR_FETCH_LOOKAHEAD;
+        let mut bases = PatchBases {
+            largest: data.bytes(),
+            in_reservation: 1,
+            ..PatchBases::default()
+        };
+        bases.bases.insert(tile, base);
+        bases.code_ceiling.insert(tile, ceiling);
+        // 1,200 bytes past the estimate: past the block's ceiling, still
+        // inside the element placement reserved.
+        let image = estimate + 1_200;
+        assert!(matches!(
+            check_below(tile, image, ceiling),
+            Err(PlaceError::CodeDoesNotFit { free_bytes, .. }) if free_bytes == ceiling - APPLICATION_LOAD_BASE
+        ));
+        let mut placements = Vec::new();
+        let moved = bases
+            .move_to_data(tile, &data, &mut placements, &|_| estimate)
+            .unwrap()
+            .unwrap();
+        assert!(moved >= element_end, "{moved:#x}");
+        assert_eq!(bases.patch_base(tile), Some(moved));
+        assert_eq!((bases.in_reservation, bases.in_data), (0, 1));
+        assert!(!bases.code_ceiling.contains_key(&tile));
+        assert_eq!(placements.len(), 1);
+        placements[0].check_code(image).unwrap();
+        assert!(placements[0].code_limit() >= element_end - SUPERVISOR_FETCH_LOOKAHEAD);
+        // A block no longer (or never) in the reservation is left alone.
+        assert_eq!(
+            bases
+                .move_to_data(tile, &data, &mut placements, &|_| estimate)
+                .unwrap(),
+            None
+        );
+    }
+
+    /// No room for the block in the data region is the typed error naming
+    /// the tile and the block's bytes, never a silent fallback.
+    #[test]
+    fn a_moved_block_without_room_is_a_typed_error_naming_the_tile() {
+        let tile = LogicalTile::new(9).unwrap();
+        let data = sharing(TILE_MEMORY_BUDGET / 4 * 4);
+        let mut bases = PatchBases::default();
+        bases.bases.insert(tile, 0x5C000);
+        bases
+            .code_ceiling
+            .insert(tile, 0x5C000 - SUPERVISOR_FETCH_LOOKAHEAD);
+        let err = bases
+            .move_to_data(tile, &data, &mut Vec::new(), &|_| 60_000)
+            .unwrap_err();
+        assert_eq!(err.tile, tile);
+        assert_eq!(err.sharing_bytes, data.bytes());
+        assert!(matches!(err.error, PlaceError::OverBudget { tile: t, .. } if t == tile));
+    }
 }

@@ -203,3 +203,40 @@ fn a_failing_hook_is_returned() {
     };
     assert_eq!(alloc::format!("{inner}"), "refused");
 }
+
+/// The second refit after linking: a tile placed again with more room
+/// for code keeps that room out of its data (its code reservation covers
+/// it, the image limit is above it), the exchange is scheduled again for
+/// the new addresses, and the compile finishes from there.
+#[test]
+fn a_tile_placed_again_with_more_room_for_code_keeps_it_and_links() {
+    use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+    use crate::place::ReservedKind;
+    let g = graph();
+    let opts = options();
+    let hooks = Sequential;
+    let mut run = Run {
+        hooks: &hooks,
+        times: StageTimes::default(),
+    };
+    let front = front::plan_and_place(&mut run, &g, &opts, &NativeKernelAbi).unwrap();
+    let tile = front.placements[0].tile;
+    let room = 40_000u32;
+    let reserved_end = |p: &crate::place::TilePlacement| {
+        p.reserved
+            .iter()
+            .filter(|r| r.kind == ReservedKind::Code)
+            .map(|r| r.range.end)
+            .max()
+            .unwrap()
+    };
+    assert!(reserved_end(&front.placements[0]) < APPLICATION_LOAD_BASE + room);
+    let rooms = BTreeMap::from([(tile, room)]);
+    let front = front::replace_with_room(&mut run, front, &opts, &rooms).unwrap();
+    let p = front.placements.iter().find(|p| p.tile == tile).unwrap();
+    assert_eq!(reserved_end(p), APPLICATION_LOAD_BASE + room);
+    assert!(p.code_limit() >= APPLICATION_LOAD_BASE + room);
+    p.check_code(room).unwrap();
+    let compiled = back::emit_link_package(&mut run, &g, &opts, &NativeKernelAbi, front).unwrap();
+    assert!(compiled.report.tiles > 0);
+}
