@@ -106,6 +106,8 @@ mod error_types {
         is_error::<crate::pipeline::CompileError>();
         is_error::<crate::pipeline::LinkError>();
         is_error::<crate::pipeline::PatchDataDoesNotFit>();
+        is_error::<crate::pipeline::PatchDataFailed>();
+        is_error::<crate::pipeline::CodeDoesNotFit>();
         is_error::<crate::pipeline::PlacementFailed>();
         is_error::<crate::place::PlaceError>();
         is_error::<crate::plan::PlanError>();

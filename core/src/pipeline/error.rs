@@ -111,8 +111,8 @@ impl core::error::Error for CompileError {
             CompileError::Lower(e) => Some(e),
             CompileError::Placement(e) => Some(e.as_ref()),
             CompileError::Exchange(e) | CompileError::Emit(e) => Some(e),
-            CompileError::PatchData(e) => Some(&e.error),
-            CompileError::Code(e) => Some(&e.error),
+            CompileError::PatchData(e) => Some(e.as_ref()),
+            CompileError::Code(e) => Some(e.as_ref()),
             CompileError::EmptyTile(e) => Some(e),
             CompileError::Bindings(e) => Some(e),
             CompileError::Package(e) => Some(e),
@@ -191,6 +191,19 @@ pub struct PatchDataFailed {
     pub placements: Vec<TilePlacement>,
 }
 
+/// The report parts ride along; the message and the cause are the tile's.
+impl fmt::Display for PatchDataFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl core::error::Error for PatchDataFailed {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
 /// Bytes of a linked image's parts, in load order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImageParts {
@@ -221,6 +234,19 @@ pub struct CodeDoesNotFit {
     pub schedule: TileSchedule,
     /// Every tile's placement, in tile order.
     pub placements: Vec<TilePlacement>,
+}
+
+/// As for [`PatchDataFailed`]: placement's error says what and where.
+impl fmt::Display for CodeDoesNotFit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl core::error::Error for CodeDoesNotFit {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        self.error.source()
+    }
 }
 
 /// Assembling, linking or reading back a tile image failed.

@@ -87,8 +87,8 @@ pub fn read_jobs(text: &str) -> Result<Vec<PhaseJob>> {
                     });
                     continue;
                 }
-                let tile =
-                    |v: i64| PhysicalTile::new(v as u32).map_err(|e| anyhow::anyhow!("{e:?}"));
+                // Out of range (or negative, wrapped) is `TileOutOfRange`, kept typed.
+                let tile = |v: i64| PhysicalTile::new(v as u32);
                 let source = tile(num(f.next()).with_context(at)?).with_context(at)?;
                 let source_address = num(f.next()).with_context(at)? as u32;
                 let words = num(f.next()).with_context(at)? as u32;
