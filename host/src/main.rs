@@ -1,5 +1,10 @@
 use clap::Parser;
 
+/// See the workspace `Cargo.toml` (`mimalloc`): fewer page faults and
+/// frees than glibc for the compiler's many short-lived per-tile arrays.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// ipuc — compile SigLIP vision transformers for the Graphcore IPU21 and run them
 /// on the embedded simulator (all figures are simulated unless a hardware
 /// backend says otherwise).

@@ -25,7 +25,10 @@ use crate::lower::{lower, TileSchedule};
 use crate::place::{place_tile, requests, support_reserved, TilePlacement};
 use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
 use crate::plan::memory::{ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
-use crate::plan::{improve_plan, plan_graph_with_progress, Improvement, Plan, PlanConfig};
+use crate::plan::{
+    improve_plan, plan_graph_with, BodySearch, Improvement, Plan, PlanConfig, SearchHooks,
+    SearchJobs,
+};
 use crate::runtime::runtime_objects_from;
 
 /// How many times the table-based program (`outgoing_base: false`) may
@@ -52,6 +55,17 @@ pub(super) struct Front {
     /// Per-tile data bytes kept for patch data, and plans redone for it.
     pub allowance: u64,
     pub replans: u32,
+}
+
+/// The planner's independent Repeat-body searches, as planning jobs run
+/// by the host ([`CompileHooks::run_jobs`]).
+struct PlanningJobs<'h, H>(&'h H);
+
+impl<H: CompileHooks> SearchJobs for PlanningJobs<'_, H> {
+    fn run(&self, count: usize, job: &(dyn Fn(usize) -> BodySearch + Sync)) -> Vec<BodySearch> {
+        let jobs: Vec<usize> = (0..count).collect();
+        self.0.run_jobs(Stage::Planning, &jobs, &|&i| job(i))
+    }
 }
 
 /// Plans, lowers, places and schedules the exchange; re-plans the
@@ -203,10 +217,14 @@ fn plan<H: CompileHooks>(
         gemm_far_end: false,
     };
     let hooks = run.hooks;
-    let plan = plan_graph_with_progress(graph, config, &|done, total| {
+    let progress = |done, total| {
         hooks.progress(Stage::Planning, u64::from(done), u64::from(total));
-    })
-    .map_err(|error| CompileError::Plan {
+    };
+    let search = SearchHooks {
+        progress: Some(&progress),
+        jobs: Some(&PlanningJobs(hooks)),
+    };
+    let plan = plan_graph_with(graph, config, search).map_err(|error| CompileError::Plan {
         attempt,
         allowance,
         error,

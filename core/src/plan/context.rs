@@ -12,6 +12,7 @@ use core::cell::RefCell;
 
 use super::candidates::TensorView;
 use super::cost::Cycles;
+use super::error::PlanResult;
 use super::layout::{Layout, TILE_COUNT};
 use super::memory::{MemoryRejection, DATA_BUDGET_BYTES};
 use super::opplan::{OpPlan, Slot};
@@ -111,6 +112,30 @@ pub(super) type CodeRef = Arc<super::code::CodeUse>;
 pub(super) type PlanCode = (Arc<OpPlan>, CodeRef);
 pub(super) type CandidateKey = (OpId, Vec<Option<Layout>>);
 
+/// How a host runs the planner's independent Repeat-body searches (the
+/// boundaries first reached at one Repeat op, one job each) on its own
+/// threads. Without one they run in order on the calling thread; the plan,
+/// its statistics and any rejection are the same either way.
+pub trait SearchJobs: Sync {
+    /// Runs `job(i)` for every `i` in `0..count`; the outcomes in index order.
+    fn run(&self, count: usize, job: &(dyn Fn(usize) -> BodySearch + Sync)) -> Vec<BodySearch>;
+}
+
+/// One Repeat-body search job's outcome, opaque to the host that ran it.
+pub struct BodySearch {
+    pub(super) frontier: PlanResult<BodyFrontier>,
+    pub(super) stats: PlanStats,
+}
+
+/// The memo caches of a [`SearchCx`] (not the region cache: a fork searches
+/// one body, it does not look bodies up).
+pub(super) struct Memo {
+    candidates: BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>,
+    relayouts: BTreeMap<(Layout, Layout, u32), Option<Cycles>>,
+    relayout_code: BTreeMap<(Layout, Layout, u32), Option<CodeRef>>,
+    plan_code: BTreeMap<usize, PlanCode>,
+}
+
 /// Shared search context.
 pub struct SearchCx<'g> {
     /// The graph.
@@ -130,6 +155,8 @@ pub struct SearchCx<'g> {
     /// top-level op (a progress bar's position; a Repeat's body searches
     /// happen inside its op).
     pub(super) progress: Option<&'g dyn Fn(u32, u32)>,
+    /// Where independent body searches run (`None`: here, in order).
+    pub(super) jobs: Option<&'g dyn SearchJobs>,
 }
 
 impl<'g> SearchCx<'g> {
@@ -145,6 +172,40 @@ impl<'g> SearchCx<'g> {
             region_cache: RefCell::new(BTreeMap::new()),
             region_label: RefCell::new(String::from("top level")),
             progress: None,
+            jobs: None,
+        }
+    }
+
+    /// A context for one body search on another thread: the same graph,
+    /// settings and job runner, a copy of `memo` (what an earlier search
+    /// worked out; the caches only memoise, so what the fork finds does not
+    /// depend on them), no progress.
+    pub(super) fn fork(
+        graph: &'g Graph,
+        config: PlanConfig,
+        jobs: &'g dyn SearchJobs,
+        region_label: &str,
+        memo: &Memo,
+    ) -> Self {
+        let cx = SearchCx {
+            jobs: Some(jobs),
+            candidate_cache: RefCell::new(memo.candidates.clone()),
+            relayout_cache: RefCell::new(memo.relayouts.clone()),
+            relayout_code_cache: RefCell::new(memo.relayout_code.clone()),
+            plan_code_cache: RefCell::new(memo.plan_code.clone()),
+            ..SearchCx::new(graph, config)
+        };
+        cx.region_label.replace(String::from(region_label));
+        cx
+    }
+
+    /// A copy of the memo caches, for [`SearchCx::fork`].
+    pub(super) fn memo(&self) -> Memo {
+        Memo {
+            candidates: self.candidate_cache.borrow().clone(),
+            relayouts: self.relayout_cache.borrow().clone(),
+            relayout_code: self.relayout_code_cache.borrow().clone(),
+            plan_code: self.plan_code_cache.borrow().clone(),
         }
     }
 

@@ -49,8 +49,10 @@ pub mod region;
 pub mod search;
 pub mod state;
 
-pub use context::{PlanConfig, PlanStats, DEFAULT_BEAM_WIDTH, DEFAULT_FIXED_CODE_BYTES};
+pub use context::{
+    BodySearch, PlanConfig, PlanStats, SearchJobs, DEFAULT_BEAM_WIDTH, DEFAULT_FIXED_CODE_BYTES,
+};
 pub use planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
-pub use search::{plan_graph, plan_graph_with_progress, plan_graph_with_stats, Plan};
+pub use search::{plan_graph, plan_graph_with, plan_graph_with_stats, Plan, SearchHooks};
 #[cfg(test)]
 pub(crate) mod tests;

@@ -20,7 +20,9 @@ use alloc::vec::Vec;
 
 use super::candidates::{candidates, default_storage, GenConfig, OperandInfo, TensorView};
 use super::code::CodeCharge;
-use super::context::{BodyFrontier, PlanConfig, PlanStats, SearchCx};
+use super::context::{
+    BodyFrontier, BodySearch, BoundaryKey, PlanConfig, PlanStats, SearchCx, SearchJobs,
+};
 use super::cost::Cycles;
 use super::error::{PlanError, PlanResult};
 use super::layout::Layout;
@@ -231,9 +233,13 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
                 }
             };
         let mut repeat_failure: Option<Arc<MemoryRejection>> = None;
-        for s in &states {
-            if o.kind().as_repeat().is_some() {
-                match body_frontier(cx, s, op)? {
+        let frontiers = match o.kind().as_repeat() {
+            Some(_) => body_frontiers(cx, &states, op)?,
+            None => Vec::new(),
+        };
+        for (i, s) in states.iter().enumerate() {
+            if let Some(frontier) = frontiers.get(i) {
+                match frontier {
                     Ok(bodies) => {
                         for b in bodies.iter() {
                             cx.stats.borrow_mut().candidates_screened += 1;
@@ -244,7 +250,7 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
                             }
                         }
                     }
-                    Err(r) => repeat_failure = Some(r),
+                    Err(r) => repeat_failure = Some(r.clone()),
                 }
                 continue;
             }
@@ -296,8 +302,15 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
     Ok(states)
 }
 
-/// The cached frontier of the Repeat `op`'s body for the boundary `s` gives it.
-pub(crate) fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<BodyFrontier> {
+/// The carried and invariant layouts a state gives the Repeat `op`'s body,
+/// and the region-cache key they make.
+struct Boundary {
+    key: BoundaryKey,
+    carried: Vec<Layout>,
+    invariants: Vec<Layout>,
+}
+
+fn boundary(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<Boundary> {
     let rep = cx
         .graph
         .repeat(op)
@@ -321,15 +334,88 @@ pub(crate) fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResul
         .iter()
         .map(|&v| layout_of(v))
         .collect::<PlanResult<_>>()?;
-    let key = (rep.body(), carried.clone(), invariants.clone());
-    if let Some(hit) = cx.region_cache.borrow().get(&key) {
-        cx.stats.borrow_mut().cache_hits += 1;
-        return Ok(hit.clone());
+    Ok(Boundary {
+        key: (rep.body(), carried.clone(), invariants.clone()),
+        carried,
+        invariants,
+    })
+}
+
+/// The cached frontier of the Repeat `op`'s body for the boundary `s` gives it.
+pub(crate) fn body_frontier(cx: &SearchCx<'_>, s: &State, op: OpId) -> PlanResult<BodyFrontier> {
+    body_frontiers(cx, core::slice::from_ref(s), op)?
+        .pop()
+        .ok_or(PlanError::MalformedGraph {
+            what: "region cache entry",
+        })
+}
+
+/// The cached frontier of the Repeat `op`'s body for the boundary each of
+/// `states` gives it. Boundaries neither cached nor given by an earlier
+/// state are searched — as the host's jobs when it runs them
+/// ([`SearchJobs`]), each in a [`SearchCx::fork`] — and cached; every
+/// other state counts a cache hit, as if the states were taken in order.
+pub(crate) fn body_frontiers(
+    cx: &SearchCx<'_>,
+    states: &[State],
+    op: OpId,
+) -> PlanResult<Vec<BodyFrontier>> {
+    let bounds = states
+        .iter()
+        .map(|s| boundary(cx, s, op))
+        .collect::<PlanResult<Vec<_>>>()?;
+    let mut fresh: Vec<&Boundary> = Vec::new();
+    {
+        let cache = cx.region_cache.borrow();
+        for b in &bounds {
+            if !cache.contains_key(&b.key) && !fresh.iter().any(|f| f.key == b.key) {
+                fresh.push(b);
+            }
+        }
     }
-    cx.stats.borrow_mut().body_searches += 1;
-    let result = search_body(cx, op, &carried, &invariants)?;
-    cx.region_cache.borrow_mut().insert(key, result.clone());
-    Ok(result)
+    let search_here = |b: &Boundary| search_body(cx, op, &b.carried, &b.invariants);
+    let found: Vec<PlanResult<BodyFrontier>> = match (cx.jobs, fresh.split_first()) {
+        (Some(jobs), Some((first, rest))) if !rest.is_empty() => {
+            // The first search here fills the memo caches, which the others
+            // (mostly the same ops on the same layouts) start from.
+            let mut found = alloc::vec![search_here(first)];
+            let (graph, config) = (cx.graph, cx.config);
+            let label = cx.region_label.borrow().clone();
+            let memo = cx.memo();
+            let outcomes = jobs.run(rest.len(), &|k| {
+                let fork = SearchCx::fork(graph, config, jobs, &label, &memo);
+                let b = rest[k];
+                let frontier = search_body(&fork, op, &b.carried, &b.invariants);
+                let stats = *fork.stats.borrow();
+                BodySearch { frontier, stats }
+            });
+            let mut stats = cx.stats.borrow_mut();
+            for o in outcomes {
+                *stats = stats.plus(&o.stats);
+                found.push(o.frontier);
+            }
+            found
+        }
+        _ => fresh.iter().map(|b| search_here(b)).collect(),
+    };
+    {
+        let mut stats = cx.stats.borrow_mut();
+        stats.body_searches += fresh.len() as u64;
+        stats.cache_hits += (bounds.len() - fresh.len()) as u64;
+    }
+    let mut cache = cx.region_cache.borrow_mut();
+    for (b, frontier) in fresh.iter().zip(found) {
+        // The first failing search in state order, as taken one by one.
+        cache.insert(b.key.clone(), frontier?);
+    }
+    bounds
+        .iter()
+        .map(|b| {
+            cache.get(&b.key).cloned().ok_or(PlanError::MalformedGraph {
+                what: "region cache entry",
+            })
+        })
+        .collect()
 }
 
 /// Whether the yield of carried value `j` can be written straight into the
@@ -517,26 +603,36 @@ pub fn plan_graph(graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
 /// the one returned. A config that already asks for a later search starts
 /// there.
 pub fn plan_graph_with_stats(graph: &Graph, config: PlanConfig) -> (PlanResult<Plan>, PlanStats) {
-    plan_graph_reporting(graph, config, None)
+    plan_graph_reporting(graph, config, SearchHooks::default())
 }
 
-/// [`plan_graph`] calling `progress(done, total)` after each of the top
-/// region's ops (a Repeat's body is searched inside its op); the plan is
-/// the same with or without it.
-pub fn plan_graph_with_progress(
+/// What a host gives the planner: a progress callback, called with
+/// `(done, total)` after each of the top region's ops (a Repeat's body is
+/// searched inside its op), and a runner for the independent body searches.
+/// The plan is the same with or without either.
+#[derive(Clone, Copy, Default)]
+pub struct SearchHooks<'a> {
+    /// Progress of the top region.
+    pub progress: Option<&'a dyn Fn(u32, u32)>,
+    /// Where body searches run.
+    pub jobs: Option<&'a dyn SearchJobs>,
+}
+
+/// [`plan_graph`] with the host's [`SearchHooks`].
+pub fn plan_graph_with(
     graph: &Graph,
     config: PlanConfig,
-    progress: &dyn Fn(u32, u32),
+    hooks: SearchHooks<'_>,
 ) -> PlanResult<Plan> {
-    plan_graph_reporting(graph, config, Some(progress)).0
+    plan_graph_reporting(graph, config, hooks).0
 }
 
 fn plan_graph_reporting(
     graph: &Graph,
     config: PlanConfig,
-    progress: Option<&dyn Fn(u32, u32)>,
+    hooks: SearchHooks<'_>,
 ) -> (PlanResult<Plan>, PlanStats) {
-    let (result, stats) = search_once(graph, config, progress);
+    let (result, stats) = search_once(graph, config, hooks);
     let next = match result {
         Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
             PlanConfig {
@@ -550,7 +646,7 @@ fn plan_graph_reporting(
         },
         other => return (other, stats),
     };
-    let (result, more) = plan_graph_reporting(graph, next, progress);
+    let (result, more) = plan_graph_reporting(graph, next, hooks);
     let stats = stats.plus(&more);
     (result.map(|p| Plan { stats, ..p }), stats)
 }
@@ -558,10 +654,11 @@ fn plan_graph_reporting(
 fn search_once(
     graph: &Graph,
     config: PlanConfig,
-    progress: Option<&dyn Fn(u32, u32)>,
+    hooks: SearchHooks<'_>,
 ) -> (PlanResult<Plan>, PlanStats) {
     let mut cx = SearchCx::new(graph, config);
-    cx.progress = progress;
+    cx.progress = hooks.progress;
+    cx.jobs = hooks.jobs;
     let result = plan_with(&cx, graph, config);
     let stats = *cx.stats.borrow();
     (result, stats)

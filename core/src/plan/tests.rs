@@ -2,6 +2,7 @@
 
 use alloc::format;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::ir::{DType, Graph, GraphBuilder, TensorType};
@@ -266,4 +267,51 @@ fn a_graph_that_fits_only_with_the_span_charge_is_planned_by_the_second_search()
     assert_eq!(plan.peak_bytes, direct.peak_bytes);
     // Its stats count both searches.
     assert!(plan.stats.candidates_screened > direct.stats.candidates_screened);
+}
+
+/// Runs the body-search jobs in reverse order (as another thread might
+/// finish them), returning them in index order.
+struct Reversed(AtomicUsize);
+
+impl SearchJobs for Reversed {
+    fn run(&self, count: usize, job: &(dyn Fn(usize) -> BodySearch + Sync)) -> Vec<BodySearch> {
+        self.0.fetch_add(count, Ordering::Relaxed);
+        let mut out: Vec<(usize, BodySearch)> = (0..count).rev().map(|i| (i, job(i))).collect();
+        out.sort_by_key(|(i, _)| *i);
+        out.into_iter().map(|(_, o)| o).collect()
+    }
+}
+
+#[test]
+fn body_searches_run_as_jobs_give_the_same_plan_and_statistics() {
+    // Mixed FP16 / FP8 weights on a few tiles: several outer branches reach
+    // the Repeat with different layouts, so more than one body is searched.
+    let g = projected_residual_mlp(64, 256, 1024, 4);
+    let config = PlanConfig {
+        tiles: 16,
+        beam_width: 16,
+        ..PlanConfig::default()
+    };
+    let alone = plan_graph(&g, config).unwrap();
+    let jobs = Reversed(AtomicUsize::new(0));
+    let hooks = SearchHooks {
+        progress: None,
+        jobs: Some(&jobs),
+    };
+    let with_jobs = plan_graph_with(&g, config, hooks).unwrap();
+    assert!(alone.stats.body_searches >= 2, "{:?}", alone.stats);
+    assert!(jobs.0.load(Ordering::Relaxed) > 0, "no body search ran as a job");
+    assert_eq!(format!("{:?}", alone.ops), format!("{:?}", with_jobs.ops));
+    assert_eq!(alone.cycles, with_jobs.cycles);
+    assert_eq!(alone.tile_peaks, with_jobs.tile_peaks);
+    assert_eq!(alone.code_bytes, with_jobs.code_bytes);
+    let counted = |s: PlanStats| {
+        (
+            s.candidates_screened,
+            s.body_searches,
+            s.cache_hits,
+            s.memory_rejections,
+        )
+    };
+    assert_eq!(counted(alone.stats), counted(with_jobs.stats));
 }

@@ -83,7 +83,12 @@ impl CompileHooks for Hooks<'_> {
         }
     }
 
-    fn job_finished(&self, _stage: Stage) {
+    fn job_finished(&self, stage: Stage) {
+        // Planning's bar counts the top region's ops (`progress`), not its
+        // Repeat-body search jobs.
+        if stage == Stage::Planning {
+            return;
+        }
         if let Ok(current) = self.stage.read() {
             if let Some(s) = current.as_ref() {
                 s.inc(1);
