@@ -30,8 +30,8 @@ pub use exchange::{
     ExchangePlan, ExchangeSummary, OutgoingBase, PhaseJob, PhaseRows, ScheduledJob, TileRowUse,
 };
 pub use program::{
-    area_label, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles, step_label, Area,
-    EmitInput, EmittedProgram, KernelAbi,
+    area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
+    step_label, Area, EmitInput, EmittedProgram, KernelAbi,
 };
 pub use tables::{PatchAddresses, PatchData};
 
@@ -40,7 +40,7 @@ use crate::lower::BufferId;
 
 /// Where placement put each buffer: the byte address of `buffer`'s block on
 /// logical `tile` (the start of iteration 0 for iterated buffers).
-pub trait BufferAddresses {
+pub trait BufferAddresses: Sync {
     /// `None` when the buffer has no block on that tile.
     fn base(&self, buffer: BufferId, tile: LogicalTile) -> Option<u32>;
 }

@@ -24,7 +24,7 @@ use crate::runtime::symbols;
 /// implementation is shared by emission and the simulator's codelets.
 /// Entries are the symbols [`kernel_symbol`] names, defined by
 /// [`kernel_stubs_source`] right after the runtime (same address on every tile).
-pub trait KernelAbi {
+pub trait KernelAbi: Sync {
     /// Every kernel family name, in a fixed order (the stub table's order).
     fn families(&self) -> Vec<&'static str>;
     /// The family (codelet symbol) implementing `kernel`.
@@ -97,45 +97,49 @@ pub fn step_label(index: StepIndex) -> String {
 /// Emits every tile's program. Tiles are those holding any buffer block or
 /// taking part in any step, in logical order.
 pub fn emit_programs(input: &EmitInput<'_>) -> Result<Vec<EmittedProgram>, EmitError> {
-    let tiles = tiles_used(input.schedule);
-    let mut programs = Vec::with_capacity(tiles.len());
-    for tile in tiles {
-        let physical = tile.physical();
-        let patch = PatchData::for_tile(input.exchange, physical);
-        let patch_base = if patch.bytes() == 0 {
-            0
-        } else {
-            input
-                .patch_addresses
-                .patch_base(tile)
-                .ok_or(EmitError::UnplacedPatchData {
-                    tile,
-                    bytes: patch.bytes(),
-                })?
-        };
-        let mut w = TileWriter {
-            input,
-            exchange: input.exchange,
-            tile,
-            physical,
-            code: String::new(),
-            args: String::new(),
-            patch: &patch,
-            patch_base,
-            rows: String::new(),
-            labels: 0,
-            arg_blocks: BTreeMap::new(),
-        };
-        w.program()?;
-        let source = w.finish();
-        programs.push(EmittedProgram {
-            logical_tile: tile,
-            physical_tile: physical,
-            source,
-            patch: (patch.bytes() > 0).then_some((patch_base, patch)),
-        });
-    }
-    Ok(programs)
+    tiles_used(input.schedule)
+        .into_iter()
+        .map(|tile| emit_program(input, tile))
+        .collect()
+}
+
+/// The supervisor program of one of [`program_tiles`] (tiles are
+/// independent: a host may emit them in parallel).
+pub fn emit_program(input: &EmitInput<'_>, tile: LogicalTile) -> Result<EmittedProgram, EmitError> {
+    let physical = tile.physical();
+    let patch = PatchData::for_tile(input.exchange, physical);
+    let patch_base = if patch.bytes() == 0 {
+        0
+    } else {
+        input
+            .patch_addresses
+            .patch_base(tile)
+            .ok_or(EmitError::UnplacedPatchData {
+                tile,
+                bytes: patch.bytes(),
+            })?
+    };
+    let mut w = TileWriter {
+        input,
+        exchange: input.exchange,
+        tile,
+        physical,
+        code: String::new(),
+        args: String::new(),
+        patch: &patch,
+        patch_base,
+        rows: String::new(),
+        labels: 0,
+        arg_blocks: BTreeMap::new(),
+    };
+    w.program()?;
+    let source = w.finish();
+    Ok(EmittedProgram {
+        logical_tile: tile,
+        physical_tile: physical,
+        source,
+        patch: (patch.bytes() > 0).then_some((patch_base, patch)),
+    })
 }
 
 /// Logical tiles that get a program (hold a block or take part in a step).

@@ -99,7 +99,7 @@ impl PatchData {
 }
 
 /// Where each tile's patch-data block was placed.
-pub trait PatchAddresses {
+pub trait PatchAddresses: Sync {
     /// Base address of logical `tile`'s block (`None` if it has none).
     fn patch_base(&self, tile: LogicalTile) -> Option<u32>;
 }

@@ -17,7 +17,7 @@ use super::link::{kernel_symbols, link_tile, step_tables, LinkedTile};
 use super::patch_data::{check_below, code_estimate_of, data_segments};
 use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
 
-use crate::emit::{emit_programs, EmitInput, EmittedProgram, KernelAbi, PatchData};
+use crate::emit::{emit_program, program_tiles, EmitInput, EmittedProgram, KernelAbi, PatchData};
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
@@ -84,14 +84,15 @@ pub const CODE_REPLACEMENTS: u32 = 3;
 /// Patch-data segments by logical tile.
 type PatchSegments = BTreeMap<LogicalTile, Vec<Segment>>;
 
-/// Every tile's supervisor program.
+/// Every tile's supervisor program (jobs: tiles).
 fn emit<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &Front,
     kernels: &dyn KernelAbi,
 ) -> Result<Vec<EmittedProgram>, CompileError> {
-    let t = run.start(Stage::Emission, 0);
-    let programs = emit_all(front, kernels)?;
+    let tiles = program_tiles(&front.schedule);
+    let t = run.start(Stage::Emission, tiles.len());
+    let programs = emit_all(run.hooks, front, kernels, &tiles)?;
     run.finish(
         Stage::Emission,
         t,
@@ -100,16 +101,26 @@ fn emit<H: CompileHooks>(
     Ok(programs)
 }
 
-/// Every tile's program with the front's addresses and patch bases.
-fn emit_all(front: &Front, kernels: &dyn KernelAbi) -> Result<Vec<EmittedProgram>, CompileError> {
-    emit_programs(&EmitInput {
+/// The programs of `tiles`, in order, with the front's addresses and patch
+/// bases (the host's jobs; emission is deterministic per tile).
+fn emit_all<H: CompileHooks>(
+    hooks: &H,
+    front: &Front,
+    kernels: &dyn KernelAbi,
+    tiles: &[LogicalTile],
+) -> Result<Vec<EmittedProgram>, CompileError> {
+    let input = EmitInput {
         schedule: &front.schedule,
         addresses: &Placed::new(&front.placements),
         kernels,
         exchange: &front.exchange,
         patch_addresses: &front.patch,
-    })
-    .map_err(CompileError::Emit)
+    };
+    hooks
+        .run_jobs(Stage::Emission, tiles, &|&tile| emit_program(&input, tile))
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(CompileError::Emit)
 }
 
 /// Every tile's patch data as segments, at the bases its program uses.
@@ -168,7 +179,7 @@ fn link<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &mut Front,
     kernels: &dyn KernelAbi,
-    programs: &mut Vec<EmittedProgram>,
+    programs: &mut [EmittedProgram],
     may_replace: bool,
 ) -> Result<Linking, CompileError> {
     let t = run.start(Stage::Linking, programs.len());
@@ -271,7 +282,7 @@ fn refit_patch_blocks<H: CompileHooks>(
     run: &mut Run<'_, H>,
     front: &mut Front,
     kernels: &dyn KernelAbi,
-    programs: &mut Vec<EmittedProgram>,
+    programs: &mut [EmittedProgram],
     images: &mut [LinkedTile],
 ) -> Result<usize, CompileError> {
     let over: Vec<usize> = images
@@ -320,16 +331,24 @@ fn refit_patch_blocks<H: CompileHooks>(
         ));
     }
     // Emission is deterministic: every other tile's program comes out the
-    // same (its patch base did not move), so all programs are replaced and
-    // only the moved tiles are linked again.
-    *programs = emit_all(front, kernels)?;
-    for &i in &over {
-        let tile = images[i].logical_tile;
-        let program = programs.iter().find(|p| p.logical_tile == tile).ok_or(
-            // Cannot happen: the same schedule emits the same tiles.
-            CompileError::Emit(crate::emit::EmitError::UnplacedPatchData { tile, bytes: 0 }),
-        )?;
-        images[i] = link_tile(&front.stubs, program, &front.runtime).map_err(CompileError::Link)?;
+    // same (its patch base did not move), so only the moved tiles are
+    // emitted and linked again.
+    let tiles: Vec<LogicalTile> = over.iter().map(|&i| images[i].logical_tile).collect();
+    let again = emit_all(run.hooks, front, kernels, &tiles)?;
+    for (&i, program) in over.iter().zip(again) {
+        images[i] =
+            link_tile(&front.stubs, &program, &front.runtime).map_err(CompileError::Link)?;
+        let slot = programs
+            .iter_mut()
+            .find(|p| p.logical_tile == program.logical_tile)
+            .ok_or(
+                // Cannot happen: the same schedule emits the same tiles.
+                CompileError::Emit(crate::emit::EmitError::UnplacedPatchData {
+                    tile: program.logical_tile,
+                    bytes: 0,
+                }),
+            )?;
+        *slot = program;
     }
     Ok(over.len())
 }

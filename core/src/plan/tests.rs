@@ -300,7 +300,10 @@ fn body_searches_run_as_jobs_give_the_same_plan_and_statistics() {
     };
     let with_jobs = plan_graph_with(&g, config, hooks).unwrap();
     assert!(alone.stats.body_searches >= 2, "{:?}", alone.stats);
-    assert!(jobs.0.load(Ordering::Relaxed) > 0, "no body search ran as a job");
+    assert!(
+        jobs.0.load(Ordering::Relaxed) > 0,
+        "no body search ran as a job"
+    );
     assert_eq!(format!("{:?}", alone.ops), format!("{:?}", with_jobs.ops));
     assert_eq!(alone.cycles, with_jobs.cycles);
     assert_eq!(alone.tile_peaks, with_jobs.tile_peaks);
