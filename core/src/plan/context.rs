@@ -128,7 +128,9 @@ pub struct BodySearch {
 }
 
 /// The memo caches of a [`SearchCx`] (not the region cache: a fork searches
-/// one body, it does not look bodies up).
+/// one body, it does not look bodies up, and a later search charges code
+/// differently).
+#[derive(Clone, Default)]
 pub(super) struct Memo {
     candidates: BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>,
     relayouts: BTreeMap<(Layout, Layout, u32), Option<Cycles>>,
@@ -189,14 +191,34 @@ impl<'g> SearchCx<'g> {
     ) -> Self {
         let cx = SearchCx {
             jobs: Some(jobs),
-            candidate_cache: RefCell::new(memo.candidates.clone()),
-            relayout_cache: RefCell::new(memo.relayouts.clone()),
-            relayout_code_cache: RefCell::new(memo.relayout_code.clone()),
-            plan_code_cache: RefCell::new(memo.plan_code.clone()),
-            ..SearchCx::new(graph, config)
+            ..SearchCx::with_memo(graph, config, memo.clone())
         };
         cx.region_label.replace(String::from(region_label));
         cx
+    }
+
+    /// A context starting from `memo` (what a search with the same
+    /// candidate settings worked out: the caches do not depend on the
+    /// budget or the code charge, only on the graph and `config`'s tiles,
+    /// candidate options and stream cap).
+    pub(super) fn with_memo(graph: &'g Graph, config: PlanConfig, memo: Memo) -> Self {
+        SearchCx {
+            candidate_cache: RefCell::new(memo.candidates),
+            relayout_cache: RefCell::new(memo.relayouts),
+            relayout_code_cache: RefCell::new(memo.relayout_code),
+            plan_code_cache: RefCell::new(memo.plan_code),
+            ..SearchCx::new(graph, config)
+        }
+    }
+
+    /// The memo caches, for a later search with the same candidate settings.
+    pub(super) fn into_memo(self) -> Memo {
+        Memo {
+            candidates: self.candidate_cache.into_inner(),
+            relayouts: self.relayout_cache.into_inner(),
+            relayout_code: self.relayout_code_cache.into_inner(),
+            plan_code: self.plan_code_cache.into_inner(),
+        }
     }
 
     /// A copy of the memo caches, for [`SearchCx::fork`].

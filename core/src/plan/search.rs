@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 use super::candidates::{candidates, default_storage, GenConfig, OperandInfo, TensorView};
 use super::code::CodeCharge;
 use super::context::{
-    BodyFrontier, BodySearch, BoundaryKey, PlanConfig, PlanStats, SearchCx, SearchJobs,
+    BodyFrontier, BodySearch, BoundaryKey, Memo, PlanConfig, PlanStats, SearchCx, SearchJobs,
 };
 use super::cost::Cycles;
 use super::error::{PlanError, PlanResult};
@@ -632,36 +632,48 @@ fn plan_graph_reporting(
     config: PlanConfig,
     hooks: SearchHooks<'_>,
 ) -> (PlanResult<Plan>, PlanStats) {
-    let (result, stats) = search_once(graph, config, hooks);
-    let next = match result {
-        Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
-            PlanConfig {
-                code_charge: CodeCharge::Span,
-                ..config
+    let mut config = config;
+    let mut memo = Memo::default();
+    let mut total = PlanStats::default();
+    loop {
+        let (result, stats, used) = search_once(graph, config, hooks, memo);
+        total = total.plus(&stats);
+        let next = match result {
+            Err(PlanError::OutOfMemory(_)) if config.code_charge == CodeCharge::WholeElements => {
+                PlanConfig {
+                    code_charge: CodeCharge::Span,
+                    ..config
+                }
             }
-        }
-        Err(PlanError::OutOfMemory(_)) if !config.gemm_far_end => PlanConfig {
-            gemm_far_end: true,
-            ..config
-        },
-        other => return (other, stats),
-    };
-    let (result, more) = plan_graph_reporting(graph, next, hooks);
-    let stats = stats.plus(&more);
-    (result.map(|p| Plan { stats, ..p }), stats)
+            Err(PlanError::OutOfMemory(_)) if !config.gemm_far_end => PlanConfig {
+                gemm_far_end: true,
+                ..config
+            },
+            other => return (other.map(|p| Plan { stats: total, ..p }), total),
+        };
+        // The next search charges code differently (same candidates: keep
+        // the memo) or offers more GEMM grids (new candidates: start anew).
+        memo = if next.gemm_far_end == config.gemm_far_end {
+            used
+        } else {
+            Memo::default()
+        };
+        config = next;
+    }
 }
 
 fn search_once(
     graph: &Graph,
     config: PlanConfig,
     hooks: SearchHooks<'_>,
-) -> (PlanResult<Plan>, PlanStats) {
-    let mut cx = SearchCx::new(graph, config);
+    memo: Memo,
+) -> (PlanResult<Plan>, PlanStats, Memo) {
+    let mut cx = SearchCx::with_memo(graph, config, memo);
     cx.progress = hooks.progress;
     cx.jobs = hooks.jobs;
     let result = plan_with(&cx, graph, config);
     let stats = *cx.stats.borrow();
-    (result, stats)
+    (result, stats, cx.into_memo())
 }
 
 fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
