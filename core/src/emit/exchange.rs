@@ -23,8 +23,8 @@ use alloc::vec::Vec;
 use super::repeat::RepeatFrame;
 use super::{BufferAddresses, EmitError};
 use crate::exchange::{
-    check_decoded_with_bases, check_phase, decode_checked, schedule_unchecked_sweeping,
-    CheckReport, DecodedRow, Destination, ExchangeError, ExchangePhase as WirePhase, ExchangeRow,
+    check_iterations, check_phase, decode_checked, schedule_unchecked_sweeping, CheckReport,
+    DecodedRow, Destination, ExchangeError, ExchangePhase as WirePhase, ExchangeRow, IterationRows,
     RowBases, ScheduleOptions, ScheduledPhase, SourceSweep, Transfer as WireTransfer, Width,
 };
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
@@ -385,8 +385,6 @@ fn relocate_phase(
         return Ok(PhaseRelocation { bases });
     }
     summary.phases_relocated += 1;
-    // Replay every iteration as the device runs it: remaining tables
-    // applied, relocated senders at base + i·stride.
     let displacement: BTreeMap<u16, i64> = summary
         .senders
         .iter()
@@ -401,14 +399,19 @@ fn relocate_phase(
         .flatten()
         .filter_map(|t| rows.iter().position(|r| r.tile == t.tile))
         .collect();
-    let fixed: Vec<Option<core::result::Result<DecodedRow, ExchangeError>>> = rows
+    let decoded: Vec<Option<core::result::Result<DecodedRow, ExchangeError>>> = rows
         .iter()
         .enumerate()
         .map(|(k, r)| (!patched.contains(&k)).then(|| decode_checked(r)))
         .collect();
-    for i in 0..trip_count {
-        // This iteration's patched rows, decoded (errors kept for their turn).
-        let decoded_i: BTreeMap<usize, core::result::Result<DecodedRow, ExchangeError>> = patched
+    let fixed: Vec<_> = rows
+        .iter()
+        .zip(&decoded)
+        .map(|(r, d)| (r.tile, d.as_ref()))
+        .collect();
+    // This iteration's patched rows, decoded.
+    let patched_rows = |i: u32| {
+        patched
             .iter()
             .map(|&k| {
                 let mut row = rows[k].clone();
@@ -421,36 +424,28 @@ fn relocate_phase(
                 }
                 (k, decode_checked(&row))
             })
-            .collect();
-        let mut views: Vec<(PhysicalTile, &DecodedRow)> = Vec::with_capacity(rows.len());
-        for (k, r) in rows.iter().enumerate() {
-            let d = match (&fixed[k], decoded_i.get(&k)) {
-                (Some(d), _) | (None, Some(d)) => d,
-                (None, None) => &Err(ExchangeError::Internal("patched row not decoded")),
-            };
-            match d {
-                Ok(d) => views.push((r.tile, d)),
-                Err(error) => {
-                    return Err(EmitError::Exchange {
-                        step,
-                        error: error.clone(),
-                    })
-                }
-            }
-        }
-        let phase_i = phase_for_iteration(&job.wire, &job.iterated, i);
-        check_decoded_with_bases(&phase_i, &views, |tile| {
-            let outgoing = bases.get(&tile.get()).map_or(0, |b| {
-                let d = displacement.get(&tile.get()).copied().unwrap_or(0);
-                (i64::from(b.base) + i64::from(i) * d) as u32
-            });
-            RowBases {
-                outgoing,
-                incoming: 0,
-            }
-        })
-        .map_err(|error| EmitError::Exchange { step, error })?;
-    }
+            .collect()
+    };
+    // Checked as the device runs every iteration: remaining tables applied,
+    // relocated senders at base + i·stride (derived from iteration 0 where
+    // that is exact, `check_iterations`).
+    let outgoing = |tile: PhysicalTile, i: u32| RowBases {
+        outgoing: bases.get(&tile.get()).map_or(0, |b| {
+            let d = displacement.get(&tile.get()).copied().unwrap_or(0);
+            (i64::from(b.base) + i64::from(i) * d) as u32
+        }),
+        incoming: 0,
+    };
+    check_iterations(
+        &|i| phase_for_iteration(&job.wire, &job.iterated, i),
+        &IterationRows {
+            fixed: &fixed,
+            patched: &patched_rows,
+        },
+        &outgoing,
+        trip_count,
+    )
+    .map_err(|error| EmitError::Exchange { step, error })?;
     Ok(PhaseRelocation { bases })
 }
 

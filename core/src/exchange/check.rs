@@ -2,14 +2,15 @@
 //! the route model and proves each receiver stores exactly the promised words
 //! at the promised addresses and nothing else.
 
+use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 
 use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
-use super::replay::{replay_each, RowBases, TileRowView, WordMove};
+use super::replay::{replay_each, run_index_at, run_source_word, RowBases, TileRowView, WordMove};
 use super::request::ExchangePhase;
-use crate::ipu21::topology::PhysicalTile;
+use crate::ipu21::topology::{PhysicalTile, TILE_COUNT};
 
 /// What a successful check saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +66,17 @@ pub fn check_decoded_with_bases(
     decoded: &[(PhysicalTile, &DecodedRow)],
     bases: impl Fn(PhysicalTile) -> RowBases,
 ) -> Result<CheckReport> {
+    check_observing(phase, decoded, bases, |_, _| {})
+}
+
+/// [`check_decoded_with_bases`], calling `matched` with every promised word
+/// and the move that delivered it.
+fn check_observing(
+    phase: &ExchangePhase,
+    decoded: &[(PhysicalTile, &DecodedRow)],
+    bases: impl Fn(PhysicalTile) -> RowBases,
+    matched: impl FnMut(&Promised, &WordMove),
+) -> Result<CheckReport> {
     let views: Vec<TileRowView<'_>> = decoded
         .iter()
         .map(|&(tile, row)| TileRowView {
@@ -80,7 +92,7 @@ pub fn check_decoded_with_bases(
     let spans = promised_spans(phase);
     let mut words_delivered = 0u64;
     let result = with_promised(&spans, |promised| {
-        let mut merge = Merge::new(promised);
+        let mut merge = Merge::observing(promised, matched);
         let replayed = replay_each(&views, |moves| {
             words_delivered += moves.len() as u64;
             merge.feed(moves);
@@ -93,6 +105,180 @@ pub fn check_decoded_with_bases(
         words_delivered,
         events: decoded.iter().map(|(_, d)| d.events).max().unwrap_or(0),
     })
+}
+
+/// The rows of a Repeat phase in every iteration.
+pub struct IterationRows<'a> {
+    /// Every row in phase order: its tile and, unless a table patches it,
+    /// its decoding (the same in every iteration; an error is the
+    /// iteration's when its turn comes).
+    pub fixed: &'a [(PhysicalTile, Option<&'a Result<DecodedRow>>)],
+    /// Iteration `i`'s patched rows (an index into `fixed` each), decoded.
+    pub patched: &'a dyn Fn(u32) -> Vec<(usize, Result<DecodedRow>)>,
+}
+
+/// [`check_decoded_with_bases`] for `iterations` iterations of a Repeat
+/// phase: iteration `i` is `phase(i)`, run by `rows`' rows of iteration `i`
+/// with the tiles holding `bases(tile, i)`. The result is the first failing
+/// iteration's error, exactly as checking the iterations one by one gives
+/// it, or iteration 0's report.
+///
+/// Only iteration 0 is replayed word by word unless a later one may differ.
+/// Rows that decode to the same structure (events, controls, send runs'
+/// events, widths, routes and kinds) in every iteration, differing at most
+/// in their runs' source addresses, replay to the same moves (destinations,
+/// events, source tiles, order) and the same errors: a run's source enters
+/// only as the source word of the items it delivers, moved by as much as
+/// the run's first source word ([`run_source_word`]: its address, through
+/// `$OUTGOING_BASE` for a `send` stream). So once iteration 0 matches its
+/// request, iteration `i` matches its own exactly when its request differs
+/// from iteration 0's only in source addresses, and each transfer's source
+/// moved by as many words as every run that delivered its words in
+/// iteration 0. An iteration where that does not hold — or whose incoming
+/// bases differ from iteration 0's, whose bases the model does not cover,
+/// or whose request wraps past 2^32 words — is replayed in full.
+pub fn check_iterations(
+    phase: &dyn Fn(u32) -> ExchangePhase,
+    rows: &IterationRows<'_>,
+    bases: &dyn Fn(PhysicalTile, u32) -> RowBases,
+    iterations: u32,
+) -> Result<CheckReport> {
+    let patched_0 = (rows.patched)(0);
+    let views_0 = iteration_views(rows.fixed, &patched_0)?;
+    let first = phase(0);
+    let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    for &(tile, row) in &views_0 {
+        by_tile[tile.index()] = Some(row);
+    }
+    // (transfer, sender, send run) of every delivered word; runs of equal
+    // keys (consecutive words of one run) are inserted once.
+    let mut keys: BTreeSet<(usize, u16, usize)> = BTreeSet::new();
+    let mut last: Option<(usize, u16, usize)> = None;
+    let report = check_observing(
+        &first,
+        &views_0,
+        |tile| bases(tile, 0),
+        |p, m| {
+            let run = PhysicalTile::new(u32::from(m.src_tile))
+                .ok()
+                .and_then(|s| by_tile[s.index()])
+                .and_then(|row| run_index_at(row, m.read_event));
+            // A delivered word always has its run; `usize::MAX` makes a
+            // key no iteration can derive.
+            let key = (p.4, m.src_tile, run.unwrap_or(usize::MAX));
+            if last != Some(key) {
+                keys.insert(key);
+                last = Some(key);
+            }
+        },
+    )?;
+    for i in 1..iterations {
+        let phase_i = phase(i);
+        let patched_i = (rows.patched)(i);
+        let views_i = iteration_views(rows.fixed, &patched_i)?;
+        let derived = Iteration {
+            first: (&first, &views_0),
+            this: (&phase_i, &views_i),
+            bases,
+            i,
+        };
+        if !derived.checks_as_the_first(&keys) {
+            check_decoded_with_bases(&phase_i, &views_i, |tile| bases(tile, i))?;
+        }
+    }
+    Ok(report)
+}
+
+/// One iteration's rows: the fixed ones with `patched` in their places;
+/// the first row (in phase order) that did not decode is the error.
+fn iteration_views<'a>(
+    fixed: &[(PhysicalTile, Option<&'a Result<DecodedRow>>)],
+    patched: &'a [(usize, Result<DecodedRow>)],
+) -> Result<Vec<(PhysicalTile, &'a DecodedRow)>> {
+    fixed
+        .iter()
+        .enumerate()
+        .map(|(k, &(tile, row))| {
+            let decoded = row
+                .or_else(|| patched.iter().find(|(j, _)| *j == k).map(|(_, d)| d))
+                .ok_or(ExchangeError::Internal(
+                    "a patched row without its decoding",
+                ))?;
+            match decoded {
+                Ok(d) => Ok((tile, d)),
+                Err(e) => Err(e.clone()),
+            }
+        })
+        .collect()
+}
+
+/// Iteration `i` beside iteration 0, for [`check_iterations`].
+struct Iteration<'a> {
+    first: (&'a ExchangePhase, &'a [(PhysicalTile, &'a DecodedRow)]),
+    this: (&'a ExchangePhase, &'a [(PhysicalTile, &'a DecodedRow)]),
+    bases: &'a dyn Fn(PhysicalTile, u32) -> RowBases,
+    i: u32,
+}
+
+impl Iteration<'_> {
+    /// Whether this iteration provably checks as iteration 0 did.
+    fn checks_as_the_first(&self, keys: &BTreeSet<(usize, u16, usize)>) -> bool {
+        let ((p0, v0), (pi, vi)) = (self.first, self.this);
+        let limit = u64::from(u32::MAX) + 1;
+        let same_request = p0.transfers.len() == pi.transfers.len()
+            && p0.transfers.iter().zip(&pi.transfers).all(|(a, b)| {
+                a.source == b.source
+                    && a.words == b.words
+                    && a.destinations == b.destinations
+                    && u64::from(b.source_address / 4) + u64::from(b.words) <= limit
+            });
+        // The same structure: only the send runs' addresses may differ.
+        let same_rows = v0.len() == vi.len()
+            && v0.iter().zip(vi).all(|(&(t0, r0), &(ti, ri))| {
+                t0 == ti
+                    && r0.events == ri.events
+                    && r0.words == ri.words
+                    && r0.controls == ri.controls
+                    && r0.sends.len() == ri.sends.len()
+                    && r0.sends.iter().zip(&ri.sends).all(|(a, b)| {
+                        (a.start, a.items, a.absolute, a.sctl, a.word_index)
+                            == (b.start, b.items, b.absolute, b.sctl, b.word_index)
+                    })
+            });
+        if !same_request || !same_rows {
+            return false;
+        }
+        // Destinations are iteration 0's only with the same incoming bases.
+        let (bases, i) = (self.bases, self.i);
+        if vi.iter().any(|&(tile, row)| {
+            let b = bases(tile, i);
+            b.incoming != bases(tile, 0).incoming || b.validate(tile, row).is_err()
+        }) {
+            return false;
+        }
+        // Both iterations' rows by tile (the same tiles, in the same order).
+        let mut by_tile: Vec<Option<usize>> = alloc::vec![None; usize::from(TILE_COUNT)];
+        for (k, (tile, _)) in v0.iter().enumerate() {
+            by_tile[tile.index()] = Some(k);
+        }
+        keys.iter().all(|&(t, sender, run)| {
+            let (Some(a), Some(b)) = (p0.transfers.get(t), pi.transfers.get(t)) else {
+                return false;
+            };
+            let moved = (b.source_address / 4).wrapping_sub(a.source_address / 4);
+            let Some(k) = by_tile.get(usize::from(sender)).copied().flatten() else {
+                return false;
+            };
+            let (r0, ri) = (v0[k].1, vi[k].1);
+            let (Some(run0), Some(runi)) = (r0.sends.get(run), ri.sends.get(run)) else {
+                return false;
+            };
+            let tile = a.source;
+            let run_moved = run_source_word(bases(tile, i), runi)
+                .wrapping_sub(run_source_word(bases(tile, 0), run0));
+            sender == tile.get() && moved == run_moved
+        })
+    }
 }
 
 /// A promised word: (dst tile, dst word, src tile, src word, transfer).
@@ -187,18 +373,27 @@ fn wrong_source(p: &Promised, m: &WordMove) -> ExchangeError {
 /// (sorted by destination, fed in pieces); the first difference is the
 /// error. One move is held back so a word written twice is seen across
 /// pieces.
-struct Merge<'a> {
+struct Merge<'a, F = fn(&Promised, &WordMove)> {
     promised: core::iter::Peekable<&'a mut dyn Iterator<Item = Promised>>,
     held: Option<WordMove>,
     error: Option<ExchangeError>,
+    /// Called with every promised word and the move that delivered it.
+    matched: F,
 }
 
 impl<'a> Merge<'a> {
     fn new(promised: &'a mut dyn Iterator<Item = Promised>) -> Self {
+        Merge::observing(promised, |_, _| {})
+    }
+}
+
+impl<'a, F: FnMut(&Promised, &WordMove)> Merge<'a, F> {
+    fn observing(promised: &'a mut dyn Iterator<Item = Promised>, matched: F) -> Self {
         Self {
             promised: promised.peekable(),
             held: None,
             error: None,
+            matched,
         }
     }
 
@@ -250,6 +445,7 @@ impl<'a> Merge<'a> {
                 if (p.2, p.3) != (m.src_tile, m.src_word) {
                     return Err(wrong_source(&p, m));
                 }
+                (self.matched)(&p, m);
                 self.promised.next();
                 Ok(())
             }
@@ -278,6 +474,8 @@ mod tests {
     use crate::exchange::random::{random_phase, RandomPhaseSpec, SplitMix64};
     use crate::exchange::request::{Destination, Transfer, Width};
     use crate::ipu21::topology::LogicalTile;
+    use alloc::collections::BTreeMap;
+    use alloc::format;
 
     /// The reference: every promised word listed and sorted.
     fn compare_words(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {
@@ -444,5 +642,134 @@ mod tests {
             }],
         };
         assert_eq!(compare(&phase, &[]), Ok(()));
+    }
+
+    #[test]
+    fn iterations_derived_from_the_first_match_checking_each_one() {
+        use crate::exchange::{schedule_phase, ScheduleOptions};
+        let mut rng = SplitMix64::new(11);
+        let (mut derived_ok, mut failing) = (0, 0);
+        for seed in 0..24 {
+            let phase = random_phase(RandomPhaseSpec {
+                tiles: 20,
+                words: 48,
+                fanout: 3,
+                seed,
+                exact_words: false,
+                mixed_width: seed % 3 == 2,
+            });
+            let rows = schedule_phase(&phase, ScheduleOptions::default())
+                .unwrap()
+                .rows;
+            let decoded: Vec<Result<DecodedRow>> = rows.iter().map(decode_checked).collect();
+            for case in 0..8 {
+                // Each transfer's source moves by `shift[t]` words per
+                // iteration; its sender's base does too, or (odd cases) a
+                // patch moves the addresses of its row's 32-bit runs. Some
+                // cases break one sender: one word more, an incoming base,
+                // an unaligned base.
+                let shift: Vec<u32> = phase
+                    .transfers
+                    .iter()
+                    .map(|_| rng.below(3) as u32)
+                    .collect();
+                let by_patch = case % 2 == 1;
+                let mut moves: BTreeMap<u16, (u32, u32)> = phase
+                    .transfers
+                    .iter()
+                    .zip(&shift)
+                    .map(|(t, &k)| (t.source.get(), (k, 0)))
+                    .collect();
+                let broken = case % 4 == 2;
+                if broken {
+                    let t = &phase.transfers[rng.below(phase.transfers.len() as u64) as usize];
+                    let e = moves.get_mut(&t.source.get()).unwrap();
+                    match rng.below(3) {
+                        0 => e.0 += 1,
+                        1 => e.1 = 4,
+                        _ => e.1 = 2,
+                    }
+                }
+                let request = |i: u32| {
+                    let mut p = phase.clone();
+                    for (t, k) in p.transfers.iter_mut().zip(&shift) {
+                        t.source_address += 4 * k * i;
+                    }
+                    p
+                };
+                let bases = |tile: PhysicalTile, i: u32| {
+                    let (k, inc) = moves.get(&tile.get()).copied().unwrap_or((0, 0));
+                    RowBases {
+                        outgoing: if by_patch { 0 } else { 4 * k * i },
+                        incoming: inc * i,
+                    }
+                };
+                let patched_rows: Vec<usize> = if by_patch {
+                    (0..rows.len()).collect()
+                } else {
+                    Vec::new()
+                };
+                let fixed: Vec<(PhysicalTile, Option<&Result<DecodedRow>>)> = rows
+                    .iter()
+                    .zip(&decoded)
+                    .enumerate()
+                    .map(|(k, (r, d))| (r.tile, (!patched_rows.contains(&k)).then_some(d)))
+                    .collect();
+                let row_at = |k: usize, i: u32| -> Result<DecodedRow> {
+                    let mut d = decoded[k].clone()?;
+                    let (m, _) = moves.get(&rows[k].tile.get()).copied().unwrap_or((0, 0));
+                    for run in d.sends.iter_mut().filter(|r| r.sctl & 4 == 0) {
+                        run.word_address += m * i;
+                    }
+                    Ok(d)
+                };
+                let patched = |i: u32| patched_rows.iter().map(|&k| (k, row_at(k, i))).collect();
+                let one_by_one = (0..4)
+                    .map(|i| {
+                        let owned: Vec<DecodedRow> = (0..rows.len())
+                            .map(|k| {
+                                if by_patch {
+                                    row_at(k, i).unwrap()
+                                } else {
+                                    decoded[k].clone().unwrap()
+                                }
+                            })
+                            .collect();
+                        let views: Vec<(PhysicalTile, &DecodedRow)> =
+                            rows.iter().map(|r| r.tile).zip(&owned).collect();
+                        check_decoded_with_bases(&request(i), &views, |t| bases(t, i))
+                    })
+                    .collect::<Vec<_>>();
+                let expected = one_by_one
+                    .iter()
+                    .find(|r| r.is_err())
+                    .unwrap_or(&one_by_one[0])
+                    .clone();
+                let fast = check_iterations(
+                    &request,
+                    &IterationRows {
+                        fixed: &fixed,
+                        patched: &patched,
+                    },
+                    &bases,
+                    4,
+                );
+                assert_eq!(
+                    format!("{fast:?}"),
+                    format!("{expected:?}"),
+                    "seed {seed} case {case}"
+                );
+                match fast {
+                    Ok(_) if !broken => derived_ok += 1,
+                    Err(_) => failing += 1,
+                    Ok(_) => {}
+                }
+            }
+        }
+        // Both paths are exercised: iterations derived and iterations that fail.
+        assert!(
+            derived_ok > 20 && failing > 5,
+            "{derived_ok} derived, {failing} failing"
+        );
     }
 }

@@ -60,8 +60,8 @@ mod tests;
 use alloc::vec::Vec;
 
 pub use check::{
-    check_decoded_with_bases, check_phase, check_phase_with_bases, compare, decode_checked,
-    CheckReport,
+    check_decoded_with_bases, check_iterations, check_phase, check_phase_with_bases, compare,
+    decode_checked, CheckReport, IterationRows,
 };
 pub use decode::{decode_row, ControlKind, DecodedControl, DecodedRow, SendRun, TimedInstruction};
 pub use encode::{encode_timeline, ExchangeRow};

@@ -83,6 +83,26 @@ impl RowBases {
     }
 }
 
+/// The send run of `row` covering event `read_event`, by index into
+/// `row.sends`.
+pub fn run_index_at(row: &DecodedRow, read_event: u32) -> Option<usize> {
+    let idx = row.sends.partition_point(|r| r.start <= read_event);
+    let i = idx.checked_sub(1)?;
+    (read_event < row.sends[i].start + row.sends[i].items).then_some(i)
+}
+
+/// Source word of `run`'s first item as the replay reads it on a tile
+/// holding `bases`: through `$OUTGOING_BASE` for a `send` stream of 32-bit
+/// items, the absolute address otherwise, in 32-bit words (a 64-bit item's
+/// 8-byte unit is two words).
+pub fn run_source_word(bases: RowBases, run: &SendRun) -> u32 {
+    if run.sctl & SCTL_PAIRED != 0 {
+        run.word_address.wrapping_mul(2)
+    } else {
+        bases.run_word(run)
+    }
+}
+
 /// One tile's part in a phase: its decoded row, the base CSRs it holds, and
 /// optionally the byte span the row is fetched from (writes into its
 /// elements are fetch clashes).

@@ -135,10 +135,25 @@ impl CompileHooks for Hooks<'_> {
         jobs: &[J],
         run: &(dyn Fn(&J) -> R + Sync),
     ) -> Vec<R> {
+        // Developer aid: `IPUC_TIME_JOBS=1` prints each job's wall time,
+        // worker thread and start offset (ms from the stage start) on stderr.
+        let timing = std::env::var_os("IPUC_TIME_JOBS").is_some();
+        let start = Instant::now();
         jobs.par_iter()
             .with_max_len(1)
-            .map(|job| {
+            .enumerate()
+            .map(|(i, job)| {
+                let t = Instant::now();
                 let r = run(job);
+                if timing {
+                    eprintln!(
+                        "job {} #{i}: thread {:?} start {:.1} ms, took {:.1} ms",
+                        stage.name(),
+                        rayon::current_thread_index(),
+                        (t - start).as_secs_f64() * 1e3,
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                }
                 self.job_finished(stage);
                 r
             })
