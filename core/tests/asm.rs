@@ -315,3 +315,29 @@ fn linking_without_a_listing_keeps_words_symbols_and_checks() {
         "t.S:2:1: sendpicp at 0x4c014 must be 8-byte aligned (add `.p2align 3` before it)"
     );
 }
+
+/// The operand list is fixed-capacity (`MAX_OPERANDS`): one more operand is
+/// a typed error at that operand, holding it.
+#[test]
+fn operand_list_overflow_hands_the_operand_back() {
+    assert_eq!(
+        err("setzi $m0, 1, 2, 3, 4, 5, 6"),
+        "t.S:1:27: 'setzi': operand '6' is one too many (no instruction takes more than 6)"
+    );
+    match assemble("t.S", "nop 1, 2, 3, 4, 5, 6, $m7") {
+        Err(e) => match e.kind {
+            AsmErrorKind::TooManyOperands { limit, extra, .. } => {
+                assert_eq!(limit, MAX_OPERANDS);
+                assert_eq!(extra.text, "$m7");
+                assert_eq!(extra.loc, e.loc);
+            }
+            other => panic!("{other:?}"),
+        },
+        Ok(_) => panic!("seven operands assembled"),
+    }
+    // Six operands still reach the mnemonic's own count check.
+    assert_eq!(
+        err("nop 1, 2, 3, 4, 5, 6"),
+        "t.S:1:1: 'nop' takes 0 operand(s), found 6"
+    );
+}

@@ -289,7 +289,7 @@ pub fn run_case_with(
     for (off, value) in list.offsets.iter().zip(&list.values) {
         set_word(&mut expected, ROW + off, *value);
     }
-    for k in 0..6 {
+    for k in 0..ipuc_core::ipu21::contexts::WORKERS_U32 {
         let identity = (u32::from(TILE) << 3) | k;
         set_word(
             &mut expected,

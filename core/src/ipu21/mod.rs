@@ -2,6 +2,7 @@
 //! constant cites its source (see `docs/facts/ipu21-target.md`).
 
 pub mod asm;
+pub mod contexts;
 pub mod exchange_model;
 pub mod isa;
 pub mod kernel_abi;

@@ -155,9 +155,11 @@ pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
 /// element, [`super::code_charge_bytes`]). `device-asm/static_runtime.S`
 /// receives the addresses as link-time symbols.
 pub mod layout {
+    use crate::ipu21::contexts::WORKERS_U32;
+
     /// Bytes of the state block: completion word, cycle samples, supervisor
     /// stack (0xE0 bytes with them) and six 0x100-byte worker areas.
-    pub const STATE_BYTES: u32 = 0xE0 + 6 * WORKER_AREA_STRIDE;
+    pub const STATE_BYTES: u32 = 0xE0 + WORKERS_U32 * WORKER_AREA_STRIDE;
     /// First byte of the state block (the completion word).
     pub const STATE_BASE: u32 = super::EXECUTABLE_MEMORY_LIMIT - STATE_BYTES;
     /// End (exclusive) of the state block: the end of region 0.
@@ -188,7 +190,7 @@ pub mod layout {
     pub const WORKER_AREA_STRIDE: u32 = 0x100;
 
     // The layout is checked at compile time.
-    const _: () = assert!(WORKER_AREA + 6 * WORKER_AREA_STRIDE == STATE_END);
+    const _: () = assert!(WORKER_AREA + WORKERS_U32 * WORKER_AREA_STRIDE == STATE_END);
     const _: () = assert!(SUPERVISOR_STACK_LIMIT > CYCLE_SAMPLE_END);
     const _: () = assert!(STATE_BASE.is_multiple_of(32));
     const _: () = assert!(CODE_LIMIT > super::APPLICATION_LOAD_BASE);

@@ -30,7 +30,8 @@ pub const BULK_PATCH_MIN_WORDS: usize = PATCH_BULK_THRESHOLD_WORDS as usize;
 pub enum Patcher {
     /// `patch_row`: scalar supervisor loop.
     Scalar,
-    /// Six-worker bulk patcher (worker `w` patches entries `w, w+6, …`).
+    /// Six-worker bulk patcher (worker `w` patches entries `w, w+6, …`; the
+    /// count is [`crate::ipu21::contexts::WORKERS`]).
     Bulk,
 }
 

@@ -3,10 +3,9 @@
 
 use core::fmt;
 
-/// Number of worker contexts per tile — `docs/facts/ipu21-target.md §1.3`.
-pub const WORKERS: usize = 6;
-/// Total contexts per tile (supervisor + workers).
-pub const CONTEXTS: usize = WORKERS + 1;
+/// Worker and total contexts per tile, stated once in core —
+/// `docs/facts/ipu21-target.md §1.3`.
+pub use ipuc_core::ipu21::contexts::{CONTEXTS, WORKERS};
 /// `$m15` always reads as zero (`$mzero`) — `docs/facts/ipu21-target.md §1.5`.
 pub const MZERO: u8 = 15;
 /// Worker start: `$m12` holds the context's `$WORKERk_BASE` — our reading of

@@ -50,8 +50,9 @@ use ipuc_core::package::abi::{DType, Kernel, KernelArgs};
 
 use super::cycle::ISSUE_INTERVAL;
 
-/// Workers a codelet splits its work over (`docs/facts/ipu21-target.md` §1.3).
-pub const WORKERS: u64 = 6;
+/// Workers a codelet splits its work over (`docs/facts/ipu21-target.md` §1.3;
+/// the count is `ipuc_core::ipu21::contexts::WORKERS`).
+pub const WORKERS: u64 = ipuc_core::ipu21::contexts::WORKERS_U64;
 /// Fixed cost of a six-worker codelet call: call, `runall`, worker start and
 /// the `sync 2` rendezvous — the six-worker local copy call incl.
 /// rendezvous, measured on IPU21 (`docs/facts/ipu21-target.md` §6).

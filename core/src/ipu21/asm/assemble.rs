@@ -14,6 +14,10 @@ use crate::ipu21::sram::TILE_MEMORY_SIZE;
 
 /// Longest `.set` chain followed when evaluating (guards against cycles).
 pub const MAX_SET_DEPTH: usize = 32;
+
+/// Operands one instruction may have: the most any mnemonic takes (six), the
+/// capacity of the assembler's fixed-capacity operand list.
+pub const MAX_OPERANDS: usize = 6;
 /// Largest `.p2align` exponent / `.align` byte count accepted (64 KiB).
 const MAX_ALIGN_LOG2: i64 = 16;
 
@@ -384,9 +388,21 @@ impl Assembler {
         let Some(size) = mnemonic_words(mnemonic) else {
             return Err((loc, AsmErrorKind::UnknownMnemonic(mnemonic.into())));
         };
-        let mut operands = Vec::new();
+        // Fixed capacity: no mnemonic takes more than `MAX_OPERANDS`; one
+        // more is a typed error that hands the operand back.
+        let mut operands: heapless::Vec<LocOperand, MAX_OPERANDS> = heapless::Vec::new();
         for group in split_operands(toks) {
-            operands.push(self.operand(group, end)?);
+            let op = self.operand(group, end)?;
+            if let Err(extra) = operands.push(op) {
+                return Err((
+                    extra.loc,
+                    AsmErrorKind::TooManyOperands {
+                        mnemonic: mnemonic.into(),
+                        limit: MAX_OPERANDS,
+                        extra: alloc::boxed::Box::new(extra),
+                    },
+                ));
+            }
         }
         // Evaluate what is constant now; anything else becomes a relocation,
         // checked here with placeholder zeros so shape errors surface early.
@@ -432,7 +448,7 @@ impl Assembler {
                 loc,
                 kind: RelocKind::Instruction {
                     mnemonic: mnemonic.into(),
-                    operands,
+                    operands: operands.into_iter().collect(),
                 },
             });
         }

@@ -59,6 +59,14 @@ pub enum AsmErrorKind {
         lhs: i64,
         rhs: i64,
     },
+    /// More operands than any instruction takes (`limit` =
+    /// [`super::MAX_OPERANDS`]); `extra` is the first operand that did not
+    /// fit, handed back from the fixed-capacity operand list.
+    TooManyOperands {
+        mnemonic: String,
+        limit: usize,
+        extra: alloc::boxed::Box<super::object::LocOperand>,
+    },
     /// Wrong operand count for a mnemonic or directive.
     OperandCount {
         name: String,
@@ -149,6 +157,15 @@ impl fmt::Display for AsmErrorKind {
                     )
                 }
             }
+            K::TooManyOperands {
+                mnemonic,
+                limit,
+                extra,
+            } => write!(
+                f,
+                "'{mnemonic}': operand '{}' is one too many (no instruction takes more than {limit})",
+                extra.text
+            ),
             K::OperandCount {
                 name,
                 expected,

@@ -23,7 +23,7 @@ mod lexer;
 mod link;
 mod object;
 
-pub use assemble::{assemble, MAX_SET_DEPTH};
+pub use assemble::{assemble, MAX_OPERANDS, MAX_SET_DEPTH};
 pub use error::{AsmError, AsmErrorKind, Loc};
 pub use expr::{BinOp, Expr, MAX_EXPR_NODES};
 pub use link::{
