@@ -146,26 +146,29 @@ pub fn check_iterations(
     let patched_0 = (rows.patched)(0);
     let views_0 = iteration_views(rows.fixed, &patched_0)?;
     let first = phase(0);
-    let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
-    for &(tile, row) in &views_0 {
-        by_tile[tile.index()] = Some(row);
+    // Each tile's row, by index into the views (the same in every iteration).
+    let mut by_tile: Vec<Option<usize>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    for (k, (tile, _)) in views_0.iter().enumerate() {
+        by_tile[tile.index()] = Some(k);
     }
-    // (transfer, sender, send run) of every delivered word; runs of equal
-    // keys (consecutive words of one run) are inserted once.
-    let mut keys: BTreeSet<(usize, u16, usize)> = BTreeSet::new();
-    let mut last: Option<(usize, u16, usize)> = None;
+    // (transfer, send run of its source tile) of every delivered word (a
+    // matched word came from its transfer's source); runs of equal keys
+    // (consecutive words of one run) are inserted once.
+    let mut keys: BTreeSet<(usize, usize)> = BTreeSet::new();
+    let mut last: Option<(usize, usize)> = None;
     let report = check_observing(
         &first,
         &views_0,
         |tile| bases(tile, 0),
         |p, m| {
-            let run = PhysicalTile::new(u32::from(m.src_tile))
-                .ok()
-                .and_then(|s| by_tile[s.index()])
-                .and_then(|row| run_index_at(row, m.read_event));
+            let run = by_tile
+                .get(usize::from(m.src_tile))
+                .copied()
+                .flatten()
+                .and_then(|k| run_index_at(views_0[k].1, m.read_event));
             // A delivered word always has its run; `usize::MAX` makes a
             // key no iteration can derive.
-            let key = (p.4, m.src_tile, run.unwrap_or(usize::MAX));
+            let key = (p.4, run.unwrap_or(usize::MAX));
             if last != Some(key) {
                 keys.insert(key);
                 last = Some(key);
@@ -179,6 +182,7 @@ pub fn check_iterations(
         let derived = Iteration {
             first: (&first, &views_0),
             this: (&phase_i, &views_i),
+            by_tile: &by_tile,
             bases,
             i,
         };
@@ -216,13 +220,15 @@ fn iteration_views<'a>(
 struct Iteration<'a> {
     first: (&'a ExchangePhase, &'a [(PhysicalTile, &'a DecodedRow)]),
     this: (&'a ExchangePhase, &'a [(PhysicalTile, &'a DecodedRow)]),
+    /// Each tile's row, by index into both iterations' views.
+    by_tile: &'a [Option<usize>],
     bases: &'a dyn Fn(PhysicalTile, u32) -> RowBases,
     i: u32,
 }
 
 impl Iteration<'_> {
     /// Whether this iteration provably checks as iteration 0 did.
-    fn checks_as_the_first(&self, keys: &BTreeSet<(usize, u16, usize)>) -> bool {
+    fn checks_as_the_first(&self, keys: &BTreeSet<(usize, usize)>) -> bool {
         let ((p0, v0), (pi, vi)) = (self.first, self.this);
         let limit = u64::from(u32::MAX) + 1;
         let same_request = p0.transfers.len() == pi.transfers.len()
@@ -256,27 +262,21 @@ impl Iteration<'_> {
         }) {
             return false;
         }
-        // Both iterations' rows by tile (the same tiles, in the same order).
-        let mut by_tile: Vec<Option<usize>> = alloc::vec![None; usize::from(TILE_COUNT)];
-        for (k, (tile, _)) in v0.iter().enumerate() {
-            by_tile[tile.index()] = Some(k);
-        }
-        keys.iter().all(|&(t, sender, run)| {
+        keys.iter().all(|&(t, run)| {
             let (Some(a), Some(b)) = (p0.transfers.get(t), pi.transfers.get(t)) else {
                 return false;
             };
             let moved = (b.source_address / 4).wrapping_sub(a.source_address / 4);
-            let Some(k) = by_tile.get(usize::from(sender)).copied().flatten() else {
+            let Some(k) = self.by_tile.get(a.source.index()).copied().flatten() else {
                 return false;
             };
             let (r0, ri) = (v0[k].1, vi[k].1);
             let (Some(run0), Some(runi)) = (r0.sends.get(run), ri.sends.get(run)) else {
                 return false;
             };
-            let tile = a.source;
-            let run_moved = run_source_word(bases(tile, i), runi)
-                .wrapping_sub(run_source_word(bases(tile, 0), run0));
-            sender == tile.get() && moved == run_moved
+            let run_moved = run_source_word(bases(a.source, i), runi)
+                .wrapping_sub(run_source_word(bases(a.source, 0), run0));
+            moved == run_moved
         })
     }
 }

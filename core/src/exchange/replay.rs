@@ -86,9 +86,7 @@ impl RowBases {
 /// The send run of `row` covering event `read_event`, by index into
 /// `row.sends`.
 pub fn run_index_at(row: &DecodedRow, read_event: u32) -> Option<usize> {
-    let idx = row.sends.partition_point(|r| r.start <= read_event);
-    let i = idx.checked_sub(1)?;
-    (read_event < row.sends[i].start + row.sends[i].items).then_some(i)
+    run_index(&row.sends, read_event)
 }
 
 /// Source word of `run`'s first item as the replay reads it on a tile
@@ -240,9 +238,13 @@ fn check_partner_busy(
 
 /// The run of `runs` (sorted by start) containing event `e`.
 fn run_at(runs: &[SendRun], e: u32) -> Option<&SendRun> {
-    let idx = runs.partition_point(|r| r.start <= e);
-    let r = runs.get(idx.checked_sub(1)?)?;
-    (e < r.start + r.items).then_some(r)
+    run_index(runs, e).map(|i| &runs[i])
+}
+
+/// Index of the run of `runs` (sorted by start) covering event `e`.
+fn run_index(runs: &[SendRun], e: u32) -> Option<usize> {
+    let i = runs.partition_point(|r| r.start <= e).checked_sub(1)?;
+    (e < runs[i].start + runs[i].items).then_some(i)
 }
 
 /// One received item before its memory write.
