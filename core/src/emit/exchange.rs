@@ -17,8 +17,10 @@
 //! Rows of phases are then shared per tile where only address fields
 //! differ; Repeat-patched and relocated rows stay private.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+
+use bitvec::vec::BitVec;
 
 use super::repeat::RepeatFrame;
 use super::{BufferAddresses, EmitError};
@@ -27,6 +29,7 @@ use crate::exchange::{
     DecodedRow, Destination, ExchangeError, ExchangePhase as WirePhase, ExchangeRow, IterationRows,
     RowBases, ScheduleOptions, ScheduledPhase, SourceSweep, Transfer as WireTransfer, Width,
 };
+use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{
     Buffer, BufferId, BufferRef, BufferRole, ExchangeStep, RepeatStep, Step, StepIndex,
@@ -394,15 +397,17 @@ fn relocate_phase(
     // Rows no table patches are the same in every iteration: decoded once
     // (a decode error is kept and reported where that row's turn comes, as
     // when every iteration's rows are decoded in order).
-    let patched: BTreeSet<usize> = by_tile
-        .values()
-        .flatten()
-        .filter_map(|t| rows.iter().position(|r| r.tile == t.tile))
-        .collect();
+    // A bit per row (ascending iteration, as the ordered set it replaces).
+    let mut patched: BitVec = BitVec::repeat(false, rows.len());
+    for t in by_tile.values().flatten() {
+        if let Some(k) = rows.iter().position(|r| r.tile == t.tile) {
+            patched.set(k, true);
+        }
+    }
     let decoded: Vec<Option<core::result::Result<DecodedRow, ExchangeError>>> = rows
         .iter()
         .enumerate()
-        .map(|(k, r)| (!patched.contains(&k)).then(|| decode_checked(r)))
+        .map(|(k, r)| (!patched[k]).then(|| decode_checked(r)))
         .collect();
     let fixed: Vec<_> = rows
         .iter()
@@ -412,8 +417,8 @@ fn relocate_phase(
     // This iteration's patched rows, decoded.
     let patched_rows = |i: u32| {
         patched
-            .iter()
-            .map(|&k| {
+            .iter_ones()
+            .map(|k| {
                 let mut row = rows[k].clone();
                 for t in by_tile.values().flatten().filter(|t| t.tile == row.tile) {
                     if let (Some(slot), Some(&w)) =
@@ -644,7 +649,9 @@ pub fn assemble_exchange(
     let mut tables: Vec<BTreeMap<u16, Vec<RepeatPatchTable>>> = Vec::new();
     let mut relocations: Vec<BTreeMap<u16, OutgoingBase>> = Vec::with_capacity(jobs.len());
     let mut patch_plans: Vec<Option<RepeatPatchPlan>> = Vec::new();
-    let mut private: Vec<Vec<PhysicalTile>> = Vec::new();
+    // Per phase, the tiles whose row carries Repeat patches or a relocated
+    // base (a tile set: keys of both maps, each tile once).
+    let mut private: Vec<TileSet<PhysicalTile>> = Vec::new();
     let mut relocation = OutgoingBaseSummary {
         enabled: options.outgoing_base,
         ..OutgoingBaseSummary::default()
@@ -699,8 +706,7 @@ pub fn assemble_exchange(
         saved_words.values().copied().max().unwrap_or(0) * u64::from(WORD);
 
     let row_refs: Vec<&[ExchangeRow]> = scheduled_rows.iter().map(Vec::as_slice).collect();
-    let private_refs: Vec<&[PhysicalTile]> = private.iter().map(Vec::as_slice).collect();
-    let shared = share_rows(&row_refs, &private_refs).map_err(|error| EmitError::Patch {
+    let shared = share_rows(&row_refs, &private).map_err(|error| EmitError::Patch {
         step: u32::MAX,
         error,
     })?;

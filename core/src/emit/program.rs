@@ -16,6 +16,7 @@ use super::exchange::{address, ExchangePlan};
 use super::repeat::RepeatFrame;
 use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
+use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
@@ -148,8 +149,10 @@ pub fn program_tiles(schedule: &TileSchedule) -> Vec<LogicalTile> {
 }
 
 /// Logical tiles that hold a block or appear in a call or transfer, sorted.
+/// A tile set: a tile appears once however many blocks, calls and
+/// transfers name it, and the set iterates in ascending id.
 fn tiles_used(schedule: &TileSchedule) -> Vec<LogicalTile> {
-    let mut tiles: Vec<LogicalTile> = Vec::new();
+    let mut tiles: TileSet<LogicalTile> = TileSet::new();
     for b in &schedule.buffers {
         tiles.extend(b.blocks.iter().map(|blk| blk.tile));
     }
@@ -157,15 +160,13 @@ fn tiles_used(schedule: &TileSchedule) -> Vec<LogicalTile> {
         Step::Compute(c) => tiles.extend(c.calls.iter().map(|k| k.tile)),
         Step::Exchange(p) => {
             for t in &p.transfers {
-                tiles.push(t.source_tile);
+                tiles.insert(t.source_tile);
                 tiles.extend(t.destinations.iter().map(|d| d.tile));
             }
         }
         Step::Repeat(_) => {}
     });
-    tiles.sort_unstable();
-    tiles.dedup();
-    tiles
+    tiles.iter().collect()
 }
 
 struct TileWriter<'a, 'i> {

@@ -81,6 +81,7 @@ pub use timeline::{
     build_timelines, paired_source_event, ControlEvent, OutgoingMessage, TileTimeline,
 };
 
+use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::PhysicalTile;
 
 /// A scheduled phase: one row per physical tile (inactive tiles get the
@@ -182,8 +183,9 @@ fn schedule_encoded(
     // since the previous `sendpicp` advances one event, e.g. between tiny
     // messages) is not encodable as scheduled. Such tiles are rescheduled in
     // single-control mode (no XPIC and PIC on one event, hence no
-    // `sendpicp`), which always encodes. The set only grows, so this ends.
-    let mut single: Vec<PhysicalTile> = Vec::new();
+    // `sendpicp`), which always encodes. The set only grows (a tile set: at
+    // most every tile), so this ends.
+    let mut single: TileSet<PhysicalTile> = TileSet::new();
     loop {
         let pieces = schedule_pieces_avoiding(phase, options, &single, sweeps)?;
         let timelines = build_timelines(phase, &pieces)?;
@@ -198,7 +200,7 @@ fn schedule_encoded(
                     events = events.max(row.events);
                     rows.push(row);
                 }
-                Err(ExchangeError::SendpicpAlignment { tile, .. }) if !single.contains(&tile) => {
+                Err(ExchangeError::SendpicpAlignment { tile, .. }) if !single.contains(tile) => {
                     misaligned.push(tile);
                 }
                 Err(e) => return Err(e),
@@ -219,6 +221,5 @@ fn schedule_encoded(
             });
         }
         single.extend(misaligned);
-        single.sort_unstable();
     }
 }

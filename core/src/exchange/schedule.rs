@@ -36,6 +36,7 @@ use super::windows::WindowIndex;
 use crate::ipu21::exchange_model::{
     paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
 };
+use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{mux_time, PhysicalTile, TILE_COUNT};
 
 /// Scheduler knobs.
@@ -375,17 +376,16 @@ struct Receiver {
 
 /// Schedules a validated phase into pieces. Deterministic.
 pub fn schedule_pieces(phase: &ExchangePhase, options: ScheduleOptions) -> Result<Vec<Piece>> {
-    schedule_pieces_avoiding(phase, options, &[], &[])
+    schedule_pieces_avoiding(phase, options, &TileSet::new(), &[])
 }
 
-/// [`schedule_pieces`] where the tiles listed in `single_control_tiles`
-/// (physical ids) never get an XPIC and a PIC control on the same event, so
+/// [`schedule_pieces`] where the tiles in `single_control_tiles` never get an XPIC and a PIC control on the same event, so
 /// their rows need no `sendpicp`. Used to reschedule after a row could not
 /// be 8-byte aligned (see [`super::schedule_unchecked`]).
 pub fn schedule_pieces_avoiding(
     phase: &ExchangePhase,
     options: ScheduleOptions,
-    single_control_tiles: &[PhysicalTile],
+    single_control_tiles: &TileSet<PhysicalTile>,
     sweeps: &[SourceSweep],
 ) -> Result<Vec<Piece>> {
     phase.validate()?;
@@ -441,7 +441,7 @@ pub fn schedule_pieces_avoiding(
         .map(|i| {
             let tile = PhysicalTile::new(u32::from(i))
                 .map_err(|_| ExchangeError::Internal("tile index out of range"))?;
-            Ok(TileState::new(tile, single_control_tiles.contains(&tile)))
+            Ok(TileState::new(tile, single_control_tiles.contains(tile)))
         })
         .collect::<Result<_>>()?;
     let mut pieces = Vec::new();

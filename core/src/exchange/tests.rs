@@ -235,8 +235,9 @@ fn unalignable_sendpicp_tiles_are_rescheduled_with_single_controls() {
             continue;
         }
         // Single-control mode removes every sendpicp from those tiles …
+        let single: TileSet<PhysicalTile> = misaligned.iter().copied().collect();
         let pieces =
-            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &misaligned, &[]).unwrap();
+            schedule_pieces_avoiding(&phase, ScheduleOptions::default(), &single, &[]).unwrap();
         let timelines = build_timelines(&phase, &pieces).unwrap();
         for &tile in &misaligned {
             let tl = &timelines[tile.index()];

@@ -7,5 +7,6 @@ pub mod exchange_model;
 pub mod isa;
 pub mod kernel_abi;
 pub mod sram;
+pub mod tile_set;
 pub mod timing;
 pub mod topology;

@@ -9,6 +9,9 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use bitvec::slice::BitSlice;
+use bitvec::vec::BitVec;
+
 use super::id::{OpId, RegionId, ValueId};
 use super::op::{OpKind, Repeat};
 use super::types::TensorType;
@@ -396,14 +399,15 @@ impl Graph {
     /// their Repeat op is reached (pre-order), each body once.
     pub fn walk(&self) -> Vec<OpId> {
         let mut order = Vec::with_capacity(self.ops.len());
-        let mut visited = alloc::vec![false; self.regions.len()];
+        // A bit per region: each body is walked once.
+        let mut visited = BitVec::<usize>::repeat(false, self.regions.len());
         self.walk_region(Self::TOP, &mut order, &mut visited);
         order
     }
 
-    fn walk_region(&self, region: RegionId, order: &mut Vec<OpId>, visited: &mut [bool]) {
+    fn walk_region(&self, region: RegionId, order: &mut Vec<OpId>, visited: &mut BitSlice) {
         match visited.get_mut(region.index()) {
-            Some(seen) if !*seen => *seen = true,
+            Some(mut seen) if !*seen => *seen = true,
             _ => return,
         }
         for &id in &self.regions[region.index()].ops {

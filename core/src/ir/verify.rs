@@ -5,6 +5,8 @@ use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use bitvec::vec::BitVec;
+
 use super::error::{IrError, IrResult, RepeatArgKind};
 use super::graph::{Graph, ValueDef};
 use super::id::{OpId, RegionId, ValueId};
@@ -18,7 +20,7 @@ impl Graph {
     pub fn verify(&self) -> IrResult<()> {
         let mut v = Verifier {
             graph: self,
-            defined: vec![false; self.value_count()],
+            defined: BitVec::repeat(false, self.value_count()),
             names: BTreeMap::new(),
         };
         v.values()?;
@@ -30,8 +32,9 @@ impl Graph {
 
 struct Verifier<'g> {
     graph: &'g Graph,
-    /// Values defined so far along the walk (SSA order within each region).
-    defined: Vec<bool>,
+    /// Values defined so far along the walk (SSA order within each region),
+    /// a bit per value id.
+    defined: BitVec,
     /// Input/parameter names → first op using it.
     names: BTreeMap<&'g str, OpId>,
 }
@@ -110,7 +113,7 @@ impl<'g> Verifier<'g> {
         let r = g.region(region).ok_or(IrError::UnknownRegion { region })?;
         for &a in r.args() {
             self.ty(None, a)?;
-            self.defined[a.index()] = true;
+            self.defined.set(a.index(), true);
         }
         for &op in r.ops() {
             self.op(region, op)?;
@@ -178,7 +181,7 @@ impl<'g> Verifier<'g> {
                     found: found.clone(),
                 });
             }
-            self.defined[res.index()] = true;
+            self.defined.set(res.index(), true);
         }
         Ok(())
     }

@@ -7,6 +7,9 @@
 
 use alloc::vec::Vec;
 
+use bitvec::slice::BitSlice;
+use bitvec::vec::BitVec;
+
 use super::schedule::*;
 
 fn refs_of(step: &Step, out: &mut Vec<BufferId>) {
@@ -58,11 +61,19 @@ fn walk(steps: &[Step], first: &mut [u32], last: &mut [u32], repeats: &mut Vec<(
     }
 }
 
-fn touched_in(steps: &[Step], out: &mut Vec<BufferId>) {
+/// Marks in `touched` (a bit per buffer id) every buffer `steps` or their
+/// Repeat bodies name; `refs` is scratch.
+fn touched_in(steps: &[Step], refs: &mut Vec<BufferId>, touched: &mut BitSlice) {
     for s in steps {
-        refs_of(s, out);
+        refs.clear();
+        refs_of(s, refs);
+        for b in refs.iter() {
+            if let Some(mut bit) = touched.get_mut(b.index()) {
+                *bit = true;
+            }
+        }
         if let Step::Repeat(r) = s {
-            touched_in(&r.body, out);
+            touched_in(&r.body, refs, touched);
         }
     }
 }
@@ -81,12 +92,12 @@ pub fn assign(s: &mut TileSchedule) {
             stack.push((r.index.0, last_index(&r.body, r.index.0), r.body.clone()));
         }
     });
+    let (mut refs, mut inside) = (Vec::new(), BitVec::<usize>::repeat(false, n));
     for (start, end, body) in stack {
-        let mut inside = Vec::new();
-        touched_in(&body, &mut inside);
-        for b in inside {
-            let b = b.index();
-            if b < n && first[b] <= start {
+        inside.fill(false);
+        touched_in(&body, &mut refs, &mut inside);
+        for b in inside.iter_ones() {
+            if first[b] <= start {
                 last[b] = last[b].max(end);
             }
         }

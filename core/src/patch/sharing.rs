@@ -17,6 +17,7 @@ use super::PatchError;
 use crate::exchange::ExchangeRow;
 use crate::ipu21::isa::{m, Instruction};
 use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
+use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::PhysicalTile;
 
 /// From this many words a sharing patch list is applied by six workers:
@@ -86,8 +87,9 @@ pub struct SharedRows {
 }
 
 /// Shares rows across phases. `phases[p]` are phase `p`'s rows (inactive
-/// `br $m10` rows are skipped); `repeat_patched[p]` lists tiles whose row in
-/// phase `p` carries Repeat patches and so must stay private.
+/// `br $m10` rows are skipped); `repeat_patched[p]` is the set of tiles
+/// whose row in phase `p` carries Repeat patches and so must stay private
+/// (missing sets are empty).
 ///
 /// Only real sharing is patched: a shape used by one phase is stored as that
 /// phase's row with no patch list, and so are shapes whose uses are all
@@ -97,10 +99,10 @@ pub struct SharedRows {
 /// address words that differ between its uses.
 pub fn share_rows(
     phases: &[&[ExchangeRow]],
-    repeat_patched: &[&[PhysicalTile]],
+    repeat_patched: &[TileSet<PhysicalTile>],
 ) -> Result<SharedRows, PatchError> {
-    let private_of =
-        |p: usize| -> &[PhysicalTile] { repeat_patched.get(p).copied().unwrap_or(&[]) };
+    let no_tiles = TileSet::new();
+    let private_of = |p: usize| repeat_patched.get(p).unwrap_or(&no_tiles);
     // Pass 1: every shareable use of each (tile, shape), and the address
     // words that differ between those uses.
     let mut groups: BTreeMap<(PhysicalTile, Vec<u32>), ShapeGroup> = BTreeMap::new();
@@ -109,7 +111,7 @@ pub fn share_rows(
         let private = private_of(p);
         let mut phase_shapes = Vec::with_capacity(rows.len());
         for row in rows.iter() {
-            if row.words.len() <= 1 || private.contains(&row.tile) {
+            if row.words.len() <= 1 || private.contains(row.tile) {
                 phase_shapes.push(None);
                 continue;
             }

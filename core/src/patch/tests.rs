@@ -12,7 +12,8 @@ use crate::exchange::{
     check_phase, schedule_phase, Destination, ExchangePhase, ExchangeRow, ScheduleOptions,
     Transfer, Width,
 };
-use crate::ipu21::topology::LogicalTile;
+use crate::ipu21::tile_set::TileSet;
+use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 
 fn tile(l: u32) -> PhysicalTile {
     LogicalTile::new(l).unwrap().physical()
@@ -235,8 +236,8 @@ fn rows_used_once_or_unchanged_are_not_patched() {
 fn repeat_patched_rows_are_not_shared() {
     let p0 = phase(0x60000, 0x90000);
     let s0 = schedule_phase(&p0, ScheduleOptions::default()).unwrap();
-    let private = [tile(0)];
-    let shared = share_rows(&[&s0.rows, &s0.rows], &[&private, &private]).unwrap();
+    let private: TileSet<PhysicalTile> = [tile(0)].into_iter().collect();
+    let shared = share_rows(&[&s0.rows, &s0.rows], &[private.clone(), private]).unwrap();
     assert_eq!(shared.stored[&tile(0)].len(), 2);
     assert_eq!(shared.stored[&tile(1)].len(), 1);
 }
