@@ -67,6 +67,7 @@ pub mod exchange;
 pub mod ipu21;
 pub mod ir;
 pub mod kernel;
+pub mod lookup;
 pub mod lower;
 pub mod numeric;
 pub mod package;

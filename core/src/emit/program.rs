@@ -6,7 +6,6 @@
 //! `$m9` for the patchers, `$m7` for the worker barrier; `$m8` CSR staging;
 //! `$m11` the supervisor stack (Repeat frame at `[$m11]`).
 
-use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -18,6 +17,7 @@ use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
 use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
+use crate::lookup::LookupMap;
 use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
 
@@ -131,7 +131,7 @@ pub fn emit_program(input: &EmitInput<'_>, tile: LogicalTile) -> Result<EmittedP
         patch_base,
         rows: String::new(),
         labels: 0,
-        arg_blocks: BTreeMap::new(),
+        arg_blocks: LookupMap::default(),
     };
     w.program()?;
     let source = w.finish();
@@ -186,7 +186,7 @@ struct TileWriter<'a, 'i> {
     rows: String,
     labels: u32,
     /// Argument blocks already emitted on this tile, by contents.
-    arg_blocks: BTreeMap<Vec<u32>, String>,
+    arg_blocks: LookupMap<Vec<u32>, String>,
 }
 
 impl TileWriter<'_, '_> {

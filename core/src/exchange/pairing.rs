@@ -38,6 +38,7 @@ use crate::ipu21::exchange_model::{
     paired_format_lag, PAIRED_MIN_ITEMS, PAIRED_POINTER_AFTER_FORMAT,
 };
 use crate::ipu21::topology::{direction, mux_time, PhysicalTile};
+use crate::lookup::LookupMap;
 
 /// Why a receiver of a 64-bit request got 32-bit items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,8 +123,9 @@ pub fn plan_pairing(
 ) -> (Vec<TransferPairing>, Vec<PairedReceiveSetup>, PairingReport) {
     let mut report = PairingReport::default();
     let mut plans = Vec::with_capacity(phase.transfers.len());
-    // Receiver pair (lower member's id) → the sender it takes paired data from.
-    let mut claimed: BTreeMap<u16, PhysicalTile> = BTreeMap::new();
+    // Receiver pair (lower member's id) → the sender it takes paired data
+    // from; lookup only (the setups below keep tile order).
+    let mut claimed: LookupMap<u16, PhysicalTile> = LookupMap::default();
     let mut setups: BTreeMap<u16, PairedReceiveSetup> = BTreeMap::new();
     for t in &phase.transfers {
         let all: Vec<u16> = (0..t.destinations.len() as u16).collect();

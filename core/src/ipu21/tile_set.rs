@@ -128,8 +128,7 @@ mod tests {
     #[test]
     fn iterates_ascending_without_duplicates() {
         let ids = [1471u32, 3, 0, 64, 3, 1471, 31, 32];
-        let set: TileSet<LogicalTile> =
-            ids.iter().map(|&i| LogicalTile::new(i).unwrap()).collect();
+        let set: TileSet<LogicalTile> = ids.iter().map(|&i| LogicalTile::new(i).unwrap()).collect();
         let mut sorted: Vec<u32> = ids.to_vec();
         sorted.sort_unstable();
         sorted.dedup();

@@ -4,7 +4,6 @@
 //! fails with the same `IrError` the verifier would report, so a graph
 //! produced by [`GraphBuilder::finish`] always verifies.
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -14,6 +13,7 @@ use super::id::{OpId, RegionId, ValueId};
 use super::infer::{infer, Operand};
 use super::op::{MatMul, OpKind, Repeat};
 use super::types::{DType, Shape, TensorType};
+use crate::lookup::LookupMap;
 
 /// Builds a [`Graph`]; see the [module docs](super) for an example.
 #[derive(Debug, Default)]
@@ -21,8 +21,9 @@ pub struct GraphBuilder {
     graph: Graph,
     open: Vec<OpenRepeat>,
     /// External names (inputs and parameters) → defining op, so the
-    /// duplicate check is a lookup and building stays linear in the ops.
-    names: BTreeMap<String, OpId>,
+    /// duplicate check is a lookup and building stays linear in the ops
+    /// (lookup only).
+    names: LookupMap<String, OpId>,
 }
 
 /// An open Repeat, returned by [`GraphBuilder::begin_repeat`] and closed by

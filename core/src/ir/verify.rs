@@ -1,7 +1,6 @@
 //! The verifier: SSA visibility, per-op shape/dtype rules (via `infer`),
 //! names, outputs and the Repeat rules.
 
-use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -13,6 +12,7 @@ use super::id::{OpId, RegionId, ValueId};
 use super::infer::{infer, Operand};
 use super::op::{OpKind, Repeat};
 use super::types::TensorType;
+use crate::lookup::LookupMap;
 
 impl Graph {
     /// Check every rule; the first violation is returned. A graph that
@@ -21,7 +21,7 @@ impl Graph {
         let mut v = Verifier {
             graph: self,
             defined: BitVec::repeat(false, self.value_count()),
-            names: BTreeMap::new(),
+            names: LookupMap::default(),
         };
         v.values()?;
         v.regions()?;
@@ -35,8 +35,8 @@ struct Verifier<'g> {
     /// Values defined so far along the walk (SSA order within each region),
     /// a bit per value id.
     defined: BitVec,
-    /// Input/parameter names → first op using it.
-    names: BTreeMap<&'g str, OpId>,
+    /// Input/parameter names → first op using it (lookup only).
+    names: LookupMap<&'g str, OpId>,
 }
 
 impl<'g> Verifier<'g> {
@@ -287,7 +287,7 @@ impl<'g> Verifier<'g> {
     }
 
     fn outputs(&self) -> IrResult<()> {
-        let mut seen = BTreeMap::new();
+        let mut seen: LookupMap<&str, ()> = LookupMap::default();
         for out in self.graph.outputs() {
             if out.name.is_empty() {
                 return Err(IrError::EmptyName { op: None });

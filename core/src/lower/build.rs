@@ -12,6 +12,7 @@ use alloc::vec::Vec;
 use super::schedule::*;
 use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::ir::{DType, Graph, OpKind, RegionId, ValueId};
+use crate::lookup::LookupMap;
 use crate::plan::layout::Layout;
 use crate::plan::memory::{Allocation, TileBytes};
 use crate::plan::opplan::{PlannedCall, PlannedTransfer, Slot, SlotRef, Stage};
@@ -94,7 +95,8 @@ struct Builder<'g> {
     graph: &'g Graph,
     buffers: Vec<Buffer>,
     next_step: u32,
-    vals: BTreeMap<ValueId, (BufferId, Layout)>,
+    /// Value → its buffer and layout (lookup only).
+    vals: LookupMap<ValueId, (BufferId, Layout)>,
 }
 
 fn blocks_of(layout: &Layout, elem: u32) -> LResult<Vec<TileBlock>> {
@@ -580,7 +582,7 @@ pub fn lower(graph: &Graph, plan: &Plan) -> LResult<TileSchedule> {
         graph,
         buffers: Vec::new(),
         next_step: 0,
-        vals: BTreeMap::new(),
+        vals: LookupMap::default(),
     };
     for (v, a) in &plan.sources {
         let role = match graph.value(*v).map(|x| x.def()) {

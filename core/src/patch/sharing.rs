@@ -16,8 +16,8 @@ use super::fields::{address_fields, row_shape};
 use super::PatchError;
 use crate::exchange::ExchangeRow;
 use crate::ipu21::isa::{m, Instruction};
-use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 use crate::ipu21::tile_set::TileSet;
+use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 use crate::ipu21::topology::PhysicalTile;
 
 /// From this many words a sharing patch list is applied by six workers:

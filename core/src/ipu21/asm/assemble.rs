@@ -1,6 +1,5 @@
 //! Source text → `Object`: labels, directives and instructions.
 
-use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -11,6 +10,7 @@ use super::lexer::{Lexer, Tok, Token};
 use super::object::*;
 use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
 use crate::ipu21::sram::TILE_MEMORY_SIZE;
+use crate::lookup::LookupMap;
 
 /// Longest `.set` chain followed when evaluating (guards against cycles).
 pub const MAX_SET_DEPTH: usize = 32;
@@ -33,7 +33,7 @@ pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
             symbols: Vec::new(),
             relocations: Vec::new(),
         },
-        index: BTreeMap::new(),
+        index: LookupMap::default(),
         cur: 0,
         context: CodeContext::Supervisor,
     };
@@ -67,8 +67,9 @@ pub fn assemble(file: &str, src: &str) -> Result<Object, AsmError> {
 
 struct Assembler {
     obj: Object,
-    /// Symbol name → index in `obj.symbols` (keeps lookups logarithmic).
-    index: BTreeMap<String, usize>,
+    /// Symbol name → index in `obj.symbols` (lookup only: symbols keep
+    /// their definition order in `obj.symbols`).
+    index: LookupMap<String, usize>,
     cur: usize,
     context: CodeContext,
 }
@@ -138,7 +139,7 @@ fn group_text(group: &[Token]) -> String {
 }
 
 /// Evaluation while assembling: constants only; labels wait for the linker.
-struct ConstEnv<'a>(&'a Object, &'a BTreeMap<String, usize>);
+struct ConstEnv<'a>(&'a Object, &'a LookupMap<String, usize>);
 
 impl SymbolEnv for ConstEnv<'_> {
     fn symbol(&self, name: &str, loc: Loc, depth: usize) -> SResult<Option<i64>> {

@@ -14,6 +14,7 @@ use super::object::*;
 use crate::ipu21::isa::{
     decode, encode, CsrContext, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN,
 };
+use crate::lookup::LookupMap;
 
 /// Default link base: where tile images start (defined in `target::sram`).
 pub use crate::ipu21::sram::APPLICATION_LOAD_BASE;
@@ -110,11 +111,12 @@ struct Linker<'a> {
     objects: &'a [&'a Object],
     /// Address of each section, per object.
     addresses: Vec<Vec<u32>>,
-    /// Global name → (object, symbol index).
-    globals: BTreeMap<&'a str, (usize, usize)>,
+    /// Global name → (object, symbol index); lookup only.
+    globals: LookupMap<&'a str, (usize, usize)>,
     defines: &'a BTreeMap<String, i64>,
-    /// Per object: defined symbol name → index.
-    local: Vec<BTreeMap<&'a str, usize>>,
+    /// Per object: defined symbol name → index (the last definition of a
+    /// repeated name, as collecting into any map keeps); lookup only.
+    local: Vec<LookupMap<&'a str, usize>>,
 }
 
 struct Env<'l, 'a> {
@@ -335,7 +337,7 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
     let mut linker = Linker {
         objects,
         addresses,
-        globals: BTreeMap::new(),
+        globals: LookupMap::default(),
         defines: &opts.defines,
         local: objects
             .iter()
