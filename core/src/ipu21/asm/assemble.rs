@@ -3,7 +3,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::build::{build, mnemonic_words, ROp, RVal};
+use super::build::{build, mnemonic_words, ROp, ROps, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::{Expr, ExprParser, SymbolEnv};
 use super::lexer::{Lexer, Tok, Token};
@@ -15,9 +15,6 @@ use crate::lookup::LookupMap;
 /// Longest `.set` chain followed when evaluating (guards against cycles).
 pub const MAX_SET_DEPTH: usize = 32;
 
-/// Operands one instruction may have: the most any mnemonic takes (six), the
-/// capacity of the assembler's fixed-capacity operand list.
-pub const MAX_OPERANDS: usize = 6;
 /// Largest `.p2align` exponent / `.align` byte count accepted (64 KiB).
 const MAX_ALIGN_LOG2: i64 = 16;
 
@@ -391,24 +388,17 @@ impl Assembler {
         };
         // Fixed capacity: no mnemonic takes more than `MAX_OPERANDS`; one
         // more is a typed error that hands the operand back.
-        let mut operands: heapless::Vec<LocOperand, MAX_OPERANDS> = heapless::Vec::new();
+        let mut operands = Operands::new();
         for group in split_operands(toks) {
             let op = self.operand(group, end)?;
-            if let Err(extra) = operands.push(op) {
-                return Err((
-                    extra.loc,
-                    AsmErrorKind::TooManyOperands {
-                        mnemonic: mnemonic.into(),
-                        limit: MAX_OPERANDS,
-                        extra: alloc::boxed::Box::new(extra),
-                    },
-                ));
-            }
+            operands
+                .push(op)
+                .map_err(|extra| AsmErrorKind::too_many_operands(mnemonic, extra))?;
         }
         // Evaluate what is constant now; anything else becomes a relocation,
         // checked here with placeholder zeros so shape errors surface early.
         let env = ConstEnv(&self.obj, &self.index);
-        let mut resolved = Vec::with_capacity(operands.len());
+        let mut resolved = ROps::new();
         let mut pending = false;
         for op in &operands {
             let val = match &op.operand {
@@ -424,13 +414,18 @@ impl Assembler {
                     }
                 },
             };
-            resolved.push(ROp {
-                val,
-                loc: op.loc,
-                text: &op.text,
-            });
+            // As many as `operands`: cannot overflow, but stays typed.
+            resolved
+                .push(ROp {
+                    val,
+                    loc: op.loc,
+                    text: &op.text,
+                })
+                .map_err(|_| AsmErrorKind::too_many_operands(mnemonic, op.clone()))?;
         }
         let instr = build(mnemonic, &resolved, loc)?;
+        // Ends `resolved`'s borrow of `operands` (a relocation keeps them).
+        drop(resolved);
         let encoded = encode(&instr).map_err(|error| {
             (
                 loc,
@@ -449,7 +444,7 @@ impl Assembler {
                 loc,
                 kind: RelocKind::Instruction {
                     mnemonic: mnemonic.into(),
-                    operands: operands.into_iter().collect(),
+                    operands,
                 },
             });
         }

@@ -5,6 +5,7 @@
 use alloc::string::{String, ToString};
 
 use super::error::{AsmErrorKind, Loc};
+use super::object::MAX_OPERANDS;
 use crate::ipu21::isa::{
     AReg, Csr, Imm12Op, Imm16Op, Instruction, MReg, PicField, PicTarget, RegOp, SyncZone,
 };
@@ -25,6 +26,11 @@ pub(crate) struct ROp<'a> {
     pub loc: Loc,
     pub text: &'a str,
 }
+
+/// An instruction's evaluated operands: as many as its
+/// [`Operands`](super::object::Operands), so
+/// the same ISA capacity and no allocation per instruction.
+pub(crate) type ROps<'a> = heapless::Vec<ROp<'a>, MAX_OPERANDS>;
 
 type BResult<T> = Result<T, (Loc, AsmErrorKind)>;
 

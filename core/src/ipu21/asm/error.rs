@@ -106,6 +106,24 @@ pub struct AsmError {
     pub kind: AsmErrorKind,
 }
 
+impl AsmErrorKind {
+    /// `extra` did not fit `mnemonic`'s fixed-capacity operand list: the
+    /// error at the operand, handing it back.
+    pub(crate) fn too_many_operands(
+        mnemonic: &str,
+        extra: super::object::LocOperand,
+    ) -> (Loc, Self) {
+        (
+            extra.loc,
+            Self::TooManyOperands {
+                mnemonic: mnemonic.into(),
+                limit: super::object::MAX_OPERANDS,
+                extra: alloc::boxed::Box::new(extra),
+            },
+        )
+    }
+}
+
 impl AsmError {
     pub(crate) fn new(file: &str, loc: Loc, kind: AsmErrorKind) -> AsmError {
         AsmError {

@@ -7,7 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::assemble::MAX_SET_DEPTH;
-use super::build::{build, ROp, RVal};
+use super::build::{build, ROp, ROps, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::SymbolEnv;
 use super::object::*;
@@ -384,25 +384,26 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
                     words[at] = v as u32;
                 }
                 RelocKind::Instruction { mnemonic, operands } => {
-                    let mut vals = Vec::with_capacity(operands.len());
+                    // The object's operands have the same fixed capacity.
+                    let mut rops = ROps::new();
                     for op in operands {
-                        vals.push(match &op.operand {
+                        let val = match &op.operand {
                             Operand::MReg(m) => RVal::MReg(*m),
                             Operand::MRegPostInc(m) => RVal::MRegPostInc(*m),
                             Operand::AReg(a) => RVal::AReg(*a),
                             Operand::Csr(c) => RVal::Csr(*c),
                             Operand::Expr(e) => RVal::Value(linker.eval(oi, e)?),
-                        });
-                    }
-                    let rops: Vec<ROp<'_>> = vals
-                        .iter()
-                        .zip(operands)
-                        .map(|(&val, op)| ROp {
+                        };
+                        rops.push(ROp {
                             val,
                             loc: op.loc,
                             text: &op.text,
                         })
-                        .collect();
+                        .map_err(|_| {
+                            let (loc, kind) = AsmErrorKind::too_many_operands(mnemonic, op.clone());
+                            err(oi, loc, kind)
+                        })?;
+                    }
                     let instr =
                         build(mnemonic, &rops, r.loc).map_err(|(loc, kind)| err(oi, loc, kind))?;
                     let enc = encode(&instr).map_err(|error| {

@@ -23,15 +23,15 @@ mod lexer;
 mod link;
 mod object;
 
-pub use assemble::{assemble, MAX_OPERANDS, MAX_SET_DEPTH};
+pub use assemble::{assemble, MAX_SET_DEPTH};
 pub use error::{AsmError, AsmErrorKind, Loc};
 pub use expr::{BinOp, Expr, MAX_EXPR_NODES};
 pub use link::{
     link, link_refs, Image, LinkOptions, LinkedSymbol, ListingLine, APPLICATION_LOAD_BASE,
 };
 pub use object::{
-    CodeContext, ItemKind, LocOperand, Object, Operand, RelocKind, Relocation, Section,
-    SectionKind, SourceItem, Symbol, SymbolType, SymbolValue,
+    CodeContext, ItemKind, LocOperand, Object, Operand, Operands, RelocKind, Relocation, Section,
+    SectionKind, SourceItem, Symbol, SymbolType, SymbolValue, MAX_OPERANDS,
 };
 
 use alloc::vec::Vec;

@@ -98,6 +98,15 @@ pub enum Operand {
     Expr(Expr),
 }
 
+/// Operands one instruction may have: the most any mnemonic takes (six), the
+/// capacity of an instruction's fixed-capacity operand list ([`Operands`]).
+pub const MAX_OPERANDS: usize = 6;
+
+/// One instruction's operands. The capacity is an ISA fact (no mnemonic
+/// takes more), so the list never allocates; one more operand is
+/// `AsmErrorKind::TooManyOperands`, holding the operand.
+pub type Operands = heapless::Vec<LocOperand, MAX_OPERANDS>;
+
 /// An operand with where it was written and how it reads (for messages).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocOperand {
@@ -115,7 +124,7 @@ pub enum RelocKind {
     /// field keeps the encoder's range checks.
     Instruction {
         mnemonic: String,
-        operands: Vec<LocOperand>,
+        operands: Operands,
     },
     /// `.long expr`: the whole 32-bit word.
     Word32(Expr),
