@@ -3,7 +3,6 @@
 //! reads). Below both `state` (which extends a state by one op) and `search`
 //! (the beam), so neither imports the other's internals.
 
-use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -20,6 +19,7 @@ use super::planned::BodyPlan;
 use super::relayout::{relayout, Window};
 use crate::ipu21::sram::SUPPORT_CHARGE_BYTES;
 use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
+use crate::lookup::LookupMap;
 
 /// Default beam width (`--planning-beam-width`).
 pub const DEFAULT_BEAM_WIDTH: usize = 64;
@@ -130,12 +130,15 @@ pub struct BodySearch {
 /// The memo caches of a [`SearchCx`] (not the region cache: a fork searches
 /// one body, it does not look bodies up, and a later search charges code
 /// differently).
+///
+/// Every memo (and the region cache) is only looked up and filled, never
+/// iterated, so they are [`LookupMap`]s: their order cannot reach a plan.
 #[derive(Clone, Default)]
 pub(super) struct Memo {
-    candidates: BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>,
-    relayouts: BTreeMap<(Layout, Layout, u32), Option<Cycles>>,
-    relayout_code: BTreeMap<(Layout, Layout, u32), Option<CodeRef>>,
-    plan_code: BTreeMap<usize, PlanCode>,
+    candidates: LookupMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>,
+    relayouts: LookupMap<(Layout, Layout, u32), Option<Cycles>>,
+    relayout_code: LookupMap<(Layout, Layout, u32), Option<CodeRef>>,
+    plan_code: LookupMap<usize, PlanCode>,
 }
 
 /// Shared search context.
@@ -145,13 +148,13 @@ pub struct SearchCx<'g> {
     /// Settings.
     pub config: PlanConfig,
     pub(super) stats: RefCell<PlanStats>,
-    pub(super) candidate_cache: RefCell<BTreeMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
-    pub(super) relayout_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<Cycles>>>,
+    pub(super) candidate_cache: RefCell<LookupMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
+    pub(super) relayout_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<Cycles>>>,
     /// Code of each op plan applied so far, keyed by the plan's address;
     /// the entry holds the plan, so the address is not reused meanwhile.
-    pub(super) plan_code_cache: RefCell<BTreeMap<usize, PlanCode>>,
-    pub(super) relayout_code_cache: RefCell<BTreeMap<(Layout, Layout, u32), Option<CodeRef>>>,
-    pub(super) region_cache: RefCell<BTreeMap<BoundaryKey, BodyFrontier>>,
+    pub(super) plan_code_cache: RefCell<LookupMap<usize, PlanCode>>,
+    pub(super) relayout_code_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<CodeRef>>>,
+    pub(super) region_cache: RefCell<LookupMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
     /// Called with (top-level ops planned, top-level ops) after each
     /// top-level op (a progress bar's position; a Repeat's body searches
@@ -167,11 +170,11 @@ impl<'g> SearchCx<'g> {
             graph,
             config,
             stats: RefCell::new(PlanStats::default()),
-            candidate_cache: RefCell::new(BTreeMap::new()),
-            relayout_cache: RefCell::new(BTreeMap::new()),
-            relayout_code_cache: RefCell::new(BTreeMap::new()),
-            plan_code_cache: RefCell::new(BTreeMap::new()),
-            region_cache: RefCell::new(BTreeMap::new()),
+            candidate_cache: RefCell::new(LookupMap::default()),
+            relayout_cache: RefCell::new(LookupMap::default()),
+            relayout_code_cache: RefCell::new(LookupMap::default()),
+            plan_code_cache: RefCell::new(LookupMap::default()),
+            region_cache: RefCell::new(LookupMap::default()),
             region_label: RefCell::new(String::from("top level")),
             progress: None,
             jobs: None,
