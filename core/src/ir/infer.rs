@@ -6,6 +6,8 @@ use alloc::format;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use bitvec::vec::BitVec;
+
 use super::error::{IrError, IrResult};
 use super::id::{OpId, ValueId};
 use super::op::{MatMul, OpKind};
@@ -274,11 +276,10 @@ pub(crate) fn infer(
             cx.count(operands, 1)?;
             let x = operands[0];
             let d = x.1.shape.dims();
-            let mut seen = vec![false; d.len()];
+            // A bit per axis: each may be named once.
+            let mut seen = BitVec::<usize>::repeat(false, d.len());
             let valid = perm.len() == d.len()
-                && perm
-                    .iter()
-                    .all(|&p| p < d.len() && !core::mem::replace(&mut seen[p], true));
+                && perm.iter().all(|&p| p < d.len() && !seen.replace(p, true));
             if !valid {
                 return Err(cx.attr(format!(
                     "{perm:?} is not a permutation of the {} axes of {}",

@@ -32,6 +32,8 @@ use alloc::vec::Vec;
 use super::opplan::{PlannedCall, PlannedTransfer, Stage};
 use crate::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
 use crate::ipu21::sram::{code_charge_bytes, code_span_bytes, TILE_MEMORY_BUDGET};
+use crate::ipu21::tile_set::TileSet;
+use crate::ipu21::topology::LogicalTile;
 use crate::kernel::{encode as encode_args, KernelArgs};
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
@@ -223,20 +225,21 @@ impl CodeUse {
             }
         }
         // A sender may be relocated (its outgoing base from the frame).
-        let mut senders: Vec<u32> = transfers.iter().map(|t| t.source_tile).collect();
-        senders.sort_unstable();
-        senders.dedup();
+        let senders = tile_set(transfers.iter().map(|t| t.source_tile));
         // Each tile taking part gets one row's fixed words and may run a
         // patch call (a sharing list or a Repeat table) before its row.
-        let mut part: Vec<u32> = self.tiles[first..].iter().map(|&(t, _)| t).collect();
-        part.sort_unstable();
-        part.dedup();
+        let part = tile_set(self.tiles[first..].iter().map(|&(t, _)| t));
+        self.tiles.extend(part.iter().map(|t| {
+            (
+                u32::from(t.get()),
+                ROW_FIXED_BYTES + PATCH_CALL_BYTES + PATCH_DATA_BYTES,
+            )
+        }));
         self.tiles.extend(
-            part.into_iter()
-                .map(|t| (t, ROW_FIXED_BYTES + PATCH_CALL_BYTES + PATCH_DATA_BYTES)),
+            senders
+                .iter()
+                .map(|t| (u32::from(t.get()), RELOCATED_BASE_BYTES)),
         );
-        self.tiles
-            .extend(senders.into_iter().map(|t| (t, RELOCATED_BASE_BYTES)));
     }
 
     /// Sums the entries of each tile into one, sorted by tile (a cached
@@ -269,6 +272,13 @@ impl CodeUse {
             }
         }
     }
+}
+
+/// The tiles among `ids`, each once and in ascending id, with no heap list.
+/// An id past the machine has no bit, as it has no entry in the per-tile
+/// arrays [`CodeUse::accumulate`] adds to.
+fn tile_set(ids: impl Iterator<Item = u32>) -> TileSet<LogicalTile> {
+    ids.filter_map(|t| LogicalTile::new(t).ok()).collect()
 }
 
 /// Messages a multicast to `destinations` receivers costs its sender: the
