@@ -444,7 +444,7 @@ impl Assembler {
                 loc,
                 kind: RelocKind::Instruction {
                     mnemonic: mnemonic.into(),
-                    operands,
+                    operands: alloc::boxed::Box::new(operands),
                 },
             });
         }

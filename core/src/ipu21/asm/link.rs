@@ -386,7 +386,7 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
                 RelocKind::Instruction { mnemonic, operands } => {
                     // The object's operands have the same fixed capacity.
                     let mut rops = ROps::new();
-                    for op in operands {
+                    for op in operands.iter() {
                         let val = match &op.operand {
                             Operand::MReg(m) => RVal::MReg(*m),
                             Operand::MRegPostInc(m) => RVal::MRegPostInc(*m),

@@ -124,7 +124,9 @@ pub enum RelocKind {
     /// field keeps the encoder's range checks.
     Instruction {
         mnemonic: String,
-        operands: Operands,
+        /// Boxed: the fixed-capacity list is six operands wide, the other
+        /// variant one expression.
+        operands: alloc::boxed::Box<Operands>,
     },
     /// `.long expr`: the whole 32-bit word.
     Word32(Expr),
