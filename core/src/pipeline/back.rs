@@ -21,6 +21,7 @@ use crate::emit::{emit_program, program_tiles, EmitInput, EmittedProgram, Kernel
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
+use crate::lookup::LookupMap;
 use crate::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
 
@@ -246,7 +247,7 @@ fn link<H: CompileHooks>(
 /// the estimate (rows scheduled for the new addresses may differ again),
 /// 8-byte rounded.
 fn room_for_images_past_data(front: &Front, images: &[LinkedTile]) -> BTreeMap<LogicalTile, u32> {
-    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
+    let by_logical: LookupMap<LogicalTile, &TilePlacement> =
         front.placements.iter().map(|p| (p.tile, p)).collect();
     images
         .iter()
@@ -358,7 +359,7 @@ fn refit_patch_blocks<H: CompileHooks>(
 /// needs.
 fn check_images(front: &Front, images: &[LinkedTile]) -> Result<Fit, CompileError> {
     let estimates = &front.plan.code_bytes;
-    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
+    let by_logical: LookupMap<LogicalTile, &TilePlacement> =
         front.placements.iter().map(|p| (p.tile, p)).collect();
     let mut ratio = (0.0f64, LogicalTile::default());
     let mut room = (u32::MAX, LogicalTile::default());
@@ -482,7 +483,7 @@ fn tile_images(
     images: &[LinkedTile],
     mut patch_segments: PatchSegments,
 ) -> Result<Vec<TileImage>, super::LinkError> {
-    let by_logical: BTreeMap<LogicalTile, &TilePlacement> =
+    let by_logical: LookupMap<LogicalTile, &TilePlacement> =
         front.placements.iter().map(|p| (p.tile, p)).collect();
     let mut tiles = Vec::with_capacity(images.len());
     for img in images {

@@ -34,7 +34,6 @@ mod patch_data;
 #[cfg(test)]
 mod tests;
 
-use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -52,6 +51,7 @@ pub use patch_data::{check_below, data_segments, place_patch_data, PatchBases};
 use crate::emit::{BufferAddresses, ExchangePlan, ExchangeSummary, KernelAbi, PhaseJob};
 use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
 use crate::ir::Graph;
+use crate::lookup::LookupMap;
 use crate::lower::{BufferId, TileSchedule};
 use crate::package::{NativeKernelAbi, Package};
 use crate::place::TilePlacement;
@@ -401,9 +401,9 @@ impl<H: CompileHooks> Run<'_, H> {
     }
 }
 
-/// Buffer addresses from per-tile placements.
+/// Buffer addresses from per-tile placements (looked up by tile only).
 struct Placed<'a> {
-    by_tile: BTreeMap<LogicalTile, &'a TilePlacement>,
+    by_tile: LookupMap<LogicalTile, &'a TilePlacement>,
 }
 
 impl<'a> Placed<'a> {

@@ -14,6 +14,7 @@ use crate::ipu21::sram::{
     SUPERVISOR_FETCH_LOOKAHEAD,
 };
 use crate::ipu21::topology::LogicalTile;
+use crate::lookup::LookupMap;
 use crate::lower::{BufferRole, TileSchedule};
 use crate::package::{Segment, SegmentRole};
 use crate::place::{
@@ -23,7 +24,8 @@ use crate::place::{
 /// Patch-data block bases by logical tile.
 #[derive(Clone, Debug, Default)]
 pub struct PatchBases {
-    bases: BTreeMap<LogicalTile, u32>,
+    /// Looked up by tile only (`PatchAddresses::patch_base`).
+    bases: LookupMap<LogicalTile, u32>,
     /// Largest block on one tile.
     pub largest: u32,
     /// Tiles whose block sits at the top of their code reservation: the
@@ -75,7 +77,7 @@ pub fn place_patch_data(
         }
     }
     let largest = blocks.iter().map(|(_, d)| d.bytes()).max().unwrap_or(0);
-    let mut bases = BTreeMap::new();
+    let mut bases = LookupMap::default();
     let mut code_ceiling = BTreeMap::new();
     let (mut in_reservation, mut in_data) = (0, 0);
     for (tile, data) in blocks {

@@ -1,6 +1,7 @@
 //! The pipeline alone: stages in order through the hooks, jobs counted,
 //! the same package from any job order, and typed errors with their cause.
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 use std::sync::Mutex;
