@@ -143,6 +143,18 @@ pub fn plan_pairing(
             plan.singles.push(k);
             *report.reasons.entry(why).or_default() += 1;
         };
+        // The multicast's receivers, tile → first destination index: a
+        // receiver finds its pair partner in constant time, not by a scan
+        // of every destination (wide multicasts have ~1,472).
+        let receivers: LookupMap<PhysicalTile, usize> = if items < PAIRED_MIN_ITEMS {
+            LookupMap::default()
+        } else {
+            let mut first = LookupMap::default();
+            for (k, d) in t.destinations.iter().enumerate() {
+                first.entry(d.tile).or_insert(k);
+            }
+            first
+        };
         for (k, d) in t.destinations.iter().enumerate() {
             let k = k as u16;
             if items < PAIRED_MIN_ITEMS {
@@ -150,7 +162,7 @@ pub fn plan_pairing(
                 continue;
             }
             let partner = d.tile.pair_partner();
-            let Some(pk) = t.destinations.iter().position(|e| e.tile == partner) else {
+            let Some(&pk) = receivers.get(&partner) else {
                 fallback(k, PairedFallback::IncompletePair, &mut plan);
                 continue;
             };
