@@ -396,8 +396,8 @@ fn relocate_phase(
         .collect();
     // Rows no table patches are the same in every iteration: decoded once
     // (a decode error is kept and reported where that row's turn comes, as
-    // when every iteration's rows are decoded in order).
-    // A bit per row (ascending iteration, as the ordered set it replaces).
+    // when every iteration's rows are decoded in order). A bit per row:
+    // it iterates in ascending row order, as the ordered set it replaces.
     let mut patched: BitVec = BitVec::repeat(false, rows.len());
     for t in by_tile.values().flatten() {
         if let Some(k) = rows.iter().position(|r| r.tile == t.tile) {

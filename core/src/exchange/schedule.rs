@@ -379,9 +379,10 @@ pub fn schedule_pieces(phase: &ExchangePhase, options: ScheduleOptions) -> Resul
     schedule_pieces_avoiding(phase, options, &TileSet::new(), &[])
 }
 
-/// [`schedule_pieces`] where the tiles in `single_control_tiles` never get an XPIC and a PIC control on the same event, so
-/// their rows need no `sendpicp`. Used to reschedule after a row could not
-/// be 8-byte aligned (see [`super::schedule_unchecked`]).
+/// [`schedule_pieces`] where the tiles in `single_control_tiles` never get
+/// an XPIC and a PIC control on the same event, so their rows need no
+/// `sendpicp`. Used to reschedule after a row could not be 8-byte aligned
+/// (see [`super::schedule_unchecked`]).
 pub fn schedule_pieces_avoiding(
     phase: &ExchangePhase,
     options: ScheduleOptions,
