@@ -10,10 +10,14 @@ use common::{ipuc, rejection_command};
 fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
     let summary_path =
         std::env::temp_dir().join(format!("ipuc-cli-fp8-summary-{}.json", std::process::id()));
+    let plan_path =
+        std::env::temp_dir().join(format!("ipuc-cli-fp8-plan-{}.txt", std::process::id()));
     let out = ipuc(&[
         "run",
         "--summary-json",
         summary_path.to_str().unwrap(),
+        "--plan-output",
+        plan_path.to_str().unwrap(),
         "--workload",
         "siglip-small",
         "--vit-layers",
@@ -64,6 +68,17 @@ fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
             && stdout.contains("cycles: exchange rows: simulated")
             && stdout.contains("hardware rules (enforced by the codelets; facts §2.10 rule 6)"),
         "{stdout}"
+    );
+    // `--plan-output`: the chosen plan, the Repeat body indented under its
+    // op, each GEMM with its grid and weight mode.
+    let plan = std::fs::read_to_string(&plan_path).unwrap();
+    std::fs::remove_file(&plan_path).unwrap();
+    assert!(plan.starts_with("# chosen plan: "), "{plan}");
+    assert!(plan.contains("  encoder: repeat body of "), "{plan}");
+    assert!(
+        plan.lines()
+            .any(|l| l.contains("    encoder.layers.*.mlp.fc1: gemm ") && l.contains(" grid ")),
+        "{plan}"
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();

@@ -601,5 +601,6 @@ fn report(
         // it), which the reader verifies first.
         sha256: package::digest_hex(bytes),
         optimization: front.optimization,
+        plan_lines: crate::plan::listing::plan_lines(plan),
     }
 }

@@ -334,6 +334,8 @@ pub struct CompileReport {
     pub sha256: String,
     /// What `optimization_steps` did (`None` without it).
     pub optimization: Option<Improvement>,
+    /// The chosen plan, one line per op (`plan::listing`).
+    pub plan_lines: Vec<crate::plan::listing::PlanLine>,
 }
 
 /// A compiled model: the package, its bytes and what produced it.

@@ -28,7 +28,8 @@
 //! op kind), [`relayout`] (block moves between layouts), [`cost`] (cycles),
 //! [`memory`] (per-tile estimator and rejection reports), [`code`] (the
 //! per-tile estimate of the linked image, charged up to its fetch guard), [`region`],
-//! [`state`] and [`search`] (the beam and the Repeat-region cache).
+//! [`state`] and [`search`] (the beam and the Repeat-region cache), and
+//! [`listing`] (the chosen plan, one line per op).
 
 pub mod candidates;
 pub mod code;
@@ -37,6 +38,7 @@ pub mod cost;
 pub mod error;
 pub mod improve;
 pub mod layout;
+pub mod listing;
 pub mod memory;
 pub mod opplan;
 pub mod planned;

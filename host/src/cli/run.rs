@@ -123,6 +123,11 @@ pub struct BuildArgs {
     /// directory without this flag.
     #[arg(long)]
     pub memory_profile_directory: Option<PathBuf>,
+    /// Write the chosen plan here as text: one line per op (a Repeat's body
+    /// indented), its implementation (grid, weight mode, parts) and the
+    /// planner's estimated cycles.
+    #[arg(long, value_name = "F")]
+    pub plan_output: Option<PathBuf>,
     /// Build the table-based program: Repeat patch tables for every moving
     /// send word instead of a per-iteration `$OUTGOING_BASE` for uniform
     /// moving senders (to compare cycles, table bytes and per-tile peak).
@@ -143,6 +148,9 @@ impl BuildArgs {
         }
         if let Some(dir) = &self.memory_profile_directory {
             checks::output_dir("--memory-profile-directory", dir)?;
+        }
+        if let Some(path) = &self.plan_output {
+            checks::output_file("--plan-output", path)?;
         }
         if let Some(path) = &self.runtime_source {
             checks::input_file("--runtime-source", path)?;
@@ -217,6 +225,12 @@ pub fn compile_workload(
             path.display(),
             map.tiles.len() + map.unused_tiles.len()
         );
+    }
+    if let Some(path) = &build.plan_output {
+        let text = crate::report::plan_listing(&siglip.graph, &compiled.report);
+        std::fs::write(path, text)
+            .with_context(|| format!("writing the plan to {}", path.display()))?;
+        eprintln!("plan written to {}", path.display());
     }
     if let Some(path) = &build.package {
         std::fs::write(path, &compiled.bytes)

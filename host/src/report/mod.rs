@@ -1,6 +1,7 @@
 //! Reports: execution profiles (`profile.json`, `operations.json`,
 //! `profile.html`), memory maps and memory-rejection reports (HTML), the
-//! package view behind `ipuc inspect`, and the package hash.
+//! package view behind `ipuc inspect`, the chosen plan as text, and the
+//! package hash.
 //!
 //! Every HTML file is standalone: inline CSS and JS, data embedded as JSON,
 //! no network resources.
@@ -15,6 +16,7 @@ pub mod operations;
 pub mod package_view;
 pub mod placement_map;
 pub mod placement_rejection;
+pub mod plan_listing;
 pub mod profile;
 pub mod profile_html;
 pub mod template;
@@ -34,6 +36,7 @@ pub use memory::{
     MemoryRejection, TileMemoryMap, TilePeak,
 };
 pub use operations::{summarize, OperationSummary};
+pub use plan_listing::plan_listing;
 pub use profile::{
     CycleSample, IterationSpan, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples,
     CYCLE_SOURCES,

@@ -146,7 +146,7 @@ impl Grid {
 
 fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
     let units = len.div_ceil(grain).max(1);
-    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
         .iter()
         .map(|&per| units.div_ceil(per))
         .filter(|&p| p >= 1 && p <= limit)
@@ -202,7 +202,7 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     let mut grids = Vec::new();
     for rp in options(m, 1, t) {
         for cp in options(n, AMP_COLUMN_GROUP, t / rp) {
-            for kp in [1u32, 2, 4, 8] {
+            for kp in [1u32, 2, 3, 4, 5, 6, 8, 10, 12, 16] {
                 let g = Grid {
                     m,
                     k,
