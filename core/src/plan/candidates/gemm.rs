@@ -144,13 +144,21 @@ impl Grid {
     }
 }
 
+/// Part counts for an axis of `len` elements in `grain`s: one per
+/// grains-per-part figure. Row blocks of up to 256 rows are tried because the
+/// AMP's weight feed costs as much as ≈ 59 FP16 rows per pass
+/// (`cost::gemm_cycles`): a 61-row block spends about half its cycles
+/// feeding weights, a 243-row block a fifth (whether the larger re-layout
+/// pays for that is the search's call).
 fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
     let units = len.div_ceil(grain).max(1);
-    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256]
-        .iter()
-        .map(|&per| units.div_ceil(per))
-        .filter(|&p| p >= 1 && p <= limit)
-        .collect();
+    let mut v: Vec<u32> = [
+        1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+    ]
+    .iter()
+    .map(|&per| units.div_ceil(per))
+    .filter(|&p| p >= 1 && p <= limit)
+    .collect();
     v.sort_unstable();
     v.dedup();
     v
@@ -202,6 +210,8 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     let mut grids = Vec::new();
     for rp in options(m, 1, t) {
         for cp in options(n, AMP_COLUMN_GROUP, t / rp) {
+            // K splits beyond powers of two let a grid fill the chip
+            // (So400m fc2: 12×24×5 = 1440 tiles instead of 12×12×8 = 1152).
             for kp in [1u32, 2, 3, 4, 5, 6, 8, 10, 12, 16] {
                 let g = Grid {
                     m,
