@@ -270,11 +270,17 @@ fn words_in_element(addr: u32) -> u64 {
     (end.min(1 << 32) - a).div_ceil(4).max(1)
 }
 
-/// The pieces of `moves` (sorted by destination), in one pass: the pieces
-/// their word moves make, taken one element-bounded stretch of a run at a
-/// time (inside one, every word continues the piece of the word before).
-fn pieces(moves: &[MoveRun]) -> Vec<Piece> {
-    let mut out: Vec<Piece> = Vec::new();
+/// Calls `f` with each piece of `moves` (sorted by destination) in order,
+/// in one pass: the pieces their word moves make, taken one element-bounded
+/// stretch of a run at a time (inside one, every word continues the piece
+/// of the word before). Streamed rather than collected: a phase can have
+/// millions of pieces, and a vector of them (grown, then dropped every
+/// superstep) cost more page faults and copies than the check itself.
+fn for_each_piece(
+    moves: &[MoveRun],
+    mut f: impl FnMut(&Piece) -> Result<(), FabricError>,
+) -> Result<(), FabricError> {
+    let mut current: Option<Piece> = None;
     for r in moves {
         let mut i = 0u32;
         while i < r.words {
@@ -286,7 +292,7 @@ fn pieces(moves: &[MoveRun]) -> Vec<Piece> {
             let last = r.single(i + stretch - 1);
             i += stretch;
             let (se, de) = (effective_element(src), effective_element(dst));
-            if let Some(p) = out.last_mut() {
+            if let Some(p) = current.as_mut() {
                 let continues = p.src_tile == m.src_tile
                     && p.dst_tile == m.dst_tile
                     && p.src_element == se
@@ -302,8 +308,9 @@ fn pieces(moves: &[MoveRun]) -> Vec<Piece> {
                     p.last_dst = last.dst_word;
                     continue;
                 }
+                f(p)?;
             }
-            out.push(Piece {
+            current = Some(Piece {
                 src_tile: m.src_tile,
                 dst_tile: m.dst_tile,
                 src_element: se,
@@ -317,7 +324,43 @@ fn pieces(moves: &[MoveRun]) -> Vec<Piece> {
             });
         }
     }
-    out
+    match current {
+        Some(p) => f(&p),
+        None => Ok(()),
+    }
+}
+
+/// A piece's two memory windows: `(tile, element, first event, last event,
+/// address, is_write)` for its send side, then its receive side (whose
+/// window extends by the receive horizon).
+type Window = (PhysicalTile, u32, u32, u32, u32, bool);
+
+/// The send and receive windows of piece `p`.
+fn piece_windows(p: &Piece) -> [Window; 2] {
+    [
+        (
+            p.src_tile,
+            p.src_element,
+            p.read.0,
+            p.read.1,
+            p.src_address,
+            false,
+        ),
+        (
+            p.dst_tile,
+            p.dst_element,
+            p.write.0,
+            p.write.1.saturating_add(RECEIVE_HORIZON_EVENTS),
+            p.dst_address,
+            true,
+        ),
+    ]
+}
+
+/// Bit of effective element `element` in a per-tile element mask, `None`
+/// past element 63 (such windows are never filtered out).
+fn element_bit(element: u32) -> Option<u64> {
+    1u64.checked_shl(element)
 }
 
 /// §2.10 rules 2 and 5 on the phase's actual traffic: no send source or
@@ -340,61 +383,50 @@ fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(), Fab
             end,
         ));
     }
-    let pieces = pieces(moves);
-    // (tile, element, first event, last event, address, is_write)
-    let mut windows: Vec<(PhysicalTile, u32, u32, u32, u32, bool)> =
-        Vec::with_capacity(2 * pieces.len());
-    for p in &pieces {
-        for (tile, element, address, (a, b), send) in [
-            (p.src_tile, p.src_element, p.src_address, p.read, true),
-            (p.dst_tile, p.dst_element, p.dst_address, p.write, false),
-        ] {
+    // Pass 1, in piece order: rule 2 on every window (the first offending
+    // one faults, as before), and the elements each tile sends from and
+    // receives into.
+    let tiles = usize::from(ipuc_core::ipu21::topology::TILE_COUNT);
+    let (mut sends, mut receives) = (vec![0u64; tiles], vec![0u64; tiles]);
+    for_each_piece(moves, |p| {
+        for w in piece_windows(p) {
+            let (tile, element, first, _, address, is_write) = w;
             if let Some((lo, hi, start, end)) = fetch.get(tile.index()).copied().flatten() {
                 if (lo..=hi).contains(&element) {
                     return Err(FabricError::FetchElement {
                         tile,
-                        send,
-                        event: a,
+                        send: !is_write,
+                        event: first,
                         address,
                         row: (start, end),
                     });
                 }
             }
-            let b = if send {
-                b
-            } else {
-                b.saturating_add(RECEIVE_HORIZON_EVENTS)
-            };
-            windows.push((tile, element, a, b, address, !send));
-        }
-    }
-    // Only (tile, element) groups with both a send and a receive window can
-    // conflict: every other window is dropped before sorting (elements past
-    // 63 are kept, unfiltered).
-    let tiles = usize::from(ipuc_core::ipu21::topology::TILE_COUNT);
-    let (mut sends, mut receives) = (vec![0u64; tiles], vec![0u64; tiles]);
-    for w in &windows {
-        let t = w.0.index();
-        if let Some(bit) = 1u64.checked_shl(w.1) {
-            if let Some(m) = if w.5 {
-                receives.get_mut(t)
-            } else {
-                sends.get_mut(t)
-            } {
+            let masks = if is_write { &mut receives } else { &mut sends };
+            if let (Some(bit), Some(m)) = (element_bit(element), masks.get_mut(tile.index())) {
                 *m |= bit;
             }
         }
-    }
-    windows.retain(|w| {
+        Ok(())
+    })?;
+    // Pass 2: only (tile, element) groups with both a send and a receive
+    // window can conflict, so only their windows are kept for sorting
+    // (elements past 63 are kept, unfiltered).
+    let kept = |w: &Window| {
         let t = w.0.index();
-        match 1u64.checked_shl(w.1) {
+        match element_bit(w.1) {
             Some(bit) => {
                 sends.get(t).is_none_or(|m| m & bit != 0)
                     && receives.get(t).is_none_or(|m| m & bit != 0)
             }
             None => true,
         }
-    });
+    };
+    let mut windows: Vec<Window> = Vec::new();
+    for_each_piece(moves, |p| {
+        windows.extend(piece_windows(p).into_iter().filter(|w| kept(w)));
+        Ok(())
+    })?;
     // Whole-tuple keys: the parallel sort's order is the serial one's.
     windows.par_sort_unstable();
     // Per (tile, element): any send window overlapping any receive window.
@@ -445,22 +477,6 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     // write. A run that leaves memory is redone word by word, so the fault
     // (and the words stored before it) are those of the per-word order:
     // every read first, then every write, in move order.
-    let mut bulk: Vec<MoveRun> = Vec::new();
-    for r in moves {
-        if let Some(b) = bulk.last_mut() {
-            if b.src_tile == r.src_tile
-                && b.dst_tile == r.dst_tile
-                && b.src_word.checked_add(b.words) == Some(r.src_word)
-                && b.dst_word.checked_add(b.words) == Some(r.dst_word)
-            {
-                // Events do not matter here; only the words' order does.
-                // `per_event` of a merged run is never read.
-                b.words += r.words;
-                continue;
-            }
-        }
-        bulk.push(*r);
-    }
     // Word moves of `moves` covering bulk run `b`, for the per-word redo.
     let words_of = |first: usize, n: u32| {
         singles(moves)
@@ -469,15 +485,14 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
             .take(n as usize)
             .collect::<Vec<MoveRun>>()
     };
-    let readable = bulk
-        .iter()
-        .all(|b| memory.readable(b.src_tile, b.src_word.wrapping_mul(4), b.words));
+    let readable =
+        bulk_runs(moves).all(|b| memory.readable(b.src_tile, b.src_word.wrapping_mul(4), b.words));
     if readable {
         // Every source can be read, and no word is both read and written:
         // copying run by run stores what reading everything first would
         // (and a destination outside memory faults after the same stores).
         let mut first = 0usize;
-        for b in &bulk {
+        for b in bulk_runs(moves) {
             let src = (b.src_tile, b.src_word.wrapping_mul(4));
             let dst = (b.dst_tile, b.dst_word.wrapping_mul(4));
             if !memory.copy_words(src, dst, b.words) {
@@ -493,7 +508,7 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
     let total: usize = moves.iter().map(|r| r.words as usize).sum();
     let mut values = Vec::with_capacity(total);
     let mut first = 0usize;
-    for b in &bulk {
+    for b in bulk_runs(moves) {
         let (tile, addr) = (b.src_tile, b.src_word.wrapping_mul(4));
         if !memory.read_words(tile, addr, b.words, &mut values) {
             for m in words_of(first, b.words) {
@@ -503,7 +518,7 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
         first += b.words as usize;
     }
     let mut first = 0usize;
-    for b in &bulk {
+    for b in bulk_runs(moves) {
         let (tile, addr) = (b.dst_tile, b.dst_word.wrapping_mul(4));
         let vals = &values[first..first + b.words as usize];
         if !memory.write_words(tile, addr, vals) {
@@ -514,6 +529,28 @@ fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), F
         first += b.words as usize;
     }
     Ok(())
+}
+
+/// The bulk runs of `moves`: each run of moves with consecutive source and
+/// destination words between one pair of tiles, merged into one. Events do
+/// not matter here, only the words' order does (`per_event` of a merged run
+/// is never read). Streamed, not collected: [`apply_moves`] walks them up to
+/// three times, and regenerating them is cheaper than a vector of millions
+/// of runs allocated (and page-faulted in) every superstep.
+fn bulk_runs(moves: &[MoveRun]) -> impl Iterator<Item = MoveRun> + '_ {
+    let mut rest = moves.iter().peekable();
+    std::iter::from_fn(move || {
+        let mut b = *rest.next()?;
+        while let Some(r) = rest.next_if(|r| {
+            b.src_tile == r.src_tile
+                && b.dst_tile == r.dst_tile
+                && b.src_word.checked_add(b.words) == Some(r.src_word)
+                && b.dst_word.checked_add(b.words) == Some(r.dst_word)
+        }) {
+            b.words += r.words;
+        }
+        Some(b)
+    })
 }
 
 /// The word the one-word run `m` reads.
@@ -570,7 +607,9 @@ fn apply_moves_in_event_order(
 fn runs(
     mut words: impl Iterator<Item = (PhysicalTile, u32, u32)>,
 ) -> Vec<(PhysicalTile, u32, u32)> {
-    let mut out: Vec<(PhysicalTile, u32, u32)> = Vec::new();
+    // At most one run per item: reserving that up front spares the
+    // doubling copies of a vector that can hold millions of runs.
+    let mut out: Vec<(PhysicalTile, u32, u32)> = Vec::with_capacity(words.size_hint().0);
     if let Some((t, w, n)) = words.next() {
         let mut cur = (t, w, w + n);
         for (t, w, n) in words {
@@ -583,7 +622,9 @@ fn runs(
         }
         out.push(cur);
     }
-    out.sort_unstable();
+    // Whole-tuple keys: the parallel sort's order is the serial one's (and
+    // a phase's millions of runs are worth the second core).
+    out.par_sort_unstable();
     out
 }
 
