@@ -145,11 +145,10 @@ impl Grid {
 }
 
 /// Part counts for an axis of `len` elements in `grain`s: one per
-/// grains-per-part figure. Row blocks of up to 256 rows are tried because the
-/// AMP's weight feed costs as much as ≈ 59 FP16 rows per pass
-/// (`cost::gemm_cycles`): a 61-row block spends about half its cycles
-/// feeding weights, a 243-row block a fifth (whether the larger re-layout
-/// pays for that is the search's call).
+/// grains-per-part figure, up to 64 (larger row blocks — the AMP feeds
+/// weights at the cost of ≈ 59 FP16 rows per pass, `cost::gemm_cycles` —
+/// were tried: at 16 unfused So400m layers their large staging blocks left
+/// placement no contiguous range, and no 27-layer plan chose them).
 fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
     let units = len.div_ceil(grain).max(1);
     let mut v: Vec<u32> = [
