@@ -151,13 +151,11 @@ impl Grid {
 /// placement no contiguous range, and no 27-layer plan chose them).
 fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
     let units = len.div_ceil(grain).max(1);
-    let mut v: Vec<u32> = [
-        1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
-    ]
-    .iter()
-    .map(|&per| units.div_ceil(per))
-    .filter(|&p| p >= 1 && p <= limit)
-    .collect();
+    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+        .iter()
+        .map(|&per| units.div_ceil(per))
+        .filter(|&p| p >= 1 && p <= limit)
+        .collect();
     v.sort_unstable();
     v.dedup();
     v
