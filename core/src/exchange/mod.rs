@@ -139,8 +139,9 @@ pub fn schedule_phase_sweeping(
 /// [`schedule_phase`] without the check (callers that check separately, e.g.
 /// benchmarks that time the check on its own).
 ///
-/// Splitting multicasts into smaller receiver groups (the sender budget)
-/// helps when receivers are random subsets of the tiles, but costs when
+/// Splitting multicasts into smaller receiver groups (the sender budget, or
+/// groups of similar pointer lag) helps when receivers are random subsets of
+/// the tiles or spread over many rows, but costs when
 /// nearly every tile receives nearly every transfer: then whole multicasts
 /// line up back to back. Both are scheduled and the shorter phase is kept
 /// (ties: the split schedule), so neither shape pays for the other.
@@ -160,11 +161,12 @@ pub fn schedule_unchecked_sweeping(
     let split = schedule_encoded(phase, options, sweeps)?;
     // Without a multicast actually split, the whole-multicast schedule is
     // the same jobs in the same order: the same schedule.
-    if options.sender_budget_percent == 0 || !schedule::splits_multicasts(phase, options) {
+    if !schedule::splits_multicasts(phase, options) {
         return Ok(split);
     }
     let whole = ScheduleOptions {
         sender_budget_percent: 0,
+        lag_groups: 0,
         ..options
     };
     match schedule_encoded(phase, whole, sweeps) {

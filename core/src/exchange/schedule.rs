@@ -58,6 +58,19 @@ pub struct ScheduleOptions {
     /// `None` = a piece takes the whole common gap. Transfers longer than
     /// the cap are sent as 32-bit items (a 64-bit paired job is one piece).
     pub max_stream_words: Option<u32>,
+    /// Split a multicast into up to this many receiver groups of
+    /// neighbouring pointer lags, where the sender can afford it (its
+    /// outgoing load times the groups at most the phase's lower bound);
+    /// 0 or 1 never does. A receiver's pointer write lands `pic_lag` =
+    /// 52 + 2·row events after its select, and every control must keep 3
+    /// events clear of the others (§2.3, §2.5), so back-to-back pieces to
+    /// receivers on many rows collide somewhere: one whole multicast to 23
+    /// receivers spread over the chip (So400m's fc2 input, 24-word runs)
+    /// waited 75 events after every second piece, 2.6× its lower bound.
+    /// Receivers of similar lag take pieces back to back. Like the sender
+    /// budget, a split is only kept when it schedules shorter than whole
+    /// multicasts (`schedule_unchecked`).
+    pub lag_groups: u32,
 }
 
 impl Default for ScheduleOptions {
@@ -67,6 +80,7 @@ impl Default for ScheduleOptions {
             sender_budget_percent: 80,
             remaining_first: true,
             max_stream_words: None,
+            lag_groups: 3,
         }
     }
 }
@@ -282,12 +296,25 @@ fn split_multicasts(
     let budget = lower_bound * u64::from(options.sender_budget_percent) / 100;
     for (ti, t) in phase.transfers.iter().enumerate() {
         let load = out_load[t.source.index()].max(1);
-        let groups = (budget / load) as usize;
+        let by_budget = (budget / load) as usize;
+        // Lag groups only where the sender can afford to send that often.
+        let by_lag = match options.lag_groups {
+            0 | 1 => 0,
+            g => (g as usize).min((lower_bound / load) as usize),
+        };
+        let groups = by_budget.max(by_lag);
         let plan = &pairing[ti];
         if !plan.singles.is_empty() {
-            // Receivers sorted by route offset so a group's members start close together.
             let mut idx = plan.singles.clone();
-            idx.sort_by_key(|&k| (mux_time(t.source, t.destinations[usize::from(k)].tile), k));
+            let route = |k: u16| mux_time(t.source, t.destinations[usize::from(k)].tile);
+            if by_lag > by_budget {
+                // Receivers of neighbouring pointer lags together (see
+                // `ScheduleOptions::lag_groups`), by route offset within a lag.
+                idx.sort_by_key(|&k| (pic_lag(t.destinations[usize::from(k)].tile), route(k), k));
+            } else {
+                // By route offset, so a group's members start close together.
+                idx.sort_by_key(|&k| (route(k), k));
+            }
             let per = idx.len().div_ceil(groups.clamp(1, idx.len()));
             for chunk in idx.chunks(per) {
                 let mut destinations = chunk.to_vec();
@@ -305,7 +332,8 @@ fn split_multicasts(
                 let e = t.destinations[usize::from(p.early)].tile;
                 (paired_source_event(0, t.source, e), p.early)
             });
-            let per = pairs.len().div_ceil(groups.clamp(1, pairs.len()));
+            // Paired receives keep their own lag rules (§2.6): budget only.
+            let per = pairs.len().div_ceil(by_budget.clamp(1, pairs.len()));
             for chunk in pairs.chunks(per) {
                 jobs.push(Job {
                     transfer: ti,
@@ -597,7 +625,10 @@ pub fn schedule_pieces_avoiding(
                 &receivers,
                 start,
                 len,
-                min_len,
+                Leftover {
+                    remaining,
+                    min_piece,
+                },
                 src_addr,
                 t,
                 offset,
@@ -787,13 +818,39 @@ fn find_common_gap_walk(
 /// usable length (possibly shortened to move a tear-down off a send start) or
 /// the next candidate start.
 #[allow(clippy::too_many_arguments)]
+/// What is left of a transfer when a piece is placed: a piece may be cut
+/// short, but not so short that a sliver of fewer than `min_piece` words is
+/// left over. Each piece costs every receiver a select, a deselect and a
+/// pointer write, which must keep clear of the other controls (§2.3), so a
+/// one-word remainder waits a whole pointer lag for room — measured on
+/// So400m's fc2 input (24-word runs to 24 receivers): 1640 pieces per
+/// receiver, a third of them single words each followed by a 76-event gap.
+#[derive(Clone, Copy)]
+struct Leftover {
+    /// Words of the transfer not yet placed.
+    remaining: u64,
+    /// The scheduler's smallest piece.
+    min_piece: u64,
+}
+
+impl Leftover {
+    /// May a piece of `m` words be placed now?
+    fn allows(self, m: u64) -> bool {
+        m >= self.remaining || self.remaining - m >= self.min_piece.min(self.remaining / 2).max(1)
+    }
+    /// The longest allowed piece shorter than `m`, if any.
+    fn longest_below(self, m: u64) -> Option<u64> {
+        (1..m).rev().find(|&k| self.allows(k))
+    }
+}
+
 fn placement_problem(
     tiles: &[TileState],
     source: PhysicalTile,
     receivers: &[Receiver],
     start: u64,
     len: u64,
-    min_len: u64,
+    leftover: Leftover,
     src_addr: u32,
     t: &super::request::Transfer,
     offset: u64,
@@ -807,11 +864,20 @@ fn placement_problem(
     // avoids a receiver's send start (or, on single-control tiles, a PIC —
     // possibly the piece's own, when its length equals the PIC lag; hence
     // one word below `min_len` is allowed).
+    let min_len = leftover.remaining.min(leftover.min_piece);
     let shortest = min_len
         .max(len.saturating_sub(3))
         .min(len.saturating_sub(1))
         .max(1);
     let mut m = len;
+    if !leftover.allows(m) {
+        // The gap is a little shorter than the rest of the transfer: end
+        // the piece early enough that the rest is a piece worth placing.
+        match leftover.longest_below(m) {
+            Some(shorter) if shorter >= shortest => m = shorter,
+            _ => {}
+        }
+    }
     'lengths: loop {
         let mask_src = swept_mask(src_addr, (m as u32) * 4, sweep);
         if let Some(next) =
@@ -836,11 +902,13 @@ fn placement_problem(
                 || rt.xpic_doubles(x + m)
                 || own_double
             {
-                if m > shortest {
-                    m -= 1;
-                    continue 'lengths;
+                match leftover.longest_below(m) {
+                    Some(shorter) if shorter >= shortest => {
+                        m = shorter;
+                        continue 'lengths;
+                    }
+                    _ => return Err(start + 1),
                 }
-                return Err(start + 1);
             }
             let dst = t.destinations[usize::from(r.index)].address + (offset as u32) * 4;
             let mask_dst = element_mask(dst, (m as u32) * 4);

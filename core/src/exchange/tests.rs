@@ -670,3 +670,54 @@ fn a_stream_cap_splits_long_transfers_into_capped_pieces() {
     let report = check_phase(&phase, &capped.rows).unwrap();
     assert_eq!(report.words_delivered, 3700);
 }
+
+#[test]
+fn receivers_on_many_rows_take_short_pieces_back_to_back_in_lag_groups() {
+    // The shape of So400m's fc2 input: each sender streams short row runs
+    // (24 words, strided on the receivers) to the same receivers, one on
+    // each of 23 rows, so their pointer lags (52 + 2·row) all differ.
+    let receivers: Vec<PhysicalTile> = (0..23)
+        .map(|row| PhysicalTile::new(row * 64 + 32).unwrap())
+        .collect();
+    let mut transfers = Vec::new();
+    for s in 0..8u32 {
+        for i in 0..12u32 {
+            let run = s * 12 + i;
+            transfers.push(Transfer {
+                source: PhysicalTile::new(s + 1).unwrap(),
+                source_address: 0x60000 + i * 96,
+                words: 24,
+                destinations: receivers
+                    .iter()
+                    .map(|&tile| Destination {
+                        tile,
+                        address: 0x80000 + run * 256,
+                    })
+                    .collect(),
+                width: Width::Word32,
+            });
+        }
+    }
+    let phase = ExchangePhase { transfers };
+    let schedule = |lag_groups| {
+        let options = ScheduleOptions {
+            sender_budget_percent: 0,
+            lag_groups,
+            ..ScheduleOptions::default()
+        };
+        let s = schedule_phase(&phase, options).unwrap();
+        assert_eq!(
+            check_phase(&phase, &s.rows).unwrap().words_delivered,
+            96 * 24 * 23
+        );
+        s
+    };
+    let (whole, grouped) = (schedule(0), schedule(3));
+    assert_eq!(whole.lower_bound, 96 * 24);
+    assert!(
+        grouped.events * 5 < whole.events * 4,
+        "lag groups {} events vs whole multicasts {}",
+        grouped.events,
+        whole.events
+    );
+}

@@ -7,6 +7,7 @@ use ipuc_core::emit::ExchangeOptions;
 use ipuc_core::exchange::{
     check_phase, random_phase, schedule_unchecked, RandomPhaseSpec, ScheduleOptions,
 };
+use ipuc_core::plan::code::SENDER_BUDGET_PERCENT;
 
 use crate::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use crate::sim::fabric::execute_phase;
@@ -69,6 +70,10 @@ pub struct BenchArgs {
     /// Sender load budget (% of the lower bound) for splitting multicasts.
     #[arg(long, default_value_t = ScheduleOptions::default().sender_budget_percent)]
     sender_budget: u32,
+    /// Split multicasts into up to this many groups of similar receiver
+    /// pointer lag where the sender has room (0 or 1: never).
+    #[arg(long, default_value_t = ScheduleOptions::default().lag_groups)]
+    lag_groups: u32,
     /// Order jobs by the largest remaining load among their tiles (true/false).
     #[arg(long, default_value_t = ScheduleOptions::default().remaining_first, action = clap::ArgAction::Set)]
     remaining_first: bool,
@@ -98,7 +103,11 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
             // Scheduling only: a dump carries no Repeat frames to relocate with.
             .schedule(ExchangeOptions {
                 outgoing_base: false,
-                schedule: ScheduleOptions::default(),
+                // The compile's knobs, so the events match the compile's.
+                schedule: ScheduleOptions {
+                    sender_budget_percent: SENDER_BUDGET_PERCENT as u32,
+                    ..ScheduleOptions::default()
+                },
             })
             .with_context(|| format!("step {}", job.step.0))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -182,6 +191,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             sender_budget_percent: a.sender_budget,
             remaining_first: a.remaining_first,
             max_stream_words: a.exchange_stream_words,
+            lag_groups: a.lag_groups,
         },
     )
     .context("scheduling")?;
