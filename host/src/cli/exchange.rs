@@ -39,6 +39,10 @@ pub struct DumpArgs {
     /// Skip the independent check.
     #[arg(long)]
     no_check: bool,
+    /// Split multicasts into up to this many groups of similar receiver
+    /// pointer lag where the sender has room (0 or 1: never).
+    #[arg(long, default_value_t = ScheduleOptions::default().lag_groups)]
+    lag_groups: u32,
 }
 
 #[derive(clap::Args, Debug)]
@@ -106,6 +110,7 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
                 // The compile's knobs, so the events match the compile's.
                 schedule: ScheduleOptions {
                     sender_budget_percent: SENDER_BUDGET_PERCENT as u32,
+                    lag_groups: a.lag_groups,
                     ..ScheduleOptions::default()
                 },
             })
