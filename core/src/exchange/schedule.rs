@@ -814,17 +814,14 @@ fn find_common_gap_walk(
     }
 }
 
-/// Checks control-event and element rules for a piece at `start`; returns the
-/// usable length (possibly shortened to move a tear-down off a send start) or
-/// the next candidate start.
-#[allow(clippy::too_many_arguments)]
 /// What is left of a transfer when a piece is placed: a piece may be cut
-/// short, but not so short that a sliver of fewer than `min_piece` words is
-/// left over. Each piece costs every receiver a select, a deselect and a
-/// pointer write, which must keep clear of the other controls (§2.3), so a
-/// one-word remainder waits a whole pointer lag for room — measured on
-/// So400m's fc2 input (24-word runs to 24 receivers): 1640 pieces per
-/// receiver, a third of them single words each followed by a 76-event gap.
+/// short, but not so short that a sliver is left over (fewer than
+/// `min_piece` words, or than half the rest for a short transfer). Each
+/// piece costs every receiver a select, a deselect and a pointer write,
+/// which must keep clear of the other controls (§2.3), so a one-word
+/// remainder waits about a pointer lag for room — measured on So400m's fc2
+/// input (24-word runs to 23 receivers): 1640 pieces per receiver, a third
+/// of them single words, each followed by a 76-event gap.
 #[derive(Clone, Copy)]
 struct Leftover {
     /// Words of the transfer not yet placed.
@@ -844,6 +841,10 @@ impl Leftover {
     }
 }
 
+/// Checks control-event and element rules for a piece at `start`; returns the
+/// usable length (possibly shortened to move a tear-down off a send start) or
+/// the next candidate start.
+#[allow(clippy::too_many_arguments)]
 fn placement_problem(
     tiles: &[TileState],
     source: PhysicalTile,
