@@ -1,15 +1,16 @@
 //! Issue #10 item 2: no plan the planner accepts fails later for space.
 //! The rows part of the planner's image estimate (`plan::code`) is a
 //! model, not a bound: the exchange scheduler may cut a run into more
-//! pieces than the estimate counts (pieces of at least 32 words to fill
-//! gaps, up to three words shorter to move a tear-down), each piece with
-//! its own delay and `send` on the sender and its select / pointer /
-//! tear-down on every receiver, and a receiver's fresh pointer is a
-//! two-word `sendpicp` (the estimate counts 2.5 words per received piece).
-//! siglip-small at 2 layers on 12 tiles is such a plan: tile 11's image is
-//! 13,168 bytes against an estimate of 12,466 (1.056; 148 and 314 pieces
-//! for 132 and 264 runs in its two attention phases). The compile must
-//! still link every image below its tile's data and patch data.
+//! pieces than the estimate counts, each piece with its own delay and
+//! `send` on the sender and its select / pointer / tear-down on every
+//! receiver. Before stream chains (one select and tear-down for a run of
+//! short transfers from one sender, `exchange::schedule`), siglip-small at
+//! 2 layers on 12 tiles overshot (tile 11: 1.056); since then its images
+//! stay below the estimate (0.654), as do those of every small plan we
+//! tried, so the overshoot paths are tested directly in `ipuc-core`
+//! (`pipeline::tests::a_tile_placed_again_with_more_room_for_code_keeps_it_and_links`,
+//! `pipeline::patch_data::tests`). This compile must still link every
+//! image below its tile's data and patch data.
 
 use ipuc::device::sim::kernel_abi;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
@@ -17,7 +18,7 @@ use ipuc_core::package::SegmentRole;
 use ipuc_core::pipeline::{compile_with, CompileOptions, Sequential};
 
 #[test]
-fn a_plan_whose_image_exceeds_its_estimate_still_links() {
+fn a_small_plan_links_every_image_below_its_data() {
     let model = build_siglip(
         &VisionConfig::siglip_small(),
         &ModelOptions {
@@ -33,10 +34,8 @@ fn a_plan_whose_image_exceeds_its_estimate_still_links() {
     let compiled = compile_with(&model.graph, &options, &kernel_abi(), &Sequential).unwrap();
     let r = &compiled.report;
     let (ratio, tile) = r.code_actual_over_estimate;
-    // The estimate is below the image on this plan (if the estimate
-    // becomes a bound here, pick another plan where it is not).
     assert!(
-        ratio > 1.0,
+        ratio > 0.0,
         "image/estimate at most {ratio} on tile {}",
         tile.get()
     );

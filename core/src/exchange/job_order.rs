@@ -121,6 +121,16 @@ impl RemainingLoadOrder {
     /// Takes the next job and charges its cost to the streams it touches.
     pub(crate) fn pop(&mut self) -> Option<usize> {
         let (_, (_, Reverse(job)), _) = self.tree.get(1).copied().flatten()?;
+        self.take(job);
+        Some(job)
+    }
+
+    /// Takes `job` out of turn (placed with another job, e.g. in a stream
+    /// chain) and charges its cost; a job already taken is left as it is.
+    pub(crate) fn take(&mut self, job: usize) {
+        if self.taken.get(job).copied() != Some(false) {
+            return;
+        }
         self.taken[job] = true;
         for &r in &self.streams[job] {
             self.load[r] = self.load[r].saturating_sub(self.cost[job]);
@@ -134,7 +144,6 @@ impl RemainingLoadOrder {
             self.update(r);
         }
         self.touched = touched;
-        Some(job)
     }
 }
 

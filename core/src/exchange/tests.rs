@@ -671,22 +671,22 @@ fn a_stream_cap_splits_long_transfers_into_capped_pieces() {
     assert_eq!(report.words_delivered, 3700);
 }
 
-#[test]
-fn receivers_on_many_rows_take_short_pieces_back_to_back_in_lag_groups() {
-    // The shape of So400m's fc2 input: each sender streams short row runs
-    // (24 words, strided on the receivers) to the same receivers, one on
-    // each of 23 rows, so their pointer lags (52 + 2·row) all differ.
+/// 8 senders × `runs` transfers of `words` words each, every transfer to the
+/// same 23 receivers, one on each tile row (so their pointer lags, 52 +
+/// 2·row, all differ), strided on the receivers: the shape of So400m's
+/// re-layouts (row runs of a block to the tiles that need it).
+fn runs_to_every_row(runs: u32, words: u32) -> ExchangePhase {
     let receivers: Vec<PhysicalTile> = (0..23)
         .map(|row| PhysicalTile::new(row * 64 + 32).unwrap())
         .collect();
     let mut transfers = Vec::new();
     for s in 0..8u32 {
-        for i in 0..12u32 {
-            let run = s * 12 + i;
+        for i in 0..runs {
+            let run = s * runs + i;
             transfers.push(Transfer {
                 source: PhysicalTile::new(s + 1).unwrap(),
-                source_address: 0x60000 + i * 96,
-                words: 24,
+                source_address: 0x60000 + i * 4 * words,
+                words,
                 destinations: receivers
                     .iter()
                     .map(|&tile| Destination {
@@ -698,22 +698,58 @@ fn receivers_on_many_rows_take_short_pieces_back_to_back_in_lag_groups() {
             });
         }
     }
-    let phase = ExchangePhase { transfers };
-    let schedule = |lag_groups| {
-        let options = ScheduleOptions {
-            sender_budget_percent: 0,
-            lag_groups,
-            ..ScheduleOptions::default()
-        };
-        let s = schedule_phase(&phase, options).unwrap();
-        assert_eq!(
-            check_phase(&phase, &s.rows).unwrap().words_delivered,
-            96 * 24 * 23
-        );
-        s
+    ExchangePhase { transfers }
+}
+
+fn schedule_checked(phase: &ExchangePhase, lag_groups: u32) -> ScheduledPhase {
+    let options = ScheduleOptions {
+        sender_budget_percent: 0,
+        lag_groups,
+        ..ScheduleOptions::default()
     };
-    let (whole, grouped) = (schedule(0), schedule(3));
-    assert_eq!(whole.lower_bound, 96 * 24);
+    let s = schedule_phase(phase, options).unwrap();
+    let words: u64 = phase
+        .transfers
+        .iter()
+        .map(|t| u64::from(t.words) * t.destinations.len() as u64)
+        .sum();
+    assert_eq!(check_phase(phase, &s.rows).unwrap().words_delivered, words);
+    s
+}
+
+#[test]
+fn short_runs_from_one_sender_stream_back_to_back() {
+    // Each run a piece with its own select and tear-down waited 75 events
+    // after every second piece for the receivers' pointer writes to clear
+    // them (5,931 events); as one stream only the pointer moves.
+    let phase = runs_to_every_row(12, 24);
+    let s = schedule_checked(&phase, 0);
+    assert_eq!(s.lower_bound, 96 * 24);
+    assert!(
+        s.events * 100 < s.lower_bound as u32 * 135,
+        "{} events for a lower bound of {}",
+        s.events,
+        s.lower_bound
+    );
+    // A receiver selects each sender once (and tears down once).
+    let receiver = PhysicalTile::new(32).unwrap();
+    let row = s.rows.iter().find(|r| r.tile == receiver).unwrap();
+    let row = decode_row(&row.words).unwrap();
+    let selects = row
+        .controls
+        .iter()
+        .filter(|c| matches!(c.kind, ControlKind::Xpic(v) if v != crate::ipu21::exchange_model::XPIC_NEUTRAL))
+        .count();
+    assert!(selects <= 2 * 8, "{selects} selects for 8 senders");
+}
+
+#[test]
+fn receivers_on_many_rows_take_tiny_pieces_sooner_in_lag_groups() {
+    // 2-word runs are too short to chain (pointer writes 3 events apart):
+    // each is a piece of its own, and receivers of one lag take them back
+    // to back where receivers of many lags cannot.
+    let phase = runs_to_every_row(12, 2);
+    let (whole, grouped) = (schedule_checked(&phase, 0), schedule_checked(&phase, 23));
     assert!(
         grouped.events * 5 < whole.events * 4,
         "lag groups {} events vs whole multicasts {}",

@@ -181,6 +181,8 @@ pub fn build_timelines(phase: &ExchangePhase, pieces: &[Piece]) -> Result<Vec<Ti
         let lag = u64::from(pic_lag(phys));
         let mut raw: Vec<(u64, Raw)> = Vec::with_capacity(list.len() * 3);
         let mut pointer: Option<u32> = None;
+        // The 32-bit source still selected, and the event its piece ends.
+        let mut selected: Option<(u64, u32)> = None;
         for (i, inc) in list.iter().enumerate() {
             let e = &mut ends[tile];
             if let Some(owns) = inc.paired {
@@ -201,10 +203,17 @@ pub fn build_timelines(phase: &ExchangePhase, pieces: &[Piece]) -> Result<Vec<Ti
                 *e = (*e).max(f + inc.words + u64::from(PAIRED_ROW_TAIL_EVENTS));
                 // 32-bit pointer continuation never spans a paired receive.
                 pointer = None;
+                selected = None;
                 continue;
             }
-            raw.push((inc.x, Raw::Xpic(inc.source)));
+            // A piece from the source still selected, starting as the last
+            // one ends, needs no new select: the stream simply goes on
+            // (only the pointer may move, §2.4).
+            if selected != Some((inc.x, inc.source)) {
+                raw.push((inc.x, Raw::Xpic(inc.source)));
+            }
             let stop = inc.x + inc.words;
+            selected = Some((stop, inc.source));
             let next = list.get(i + 1);
             if next.map(|n| (n.x, n.paired.is_none())) != Some((stop, true)) {
                 raw.push((stop, Raw::Xpic(XPIC_NEUTRAL)));
