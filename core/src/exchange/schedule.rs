@@ -68,12 +68,14 @@ pub struct ScheduleOptions {
     /// events clear of the others (§2.3, §2.5), so back-to-back pieces to
     /// receivers on many rows collide somewhere; receivers of one lag take
     /// them back to back. Stream chains (`chain_links`) remove most such
-    /// collisions; what is left is short pieces that cannot be chained,
-    /// e.g. So400m's LayerNorm parameter broadcasts (2-word runs from 288
-    /// senders to 728 receivers: 5,304 events whole, 4,125 in 23 groups,
-    /// lower bound 576). Like the sender budget, a split is only kept when
-    /// it schedules shorter than whole multicasts (`schedule_unchecked`).
-    /// Default 23, one group per tile row at most.
+    /// collisions, so lag groups are only formed for runs too short to
+    /// chain (under [`MIN_CHAIN_TRANSFER_WORDS`]), e.g. So400m's LayerNorm
+    /// parameter broadcasts (2-word runs from 288 senders to 728
+    /// receivers: 5,304 events whole, 4,125 in 23 groups, lower bound
+    /// 576); splitting longer runs too gained 1 % of the 27-layer exchange
+    /// for 2.6× its scheduling time. Like the sender budget, a split is
+    /// only kept when it schedules shorter than whole multicasts
+    /// (`schedule_unchecked`). Default 23, one group per tile row at most.
     pub lag_groups: u32,
 }
 
@@ -301,9 +303,11 @@ fn split_multicasts(
     for (ti, t) in phase.transfers.iter().enumerate() {
         let load = out_load[t.source.index()].max(1);
         let by_budget = (budget / load) as usize;
-        // Lag groups only where the sender can afford to send that often.
+        // Lag groups only for runs too short to chain, and only where the
+        // sender can afford to send that often.
         let by_lag = match options.lag_groups {
             0 | 1 => 0,
+            _ if t.words >= MIN_CHAIN_TRANSFER_WORDS => 0,
             g => (g as usize).min((lower_bound / load) as usize),
         };
         let groups = by_budget.max(by_lag);
@@ -404,6 +408,34 @@ struct Receiver {
     offset: i64,
     /// XPIC → first memory write.
     lag: u64,
+}
+
+impl Receiver {
+    /// The receivers of a job: `destinations` index `t`'s destinations.
+    fn of(t: &Transfer, destinations: &[u16]) -> Vec<Receiver> {
+        destinations
+            .iter()
+            .map(|&k| {
+                let d = &t.destinations[usize::from(k)];
+                Receiver {
+                    index: k,
+                    tile: d.tile,
+                    offset: i64::from(mux_time(t.source, d.tile)) + 1,
+                    lag: u64::from(pic_lag(d.tile)),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The earliest sender start: every receiver's XPIC select must be at
+/// event ≥ 1 (multicast shift, §2.5).
+fn earliest_start(receivers: &[Receiver]) -> u64 {
+    receivers
+        .iter()
+        .map(|r| (1 - r.offset).max(0) as u64)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Schedules a validated phase into pieces. Deterministic.
@@ -571,25 +603,8 @@ pub fn schedule_pieces_avoiding(
             )?);
             continue;
         }
-        let receivers: Vec<Receiver> = jobs[ji]
-            .destinations
-            .iter()
-            .map(|&k| {
-                let d = &t.destinations[usize::from(k)];
-                Receiver {
-                    index: k,
-                    tile: d.tile,
-                    offset: i64::from(mux_time(t.source, d.tile)) + 1,
-                    lag: u64::from(pic_lag(d.tile)),
-                }
-            })
-            .collect();
-        // Every receiver's XPIC select must be at event ≥ 1 (multicast shift, §2.5).
-        let earliest = receivers
-            .iter()
-            .map(|r| (1 - r.offset).max(0) as u64)
-            .max()
-            .unwrap_or(0);
+        let receivers = Receiver::of(t, &jobs[ji].destinations);
+        let earliest = earliest_start(&receivers);
         let mut probe: Vec<usize> = (0..receivers.len()).collect();
         let mut remaining = u64::from(t.words);
         let mut offset = 0u64;
@@ -703,6 +718,10 @@ pub fn schedule_pieces_avoiding(
 /// Longest stream chain: transfers sent back to back as one stream.
 const MAX_CHAIN: usize = 64;
 
+/// Shortest transfer a chain carries: its receivers' pointer writes must
+/// stay 3 events apart (`TileState::control_crowded`).
+const MIN_CHAIN_TRANSFER_WORDS: u32 = 3;
+
 /// Longest transfer a chain carries: chains are for short runs (a long
 /// transfer pays its controls once anyway, and must not wait for a gap as
 /// long as the whole chain).
@@ -714,17 +733,16 @@ const MAX_CHAIN_TRANSFER_WORDS: u32 = 256;
 /// the select and tear-down between the two (and the collisions of those
 /// with the pointer writes, `pic_lag` after every select) are saved.
 /// So400m's re-layouts move row runs of 16–48 words; chaining them took
-/// its one-layer exchange from 225,343 to 199,435 events (lower bound
-/// 152,370) and its reserved row space from 41,344 to 27,664 bytes a tile.
-/// Paired jobs,
-/// and transfers under 3 words (pointer writes must stay 3 events apart)
-/// or over [`MAX_CHAIN_TRANSFER_WORDS`], are never chained.
+/// its one-layer exchange from 225,343 to 199,540 events (lower bound
+/// 152,370) and its reserved row space from 41,344 to 27,608 bytes a tile.
+/// Paired jobs, and transfers under [`MIN_CHAIN_TRANSFER_WORDS`] or over
+/// [`MAX_CHAIN_TRANSFER_WORDS`], are never chained.
 fn chain_links(phase: &ExchangePhase, jobs: &[Job]) -> Vec<Option<usize>> {
     let mut next = alloc::vec![None; jobs.len()];
     let mut last: LookupMap<(u16, Vec<u16>), usize> = LookupMap::default();
     for (j, job) in jobs.iter().enumerate() {
         let t = &phase.transfers[job.transfer];
-        if job.paired || !(3..=MAX_CHAIN_TRANSFER_WORDS).contains(&t.words) {
+        if job.paired || !(MIN_CHAIN_TRANSFER_WORDS..=MAX_CHAIN_TRANSFER_WORDS).contains(&t.words) {
             continue;
         }
         let tiles = job
@@ -750,23 +768,10 @@ struct ChainPart<'a> {
 impl<'a> ChainPart<'a> {
     fn new(phase: &'a ExchangePhase, job: &Job, sweep: Option<(i64, u32)>) -> Self {
         let t = &phase.transfers[job.transfer];
-        let receivers = job
-            .destinations
-            .iter()
-            .map(|&k| {
-                let d = &t.destinations[usize::from(k)];
-                Receiver {
-                    index: k,
-                    tile: d.tile,
-                    offset: i64::from(mux_time(t.source, d.tile)) + 1,
-                    lag: u64::from(pic_lag(d.tile)),
-                }
-            })
-            .collect();
         ChainPart {
             transfer: job.transfer,
             t,
-            receivers,
+            receivers: Receiver::of(t, &job.destinations),
             sweep,
         }
     }
@@ -788,11 +793,7 @@ fn place_chain(tiles: &mut [TileState], parts: &[ChainPart<'_>], pieces: &mut Ve
     let receivers = &first.receivers;
     let total: u64 = parts.iter().map(ChainPart::words).sum();
     let mut probe: Vec<usize> = (0..receivers.len()).collect();
-    let mut candidate = receivers
-        .iter()
-        .map(|r| (1 - r.offset).max(0) as u64)
-        .max()
-        .unwrap_or(0);
+    let mut candidate = earliest_start(receivers);
     for _ in 0..CHAIN_TRIES {
         let (start, len) = find_common_gap(
             tiles,
@@ -892,11 +893,14 @@ fn chain_problem(
         let fits = part.receivers.iter().all(|r| {
             let rt = &tiles[r.tile.index()];
             let p = (start as i64 + r.offset) as u64 + cum + r.lag;
+            // Not on another piece's select or tear-down either: a PIC and
+            // an XPIC at one event make a `sendpicp`, whose absolute source
+            // address a Repeat must patch in every iteration.
             let pointer_ok = i == 0
                 || !(rt.control_blocked(p)
                     || rt.strict(p)
                     || rt.control_crowded(p)
-                    || rt.pic_doubles(p));
+                    || rt.marks.has(p, XPIC));
             let dst = part.t.destinations[usize::from(r.index)].address;
             pointer_ok
                 && rt
