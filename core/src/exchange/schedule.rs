@@ -549,7 +549,7 @@ pub fn schedule_pieces_avoiding(
             .collect();
         RemainingLoadOrder::new(load, streams, jobs.iter().map(cost).collect(), words)
     });
-    let chain_next = chain_links(phase, &jobs);
+    let chain_next = chain_links(phase, &jobs, max_piece);
     let mut placed = alloc::vec![false; jobs.len()];
     let mut next_static = 0usize;
     loop {
@@ -570,9 +570,12 @@ pub fn schedule_pieces_avoiding(
         }
         let ti = jobs[ji].transfer;
         let t = &phase.transfers[ti];
+        // A chain is one stream: together at most the stream cap.
         let mut chain = alloc::vec![ji];
+        let mut chain_words = u64::from(t.words);
         while let Some(&next) = chain.last().and_then(|&j| chain_next[j].as_ref()) {
-            if placed[next] || chain.len() >= MAX_CHAIN {
+            chain_words += u64::from(phase.transfers[jobs[next].transfer].words);
+            if placed[next] || chain.len() >= MAX_CHAIN || chain_words > max_piece {
                 break;
             }
             chain.push(next);
@@ -736,13 +739,15 @@ const MAX_CHAIN_TRANSFER_WORDS: u32 = 256;
 /// its one-layer exchange from 225,343 to 199,540 events (lower bound
 /// 152,370) and its reserved row space from 41,344 to 27,608 bytes a tile.
 /// Paired jobs, and transfers under [`MIN_CHAIN_TRANSFER_WORDS`] or over
-/// [`MAX_CHAIN_TRANSFER_WORDS`], are never chained.
-fn chain_links(phase: &ExchangePhase, jobs: &[Job]) -> Vec<Option<usize>> {
+/// [`MAX_CHAIN_TRANSFER_WORDS`] or the stream cap (`max_piece`), are never
+/// chained; a chain is one stream, so it carries at most the cap in all.
+fn chain_links(phase: &ExchangePhase, jobs: &[Job], max_piece: u64) -> Vec<Option<usize>> {
     let mut next = alloc::vec![None; jobs.len()];
     let mut last: LookupMap<(u16, Vec<u16>), usize> = LookupMap::default();
     for (j, job) in jobs.iter().enumerate() {
         let t = &phase.transfers[job.transfer];
-        if job.paired || !(MIN_CHAIN_TRANSFER_WORDS..=MAX_CHAIN_TRANSFER_WORDS).contains(&t.words) {
+        let words = MIN_CHAIN_TRANSFER_WORDS..=MAX_CHAIN_TRANSFER_WORDS;
+        if job.paired || !words.contains(&t.words) || u64::from(t.words) > max_piece {
             continue;
         }
         let tiles = job
