@@ -223,6 +223,10 @@ impl TileState {
     fn pic_doubles(&self, p: u64) -> bool {
         self.single_controls && self.marks.has(p, XPIC)
     }
+    /// May a piece's tear-down (an XPIC back to neutral) not go at `e`?
+    fn teardown_blocked(&self, e: u64) -> bool {
+        self.control_blocked(e) || self.strict(e) || self.control_crowded(e) || self.xpic_doubles(e)
+    }
     /// Would a send starting at `s` put a receive control on its first two events?
     fn send_blocked(&self, s: u64) -> bool {
         self.marks.has(s, CONTROL) || self.marks.has(s + 1, CONTROL)
@@ -934,11 +938,7 @@ fn chain_problem(
                     own += q.words();
                     p != end
                 });
-            clear_of_own
-                && !(rt.control_blocked(end)
-                    || rt.strict(end)
-                    || rt.control_crowded(end)
-                    || rt.xpic_doubles(end))
+            clear_of_own && !rt.teardown_blocked(end)
         });
         if ends_here {
             count = i + 1;
@@ -1188,12 +1188,7 @@ fn placement_problem(
                 return Err(start + (next - x));
             }
             let own_double = rt.single_controls && x + m == p;
-            if rt.control_blocked(x + m)
-                || rt.strict(x + m)
-                || rt.control_crowded(x + m)
-                || rt.xpic_doubles(x + m)
-                || own_double
-            {
+            if rt.teardown_blocked(x + m) || own_double {
                 match leftover.longest_below(m) {
                     Some(shorter) if shorter >= shortest => {
                         m = shorter;
