@@ -859,8 +859,9 @@ const CHAIN_TRIES: u32 = 4096;
 /// first part is checked as a lone piece is (its select and pointer); each
 /// later one needs a send start its sender's own controls leave free and
 /// pointer writes clear of the receivers' other controls; the chain may
-/// end after a part whose tear-down is clear of them and of the chain's
-/// own pointer writes.
+/// end after a part whose tear-down is clear of them as a lone piece's
+/// must be (and, on a single-control tile, not on one of the chain's own
+/// pointer writes).
 fn chain_problem(
     tiles: &[TileState],
     parts: &[ChainPart<'_>],
