@@ -24,6 +24,7 @@
 //! assert_eq!(args.symbol().name(), "gemm_amp");
 //! ```
 
+mod amp;
 mod args;
 mod attention;
 mod block;
@@ -31,6 +32,7 @@ mod error;
 mod kind;
 mod operands;
 
+pub use amp::AmpProduct;
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;
 pub use block::TileBlock;

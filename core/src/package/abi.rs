@@ -17,7 +17,7 @@ use crate::kernel;
 
 pub use crate::ir::DType;
 pub use crate::kernel::{
-    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError,
+    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError, AmpProduct,
     GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
 };
 
