@@ -31,8 +31,10 @@ pub use exchange::{
 };
 pub use program::{
     area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
-    step_label, Area, EmitInput, EmittedProgram, KernelAbi,
+    step_label, Area, EmitInput, EmittedProgram,
 };
+/// Defined with the kernel ABI (`crate::kernel`), which packages use too.
+pub use crate::kernel::KernelAbi;
 pub use tables::{PatchAddresses, PatchData};
 
 use crate::ipu21::topology::LogicalTile;

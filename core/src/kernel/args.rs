@@ -24,7 +24,7 @@ use crate::ipu21::kernel_abi::{
     ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_MAGIC, ARG_BLOCK_MAGIC_MASK, DTYPE_F143, DTYPE_F152,
     DTYPE_F16, DTYPE_F32,
 };
-use crate::ir::DType;
+use crate::numeric::DType;
 use crate::numeric::{F8Format, SCALE_MAX, SCALE_MIN};
 
 const GEMM_B_TRANSPOSED: u32 = 1 << 0;

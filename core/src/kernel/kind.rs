@@ -2,7 +2,7 @@
 //! addresses) — the vocabulary the planner costs, lowering schedules, the
 //! argument-block codec encodes and the codelets run.
 
-use crate::ir::DType;
+use crate::numeric::DType;
 
 /// The computation a kernel call performs, with everything the codelet needs
 /// except addresses. Operand order is given per variant (output first).

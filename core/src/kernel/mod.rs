@@ -6,12 +6,12 @@
 //!
 //! A call is described by a [`KernelArgs`]: the lowered [`Kernel`] (what the
 //! planner costed) plus GEMM epilogue options. [`encode`] turns it into
-//! argument-block words and [`decode`] back, checking every field; the cycle
-//! charge is `KernelArgs::cycles`, defined by the planner's cost model in
-//! `crate::plan::cost` (estimates live in `plan` only).
+//! argument-block words and [`decode`] back, checking every field. The
+//! planner's estimate of a call is `ipuc_core::plan::cost::call_cycles`
+//! (estimates live in `plan` only, above this ABI).
 //!
 //! ```
-//! use ipuc_core::ir::DType;
+//! use ipuc_core::numeric::DType;
 //! use ipuc_core::kernel::{decode, encode, KernelArgs, KernelSymbol};
 //! use ipuc_core::kernel::Kernel;
 //! let args = KernelArgs::new(Kernel::Gemm {
@@ -24,6 +24,7 @@
 //! assert_eq!(args.symbol().name(), "gemm_amp");
 //! ```
 
+mod abi;
 mod args;
 mod attention;
 mod block;
@@ -31,6 +32,7 @@ mod error;
 mod kind;
 mod operands;
 
+pub use abi::KernelAbi;
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;
 pub use block::TileBlock;
@@ -38,7 +40,7 @@ pub use error::AbiError;
 pub use kind::Kernel;
 pub use operands::{OperandRole, OperandSpec};
 
-use crate::ir::DType;
+use crate::numeric::DType;
 
 /// Every kernel symbol the package can reference: one native codelet per
 /// family, dtype variants selected by the argument block.

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::Kernel;
 use super::{KernelArgs, KernelSymbol};
 use crate::ipu21::kernel_abi::{FIRST_INPUT_REGISTER, OUTPUT_REGISTER};
-use crate::ir::DType;
+use crate::numeric::DType;
 
 /// Which operand of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,8 +17,11 @@
 //! assert!(fmt.decode(fmt.encode(1.0e6, Overflow::Nan)).is_nan());
 //! ```
 
+mod dtype;
 mod f16;
 mod fp8;
+
+pub use dtype::DType;
 
 pub use f16::{f16_bits_to_f32, f32_to_f16_bits, round_to_f16};
 pub use fp8::{F8Format, Fp8, Overflow, ScaleOutOfRange, FP8_NAN, SCALE_MAX, SCALE_MIN};

@@ -11,11 +11,10 @@
 
 use alloc::vec::Vec;
 
-use crate::emit::KernelAbi;
 use crate::ipu21::kernel_abi as abi;
-use crate::kernel;
+use crate::kernel::{self, KernelAbi};
 
-pub use crate::ir::DType;
+pub use crate::numeric::DType;
 pub use crate::kernel::{
     combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError,
     GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,

@@ -18,8 +18,8 @@ use crate::sim::{CodeletCharge, OperandFault, OperandRule};
 
 /// Runs kernel `symbol` with the MRF `regs` on `memory`; returns what it
 /// costs: the simulator's kernel timing model
-/// ([`crate::sim::kernel_timing::kernel_timing`], modelled) and, for the
-/// reports, the planner's estimate of the same call ([`KernelArgs::cycles`]).
+/// ([`crate::sim::kernel_timing::kernel_timing`], modelled) and the address
+/// of the argument block, where a report finds the planner's estimate.
 /// Every operand is checked before the call runs: inside SRAM, aligned to
 /// its element, and for AMP kernels the rules of
 /// `docs/facts/ipu21-target.md` §2.10 rule 6 and the argument block's
@@ -43,7 +43,8 @@ pub fn run_kernel(
             rule,
         }))
     };
-    let args = read_args(symbol, regs[ARG_BLOCK_REGISTER as usize], memory).map_err(err)?;
+    let arg_block = regs[ARG_BLOCK_REGISTER as usize];
+    let args = read_args(symbol, arg_block, memory).map_err(err)?;
     let mut addrs = [0u32; 6];
     for spec in args.operands() {
         let register = spec.role.register();
@@ -73,7 +74,7 @@ pub fn run_kernel(
     execute(&args, &addrs, memory);
     Ok(CodeletCharge {
         cycles: kernel_timing(&args, &addrs).total,
-        planned: Some(args.cycles()),
+        arg_block: Some(arg_block),
     })
 }
 

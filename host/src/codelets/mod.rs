@@ -6,9 +6,10 @@
 //! ([`ipuc_core::ipu21::kernel_abi`]: `$m2` output, `$m3..=$m7` inputs,
 //! `$m8` argument block, return `br $m10`) and charges the cycles of the
 //! simulator's kernel timing model ([`crate::sim::kernel_timing`], modelled
-//! from the kernel's structure and the facts' measured figures), reporting
-//! the planner's estimate ([`ipuc_core::package::abi::KernelArgs::cycles`]) beside
-//! it for the run report's planner-vs-simulated table.
+//! from the kernel's structure and the facts' measured figures). The charge
+//! names the argument block the call read; the run report finds the
+//! planner's estimate of the same call from it (the device never calls the
+//! planner's cost model).
 //!
 //! The registry maps kernel symbol names (the package's kernel symbol table,
 //! [`ipuc_core::package::abi::KernelSymbol::name`]) to codelets; [`codelet_table`]
@@ -28,7 +29,7 @@
 //! let mut regs = [0u32; 16];
 //! (regs[2], regs[3], regs[8]) = (0x80100, 0x80000, 0x90000);
 //! let charge = run_kernel(KernelSymbol::GeluTanh, PhysicalTile::new(0).unwrap(), &regs, &mut mem).unwrap();
-//! assert_eq!(charge.planned, Some(args.cycles()));
+//! assert_eq!(charge.arg_block, Some(0x90000));
 //! assert_eq!(charge.cycles, ipuc::sim::kernel_timing::kernel_timing(&args, &[0x80100, 0x80000, 0, 0, 0, 0]).total);
 //! let y = f32::from_le_bytes(mem.slice(0x80100, 4).unwrap().try_into().unwrap());
 //! assert!((y - 0.841192).abs() < 1e-5);

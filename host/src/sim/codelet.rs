@@ -38,21 +38,22 @@ impl CodeletCall<'_> {
 
 /// What a codelet call costs: the cycles charged (the simulator's kernel
 /// timing model, [`super::kernel_timing`] — modelled, not simulated) and,
-/// when the codelet knows it, the planner's estimate of the same call, kept
-/// only so reports can show planner-vs-simulated error.
+/// for a native kernel, the address of the argument block it read, so a
+/// report can set the planner's estimate of the same call beside it (the
+/// device never calls the planner's cost model).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CodeletCharge {
     /// Cycles charged to the tile.
     pub cycles: u64,
-    /// The compiler's estimate for this call, if known.
-    pub planned: Option<u64>,
+    /// The argument block the call read, if it has one.
+    pub arg_block: Option<u32>,
 }
 
 impl From<u64> for CodeletCharge {
     fn from(cycles: u64) -> Self {
         Self {
             cycles,
-            planned: None,
+            arg_block: None,
         }
     }
 }

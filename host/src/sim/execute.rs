@@ -156,7 +156,7 @@ impl Tile {
                             kind: SampleKind::Codelet {
                                 name: codelet.name().into(),
                                 entry: target,
-                                planned: charge.planned,
+                                arg_block: charge.arg_block,
                             },
                             start: t,
                             end,

@@ -11,12 +11,12 @@ pub enum SampleKind {
     /// Waiting at global sync `superstep` from arrival to release.
     SyncWait { superstep: u64, zone: u8 },
     /// One native codelet call (its cycles are the kernel timing model's,
-    /// i.e. modelled); `planned` is the compiler's estimate of the same call
-    /// when the codelet knows it.
+    /// i.e. modelled); `arg_block` is the address of the argument block it
+    /// read, where a report finds the call the planner estimated.
     Codelet {
         name: Arc<str>,
         entry: u32,
-        planned: Option<u64>,
+        arg_block: Option<u32>,
     },
     /// Exchange work charged by the exchange fabric (label chosen by it).
     Exchange { superstep: u64, label: Arc<str> },
