@@ -39,7 +39,10 @@ fn attention_agrees_with_the_planner_only_by_coincidence() {
     assert_eq!(kernel_timing(&small, &standard_kv).total, 3322 + 309);
     // Six query rows split evenly, k/v standard: only the launch differs.
     let even = att(6, 16, 64);
-    assert_eq!(kernel_timing(&even, &standard_kv).total + 11, call_cycles(&even));
+    assert_eq!(
+        kernel_timing(&even, &standard_kv).total + 11,
+        call_cycles(&even)
+    );
     // Seven rows: a second row pass per worker.
     let uneven = att(7, 16, 64);
     assert!(kernel_timing(&uneven, &standard_kv).total > call_cycles(&uneven));

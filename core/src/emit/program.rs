@@ -17,8 +17,8 @@ use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
 use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
-use crate::lookup::LookupMap;
 use crate::kernel::KernelAbi;
+use crate::lookup::LookupMap;
 use crate::lower::{KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
 

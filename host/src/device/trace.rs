@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_core::ipu21::sram::CLOCK_HZ;
 use ipuc_core::ipu21::kernel_abi::ARG_BLOCK_HEADER_WORDS;
+use ipuc_core::ipu21::sram::CLOCK_HZ;
 use ipuc_core::kernel::{decode, decode_header};
 use ipuc_core::package::{Package, StepInfo, TileImage};
 use ipuc_core::plan::cost::call_cycles;
@@ -66,7 +66,9 @@ fn planned_cycles(image: &TileImage, addr: u32) -> Option<u64> {
             .iter()
             .find(|s| a >= s.address && a - s.address + 4 <= s.data.len() as u32)?;
         let at = (a - segment.address) as usize;
-        Some(u32::from_le_bytes(segment.data[at..at + 4].try_into().ok()?))
+        Some(u32::from_le_bytes(
+            segment.data[at..at + 4].try_into().ok()?,
+        ))
     };
     let words = |n: u32| -> Option<Vec<u32>> { (0..n).map(|i| word(addr + 4 * i)).collect() };
     let (_, len) = decode_header(&words(ARG_BLOCK_HEADER_WORDS)?).ok()?;
