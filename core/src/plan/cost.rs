@@ -170,20 +170,17 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
     (launch + body).0
 }
 
-/// The planner's estimate for a whole kernel call (defined here, not in
-/// `kernel`, so cycle estimates live in `plan` only).
-impl KernelArgs {
-    /// Cycles the call costs: [`kernel_cycles`] plus the bias epilogue, charged
-    /// like a broadcast Add of the output block (`docs/facts/ipu21-target.md`
-    /// §6, Add ≈ elements/16). Accumulating is free: the AMP loads its
-    /// partials from the output anyway.
-    pub fn cycles(&self) -> u64 {
-        let mut c = kernel_cycles(&self.kernel);
-        if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&self.kernel, self.epilogue.bias) {
-            c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
-        }
-        c
+/// The planner's estimate for a whole kernel call: [`kernel_cycles`] plus
+/// the bias epilogue, charged like a broadcast Add of the output block
+/// (`docs/facts/ipu21-target.md` §6, Add ≈ elements/16). Accumulating is
+/// free: the AMP loads its partials from the output anyway. A function of
+/// `plan`, not a method of the ABI's `KernelArgs`, so estimates live here only.
+pub fn call_cycles(args: &KernelArgs) -> u64 {
+    let mut c = kernel_cycles(&args.kernel);
+    if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&args.kernel, args.epilogue.bias) {
+        c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
     }
+    c
 }
 
 /// Cycles of one exchange phase in which the busiest tile sends or receives
