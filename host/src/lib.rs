@@ -5,6 +5,8 @@ pub mod cli;
 pub mod codelets;
 pub mod compile;
 pub mod device;
+/// Atomic writes and bounded reads of every file the host touches (#28).
+pub mod fsio;
 /// Matrix products shared by the reference and the codelets (neither
 /// imports the other).
 pub mod gemm;

@@ -481,7 +481,8 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
         ("phase-patch-audit.txt", phase_patch_audit_text(audit)),
     ] {
         let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        crate::fsio::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         println!("patch audit: {}", path.display());
     }
     Ok(())

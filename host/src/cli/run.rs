@@ -66,14 +66,15 @@ pub struct ExecArgs {
     #[arg(long, requires = "reference_run")]
     pub reference_fp32: bool,
     /// Resident inferences on one loaded package (weights uploaded once),
-    /// each validated with --reference-run (1 or more).
-    #[arg(long, default_value_t = 1, value_parser = checks::at_least_one_u32)]
+    /// each validated with --reference-run (1..=10000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=checks::MAX_INFERENCES))]
     pub reference_inferences: u32,
-    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|.
-    #[arg(long, default_value_t = 0.2)]
+    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|
+    /// (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.2, value_parser = checks::tolerance)]
     pub diagnostic_atol: f32,
-    /// Relative tolerance of the validation.
-    #[arg(long, default_value_t = 0.05)]
+    /// Relative tolerance of the validation (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
     pub diagnostic_rtol: f32,
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
     /// profile file, with `profile.html` and `operations.json` beside it;
@@ -86,8 +87,9 @@ pub struct ExecArgs {
     /// Cycles a global sync takes after the last tile arrives (modelled).
     /// Default: 126, Poplar's `getMaxIPUSyncDelay` bound, the figure the
     /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
-    /// measurement exists).
-    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES)]
+    /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
+    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES,
+          value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
     pub sync_cycles: u64,
 }
 
@@ -228,12 +230,12 @@ pub fn compile_workload(
     }
     if let Some(path) = &build.plan_output {
         let text = crate::report::plan_listing(&siglip.graph, &compiled.report);
-        std::fs::write(path, text)
+        crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing the plan to {}", path.display()))?;
         eprintln!("plan written to {}", path.display());
     }
     if let Some(path) = &build.package {
-        std::fs::write(path, &compiled.bytes)
+        crate::fsio::write_atomic(path, &compiled.bytes)
             .with_context(|| format!("writing the package to {}", path.display()))?;
         eprintln!("package written to {}", path.display());
     }
@@ -289,6 +291,9 @@ pub fn write_rejections(
 pub fn run(args: Args) -> Result<()> {
     args.build.check()?;
     args.exec.check()?;
+    if let Some(path) = &args.summary_json {
+        checks::output_file_making_dir("--summary-json", path)?;
+    }
     let mut summary = RunSummary {
         workload: workload_name(&args.model),
         fuse_qkv: args.model.fuse_qkv,

@@ -35,7 +35,8 @@ pub struct Rgb8 {
 /// scaled to 8 — what PIL's `convert("RGB")` does for the common cases).
 pub fn decode_image(path: &Path) -> anyhow::Result<Rgb8> {
     use anyhow::Context;
-    let bytes = std::fs::read(path).with_context(|| format!("reading image {}", path.display()))?;
+    let bytes = crate::fsio::read_bounded(path, crate::fsio::Limit::IMAGE)
+        .with_context(|| format!("reading image {}", path.display()))?;
     let format = image::guess_format(&bytes).map_err(|_| {
         anyhow::anyhow!(
             "{}: not a PNG or JPEG image (unrecognised file signature)",

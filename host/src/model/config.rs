@@ -182,10 +182,13 @@ impl VisionConfig {
     /// Read `dir/config.json` (see [`VisionConfig::from_json`]).
     pub fn from_checkpoint_dir(dir: &std::path::Path) -> Result<Self, ModelError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::fsio::read_string_bounded(&path, crate::fsio::Limit::CONFIG).map_err(|e| {
+                ModelError::Io {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?;
         Self::from_json(&text).map_err(|e| match e {
             ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
                 file: path.display().to_string(),
