@@ -91,6 +91,12 @@ pub struct ExecArgs {
     #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES,
           value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
     pub sync_cycles: u64,
+    /// Simulated cycles one inference may take on any tile before the run
+    /// is stopped as a runaway (a typed fault naming tile and PC). Default:
+    /// 16× the package's estimate (+10 M), at most 5·10^10.
+    #[arg(long, value_name = "CYCLES",
+          value_parser = clap::value_parser!(u64).range(1..=crate::device::sim::DEFAULT_CYCLE_LIMIT))]
+    pub cycle_budget: Option<u64>,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
@@ -535,6 +541,9 @@ pub fn execute(
     let t = Instant::now();
     let mut sim = SimDevice::for_package(package)?;
     sim.sync_cycles = args.sync_cycles;
+    sim.cycle_limit = args
+        .cycle_budget
+        .unwrap_or_else(|| crate::device::sim::cycle_budget(package, args.sync_cycles));
     let mut resident = sim
         .load(package, weights)
         .context("loading the package on the simulated device")?;
