@@ -122,6 +122,13 @@ fn bad_config_values_name_the_field_and_file() {
         1,
         &["config.json", "hidden_act \"relu\" is not supported"],
     );
+    // #28: a value of the wrong type names its key.
+    let dir = checkpoint_with("type", "image_size", "\"big\"");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "`image_size`", "invalid type"],
+    );
     let dir = checkpoint_with("json", "hidden_size", "1");
     std::fs::write(dir.join("config.json"), "{\"hidden_size\": ").unwrap();
     rejects(

@@ -170,11 +170,25 @@ impl VisionConfig {
                 message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
-        let config: VisionConfig =
-            serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
+        let config: VisionConfig = serde_json::from_value(value.clone()).map_err(|e| {
+            // serde_json's message does not say which key; absent keys take
+            // their defaults, so the key that fails on its own is the one.
+            let key = value.as_object().and_then(|fields| {
+                fields.iter().find_map(|(k, v)| {
+                    let alone = serde_json::json!({ k.clone(): v.clone() });
+                    serde_json::from_value::<VisionConfig>(alone)
+                        .is_err()
+                        .then(|| k.clone())
+                })
+            });
+            ModelError::ConfigJson {
                 file: "config.json".into(),
-                message: e.to_string(),
-            })?;
+                message: match key {
+                    Some(k) => format!("`{k}`: {e}"),
+                    None => e.to_string(),
+                },
+            }
+        })?;
         config.validate()?;
         Ok(config)
     }
