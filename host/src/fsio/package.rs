@@ -54,7 +54,7 @@ pub(super) fn read_package_walking_above(path: &Path, read_whole: u64) -> io::Re
         drop(file);
         return super::read_bounded(path, Limit::PACKAGE);
     }
-    let body_end = size.checked_sub(DIGEST_BYTES as u64).unwrap_or(0);
+    let body_end = size.saturating_sub(DIGEST_BYTES as u64);
     let mut header = [0u8; HEADER_BYTES as usize];
     if size < HEADER_BYTES + DIGEST_BYTES as u64 {
         return Err(layout(
