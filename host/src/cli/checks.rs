@@ -145,7 +145,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "--package /nonexistent-ipuc-dir/x.ipuc: cannot be written: directory /nonexistent-ipuc-dir does not exist"
+            "--package /nonexistent-ipuc-dir/x.ipuc: directory /nonexistent-ipuc-dir does not exist"
         );
         assert!(output_file("--package", Path::new("x.ipuc")).is_ok());
         assert!(output_file("--package", Path::new("/tmp")).is_err());

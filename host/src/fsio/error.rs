@@ -27,7 +27,7 @@ pub enum FsError {
     PackageLayout { path: PathBuf, why: String },
     /// The output location cannot take a file (its directory is missing and
     /// cannot be made, is read-only, or the path is a directory).
-    #[error("{path}: cannot be written: {why}")]
+    #[error("{path}: {why}")]
     NotWritable { path: PathBuf, why: String },
 }
 

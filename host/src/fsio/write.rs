@@ -98,7 +98,7 @@ pub fn check_writable(path: &Path, kind: OutputKind) -> io::Result<()> {
                 return Err(not_writable(path, "exists and is not a directory"));
             }
             fs::create_dir_all(path)
-                .map_err(|e| not_writable(path, format!("cannot make the directory: {e}")))?;
+                .map_err(|e| not_writable(path, format!("cannot be made a directory: {e}")))?;
             path.to_path_buf()
         }
     };
