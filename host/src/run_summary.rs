@@ -183,7 +183,8 @@ impl RunSummary {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        crate::fsio::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
