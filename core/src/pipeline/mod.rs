@@ -87,6 +87,9 @@ pub struct CompileOptions {
     /// (`PlanConfig::min_key_parts`; 1 = any plan), e.g. to run key-split
     /// attention on a model small enough not to need it.
     pub min_key_parts: u32,
+    /// The model the graph was built from, recorded in the package's
+    /// description section (`None` for a graph built by hand).
+    pub model: Option<crate::package::ModelDescription>,
 }
 
 impl Default for CompileOptions {
@@ -101,6 +104,7 @@ impl Default for CompileOptions {
             outgoing_base: true,
             planner_data_budget: None,
             min_key_parts: 1,
+            model: None,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod exec;
 pub mod hw_check;
 pub mod inspect;
 pub mod isa;
+pub mod package_model;
 pub mod reference;
 pub mod run;
 pub mod topology;

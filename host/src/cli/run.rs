@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use super::checks;
 use super::device_args::DeviceArgs;
 use super::workload::{
-    load_config, load_model, load_pixels, workload_name, InputArgs, WorkloadArgs,
+    load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
 };
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
@@ -184,7 +184,8 @@ pub fn compile_workload(
         // add, MAP-head probe) are written for one image.
         bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
     }
-    let (siglip, weights) = load_model(model, batch)?;
+    let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
+    let description = super::package_model::describe_model(model, &siglip, origin)?;
     eprintln!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
         workload_name(model),
@@ -209,6 +210,7 @@ pub fn compile_workload(
             outgoing_base: !build.no_outgoing_base,
             planner_data_budget: build.planner_data_budget,
             min_key_parts: 1,
+            model: Some(description),
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;

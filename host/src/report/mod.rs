@@ -6,6 +6,7 @@
 //! Every HTML file is standalone: inline CSS and JS, data embedded as JSON,
 //! no network resources.
 
+pub mod description_view;
 pub mod hash;
 pub mod html;
 pub mod index;
