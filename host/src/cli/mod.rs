@@ -11,5 +11,6 @@ pub mod isa;
 pub mod package_model;
 pub mod reference;
 pub mod run;
+pub mod summary;
 pub mod topology;
 pub mod workload;

@@ -138,15 +138,14 @@ pub fn resolve(
             format!("--workload {}", d.preset)
         };
         if given != d.preset {
-            bail!(contradiction("--workload", given, &recorded));
+            crate::usage_bail!("{}", contradiction("--workload", given, &recorded));
         }
     }
     let checkpoint = match (&d.weights, &flags.checkpoint) {
-        (WeightOrigin::Random { .. }, Some(dir)) => bail!(contradiction(
-            "--checkpoint",
-            &dir.display().to_string(),
-            &source
-        )),
+        (WeightOrigin::Random { .. }, Some(dir)) => crate::usage_bail!(
+            "{}",
+            contradiction("--checkpoint", &dir.display().to_string(), &source)
+        ),
         (WeightOrigin::Random { .. }, None) => None,
         (WeightOrigin::Checkpoint { .. }, Some(dir)) => Some(dir.clone()),
         (WeightOrigin::Checkpoint { path, .. }, None) => Some(PathBuf::from(path)),
@@ -168,22 +167,24 @@ pub fn resolve(
             Some(s) => format!("--fp8-scale {s}"),
             None => "no --fp8-scale (FP16 weights)".into(),
         };
-        bail!(contradiction(
-            "--fp8-scale",
-            &format!("{}", flags.fp8_scale.unwrap_or_default()),
-            &recorded
-        ));
+        crate::usage_bail!(
+            "{}",
+            contradiction(
+                "--fp8-scale",
+                &format!("{}", flags.fp8_scale.unwrap_or_default()),
+                &recorded
+            )
+        );
     }
     if flags.fuse_qkv && !d.numerics.fuse_qkv {
-        bail!(contradiction(
-            "--fuse-qkv",
-            "(set)",
-            "separate Q/K/V projections"
-        ));
+        crate::usage_bail!(
+            "{}",
+            contradiction("--fuse-qkv", "(set)", "separate Q/K/V projections")
+        );
     }
     let seed = match (&d.weights, flags.seed) {
         (WeightOrigin::Random { seed }, Some(given)) if given != *seed => {
-            bail!(contradiction("--seed", &given.to_string(), &source))
+            crate::usage_bail!("{}", contradiction("--seed", &given.to_string(), &source))
         }
         (WeightOrigin::Random { seed }, _) => *seed,
         (WeightOrigin::Checkpoint { .. }, given) => given.unwrap_or(0),
@@ -219,7 +220,7 @@ pub fn resolve(
 /// A package whose model is not recorded: the flags must name it.
 fn from_flags_alone(flags: &ModelChecks) -> Result<WorkloadArgs> {
     if flags.workload.is_none() && !flags.vit_small && flags.checkpoint.is_none() {
-        bail!("the package records no model (it was built without one, e.g. by ipuc-core alone): name it with --workload or --checkpoint");
+        crate::usage_bail!("the package records no model (it was built without one, e.g. by ipuc-core alone): name it with --workload or --checkpoint");
     }
     Ok(WorkloadArgs {
         workload: flags.workload.clone(),
@@ -241,7 +242,9 @@ fn check_same(
     show: impl Fn(usize) -> String,
 ) -> Result<()> {
     match given {
-        Some(v) if v != recorded => bail!(contradiction(flag, &v.to_string(), &show(recorded))),
+        Some(v) if v != recorded => {
+            crate::usage_bail!("{}", contradiction(flag, &v.to_string(), &show(recorded)))
+        }
         _ => Ok(()),
     }
 }

@@ -20,7 +20,7 @@ pub(in super::super) fn sample() -> Description {
             outgoing_base: true,
             planner_data_budget: None,
             min_key_parts: 1,
-            runtime_name: "device-asm/static_runtime.S".to_string(),
+            runtime_name: "core/device-asm/static_runtime.S".to_string(),
             runtime_sha256: [7; 32],
         }),
         model: Some(ModelDescription {
@@ -83,9 +83,12 @@ fn a_described_package_round_trips_and_a_checkpoint_origin_too() {
     );
 }
 
+/// An edit that makes a model impossible.
+type Edit = fn(&mut ModelDescription);
+
 #[test]
 fn impossible_models_are_rejected_naming_the_field() {
-    let cases: [(&str, fn(&mut ModelDescription)); 8] = [
+    let cases: [(&str, Edit); 8] = [
         ("num_attention_heads", |m| m.config.num_attention_heads = 5),
         ("patch_size", |m| m.config.patch_size = 29),
         ("layer_norm_eps", |m| m.config.layer_norm_eps = f64::NAN),
