@@ -69,7 +69,7 @@ def main(package_path):
         put("decode", f"code{i}.bin", d[:8192])
     for i, d in enumerate(rows[:4]):
         put("row_decode", f"rows{i}.bin", d[:4096])
-    runtime = open(os.path.join(ROOT, "core", "device-asm", "static_runtime.S"), "rb").read()
+    runtime = open(os.path.join(ROOT, "target-ipu21", "device-asm", "static_runtime.S"), "rb").read()
     put("assemble", "static_runtime.S", runtime)
     put("assemble", "small.S", b"start:\n setzi $m0, start\n br $m0\n.worker\nw: get $m1, $WSR\n bri start\n"
         b".data\n.p2align 3\nx: .long 1, 2, (3 << 4) + 1\n.space 16, 0xff\n")

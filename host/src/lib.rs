@@ -2,13 +2,9 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
-pub mod codelets;
 pub mod compile;
 pub mod device;
 pub mod exit;
-/// Matrix products shared by the reference and the codelets (neither
-/// imports the other).
-pub mod gemm;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
@@ -19,7 +15,6 @@ pub mod reference;
 pub mod report;
 pub mod run_report;
 pub mod run_summary;
-pub mod sim;
 pub mod weights;
 
 /// `ipuc --version`: the package version, the git commit it was built from
@@ -32,3 +27,9 @@ pub const VERSION_LONG: &str = concat!(
     env!("IPUC_PROFILE"),
     " build)"
 );
+
+/// The simulator crate under its old names: tiles and fabric (`sim`), the
+/// native kernels (`codelets`) and the matrix products the reference shares
+/// with them (`gemm`).
+pub use ipuc_sim as sim;
+pub use ipuc_sim::{codelets, gemm};

@@ -114,6 +114,8 @@ pub struct Flags {
     pub image_size: Option<usize>,
     pub fuse_qkv: bool,
     pub fp8_scale: Option<i8>,
+    /// The activation scale of FP8 × FP8 GEMMs (`None`: FP16 activations).
+    pub fp8_activation_scale: Option<i8>,
     pub planning_beam_width: Option<usize>,
     pub planning_tiles: Option<u32>,
     pub optimization_steps: Option<u32>,

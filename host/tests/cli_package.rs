@@ -71,7 +71,7 @@ fn exec_needs_only_the_package_and_rejects_a_contradicting_flag() {
         text(&out.stderr)
     );
     assert!(
-        stdout.contains("model: siglip-small, 2 of 27 layers, image 28, FP8 F143 at scale -4"),
+        stdout.contains("model: siglip-small, 2 of 27 layers, image 28, FP8 x FP8 GEMMs (weights scale -4, activations 0)"),
         "{stdout}"
     );
     let result: Vec<&str> = stdout

@@ -5,7 +5,7 @@
 //! turns both into IPU21 assembly for every tile — the generated supervisor
 //! program plus its exchange rows, Repeat patch tables, row-sharing patch
 //! lists and kernel argument blocks — which the linker joins with the static
-//! runtime (`core/device-asm/static_runtime.S`) into one image per tile.
+//! runtime (`target-ipu21/device-asm/static_runtime.S`) into one image per tile.
 //!
 //! Generated code is assembly text on purpose: the same assembler that checks
 //! the runtime checks it, and `ipuc compile --listing` can show it.
@@ -24,6 +24,8 @@ mod program;
 mod repeat;
 mod tables;
 
+/// Defined with the kernel ABI (`crate::kernel`), which packages use too.
+pub use crate::kernel::KernelAbi;
 pub use error::EmitError;
 pub use exchange::{
     assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangeOptions,
@@ -31,7 +33,7 @@ pub use exchange::{
 };
 pub use program::{
     area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
-    step_label, Area, EmitInput, EmittedProgram, KernelAbi,
+    step_label, Area, EmitInput, EmittedProgram,
 };
 pub use tables::{PatchAddresses, PatchData};
 

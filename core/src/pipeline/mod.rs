@@ -68,7 +68,7 @@ pub struct CompileOptions {
     /// Name recorded in the package (e.g. the workload).
     pub name: String,
     /// `--runtime-source`: the static runtime assembled and linked on every
-    /// tile (the built-in `core/device-asm/static_runtime.S` by default).
+    /// tile (the built-in `target-ipu21/device-asm/static_runtime.S` by default).
     pub runtime: RuntimeSource,
     /// `--exchange-stream-words`: longest piece one exchange stream carries.
     pub exchange_stream_words: Option<u32>,

@@ -41,6 +41,12 @@ pub struct ModelChecks {
     /// FP8 scale (checked against the package).
     #[arg(long, allow_hyphen_values = true)]
     pub fp8_scale: Option<i8>,
+    /// FP8 activation scale of FP8 × FP8 GEMMs (checked against the package).
+    #[arg(long, allow_hyphen_values = true)]
+    pub fp8_activation_scale: Option<i8>,
+    /// FP16 activations with FP8 weights (checked against the package).
+    #[arg(long)]
+    pub fp8_weights_only: bool,
     /// Image size (checked against the package).
     #[arg(long)]
     pub image_size: Option<usize>,
@@ -82,12 +88,14 @@ pub fn describe_model(
         batch: n("batch", o.vit_batch)?,
         numerics: ModelNumerics {
             fp8_scale: o.fp8_scale,
-            // `--fp8-scale` stores every GEMM weight as F143 (model::build).
-            fp8_operands: if o.fp8_scale.is_some() {
-                Fp8Operands::GEMM_WEIGHTS
-            } else {
-                Fp8Operands::NONE
+            // `--fp8-scale` stores every GEMM weight as F143 (model::build);
+            // with an activation scale the GEMMs run FP8 × FP8.
+            fp8_operands: match (o.fp8_scale, o.fp8_activation_scale) {
+                (None, _) => Fp8Operands::NONE,
+                (Some(_), None) => Fp8Operands::GEMM_WEIGHTS,
+                (Some(_), Some(_)) => Fp8Operands::GEMM_WEIGHTS.with(Fp8Operands::GEMM_ACTIVATIONS),
             },
+            fp8_activation_scale: o.fp8_scale.and(o.fp8_activation_scale),
             fuse_qkv: o.fuse_qkv,
             activations: package_dtype(o.activations)?,
             attention: package_dtype(o.attention)?,
@@ -176,6 +184,27 @@ pub fn resolve(
             )
         );
     }
+    let activation_scale = d.numerics.fp8_activation_scale;
+    if flags.fp8_activation_scale.is_some() && flags.fp8_activation_scale != activation_scale {
+        let recorded = match activation_scale {
+            Some(s) => format!("--fp8-activation-scale {s}"),
+            None => "FP16 GEMM activations".into(),
+        };
+        crate::usage_bail!(
+            "{}",
+            contradiction(
+                "--fp8-activation-scale",
+                &flags.fp8_activation_scale.unwrap_or_default().to_string(),
+                &recorded
+            )
+        );
+    }
+    if flags.fp8_weights_only && activation_scale.is_some() {
+        crate::usage_bail!(
+            "{}",
+            contradiction("--fp8-weights-only", "(set)", "FP8 × FP8 GEMMs")
+        );
+    }
     if flags.fuse_qkv && !d.numerics.fuse_qkv {
         crate::usage_bail!(
             "{}",
@@ -207,6 +236,8 @@ pub fn resolve(
         vit_batch: Some(d.batch as usize),
         fuse_qkv: d.numerics.fuse_qkv,
         fp8_scale: d.numerics.fp8_scale,
+        fp8_activation_scale: activation_scale.unwrap_or(0),
+        fp8_weights_only: d.numerics.fp8_scale.is_some() && activation_scale.is_none(),
         image_size: None,
         seed,
     };
@@ -230,6 +261,8 @@ fn from_flags_alone(flags: &ModelChecks) -> Result<WorkloadArgs> {
         vit_batch: flags.vit_batch,
         fuse_qkv: flags.fuse_qkv,
         fp8_scale: flags.fp8_scale,
+        fp8_activation_scale: flags.fp8_activation_scale.unwrap_or(0),
+        fp8_weights_only: flags.fp8_weights_only,
         image_size: flags.image_size,
         seed: flags.seed.unwrap_or(0),
     })
@@ -344,16 +377,10 @@ pub fn summary_line(d: &ModelDescription) -> String {
     } else {
         d.preset.clone()
     };
-    let numerics = match d.numerics.fp8_scale {
-        Some(s) => format!(
-            "FP8 F143 at scale {s} ({})",
-            d.numerics
-                .fp8_operands
-                .names()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        None => "FP16 weights".into(),
+    let numerics = match (d.numerics.fp8_scale, d.numerics.fp8_activation_scale) {
+        (Some(s), None) => format!("FP8 F143 at scale {s} (GEMM weights)"),
+        (Some(s), Some(a)) => format!("FP8 x FP8 GEMMs (weights scale {s}, activations {a})"),
+        (None, _) => "FP16 weights".into(),
     };
     let weights = match &d.weights {
         WeightOrigin::Random { seed } => format!("random weights, seed {seed}"),

@@ -113,7 +113,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "W", value_parser = checks::at_least_one_u32)]
     pub exchange_stream_words: Option<u32>,
     /// Assemble and link this static runtime (`.S`) on every tile instead of
-    /// the built-in `core/device-asm/static_runtime.S`.
+    /// the built-in `target-ipu21/device-asm/static_runtime.S`.
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<PathBuf>,
     /// Write the package here.
@@ -195,9 +195,13 @@ pub fn compile_workload(
         siglip.layers,
         siglip.config.num_tokens(),
         siglip.config.hidden_size,
-        match model.fp8_scale {
-            Some(s) => format!("FP8 F143 at scale {s}"),
-            None => "FP16".into(),
+        match (model.fp8_scale, model.fp8_weights_only) {
+            (Some(s), true) => format!("FP8 F143 at scale {s}, FP16 activations"),
+            (Some(s), false) => format!(
+                "FP8 F143 at scale {s}, GEMM activations FP8 at scale {}",
+                model.fp8_activation_scale
+            ),
+            (None, _) => "FP16".into(),
         }
     );
     let compiled = compile(

@@ -28,6 +28,7 @@ pub struct ModelView {
     pub batch: u32,
     pub fp8_scale: Option<i8>,
     pub fp8_operands: Vec<&'static str>,
+    pub fp8_activation_scale: Option<i8>,
     pub fuse_qkv: bool,
     pub activations: &'static str,
     pub attention: &'static str,
@@ -83,9 +84,14 @@ impl DescriptionView {
                 ));
                 out.push(format!(
                     "numerics: {}, fused QKV {}, activations {}, attention {}",
-                    match m.fp8_scale {
-                        Some(s) => format!("FP8 F143 at scale {s} ({})", m.fp8_operands.join(", ")),
-                        None => "no FP8".into(),
+                    match (m.fp8_scale, m.fp8_activation_scale) {
+                        (Some(s), None) =>
+                            format!("FP8 F143 at scale {s} ({})", m.fp8_operands.join(", ")),
+                        (Some(s), Some(a)) => format!(
+                            "FP8 F143, weights at scale {s}, activations at {a} ({})",
+                            m.fp8_operands.join(", ")
+                        ),
+                        (None, _) => "no FP8".into(),
                     },
                     if m.fuse_qkv { "yes" } else { "no" },
                     m.activations,
@@ -148,6 +154,7 @@ impl ModelView {
             batch: m.batch,
             fp8_scale: n.fp8_scale,
             fp8_operands: n.fp8_operands.names().collect(),
+            fp8_activation_scale: n.fp8_activation_scale,
             fuse_qkv: n.fuse_qkv,
             activations: n.activations.name(),
             attention: n.attention.name(),
