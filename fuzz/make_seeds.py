@@ -21,12 +21,14 @@ def put(target, name, data):
 
 
 def empty_package_body():
-    b = b"IPUCPKG\0" + struct.pack("<HH", 2, 0)
+    b = b"IPUCPKG\0" + struct.pack("<HH", 3, 0)
     prod = b"ipuc-seed"
     target = struct.pack("<I", len(prod)) + prod + struct.pack(
         "<IIIIIQ", 1472, 0x4C000, 0x9C000, 0x80000, 0xE7BB0, 1_500_000_000)
     bodies = [target, struct.pack("<I", 0), struct.pack("<I", 0), struct.pack("<I", 0),
-              struct.pack("<I", 0), struct.pack("<II", 0, 0), struct.pack("<I", 0)]
+              struct.pack("<I", 0), struct.pack("<II", 0, 0), struct.pack("<I", 0),
+              # description v1: no build flags, no model
+              struct.pack("<HBB", 1, 0, 0)]
     for tag, body in enumerate(bodies, start=1):
         b += struct.pack("<IQ", tag, len(body)) + body
     return b
@@ -56,7 +58,7 @@ def segments(pkg):
 def main(package_path):
     pkg = open(package_path, "rb").read()
     body = pkg[:-32]
-    assert hashlib.sha256(body).digest() == pkg[-32:], "not a sealed v2 package"
+    assert hashlib.sha256(body).digest() == pkg[-32:], "not a sealed v3 package"
     # package_read seals its input: seeds are package bodies.
     put("package_read", "siglip-small-1layer-4tiles.body", body)
     put("package_read", "empty.body", empty_package_body())
@@ -67,7 +69,7 @@ def main(package_path):
         put("decode", f"code{i}.bin", d[:8192])
     for i, d in enumerate(rows[:4]):
         put("row_decode", f"rows{i}.bin", d[:4096])
-    runtime = open(os.path.join(ROOT, "device-asm", "static_runtime.S"), "rb").read()
+    runtime = open(os.path.join(ROOT, "target-ipu21", "device-asm", "static_runtime.S"), "rb").read()
     put("assemble", "static_runtime.S", runtime)
     put("assemble", "small.S", b"start:\n setzi $m0, start\n br $m0\n.worker\nw: get $m1, $WSR\n bri start\n"
         b".data\n.p2align 3\nx: .long 1, 2, (3 << 4) + 1\n.space 16, 0xff\n")

@@ -6,7 +6,7 @@
 //!
 //! * every SRAM byte starts as deterministic pseudo-random background, so a
 //!   stray write anywhere shows up;
-//! * the static runtime (`device-asm/static_runtime.S`, assembled and linked
+//! * the static runtime (`target-ipu21/device-asm/static_runtime.S`, assembled and linked
 //!   by our assembler) at `0x4C010`, followed by a small harness program;
 //! * a row buffer in the executable region (`ROW`) of `4n + 16` words whose
 //!   `n` destinations are distinct odd word positions in shuffled order, so

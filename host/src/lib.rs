@@ -6,9 +6,11 @@ pub mod compile;
 pub mod device;
 /// Atomic writes and bounded reads of every file the host touches (#28).
 pub mod fsio;
+pub mod exit;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
+pub mod output;
 pub mod phase_image;
 pub mod progress;
 pub mod reference;
@@ -16,6 +18,17 @@ pub mod report;
 pub mod run_report;
 pub mod run_summary;
 pub mod weights;
+
+/// `ipuc --version`: the package version, the git commit it was built from
+/// (`host/build.rs`) and the build profile.
+pub const VERSION_LONG: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("IPUC_COMMIT"),
+    ", ",
+    env!("IPUC_PROFILE"),
+    " build)"
+);
 
 /// The simulator crate under its old names: tiles and fabric (`sim`), the
 /// native kernels (`codelets`) and the matrix products the reference shares

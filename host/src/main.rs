@@ -1,4 +1,4 @@
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 /// See the workspace `Cargo.toml` (`mimalloc`): fewer page faults and
 /// frees than glibc for the compiler's many short-lived per-tile arrays.
@@ -9,8 +9,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// on the embedded simulator (all figures are simulated unless a hardware
 /// backend says otherwise).
 #[derive(Parser)]
-#[command(name = "ipuc", version, about)]
+#[command(name = "ipuc", version = ipuc::VERSION_LONG, about, after_help = ipuc::exit::TABLE)]
 struct Cli {
+    /// Print only the `result:` line and errors (no report, no progress).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// More output: `-v` the full report and every stage line, `-vv` debug
+    /// diagnostics. `RUST_LOG` (e.g. `RUST_LOG=info`) sets the diagnostics
+    /// filter directly.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -29,26 +37,55 @@ enum Command {
     Exchange(ipuc::cli::exchange::Args),
     /// Run the FP32 reference of a SigLIP vision tower
     Reference(ipuc::cli::reference::Args),
-    /// Compile, run on the device (simulator) and validate
+    /// Compile and run on the device (simulator); validate against the
+    /// reference with --reference-run (without it nothing is validated:
+    /// `result: NOT VALIDATED`, exit 0)
     Run(ipuc::cli::run::Args),
     /// Compile a package only
     Compile(ipuc::cli::compile::Args),
-    /// Execute a package file on the device (simulator) and validate
+    /// Execute a package file on the device (simulator); validate with
+    /// --reference-run (the package names its model, weights and numerics)
     Exec(ipuc::cli::exec::Args),
     /// Inspect a package
     Inspect(ipuc::cli::inspect::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff) to stdout: `ipuc man > ipuc.1`
+    Man,
 }
 
 /// Errors are printed as one chain of causes (`error: what: why`), without a
-/// backtrace: they are user-facing diagnostics, not crashes.
+/// backtrace: they are user-facing diagnostics, not crashes. The exit code
+/// says what happened ([`ipuc::exit`], the table in `--help`); `run`,
+/// `exec` and `compile` end with one `result:` line on stdout either way.
 fn main() -> std::process::ExitCode {
     quiet_broken_pipe();
     ipuc::fsio::cleanup::install();
-    match dispatch(Cli::parse()) {
+    let cli = Cli::parse();
+    let verbosity = ipuc::output::verbosity_of(cli.quiet, cli.verbose);
+    ipuc::output::set_verbosity(verbosity);
+    ipuc::output::init_logging(verbosity);
+    let has_result_line = matches!(
+        cli.command,
+        Command::Run(_) | Command::Exec(_) | Command::Compile(_)
+    );
+    match dispatch(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
-            std::process::ExitCode::FAILURE
+            let code = ipuc::exit::code_of(&err);
+            let outcome = match code {
+                ipuc::exit::USAGE => Some("USAGE ERROR"),
+                ipuc::exit::DOES_NOT_FIT => Some("REJECTED (does not fit)"),
+                ipuc::exit::BAD_INPUT => Some("BAD INPUT"),
+                ipuc::exit::INTERNAL => Some("INTERNAL ERROR"),
+                // A validation FAIL printed its own result line.
+                _ => None,
+            };
+            if let (true, Some(outcome)) = (has_result_line, outcome) {
+                println!("result: {outcome} (exit {code})");
+            }
+            std::process::ExitCode::from(code)
         }
     }
 }
@@ -65,6 +102,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Compile(args) => ipuc::cli::compile::run(args),
         Command::Exec(args) => ipuc::cli::exec::run(args),
         Command::Inspect(args) => ipuc::cli::inspect::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "ipuc", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(())
+        }
     }
 }
 

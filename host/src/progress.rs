@@ -1,5 +1,7 @@
-//! Stage progress on stderr: one line per finished stage, and on a terminal a
-//! bar with an ETA for any stage that runs longer than [`BAR_DELAY`].
+//! Stage progress on stderr: one line per finished stage (a `tracing` info
+//! event: shown with `-v` or `RUST_LOG=info`), and on a terminal a bar with
+//! an ETA for any stage that runs longer than [`BAR_DELAY`] (not with `-q`;
+//! never when stderr is not a terminal, so piped logs get no `\r`).
 //!
 //! Used by the compiler driver (planning, lowering, placement, exchange
 //! scheduling, emission, linking, packaging) and meant for any other long
@@ -48,7 +50,8 @@ pub struct Progress {
 impl Progress {
     /// Reports on stderr, with bars when stderr is a terminal.
     pub fn stderr(prefix: &'static str) -> Self {
-        let mode = if std::io::stderr().is_terminal() {
+        let quiet = crate::output::verbosity() == crate::output::Verbosity::Quiet;
+        let mode = if std::io::stderr().is_terminal() && !quiet {
             Mode::Terminal
         } else {
             Mode::Lines
@@ -68,7 +71,7 @@ impl Progress {
     /// happen), unless quiet.
     pub fn note(&self, message: &str) {
         if self.mode != Mode::Quiet {
-            eprintln!("{}: {message}", self.prefix);
+            tracing::info!("{}: {message}", self.prefix);
         }
     }
 
@@ -171,7 +174,7 @@ impl Stage {
             bar.finish_and_clear();
         }
         if self.mode != Mode::Quiet {
-            eprintln!("{}", stage_line(self.prefix, &self.name, ms, detail));
+            tracing::info!("{}", stage_line(self.prefix, &self.name, ms, detail));
         }
         ms
     }

@@ -125,20 +125,20 @@ pub fn compare(
 /// Planning, memory, exchange and package figures.
 pub fn print_compile_report(r: &CompileReport) {
     let s = &r.plan_stats;
-    println!("planning: {} candidates screened, {} body searches, {} cache hits, {} memory rejections, {:.0} ms",
+    crate::detail!("planning: {} candidates screened, {} body searches, {} cache hits, {} memory rejections, {:.0} ms",
         s.candidates_screened, s.body_searches, s.cache_hits, s.memory_rejections, r.times.planning_ms);
     if let Some(o) = &r.optimization {
-        println!(
+        crate::detail!(
             "optimization: {} of {} steps, {} changes kept of {} tried; estimated cycles {} before, {} after",
             o.steps_run, o.steps, o.accepted, o.tried, o.cycles_before, o.cycles_after
         );
     }
     let t = &r.times;
-    println!(
+    crate::detail!(
         "stages: lowering {:.0} ms, placement {:.0} ms, exchange scheduling {:.0} ms, emission {:.0} ms, linking {:.0} ms, packaging {:.0} ms (total with planning {:.0} ms)",
         t.lowering_ms, t.placement_ms, t.exchange_ms, t.emission_ms, t.linking_ms, t.packaging_ms, t.total_ms()
     );
-    println!(
+    crate::detail!(
         "memory: peak {} bytes/tile charged on tile {} after placement ({} runtime state + {} code elements and live data incl. patch data); planner bound {} ({} runtime state + {} code elements and data on tile {}) + patch data up to {} (allowance {}); budget {} bytes/tile",
         r.placed_peak_bytes,
         r.placed_peak_tile.get(),
@@ -152,7 +152,7 @@ pub fn print_compile_report(r: &CompileReport) {
         r.patch_allowance_bytes,
         TILE_MEMORY_BUDGET
     );
-    println!(
+    crate::detail!(
         "reserved per tile: exchange tables {} bytes, host descriptors {} bytes, code image {} bytes (planner estimate up to {}; image/estimate at most {:.3} on tile {}; least room left below data {} bytes on tile {}); {} tiles",
         r.exchange_table_bytes_per_tile,
         r.host_descriptor_bytes_per_tile,
@@ -165,7 +165,7 @@ pub fn print_compile_report(r: &CompileReport) {
         r.tiles
     );
     let e = &r.exchange;
-    println!(
+    crate::detail!(
         "exchange: {} phases, {} stored rows ({} used by more than one phase), {} row uses with a sharing patch list, {} Repeat-patched words; {} events vs lower bound {}",
         e.phases,
         e.stored_rows,
@@ -175,12 +175,18 @@ pub fn print_compile_report(r: &CompileReport) {
         e.events,
         e.lower_bound
     );
-    println!(
+    crate::detail!(
         "exchange check: {} of {} phases decoded, replayed with the route model and compared with their requests at compile time ({} words; every build profile); the simulator's fabric executes the rows with its own witness (host::sim::witness)",
         e.checked_phases, e.phases, e.checked_words
     );
     print_patch_audit(&e.audit);
-    println!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
+    crate::say!(
+        "memory: peak {} bytes/tile on tile {} after placement, budget {} bytes/tile",
+        r.placed_peak_bytes,
+        r.placed_peak_tile.get(),
+        TILE_MEMORY_BUDGET
+    );
+    crate::say!("package: {} bytes, sha256 {}", r.package_bytes, r.sha256);
 }
 
 /// The patch audit in brief (the full text goes to `patch-audit.txt` with
@@ -194,7 +200,7 @@ fn print_patch_audit(a: &PatchAudit) {
             BaseEligibility::Mixed(_) => mixed += 1,
         }
     }
-    println!(
+    crate::detail!(
         "patch audit: {} Repeat-patched words in {} rows with changing sources ({} with one uniform displacement); phases: {} stationary, {} eligible for a constant outgoing base, {} mixed; {}",
         a.patched_words,
         a.rows_with_changing_sources,
@@ -204,7 +210,7 @@ fn print_patch_audit(a: &PatchAudit) {
         mixed,
         a.sharing_line()
     );
-    println!("{}", a.outgoing_base);
+    crate::detail!("{}", a.outgoing_base);
 }
 
 /// Simulated cycles and validation.
@@ -222,14 +228,15 @@ pub fn print_run_report(
         Some(SummaryValue::Integer(c)) => c.to_string(),
         _ => "not in the package".to_string(),
     };
-    println!(
-        "simulated: {} cycles to the last halt ({:.6} ms at 1.5 GHz), {} supersteps; planner estimate {estimate} cycles",
+    crate::say!(
+        "simulated: {} cycles to the last halt ({:.6} ms at 1.5 GHz), {} supersteps",
         p.cycles,
         ms(p.cycles),
         p.supersteps,
     );
+    crate::detail!("planner estimate: {estimate} cycles");
     if let Some((first, last)) = profile.span() {
-        println!(
+        crate::detail!(
             "simulated cropped span: {} cycles ({:.6} ms at 1.5 GHz), first to last step",
             last - first,
             ms(last - first)
@@ -243,7 +250,7 @@ pub fn print_run_report(
             .take(4)
             .map(|s| s.cycles().to_string())
             .collect();
-        println!(
+        crate::say!(
             "simulated Repeat: {} iterations, {} cycles per iteration on average (first: {}{})",
             spans.len(),
             total / spans.len() as u64,
@@ -254,12 +261,14 @@ pub fn print_run_report(
     print_kernel_timing(profile);
     for (i, c) in checks.iter().enumerate() {
         let wall = c.wall_seconds.max(1e-9);
-        println!(
-            "inference[{i}]: {} simulated cycles ({:.6} ms at 1.5 GHz), {} words moved by the exchange fabric; simulated in {:.2} s wall: {:.3} M cycles/s ({:.1} M tile-cycles/s over {} tiles), {:.1} M words/s",
+        crate::say!(
+            "inference[{i}]: {} simulated cycles, {} words moved by the exchange fabric, {:.2} s wall",
             c.cycles,
-            ms(c.cycles),
             c.words_moved,
             c.wall_seconds,
+        );
+        crate::detail!(
+            "inference[{i}] simulation rate: {:.3} M cycles/s ({:.1} M tile-cycles/s over {} tiles), {:.1} M words/s",
             c.cycles as f64 / wall / 1e6,
             c.cycles as f64 * c.tiles as f64 / wall / 1e6,
             c.tiles,
@@ -267,23 +276,26 @@ pub fn print_run_report(
         );
         if let Some(v) = &c.device {
             for (name, max_abs, cosine, outside) in &v.outputs {
-                println!(
-                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference, {outside} elements outside atol {atol} / rtol {rtol}"
+                crate::say!(
+                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference, {outside} outside"
+                );
+                crate::detail!(
+                    "validation[{i}] {name}: {outside} elements outside atol {atol} / rtol {rtol}"
                 );
             }
         }
         if let Some(v) = &c.fp32 {
             for (name, max_abs, cosine, _) in &v.outputs {
-                println!(
+                crate::say!(
                     "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the FP32 reference"
                 );
             }
         }
         if let Some(v) = &c.device {
             if let Some(what) = &v.non_finite {
-                println!("validation[{i}]: non-finite output: {what}");
+                crate::say!("validation[{i}]: non-finite output: {what}");
             }
-            println!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
+            crate::say!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
         }
     }
 }
@@ -292,7 +304,7 @@ pub fn print_run_report(
 /// kernel kind (kernel bodies are modelled by the simulator's timing model).
 pub fn print_kernel_timing(profile: &Profile) {
     for (part, how) in CYCLE_SOURCES {
-        println!("cycles: {part}: {how}");
+        crate::detail!("cycles: {part}: {how}");
     }
     if profile.kernels.is_empty() {
         return;
@@ -327,15 +339,15 @@ pub fn print_kernel_timing(profile: &Profile) {
         simulated_cycles: simulated,
     };
     row(&total);
-    println!("kernel timing (tile-cycles over all tiles; planner estimate vs the simulator's model, error = (planner − simulator) / simulator):");
-    print!("{}", table.render(2));
+    crate::detail!("kernel timing (tile-cycles over all tiles; planner estimate vs the simulator's model, error = (planner − simulator) / simulator):");
+    crate::detail!("{}", table.render(2).trim_end_matches('\n'));
     let amp_calls: u64 = profile
         .kernels
         .iter()
         .filter(|k| AMP_KERNELS.contains(&k.kernel.as_str()))
         .map(|k| k.calls)
         .sum();
-    println!(
+    crate::detail!(
         "hardware rules (enforced by the codelets; facts §2.10 rule 6): {} AMP calls checked: operands 32-byte aligned, output in interleaved memory, left stream and output in different effective elements, claimed interleaved weights at interleaved addresses",
         amp_calls
     );
@@ -344,7 +356,7 @@ pub fn print_kernel_timing(profile: &Profile) {
 /// Writes `profile.json`, `operations.json` and `profile.html` under `dir`.
 pub fn write_profile(dir: &Path, profile: &Profile) -> Result<()> {
     let files = crate::report::write_profile(dir, profile)?;
-    println!(
+    crate::say!(
         "profile: {} (timeline), {} (per-operation summary), {} (data)",
         files.profile_html.display(),
         files.operations_json.display(),
@@ -509,7 +521,7 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
         let path = dir.join(name);
         crate::fsio::write_atomic(&path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
-        println!("patch audit: {}", path.display());
+        crate::detail!("patch audit: {}", path.display());
     }
     Ok(())
 }
@@ -551,7 +563,7 @@ pub fn placed_peak_moment(compiled: &Compiled) -> (u32, u32, u32, String) {
 pub fn print_peak_moment(compiled: &Compiled) {
     let (bytes, tile, step, label) = placed_peak_moment(compiled);
     let target = u64::from(TILE_MEMORY_BUDGET) * 95 / 100;
-    println!(
+    crate::detail!(
         "memory peak: {bytes} bytes on tile {tile} at step {step} ({label}); {:.1} % of the {} byte budget ({} the 95 % target of {target} bytes)",
         f64::from(bytes) * 100.0 / f64::from(TILE_MEMORY_BUDGET),
         TILE_MEMORY_BUDGET,

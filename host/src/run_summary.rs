@@ -94,9 +94,59 @@ impl InferenceSummary {
     }
 }
 
-/// The summary of one run.
+/// The summary's schema name (`host/schemas/summary.schema.json`).
+pub const SCHEMA: &str = "ipuc.run-summary";
+/// Its version: 2 added the schema fields, the command, its full command
+/// line, the ipuc version, every planning/numerics flag, the runtime
+/// source's digest, and `compile`/`exec` summaries.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The flags a result depends on, as given (or, for `exec`, as the package
+/// records them). `None`: the command has no such flag.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Flags {
+    pub workload: Option<String>,
+    pub checkpoint: Option<String>,
+    /// Seed of random weights and of the synthetic input.
+    pub seed: u64,
+    pub vit_layers: Option<usize>,
+    pub vit_batch: Option<usize>,
+    pub image_size: Option<usize>,
+    pub fuse_qkv: bool,
+    pub fp8_scale: Option<i8>,
+    /// The activation scale of FP8 × FP8 GEMMs (`None`: FP16 activations).
+    pub fp8_activation_scale: Option<i8>,
+    pub planning_beam_width: Option<usize>,
+    pub planning_tiles: Option<u32>,
+    pub optimization_steps: Option<u32>,
+    pub exchange_stream_words: Option<u32>,
+    pub outgoing_base: Option<bool>,
+    pub planner_data_budget: Option<u64>,
+    pub reference_run: Option<bool>,
+    pub reference_fp32: Option<bool>,
+    pub reference_inferences: Option<u32>,
+    pub diagnostic_atol: Option<f32>,
+    pub diagnostic_rtol: Option<f32>,
+    pub sync_cycles: Option<u64>,
+}
+
+/// The summary of one `run`, `compile` or `exec`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunSummary {
+    /// [`SCHEMA`] and [`SCHEMA_VERSION`].
+    pub schema: String,
+    pub schema_version: u32,
+    /// `run`, `compile` or `exec`.
+    pub command: String,
+    /// The full command line, program name first.
+    pub command_line: Vec<String>,
+    /// `ipuc --version` of the binary that wrote it.
+    pub ipuc_version: String,
+    pub flags: Flags,
+    /// The static runtime's source (path, or the built-in name) and the
+    /// SHA-256 of its text.
+    pub runtime_source: Option<String>,
+    pub runtime_source_sha256: Option<String>,
     pub workload: String,
     pub layers: usize,
     pub tokens: usize,
@@ -107,7 +157,8 @@ pub struct RunSummary {
     /// Floating-point operations of one inference (2 per multiply-add, the
     /// reference's count over the graph).
     pub model_flops: u64,
-    /// `PASS`, `FAIL`, `rejected` (memory), `error`, or `ran` (no reference).
+    /// `PASS`, `FAIL`, `rejected` (memory), `error`, `ran` (no reference),
+    /// or `compiled` (`ipuc compile`).
     pub result: String,
     pub rejection: Option<Rejection>,
     /// The error's message when `result` is `error` or `rejected`.
@@ -177,12 +228,54 @@ impl RunSummary {
         self.inferences = inferences;
     }
 
-    /// Writes the summary as pretty JSON.
+    /// A summary of `command` with its schema, command line and version.
+    pub fn new(command: &str, flags: Flags) -> Self {
+        RunSummary {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            command: command.into(),
+            command_line: std::env::args().collect(),
+            ipuc_version: crate::VERSION_LONG.into(),
+            workload: flags.workload.clone().unwrap_or_default(),
+            fuse_qkv: flags.fuse_qkv,
+            fp8_scale: flags.fp8_scale,
+            flags,
+            ..RunSummary::default()
+        }
+    }
+
+    /// Records how the command ended: on an error, `rejected` (with the
+    /// rejection) or `error`, and the message.
+    pub fn set_outcome(&mut self, result: &anyhow::Result<()>) {
+        let Err(err) = result else { return };
+        if self.result.is_empty() || self.result == "compiled" {
+            self.rejection = Rejection::from_error(err);
+            self.result = if self.rejection.is_some() {
+                "rejected".into()
+            } else {
+                "error".into()
+            };
+            if self
+                .rejection
+                .as_ref()
+                .is_some_and(|r| r.stage == "planning")
+            {
+                self.planning_seconds = Some(self.compile_seconds);
+            }
+        }
+        self.error = Some(format!("{err:#}"));
+    }
+
+    /// Writes the summary as pretty JSON to `path`, or to stdout for `-`.
     pub fn write(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        if path == Path::new("-") {
+            println!("{text}");
+            return Ok(());
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let text = serde_json::to_string_pretty(self)?;
         crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))
     }

@@ -1,6 +1,7 @@
 //! The malformed-input suite: every class of bad input a user can give the
-//! `ipuc` binary ends with a clear error — the exit status (1 for a rejected
-//! input, 2 for a rejected flag), no panic, and a message naming the file and
+//! `ipuc` binary ends with a clear error — the exit status (4 for a rejected
+//! input, 2 for a rejected flag value, 3 for a model larger than the
+//! device; `ipuc::exit`), no panic, and a message naming the file and
 //! what is wrong. Each case is cheap: all are rejected before compiling.
 
 use std::io::Read;
@@ -77,7 +78,7 @@ fn huge_config_dimensions_are_rejected_before_allocating() {
         let config = dir.join("config.json");
         rejects(
             &["compile", "--checkpoint", s(&dir)],
-            1,
+            3,
             &[
                 s(&config),
                 "would need",
@@ -93,7 +94,7 @@ fn more_layers_than_the_checkpoint_holds_is_rejected_at_once() {
     let dir = checkpoint_with("layers", "num_hidden_layers", "30000");
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &[
             "model.safetensors",
             "30000 encoder layers are asked for",
@@ -107,19 +108,19 @@ fn bad_config_values_name_the_field_and_file() {
     let dir = checkpoint_with("eps", "layer_norm_eps", "1e308");
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["config.json", "layer_norm_eps 1e308", "positive finite f32"],
     );
     let dir = checkpoint_with("heads", "num_attention_heads", "5");
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["config.json", "not divisible by num_attention_heads 5"],
     );
     let dir = checkpoint_with("act", "hidden_act", "\"relu\"");
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["config.json", "hidden_act \"relu\" is not supported"],
     );
     // #28: a value of the wrong type names its key.
@@ -133,7 +134,7 @@ fn bad_config_values_name_the_field_and_file() {
     std::fs::write(dir.join("config.json"), "{\"hidden_size\": ").unwrap();
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["config.json", "EOF"],
     );
 }
@@ -148,12 +149,12 @@ fn huge_and_zero_batches_are_rejected_before_allocating() {
             "--vit-batch",
             "1099511627776",
         ],
-        1,
+        3,
         &["pixel input would need", "batch 1099511627776"],
     );
     rejects(
         &["run", "--workload", "siglip-small", "--vit-batch", "0"],
-        1,
+        2,
         &["--vit-batch must be at least 1"],
     );
 }
@@ -198,7 +199,7 @@ fn out_of_range_flags_are_rejected() {
     }
     rejects(
         &["exchange", "bench", "--tiles", "4", "--fanout", "4"],
-        1,
+        2,
         &["--fanout 4 needs more than 4 tiles"],
     );
 }
@@ -210,13 +211,13 @@ fn bad_images_and_inputs_name_the_file() {
     let png = fixtures().join("image/pattern.png");
     rejects(
         &["run", "--checkpoint", s(&dir), "--image", s(&png)],
-        1,
+        4,
         &["pattern.png", "num_channels = 1"],
     );
     // …and its weights do not match the config.
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["model.safetensors", "[32, 3, 14, 14]", "[32, 1, 14, 14]"],
     );
     let dir = scratch("inputs");
@@ -224,14 +225,14 @@ fn bad_images_and_inputs_name_the_file() {
     std::fs::write(&garbage, b"not an image at all").unwrap();
     rejects(
         &["run", "--workload", "siglip-small", "--image", s(&garbage)],
-        1,
+        4,
         &["garbage.png"],
     );
     let npy = dir.join("garbage.npy");
     std::fs::write(&npy, b"\x93NUMPY garbage").unwrap();
     rejects(
         &["run", "--workload", "siglip-small", "--input", s(&npy)],
-        1,
+        4,
         &["garbage.npy"],
     );
     // Values beyond FP16 would become infinities on the device.
@@ -239,7 +240,7 @@ fn bad_images_and_inputs_name_the_file() {
     ipuc::input::write_npy(&big, &[1, 3, 28, 28], &vec![1.0e6f32; 3 * 28 * 28]).unwrap();
     rejects(
         &["run", "--workload", "siglip-small", "--input", s(&big)],
-        1,
+        4,
         &["big.npy", "element 0", "outside the FP16 range"],
     );
 }
@@ -260,13 +261,13 @@ fn bad_checkpoints_name_the_file_and_tensor() {
     std::fs::write(&file, &bytes[..bytes.len() - 100]).unwrap();
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["model.safetensors"],
     );
     std::fs::write(&file, b"garbage").unwrap();
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["model.safetensors"],
     );
     let n = 32 * 3 * 14 * 14;
@@ -281,7 +282,7 @@ fn bad_checkpoints_name_the_file_and_tensor() {
     std::fs::write(&file, safetensors(&header, &vec![0u8; 4 * n + 128])).unwrap();
     rejects(
         &["compile", "--checkpoint", s(&dir)],
-        1,
+        4,
         &["model.safetensors", "patch_embedding.weight", "dtype I32"],
     );
 }
@@ -306,18 +307,18 @@ fn bad_assembly_is_an_error_at_file_line_col() {
     for (name, src, needle) in cases {
         let file = dir.join(name);
         std::fs::write(&file, src).unwrap();
-        rejects(&["asm", s(&file), "-o", s(&out)], 1, &[needle]);
+        rejects(&["asm", s(&file), "-o", s(&out)], 4, &[needle]);
     }
     let ok = dir.join("ok.S");
     std::fs::write(&ok, "nop\n").unwrap();
     rejects(
         &["asm", s(&ok), "-o", s(&out), "--at", "0x4C011"],
-        1,
+        4,
         &["ok.S", "link address 0x4c011 is not 4-byte aligned"],
     );
     rejects(
         &["asm", s(&ok), "-o", s(&out), "--at", "0x0"],
-        1,
+        4,
         &["ok.S", "does not lie inside tile SRAM"],
     );
     let out_ok = ipuc(&["asm", s(&ok), "-o", s(&out), "--at", "0x4C014"]);
@@ -342,14 +343,14 @@ fn tampered_packages_are_rejected() {
         std::fs::write(&bad, &b).unwrap();
         rejects(
             &["inspect", s(&bad)],
-            1,
+            4,
             &["bad.pkg", "package digest mismatch", &digest],
         );
     }
     std::fs::write(&bad, &bytes[..20]).unwrap();
-    rejects(&["inspect", s(&bad)], 1, &["bad.pkg", "header and digest"]);
+    rejects(&["inspect", s(&bad)], 4, &["bad.pkg", "header and digest"]);
     std::fs::write(&bad, b"\x89PNG\r\n\x1a\n and more bytes than a header").unwrap();
-    rejects(&["inspect", s(&bad)], 1, &["bad.pkg", "bad magic"]);
+    rejects(&["inspect", s(&bad)], 4, &["bad.pkg", "bad magic"]);
 }
 
 #[test]

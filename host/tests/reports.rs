@@ -57,7 +57,7 @@ fn compile_rejected(case: &str) -> (PathBuf, Output) {
         case,
         &["--memory-profile-directory", dir.to_str().unwrap()],
     ));
-    assert_eq!(out.status.code(), Some(1), "case {case} is rejected");
+    assert_eq!(out.status.code(), Some(3), "case {case} is rejected");
     (dir, out)
 }
 
@@ -139,7 +139,7 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
         .collect();
     for file in [
         "model.ipuprof",
-        "profile.html",
+        "model.html",
         "operations.json",
         "memory/memory.html",
         "memory/memory.json",
@@ -166,6 +166,8 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
 #[test]
 fn the_schemas_reject_what_they_describe_as_wrong() {
     let ok = serde_json::json!({
+        "schema": "ipuc.memory-map",
+        "schema_version": 1,
         "title": "t",
         "budget": { "tile_bytes": 586960, "support_reserve": 0, "memory_base": 311296, "memory_end": 950272 },
         "moments": ["step 0"],
@@ -182,6 +184,9 @@ fn the_schemas_reject_what_they_describe_as_wrong() {
     let mut class = ok.clone();
     class["tiles"][0]["allocations"][0]["class"] = "furniture".into();
     assert!(!memory.is_valid(&class), "an unknown class");
+    let mut version = ok.clone();
+    version["schema_version"] = 2.into();
+    assert!(!memory.is_valid(&version), "another schema version");
     let mut tile = ok;
     tile["tiles"][0]["tile"] = 1472.into();
     assert!(!memory.is_valid(&tile), "tile ids stop at 1471");
@@ -232,7 +237,7 @@ fn placement_rejection_writes_an_interactive_report() {
             profile.to_str().unwrap(),
         ],
     ));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for needle in [
         "error: SRAM placement: ",

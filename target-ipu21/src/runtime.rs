@@ -1,4 +1,4 @@
-//! The static runtime (`device-asm/static_runtime.S`), assembled by our own
+//! The static runtime (`target-ipu21/device-asm/static_runtime.S`), assembled by our own
 //! assembler and linked in front of a tile's supervisor program.
 //!
 //! The source is embedded as text; nothing binary is committed. Layout
@@ -28,10 +28,10 @@ use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 
 /// The runtime's assembly source.
-pub const SOURCE: &str = include_str!("../../device-asm/static_runtime.S");
+pub const SOURCE: &str = include_str!("../device-asm/static_runtime.S");
 
 /// File name used in assembler error locations.
-pub const SOURCE_NAME: &str = "device-asm/static_runtime.S";
+pub const SOURCE_NAME: &str = "target-ipu21/device-asm/static_runtime.S";
 
 /// Entry-point symbols (ABI documented at the top of the `.S` file).
 pub mod symbols {
@@ -92,7 +92,7 @@ pub struct RuntimeSource {
 }
 
 impl RuntimeSource {
-    /// `device-asm/static_runtime.S` as embedded in this build.
+    /// `target-ipu21/device-asm/static_runtime.S` as embedded in this build.
     pub fn builtin() -> Self {
         RuntimeSource {
             name: SOURCE_NAME.into(),

@@ -106,6 +106,8 @@ pub fn bench_compile(
         let package = out.join(format!("{name}.ipuc"));
         let mut args = vec![
             "compile".to_string(),
+            // Stage lines and the `stages:` figures are `-v` output.
+            "-v".into(),
             "--workload".into(),
             case.workload.into(),
             "--vit-layers".into(),

@@ -153,6 +153,8 @@ pub fn bench_sim(root: &Path, out: &Path, repeat: usize, extra: &[String]) -> Re
                 .args(["-n", "10"])
                 .arg(&ipuc)
                 .arg("exec")
+                // `device: inference …` lines are `-v` diagnostics.
+                .arg("-v")
                 .arg(&case.package)
                 .args(&case.flags)
                 .output()

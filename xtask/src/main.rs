@@ -319,6 +319,8 @@ fn release_exchange_check(root: &Path) -> Result<()> {
         "ipuc",
         "--",
         "run",
+        // The full report (`exchange check:` is a detail line).
+        "-v",
         "--workload",
         "siglip-small",
         "--vit-layers",

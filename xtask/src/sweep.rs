@@ -117,7 +117,8 @@ impl Build {
 
 /// The flags of So400m build `build` at `layers` layers.
 fn so400m_args(layers: usize, build: Build, summary: &Path, extra: &[String]) -> Vec<String> {
-    let mut args: Vec<String> = ["run", "--workload", "siglip-so400m", "--vit-layers"]
+    // `-v`: the run log keeps the full report and every stage line.
+    let mut args: Vec<String> = ["run", "-v", "--workload", "siglip-so400m", "--vit-layers"]
         .iter()
         .map(|s| s.to_string())
         .collect();

@@ -5,7 +5,7 @@
 //! turns both into IPU21 assembly for every tile — the generated supervisor
 //! program plus its exchange rows, Repeat patch tables, row-sharing patch
 //! lists and kernel argument blocks — which the linker joins with the static
-//! runtime (`device-asm/static_runtime.S`) into one image per tile.
+//! runtime (`target-ipu21/device-asm/static_runtime.S`) into one image per tile.
 //!
 //! Generated code is assembly text on purpose: the same assembler that checks
 //! the runtime checks it, and `ipuc compile --listing` can show it.

@@ -471,6 +471,10 @@ fn package<H: CompileHooks>(
     pkg.host_calls = host_calls(&pkg.bindings).map_err(CompileError::Bindings)?;
     pkg.steps = step_tables(&front.schedule, images).map_err(CompileError::Link)?;
     pkg.plan_summary = plan_summary(options, front);
+    pkg.description = package::Description {
+        build: Some(build_flags(options)),
+        model: options.model.clone(),
+    };
     let bytes = package::write(&pkg).map_err(CompileError::Package)?;
     run.finish(Stage::Packaging, t, &format!("{} bytes", bytes.len()));
     Ok((pkg, bytes))
@@ -551,6 +555,23 @@ fn plan_summary(options: &CompileOptions, front: &Front) -> BTreeMap<String, Sum
         .chain(extra.into_iter().flatten())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+/// The compile flags as the package records them.
+fn build_flags(options: &CompileOptions) -> package::BuildFlags {
+    use sha2::{Digest, Sha256};
+    package::BuildFlags {
+        // The CLI bounds the beam width far below 2^32 (`checks`).
+        beam_width: u32::try_from(options.beam_width).unwrap_or(u32::MAX),
+        planning_tiles: options.tiles,
+        optimization_steps: options.optimization_steps,
+        exchange_stream_words: options.exchange_stream_words,
+        outgoing_base: options.outgoing_base,
+        planner_data_budget: options.planner_data_budget,
+        min_key_parts: options.min_key_parts,
+        runtime_name: options.runtime.name.clone(),
+        runtime_sha256: Sha256::digest(options.runtime.text.as_bytes()).into(),
+    }
 }
 
 /// The figures the run report prints.

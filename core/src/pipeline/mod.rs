@@ -68,7 +68,7 @@ pub struct CompileOptions {
     /// Name recorded in the package (e.g. the workload).
     pub name: String,
     /// `--runtime-source`: the static runtime assembled and linked on every
-    /// tile (the built-in `device-asm/static_runtime.S` by default).
+    /// tile (the built-in `target-ipu21/device-asm/static_runtime.S` by default).
     pub runtime: RuntimeSource,
     /// `--exchange-stream-words`: longest piece one exchange stream carries.
     pub exchange_stream_words: Option<u32>,
@@ -87,6 +87,9 @@ pub struct CompileOptions {
     /// (`PlanConfig::min_key_parts`; 1 = any plan), e.g. to run key-split
     /// attention on a model small enough not to need it.
     pub min_key_parts: u32,
+    /// The model the graph was built from, recorded in the package's
+    /// description section (`None` for a graph built by hand).
+    pub model: Option<crate::package::ModelDescription>,
 }
 
 impl Default for CompileOptions {
@@ -101,6 +104,7 @@ impl Default for CompileOptions {
             outgoing_base: true,
             planner_data_budget: None,
             min_key_parts: 1,
+            model: None,
         }
     }
 }

@@ -28,7 +28,7 @@ pub struct Args {
     defsym: Vec<String>,
 }
 
-/// Link-time symbols `device-asm/static_runtime.S` expects from the image
+/// Link-time symbols `target-ipu21/device-asm/static_runtime.S` expects from the image
 /// builder. `ipuc asm` supplies these defaults (taken from
 /// `core::runtime::link_symbols`) so the runtime assembles and lists on its
 /// own; they apply only to names the source leaves undefined.
@@ -177,7 +177,7 @@ mod runtime_tests {
     fn static_runtime_assembles_with_layout_defaults() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../device-asm/static_runtime.S"
+            "/../target-ipu21/device-asm/static_runtime.S"
         );
         let Ok(src) = std::fs::read_to_string(path) else {
             return;

@@ -95,7 +95,7 @@ pub fn input_file(flag: &str, path: &Path) -> Result<()> {
 }
 
 /// `--runtime-source F.S`: the runtime text to assemble and link instead of
-/// the built-in `device-asm/static_runtime.S` (read now, before any work).
+/// the built-in `target-ipu21/device-asm/static_runtime.S` (read now, before any work).
 pub fn runtime_source(path: Option<&Path>) -> Result<ipuc_core::runtime::RuntimeSource> {
     let Some(path) = path else {
         return Ok(ipuc_core::runtime::RuntimeSource::builtin());

@@ -1,9 +1,13 @@
 //! `ipuc compile`: build the package only (same flags as `ipuc run`'s model
 //! and build options).
 
-use super::run::{compile_workload, BuildArgs};
-use super::workload::WorkloadArgs;
-use crate::run_report::print_compile_report;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::run::{compile_workload, new_summary, BuildArgs};
+use super::workload::{workload_name, WorkloadArgs};
+use crate::run_report::{placed_peak_moment, print_compile_report};
+use crate::run_summary::RunSummary;
 
 /// `ipuc compile` flags.
 #[derive(clap::Args, Debug)]
@@ -12,17 +16,49 @@ pub struct Args {
     pub model: WorkloadArgs,
     #[command(flatten)]
     pub build: BuildArgs,
+    /// Write a machine-readable summary here (`-`: stdout): the command
+    /// line, version, flags, runtime and package digests, compile figures
+    /// or the rejection (`host/schemas/summary.schema.json`).
+    #[arg(long)]
+    pub summary_json: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.summary_json.as_deref() == Some(std::path::Path::new("-")) {
+        crate::output::reserve_stdout_for_data();
+    }
     args.build.check()?;
+    let flags = super::summary::with_build(super::summary::model_flags(&args.model), &args.build);
+    let mut summary = new_summary("compile", &args.model, Some(&args.build), flags)?;
+    let result = compile_with_summary(&args, &mut summary);
+    super::summary::finish(&mut summary, args.summary_json.as_deref(), result)
+}
+
+fn compile_with_summary(args: &Args, summary: &mut RunSummary) -> anyhow::Result<()> {
     if args.build.package.is_none() {
-        eprintln!(
-            "note: no --package given; the package is built, checked and hashed but not written"
+        tracing::info!(
+            "no --package given; the package is built, checked and hashed but not written"
         );
     }
-    let (_, _, compiled) =
-        compile_workload(&args.model, args.model.vit_batch.unwrap_or(1), &args.build)?;
+    let t = Instant::now();
+    let compiled = compile_workload(&args.model, args.model.vit_batch.unwrap_or(1), &args.build);
+    summary.compile_seconds = t.elapsed().as_secs_f64();
+    let (model, _, compiled) = compiled?;
+    summary.model_flops = crate::reference::graph_flops(&model.graph);
+    let (peak_bytes, peak_tile, _, moment) = placed_peak_moment(&compiled);
+    summary.planning_seconds = Some(compiled.report.times.planning_ms / 1e3);
+    summary.peak_bytes_per_tile = Some(peak_bytes);
+    summary.peak_tile = Some(peak_tile);
+    summary.peak_moment = Some(moment);
+    summary.package_sha256 = Some(compiled.report.sha256.clone());
+    summary.tiles = compiled.report.tiles as u32;
+    summary.result = "compiled".into();
     print_compile_report(&compiled.report);
+    crate::result_line!(
+        "result: COMPILED {}, {} tiles, package {}",
+        workload_name(&args.model),
+        compiled.report.tiles,
+        &compiled.report.sha256[..16]
+    );
     Ok(())
 }

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// Device flags shared by `ipuc run` and `ipuc hw-check`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -45,7 +45,7 @@ impl DeviceArgs {
 
 #[cfg(not(feature = "hardware"))]
 fn hardware_backend(dir: &Path) -> Result<()> {
-    bail!(
+    crate::usage_bail!(
         "--sdk {}: hardware backend not built (this ipuc runs on the embedded simulator, which needs no SDK; drop --sdk, or rebuild with `--features hardware`)",
         dir.display()
     )
@@ -53,7 +53,7 @@ fn hardware_backend(dir: &Path) -> Result<()> {
 
 #[cfg(feature = "hardware")]
 fn hardware_backend(dir: &Path) -> Result<()> {
-    bail!(
+    anyhow::bail!(
         "--sdk {}: the hardware backend is not implemented yet (the `hardware` feature has no Poplar device); drop --sdk to use the simulator",
         dir.display()
     )
@@ -89,7 +89,7 @@ impl DeviceLock {
             })?;
         let kind = file.metadata()?.file_type();
         if !kind.is_file() {
-            bail!(
+            anyhow::bail!(
                 "--device-lock {}: is {}, not a regular file",
                 path.display(),
                 crate::fsio::describe(kind)
@@ -98,7 +98,7 @@ impl DeviceLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                eprintln!(
+                tracing::warn!(
                     "device: waiting for the lock on {} (another run holds it)…",
                     path.display()
                 );
@@ -109,7 +109,7 @@ impl DeviceLock {
                 return Err(e).with_context(|| format!("--device-lock {}: locking", path.display()))
             }
         }
-        eprintln!("device: holding the lock on {}", path.display());
+        tracing::info!("device: holding the lock on {}", path.display());
         Ok(DeviceLock {
             _file: file,
             path: path.to_path_buf(),

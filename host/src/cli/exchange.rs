@@ -156,7 +156,7 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
 
 fn bench(a: BenchArgs) -> anyhow::Result<()> {
     if a.fanout >= a.tiles {
-        bail!(
+        crate::usage_bail!(
             "--fanout {} needs more than {} tiles (each transfer goes to distinct other tiles)",
             a.fanout,
             a.tiles
@@ -166,7 +166,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         - ipuc_core::exchange::RANDOM_SOURCE_BASE)
         / 4;
     if a.words > max_words {
-        bail!(
+        crate::usage_bail!(
             "--words {} exceeds the {max_words} words of the bench's source area",
             a.words
         );

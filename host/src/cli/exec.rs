@@ -1,15 +1,18 @@
 //! `ipuc exec PACKAGE`: execute a package file on the simulated IPU21 and
-//! validate it, without compiling. The workload flags name the model the
-//! package was built for: its weights are uploaded through the package's
-//! weight bindings (a package carries no weights) and it is the reference.
+//! validate it, without compiling. The package describes its model (config,
+//! layers, numerics, weight origin), so nothing else is needed: random
+//! weights are drawn again from the recorded seed, a checkpoint is read from
+//! its recorded path (or `--checkpoint`) and its digest checked. Model flags
+//! given anyway must agree with the package.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::run::{execute, fail_unless_passed, ExecArgs};
-use super::workload::{load_model, load_pixels, workload_name, InputArgs, WorkloadArgs};
-use crate::report::sha256_hex;
+use super::package_model::{check_weights, resolve, summary_line, ModelChecks};
+use super::run::{execute, fail_unless_passed, new_summary, print_result_line, ExecArgs};
+use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
+use crate::run_summary::{InferenceSummary, RunSummary};
 
 /// `ipuc exec` flags.
 #[derive(clap::Args, Debug)]
@@ -17,40 +20,92 @@ pub struct Args {
     /// The package file (as written by `ipuc compile` / `ipuc run --package`).
     pub package: PathBuf,
     #[command(flatten)]
-    pub model: WorkloadArgs,
+    pub model: ModelChecks,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
     pub exec: ExecArgs,
+    /// Write a machine-readable summary here (`-`: stdout): the command
+    /// line, version, the package's model and build flags, its digest, the
+    /// result and cycles (`host/schemas/summary.schema.json`).
+    #[arg(long)]
+    pub summary_json: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.summary_json.as_deref() == Some(Path::new("-")) {
+        crate::output::reserve_stdout_for_data();
+    }
     args.exec.check()?;
     let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =
         ipuc_core::package::read(&bytes).with_context(|| args.package.display().to_string())?;
-    println!(
-        "package: {} ({} bytes, sha256 {}), {} tiles, producer {}",
+    let digest = ipuc_core::package::digest_hex(&bytes);
+    crate::say!(
+        "package: {} ({} bytes)",
         args.package.display(),
-        bytes.len(),
-        sha256_hex(&bytes),
+        bytes.len()
+    );
+    crate::say!("package sha256 {digest}");
+    crate::detail!(
+        "package: {} tiles, producer {}",
         package.tiles.len(),
         package.producer
     );
-    let pixels = load_pixels(&args.input, &args.model)?;
-    let (model, weights) = load_model(&args.model, pixels.batch())?;
-    let (checks, _) = execute(
-        &package,
+    let recorded = package.description.model.as_ref();
+    let workload = resolve(recorded, &args.model)
+        .with_context(|| format!("the model of {}", args.package.display()))?;
+    if let Some(d) = recorded {
+        crate::say!("model: {}", summary_line(d));
+    }
+    let mut flags = super::summary::with_exec(super::summary::model_flags(&workload), &args.exec);
+    if let Some(b) = &package.description.build {
+        flags = super::summary::with_package_build(flags, b);
+    }
+    let mut summary = new_summary("exec", &workload, None, flags)?;
+    summary.package_sha256 = Some(digest.clone());
+    if let Some(b) = &package.description.build {
+        summary.tiles = b.planning_tiles;
+        summary.runtime_source = Some(b.runtime_name.clone());
+        summary.runtime_source_sha256 = Some(hex::encode(b.runtime_sha256));
+    }
+    let result = exec_with_summary(&args, &package, &workload, &digest, &mut summary);
+    super::summary::finish(&mut summary, args.summary_json.as_deref(), result)
+}
+
+fn exec_with_summary(
+    args: &Args,
+    package: &ipuc_core::package::Package,
+    workload: &super::workload::WorkloadArgs,
+    digest: &str,
+    summary: &mut RunSummary,
+) -> Result<()> {
+    let pixels = load_pixels(&args.input, workload)?;
+    let (model, weights, origin) = load_model_with_origin(workload, pixels.batch())?;
+    if let Some(d) = &package.description.model {
+        check_weights(&d.weights, &origin)?;
+    }
+    summary.model_flops = crate::reference::graph_flops(&model.graph);
+    let (checks, profile) = execute(
+        package,
         &format!(
             "ipuc exec {} ({}, simulated)",
             args.package.display(),
-            workload_name(&args.model)
+            workload_name(workload)
         ),
         &model,
         &weights,
         &pixels,
         &args.exec,
     )?;
+    summary.set_run(
+        &profile,
+        checks
+            .iter()
+            .map(|c| InferenceSummary::from_check(c, c.words_moved))
+            .collect(),
+    );
+    print_result_line(&checks, &workload_name(workload), digest);
     fail_unless_passed(&checks)
 }

@@ -1,7 +1,7 @@
 //! `ipuc hw-check [--target sim|ipu]`: scalar vs six-worker row patcher on
 //! the simulated tile (or, later, hardware). Logic in [`crate::hwcheck`].
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::hwcheck;
 
@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten)]
     pub device: super::device_args::DeviceArgs,
     /// Assemble and link this static runtime (`.S`) instead of the built-in
-    /// `device-asm/static_runtime.S` (the seeds' `--runtime-source`).
+    /// `target-ipu21/device-asm/static_runtime.S` (the seeds' `--runtime-source`).
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<std::path::PathBuf>,
 }
@@ -38,7 +38,10 @@ pub fn run(args: Args) -> Result<()> {
             let (text, _passed, failed) = hwcheck::report(&hwcheck::SIZES, &runtime)?;
             print!("{text}");
             if failed > 0 {
-                bail!("hw-check: {failed} case(s) failed");
+                return Err(crate::exit::ValidationFailed(format!(
+                    "hw-check: {failed} case(s) failed"
+                ))
+                .into());
             }
             Ok(())
         }
@@ -48,10 +51,10 @@ pub fn run(args: Args) -> Result<()> {
 
 #[cfg(not(feature = "hardware"))]
 fn hardware() -> Result<()> {
-    bail!("hardware backend not built (enable the `hardware` feature)")
+    crate::usage_bail!("--target ipu: hardware backend not built (enable the `hardware` feature)")
 }
 
 #[cfg(feature = "hardware")]
 fn hardware() -> Result<()> {
-    bail!("hardware backend not implemented yet: `--target ipu` needs the Poplar SDK backend (a later issue)")
+    anyhow::bail!("hardware backend not implemented yet: `--target ipu` needs the Poplar SDK backend (a later issue)")
 }

@@ -47,7 +47,8 @@ pub fn render(args: &Args) -> anyhow::Result<String> {
     }
     let view = PackageView::new(&package, &bytes);
     if args.json {
-        let mut json = serde_json::to_string_pretty(&view)?;
+        let mut json =
+            serde_json::to_string_pretty(&crate::report::artifact::PACKAGE_VIEW.wrap(&view))?;
         json.push('\n');
         return Ok(json);
     }

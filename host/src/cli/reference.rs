@@ -2,7 +2,7 @@
 //! an image or a `pixel_values.npy`, write the outputs as `.npy`, report wall
 //! time and GFLOP/s.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -47,7 +47,7 @@ fn describe(model: &SiglipModel) -> String {
 
 fn write_output(path: &Path, shape: &[usize], data: &[f32], what: &str) -> anyhow::Result<()> {
     write_npy(path, shape, data)?;
-    println!("wrote {what} {shape:?} to {}", path.display());
+    crate::say!("wrote {what} {shape:?} to {}", path.display());
     Ok(())
 }
 
@@ -69,19 +69,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if model.pooled.is_none() {
         bail!("this config has no MAP head (vision_use_head = false), so there is no embedding to write");
     }
-    println!("model: {}", describe(&model));
+    crate::say!("model: {}", describe(&model));
     let what = match &args.model.checkpoint {
         Some(dir) => format!("loaded from {}", dir.display()),
         None => format!("random, seed {}", args.model.seed),
     };
-    println!(
+    crate::say!(
         "weights: {} tensors, {:.1} M parameters ({what}) in {:.2} s",
         weights.len(),
         weights.parameter_count() as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
 
-    println!(
+    crate::say!(
         "running the {} reference on {} thread(s)…",
         match args.numerics {
             Numerics::Fp32 => "FP32",
@@ -89,7 +89,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         rayon::current_num_threads()
     );
-    let progress: crate::reference::Progress = Box::new(|done, of| {
+    // `\r` progress only on a terminal (piped logs get one debug line per
+    // layer, shown with -vv).
+    let live = std::io::stderr().is_terminal()
+        && crate::output::verbosity() > crate::output::Verbosity::Quiet;
+    let progress: crate::reference::Progress = Box::new(move |done, of| {
+        if !live {
+            tracing::debug!("reference: encoder layer {done}/{of}");
+            return;
+        }
         eprint!("\r  encoder layer {done}/{of}");
         if done == of {
             eprintln!();
@@ -97,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = std::io::stderr().flush();
     });
     let out = run_siglip(&model, weights, &pixels, args.numerics, Some(progress))?;
-    println!(
+    crate::say!(
         "forward: {:.3} s wall, {:.1} GFLOP (matmul + attention), {:.1} GFLOP/s",
         out.seconds,
         out.flops as f64 / 1e9,
@@ -105,7 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     if let Some(cpu) = out.cpu_seconds {
         let threads = rayon::current_num_threads() as f64;
-        println!(
+        crate::detail!(
             "forward CPU time: {cpu:.2} s over {threads} thread(s) (≈ {:.2} s wall on an otherwise idle machine; machine load {})",
             cpu / threads,
             load_average().unwrap_or_else(|| "unknown".into())
@@ -126,6 +134,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let h = &out.last_hidden_state;
         write_output(path, &h.shape, &h.data, "last hidden state")?;
     }
-    println!("total: {:.2} s", total.elapsed().as_secs_f64());
+    crate::say!("total: {:.2} s", total.elapsed().as_secs_f64());
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! simulated IPU21 and validate it against the FP32 reference.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use super::checks;
 use super::device_args::DeviceArgs;
 use super::workload::{
-    load_config, load_model, load_pixels, workload_name, InputArgs, WorkloadArgs,
+    load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
 };
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
@@ -28,7 +28,7 @@ use crate::run_report::{
     compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
     write_patch_audit, write_profile, InferenceCheck,
 };
-use crate::run_summary::{InferenceSummary, Rejection, RunSummary};
+use crate::run_summary::{InferenceSummary, RunSummary};
 use crate::weights::{HostTensor, Weights};
 use ipuc_core::package::Package;
 
@@ -43,10 +43,12 @@ pub struct Args {
     pub build: BuildArgs,
     #[command(flatten)]
     pub exec: ExecArgs,
-    /// Write a machine-readable summary of the run here (JSON: result,
-    /// rejection stage and op, planning/compile seconds, peak bytes/tile,
-    /// cropped cycles, cycles per layer, errors), also when compilation is
-    /// rejected; `cargo xtask sweep` collects these.
+    /// Write a machine-readable summary of the run here (`-`: stdout, and
+    /// the report goes to stderr). JSON (`host/schemas/summary.schema.json`):
+    /// the command line, ipuc version, every planning/numerics flag, seed,
+    /// runtime-source and package digests, result, rejection stage and op,
+    /// planning/compile seconds, peak bytes/tile, cycles, errors; written
+    /// also when compilation is rejected. `cargo xtask sweep` collects these.
     #[arg(long)]
     pub summary_json: Option<PathBuf>,
 }
@@ -77,8 +79,9 @@ pub struct ExecArgs {
     #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
     pub diagnostic_rtol: f32,
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
-    /// profile file, with `profile.html` and `operations.json` beside it;
-    /// any other path is a directory that receives all of them.
+    /// profile file, with its viewer `F.html` and `operations.json` beside
+    /// it; any other path is a directory that receives `profile.json`,
+    /// `profile.html` and `operations.json`.
     #[arg(long)]
     pub profile_output: Option<PathBuf>,
     /// Write the pooled embedding (MAP head output) as `.npy`.
@@ -118,7 +121,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "W", value_parser = checks::at_least_one_u32)]
     pub exchange_stream_words: Option<u32>,
     /// Assemble and link this static runtime (`.S`) on every tile instead of
-    /// the built-in `device-asm/static_runtime.S`.
+    /// the built-in `target-ipu21/device-asm/static_runtime.S`.
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<PathBuf>,
     /// Write the package here.
@@ -127,7 +130,7 @@ pub struct BuildArgs {
     /// Write the exact per-tile memory placement here (`memory.html`,
     /// `memory.json`, `memory.png`); a plan rejected for memory, by the
     /// planner or by placement, writes one report per rejected candidate
-    /// (`rejected-op<N>-<run>-<k>.html` + `.json`) here, or in the current
+    /// (`rejected-op<N>-<k>.html` + `.json`, by op and candidate) here, or in the current
     /// directory without this flag.
     #[arg(long)]
     pub memory_profile_directory: Option<PathBuf>,
@@ -192,8 +195,9 @@ pub fn compile_workload(
         // add, MAP-head probe) are written for one image.
         bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
     }
-    let (siglip, weights) = load_model(model, batch)?;
-    eprintln!(
+    let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
+    let description = super::package_model::describe_model(model, &siglip, origin)?;
+    crate::say!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
         workload_name(model),
         siglip.layers,
@@ -221,6 +225,7 @@ pub fn compile_workload(
             outgoing_base: !build.no_outgoing_base,
             planner_data_budget: build.planner_data_budget,
             min_key_parts: 1,
+            model: Some(description),
         },
     )
     .map_err(|err| with_rejection_report(err, build))?;
@@ -232,7 +237,7 @@ pub fn compile_workload(
             &compiled.placements,
         );
         write_memory_map(&path, &map)?;
-        eprintln!(
+        tracing::info!(
             "memory map written to {} (+ memory.json, memory.png: all {} tiles)",
             path.display(),
             map.tiles.len() + map.unused_tiles.len()
@@ -242,12 +247,12 @@ pub fn compile_workload(
         let text = crate::report::plan_listing(&siglip.graph, &compiled.report);
         crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing the plan to {}", path.display()))?;
-        eprintln!("plan written to {}", path.display());
+        tracing::info!("plan written to {}", path.display());
     }
     if let Some(path) = &build.package {
         crate::fsio::write_atomic(path, &compiled.bytes)
             .with_context(|| format!("writing the package to {}", path.display()))?;
-        eprintln!("package written to {}", path.display());
+        tracing::info!("package written to {}", path.display());
     }
     Ok((siglip, weights, compiled))
 }
@@ -279,19 +284,26 @@ fn with_rejection_report(mut err: anyhow::Error, build: &BuildArgs) -> anyhow::E
     }
 }
 
-/// Writes `rejected-op<N>-<run>-<k>.html` + `.json` for every report into
-/// `dir` (`<run>` is the process id, so runs do not overwrite each other).
+/// Writes `rejected-op<N>-<k>.html` + `.json` for every report into `dir`:
+/// named by the op and the candidate's rank (0 = the reported one, then by
+/// peak), so a rerun of the same build replaces its own reports (and says
+/// so) instead of piling up new ones.
 pub fn write_rejections(
     dir: &std::path::Path,
     op_index: u32,
     reports: &[MemoryRejection],
 ) -> Result<Vec<PathBuf>> {
-    let run = std::process::id();
     reports
         .iter()
         .enumerate()
         .map(|(k, r)| {
-            let path = dir.join(format!("rejected-op{op_index}-{run}-{k:04}.html"));
+            let path = dir.join(format!("rejected-op{op_index}-{k:04}.html"));
+            if path.exists() {
+                tracing::warn!(
+                    "warning: replacing the earlier rejection report {}",
+                    path.display()
+                );
+            }
             write_rejection(&path, r)?;
             Ok(path)
         })
@@ -299,57 +311,61 @@ pub fn write_rejections(
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.summary_json.as_deref() == Some(Path::new("-")) {
+        crate::output::reserve_stdout_for_data();
+    }
     args.build.check()?;
     args.exec.check()?;
     if let Some(path) = &args.summary_json {
-        checks::output_file_making_dir("--summary-json", path)?;
-    }
-    let mut summary = RunSummary {
-        workload: workload_name(&args.model),
-        fuse_qkv: args.model.fuse_qkv,
-        fp8_scale: args.model.fp8_scale,
-        tiles: args.build.planning_tiles,
-        ..RunSummary::default()
-    };
-    if let Ok(config) = load_config(&args.model) {
-        summary.layers = args.model.vit_layers.unwrap_or(config.num_hidden_layers);
-        summary.tokens = config.num_tokens();
-        summary.width = config.hidden_size;
-    }
-    let result = run_with_summary(&args, &mut summary);
-    if let Some(path) = &args.summary_json {
-        if let Err(err) = &result {
-            if summary.result.is_empty() {
-                summary.rejection = Rejection::from_error(err);
-                summary.result = if summary.rejection.is_some() {
-                    "rejected".into()
-                } else {
-                    "error".into()
-                };
-                if summary
-                    .rejection
-                    .as_ref()
-                    .is_some_and(|r| r.stage == "planning")
-                {
-                    summary.planning_seconds = Some(summary.compile_seconds);
-                }
-            }
-            summary.error = Some(format!("{err:#}"));
+        if path != Path::new("-") {
+            checks::output_file_making_dir("--summary-json", path)?;
         }
-        summary.write(path)?;
-        eprintln!("run summary written to {}", path.display());
     }
+    let mut summary = new_summary(
+        "run",
+        &args.model,
+        Some(&args.build),
+        super::summary::with_exec(
+            super::summary::with_build(super::summary::model_flags(&args.model), &args.build),
+            &args.exec,
+        ),
+    )?;
+    let result = run_with_summary(&args, &mut summary);
+    let result = super::summary::finish(&mut summary, args.summary_json.as_deref(), result);
     if let (Err(err), Some(out)) = (&result, &args.exec.profile_output) {
         // A rejected run still gets its index: the rejection reports (and
         // the summary) are its artifacts.
         if let Some(index) = write_rejection_index(&args, err, out)? {
-            eprintln!(
+            crate::say!(
                 "index: {} (links the memory-rejection reports)",
                 index.display()
             );
         }
     }
     result
+}
+
+/// A summary of `command` with the model's shape (when its config loads)
+/// and, for a build, the runtime source's digest.
+pub fn new_summary(
+    command: &str,
+    model: &WorkloadArgs,
+    build: Option<&BuildArgs>,
+    flags: crate::run_summary::Flags,
+) -> Result<RunSummary> {
+    let mut summary = RunSummary::new(command, flags);
+    if let Some(build) = build {
+        summary.tiles = build.planning_tiles;
+        let (name, sha) = super::summary::runtime_digest(build.runtime_source.as_deref())?;
+        summary.runtime_source = Some(name);
+        summary.runtime_source_sha256 = Some(sha);
+    }
+    if let Ok(config) = load_config(model) {
+        summary.layers = model.vit_layers.unwrap_or(config.num_hidden_layers);
+        summary.tokens = config.num_tokens();
+        summary.width = config.hidden_size;
+    }
+    Ok(summary)
 }
 
 /// `index.html` next to where the profile would have gone, linking the
@@ -383,7 +399,7 @@ fn write_rejection_index(
             what: "its data (JSON)".into(),
         });
     }
-    if let Some(p) = &args.summary_json {
+    if let Some(p) = args.summary_json.as_ref().filter(|p| p.as_os_str() != "-") {
         artifacts.push(Artifact {
             path: p.clone(),
             what: "the run's machine-readable summary (JSON)".into(),
@@ -430,7 +446,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     // written with --package), read back through the validating reader.
     let shipped = ipuc_core::package::read(&compiled.bytes)
         .context("reading back the package just written")?;
-    eprintln!(
+    tracing::info!(
         "device: executing the package read back from its {} bytes (sha256 {})",
         compiled.bytes.len(),
         compiled.report.sha256
@@ -456,15 +472,24 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
         // index can link it with its size.
-        if let Some(path) = &args.summary_json {
+        if let Some(path) = args
+            .summary_json
+            .as_deref()
+            .filter(|p| *p != Path::new("-"))
+        {
             summary.write(path)?;
         }
         let index = write_index(args, &compiled, &checks, out)?;
-        println!(
+        crate::say!(
             "index: {} (links every artifact of this run)",
             index.display()
         );
     }
+    print_result_line(
+        &checks,
+        &workload_name(&args.model),
+        &compiled.report.sha256,
+    );
     fail_unless_passed(&checks)
 }
 
@@ -482,15 +507,43 @@ impl ExecArgs {
     }
 }
 
-/// `reference validation FAILED` if any inference failed its validation.
+/// [`crate::exit::ValidationFailed`] if any inference failed its validation.
 pub fn fail_unless_passed(checks: &[InferenceCheck]) -> Result<()> {
-    if checks
+    let validated: Vec<bool> = checks
         .iter()
-        .any(|c| c.device.as_ref().is_some_and(|v| !v.pass))
-    {
-        anyhow::bail!("reference validation FAILED");
+        .filter_map(|c| c.device.as_ref().map(|v| v.pass))
+        .collect();
+    let failed = validated.iter().filter(|&&p| !p).count();
+    if failed > 0 {
+        return Err(crate::exit::ValidationFailed(format!(
+            "reference validation FAILED ({failed} of {} inferences)",
+            validated.len()
+        ))
+        .into());
     }
     Ok(())
+}
+
+/// The one line a script greps for (stdout): `result: PASS|FAIL|NOT
+/// VALIDATED`, the workload, the last inference's simulated cycles and the
+/// package digest.
+pub fn print_result_line(checks: &[InferenceCheck], workload: &str, package_sha256: &str) {
+    let validated: Vec<bool> = checks
+        .iter()
+        .filter_map(|c| c.device.as_ref().map(|v| v.pass))
+        .collect();
+    let verdict = if validated.is_empty() {
+        "NOT VALIDATED (no --reference-run)"
+    } else if validated.iter().all(|&p| p) {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    let cycles = checks.last().map_or(0, |c| c.cycles);
+    crate::result_line!(
+        "result: {verdict} {workload}, {cycles} simulated cycles, package {}",
+        &package_sha256[..package_sha256.len().min(16)]
+    );
 }
 
 /// Loads `package` on the simulated device with `weights`, runs the
@@ -515,10 +568,10 @@ pub fn execute(
     );
 
     let device_reference = if args.reference_run {
-        eprintln!("reference: device-numerics forward pass (the graph's own casts)…");
+        tracing::info!("reference: device-numerics forward pass (the graph's own casts)…");
         let r = run_siglip(model, weights.clone(), pixels, Numerics::Device, None)
             .context("device-numerics reference")?;
-        eprintln!(
+        tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
             r.seconds,
             r.gflops_per_second()
@@ -528,10 +581,10 @@ pub fn execute(
         None
     };
     let fp32_reference = if args.reference_fp32 {
-        eprintln!("reference: FP32 forward pass…");
+        tracing::info!("reference: FP32 forward pass…");
         let r = run_siglip(model, weights.clone(), pixels, Numerics::Fp32, None)
             .context("FP32 reference")?;
-        eprintln!(
+        tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
             r.seconds,
             r.gflops_per_second()
@@ -553,7 +606,7 @@ pub fn execute(
     let mut resident = sim
         .load(package, weights)
         .context("loading the package on the simulated device")?;
-    eprintln!(
+    tracing::info!(
         "device: package loaded once ({} bytes of images and weights) in {:.2} s",
         resident.loaded_bytes(),
         t.elapsed().as_secs_f64()
@@ -610,7 +663,7 @@ pub fn execute(
             .context("the package has no pooled embedding output")?;
         write_npy(path, &t.shape, &t.data)
             .with_context(|| format!("writing {}", path.display()))?;
-        println!(
+        crate::say!(
             "embedding: wrote {} {:?} float32 to {}",
             POOLER_OUTPUT,
             t.shape,
@@ -678,7 +731,7 @@ fn write_index(
             what: format!("the package (SHA-256 {})", compiled.report.sha256),
         });
     }
-    if let Some(p) = &args.summary_json {
+    if let Some(p) = args.summary_json.as_ref().filter(|p| p.as_os_str() != "-") {
         artifacts.push(Artifact {
             path: p.clone(),
             what: "the run's machine-readable summary (JSON)".into(),

@@ -7,6 +7,8 @@ use anyhow::{bail, Result};
 
 use crate::input::PixelValues;
 use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
+use ipuc_core::package::WeightOrigin;
+
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
 
 /// Model selection and build options (the seeds' flags).
@@ -126,15 +128,25 @@ pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
 }
 
 /// Builds the model for `batch` images and binds (or draws) its weights.
+pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Weights)> {
+    let (model, weights, _) = load_model_with_origin(args, batch)?;
+    Ok((model, weights))
+}
+
+/// [`load_model`], also saying where the weights came from (the seed, or
+/// the checkpoint's digest and path) for the package's description.
 ///
 /// A checkpoint is opened (its header read) before the graph is built, so a
 /// `config.json` asking for more encoder layers than `model.safetensors`
 /// holds is an error at once, not after building thousands of layers.
-pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Weights)> {
+pub fn load_model_with_origin(
+    args: &WorkloadArgs,
+    batch: usize,
+) -> Result<(SiglipModel, Weights, WeightOrigin)> {
     let Some(dir) = &args.checkpoint else {
         let model = build_model(args, batch)?;
         let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
-        return Ok((model, weights));
+        return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
     };
     let checkpoint = Checkpoint::open(dir)?;
     let config = load_config(args)?;
@@ -156,7 +168,11 @@ pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Wei
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
     let weights = checkpoint.bind(&specs)?;
     check_weight_range(&model, &weights, &checkpoint.file().display().to_string())?;
-    Ok((model, weights))
+    let origin = WeightOrigin::Checkpoint {
+        sha256: checkpoint.sha256(),
+        path: dir.display().to_string(),
+    };
+    Ok((model, weights, origin))
 }
 
 /// Rejects checkpoint weights their storage type cannot hold, naming the

@@ -6,6 +6,8 @@
 //! Every HTML file is standalone: inline CSS and JS, data embedded as JSON,
 //! no network resources.
 
+pub mod artifact;
+pub mod description_view;
 pub mod hash;
 pub mod html;
 pub mod index;
@@ -53,24 +55,31 @@ pub struct ProfileFiles {
 
 impl ProfileFiles {
     /// `out` ending in `.ipuprof` (the seeds' profile file) or `.json` names
-    /// the profile file (the others go next to it); anything else is a
-    /// directory that receives all three.
+    /// the profile file, and its viewer is named after it (`model.ipuprof`
+    /// → `model.html`, as the seeds name it; the others go next to it);
+    /// anything else is a directory that receives `profile.json`,
+    /// `profile.html` and `operations.json`.
     pub fn at(out: &Path) -> Self {
-        let (dir, json) = if out
+        let named = out
             .extension()
-            .is_some_and(|e| e == "json" || e == "ipuprof")
-        {
-            (
-                out.parent().map(Path::to_path_buf).unwrap_or_default(),
+            .is_some_and(|e| e == "json" || e == "ipuprof");
+        let (dir, json, html) = match out.file_stem().filter(|_| named) {
+            Some(stem) => {
+                let mut html = stem.to_os_string();
+                html.push(".html");
+                let dir = out.parent().map(Path::to_path_buf).unwrap_or_default();
+                (dir.clone(), out.to_path_buf(), dir.join(html))
+            }
+            None => (
                 out.to_path_buf(),
-            )
-        } else {
-            (out.to_path_buf(), out.join("profile.json"))
+                out.join("profile.json"),
+                out.join("profile.html"),
+            ),
         };
         ProfileFiles {
             profile_json: json,
             operations_json: dir.join("operations.json"),
-            profile_html: dir.join("profile.html"),
+            profile_html: html,
         }
     }
 }
@@ -92,10 +101,29 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
     // every sample.
     let written = profile.for_writing();
     let html = profile_html::render(&written)?;
-    write_file(&files.profile_json, &serde_json::to_vec(&*written)?)?;
+    // Never silently: an earlier run's files at these paths are replaced,
+    // and the user is told which.
+    for path in [
+        &files.profile_json,
+        &files.operations_json,
+        &files.profile_html,
+    ] {
+        if path.exists() {
+            tracing::warn!(
+                "warning: replacing {} (written by an earlier run)",
+                path.display()
+            );
+        }
+    }
+    write_file(
+        &files.profile_json,
+        &serde_json::to_vec(&artifact::PROFILE.wrap(&*written))?,
+    )?;
     write_file(
         &files.operations_json,
-        &serde_json::to_vec_pretty(&operations::OperationsFile::of(profile))?,
+        &serde_json::to_vec_pretty(
+            &artifact::OPERATIONS.wrap(&operations::OperationsFile::of(profile)),
+        )?,
     )?;
     write_file(&files.profile_html, html.as_bytes())?;
     Ok(files)
@@ -107,7 +135,10 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
 pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
     let html = memory_html::render_memory_map(map)?;
     write_file(path, html.as_bytes())?;
-    write_file(&path.with_extension("json"), &serde_json::to_vec(map)?)?;
+    write_file(
+        &path.with_extension("json"),
+        &serde_json::to_vec(&artifact::MEMORY_MAP.wrap(map))?,
+    )?;
     write_file(&path.with_extension("png"), &memory_png::render(map)?)
 }
 
@@ -117,6 +148,6 @@ pub fn write_rejection(path: &Path, rejection: &MemoryRejection) -> Result<()> {
     write_file(path, memory_html::render_rejection(rejection)?.as_bytes())?;
     write_file(
         &path.with_extension("json"),
-        &serde_json::to_vec_pretty(rejection)?,
+        &serde_json::to_vec_pretty(&artifact::MEMORY_REJECTION.wrap(rejection))?,
     )
 }

@@ -22,6 +22,8 @@ pub struct PackageView {
     pub host_calls: Vec<HostCallView>,
     pub steps: StepsView,
     pub plan_summary: BTreeMap<String, serde_json::Value>,
+    /// What the package was compiled from (model, weights, compile flags).
+    pub description: super::description_view::DescriptionView,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -272,6 +274,7 @@ impl PackageView {
                     (k.clone(), json)
                 })
                 .collect(),
+            description: super::description_view::DescriptionView::of(&package.description),
         }
     }
 }
@@ -349,6 +352,9 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
         t.loader_limit,
         t.clock_hz as f64 / 1e9
     );
+    for line in view.description.lines() {
+        let _ = writeln!(o, "  {line}");
+    }
 
     let segments: usize = view.tiles.iter().map(|t| t.segments.len()).sum();
     let _ = writeln!(

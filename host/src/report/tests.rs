@@ -642,7 +642,7 @@ fn memory_png_covers_every_tile_and_marks_unused_ones() {
 fn profile_output_names_a_file_or_a_directory() {
     let f = ProfileFiles::at(Path::new("out/model.ipuprof"));
     assert_eq!(f.profile_json, Path::new("out/model.ipuprof"));
-    assert_eq!(f.profile_html, Path::new("out/profile.html"));
+    assert_eq!(f.profile_html, Path::new("out/model.html"));
     assert_eq!(f.operations_json, Path::new("out/operations.json"));
     let d = ProfileFiles::at(Path::new("out"));
     assert_eq!(d.profile_json, Path::new("out/profile.json"));

@@ -237,6 +237,13 @@ impl Checkpoint {
             .map_or(0, |deepest| deepest.saturating_add(1))
     }
 
+    /// SHA-256 of the whole `.safetensors` file: the identity a package
+    /// records for the checkpoint it was compiled from.
+    pub fn sha256(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(&self.bytes).into()
+    }
+
     /// The weights file.
     pub fn file(&self) -> &Path {
         &self.file

@@ -22,10 +22,12 @@ pub fn rejection_command<'a>(subcommand: &'a str, case: &str, extra: &[&'a str])
     args
 }
 
-/// Runs the `ipuc` binary under test.
+/// Runs the `ipuc` binary under test (with the default log filter, whatever
+/// `RUST_LOG` the test runner has).
 pub fn ipuc(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_ipuc"))
         .args(args)
+        .env_remove("RUST_LOG")
         .output()
         .expect("running ipuc")
 }

@@ -152,7 +152,7 @@ pub const MAX_BUFFER_ALIGN: u32 = if AMP_BUFFER_ALIGN > BASE_BUFFER_ALIGN {
 /// from its base, `docs/facts/ipu21-target.md` §1.2, second table) and sits
 /// at the very top of region 0, so code, exchange rows and data grow towards
 /// it from the bottom of region 0 and region 1 (code never shares its
-/// element, [`super::code_charge_bytes`]). `device-asm/static_runtime.S`
+/// element, [`super::code_charge_bytes`]). `target-ipu21/device-asm/static_runtime.S`
 /// receives the addresses as link-time symbols.
 pub mod layout {
     use crate::ipu21::contexts::WORKERS_U32;

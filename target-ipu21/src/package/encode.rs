@@ -22,6 +22,9 @@ pub fn encode(package: &Package) -> Result<Vec<u8>> {
     section(&mut w, Section::HostCalls, |w| host_calls(w, package))?;
     section(&mut w, Section::Steps, |w| steps(w, package))?;
     section(&mut w, Section::PlanSummary, |w| plan_summary(w, package))?;
+    section(&mut w, Section::Description, |w| {
+        super::description::encode(w, &package.description)
+    })?;
     Ok(w.into_bytes())
 }
 

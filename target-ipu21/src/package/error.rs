@@ -228,6 +228,12 @@ pub enum PackageError {
     TrailingBytes { offset: usize, count: usize },
     /// The package is too large for a 32-bit length field.
     TooLarge { field: &'static str, length: usize },
+    /// A description field holds a value the model could not have.
+    BadDescription {
+        offset: usize,
+        field: &'static str,
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for PackageError {
@@ -358,6 +364,9 @@ impl fmt::Display for PackageError {
             }
             TrailingBytes { offset, count } => write!(f, "{count} trailing bytes after the package end at byte {offset}"),
             TooLarge { field, length } => write!(f, "`{field}` has {length} entries/bytes, more than fits 32 bits"),
+            BadDescription { offset, field, reason } => {
+                write!(f, "byte {offset}: description field `{field}`: {reason}")
+            }
         }
     }
 }

@@ -19,14 +19,14 @@
 //! assert_eq!(package::read(&bytes).unwrap(), p);
 //! ```
 //!
-//! # Format, version 2
+//! # Format, version 3
 //!
 //! All integers are little-endian; every variable-length item is preceded by
 //! its u32 length or count. Text is UTF-8.
 //!
 //! ```text
 //! header   magic "IPUCPKG\0" (8) · version u16 · reserved u16 = 0
-//! section  tag u32 · length u64 · body          (seven sections, in this order)
+//! section  tag u32 · length u64 · body          (eight sections, in this order)
 //!   1 target     producer str · tile_count u32 · memory_base u32 · memory_size u32
 //!                · executable_limit u32 · loader_limit u32 · clock_hz u64
 //!   2 tiles      n · { physical u32 · entry u32 · nseg · { address u32 · memory_size u32
@@ -40,6 +40,8 @@
 //!                · has_repeat u8 · reserved u16 · operation u32 · code_address u32
 //!                · repeat u32 · trip_count u32 } }
 //!   7 plan       n · { key str · tag u8 (0 text, 1 i64, 2 f64 bits) · value }
+//!   8 description  what the package was compiled from: model, weight
+//!                origin, compile flags (its own layout, see [`description`])
 //! digest   SHA-256 (32) of every byte before it
 //! ```
 //!
@@ -55,6 +57,7 @@
 
 pub mod abi;
 mod check;
+pub mod description;
 mod encode;
 mod error;
 mod model;
@@ -62,6 +65,10 @@ mod read;
 mod wire;
 
 pub use abi::{NativeKernelAbi, INFERENCE_CALL};
+pub use description::{
+    BuildFlags, Description, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics,
+    WeightOrigin,
+};
 pub use error::{PackageError, Result};
 pub use model::*;
 
@@ -74,7 +81,8 @@ use sha2::{Digest, Sha256};
 pub const MAGIC: [u8; 8] = *b"IPUCPKG\0";
 
 /// The format version this crate writes and reads.
-pub const FORMAT_VERSION: u16 = 2;
+/// 3 added the description section (8).
+pub const FORMAT_VERSION: u16 = 3;
 
 /// Length of the SHA-256 digest that ends every package.
 pub const DIGEST_BYTES: usize = 32;
@@ -93,6 +101,7 @@ pub enum Section {
     HostCalls = 5,
     Steps = 6,
     PlanSummary = 7,
+    Description = 8,
 }
 
 impl Section {
@@ -105,6 +114,7 @@ impl Section {
             Section::HostCalls => "host calls",
             Section::Steps => "steps",
             Section::PlanSummary => "plan summary",
+            Section::Description => "description",
         }
     }
 }

@@ -26,6 +26,8 @@ pub struct Package {
     pub steps: StepTables,
     /// Plan summary shown by `ipuc inspect` and the run report.
     pub plan_summary: BTreeMap<String, SummaryValue>,
+    /// What the package was compiled from (model, weights, compile flags).
+    pub description: super::Description,
 }
 
 impl Package {
@@ -40,6 +42,7 @@ impl Package {
             host_calls: Vec::new(),
             steps: StepTables::default(),
             plan_summary: BTreeMap::new(),
+            description: super::Description::default(),
         }
     }
 

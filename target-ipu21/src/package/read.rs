@@ -51,6 +51,9 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
     })?;
     let steps = section(&mut r, Section::Steps, |r| read_steps(r, &tiles))?;
     let plan_summary = section(&mut r, Section::PlanSummary, read_plan_summary)?;
+    let description = section(&mut r, Section::Description, |r| {
+        super::description::read(r, target.tile_count)
+    })?;
 
     if r.remaining() != 0 {
         return Err(PackageError::TrailingBytes {
@@ -67,6 +70,7 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
         host_calls,
         steps,
         plan_summary,
+        description,
     })
 }
 

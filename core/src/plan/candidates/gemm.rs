@@ -206,6 +206,14 @@ fn partials(g: &Grid, product: AmpProduct, cx: &GenCx<'_>) -> DType {
     }
 }
 
+/// K splits a grid may use: beyond powers of two they let a grid fill the
+/// chip (So400m fc2 in FP16: 12×24×5 = 1440 tiles instead of 12×12×8 =
+/// 1152). An FP8 × FP8 product split over K rounds each part's FP16
+/// partials apart, so it differs from the device-numerics reference's one
+/// sequence by those roundings (whole-K blocks agree bit for bit); without
+/// splits the 46-row fc2 operand blocks (198 KB) no longer place.
+const K_SPLITS: [u32; 10] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16];
+
 /// Candidate GEMM plans.
 pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     if mm.transpose_a {
@@ -233,9 +241,7 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     let mut grids = Vec::new();
     for rp in options(m, 1, t, &ROWS_PER_BLOCK) {
         for cp in options(n, AMP_COLUMN_GROUP, t / rp, &PER_PART) {
-            // K splits beyond powers of two let a grid fill the chip
-            // (So400m fc2: 12×24×5 = 1440 tiles instead of 12×12×8 = 1152).
-            for kp in [1u32, 2, 3, 4, 5, 6, 8, 10, 12, 16] {
+            for kp in K_SPLITS {
                 let g = Grid {
                     m,
                     k,

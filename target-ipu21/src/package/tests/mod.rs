@@ -3,6 +3,7 @@
 //! bindings, host calls, steps); never-panic properties in `mutations`.
 
 mod bytes;
+mod description;
 mod mutations;
 mod records;
 
@@ -177,6 +178,7 @@ pub(super) fn sample() -> Package {
         .insert("planning ms".to_string(), SummaryValue::Real(12.5));
     p.plan_summary
         .insert("offset".to_string(), SummaryValue::Integer(-4));
+    p.description = description::sample();
     p
 }
 

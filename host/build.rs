@@ -1,0 +1,53 @@
+//! Build facts for `ipuc --version`: the git commit this binary was built
+//! from (when built from a git checkout with git on PATH; otherwise it says
+//! so) and the build profile.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn main() {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]);
+    println!(
+        "cargo:rustc-env=IPUC_COMMIT={}",
+        commit
+            .as_deref()
+            .unwrap_or("unknown (not built from a git checkout)")
+    );
+    println!(
+        "cargo:rustc-env=IPUC_PROFILE={}",
+        std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into())
+    );
+    // Rebuild when HEAD moves: HEAD itself (a branch switch) and the ref it
+    // names (a commit). Without git, nothing to watch.
+    if let Some(head) = git(&["rev-parse", "--git-path", "HEAD"]) {
+        println!("cargo:rerun-if-changed={}", absolute(&head).display());
+    }
+    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        if let Some(path) = git(&["rev-parse", "--git-path", &reference]) {
+            println!("cargo:rerun-if-changed={}", absolute(&path).display());
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+}
+
+/// `git rev-parse --git-path` answers relative to the manifest directory.
+fn absolute(path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        p
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(p)
+    }
+}

@@ -1,0 +1,84 @@
+//! `--summary-json` for `run`, `compile` and `exec`: the flags a result
+//! depends on, gathered from each command's arguments, and the common
+//! ending (outcome recorded, written to a file or to stdout for `-`).
+
+use std::path::Path;
+
+use anyhow::Result;
+use sha2::{Digest, Sha256};
+
+use super::run::{BuildArgs, ExecArgs};
+use super::workload::WorkloadArgs;
+use crate::run_summary::{Flags, RunSummary};
+
+/// The model flags.
+pub fn model_flags(m: &WorkloadArgs) -> Flags {
+    Flags {
+        workload: Some(super::workload::workload_name(m)),
+        checkpoint: m.checkpoint.as_ref().map(|p| p.display().to_string()),
+        seed: m.seed,
+        vit_layers: m.vit_layers,
+        vit_batch: m.vit_batch,
+        image_size: m.image_size,
+        fuse_qkv: m.fuse_qkv,
+        fp8_scale: m.fp8_scale,
+        fp8_activation_scale: m
+            .fp8_scale
+            .and((!m.fp8_weights_only).then_some(m.fp8_activation_scale)),
+        ..Flags::default()
+    }
+}
+
+/// Adds the planning flags as given.
+pub fn with_build(mut f: Flags, b: &BuildArgs) -> Flags {
+    f.planning_beam_width = Some(b.planning_beam_width);
+    f.planning_tiles = Some(b.planning_tiles);
+    f.optimization_steps = Some(b.optimization_steps);
+    f.exchange_stream_words = b.exchange_stream_words;
+    f.outgoing_base = Some(!b.no_outgoing_base);
+    f.planner_data_budget = b.planner_data_budget;
+    f
+}
+
+/// Adds the planning flags a package records (for `exec`).
+pub fn with_package_build(mut f: Flags, b: &ipuc_core::package::BuildFlags) -> Flags {
+    f.planning_beam_width = Some(b.beam_width as usize);
+    f.planning_tiles = Some(b.planning_tiles);
+    f.optimization_steps = Some(b.optimization_steps);
+    f.exchange_stream_words = b.exchange_stream_words;
+    f.outgoing_base = Some(b.outgoing_base);
+    f.planner_data_budget = b.planner_data_budget;
+    f
+}
+
+/// Adds the execution and validation flags.
+pub fn with_exec(mut f: Flags, e: &ExecArgs) -> Flags {
+    f.reference_run = Some(e.reference_run);
+    f.reference_fp32 = Some(e.reference_fp32);
+    f.reference_inferences = Some(e.reference_inferences);
+    f.diagnostic_atol = Some(e.diagnostic_atol);
+    f.diagnostic_rtol = Some(e.diagnostic_rtol);
+    f.sync_cycles = Some(e.sync_cycles);
+    f
+}
+
+/// The runtime source a build uses: its name and the SHA-256 of its text.
+pub fn runtime_digest(path: Option<&Path>) -> Result<(String, String)> {
+    let runtime = super::checks::runtime_source(path)?;
+    Ok((
+        runtime.name.clone(),
+        hex::encode(Sha256::digest(runtime.text.as_bytes())),
+    ))
+}
+
+/// Records how the command ended and writes the summary (when asked for);
+/// the command's own result is returned unchanged.
+pub fn finish(summary: &mut RunSummary, path: Option<&Path>, result: Result<()>) -> Result<()> {
+    let Some(path) = path else { return result };
+    summary.set_outcome(&result);
+    summary.write(path)?;
+    if path != Path::new("-") {
+        tracing::info!("summary written to {}", path.display());
+    }
+    result
+}
