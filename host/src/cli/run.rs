@@ -450,6 +450,8 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
             .collect(),
     );
+    summary.layer_breakdown =
+        crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph);
     if let Some(out) = &args.exec.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
@@ -595,6 +597,9 @@ pub fn execute(
         args.diagnostic_atol,
         args.diagnostic_rtol,
     );
+    if let Some(b) = crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph) {
+        b.lines().iter().for_each(|l| println!("{l}"));
+    }
     if let Some(dir) = &args.profile_output {
         write_profile(dir, &profile)?;
     }

@@ -9,6 +9,7 @@
 pub mod hash;
 pub mod html;
 pub mod index;
+pub mod layer_breakdown;
 pub mod memory;
 pub mod memory_html;
 pub mod memory_png;
