@@ -404,7 +404,7 @@ fn config_json_errors_are_clear() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("config.json: invalid type: string \"big\""),
+        e.starts_with("config.json: `hidden_size`: invalid type: string \"big\""),
         "{e}"
     );
     let e = VisionConfig::from_json("{").unwrap_err().to_string();
@@ -548,7 +548,7 @@ fn checkpoint_dir_config() {
         .to_string();
     assert!(
         bad.starts_with(&format!(
-            "{}: invalid value",
+            "{}: `hidden_size`: invalid value",
             dir.join("config.json").display()
         )),
         "{bad}"
