@@ -178,6 +178,13 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
     config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
     if let Some(path) = &input.image {
         super::checks::input_file("--image", path)?;
+        if config.family != Family::Siglip {
+            bail!(
+                "--image {} preprocesses as SigLIP's image processor does; {} resizes and normalises differently, so give its pixel values with --input pixel_values.npy",
+                path.display(),
+                config.family.display_name()
+            );
+        }
         if channels != 3 {
             bail!(
                 "--image {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",
