@@ -12,7 +12,12 @@ fn err(json: &str) -> String {
 fn families_come_from_model_type_or_architectures_with_hf_defaults() {
     let clip = VisionConfig::from_json(r#"{"model_type": "clip_vision_model"}"#).unwrap();
     assert_eq!(
-        (clip.family, clip.patch_size, clip.hidden_act.as_str(), clip.layer_norm_eps),
+        (
+            clip.family,
+            clip.patch_size,
+            clip.hidden_act.as_str(),
+            clip.layer_norm_eps
+        ),
         (Family::Clip, 32, "quick_gelu", 1e-5)
     );
     assert_eq!(clip.num_tokens(), 50); // 7² patches + the class token
@@ -22,11 +27,20 @@ fn families_come_from_model_type_or_architectures_with_hf_defaults() {
     .unwrap();
     assert_eq!((full.family, full.hidden_size), (Family::Clip, 64));
     let vit = VisionConfig::from_json(r#"{"architectures": ["ViTModel"]}"#).unwrap();
-    assert_eq!((vit.family, vit.layer_norm_eps, vit.num_tokens()), (Family::Vit, 1e-12, 197));
+    assert_eq!(
+        (vit.family, vit.layer_norm_eps, vit.num_tokens()),
+        (Family::Vit, 1e-12, 197)
+    );
     let dino = VisionConfig::from_json(r#"{"model_type": "dinov2", "mlp_ratio": 4}"#).unwrap();
-    assert_eq!((dino.family, dino.intermediate_size), (Family::Dinov2, 3072));
+    assert_eq!(
+        (dino.family, dino.intermediate_size),
+        (Family::Dinov2, 3072)
+    );
     // No model_type and no architectures: a SigLIP config, as always.
-    assert_eq!(VisionConfig::from_json("{}").unwrap().family, Family::Siglip);
+    assert_eq!(
+        VisionConfig::from_json("{}").unwrap().family,
+        Family::Siglip
+    );
 }
 
 #[test]
@@ -49,8 +63,10 @@ fn unsupported_architectures_and_options_are_named() {
         err(r#"{"model_type": "vit", "pooler_act": "relu"}"#),
         "ViT: pooler_act \"relu\" (the pooler is built with tanh) is not supported"
     );
-    assert!(err(r#"{"model_type": "clip_vision_model", "hidden_act": "silu"}"#)
-        .contains("hidden_act \"silu\" is not supported"));
+    assert!(
+        err(r#"{"model_type": "clip_vision_model", "hidden_act": "silu"}"#)
+            .contains("hidden_act \"silu\" is not supported")
+    );
 }
 
 #[test]
@@ -61,7 +77,11 @@ fn presets_build_with_their_token_counts_and_parameters() {
         ("dinov2-l14-224", Family::Dinov2, 257, 24),
     ] {
         let config = VisionConfig::preset(name).unwrap();
-        assert_eq!((config.family, config.num_tokens()), (family, tokens), "{name}");
+        assert_eq!(
+            (config.family, config.num_tokens()),
+            (family, tokens),
+            "{name}"
+        );
         let options = ModelOptions {
             vit_layers: Some(2),
             fuse_qkv: true,
@@ -71,7 +91,11 @@ fn presets_build_with_their_token_counts_and_parameters() {
         let model = build_siglip(&config, &options).unwrap();
         assert_eq!(config.num_hidden_layers, layers);
         let hidden = model.graph.ty(model.last_hidden_state).unwrap();
-        assert_eq!(hidden.shape.dims(), &[1, tokens, config.hidden_size], "{name}");
+        assert_eq!(
+            hidden.shape.dims(),
+            &[1, tokens, config.hidden_size],
+            "{name}"
+        );
         let pooled = model.graph.ty(model.pooled.unwrap()).unwrap();
         assert_eq!(pooled.shape.dims(), &[1, config.hidden_size], "{name}");
         let encoder = model.graph.repeat(model.encoder).unwrap();

@@ -68,10 +68,16 @@ pub fn bench_models(root: &Path, out: &Path, timeout_minutes: u64, extra: &[Stri
             Duration::from_secs(timeout_minutes * 60),
         )?;
         let v = read_summary(&summary, layers, stopped);
-        eprintln!("xtask bench models: {tower}: {}", v["result"].as_str().unwrap_or("?"));
+        eprintln!(
+            "xtask bench models: {tower}: {}",
+            v["result"].as_str().unwrap_or("?")
+        );
         rows.push((tower, v));
         let all: Vec<&Value> = rows.iter().map(|r| &r.1).collect();
-        std::fs::write(out.join("summary.json"), serde_json::to_string_pretty(&all)?)?;
+        std::fs::write(
+            out.join("summary.json"),
+            serde_json::to_string_pretty(&all)?,
+        )?;
     }
     print_table(&rows, &flags);
     println!("summary: {}", out.join("summary.json").display());
@@ -80,8 +86,7 @@ pub fn bench_models(root: &Path, out: &Path, timeout_minutes: u64, extra: &[Stri
 
 fn print_table(rows: &[(&str, Value)], flags: &[String]) {
     println!(
-        "Vision towers, {}{}",
-        "fused QKV, FP8 GEMM weights at scale -4, random weights",
+        "Vision towers, fused QKV, FP8 GEMM weights at scale -4, random weights{}",
         if flags.is_empty() {
             String::new()
         } else {
@@ -103,7 +108,12 @@ fn print_table(rows: &[(&str, Value)], flags: &[String]) {
             Some(e) => format!(
                 "{}: {}",
                 v["result"].as_str().unwrap_or("?"),
-                e.lines().next().unwrap_or("").chars().take(80).collect::<String>()
+                e.lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(80)
+                    .collect::<String>()
             ),
             None => v["result"].as_str().unwrap_or("?").to_string(),
         };

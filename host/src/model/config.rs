@@ -336,7 +336,7 @@ impl VisionConfig {
             (Family::Dinov2, _, ratio) => {
                 let ratio = ratio.unwrap_or(4.0);
                 let width = hidden_size as f64 * ratio;
-                if !(width.is_finite() && width >= 1.0 && width < 1e12) {
+                if !(1.0..1e12).contains(&width) {
                     return Err(ModelError::InvalidConfig {
                         reason: format!("mlp_ratio {ratio} gives no usable MLP width"),
                     });
