@@ -64,18 +64,16 @@ pub(crate) fn proptest_config(default_cases: u32) -> proptest::prelude::Proptest
 
 pub mod emit;
 pub mod exchange;
-pub mod ipu21;
 pub mod ir;
-pub mod kernel;
-pub mod lookup;
 pub mod lower;
-pub mod numeric;
-pub mod package;
 pub mod patch;
 pub mod pipeline;
 pub mod place;
 pub mod plan;
-pub mod runtime;
+
+/// What the compiler shares with the device, from `ipuc-target` (the
+/// simulator depends on that crate alone), under the paths they always had.
+pub use ipuc_target::{ipu21, kernel, lookup, numeric, package, runtime};
 
 /// Every error type of the public API is a `core::error::Error`, so an
 /// embedding toolchain (or the std host's `anyhow`) keeps the typed error

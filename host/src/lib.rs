@@ -2,12 +2,8 @@
 //! embedded IPU21 simulator, devices and reports.
 
 pub mod cli;
-pub mod codelets;
 pub mod compile;
 pub mod device;
-/// Matrix products shared by the reference and the codelets (neither
-/// imports the other).
-pub mod gemm;
 pub mod hwcheck;
 pub mod input;
 pub mod model;
@@ -17,5 +13,10 @@ pub mod reference;
 pub mod report;
 pub mod run_report;
 pub mod run_summary;
-pub mod sim;
 pub mod weights;
+
+/// The simulator crate under its old names: tiles and fabric (`sim`), the
+/// native kernels (`codelets`) and the matrix products the reference shares
+/// with them (`gemm`).
+pub use ipuc_sim as sim;
+pub use ipuc_sim::{codelets, gemm};

@@ -24,6 +24,8 @@ mod program;
 mod repeat;
 mod tables;
 
+/// Defined with the kernel ABI (`crate::kernel`), which packages use too.
+pub use crate::kernel::KernelAbi;
 pub use error::EmitError;
 pub use exchange::{
     assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangeOptions,
@@ -31,7 +33,7 @@ pub use exchange::{
 };
 pub use program::{
     area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
-    step_label, Area, EmitInput, EmittedProgram, KernelAbi,
+    step_label, Area, EmitInput, EmittedProgram,
 };
 pub use tables::{PatchAddresses, PatchData};
 

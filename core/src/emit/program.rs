@@ -17,27 +17,10 @@ use super::tables::{PatchAddresses, PatchData};
 use super::{BufferAddresses, EmitError};
 use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
+use crate::kernel::KernelAbi;
 use crate::lookup::LookupMap;
-use crate::lower::{Kernel, KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
+use crate::lower::{KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::runtime::symbols;
-
-/// How kernels are called: argument blocks and registers. One
-/// implementation is shared by emission and the simulator's codelets.
-/// Entries are the symbols [`kernel_symbol`] names, defined by
-/// [`kernel_stubs_source`] right after the runtime (same address on every tile).
-pub trait KernelAbi: Sync {
-    /// Every kernel family name, in a fixed order (the stub table's order).
-    fn families(&self) -> Vec<&'static str>;
-    /// The family (codelet symbol) implementing `kernel`.
-    fn family(&self, kernel: &Kernel) -> &'static str;
-    /// The words of the kernel's argument block (shapes, dtypes, scales).
-    fn arg_block(&self, kernel: &Kernel) -> Vec<u32>;
-    /// Register number (`$mN`) carrying operand `index` (output first), or
-    /// `None` past the last operand register.
-    fn operand_register(&self, index: usize) -> Option<u8>;
-    /// Register number carrying the argument block's address.
-    fn arg_register(&self) -> u8;
-}
 
 /// Everything emission reads.
 pub struct EmitInput<'a> {

@@ -8,7 +8,9 @@ use alloc::vec::Vec;
 use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
-use super::replay::{replay_each, run_index_at, run_source_word, RowBases, TileRowView, WordMove};
+use super::replay::{
+    replay_each, run_index_at, run_source_word, validate_bases, RowBases, TileRowView, WordMove,
+};
 use super::request::ExchangePhase;
 use crate::ipu21::topology::{PhysicalTile, TILE_COUNT};
 
@@ -258,7 +260,7 @@ impl Iteration<'_> {
         let (bases, i) = (self.bases, self.i);
         if vi.iter().any(|&(tile, row)| {
             let b = bases(tile, i);
-            b.incoming != bases(tile, 0).incoming || b.validate(tile, row).is_err()
+            b.incoming != bases(tile, 0).incoming || validate_bases(b, tile, row).is_err()
         }) {
             return false;
         }

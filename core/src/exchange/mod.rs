@@ -74,7 +74,9 @@ pub use placement::check_row_placement;
 pub use random::{
     random_phase, RandomPhaseSpec, SplitMix64, RANDOM_DESTINATION_BASE, RANDOM_SOURCE_BASE,
 };
-pub use replay::{replay, replay_each, RowBases, TileRowView, WordMove, BASE_LIMIT};
+pub use replay::{
+    replay, replay_each, validate_bases, RowBases, TileRowView, WordMove, BASE_LIMIT,
+};
 pub use request::{element_mask, Destination, ExchangePhase, Transfer, Width};
 pub use schedule::{schedule_pieces, schedule_pieces_avoiding, ScheduleOptions, SourceSweep};
 pub use timeline::{

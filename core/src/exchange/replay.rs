@@ -47,39 +47,43 @@ use crate::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
 pub use crate::ipu21::exchange_model::{RowBases, WordMove, BASE_LIMIT};
 
-impl RowBases {
-    /// Are these values covered by the model for `row` on `tile`?
-    pub fn validate(self, tile: PhysicalTile, row: &DecodedRow) -> Result<(), ReceiveError> {
-        let out = u16::from(Csr::OUTGOING_BASE.0);
-        let inc = u16::from(Csr::INCOMING_BASE.0);
-        for (csr, value) in [(out, self.outgoing), (inc, self.incoming)] {
-            if value % 4 != 0 || value >= BASE_LIMIT {
-                return Err(ReceiveError::UncoveredCsr { tile, csr, value });
-            }
+/// Are the base values `bases` covered by the model for `row` on `tile`?
+/// (A function, not a method: `RowBases` is a target fact in `ipuc-target`.)
+pub fn validate_bases(
+    bases: RowBases,
+    tile: PhysicalTile,
+    row: &DecodedRow,
+) -> Result<(), ReceiveError> {
+    let out = u16::from(Csr::OUTGOING_BASE.0);
+    let inc = u16::from(Csr::INCOMING_BASE.0);
+    for (csr, value) in [(out, bases.outgoing), (inc, bases.incoming)] {
+        if value % 4 != 0 || value >= BASE_LIMIT {
+            return Err(ReceiveError::UncoveredCsr { tile, csr, value });
         }
-        if self.outgoing != 0
-            && row
-                .sends
-                .iter()
-                .any(|r| !r.absolute && r.sctl & SCTL_PAIRED != 0)
-        {
-            return Err(ReceiveError::UncoveredCsr {
-                tile,
-                csr: out,
-                value: self.outgoing,
-            });
-        }
-        Ok(())
     }
+    if bases.outgoing != 0
+        && row
+            .sends
+            .iter()
+            .any(|r| !r.absolute && r.sctl & SCTL_PAIRED != 0)
+    {
+        return Err(ReceiveError::UncoveredCsr {
+            tile,
+            csr: out,
+            value: bases.outgoing,
+        });
+    }
+    Ok(())
+}
 
-    /// Word address of the first item of `run` (32-bit units; for 64-bit
-    /// runs the base is 0, checked by [`RowBases::validate`]).
-    fn run_word(self, run: &SendRun) -> u32 {
-        if run.absolute || run.sctl & SCTL_PAIRED != 0 {
-            run.word_address
-        } else {
-            (self.outgoing / 4).wrapping_add(run.word_address)
-        }
+/// Word address of the first item of `run` on a tile holding `bases`
+/// (32-bit units; for 64-bit runs the base is 0, checked by
+/// [`validate_bases`]).
+fn run_word(bases: RowBases, run: &SendRun) -> u32 {
+    if run.absolute || run.sctl & SCTL_PAIRED != 0 {
+        run.word_address
+    } else {
+        (bases.outgoing / 4).wrapping_add(run.word_address)
     }
 }
 
@@ -97,7 +101,7 @@ pub fn run_source_word(bases: RowBases, run: &SendRun) -> u32 {
     if run.sctl & SCTL_PAIRED != 0 {
         run.word_address.wrapping_mul(2)
     } else {
-        bases.run_word(run)
+        run_word(bases, run)
     }
 }
 
@@ -132,7 +136,7 @@ pub fn replay_each(
     let mut senders: Vec<Option<Sender<'_>>> = alloc::vec![None; usize::from(TILE_COUNT)];
     let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
     for r in rows {
-        r.bases.validate(r.tile, r.row)?;
+        validate_bases(r.bases, r.tile, r.row)?;
         senders[r.tile.index()] = Some(Sender {
             runs: &r.row.sends,
             bases: r.bases,
@@ -312,7 +316,7 @@ fn replay_receiver(
             };
             // The rest of this send run covers consecutive events.
             let n = (sel.to - e).min(r.start + r.items - se);
-            let first = out.run_word(r).wrapping_add(se - r.start);
+            let first = run_word(out, r).wrapping_add(se - r.start);
             for k in 0..n {
                 items.push(Item {
                     write: (e + k).saturating_add(lag),

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use super::fields::{address_fields, with_address, AddressFieldKind};
 use super::PatchError;
-use crate::exchange::{decode_row, ReceiveError, RowBases};
+use crate::exchange::{decode_row, validate_bases, ReceiveError, RowBases};
 use crate::ipu21::exchange_model::SCTL_PAIRED;
 use crate::ipu21::isa::{encode, Instruction};
 use crate::ipu21::topology::PhysicalTile;
@@ -28,7 +28,7 @@ pub fn rebase_row(
 ) -> Result<Vec<u32>, PatchError> {
     let decode = |error| PatchError::Decode { tile, error };
     let row = decode_row(words).map_err(decode)?;
-    bases.validate(tile, &row).map_err(|e| match e {
+    validate_bases(bases, tile, &row).map_err(|e| match e {
         ReceiveError::UncoveredCsr { csr, value, .. } => {
             PatchError::UncoveredBase { tile, csr, value }
         }
@@ -48,7 +48,7 @@ pub fn rebase_row(
         let base_words = match (field.kind, ti.instruction) {
             (AddressFieldKind::Send, Instruction::Send { sctl, .. }) => {
                 if sctl & SCTL_PAIRED != 0 {
-                    // validate() allowed this only with outgoing base 0.
+                    // validate_bases allowed this only with outgoing base 0.
                     0
                 } else {
                     bases.outgoing / 4

@@ -8,22 +8,39 @@
 
 use std::collections::BTreeMap;
 
+use ipuc_core::ipu21::kernel_abi::ARG_BLOCK_HEADER_WORDS;
 use ipuc_core::ipu21::sram::CLOCK_HZ;
-use ipuc_core::package::{Package, StepInfo};
+use ipuc_core::kernel::{decode, decode_header};
+use ipuc_core::package::{Package, StepInfo, TileImage};
+use ipuc_core::plan::cost::call_cycles;
 
 use super::sim::RunProfile;
 use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
 use crate::sim::SampleKind;
 
 /// Per kernel kind over all tiles: calls, planner estimate, the cycles the
-/// simulator's kernel timing model charged.
-pub fn kernel_kind_timing(run: &RunProfile) -> Vec<KernelKindTiming> {
+/// simulator's kernel timing model charged. The estimate is the planner's
+/// cost model (`plan::cost::call_cycles`) of the argument block each call
+/// read, as `package` holds it: the report joins the two, the device never
+/// calls the planner.
+pub fn kernel_kind_timing(package: &Package, run: &RunProfile) -> Vec<KernelKindTiming> {
     let mut by_kind: BTreeMap<&str, KernelKindTiming> = BTreeMap::new();
+    let mut estimates: BTreeMap<(u32, u32), Option<u64>> = BTreeMap::new();
     for trace in &run.tiles {
+        let tile = u32::from(trace.tile.get());
+        let image = package.tiles.iter().find(|t| t.physical_tile == tile);
         for s in &trace.samples {
-            let SampleKind::Codelet { name, planned, .. } = &s.kind else {
+            let SampleKind::Codelet {
+                name, arg_block, ..
+            } = &s.kind
+            else {
                 continue;
             };
+            let planned = arg_block.and_then(|addr| {
+                *estimates
+                    .entry((tile, addr))
+                    .or_insert_with(|| image.and_then(|i| planned_cycles(i, addr)))
+            });
             let k = by_kind
                 .entry(name.as_ref())
                 .or_insert_with(|| KernelKindTiming {
@@ -38,6 +55,25 @@ pub fn kernel_kind_timing(run: &RunProfile) -> Vec<KernelKindTiming> {
         }
     }
     by_kind.into_values().collect()
+}
+
+/// The planner's estimate of the kernel call whose argument block `image`
+/// holds at `addr`, or `None` if the image holds no valid block there.
+fn planned_cycles(image: &TileImage, addr: u32) -> Option<u64> {
+    let word = |a: u32| -> Option<u32> {
+        let segment = image
+            .segments
+            .iter()
+            .find(|s| a >= s.address && a - s.address + 4 <= s.data.len() as u32)?;
+        let at = (a - segment.address) as usize;
+        Some(u32::from_le_bytes(
+            segment.data[at..at + 4].try_into().ok()?,
+        ))
+    };
+    let words = |n: u32| -> Option<Vec<u32>> { (0..n).map(|i| word(addr + 4 * i)).collect() };
+    let (_, len) = decode_header(&words(ARG_BLOCK_HEADER_WORDS)?).ok()?;
+    let args = decode(&words(len)?).ok()?;
+    Some(call_cycles(&args))
 }
 
 /// Global step descriptors, keyed by (step id, iteration, part).
@@ -143,6 +179,6 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
         clock_hz: CLOCK_HZ,
         steps: steps.list,
         tiles,
-        kernels: kernel_kind_timing(run),
+        kernels: kernel_kind_timing(package, run),
     }
 }

@@ -1,0 +1,153 @@
+//! Cycle costs used by the planner's cost model and the simulator's codelets.
+//! One constant per fact, each with its source. Figures marked "estimate"
+//! have no measurement behind them; they are round numbers chosen to rank
+//! plans, not to predict hardware time.
+
+/// An AMP engine mode: the operand type and the partials (accumulator) type,
+/// which together set the engine's rate, its K micro-group and its weight
+/// feed. The rates are per tile cycle with all 16 engines busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmpMode {
+    /// FP32 operands, FP32 partials: 16 MACs/cycle (`docs/facts/ipu21-target.md`
+    /// §6, "F32 uses 4× the row term"; `docs/facts/siglip-and-fp8.md` §4,
+    /// poplibs: 8 core cycles per 16×8 block), weights fed at 2 × G.
+    F32,
+    /// FP16 operands, FP32 partials: 32 MACs/cycle — float partials run on 8
+    /// conv units, half the FP16-partials rate (`docs/facts/siglip-and-fp8.md`
+    /// §4, poplibs' cycle model). Weight feed: G, an *estimate* (the same 512
+    /// weight bytes per 16 columns × 16 K as the measured FP16-partials
+    /// kernel; no measurement of this mode's feed exists).
+    F16F32Partials,
+    /// FP16 operands, FP16 partials: 64 MACs/cycle and feed G, both
+    /// *measured* (`docs/facts/ipu21-target.md` §6, ipu-stack
+    /// `amp_kernel_cycles`: ⌈rows·cols/4⌉ per 16-K micro-group).
+    F16F16Partials,
+    /// FP8 × FP8 operands, FP16 partials (the only partials type FP8 allows):
+    /// `f8v8hihov4amp`, 128 MACs/cycle (`docs/facts/siglip-and-fp8.md` §4).
+    /// The K micro-group is 32: one 512-byte weight set per 16 columns × 32
+    /// K, fed in the FP16 kernel's G (§4, the peer's FP8 kernel), so per
+    /// unit of K both the row term and the feed are half the FP16 kernel's.
+    F8F16Partials,
+}
+
+impl AmpMode {
+    /// Every mode, slowest first (for tables and tests).
+    pub const ALL: [AmpMode; 4] = [
+        AmpMode::F32,
+        AmpMode::F16F32Partials,
+        AmpMode::F16F16Partials,
+        AmpMode::F8F16Partials,
+    ];
+
+    /// Multiply-accumulates per tile cycle.
+    pub const fn macs_per_cycle(self) -> u32 {
+        match self {
+            AmpMode::F32 => 16,
+            AmpMode::F16F32Partials => 32,
+            AmpMode::F16F16Partials => 64,
+            AmpMode::F8F16Partials => 128,
+        }
+    }
+
+    /// K elements per AMP micro-group: the K extent one weight set covers.
+    pub const fn k_micro_group(self) -> u32 {
+        match self {
+            AmpMode::F8F16Partials => 32,
+            _ => 16,
+        }
+    }
+
+    /// Weight-feed cycles per 16-column group per *four* K micro-groups
+    /// (the facts' G; a micro-group costs G/4), for weights in interleaved
+    /// or standard memory.
+    pub const fn feed_cycles_per_group(self, interleaved: bool) -> u32 {
+        let g = if interleaved {
+            AMP_GROUP_CYCLES_INTERLEAVED
+        } else {
+            AMP_GROUP_CYCLES_STANDARD
+        };
+        match self {
+            AmpMode::F32 => 2 * g,
+            _ => g,
+        }
+    }
+
+    /// Bytes of one partial (accumulator) element.
+    pub const fn partials_bytes(self) -> u32 {
+        match self {
+            AmpMode::F32 | AmpMode::F16F32Partials => 4,
+            AmpMode::F16F16Partials | AmpMode::F8F16Partials => 2,
+        }
+    }
+
+    /// Short name for reports: operands → partials.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AmpMode::F32 => "FP32→FP32",
+            AmpMode::F16F32Partials => "FP16→FP32",
+            AmpMode::F16F16Partials => "FP16→FP16",
+            AmpMode::F8F16Partials => "FP8×FP8→FP16",
+        }
+    }
+}
+
+/// Fixed cost of one AMP GEMM kernel call (`docs/facts/ipu21-target.md` §6, measured, ipu-stack `IPU21_AMP_KERNEL_COSTS.call_cycles`).
+pub const AMP_CALL_CYCLES: u32 = 294;
+/// Output columns per AMP column group (`docs/facts/ipu21-target.md` §6).
+pub const AMP_COLUMN_GROUP: u32 = 16;
+/// Weight-feed cycles per 16-column group per four K micro-groups, weights in
+/// interleaved memory (`docs/facts/ipu21-target.md` §6, G = 940, charged G/4
+/// per micro-group; see [`AmpMode::feed_cycles_per_group`]).
+pub const AMP_GROUP_CYCLES_INTERLEAVED: u32 = 940;
+/// Same with weights in standard memory (`docs/facts/ipu21-target.md` §6, G = 1063).
+pub const AMP_GROUP_CYCLES_STANDARD: u32 = 1063;
+/// Supervisor overhead of one kernel launch (`docs/facts/ipu21-target.md` §6, Poplar basic supervisor overhead).
+pub const KERNEL_LAUNCH_CYCLES: u32 = 11;
+/// Exchange payload per tile per cycle (`docs/facts/ipu21-target.md` §6: one 32-bit word per event).
+pub const EXCHANGE_BYTES_PER_CYCLE: u32 = 4;
+/// Latency of one internal (all-tile) sync: the last tile's arrival to the
+/// release of every tile. No public *measurement* exists for IPU21
+/// (`docs/facts/ipu21-target.md` §6, "Internal sync latency": Jia et al.
+/// 2019 measure memory and interconnect latency, not the sync); this is
+/// Poplar's bound `Target::getMaxIPUSyncDelay` = 126 cycles as recorded by
+/// ipu-stack. The planner and the simulator (default of `--sync-cycles`)
+/// both use it.
+pub const INTERNAL_SYNC_CYCLES: u32 = 126;
+/// Route/start latency of an exchange phase's transfers: the planning bound
+/// of `docs/facts/ipu21-target.md` §6 (126 cycles, Poplar
+/// `getMaxIPUSyncDelay` as ipu-stack's `exchange_transfer_cycles`).
+pub const EXCHANGE_ROUTE_START_CYCLES: u32 = 126;
+/// Fixed cost of one exchange phase in the planner: the internal sync plus
+/// the route/start latency (`docs/facts/ipu21-target.md` §6; replaces the
+/// earlier 600-cycle Poplar `getGlobalSyncCycles`, a multi-IPU figure).
+pub const EXCHANGE_PHASE_CYCLES: u32 = INTERNAL_SYNC_CYCLES + EXCHANGE_ROUTE_START_CYCLES;
+/// Six-worker local copy call including rendezvous (`docs/facts/ipu21-target.md` §6, measured on IPU21).
+pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
+/// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").
+pub const LOCAL_COPY_BYTES_PER_CYCLE: u32 = 8;
+/// Element-wise add: elements per cycle over six workers (`docs/facts/ipu21-target.md` §6, "Add ≈ elements/16").
+pub const ADD_ELEMENTS_PER_CYCLE: u32 = 16;
+/// GELU: cycles per element over six workers (`docs/facts/ipu21-target.md` §6, "≈10 cycles/element").
+pub const GELU_CYCLES_PER_ELEMENT: u32 = 10;
+/// Cast: bytes (in + out) per cycle (peer study §3 table, "Cast (in + out bytes)÷8").
+pub const CAST_BYTES_PER_CYCLE: u32 = 8;
+/// Partial-sum reduction: output bytes per cycle (`docs/facts/ipu21-target.md` §6, "reduction output ~1 B/cycle").
+pub const REDUCE_OUTPUT_BYTES_PER_CYCLE: u32 = 1;
+/// LayerNorm: cycles per element (estimate: three vector passes — mean,
+/// variance, scale — at the Add rate plus a per-row rsqrt; no measurement).
+pub const LAYER_NORM_CYCLES_PER_ELEMENT_X16: u32 = 3;
+/// LayerNorm per-row overhead (estimate, see above).
+pub const LAYER_NORM_ROW_CYCLES: u32 = 40;
+/// Softmax: cycles per element (estimate: max, exp (~GELU cost), sum and scale passes; no measurement).
+pub const SOFTMAX_CYCLES_PER_ELEMENT: u32 = 6;
+/// Patch one word with the supervisor loop, below the bulk threshold
+/// (`docs/facts/seed-vit-repeat-evaluation.txt`: 846 cycles for 24 words ≈ 35/word incl. wrapper).
+pub const PATCH_SCALAR_CYCLES_PER_WORD: u32 = 30;
+/// Fixed overhead of one supervisor patch call (fits 846 − 24·30 = 126, seed report above).
+pub const PATCH_SCALAR_CALL_CYCLES: u32 = 126;
+/// Lists of at least this many words use the six-worker bulk patcher (seed report, "lists of at least 24 words").
+pub const PATCH_BULK_THRESHOLD_WORDS: u32 = 24;
+/// Bulk patcher cycles per word ×100 (seed report: 450/936/9468 cycles at 24/78/1024 words ⇒ ≈ 9.0/word).
+pub const PATCH_BULK_CYCLES_PER_WORD_X100: u32 = 900;
+/// Bulk patcher fixed overhead (seed report: 9468 − 1024·9.0 ≈ 252; 936 − 78·9 = 234; 450 − 216 = 234).
+pub const PATCH_BULK_CALL_CYCLES: u32 = 240;
