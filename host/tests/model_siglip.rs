@@ -187,7 +187,7 @@ fn layer_count_and_batch_are_validated() {
     );
     assert_eq!(
         VisionConfig::preset("siglip-huge").unwrap_err().to_string(),
-        "unknown workload \"siglip-huge\" (known: siglip-so400m, siglip-small, siglip-vit-benchmark)"
+        "unknown workload \"siglip-huge\" (known: siglip-so400m, siglip-small, siglip-vit-benchmark, clip-vit-l14-336, vit-b16-224, dinov2-l14-224)"
     );
 }
 

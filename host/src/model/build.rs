@@ -135,41 +135,32 @@ pub fn build_siglip(
     // 4. Encoder: one Repeat, residual stream carried.
     let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
 
-    // 5. The final norm → last_hidden_state, and the pooler.
-    let (hidden, pooled) = match family {
-        Family::Siglip => {
-            let hidden = t.final_norm("post_layernorm", x)?;
-            let pooled = if config.vision_use_head {
-                let y = t.map_head(config, hidden)?;
-                let y = t.b.reshape(y, [batch, t.d])?;
-                Some(t.b.label(y, "head.pool")?)
-            } else {
-                None
-            };
-            (hidden, pooled)
-        }
-        // HF CLIPVisionTransformer: last_hidden_state is the encoder output;
-        // pooler_output = post_layernorm(class token).
-        Family::Clip => {
-            let cls = t.class_row(x, batch)?;
-            (x, Some(t.final_norm("post_layernorm", cls)?))
-        }
-        Family::Vit => {
-            let hidden = t.final_norm("layernorm", x)?;
-            let pooled = if config.vision_use_head {
-                Some(t.vit_pooler(hidden, batch)?)
-            } else {
-                None
-            };
-            (hidden, pooled)
-        }
-        Family::Dinov2 => {
-            let hidden = t.final_norm("layernorm", x)?;
-            (hidden, Some(t.class_row(hidden, batch)?))
-        }
+    // 5. The final norm → last_hidden_state (HF CLIPVisionTransformer: the
+    //    encoder output itself), output before the pooler is built.
+    let hidden = match family {
+        Family::Siglip => t.final_norm("post_layernorm", x)?,
+        Family::Clip => x,
+        Family::Vit | Family::Dinov2 => t.final_norm("layernorm", x)?,
     };
     let last_hidden_state = t.cast_to(hidden, DType::F32)?;
     t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
+
+    // 6. The pooler → pooler_output.
+    let pooled = match family {
+        Family::Siglip if config.vision_use_head => {
+            let y = t.map_head(config, hidden)?;
+            let y = t.b.reshape(y, [batch, t.d])?;
+            Some(t.b.label(y, "head.pool")?)
+        }
+        // post_layernorm of the class token.
+        Family::Clip => {
+            let cls = t.class_row(hidden, batch)?;
+            Some(t.final_norm("post_layernorm", cls)?)
+        }
+        Family::Vit if config.vision_use_head => Some(t.vit_pooler(hidden, batch)?),
+        Family::Dinov2 => Some(t.class_row(hidden, batch)?),
+        Family::Siglip | Family::Vit => None,
+    };
     let pooled = match pooled {
         Some(y) => {
             let y = t.cast_to(y, DType::F32)?;

@@ -374,7 +374,7 @@ impl VisionConfig {
         if !value.is_object() {
             return Err(ModelError::ConfigJson {
                 file: "config.json".into(),
-                message: "expected a JSON object (a SigLIP, CLIP, ViT or DINOv2 config)".into(),
+                message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
         let family = Self::family_of(&value)?;
