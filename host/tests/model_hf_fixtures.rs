@@ -37,6 +37,7 @@ fn run(dir: &Path, options: impl Fn(usize) -> ModelOptions, numerics: Numerics) 
             name: p.name.clone(),
             shape: p.shape.clone(),
             sources: p.sources.clone(),
+            resample: p.resample,
         })
         .collect();
     let weights = Checkpoint::open(&dir.join("model.safetensors"))

@@ -187,7 +187,7 @@ fn layer_count_and_batch_are_validated() {
     );
     assert_eq!(
         VisionConfig::preset("siglip-huge").unwrap_err().to_string(),
-        "unknown workload \"siglip-huge\" (known: siglip-so400m, siglip-small, siglip-vit-benchmark)"
+        "unknown workload \"siglip-huge\" (known: siglip-so400m, siglip-small, siglip-vit-benchmark, clip-vit-l14-336, vit-b16-224, dinov2-l14-224)"
     );
 }
 
@@ -387,10 +387,10 @@ fn config_json_vision_and_full_siglip() {
 #[test]
 fn config_json_errors_are_clear() {
     let cases = [
-        (r#"{"hidden_act": "quick_gelu"}"#, "invalid SigLIP vision config: hidden_act \"quick_gelu\" is not supported (supported: gelu_pytorch_tanh, gelu_new)"),
-        (r#"{"hidden_size": 100, "num_attention_heads": 3}"#, "invalid SigLIP vision config: hidden_size 100 is not divisible by num_attention_heads 3"),
-        (r#"{"patch_size": 300}"#, "invalid SigLIP vision config: patch_size 300 exceeds image_size 224"),
-        (r#"{"num_hidden_layers": 0}"#, "invalid SigLIP vision config: num_hidden_layers must be positive"),
+        (r#"{"hidden_act": "relu"}"#, "invalid vision config: hidden_act \"relu\" is not supported (supported: gelu_pytorch_tanh, gelu_new, gelu, quick_gelu)"),
+        (r#"{"hidden_size": 100, "num_attention_heads": 3}"#, "invalid vision config: hidden_size 100 is not divisible by num_attention_heads 3"),
+        (r#"{"patch_size": 300}"#, "invalid vision config: patch_size 300 exceeds image_size 224"),
+        (r#"{"num_hidden_layers": 0}"#, "invalid vision config: num_hidden_layers must be positive"),
         (r#"[1, 2]"#, "config.json: expected a JSON object (SiglipVisionConfig or SiglipConfig)"),
     ];
     for (json, text) in cases {

@@ -272,6 +272,12 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
             cols,
             broadcast_rows,
             dtype,
+        }
+        | Kernel::Mul {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
         } => {
             let e = x(rows) * x(cols);
             let size = dtype.size_bytes() as u64;
@@ -306,7 +312,10 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
                 + 2 * port(x(cols) * param.size_bytes() as u64, addrs[2]);
             KernelTiming::new(fixed, compute, memory, 0)
         }
-        Kernel::Gelu { elements, dtype } => {
+        Kernel::Gelu { elements, dtype }
+        | Kernel::Activation {
+            elements, dtype, ..
+        } => {
             let e = x(elements);
             let size = dtype.size_bytes() as u64;
             let compute =

@@ -11,16 +11,13 @@ use ipuc_core::plan::cost::call_cycles;
 const STANDARD: u32 = 0x6_0000;
 const INTERLEAVED: u32 = 0x9_0000;
 
-/// Attention: two AMP products and a row-wise softmax. siglip-small's
-/// attention calls (one query row, 4 keys, head width 72, `k`/`v`
-/// interleaved) show 0.0 % planner error in the run report; that is an
-/// exact coincidence of independent terms, pinned here: the model
-/// charges the one query row as six row passes (+100 cycles q·kᵀ, +100
-/// p·v, +120 softmax = +320) and the interleaved weight feed (−309 vs
-/// the planner's 1063-cycle assumption), the planner adds its 11-cycle
-/// launch: 3322 both. Any other shape or region separates them.
+/// Attention: two FP16→FP32-partials AMP products, a row-wise softmax and
+/// the output's conversion to FP16. Where the rows split evenly over the six
+/// workers and `k`/`v` sit in standard memory (the planner's assumption),
+/// the two models differ only by the planner's 11-cycle launch; one query
+/// row (six row passes for the workers) or interleaved `k`/`v` separate them.
 #[test]
-fn attention_agrees_with_the_planner_only_by_coincidence() {
+fn attention_agrees_with_the_planner_where_their_assumptions_meet() {
     let att = |q_rows, kv_rows, head_dim| {
         KernelArgs::new(Kernel::Attention {
             q_rows,
@@ -30,13 +27,12 @@ fn attention_agrees_with_the_planner_only_by_coincidence() {
             dtype: DType::F16,
         })
     };
-    let small = att(1, 4, 72);
     let interleaved = [INTERLEAVED; 6];
     let mut standard_kv = interleaved;
     (standard_kv[2], standard_kv[3]) = (STANDARD, STANDARD);
-    assert_eq!(call_cycles(&small), 3322);
-    assert_eq!(kernel_timing(&small, &interleaved).total, 3322);
-    assert_eq!(kernel_timing(&small, &standard_kv).total, 3322 + 309);
+    let small = att(1, 4, 72);
+    assert!(kernel_timing(&small, &standard_kv).total + 11 > call_cycles(&small));
+    assert!(kernel_timing(&small, &interleaved).total < kernel_timing(&small, &standard_kv).total);
     // Six query rows split evenly, k/v standard: only the launch differs.
     let even = att(6, 16, 64);
     assert_eq!(

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod bench_compile;
+mod bench_models;
 mod bench_sim;
 mod browser;
 mod hostile;
@@ -49,15 +50,17 @@ enum Task {
     /// `compile` = So400m compiles at 1, 2 and 27 layers and siglip-small
     /// at 27, per-stage times and peak RSS; `sim` = the simulator's wall
     /// and CPU time, words moved and words/s per package (medians of
-    /// `--repeat` runs; by default the full-width So400m at 56 and 112 px).
+    /// `--repeat` runs; by default the full-width So400m at 56 and 112 px);
+    /// `models` = the CLIP, ViT and DINOv2 presets at full depth (fused
+    /// QKV, FP8 -4), one table row per tower.
     Bench {
-        /// What to benchmark: `reference`, `so400m`, `compile` or `sim`.
+        /// What to benchmark: `reference`, `so400m`, `compile`, `sim` or `models`.
         what: String,
         /// Output directory (default `target/bench/<what>`: summaries,
         /// logs, packages, profiles).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Stop one compile after this many minutes (`compile`).
+        /// Stop one compile (`compile`) or run (`models`) after this many minutes.
         #[arg(long, default_value_t = 60)]
         timeout_minutes: u64,
         /// Encoder layers (so400m).
@@ -68,14 +71,19 @@ enum Task {
         repeat: usize,
         /// Extra `ipuc run` flags (after `--`), e.g. `--image-size 56`;
         /// for `compile`, the cases to run (e.g. `-- siglip-so400m-1`); for
-        /// `sim`, `FILE.ipuc EXEC-FLAGS…` per case.
+        /// `sim`, `FILE.ipuc EXEC-FLAGS…` per case; for `models`, the
+        /// presets (default all three) and then `ipuc run` flags, e.g.
+        /// `-- vit-b16-224 --vit-layers 2`.
         #[arg(last = true)]
         extra: Vec<String>,
     },
-    /// The seeds' depth sweep: `ipuc run` of So400m (fused QKV, FP8 -4 unless
-    /// told otherwise; --reference-run --reference-fp32) at each layer count; writes
-    /// `summary.json` and prints the seeds' table.
+    /// The seeds' depth sweep: `ipuc run` of So400m (or `--workload`; fused
+    /// QKV, FP8 -4 unless told otherwise; --reference-run --reference-fp32)
+    /// at each layer count; writes `summary.json` and prints the seeds' table.
     Sweep {
+        /// Preset to sweep (`ipuc run --workload`), e.g. `clip-vit-l14-336`.
+        #[arg(long, default_value = "siglip-so400m")]
+        workload: String,
         /// Layer counts: a comma list, each a count or a range (`1-27`).
         #[arg(long, value_delimiter = ',', value_parser = layer_counts, default_value = "1,2,3,4,8,16,27")]
         layers: Vec<Vec<usize>>,
@@ -166,15 +174,17 @@ fn main() -> Result<()> {
                 "reference" => bench_reference(&root),
                 "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
                 "sim" => bench_sim::bench_sim(&root, &out, repeat, &extra),
+                "models" => bench_models::bench_models(&root, &out, timeout_minutes, &extra),
                 "compile" => {
                     bench_compile::bench_compile(&root, &out, timeout_minutes, repeat, &extra)
                 }
                 other => {
-                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim)")
+                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim, models)")
                 }
             }
         }
         Task::Sweep {
+            workload,
             layers,
             out,
             timeout_minutes,
@@ -184,6 +194,7 @@ fn main() -> Result<()> {
             extra,
         } => sweep::sweep(
             &root,
+            &workload,
             &root.join(out),
             &layers.concat(),
             timeout_minutes,

@@ -1,4 +1,5 @@
-//! `cargo xtask sweep` and `cargo xtask bench so400m`: full-size So400m runs
+//! `cargo xtask sweep` and `cargo xtask bench so400m`: full-size runs (So400m
+//! by default; `sweep --workload` takes any preset)
 //! through the release `ipuc run`, collected from its `--summary-json`
 //! files, printed in the seeds' shape with their hardware figures beside
 //! ours (docs/facts/seed-vit-repeat-evaluation.txt, "Depth sweep through 27
@@ -41,14 +42,14 @@ fn seed_result(layers: usize) -> Option<&'static str> {
     }
 }
 
-fn release_ipuc(root: &Path) -> Result<PathBuf> {
+pub(crate) fn release_ipuc(root: &Path) -> Result<PathBuf> {
     crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
     Ok(root.join("target/release/ipuc"))
 }
 
 /// Runs `ipuc run` with `args`, stdout+stderr to `log`, killed after
 /// `timeout`. `Ok(None)` if it finished, `Ok(Some(msg))` if it was stopped.
-fn run_logged(
+pub(crate) fn run_logged(
     ipuc: &Path,
     args: &[String],
     log: &Path,
@@ -115,10 +116,24 @@ impl Build {
     }
 }
 
+/// The workload the seeds ran (their hardware figures are for it alone).
+pub const SEEDS_WORKLOAD: &str = "siglip-so400m";
+
 /// The flags of So400m build `build` at `layers` layers.
 fn so400m_args(layers: usize, build: Build, summary: &Path, extra: &[String]) -> Vec<String> {
-    // `-v`: the run log keeps the full report and every stage line.
-    let mut args: Vec<String> = ["run", "-v", "--workload", "siglip-so400m", "--vit-layers"]
+    run_args(SEEDS_WORKLOAD, layers, build, summary, extra)
+}
+
+/// The flags of preset `workload`, build `build`, at `layers` layers,
+/// validated against the device-numerics and FP32 references.
+pub(crate) fn run_args(
+    workload: &str,
+    layers: usize,
+    build: Build,
+    summary: &Path,
+    extra: &[String],
+) -> Vec<String> {
+    let mut args: Vec<String> = ["run", "-v", "--workload", workload, "--vit-layers"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -146,7 +161,7 @@ fn so400m_args(layers: usize, build: Build, summary: &Path, extra: &[String]) ->
     args
 }
 
-fn read_summary(path: &Path, layers: usize, stopped: Option<String>) -> Value {
+pub(crate) fn read_summary(path: &Path, layers: usize, stopped: Option<String>) -> Value {
     let mut v = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
@@ -164,14 +179,14 @@ fn read_summary(path: &Path, layers: usize, stopped: Option<String>) -> Value {
     v
 }
 
-fn int(v: &Value, key: &str) -> String {
+pub(crate) fn int(v: &Value, key: &str) -> String {
     v[key]
         .as_u64()
         .map(group)
         .unwrap_or_else(|| "—".to_string())
 }
 
-fn float(v: &Value, key: &str, digits: usize) -> String {
+pub(crate) fn float(v: &Value, key: &str, digits: usize) -> String {
     v[key]
         .as_f64()
         .map(|x| format!("{x:.digits$}"))
@@ -179,7 +194,7 @@ fn float(v: &Value, key: &str, digits: usize) -> String {
 }
 
 /// `12836412` → `12,836,412`.
-fn group(n: u64) -> String {
+pub(crate) fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -213,13 +228,13 @@ fn stage(v: &Value) -> (String, String) {
     }
 }
 
-fn print_table(rows: &[Value], build: Build, extra: &[String]) {
+fn print_table(workload: &str, rows: &[Value], build: Build, extra: &[String]) {
     let extra = if extra.is_empty() {
-        " at 378×378".to_string()
+        String::new()
     } else {
         format!(", with {}", extra.join(" "))
     };
-    println!("siglip-so400m, {}{extra}", build.describe());
+    println!("{workload}, {}{extra}", build.describe());
     println!(
         "| Layers | Result | Rejection stage | Op / error | Planning s | Compile s | Peak bytes/tile | Cropped cycles | Cycles/layer | Max abs error | FP32 cosine | Seeds (hardware, 378×378) |"
     );
@@ -229,6 +244,7 @@ fn print_table(rows: &[Value], build: Build, extra: &[String]) {
         let (stage, op) = stage(v);
         // The seeds ran only their own build; beside any other there is nothing to compare.
         let seeds = match (seed_result(layers), seed_hardware(layers)) {
+            _ if workload != SEEDS_WORKLOAD => "— (the seeds ran siglip-so400m)".into(),
             _ if !build.is_seeds() => "— (the seeds ran fused QKV, FP8 -4)".into(),
             (Some(r), Some((cropped, per_layer))) => format!(
                 "{r}, {} cropped{}",
@@ -254,8 +270,10 @@ fn print_table(rows: &[Value], build: Build, extra: &[String]) {
 }
 
 /// `cargo xtask sweep`.
+#[allow(clippy::too_many_arguments)]
 pub fn sweep(
     root: &Path,
+    workload: &str,
     out: &Path,
     layers: &[usize],
     timeout_minutes: u64,
@@ -271,7 +289,7 @@ pub fn sweep(
         std::fs::create_dir_all(&dir)?;
         let summary = dir.join("summary.json");
         std::fs::remove_file(&summary).ok();
-        let mut args = so400m_args(n, build, &summary, extra);
+        let mut args = run_args(workload, n, build, &summary, extra);
         args.extend([
             "--memory-profile-directory".to_string(),
             dir.join("memory").to_string_lossy().into_owned(),
@@ -298,7 +316,7 @@ pub fn sweep(
         let path = out.join("summary.json");
         std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
     }
-    print_table(&rows, build, extra);
+    print_table(workload, &rows, build, extra);
     println!("summary: {}", out.join("summary.json").display());
     Ok(())
 }

@@ -11,7 +11,7 @@ use super::error::{IrError, IrResult, RepeatArgKind};
 use super::graph::Graph;
 use super::id::{OpId, RegionId, ValueId};
 use super::infer::{infer, Operand};
-use super::op::{MatMul, OpKind, Repeat};
+use super::op::{Activation, MatMul, OpKind, Repeat};
 use super::types::{DType, Shape, TensorType};
 use crate::lookup::LookupMap;
 
@@ -258,6 +258,16 @@ impl GraphBuilder {
     /// GELU (tanh approximation).
     pub fn gelu_tanh(&mut self, x: ValueId) -> IrResult<ValueId> {
         self.single(OpKind::GeluTanh, &[x])
+    }
+
+    /// An element-wise [`Activation`].
+    pub fn activation(&mut self, x: ValueId, function: Activation) -> IrResult<ValueId> {
+        self.single(OpKind::Activation(function), &[x])
+    }
+
+    /// Broadcasting elementwise product.
+    pub fn mul(&mut self, a: ValueId, b: ValueId) -> IrResult<ValueId> {
+        self.single(OpKind::Mul, &[a, b])
     }
 
     /// Softmax over the last axis.

@@ -142,7 +142,9 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
         OpKind::Concat { axis } => write!(out, " {{axis={axis}}}"),
         OpKind::Im2ColPatches { patch } => write!(out, " {{patch={patch}}}"),
         OpKind::Add
+        | OpKind::Mul
         | OpKind::GeluTanh
+        | OpKind::Activation(_)
         | OpKind::Softmax
         | OpKind::MergeHeads
         | OpKind::Reshape { .. }

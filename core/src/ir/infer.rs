@@ -186,7 +186,7 @@ pub(crate) fn infer(
             one(ty.clone())
         }
         OpKind::MatMul(mm) => infer_matmul(&cx, mm, operands),
-        OpKind::Add => {
+        OpKind::Add | OpKind::Mul => {
             cx.count(operands, 2)?;
             let (a, b) = (operands[0], operands[1]);
             cx.arithmetic(a)?;
@@ -210,7 +210,7 @@ pub(crate) fn infer(
             }
             one(x.1.clone())
         }
-        OpKind::GeluTanh => {
+        OpKind::GeluTanh | OpKind::Activation(_) => {
             cx.count(operands, 1)?;
             cx.arithmetic(operands[0])?;
             one(operands[0].1.clone())

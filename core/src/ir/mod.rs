@@ -61,5 +61,5 @@ pub use error::{IrError, IrResult, RepeatArgKind};
 pub use graph::{Graph, GraphOutput, Op, Region, RepeatView, Value, ValueDef};
 pub use id::{OpId, RegionId, ValueId};
 pub use infer::broadcast_dims;
-pub use op::{MatMul, OpKind, Repeat};
+pub use op::{Activation, MatMul, OpKind, Repeat};
 pub use types::{DType, Shape, TensorType};

@@ -9,6 +9,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::id::RegionId;
+pub use crate::numeric::Activation;
+
 use super::types::{DType, Shape, TensorType};
 
 /// What an operation computes.
@@ -51,6 +53,13 @@ pub enum OpKind {
     },
     /// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
     GeluTanh,
+    /// An element-wise function other than the tanh GELU (CLIP's
+    /// `quick_gelu`, the exact erf GELU of ViT and DINOv2, the ViT pooler's
+    /// tanh); see [`Activation`].
+    Activation(Activation),
+    /// Elementwise product with numpy broadcasting (DINOv2's LayerScale
+    /// `λ ⊙ x`); the rules of `Add`.
+    Mul,
     /// Softmax over the last axis.
     Softmax,
     /// Non-causal scaled-dot-product attention per head:
@@ -165,6 +174,8 @@ impl OpKind {
             OpKind::Add => "add",
             OpKind::LayerNorm { .. } => "layer_norm",
             OpKind::GeluTanh => "gelu_tanh",
+            OpKind::Activation(f) => f.name(),
+            OpKind::Mul => "mul",
             OpKind::Softmax => "softmax",
             OpKind::Attention { .. } => "attention",
             OpKind::SplitHeads { .. } => "split_heads",

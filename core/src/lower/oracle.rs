@@ -287,6 +287,33 @@ impl<'s> Executor<'s> {
                 }
                 self.write(op(0)?, t, &out)
             }
+            Kernel::Activation {
+                elements, function, ..
+            } => {
+                let x = self.read(op(1)?, t, elements as usize)?;
+                let out: Vec<f32> = x.iter().map(|&v| function.apply(v)).collect();
+                self.write(op(0)?, t, &out)
+            }
+            Kernel::Mul {
+                rows,
+                cols,
+                broadcast_rows,
+                ..
+            } => {
+                let n = (rows * cols) as usize;
+                let a = self.read(op(1)?, t, n)?;
+                let b = self.read(op(2)?, t, if broadcast_rows { cols as usize } else { n })?;
+                let out: Vec<f32> = (0..n)
+                    .map(|i| {
+                        a[i] * if broadcast_rows {
+                            b[i % cols as usize]
+                        } else {
+                            b[i]
+                        }
+                    })
+                    .collect();
+                self.write(op(0)?, t, &out)
+            }
             Kernel::Gelu { elements, .. } => {
                 let x = self.read(op(1)?, t, elements as usize)?;
                 let out: Vec<f32> = x.iter().map(|&v| gelu(v)).collect();

@@ -131,6 +131,10 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             ) + w(rows) * w(t::LAYER_NORM_ROW_CYCLES)
         }
         Kernel::Gelu { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
+        // erf, sigmoid and tanh each cost about one transcendental, as the
+        // tanh GELU does (modelled, not measured).
+        Kernel::Activation { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
+        Kernel::Mul { rows, cols, .. } => ceil(w(rows) * w(cols), t::ADD_ELEMENTS_PER_CYCLE),
         Kernel::Softmax { rows, cols, .. } => w(rows) * w(cols) * w(t::SOFTMAX_CYCLES_PER_ELEMENT),
         Kernel::Cast { elements, from, to } => cast_cycles(w(elements), from, to),
         Kernel::Attention {

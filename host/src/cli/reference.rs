@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let t = Instant::now();
     let (model, weights) = load_model(&args.model, pixels.batch())?;
     if model.pooled.is_none() {
-        bail!("this config has no MAP head (vision_use_head = false), so there is no embedding to write");
+        bail!("this model has no pooler (a SigLIP config with vision_use_head = false, or a ViT checkpoint without pooler.dense), so there is no embedding to write");
     }
     crate::say!("model: {}", describe(&model));
     let what = match &args.model.checkpoint {

@@ -84,7 +84,9 @@ pub struct ExecArgs {
     /// `profile.html` and `operations.json`.
     #[arg(long)]
     pub profile_output: Option<PathBuf>,
-    /// Write the pooled embedding (MAP head output) as `.npy`.
+    /// Write the pooled embedding (the family's `pooler_output`: SigLIP's MAP
+    /// head, CLIP's post_layernorm class token, ViT's tanh pooler, DINOv2's
+    /// class token) as `.npy`.
     #[arg(long)]
     pub output_embedding: Option<PathBuf>,
     /// Cycles a global sync takes after the last tile arrives (modelled).

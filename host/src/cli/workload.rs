@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::input::PixelValues;
-use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
+use crate::model::{build_siglip, Family, ModelError, ModelOptions, SiglipModel, VisionConfig};
 use ipuc_core::package::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
@@ -14,9 +14,11 @@ use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, Weigh
 /// Model selection and build options (the seeds' flags).
 #[derive(clap::Args, Debug, Clone)]
 pub struct WorkloadArgs {
-    /// Preset: `siglip-small` (28×28, width 144, 2 heads) or `siglip-so400m`
-    /// (378×378, 27 layers); `siglip-vit-benchmark` is the seeds' name for
-    /// `siglip-so400m`.
+    /// Preset: `siglip-small` (28×28, width 144, 2 heads), `siglip-so400m`
+    /// (378×378, 27 layers; `siglip-vit-benchmark` is the seeds' name for
+    /// it), `clip-vit-l14-336` (OpenAI CLIP ViT-L/14@336, 24 layers, 577
+    /// tokens), `vit-b16-224` (Google ViT-B/16, 12 layers, 197 tokens) or
+    /// `dinov2-l14-224` (Meta DINOv2 ViT-L/14 at 224, 24 layers, 257 tokens).
     #[arg(
         long,
         required_unless_present_any = ["checkpoint", "vit_small"],
@@ -26,8 +28,10 @@ pub struct WorkloadArgs {
     /// The seeds' `--vit-small`: the same as `--workload siglip-small`.
     #[arg(long, conflicts_with = "checkpoint")]
     pub vit_small: bool,
-    /// HF checkpoint directory (`config.json` + `model.safetensors`); without
-    /// it weights are random from `--seed`.
+    /// HF checkpoint directory (`config.json` + `model.safetensors`) of a
+    /// SigLIP, CLIP (`CLIPVisionModel` or `CLIPModel`), ViT (`ViTModel`) or
+    /// DINOv2 (`Dinov2Model`) vision tower; without it weights are random
+    /// from `--seed`.
     #[arg(long)]
     pub checkpoint: Option<PathBuf>,
     /// Encoder layers to build (1..=config layers).
@@ -108,6 +112,11 @@ pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
         _ => return Err(ModelError::ModelChoice.into()),
     };
     if let Some(size) = args.image_size {
+        // DINOv2 interpolates its stored position table to any size (as HF
+        // does on every forward); the other families' tables must match.
+        if config.family == Family::Dinov2 && config.position_image_size.is_none() {
+            config.position_image_size = Some(config.image_size);
+        }
         config.image_size = size;
         config.validate()?;
     }
@@ -235,6 +244,13 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
     config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
     if let Some(path) = &input.image {
         super::checks::input_file("--image", path)?;
+        if config.family != Family::Siglip {
+            bail!(
+                "--image {} preprocesses as SigLIP's image processor does; {} resizes and normalises differently, so give its pixel values with --input pixel_values.npy",
+                path.display(),
+                config.family.display_name()
+            );
+        }
         if channels != 3 {
             bail!(
                 "--image {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",

@@ -1,8 +1,13 @@
-//! Graph construction, following HF `modeling_siglip.py` (facts §1.2).
+//! Graph construction, following HF `modeling_siglip.py` (facts §1.2) and,
+//! for the other families, `modeling_clip.py`, `modeling_vit.py` and
+//! `modeling_dinov2.py` (transformers 5.24; see [`Family`]).
 
-use ipuc_core::ir::{DType, GraphBuilder, IrError, OpId, TensorType, ValueDef, ValueId};
+use ipuc_core::ir::{
+    Activation, DType, GraphBuilder, IrError, OpId, TensorType, ValueDef, ValueId,
+};
 
-use super::params::{layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec};
+use super::family::Family;
+use super::params::{layer_name, ParameterRole, ParameterSpec, PositionResample};
 use super::{
     ModelError, ModelOptions, SiglipModel, VisionConfig, LAST_HIDDEN_STATE, PIXEL_VALUES,
     POOLER_OUTPUT,
@@ -74,64 +79,99 @@ pub fn build_siglip(
         eps: config.layer_norm_eps as f32,
         d: config.hidden_size,
         heads: config.num_attention_heads,
+        family: config.family,
+        mlp_act: mlp_activation(&config.hidden_act),
     };
     let batch = options.vit_batch;
+    let family = config.family;
     let (c, s, p) = (config.num_channels, config.image_size, config.patch_size);
 
-    // 1. Patch embedding: the stride-p conv as im2col + matmul + bias.
+    // 1. Patch embedding: the stride-p conv as im2col + matmul (+ bias;
+    //    CLIP's conv has none).
     let pixels =
         t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
     let cols = t.b.im2col_patches(pixels, p)?;
     t.b.label(cols, "embeddings.patchify")?;
     let cols = t.cast_to(cols, t.act)?;
+    let patch = match family {
+        Family::Siglip | Family::Clip => "embeddings.patch_embedding",
+        Family::Vit | Family::Dinov2 => "embeddings.patch_embeddings.projection",
+    };
     let pw = t.single(
-        "embeddings.patch_embedding.weight",
+        &format!("{patch}.weight"),
         vec![t.d, c, p, p],
         ParameterRole::GemmWeight,
     )?;
     let pw = t.b.reshape(pw, [t.d, c * p * p])?;
     t.b.label(pw, "embeddings.patch_embedding.weight_matrix")?;
-    let pb = t.single(
-        "embeddings.patch_embedding.bias",
-        vec![t.d],
-        ParameterRole::GemmBias,
-    )?;
-    // The patch embedding keeps FP16 activations: it runs once, on pixels.
-    let x = t.linear_with(cols, pw, pb, "embeddings.patch_embedding", None)?;
-    // 2. Learned positions (position_ids = 0..tokens, not in the checkpoint).
-    let pos = t.single(
-        "embeddings.position_embedding.weight",
-        vec![config.num_tokens(), t.d],
-        ParameterRole::PositionEmbedding,
-    )?;
+    let x = if family == Family::Clip {
+        let y = t.b.matmul_transposed(cols, pw, t.act)?;
+        t.b.label(y, "embeddings.patch_embedding")?
+    } else {
+        let pb = t.single(&format!("{patch}.bias"), vec![t.d], ParameterRole::GemmBias)?;
+        // The patch embedding keeps FP16 activations: it runs once, on pixels.
+        t.linear_with(cols, pw, pb, "embeddings.patch_embedding", None)?
+    };
+    // 2. The class token in front (one copy per image).
+    let x = if family.has_class_token() {
+        t.prepend_class_token(x, batch)?
+    } else {
+        x
+    };
+    // 3. Learned positions (position_ids = 0..tokens, not in the checkpoint).
+    let pos = t.positions(config)?;
     let x = t.b.add(x, pos)?;
     t.b.label(x, "embeddings.position_add")?;
+    // CLIP normalises the embeddings before the encoder.
+    let x = if family == Family::Clip {
+        let w = t.single("pre_layrnorm.weight", vec![t.d], ParameterRole::NormScale)?;
+        let b = t.single("pre_layrnorm.bias", vec![t.d], ParameterRole::NormBias)?;
+        let y = t.b.layer_norm(x, w, b, t.eps)?;
+        t.b.label(y, "pre_layrnorm")?
+    } else {
+        x
+    };
 
-    // 3. Encoder: one Repeat, residual stream carried.
+    // 4. Encoder: one Repeat, residual stream carried.
     let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
     // The one-time bookends keep FP16 activations (FP8 weights widened):
     // they cost little, and the MAP head's one-row products would be
     // K-split wide, whose FP16 partials the reference sums in another order.
     t.gemm_input = None;
 
-    // 4. post_layernorm → last_hidden_state.
-    let lw = t.single("post_layernorm.weight", vec![t.d], ParameterRole::NormScale)?;
-    let lb = t.single("post_layernorm.bias", vec![t.d], ParameterRole::NormBias)?;
-    let hidden = t.b.layer_norm(x, lw, lb, t.eps)?;
-    t.b.label(hidden, "post_layernorm")?;
+    // 5. The final norm → last_hidden_state (HF CLIPVisionTransformer: the
+    //    encoder output itself), output before the pooler is built.
+    let hidden = match family {
+        Family::Siglip => t.final_norm("post_layernorm", x)?,
+        Family::Clip => x,
+        Family::Vit | Family::Dinov2 => t.final_norm("layernorm", x)?,
+    };
     let last_hidden_state = t.cast_to(hidden, DType::F32)?;
     t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
 
-    // 5. MAP head → pooler_output.
-    let pooled = if config.vision_use_head {
-        let y = t.map_head(config, hidden)?;
-        let y = t.b.reshape(y, [batch, t.d])?;
-        t.b.label(y, "head.pool")?;
-        let y = t.cast_to(y, DType::F32)?;
-        t.b.output(POOLER_OUTPUT, y)?;
-        Some(y)
-    } else {
-        None
+    // 6. The pooler → pooler_output.
+    let pooled = match family {
+        Family::Siglip if config.vision_use_head => {
+            let y = t.map_head(config, hidden)?;
+            let y = t.b.reshape(y, [batch, t.d])?;
+            Some(t.b.label(y, "head.pool")?)
+        }
+        // post_layernorm of the class token.
+        Family::Clip => {
+            let cls = t.class_row(hidden, batch)?;
+            Some(t.final_norm("post_layernorm", cls)?)
+        }
+        Family::Vit if config.vision_use_head => Some(t.vit_pooler(hidden, batch)?),
+        Family::Dinov2 => Some(t.class_row(hidden, batch)?),
+        Family::Siglip | Family::Vit => None,
+    };
+    let pooled = match pooled {
+        Some(y) => {
+            let y = t.cast_to(y, DType::F32)?;
+            t.b.output(POOLER_OUTPUT, y)?;
+            Some(y)
+        }
+        None => None,
     };
 
     let graph = t.b.finish()?;
@@ -163,14 +203,27 @@ struct Tower {
     eps: f32,
     d: usize,
     heads: usize,
+    family: Family,
+    /// The MLP activation (`None`: the tanh GELU op).
+    mlp_act: Option<Activation>,
+}
+
+/// The IR op for an HF activation name (validated by the config): `None`
+/// for the tanh GELU, which has its own op.
+fn mlp_activation(hidden_act: &str) -> Option<Activation> {
+    match hidden_act {
+        "gelu" => Some(Activation::GeluErf),
+        "quick_gelu" => Some(Activation::QuickGelu),
+        _ => None,
+    }
 }
 
 /// One per-layer tensor: its name suffix, shape, role and checkpoint parts.
 struct LayerSlot {
-    suffix: &'static str,
+    suffix: String,
     shape: Vec<usize>,
     role: ParameterRole,
-    parts: Vec<&'static str>,
+    parts: Vec<String>,
 }
 
 /// Body arguments of one layer, by position in the slot list.
@@ -245,14 +298,112 @@ impl Tower {
         self.b.label(y, name)
     }
 
-    /// A run-once parameter `vision_model.<suffix>`.
+    /// The class token prepended to every image's patches:
+    /// `[B, N, D]` → `[B, 1 + N, D]`.
+    fn prepend_class_token(&mut self, x: ValueId, batch: usize) -> Result<ValueId, IrError> {
+        let cls = match self.family {
+            Family::Clip => self.single(
+                "embeddings.class_embedding",
+                vec![self.d],
+                ParameterRole::ClassToken,
+            )?,
+            _ => self.single(
+                "embeddings.cls_token",
+                vec![1, 1, self.d],
+                ParameterRole::ClassToken,
+            )?,
+        };
+        let cls = self.b.reshape(cls, [1, 1, self.d])?;
+        self.b.label(cls, "embeddings.class_token")?;
+        let cls = if batch > 1 {
+            let copies = vec![cls; batch];
+            let y = self.b.concat(&copies, 0)?;
+            self.b.label(y, "embeddings.class_token.expand")?
+        } else {
+            cls
+        };
+        let y = self.b.concat(&[cls, x], 1)?;
+        self.b.label(y, "embeddings.prepend_class_token")
+    }
+
+    /// The position table as the graph adds it (`[tokens, D]` or ViT's and
+    /// DINOv2's `[1, tokens, D]`); DINOv2's is resampled from the stored
+    /// grid when the image size differs.
+    fn positions(&mut self, config: &VisionConfig) -> Result<ValueId, IrError> {
+        let tokens = config.num_tokens();
+        match self.family {
+            Family::Siglip | Family::Clip => self.single(
+                "embeddings.position_embedding.weight",
+                vec![tokens, self.d],
+                ParameterRole::PositionEmbedding,
+            ),
+            Family::Vit | Family::Dinov2 => {
+                let value = self.single(
+                    "embeddings.position_embeddings",
+                    vec![1, tokens, self.d],
+                    ParameterRole::PositionEmbedding,
+                )?;
+                let from_side = config
+                    .position_image_size
+                    .map_or(config.patches_per_side(), |s| s / config.patch_size);
+                if from_side != config.patches_per_side() {
+                    if let Some(spec) = self.params.last_mut() {
+                        spec.resample = Some(PositionResample {
+                            from_side,
+                            to_side: config.patches_per_side(),
+                        });
+                    }
+                }
+                Ok(value)
+            }
+        }
+    }
+
+    /// `name.{weight,bias}` LayerNorm of `x`, labelled `name`.
+    fn final_norm(&mut self, name: &str, x: ValueId) -> Result<ValueId, IrError> {
+        let w = self.single(
+            &format!("{name}.weight"),
+            vec![self.d],
+            ParameterRole::NormScale,
+        )?;
+        let b = self.single(
+            &format!("{name}.bias"),
+            vec![self.d],
+            ParameterRole::NormBias,
+        )?;
+        let y = self.b.layer_norm(x, w, b, self.eps)?;
+        self.b.label(y, name)
+    }
+
+    /// Token 0 of every image: `[B, T, D]` → `[B, D]`.
+    fn class_row(&mut self, x: ValueId, batch: usize) -> Result<ValueId, IrError> {
+        let y = self.slice_named(x, 1, 0, 1, "head.class_token")?;
+        let y = self.b.reshape(y, [batch, self.d])?;
+        self.b.label(y, "head.class_token.rows")
+    }
+
+    /// HF `ViTPooler`: `tanh(dense(class token))`.
+    fn vit_pooler(&mut self, hidden: ValueId, batch: usize) -> Result<ValueId, IrError> {
+        let w = self.single(
+            "pooler.dense.weight",
+            vec![self.d, self.d],
+            ParameterRole::GemmWeight,
+        )?;
+        let b = self.single("pooler.dense.bias", vec![self.d], ParameterRole::GemmBias)?;
+        let cls = self.class_row(hidden, batch)?;
+        let y = self.linear(cls, w, b, "pooler.dense")?;
+        let y = self.b.activation(y, Activation::Tanh)?;
+        self.b.label(y, "pooler.activation")
+    }
+
+    /// A run-once parameter `<prefix><suffix>`.
     fn single(
         &mut self,
         suffix: &str,
         shape: Vec<usize>,
         role: ParameterRole,
     ) -> Result<ValueId, IrError> {
-        let name = tower_name(suffix);
+        let name = self.family.tower_name(suffix);
         let dtype = self.dtype_for(role);
         let value = self
             .b
@@ -266,6 +417,7 @@ impl Tower {
             layer: None,
             pattern: None,
             sources: vec![name],
+            resample: None,
         });
         Ok(value)
     }
@@ -307,57 +459,55 @@ impl Tower {
     fn layer_slots(&self, f: usize, fuse_qkv: bool) -> Vec<LayerSlot> {
         use ParameterRole::*;
         let d = self.d;
-        let slot = |suffix, shape: Vec<usize>, role| LayerSlot {
+        let n = self.family.layer_names();
+        let slot = |suffix: String, shape: Vec<usize>, role| LayerSlot {
+            parts: vec![suffix.clone()],
             suffix,
             shape,
             role,
-            parts: vec![suffix],
         };
+        let (w, b) = (
+            |stem: &str| format!("{stem}.weight"),
+            |stem: &str| format!("{stem}.bias"),
+        );
         let mut slots = vec![
-            slot("layer_norm1.weight", vec![d], NormScale),
-            slot("layer_norm1.bias", vec![d], NormBias),
+            slot(w(n.norm1), vec![d], NormScale),
+            slot(b(n.norm1), vec![d], NormBias),
         ];
         if fuse_qkv {
             slots.push(LayerSlot {
-                suffix: "self_attn.qkv_proj.weight",
+                suffix: w(n.qkv),
                 shape: vec![3 * d, d],
                 role: GemmWeight,
-                parts: vec![
-                    "self_attn.q_proj.weight",
-                    "self_attn.k_proj.weight",
-                    "self_attn.v_proj.weight",
-                ],
+                parts: vec![w(n.q), w(n.k), w(n.v)],
             });
             slots.push(LayerSlot {
-                suffix: "self_attn.qkv_proj.bias",
+                suffix: b(n.qkv),
                 shape: vec![3 * d],
                 role: GemmBias,
-                parts: vec![
-                    "self_attn.q_proj.bias",
-                    "self_attn.k_proj.bias",
-                    "self_attn.v_proj.bias",
-                ],
+                parts: vec![b(n.q), b(n.k), b(n.v)],
             });
         } else {
-            for (w, b) in [
-                ("self_attn.q_proj.weight", "self_attn.q_proj.bias"),
-                ("self_attn.k_proj.weight", "self_attn.k_proj.bias"),
-                ("self_attn.v_proj.weight", "self_attn.v_proj.bias"),
-            ] {
-                slots.push(slot(w, vec![d, d], GemmWeight));
-                slots.push(slot(b, vec![d], GemmBias));
+            for stem in [n.q, n.k, n.v] {
+                slots.push(slot(w(stem), vec![d, d], GemmWeight));
+                slots.push(slot(b(stem), vec![d], GemmBias));
             }
         }
         slots.extend([
-            slot("self_attn.out_proj.weight", vec![d, d], GemmWeight),
-            slot("self_attn.out_proj.bias", vec![d], GemmBias),
-            slot("layer_norm2.weight", vec![d], NormScale),
-            slot("layer_norm2.bias", vec![d], NormBias),
-            slot("mlp.fc1.weight", vec![f, d], GemmWeight),
-            slot("mlp.fc1.bias", vec![f], GemmBias),
-            slot("mlp.fc2.weight", vec![d, f], GemmWeight),
-            slot("mlp.fc2.bias", vec![d], GemmBias),
+            slot(w(n.out), vec![d, d], GemmWeight),
+            slot(b(n.out), vec![d], GemmBias),
+            slot(w(n.norm2), vec![d], NormScale),
+            slot(b(n.norm2), vec![d], NormBias),
+            slot(w(n.fc1), vec![f, d], GemmWeight),
+            slot(b(n.fc1), vec![f], GemmBias),
+            slot(w(n.fc2), vec![d, f], GemmWeight),
+            slot(b(n.fc2), vec![d], GemmBias),
         ]);
+        // LayerScale last, so every other slot keeps SigLIP's position.
+        if let Some((scale1, scale2)) = n.scales {
+            slots.push(slot(scale1.to_string(), vec![d], LayerScale));
+            slots.push(slot(scale2.to_string(), vec![d], LayerScale));
+        }
         slots
     }
 
@@ -373,7 +523,7 @@ impl Tower {
         let mut sequences: Vec<Vec<ValueId>> = vec![Vec::with_capacity(layers); slots.len()];
         for layer in 0..layers {
             for (slot, seq) in slots.iter().zip(&mut sequences) {
-                let pattern = layer_pattern(slot.suffix);
+                let pattern = self.family.layer_pattern(&slot.suffix);
                 let name = layer_name(&pattern, layer);
                 let dtype = self.dtype_for(slot.role);
                 let value = self
@@ -391,8 +541,9 @@ impl Tower {
                     sources: slot
                         .parts
                         .iter()
-                        .map(|part| layer_name(&layer_pattern(part), layer))
+                        .map(|part| layer_name(&self.family.layer_pattern(part), layer))
                         .collect(),
+                    resample: None,
                 });
             }
         }
@@ -405,7 +556,12 @@ impl Tower {
             args.push(self.b.iterated(&repeat, seq)?);
         }
         let args = LayerArgs(args);
-        let y = self.layer(&args, fuse_qkv, h)?;
+        let layer_scale = self
+            .family
+            .layer_names()
+            .scales
+            .map(|_| (args.get(slots.len() - 2), args.get(slots.len() - 1)));
+        let y = self.layer(&args, fuse_qkv, layer_scale, h)?;
         let results = self.b.end_repeat(&repeat, &[y])?;
         let out = self.b.label(results[0], "encoder")?;
         match self.b.graph().value(out).map(|v| v.def()) {
@@ -417,8 +573,16 @@ impl Tower {
         }
     }
 
-    /// One pre-LN encoder layer (HF `SiglipEncoderLayer`).
-    fn layer(&mut self, a: &LayerArgs, fuse_qkv: bool, h: ValueId) -> Result<ValueId, IrError> {
+    /// One pre-LN encoder layer (HF `SiglipEncoderLayer`, `CLIPEncoderLayer`,
+    /// `ViTLayer`; `Dinov2Layer` with `layer_scale` = (λ1, λ2) multiplying
+    /// each branch before its residual add).
+    fn layer(
+        &mut self,
+        a: &LayerArgs,
+        fuse_qkv: bool,
+        layer_scale: Option<(ValueId, ValueId)>,
+        h: ValueId,
+    ) -> Result<ValueId, IrError> {
         let d = self.d;
         let n1 = self.b.layer_norm(h, a.get(0), a.get(1), self.eps)?;
         self.b.label(n1, &format!("{LAYER}.layer_norm1"))?;
@@ -446,6 +610,13 @@ impl Tower {
             a.get(next + 1),
             &format!("{LAYER}.self_attn.out_proj"),
         )?;
+        let o = match layer_scale {
+            Some((lambda1, _)) => {
+                let y = self.b.mul(o, lambda1)?;
+                self.b.label(y, &format!("{LAYER}.layer_scale1"))?
+            }
+            None => o,
+        };
         let h = self.b.add(h, o)?;
         self.b.label(h, &format!("{LAYER}.residual_attn"))?;
         let n2 = self
@@ -459,6 +630,13 @@ impl Tower {
             a.get(next + 7),
         ];
         let mlp = self.mlp(n2, mlp_params, &format!("{LAYER}.mlp"))?;
+        let mlp = match layer_scale {
+            Some((_, lambda2)) => {
+                let y = self.b.mul(mlp, lambda2)?;
+                self.b.label(y, &format!("{LAYER}.layer_scale2"))?
+            }
+            None => mlp,
+        };
         let y = self.b.add(h, mlp)?;
         self.b.label(y, &format!("{LAYER}.residual_mlp"))
     }
@@ -485,11 +663,15 @@ impl Tower {
         self.b.label(merged, &format!("{prefix}.merge_heads"))
     }
 
-    /// fc1 → GELU(tanh) → fc2; `params` = [fc1.w, fc1.b, fc2.w, fc2.b].
+    /// fc1 → the config's activation → fc2; `params` = [fc1.w, fc1.b,
+    /// fc2.w, fc2.b].
     fn mlp(&mut self, x: ValueId, params: [ValueId; 4], prefix: &str) -> Result<ValueId, IrError> {
         let [w1, b1, w2, b2] = params;
         let y = self.linear(x, w1, b1, &format!("{prefix}.fc1"))?;
-        let y = self.b.gelu_tanh(y)?;
+        let y = match self.mlp_act {
+            Some(function) => self.b.activation(y, function)?,
+            None => self.b.gelu_tanh(y)?,
+        };
         self.b.label(y, &format!("{prefix}.gelu"))?;
         self.linear(y, w2, b2, &format!("{prefix}.fc2"))
     }

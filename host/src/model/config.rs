@@ -8,6 +8,7 @@ use ipuc_core::ipu21::sram::TILE_MEMORY_SIZE;
 use ipuc_core::ipu21::topology::TILE_COUNT;
 use serde::Deserialize;
 
+use super::family::{Family, SUPPORTED_MODEL_TYPES};
 use super::ModelError;
 
 /// The most a model may need on the device: every tile's SRAM (1472 tiles ×
@@ -29,10 +30,12 @@ pub struct Footprint {
     pub activation: Option<u64>,
 }
 
-/// The activations HF implements with the tanh GELU approximation:
-/// `gelu_pytorch_tanh` (torch GELU, approximate="tanh") and `gelu_new`
-/// (the same formula written out).
-pub const SUPPORTED_ACTIVATIONS: [&str; 2] = ["gelu_pytorch_tanh", "gelu_new"];
+/// The MLP activations (HF `ACT2FN` names) the builder implements: the tanh
+/// GELU (`gelu_pytorch_tanh`, torch GELU approximate="tanh", and `gelu_new`,
+/// the same formula written out), the exact erf GELU (`gelu`) and CLIP's
+/// `quick_gelu`.
+pub const SUPPORTED_ACTIVATIONS: [&str; 4] =
+    ["gelu_pytorch_tanh", "gelu_new", "gelu", "quick_gelu"];
 
 /// The vision tower's shape and numerics.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -64,9 +67,40 @@ pub struct VisionConfig {
     /// LayerNorm epsilon (all LayerNorms).
     #[serde(default = "defaults::layer_norm_eps")]
     pub layer_norm_eps: f64,
-    /// MAP head present (HF builds it when the attribute is absent).
+    /// Pooler present: SigLIP's MAP head (HF builds it when the attribute
+    /// is absent), ViT's dense + tanh pooler (absent from checkpoints saved
+    /// with `add_pooling_layer=False`). CLIP and DINOv2 always pool (no
+    /// parameters of their own beyond CLIP's `post_layernorm`).
     #[serde(default = "defaults::vision_use_head")]
     pub vision_use_head: bool,
+    /// Which tower (from `model_type`; SigLIP when absent).
+    #[serde(skip)]
+    pub family: Family,
+    /// DINOv2: the image size the stored position table was trained for,
+    /// when it differs from `image_size` (the table is then interpolated
+    /// bicubically, as HF does on every forward).
+    #[serde(skip)]
+    pub position_image_size: Option<usize>,
+}
+
+/// `config.json` fields of the CLIP, ViT and DINOv2 configs (absent =
+/// the family's HF default, see [`VisionConfig::from_tower_json`]).
+#[derive(Deserialize)]
+struct TowerFields {
+    hidden_size: Option<usize>,
+    intermediate_size: Option<usize>,
+    mlp_ratio: Option<f64>,
+    num_hidden_layers: Option<usize>,
+    num_attention_heads: Option<usize>,
+    num_channels: Option<usize>,
+    image_size: Option<usize>,
+    patch_size: Option<usize>,
+    hidden_act: Option<String>,
+    layer_norm_eps: Option<f64>,
+    qkv_bias: Option<bool>,
+    pooler_act: Option<String>,
+    pooler_output_size: Option<usize>,
+    use_swiglu_ffn: Option<bool>,
 }
 
 mod defaults {
@@ -118,6 +152,8 @@ impl VisionConfig {
             hidden_act: defaults::hidden_act(),
             layer_norm_eps: 1e-6,
             vision_use_head: true,
+            family: Family::Siglip,
+            position_image_size: None,
         }
     }
 
@@ -136,12 +172,80 @@ impl VisionConfig {
             hidden_act: defaults::hidden_act(),
             layer_norm_eps: 1e-6,
             vision_use_head: true,
+            family: Family::Siglip,
+            position_image_size: None,
+        }
+    }
+
+    /// OpenAI CLIP ViT-L/14 at 336×336 (`openai/clip-vit-large-patch14-336`:
+    /// 24 layers, 1024/4096, 16 heads, 577 tokens, quick_gelu, eps 1e-5).
+    pub fn clip_vit_l14_336() -> Self {
+        VisionConfig {
+            hidden_size: 1024,
+            intermediate_size: 4096,
+            num_hidden_layers: 24,
+            num_attention_heads: 16,
+            num_channels: 3,
+            image_size: 336,
+            patch_size: 14,
+            hidden_act: "quick_gelu".into(),
+            layer_norm_eps: 1e-5,
+            vision_use_head: true,
+            family: Family::Clip,
+            position_image_size: None,
+        }
+    }
+
+    /// Google ViT-B/16 at 224×224 (`google/vit-base-patch16-224-in21k`: 12
+    /// layers, 768/3072, 12 heads, 197 tokens, erf GELU, eps 1e-12, tanh
+    /// pooler).
+    pub fn vit_b16_224() -> Self {
+        VisionConfig {
+            hidden_size: 768,
+            intermediate_size: 3072,
+            num_hidden_layers: 12,
+            num_attention_heads: 12,
+            num_channels: 3,
+            image_size: 224,
+            patch_size: 16,
+            hidden_act: "gelu".into(),
+            layer_norm_eps: 1e-12,
+            vision_use_head: true,
+            family: Family::Vit,
+            position_image_size: None,
+        }
+    }
+
+    /// Meta DINOv2 ViT-L/14 (`facebook/dinov2-large`: 24 layers, 1024/4096,
+    /// 16 heads, erf GELU, eps 1e-6, LayerScale) run at 224×224 (257
+    /// tokens); its position table is for 518×518 (37² + 1 rows) and is
+    /// interpolated as HF does.
+    pub fn dinov2_l14_224() -> Self {
+        VisionConfig {
+            hidden_size: 1024,
+            intermediate_size: 4096,
+            num_hidden_layers: 24,
+            num_attention_heads: 16,
+            num_channels: 3,
+            image_size: 224,
+            patch_size: 14,
+            hidden_act: "gelu".into(),
+            layer_norm_eps: 1e-6,
+            vision_use_head: true,
+            family: Family::Dinov2,
+            position_image_size: Some(518),
         }
     }
 
     /// Names accepted by [`VisionConfig::preset`].
-    pub const PRESETS: [&'static str; 3] =
-        ["siglip-so400m", "siglip-small", "siglip-vit-benchmark"];
+    pub const PRESETS: [&'static str; 6] = [
+        "siglip-so400m",
+        "siglip-small",
+        "siglip-vit-benchmark",
+        "clip-vit-l14-336",
+        "vit-b16-224",
+        "dinov2-l14-224",
+    ];
 
     /// A named preset.
     pub fn preset(name: &str) -> Result<Self, ModelError> {
@@ -149,8 +253,114 @@ impl VisionConfig {
             // The seeds' benchmark name for the same model.
             "siglip-so400m" | "siglip-vit-benchmark" => Ok(Self::siglip_so400m()),
             "siglip-small" => Ok(Self::siglip_small()),
+            "clip-vit-l14-336" => Ok(Self::clip_vit_l14_336()),
+            "vit-b16-224" => Ok(Self::vit_b16_224()),
+            "dinov2-l14-224" => Ok(Self::dinov2_l14_224()),
             _ => Err(ModelError::UnknownPreset { name: name.into() }),
         }
+    }
+
+    /// The family `config.json` describes: its top-level `model_type`, else
+    /// its first `architectures` entry, else SigLIP (the configs ipuc always
+    /// took). A `model_type` or architecture of another model is an error
+    /// naming it.
+    fn family_of(value: &serde_json::Value) -> Result<Family, ModelError> {
+        if let Some(model_type) = value.get("model_type").and_then(|v| v.as_str()) {
+            return Family::from_model_type(model_type).ok_or_else(|| {
+                ModelError::UnsupportedArchitecture {
+                    what: format!("model_type \"{model_type}\""),
+                    supported: SUPPORTED_MODEL_TYPES.join(", "),
+                }
+            });
+        }
+        let architecture = value
+            .get("architectures")
+            .and_then(|a| a.as_array())
+            .and_then(|a| a.first())
+            .and_then(|a| a.as_str());
+        match architecture {
+            None => Ok(Family::Siglip),
+            Some(name) => {
+                Family::from_architecture(name).ok_or_else(|| ModelError::UnsupportedArchitecture {
+                    what: format!("architecture \"{name}\""),
+                    supported: SUPPORTED_MODEL_TYPES.join(", "),
+                })
+            }
+        }
+    }
+
+    /// A CLIP, ViT or DINOv2 vision config, absent fields taking that
+    /// family's HF defaults (`configuration_clip.py`, `configuration_vit.py`,
+    /// `configuration_dinov2.py`); options the builder does not implement
+    /// are errors naming them.
+    fn from_tower_json(family: Family, value: serde_json::Value) -> Result<Self, ModelError> {
+        let f: TowerFields = serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
+            file: "config.json".into(),
+            message: e.to_string(),
+        })?;
+        let unsupported = |what: String| ModelError::UnsupportedOption {
+            family: family.display_name(),
+            what,
+        };
+        // (hidden, intermediate, layers, heads, image, patch, act, eps)
+        let (d, layers, heads, image, patch, act, eps) = match family {
+            Family::Clip => (768, 12, 12, 224, 32, "quick_gelu", 1e-5),
+            Family::Vit => (768, 12, 12, 224, 16, "gelu", 1e-12),
+            Family::Dinov2 | Family::Siglip => (768, 12, 12, 224, 14, "gelu", 1e-6),
+        };
+        let hidden_size = f.hidden_size.unwrap_or(d);
+        if f.qkv_bias == Some(false) {
+            return Err(unsupported(
+                "qkv_bias: false (Q/K/V projections without bias)".into(),
+            ));
+        }
+        if family == Family::Dinov2 && f.use_swiglu_ffn == Some(true) {
+            return Err(unsupported(
+                "the SwiGLU MLP (use_swiglu_ffn: true, as in dinov2-giant)".into(),
+            ));
+        }
+        if family == Family::Vit {
+            if let Some(act) = f.pooler_act.as_deref().filter(|a| *a != "tanh") {
+                return Err(unsupported(format!(
+                    "pooler_act \"{act}\" (the pooler is built with tanh)"
+                )));
+            }
+            if let Some(size) = f.pooler_output_size.filter(|&s| s != hidden_size) {
+                return Err(unsupported(format!(
+                    "pooler_output_size {size} different from hidden_size {hidden_size}"
+                )));
+            }
+        }
+        let intermediate_size = match (family, f.intermediate_size, f.mlp_ratio) {
+            // HF: int(hidden_size * mlp_ratio); the config has no intermediate_size.
+            (Family::Dinov2, _, ratio) => {
+                let ratio = ratio.unwrap_or(4.0);
+                let width = hidden_size as f64 * ratio;
+                if !(1.0..1e12).contains(&width) {
+                    return Err(ModelError::InvalidConfig {
+                        reason: format!("mlp_ratio {ratio} gives no usable MLP width"),
+                    });
+                }
+                width as usize
+            }
+            (_, Some(width), _) => width,
+            (_, None, _) => 3072,
+        };
+        let config = VisionConfig {
+            hidden_size,
+            intermediate_size,
+            num_hidden_layers: f.num_hidden_layers.unwrap_or(layers),
+            num_attention_heads: f.num_attention_heads.unwrap_or(heads),
+            num_channels: f.num_channels.unwrap_or(3),
+            image_size: f.image_size.unwrap_or(image),
+            patch_size: f.patch_size.unwrap_or(patch),
+            hidden_act: f.hidden_act.unwrap_or_else(|| act.into()),
+            layer_norm_eps: f.layer_norm_eps.unwrap_or(eps),
+            vision_use_head: true,
+            family,
+            position_image_size: None,
+        };
+        Ok(config)
     }
 
     /// Parse `config.json` text: a `SiglipVisionConfig`, or a full
@@ -161,6 +371,13 @@ impl VisionConfig {
                 file: "config.json".into(),
                 message: e.to_string(),
             })?;
+        if !value.is_object() {
+            return Err(ModelError::ConfigJson {
+                file: "config.json".into(),
+                message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
+            });
+        }
+        let family = Self::family_of(&value)?;
         if let Some(vision) = value.get_mut("vision_config") {
             value = vision.take();
         }
@@ -170,25 +387,30 @@ impl VisionConfig {
                 message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
-        let config: VisionConfig = serde_json::from_value(value.clone()).map_err(|e| {
-            // serde_json's message does not say which key; absent keys take
-            // their defaults, so the key that fails on its own is the one.
-            let key = value.as_object().and_then(|fields| {
-                fields.iter().find_map(|(k, v)| {
-                    let alone = serde_json::json!({ k.clone(): v.clone() });
-                    serde_json::from_value::<VisionConfig>(alone)
-                        .is_err()
-                        .then(|| k.clone())
-                })
-            });
-            ModelError::ConfigJson {
-                file: "config.json".into(),
-                message: match key {
-                    Some(k) => format!("`{k}`: {e}"),
-                    None => e.to_string(),
-                },
+        let config = match family {
+            Family::Siglip => {
+                serde_json::from_value::<VisionConfig>(value.clone()).map_err(|e| {
+                    // serde_json's message does not say which key; absent keys take
+                    // their defaults, so the key that fails on its own is the one.
+                    let key = value.as_object().and_then(|fields| {
+                        fields.iter().find_map(|(k, v)| {
+                            let alone = serde_json::json!({ k.clone(): v.clone() });
+                            serde_json::from_value::<VisionConfig>(alone)
+                                .is_err()
+                                .then(|| k.clone())
+                        })
+                    });
+                    ModelError::ConfigJson {
+                        file: "config.json".into(),
+                        message: match key {
+                            Some(k) => format!("`{k}`: {e}"),
+                            None => e.to_string(),
+                        },
+                    }
+                })?
             }
-        })?;
+            other => Self::from_tower_json(other, value)?,
+        };
         config.validate()?;
         Ok(config)
     }
@@ -203,7 +425,7 @@ impl VisionConfig {
                     message: e.to_string(),
                 }
             })?;
-        Self::from_json(&text).map_err(|e| match e {
+        let mut config = Self::from_json(&text).map_err(|e| match e {
             ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
                 file: path.display().to_string(),
                 message,
@@ -212,7 +434,18 @@ impl VisionConfig {
                 path: path.display().to_string(),
                 error: Box::new(other),
             },
-        })
+        })?;
+        // A ViTModel saved with add_pooling_layer=False has no pooler; its
+        // config does not say so, the weights do.
+        if config.family == Family::Vit {
+            let weights = dir.join(crate::weights::WEIGHTS_FILE);
+            if let Some(names) = crate::weights::header_tensor_names(&weights) {
+                config.vision_use_head = names
+                    .iter()
+                    .any(|n| crate::weights::canonical_name(n) == "pooler.dense.weight");
+            }
+        }
+        Ok(config)
     }
 
     /// Check the fields fit together.
@@ -248,6 +481,17 @@ impl VisionConfig {
                     self.patch_size, self.image_size
                 ),
             });
+        }
+        if let Some(size) = self.position_image_size {
+            if self.family != Family::Dinov2 || size < self.patch_size {
+                return Err(ModelError::InvalidConfig {
+                    reason: format!(
+                        "a position table for {size}-pixel images (patch {}) cannot be interpolated ({} interpolates no positions)",
+                        self.patch_size,
+                        self.family.display_name()
+                    ),
+                });
+            }
         }
         if !SUPPORTED_ACTIVATIONS.contains(&self.hidden_act.as_str()) {
             return Err(ModelError::InvalidConfig {
@@ -366,9 +610,27 @@ impl VisionConfig {
         self.image_size / self.patch_size
     }
 
-    /// Tokens = patches (no CLS token).
+    /// Tokens: the patches, plus the class token for CLIP, ViT and DINOv2.
     pub fn num_tokens(&self) -> usize {
+        self.num_patches() + usize::from(self.family.has_class_token())
+    }
+
+    /// Patch tokens (`patches_per_side()²`).
+    pub fn num_patches(&self) -> usize {
         self.patches_per_side() * self.patches_per_side()
+    }
+
+    /// Rows of the stored position table: [`num_tokens`](Self::num_tokens),
+    /// or for DINOv2 with [`position_image_size`](Self::position_image_size)
+    /// the class row plus that size's patch grid.
+    pub fn stored_positions(&self) -> usize {
+        match self.position_image_size {
+            Some(size) => {
+                let side = size / self.patch_size.max(1);
+                side * side + 1
+            }
+            None => self.num_tokens(),
+        }
     }
 
     /// Head width D/H.

@@ -24,21 +24,27 @@
 
 mod build;
 mod config;
+mod family;
 mod params;
+mod positions;
 
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
 pub use build::{build_siglip, LAYER};
 pub use config::{Footprint, VisionConfig, DEVICE_SRAM_BYTES, SUPPORTED_ACTIVATIONS};
+pub use family::{Family, SUPPORTED_MODEL_TYPES};
 pub use params::{
-    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, VISION_PREFIX,
+    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, PositionResample,
+    VISION_PREFIX,
 };
+pub use positions::interpolate_positions;
 
 /// Name of the graph input: `[batch, channels, image, image]` F32 NCHW.
 pub const PIXEL_VALUES: &str = "pixel_values";
-/// Output: the last hidden state after `post_layernorm`, F32 `[B, tokens, D]`.
+/// Output: the last hidden state, F32 `[B, tokens, D]` (SigLIP: after
+/// `post_layernorm`; CLIP: the encoder output; ViT/DINOv2: after `layernorm`).
 pub const LAST_HIDDEN_STATE: &str = "last_hidden_state";
-/// Output: the MAP head's pooled embedding, F32 `[B, D]`.
+/// Output: the family's pooled embedding, F32 `[B, D]` (see [`Family`]).
 pub const POOLER_OUTPUT: &str = "pooler_output";
 
 /// Build options (the seeds' `--vit-layers`, `--vit-batch`, `--fuse-qkv`,
@@ -97,7 +103,7 @@ pub struct SiglipModel {
     pub encoder: OpId,
     /// `last_hidden_state` output value (F32).
     pub last_hidden_state: ValueId,
-    /// `pooler_output` output value (F32), absent without the MAP head.
+    /// `pooler_output` output value (F32), absent without a pooler.
     pub pooled: Option<ValueId>,
 }
 
@@ -124,8 +130,14 @@ pub enum ModelError {
     #[error("{file}: {message}")]
     ConfigJson { file: String, message: String },
     /// Fields that do not fit together.
-    #[error("invalid SigLIP vision config: {reason}")]
+    #[error("invalid vision config: {reason}")]
     InvalidConfig { reason: String },
+    /// A `model_type` or architecture that is not a supported tower.
+    #[error("{what} is not supported (supported model types: {supported})")]
+    UnsupportedArchitecture { what: String, supported: String },
+    /// A family option the builder does not implement.
+    #[error("{family}: {what} is not supported")]
+    UnsupportedOption { family: &'static str, what: String },
     /// A preset name that does not exist.
     #[error("unknown workload \"{name}\" (known: {})", VisionConfig::PRESETS.join(", "))]
     UnknownPreset { name: String },

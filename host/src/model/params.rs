@@ -23,6 +23,22 @@ pub enum ParameterRole {
     PositionEmbedding,
     /// The MAP head's probe `[1, 1, D]`.
     Probe,
+    /// The class token (CLIP `class_embedding` `[D]`, ViT/DINOv2
+    /// `cls_token` `[1, 1, D]`).
+    ClassToken,
+    /// DINOv2's LayerScale `λ` `[D]`.
+    LayerScale,
+}
+
+/// A position table stored for another image size, resized when bound
+/// (DINOv2, see [`crate::model::interpolate_positions`]): the source is
+/// `[1, 1 + from_side², D]`, the parameter `[1, 1 + to_side², D]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PositionResample {
+    /// Patches per side of the stored table.
+    pub from_side: usize,
+    /// Patches per side the model runs at.
+    pub to_side: usize,
 }
 
 /// One graph parameter.
@@ -49,6 +65,10 @@ pub struct ParameterSpec {
     /// tensors the row-major data is the same (e.g. the patch weight keeps
     /// its `[D, C, p, p]` checkpoint shape).
     pub sources: Vec<String>,
+    /// Set when the (single) source is a position table for another image
+    /// size: its shape then follows `from_side`, and it is resized to
+    /// `shape` when bound.
+    pub resample: Option<PositionResample>,
 }
 
 impl ParameterSpec {

@@ -304,6 +304,14 @@ impl<'g> Reference<'g> {
                 super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
                 (Arc::new(d), true)
             }
+            OpKind::Mul => (Arc::new(ops::mul(operands[0], operands[1], &dims)), true),
+            OpKind::Activation(function) => {
+                let function = *function;
+                drop(operands);
+                let mut d = take_vec(owned.swap_remove(0).data);
+                d.iter_mut().for_each(|v| *v = function.apply(*v));
+                (Arc::new(d), true)
+            }
             OpKind::GeluTanh => {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);

@@ -92,6 +92,19 @@ pub fn add(a: &Tensor, b: &Tensor, out_dims: &[usize]) -> Vec<f32> {
         .collect()
 }
 
+/// Broadcasting elementwise product `a ⊙ b` (LayerScale) with result
+/// dims `out_dims`.
+pub fn mul(a: &Tensor, b: &Tensor, out_dims: &[usize]) -> Vec<f32> {
+    let total: usize = out_dims.iter().product();
+    let (x, y) = (&a.data[..], &b.data[..]);
+    let sa = broadcast_strides(&a.shape, out_dims);
+    let sb = broadcast_strides(&b.shape, out_dims);
+    (0..total)
+        .into_par_iter()
+        .map(|i| x[offset_of(i, out_dims, &sa)] * y[offset_of(i, out_dims, &sb)])
+        .collect()
+}
+
 /// `acc += other` where `acc` already has the broadcast result shape
 /// `out_dims`.
 pub fn add_assign(acc: &mut [f32], out_dims: &[usize], other: &Tensor) {

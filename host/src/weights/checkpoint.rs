@@ -1,7 +1,8 @@
 //! HF checkpoint directories: `config.json` + `model.safetensors`.
 //!
-//! Tensor names may carry the `vision_model.` prefix (a full `SiglipModel` or a
-//! transformers-4 `SiglipVisionModel`) or not (a bare vision transformer);
+//! Tensor names may carry the `vision_model.` prefix (a full `SiglipModel` or
+//! `CLIPModel`, a transformers-4 `SiglipVisionModel`) or not (a bare vision
+//! transformer, ViT, DINOv2);
 //! text-tower tensors (`text_model.*`, `logit_scale`, `logit_bias`) are
 //! ignored. F32, F16 and BF16 are accepted and widened to f32 exactly.
 
@@ -16,8 +17,16 @@ use super::{canonical_name, HostTensor, WeightError, WeightSpec, Weights};
 /// Prefix of vision-tower tensors in full SigLIP checkpoints.
 pub const VISION_PREFIX: &str = "vision_model.";
 
-/// Non-parameter buffers some exporters persist; never bound, never an error.
-const IGNORED_BUFFERS: &[&str] = &["embeddings.position_ids"];
+/// Tensors no vision-tower forward reads, never bound, never an error:
+/// buffers some exporters persist, DINOv2's and ViT's masked-image-modelling
+/// `mask_token`, a full CLIP model's projections (see
+/// `Family::unused_tensors`).
+const IGNORED_BUFFERS: &[&str] = &[
+    "embeddings.position_ids",
+    "embeddings.mask_token",
+    "visual_projection.weight",
+    "text_projection.weight",
+];
 
 /// The config file name inside a checkpoint directory.
 pub const CONFIG_FILE: &str = "config.json";
@@ -318,7 +327,7 @@ impl Checkpoint {
                     canonical_name(&spec.name).to_string(),
                     HostTensor {
                         shape: spec.shape.clone(),
-                        data,
+                        data: spec.convert(data),
                     },
                 ))
             })
@@ -391,9 +400,36 @@ impl Checkpoint {
     }
 }
 
-/// `encoder.layers.{i}.…` → `i`.
+/// The tensor names in a `.safetensors` file's header, reading only the
+/// header (at most 100 MB, the format's limit); `None` when the file cannot
+/// be read or the header is not valid (opening it for binding reports why).
+pub fn header_tensor_names(file: &Path) -> Option<Vec<String>> {
+    use std::io::Read;
+    const MAX_HEADER: u64 = 100_000_000;
+    let mut f = std::fs::File::open(file).ok()?;
+    let mut len = [0u8; 8];
+    f.read_exact(&mut len).ok()?;
+    let n = u64::from_le_bytes(len);
+    if n > MAX_HEADER {
+        return None;
+    }
+    let mut header = Vec::new();
+    f.take(n).read_to_end(&mut header).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&header).ok()?;
+    Some(
+        json.as_object()?
+            .keys()
+            .filter(|k| k.as_str() != "__metadata__")
+            .cloned()
+            .collect(),
+    )
+}
+
+/// `encoder.layers.{i}.…` (ViT/DINOv2: `encoder.layer.{i}.…`) → `i`.
 pub fn encoder_layer_index(canonical: &str) -> Option<usize> {
-    let rest = canonical.strip_prefix("encoder.layers.")?;
+    let rest = canonical
+        .strip_prefix("encoder.layers.")
+        .or_else(|| canonical.strip_prefix("encoder.layer."))?;
     rest.split('.').next()?.parse().ok()
 }
 

@@ -17,9 +17,11 @@ mod random;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::model::{ParameterSpec, SiglipModel};
+use crate::model::{interpolate_positions, ParameterSpec, PositionResample, SiglipModel};
 
-pub use checkpoint::{encoder_layer_index, Checkpoint, CONFIG_FILE, VISION_PREFIX, WEIGHTS_FILE};
+pub use checkpoint::{
+    encoder_layer_index, header_tensor_names, Checkpoint, CONFIG_FILE, VISION_PREFIX, WEIGHTS_FILE,
+};
 pub use error::WeightError;
 pub use random::{init_stats, random_tensor, random_weights};
 
@@ -36,6 +38,9 @@ pub struct WeightSpec {
     /// normally; q, k, v for a fused QKV projection. Each part has the
     /// spec's shape with axis 0 divided by the part count.
     pub sources: Vec<String>,
+    /// A DINOv2 position table stored for another image size: the single
+    /// source has `[1, 1 + from_side², D]` and is resized to `shape`.
+    pub resample: Option<PositionResample>,
 }
 
 impl WeightSpec {
@@ -46,12 +51,34 @@ impl WeightSpec {
             sources: vec![name.clone()],
             name,
             shape,
+            resample: None,
         }
     }
 
-    /// Shape of each source part (axis 0 split evenly), or `None` if the
-    /// parts cannot split it.
+    /// Shape of each stored source part: the spec's shape with axis 0
+    /// split evenly over the parts, or a resampled table's stored shape;
+    /// `None` if the parts cannot split it.
     pub fn part_shape(&self) -> Option<Vec<usize>> {
+        if let Some(r) = self.resample {
+            let [1, _, width] = self.shape[..] else {
+                return None;
+            };
+            let rows = r.from_side.checked_mul(r.from_side)?.checked_add(1)?;
+            return (self.sources.len() == 1).then(|| vec![1, rows, width]);
+        }
+        self.split_shape()
+    }
+
+    /// The stored data `data` (of [`WeightSpec::part_shape`] parts) as the
+    /// parameter: resampled when the spec says so, else unchanged.
+    pub fn convert(&self, data: Vec<f32>) -> Vec<f32> {
+        match (self.resample, self.shape.last()) {
+            (Some(r), Some(&width)) => interpolate_positions(&data, width, r.from_side, r.to_side),
+            _ => data,
+        }
+    }
+
+    fn split_shape(&self) -> Option<Vec<usize>> {
         let parts = self.sources.len();
         let mut shape = self.shape.clone();
         let first = shape.first_mut()?;
@@ -69,6 +96,7 @@ impl From<&ParameterSpec> for WeightSpec {
             name: p.name.clone(),
             shape: p.shape.clone(),
             sources: p.sources.clone(),
+            resample: p.resample,
         }
     }
 }

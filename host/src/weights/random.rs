@@ -39,7 +39,9 @@ fn name_hash(name: &str) -> u64 {
 /// (mean, standard deviation) for a parameter, from its HF name and shape.
 pub fn init_stats(name: &str, shape: &[usize]) -> (f32, f32) {
     let leaf = name.rsplit('.').next().unwrap_or(name);
-    let is_norm = name.contains("layer_norm") || name.contains("layernorm");
+    // Every LayerNorm name contains "norm" (SigLIP `layer_norm1`, CLIP
+    // `pre_layrnorm`, ViT `layernorm_before`, DINOv2 `norm1`).
+    let is_norm = name.contains("norm") || name.contains("layrnorm");
     let width = shape.last().copied().unwrap_or(1).max(1) as f32;
     if is_norm {
         if leaf == "weight" {
@@ -47,6 +49,12 @@ pub fn init_stats(name: &str, shape: &[usize]) -> (f32, f32) {
         } else {
             (0.0, 0.02)
         }
+    } else if leaf == "lambda1" {
+        // DINOv2 LayerScale: near 1, as the init value, so 24 layers keep
+        // their residual balance.
+        (1.0, 0.1)
+    } else if leaf == "class_embedding" || leaf == "cls_token" {
+        (0.0, 1.0 / width.sqrt())
     } else if leaf.ends_with("bias") {
         (0.0, 0.02)
     } else if name.contains("position_embedding") {
@@ -95,7 +103,10 @@ pub fn random_weights(seed: u64, specs: &[WeightSpec]) -> Weights {
             } else {
                 vec![s.name.clone()]
             };
+            let resample = s.part_shape().is_some();
             let data = match sources.as_slice() {
+                // A resampled position table is drawn at its stored size.
+                [only] if resample => s.convert(random_tensor(seed, only, &part)),
                 [only] => random_tensor(seed, only, &part),
                 parts => {
                     let mut data = Vec::with_capacity(s.shape.iter().product());
@@ -173,6 +184,7 @@ mod tests {
             name: "vision_model.encoder.layers.0.self_attn.qkv_proj.weight".into(),
             shape: vec![8, 3],
             sources: vec![q.into(), k.into()],
+            resample: None,
         };
         let w = random_weights(3, &[fused, spec(q, &[4, 3]), spec(k, &[4, 3])]);
         let f = &w

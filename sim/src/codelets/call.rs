@@ -273,6 +273,28 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             x.iter_mut().for_each(|v| *v = math::gelu_tanh(*v));
             io.store(0, &x, dtype);
         }
+        Kernel::Activation {
+            elements,
+            dtype,
+            function,
+        } => {
+            let mut x = io.load(1, us(elements), dtype);
+            x.iter_mut().for_each(|v| *v = function.apply(*v));
+            io.store(0, &x, dtype);
+        }
+        Kernel::Mul {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
+        } => {
+            let total = us(rows) * us(cols);
+            let a = io.load(1, total, dtype);
+            let b = io.load(2, if broadcast_rows { us(cols) } else { total }, dtype);
+            let mut out = vec![0.0; total];
+            math::mul(&a, &b, us(cols), broadcast_rows, &mut out);
+            io.store(0, &out, dtype);
+        }
         Kernel::Softmax { rows, cols, dtype } => {
             let mut x = io.load(1, us(rows) * us(cols), dtype);
             math::softmax_rows(&mut x, us(cols));

@@ -92,6 +92,25 @@ pub fn add(a: &[f32], b: &[f32], cols: usize, broadcast: bool, out: &mut [f32]) 
     }
 }
 
+/// `out = a ⊙ b`, `b` one `cols`-wide row broadcast over `a`'s rows when
+/// `broadcast`.
+pub fn mul(a: &[f32], b: &[f32], cols: usize, broadcast: bool, out: &mut [f32]) {
+    if broadcast {
+        if cols == 0 {
+            return;
+        }
+        for (o_row, a_row) in out.chunks_mut(cols).zip(a.chunks(cols)) {
+            for ((o, x), y) in o_row.iter_mut().zip(a_row).zip(b) {
+                *o = x * y;
+            }
+        }
+    } else {
+        for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+            *o = x * y;
+        }
+    }
+}
+
 /// Row-wise LayerNorm: `(x − μ) / sqrt(var + eps) · γ + β`, biased variance,
 /// two passes in F32.
 pub fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut [f32]) {

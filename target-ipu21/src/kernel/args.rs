@@ -14,6 +14,8 @@
 //! | `copy` | rows, row bytes, source pitch, destination pitch |
 //! | `attention_partial` | q rows, kv rows, head dim, scale (f32 bits), type |
 //! | `attention_combine` | q rows, head dim, parts, out type |
+//! | `activation` | elements, type, function code (`ir::Activation::code`) |
+//! | `mul` | rows, cols, flags (bit 0 broadcast `b` row), type |
 
 use alloc::vec::Vec;
 
@@ -24,7 +26,7 @@ use crate::ipu21::kernel_abi::{
     ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_MAGIC, ARG_BLOCK_MAGIC_MASK, DTYPE_F143, DTYPE_F152,
     DTYPE_F16, DTYPE_F32,
 };
-use crate::numeric::DType;
+use crate::numeric::{Activation, DType};
 use crate::numeric::{F8Format, SCALE_MAX, SCALE_MIN};
 
 const GEMM_B_TRANSPOSED: u32 = 1 << 0;
@@ -115,6 +117,22 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             param,
         } => alloc::vec![rows, cols, eps.to_bits(), d(dtype), d(param)],
         Kernel::Gelu { elements, dtype } => alloc::vec![elements, d(dtype)],
+        Kernel::Activation {
+            elements,
+            dtype,
+            function,
+        } => alloc::vec![elements, d(dtype), function.code()],
+        Kernel::Mul {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
+        } => alloc::vec![
+            rows,
+            cols,
+            u32::from(broadcast_rows) * ADD_BROADCAST,
+            d(dtype)
+        ],
         Kernel::Softmax { rows, cols, dtype } => alloc::vec![rows, cols, d(dtype)],
         Kernel::Cast { elements, from, to } => alloc::vec![elements, d(from), d(to)],
         Kernel::Attention {
@@ -157,11 +175,12 @@ const fn body_words(s: KernelSymbol) -> u32 {
         KernelSymbol::GemmAmp => 8,
         KernelSymbol::ReduceAdd
         | KernelSymbol::Add
+        | KernelSymbol::Mul
         | KernelSymbol::Copy
         | KernelSymbol::AttentionCombine => 4,
         KernelSymbol::LayerNorm | KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
         KernelSymbol::GeluTanh => 2,
-        KernelSymbol::Softmax | KernelSymbol::Cast => 3,
+        KernelSymbol::Softmax | KernelSymbol::Cast | KernelSymbol::Activation => 3,
     }
 }
 
@@ -301,6 +320,17 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
             elements: w(2),
             dtype: f.arith(3)?,
         },
+        KernelSymbol::Activation => Kernel::Activation {
+            elements: w(2),
+            dtype: f.arith(3)?,
+            function: Activation::from_code(w(4)).ok_or(f.bad(4))?,
+        },
+        KernelSymbol::Mul => Kernel::Mul {
+            rows: w(2),
+            cols: w(3),
+            broadcast_rows: f.flags(4, ADD_BROADCAST)? != 0,
+            dtype: f.arith(5)?,
+        },
         KernelSymbol::Softmax => Kernel::Softmax {
             rows: w(2),
             cols: w(3),
@@ -422,6 +452,17 @@ mod tests {
                 head_dim: 72,
                 parts: 3,
                 dtype: DType::F16,
+            },
+            Kernel::Activation {
+                elements: 33,
+                dtype: DType::F16,
+                function: Activation::QuickGelu,
+            },
+            Kernel::Mul {
+                rows: 5,
+                cols: 7,
+                broadcast_rows: true,
+                dtype: DType::F32,
             },
         ]
         .into_iter()

@@ -2,7 +2,7 @@
 //! addresses) — the vocabulary the planner costs, lowering schedules, the
 //! argument-block codec encodes and the codelets run.
 
-use crate::numeric::DType;
+use crate::numeric::{Activation, DType};
 
 /// The computation a kernel call performs, with everything the codelet needs
 /// except addresses. Operand order is given per variant (output first).
@@ -72,6 +72,27 @@ pub enum Kernel {
         /// Elements.
         elements: u32,
         /// Element type.
+        dtype: DType,
+    },
+    /// Element-wise [`Activation`] (quick GELU, erf GELU, tanh). Operands: out, x.
+    Activation {
+        /// Elements.
+        elements: u32,
+        /// Element type.
+        dtype: DType,
+        /// The function.
+        function: Activation,
+    },
+    /// `out = a ⊙ b` on a `[rows, cols]` block (LayerScale); `b` is
+    /// `[1, cols]` when `broadcast_rows`. Operands: out, a, b.
+    Mul {
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+        /// `b` is one row broadcast over all rows.
+        broadcast_rows: bool,
+        /// Element type (all operands).
         dtype: DType,
     },
     /// Row-wise softmax of a `[rows, cols]` block. Operands: out, x.
@@ -162,6 +183,8 @@ impl Kernel {
             Kernel::Add { .. } => "add",
             Kernel::LayerNorm { .. } => "layer_norm",
             Kernel::Gelu { .. } => "gelu_tanh",
+            Kernel::Activation { .. } => "activation",
+            Kernel::Mul { .. } => "mul",
             Kernel::Softmax { .. } => "softmax",
             Kernel::Cast { .. } => "cast",
             Kernel::Attention { .. } => "attention_head",

@@ -70,11 +70,15 @@ pub enum KernelSymbol {
     AttentionPartial,
     /// Combination of key-block attention partials.
     AttentionCombine,
+    /// Element-wise activation other than the tanh GELU.
+    Activation,
+    /// Element-wise product, optional row broadcast.
+    Mul,
 }
 
 impl KernelSymbol {
     /// All symbols, in code order.
-    pub const ALL: [KernelSymbol; 11] = [
+    pub const ALL: [KernelSymbol; 13] = [
         KernelSymbol::GemmAmp,
         KernelSymbol::ReduceAdd,
         KernelSymbol::Add,
@@ -86,6 +90,8 @@ impl KernelSymbol {
         KernelSymbol::Copy,
         KernelSymbol::AttentionPartial,
         KernelSymbol::AttentionCombine,
+        KernelSymbol::Activation,
+        KernelSymbol::Mul,
     ];
 
     /// Symbol name in the package's kernel table (equal to
@@ -103,6 +109,8 @@ impl KernelSymbol {
             KernelSymbol::Copy => "copy",
             KernelSymbol::AttentionPartial => "attention_partial",
             KernelSymbol::AttentionCombine => "attention_combine",
+            KernelSymbol::Activation => "activation",
+            KernelSymbol::Mul => "mul",
         }
     }
 
@@ -120,6 +128,8 @@ impl KernelSymbol {
             KernelSymbol::Copy => 9,
             KernelSymbol::AttentionPartial => 10,
             KernelSymbol::AttentionCombine => 11,
+            KernelSymbol::Activation => 12,
+            KernelSymbol::Mul => 13,
         }
     }
 
@@ -147,6 +157,8 @@ impl KernelSymbol {
             Kernel::Copy { .. } => KernelSymbol::Copy,
             Kernel::AttentionPartial { .. } => KernelSymbol::AttentionPartial,
             Kernel::AttentionCombine { .. } => KernelSymbol::AttentionCombine,
+            Kernel::Activation { .. } => KernelSymbol::Activation,
+            Kernel::Mul { .. } => KernelSymbol::Mul,
         }
     }
 }

@@ -118,7 +118,23 @@ impl KernelArgs {
                 spec(Input(1), "gamma", x(cols), param),
                 spec(Input(2), "beta", x(cols), param),
             ],
-            Kernel::Gelu { elements, dtype } => alloc::vec![
+            Kernel::Mul {
+                rows,
+                cols,
+                broadcast_rows,
+                dtype,
+            } => {
+                let b_rows = if broadcast_rows { 1 } else { x(rows) };
+                alloc::vec![
+                    spec(Output, "out", x(rows) * x(cols), dtype),
+                    spec(Input(0), "a", x(rows) * x(cols), dtype),
+                    spec(Input(1), "b", b_rows * x(cols), dtype),
+                ]
+            }
+            Kernel::Activation {
+                elements, dtype, ..
+            }
+            | Kernel::Gelu { elements, dtype } => alloc::vec![
                 spec(Output, "out", x(elements), dtype),
                 spec(Input(0), "x", x(elements), dtype),
             ],

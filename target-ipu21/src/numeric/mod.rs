@@ -17,10 +17,12 @@
 //! assert!(fmt.decode(fmt.encode(1.0e6, Overflow::Nan)).is_nan());
 //! ```
 
+mod activation;
 mod dtype;
 mod f16;
 mod fp8;
 
+pub use activation::Activation;
 pub use dtype::DType;
 
 pub use f16::{f16_bits_to_f32, f32_to_f16_bits, round_to_f16};

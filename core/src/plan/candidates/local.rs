@@ -112,6 +112,30 @@ fn sorted(mut calls: Vec<PlannedCall>) -> Vec<PlannedCall> {
 
 /// `Add` with equal shapes, or with one operand a single row broadcast.
 pub fn add(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    binary(cx, |rows, cols, broadcast_rows, dtype| Kernel::Add {
+        rows,
+        cols,
+        broadcast_rows,
+        dtype,
+    })
+}
+
+/// `Mul` (LayerScale) with the shapes `Add` takes.
+pub fn mul(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
+    binary(cx, |rows, cols, broadcast_rows, dtype| Kernel::Mul {
+        rows,
+        cols,
+        broadcast_rows,
+        dtype,
+    })
+}
+
+/// A commutative element-wise binary op: `kernel(rows, cols, broadcast_rows,
+/// dtype)` per output block.
+fn binary(
+    cx: &GenCx<'_>,
+    kernel: impl Fn(u32, u32, bool, DType) -> Kernel,
+) -> PlanResult<Vec<OpPlan>> {
     let (a, b) = (cx.operand(0)?.view, cx.operand(1)?.view);
     // Which operand (if any) is the broadcast row.
     let bcast = if a.rows == b.rows && a.cols == b.cols {
@@ -121,7 +145,7 @@ pub fn add(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
     } else if a.rows == 1 && a.cols == cx.out.cols && b.rows == cx.out.rows {
         Some(0usize)
     } else {
-        return Err(cx.unsupported("add broadcast other than a single row"));
+        return Err(cx.unsupported("broadcast other than a single row"));
     };
     let dtype = cx.out.dtype;
     let mut plans = Vec::new();
@@ -133,12 +157,12 @@ pub fn add(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
                         let full = if bcast == Some(0) { 1 } else { 0 };
                         PlannedCall {
                             tile,
-                            kernel: Kernel::Add {
-                                rows: blk.rows.len() as u32,
-                                cols: blk.cols.len() as u32,
-                                broadcast_rows: bcast.is_some(),
+                            kernel: kernel(
+                                blk.rows.len() as u32,
+                                blk.cols.len() as u32,
+                                bcast.is_some(),
                                 dtype,
-                            },
+                            ),
                             // The kernel takes the full operand first, the broadcast row second.
                             operands: vec![
                                 at(Slot::Output),

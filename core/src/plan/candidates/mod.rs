@@ -111,6 +111,17 @@ pub fn candidates(
     let plans = match o.kind() {
         OpKind::MatMul(m) => gemm::plans(&cx, m)?,
         OpKind::Add => local::add(&cx)?,
+        OpKind::Mul => local::mul(&cx)?,
+        OpKind::Activation(function) => {
+            let function = *function;
+            local::unary(&cx, move |elements, dtype, _| {
+                crate::kernel::Kernel::Activation {
+                    elements,
+                    dtype,
+                    function,
+                }
+            })?
+        }
         OpKind::LayerNorm { eps } => local::layer_norm(&cx, *eps)?,
         OpKind::GeluTanh => local::unary(&cx, |elements, dtype, _| crate::kernel::Kernel::Gelu {
             elements,
