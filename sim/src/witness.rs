@@ -42,7 +42,7 @@ use ipuc_target::ipu21::isa::{decode, m, Csr, Instruction, PicField, PicTarget};
 use ipuc_target::ipu21::sram::{TILE_MEMORY_BASE, TILE_MEMORY_END};
 use ipuc_target::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
-use super::fabric::{PhaseMemory, RowLocation, MAX_ROW_WORDS};
+use super::phase_memory::{csr_name, PhaseMemory, RowLocation, MAX_ROW_WORDS};
 
 /// What the witness found wrong, on `tile` at `event`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ impl std::fmt::Display for WitnessFault {
             WitnessFaultKind::UncoveredCsr { csr, value } => write!(
                 f,
                 "{tile}: row runs with {} = {value:#x}, a value the exchange model does not cover",
-                super::fabric::csr_name(csr)
+                csr_name(csr)
             ),
         }
     }

@@ -233,28 +233,25 @@ pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 fn check_layers(root: &Path) -> Result<()> {
-    let violations = layers::check(&root.join("core/src")).map_err(anyhow::Error::msg)?;
+    let violations = layers::check_workspace(root).map_err(anyhow::Error::msg)?;
     for v in &violations {
         eprintln!("{v}");
     }
-    let device = layers::check_device(&root.join("host/src")).map_err(anyhow::Error::msg)?;
-    for v in &device {
-        eprintln!("{v}");
-    }
-    if !violations.is_empty() || !device.is_empty() {
+    if !violations.is_empty() {
         bail!(
-            "xtask layers: {} import(s) break the layer order {}, {} device import(s) name more than ipuc_core::{{{}}}",
-            violations.len(),
-            layers::LAYERS.join(" → "),
-            device.len(),
-            layers::DEVICE_MAY_NAME.join(", ")
+            "xtask layers: {} import(s) break a crate's layer order, close a loop or cross the device boundary",
+            violations.len()
+        );
+    }
+    for c in layers::CRATES {
+        eprintln!(
+            "xtask layers: {} follows {} with no import loop",
+            c.name,
+            c.layers.join(" → ")
         );
     }
     eprintln!(
-        "xtask layers: core's imports follow {}; host's device ({}) names only ipuc_core::{{{}}} outside tests",
-        layers::LAYERS.join(" → "),
-        layers::DEVICE_DIRS.join(", "),
-        layers::DEVICE_MAY_NAME.join(", ")
+        "xtask layers: ipuc-sim and ipuc-core depend on ipuc-target alone of the ipuc crates"
     );
     Ok(())
 }
