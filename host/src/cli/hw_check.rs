@@ -46,12 +46,6 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-#[cfg(not(feature = "hardware"))]
 fn hardware() -> Result<()> {
-    bail!("hardware backend not built (enable the `hardware` feature)")
-}
-
-#[cfg(feature = "hardware")]
-fn hardware() -> Result<()> {
-    bail!("hardware backend not implemented yet: `--target ipu` needs the Poplar SDK backend (a later issue)")
+    bail!("--target ipu: {}", super::device_args::NO_HARDWARE_BACKEND)
 }
