@@ -286,10 +286,14 @@ fn loops(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>>) -> Vec<Vec
                 if !self.index.contains_key(w) {
                     self.visit(w);
                     let low = self.index[w].1.min(self.index[v].1);
-                    self.index.get_mut(v).map(|e| e.1 = low);
+                    if let Some(e) = self.index.get_mut(v) {
+                        e.1 = low;
+                    }
                 } else if self.on_stack.contains(w) {
                     let low = self.index[w].0.min(self.index[v].1);
-                    self.index.get_mut(v).map(|e| e.1 = low);
+                    if let Some(e) = self.index.get_mut(v) {
+                        e.1 = low;
+                    }
                 }
             }
             if self.index[v].0 == self.index[v].1 {
