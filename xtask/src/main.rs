@@ -448,6 +448,21 @@ fn executions(log: &str) -> u64 {
 /// sanitizer (the code under test is safe Rust: libFuzzer finds panics,
 /// overflow-check failures, timeouts and OOMs) and with debug assertions, so
 /// every unchecked arithmetic overflow is a crash.
+/// Seeds that are sources of the repository, copied into `corpus` as they
+/// are now rather than committed under `fuzz/seeds` (a committed copy goes
+/// stale when the source changes): the static runtime for `assemble`.
+fn copy_live_seeds(root: &Path, target: &str, corpus: &Path) -> Result<()> {
+    let live: &[(&str, &str)] = match target {
+        "assemble" => &[("device-asm/static_runtime.S", "static_runtime.S")],
+        _ => &[],
+    };
+    for (source, name) in live {
+        std::fs::copy(root.join(source), corpus.join(name))
+            .with_context(|| format!("copying the live seed {source}"))?;
+    }
+    Ok(())
+}
+
 fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     let fuzz_dir = root.join("fuzz");
     // `+nightly` is understood by the rustup proxy (`cargo` on PATH), not by
@@ -485,6 +500,7 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
         let artifacts = fuzz_dir.join("artifacts").join(t);
         std::fs::create_dir_all(&corpus)?;
         std::fs::create_dir_all(&artifacts)?;
+        copy_live_seeds(root, t, &corpus)?;
         let before = files_in(&artifacts).len();
         // Committed regressions first: each must run clean.
         let replay = files_in(&regressions);
