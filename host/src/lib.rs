@@ -4,7 +4,6 @@
 pub mod cli;
 pub mod compile;
 pub mod device;
-pub mod hwcheck;
 pub mod input;
 pub mod model;
 pub mod phase_image;

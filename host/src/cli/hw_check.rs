@@ -1,9 +1,9 @@
 //! `ipuc hw-check [--target sim|ipu]`: scalar vs six-worker row patcher on
-//! the simulated tile (or, later, hardware). Logic in [`crate::hwcheck`].
+//! the simulated tile (or, later, hardware). Logic in [`super::hwcheck`].
 
 use anyhow::{bail, Result};
 
-use crate::hwcheck;
+use super::hwcheck;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {

@@ -7,7 +7,6 @@
 
 mod convert;
 pub mod sim;
-pub mod trace;
 
 use std::collections::BTreeMap;
 
