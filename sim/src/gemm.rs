@@ -154,6 +154,119 @@ where
     }
 }
 
+/// K elements the AMP accumulates per FP8 micro-group before its FP16
+/// partials are written back (`ipuc_target::ipu21::timing::AmpMode`).
+const FP8_MICRO_GROUP: usize =
+    ipuc_target::ipu21::timing::AmpMode::F8F16Partials.k_micro_group() as usize;
+
+/// `acc[m×n] = round_f16(… round_f16(acc + a·b over micro-group 0) …)`:
+/// FP8 × FP8 products accumulated into **FP16 partials** as ipuc models the
+/// AMP's `f8v8hihov4amp` (`docs/facts/siglip-and-fp8.md` §4; the adder
+/// tree's internal precision is undocumented there): K is walked in
+/// 32-element micro-groups; a micro-group's products are summed exactly
+/// and added to the FP16 partial with one round-to-nearest-even.
+///
+/// Exactness is what makes the device and the reference agree bit for bit
+/// whatever their blocking: an FP8 value is an integer multiple of
+/// 2^(scale − 10) with at most 4 significant bits, so a product has at most
+/// 8 and 32 of them span far less than f64's 53 bits — the f64 sum of a
+/// micro-group is exact in any order. `a` and `b` hold the FP8 operands'
+/// decoded values; `acc` holds FP16 values on entry and on exit.
+pub fn fp8_product_f16_partials(
+    (m, n, k): (usize, usize, usize),
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    acc: &mut [f32],
+    threads: Threads,
+) {
+    assert!(acc.len() >= m * n, "gemm output {} < {m}×{n}", acc.len());
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    // The views' elements as f64, keeping their strides (a transposed
+    // weight is read in place, as `gemm` does).
+    let widen = |v: &MatRef<'_>, rows: usize, cols: usize| -> Vec<f64> {
+        let end = v.last_index(rows, cols).map_or(v.offset, |i| i + 1);
+        v.data[v.offset..end]
+            .iter()
+            .map(|&x| f64::from(x))
+            .collect()
+    };
+    let (aw, bw) = (widen(&a, m, k), widen(&b, k, n));
+    let parallelism = match threads {
+        Threads::One => gemm::Parallelism::None,
+        Threads::All => gemm::Parallelism::Rayon(rayon::current_num_threads()),
+    };
+    let mut group = vec![0f64; m * n];
+    for k0 in (0..k).step_by(FP8_MICRO_GROUP) {
+        let kg = FP8_MICRO_GROUP.min(k - k0);
+        // SAFETY: `aw` holds every element of the m×k view `a` (relative
+        // to its offset) and `bw` every element of the k×n view `b`, so
+        // columns k0..k0+kg of `a` and rows k0..k0+kg of `b` are in
+        // bounds; `group` is dense m×n and exclusively borrowed.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                kg,
+                group.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                aw.as_ptr().add(k0 * a.cs),
+                a.cs as isize,
+                a.rs as isize,
+                bw.as_ptr().add(k0 * b.rs),
+                b.cs as isize,
+                b.rs as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+        let add = |(o, g): (&mut f32, &f64)| *o = round_f64_to_f16(f64::from(*o) + g);
+        match threads {
+            Threads::One => acc[..m * n].iter_mut().zip(&group).for_each(add),
+            Threads::All => acc[..m * n]
+                .par_iter_mut()
+                .zip(group.par_iter())
+                .for_each(add),
+        }
+    }
+}
+
+/// `x` rounded to the nearest FP16 value, ties to even (±∞ from 65520 on),
+/// in one rounding: `half::f16::from_f64` goes through f32 first, a double
+/// rounding (65519.999 becomes ∞), and runs a per-value software path
+/// while the FP8 products above round ~10⁸ partials per So400m layer.
+/// Tested against an exact nearest-neighbour search in `tests`.
+fn round_f64_to_f16(x: f64) -> f32 {
+    const MIN_NORMAL: f64 = 6.103_515_625e-5; // 2^-14
+    const SUBNORMAL_STEP: f64 = 16_777_216.0; // 2^24
+    if x.is_nan() {
+        return f32::NAN;
+    }
+    let r = if x.abs() < MIN_NORMAL {
+        // Subnormals are multiples of 2^-24.
+        (x * SUBNORMAL_STEP).round_ties_even() / SUBNORMAL_STEP
+    } else {
+        // Keep 10 of f64's 52 fraction bits, rounding the 42 dropped bits
+        // to nearest, ties to even (a carry moves into the exponent).
+        let bits = x.to_bits();
+        let dropped = 42;
+        let half = (1u64 << (dropped - 1)) - 1 + ((bits >> dropped) & 1);
+        f64::from_bits((bits + half) & !((1u64 << dropped) - 1))
+    };
+    if r.abs() > 65_504.0 {
+        f32::INFINITY.copysign(x as f32)
+    } else {
+        r as f32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +310,121 @@ mod tests {
                     .fold(0.0, f32::max);
                 assert!(err < 1e-5, "{err}");
             }
+        }
+    }
+
+    /// The micro-group rule, written out element by element.
+    fn naive_fp16_partials(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = half::f16::ZERO;
+                for k0 in (0..k).step_by(32) {
+                    let mut s = 0f64;
+                    for p in k0..(k0 + 32).min(k) {
+                        s += f64::from(a[i * k + p]) * f64::from(b[p * n + j]);
+                    }
+                    acc = half::f16::from_f64(acc.to_f64() + s);
+                }
+                c[i * n + j] = acc.to_f32();
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn fp8_products_round_to_fp16_after_every_micro_group() {
+        use ipuc_target::numeric::{F8Format, Fp8, Overflow};
+        let fp8 = Fp8::new(F8Format::F143, -4).unwrap();
+        let (m, n, k) = (7, 19, 101);
+        let q = |i: usize, p: usize| {
+            fp8.quantize(((i * p) % 61) as f32 / 4.0 - 7.0, Overflow::Saturate)
+        };
+        let a: Vec<f32> = (0..m * k).map(|i| q(i, 7919)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| q(i, 104_729)).collect();
+        let want = naive_fp16_partials(m, n, k, &a, &b);
+        for threads in [Threads::One, Threads::All] {
+            let mut c = vec![0f32; m * n];
+            fp8_product_f16_partials(
+                (m, n, k),
+                MatRef::row_major(&a, 0, k),
+                MatRef::row_major(&b, 0, n),
+                &mut c,
+                threads,
+            );
+            assert_eq!(c, want);
+        }
+        // FP16 rounding happened: an exact f64 product differs somewhere.
+        let exact = naive(
+            m,
+            n,
+            k,
+            &MatRef::row_major(&a, 0, k),
+            &MatRef::row_major(&b, 0, n),
+        );
+        assert_ne!(exact, want);
+    }
+
+    /// The FP16 value nearest `x` (ties to an even mantissa), searched
+    /// among `half`'s guess and its neighbours with exact f64 distances.
+    fn nearest_f16(x: f64) -> f32 {
+        use half::f16;
+        let guess = f16::from_f64(x);
+        if guess.is_infinite() && x.abs() >= 65_520.0 {
+            return guess.to_f32();
+        }
+        let b = guess.to_bits();
+        let mut best = guess;
+        for c in [b.wrapping_sub(1), b, b.wrapping_add(1)].map(f16::from_bits) {
+            if !c.is_finite() {
+                continue;
+            }
+            let (dc, db) = ((c.to_f64() - x).abs(), (best.to_f64() - x).abs());
+            if !best.is_finite() || dc < db || (dc == db && c.to_bits() & 1 == 0) {
+                best = c;
+            }
+        }
+        best.to_f32()
+    }
+
+    #[test]
+    fn fast_fp16_rounding_is_exact() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let specials = [
+            0.0,
+            -0.0,
+            65_504.0,
+            65_519.999,
+            65_520.0,
+            -65_520.0,
+            1e-9,
+            2.98e-8,
+            2.9802322387695312e-8,
+            6.1e-5,
+            6.103_515_625e-5,
+            1.0 + 1.0 / 2048.0,
+            1.0 + 3.0 / 2048.0,
+            1e300,
+            -1e-300,
+        ];
+        for x in specials.into_iter().chain((0..200_000).map(|_| {
+            // Random bits in the interesting exponent range, both signs.
+            let bits = next();
+            let exp = 1023 - 30 + (bits >> 52) % 50;
+            f64::from_bits((bits & (1 << 63)) | (exp << 52) | (bits & ((1 << 52) - 1)))
+        })) {
+            let want = nearest_f16(x);
+            let got = round_f64_to_f16(x);
+            assert!(
+                got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
+                "{x:e}: {got:e} vs {want:e}"
+            );
         }
     }
 }

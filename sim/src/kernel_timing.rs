@@ -46,7 +46,8 @@
 
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
-use ipuc_target::package::abi::{DType, Kernel, KernelArgs};
+use ipuc_target::ipu21::timing::AmpMode;
+use ipuc_target::package::abi::{AmpProduct, DType, Kernel, KernelArgs};
 
 use super::cycle::ISSUE_INTERVAL;
 
@@ -130,34 +131,64 @@ fn worker_cycles(units: u64, per_cycle_x16: u64) -> u64 {
     (units * ISSUE_INTERVAL * 16).div_ceil(per_cycle_x16.max(1))
 }
 
-/// AMP MACs per tile cycle for an operand pair (§6; FP8 only when both are).
-fn amp_macs(a: DType, b: DType) -> u64 {
-    match (a, b) {
-        (DType::F8 { .. }, DType::F8 { .. }) => u64::from(t::AMP_MACS_PER_CYCLE_F8),
-        (DType::F32, _) | (_, DType::F32) => u64::from(t::AMP_MACS_PER_CYCLE_F32),
-        _ => u64::from(t::AMP_MACS_PER_CYCLE_F16),
-    }
+/// One AMP product `out[m,n] = a[m,k] · b[k,n]` with `b` at `b_addr`, in
+/// the mode its operand types select ([`AmpProduct`]), plus the
+/// conversions the codelet performs on the way in and out.
+fn amp_product(
+    m: u32,
+    k: u32,
+    n: u32,
+    (a, b, out): (DType, DType, DType),
+    b_addr: u32,
+) -> KernelTiming {
+    let product = AmpProduct::of(a, b, out);
+    let mode = product.mode;
+    let x = u64::from;
+    let partials = product.partials();
+    let widened = |d: DType| {
+        match mode {
+            AmpMode::F32 => DType::F32,
+            _ => DType::F16,
+        }
+        .size_bytes()
+            + d.size_bytes()
+    };
+    let converted = [
+        (product.convert_a, x(m) * x(k) * widened(a) as u64),
+        (product.convert_b, x(k) * x(n) * widened(b) as u64),
+        (
+            product.convert_out,
+            x(m) * x(n) * (partials.size_bytes() + out.size_bytes()) as u64,
+        ),
+    ];
+    let convert: u64 = converted
+        .iter()
+        .filter(|(converts, _)| *converts)
+        .map(|&(_, bytes)| conversion_cycles(bytes))
+        .sum();
+    amp_passes(m, k, n, mode, b_addr).plus(KernelTiming::new(0, convert, 0, 0))
 }
 
-/// One AMP product `out[m,n] = a[m,k] · b[k,n]` with `b` at `b_addr`.
-fn amp_product(m: u32, k: u32, n: u32, a: DType, b: DType, b_addr: u32) -> KernelTiming {
+/// The AMP passes and weight feed of one product in `mode`.
+fn amp_passes(m: u32, k: u32, n: u32, mode: AmpMode, b_addr: u32) -> KernelTiming {
+    let mu = u64::from(mode.k_micro_group());
     let groups = u64::from(n.div_ceil(t::AMP_COLUMN_GROUP));
     let n_pad = groups * u64::from(t::AMP_COLUMN_GROUP);
-    let micro = u64::from(k.div_ceil(t::AMP_K_MICRO_GROUP));
+    let micro = u64::from(k).div_ceil(mu);
     // Rows are dealt to the workers; each worker's rows pass through the
     // AMP at 1/6 of the tile's MAC rate.
     let rows = per_worker(u64::from(m)) * WORKERS;
-    let pass = (rows * n_pad * u64::from(t::AMP_K_MICRO_GROUP)).div_ceil(amp_macs(a, b));
-    let mut g = if is_interleaved(b_addr) {
-        u64::from(t::AMP_GROUP_CYCLES_INTERLEAVED)
-    } else {
-        u64::from(t::AMP_GROUP_CYCLES_STANDARD)
-    };
-    if matches!(b, DType::F32) {
-        g *= 2;
-    }
+    let pass = (rows * n_pad * mu).div_ceil(u64::from(mode.macs_per_cycle()));
+    let g = u64::from(mode.feed_cycles_per_group(is_interleaved(b_addr)));
     let feed = (groups * g).div_ceil(4);
     KernelTiming::new(AMP_CALL_CYCLES, micro * pass, 0, micro * feed)
+}
+
+/// Cycles of the workers converting elements whose input and output
+/// bytes together are `bytes`, at the Cast rate (§6 / peer study: (in +
+/// out bytes) ÷ 8 per tile cycle).
+fn conversion_cycles(bytes: u64) -> u64 {
+    worker_cycles(per_worker(bytes), 16 * u64::from(t::CAST_BYTES_PER_CYCLE))
 }
 
 /// Row-wise kernel (softmax, LayerNorm): rows dealt to workers, each row
@@ -175,6 +206,40 @@ fn elementwise(elements: u64, vector: u64, per_cycle_x16: u64) -> u64 {
     worker_cycles(vectors * vector, per_cycle_x16)
 }
 
+/// One head's attention block: q·kᵀ on the AMP (k is the weight stream)
+/// into F32 scores in the scratch, a row-wise softmax pass over them, then
+/// p·v with the probabilities in the operand type, written as `out`.
+fn attention(
+    q_rows: u32,
+    kv_rows: u32,
+    head_dim: u32,
+    (dtype, out): (DType, DType),
+    addrs: &OperandAddresses,
+) -> KernelTiming {
+    let qk = amp_product(
+        q_rows,
+        head_dim,
+        kv_rows,
+        (dtype, dtype, DType::F32),
+        addrs[2],
+    );
+    let pv = amp_product(q_rows, kv_rows, head_dim, (dtype, dtype, out), addrs[3]);
+    let scores = u64::from(q_rows) * u64::from(kv_rows);
+    let soft = KernelTiming::new(
+        0,
+        rowwise(
+            q_rows,
+            kv_rows,
+            16 * u64::from(t::SOFTMAX_CYCLES_PER_ELEMENT),
+            0,
+        ),
+        // Scores written, read back, probabilities written.
+        3 * port(scores * 4, addrs[4]),
+        0,
+    );
+    qk.plus(soft).plus(pv)
+}
+
 /// Elements per 64-bit vector of `d`.
 fn vector_of(d: DType) -> u64 {
     (8 / d.size_bytes().max(1)) as u64
@@ -185,7 +250,9 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
     let x = u64::from;
     let fixed = SIX_WORKER_CALL_CYCLES;
     let mut timing = match args.kernel {
-        Kernel::Gemm { m, k, n, a, b, .. } => amp_product(m, k, n, a, b, addrs[2]),
+        Kernel::Gemm {
+            m, k, n, a, b, out, ..
+        } => amp_product(m, k, n, (a, b, out), addrs[2]),
         Kernel::ReduceAdd {
             elements,
             parts,
@@ -257,7 +324,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
         Kernel::Cast { elements, from, to } => {
             let e = x(elements);
             let bytes = e * (from.size_bytes() + to.size_bytes()) as u64;
-            let compute = worker_cycles(per_worker(bytes), 16 * u64::from(t::CAST_BYTES_PER_CYCLE));
+            let compute = conversion_cycles(bytes);
             let memory = port(e * from.size_bytes() as u64, addrs[1])
                 + port(e * to.size_bytes() as u64, addrs[0]);
             KernelTiming::new(fixed, compute, memory, 0)
@@ -268,33 +335,14 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
             head_dim,
             dtype,
             ..
-        }
-        | Kernel::AttentionPartial {
+        } => attention(q_rows, kv_rows, head_dim, (dtype, dtype), addrs),
+        Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
             dtype,
             ..
-        } => {
-            // q·kᵀ on the AMP (k is the weight stream), F32 scores to the
-            // scratch, a row-wise softmax pass over them, then p·v.
-            let qk = amp_product(q_rows, head_dim, kv_rows, dtype, dtype, addrs[2]);
-            let pv = amp_product(q_rows, kv_rows, head_dim, dtype, dtype, addrs[3]);
-            let scores = x(q_rows) * x(kv_rows);
-            let soft = KernelTiming::new(
-                0,
-                rowwise(
-                    q_rows,
-                    kv_rows,
-                    16 * u64::from(t::SOFTMAX_CYCLES_PER_ELEMENT),
-                    0,
-                ),
-                // Scores written, read back, probabilities written.
-                3 * port(scores * 4, addrs[4]),
-                0,
-            );
-            qk.plus(soft).plus(pv)
-        }
+        } => attention(q_rows, kv_rows, head_dim, (dtype, DType::F32), addrs),
         Kernel::AttentionCombine {
             q_rows,
             head_dim,
@@ -375,8 +423,10 @@ mod tests {
 
     #[test]
     fn amp_model_matches_the_measured_figures() {
+        // The facts' measured kernel is FP16 operands into FP16 partials.
         // Row counts that split evenly over six workers reproduce the
         // measured AMP figure exactly, for both weight regions.
+        let fp16 = AmpMode::F16F16Partials;
         for (m, k, n) in [
             (6u32, 16u32, 16u32),
             (48, 64, 64),
@@ -384,9 +434,7 @@ mod tests {
             (192, 64, 80),
         ] {
             for (addr, g) in [(INTERLEAVED, 940), (STANDARD, 1063)] {
-                let mut addrs = [0x9_8000u32; 6];
-                addrs[2] = addr;
-                let got = kernel_timing(&gemm(m, k, n, DType::F16, DType::F16), &addrs).total;
+                let got = amp_passes(m, k, n, fp16, addr).total;
                 let want = measured_amp(m.into(), k.into(), n.into(), g);
                 assert_eq!(got, want, "{m}x{k}x{n} at {addr:#x}");
             }
@@ -395,15 +443,65 @@ mod tests {
         // run as 11 per worker (66 row passes). The gap to the measured
         // formula is those two extra passes per group and micro-group; it
         // stays below 3 % and is structural (not tuned away).
-        let mut addrs = [0x9_8000u32; 6];
-        addrs[2] = STANDARD;
-        let got = kernel_timing(&gemm(64, 64, 64, DType::F16, DType::F16), &addrs).total;
+        let got = amp_passes(64, 64, 64, fp16, STANDARD).total;
         let want = measured_amp(64, 64, 64, 1063);
         assert_eq!(want, 8642);
         assert_eq!(got, 294 + 4 * (66 * 64 * 16 / 64 + 1063));
         assert!(
             got > want && (got - want) * 100 < 3 * want,
             "{got} vs {want}"
+        );
+    }
+
+    #[test]
+    fn each_mode_runs_at_its_facts_rate() {
+        // The row term of 600 rows × one column group × one micro-group.
+        for mode in AmpMode::ALL {
+            let mu = mode.k_micro_group();
+            let t = amp_passes(600, mu, 16, mode, INTERLEAVED);
+            assert_eq!(
+                600 * 16 * u64::from(mu) / t.compute,
+                u64::from(mode.macs_per_cycle()),
+                "{mode:?}"
+            );
+            assert_eq!(
+                t.weight_feed,
+                u64::from(mode.feed_cycles_per_group(true)).div_ceil(4)
+            );
+        }
+        // FP8 × FP8: per unit of K both terms are half the FP16 kernel's.
+        let f8 = amp_passes(96, 1024, 128, AmpMode::F8F16Partials, INTERLEAVED);
+        let f16 = amp_passes(96, 1024, 128, AmpMode::F16F16Partials, INTERLEAVED);
+        assert_eq!(2 * f8.compute, f16.compute);
+        assert_eq!(2 * f8.weight_feed, f16.weight_feed);
+    }
+
+    #[test]
+    fn gemm_kernels_run_in_the_mode_of_their_types_and_pay_their_conversions() {
+        let addrs = [INTERLEAVED; 6];
+        let f8 = DType::f143(-4);
+        let timing = |a, b, out| {
+            let mut g = gemm(48, 64, 64, a, b);
+            if let Kernel::Gemm { out: o, .. } = &mut g.kernel {
+                *o = out;
+            }
+            kernel_timing(&g, &addrs)
+        };
+        let fp32_partials = timing(DType::F16, DType::F16, DType::F32);
+        assert_eq!(
+            fp32_partials,
+            amp_passes(48, 64, 64, AmpMode::F16F32Partials, INTERLEAVED)
+        );
+        // FP16 output: 48·64 partials converted, 6 bytes each, at 8 B/cycle.
+        let fp16_out = timing(DType::F16, DType::F16, DType::F16);
+        assert_eq!(fp16_out.compute - fp32_partials.compute, 48 * 64 * 6 / 8);
+        // FP8 weights with FP16 activations: the weights are widened.
+        let widened = timing(DType::F16, f8, DType::F32);
+        assert_eq!(widened.compute - fp32_partials.compute, 64 * 64 * 3 / 8);
+        // FP8 × FP8 into FP16 partials: no conversion, the 128-MAC mode.
+        assert_eq!(
+            timing(f8, f8, DType::F16),
+            amp_passes(48, 64, 64, AmpMode::F8F16Partials, INTERLEAVED)
         );
     }
 
@@ -467,5 +565,32 @@ mod tests {
         let seven = kernel_timing(&sm(7), &[INTERLEAVED; 6]).compute;
         assert_eq!(six, 64 * 6 * 6);
         assert_eq!(seven, 2 * six);
+    }
+
+    /// Attention: two AMP products in the FP16→FP32 mode (F32 scores, then
+    /// p·v from FP16 probabilities), a row-wise softmax over the scores and
+    /// the output's conversion from F32 partials to FP16.
+    #[test]
+    fn attention_is_two_fp32_partials_products_a_softmax_and_a_conversion() {
+        let att = KernelArgs::new(Kernel::Attention {
+            q_rows: 6,
+            kv_rows: 16,
+            head_dim: 64,
+            scale: 0.125,
+            dtype: DType::F16,
+        });
+        let mut addrs = [INTERLEAVED; 6];
+        (addrs[2], addrs[3]) = (STANDARD, STANDARD);
+        let mode = AmpMode::F16F32Partials;
+        let qk = amp_passes(6, 64, 16, mode, STANDARD).total;
+        let pv = amp_passes(6, 16, 64, mode, STANDARD).total;
+        // One row per worker, 16 scores at the softmax estimate of 6
+        // cycles per element: 96 issue slots, six cycles each.
+        let softmax = 16 * 6 * 6;
+        let convert = conversion_cycles(6 * 64 * 6);
+        assert_eq!(
+            kernel_timing(&att, &addrs).total,
+            qk + pv + softmax + convert
+        );
     }
 }

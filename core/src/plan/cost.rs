@@ -7,38 +7,81 @@ use core::num::Saturating as S;
 
 use crate::ipu21::timing as t;
 use crate::ir::DType;
-use crate::kernel::{Kernel, KernelArgs};
+use crate::kernel::{AmpProduct, Kernel, KernelArgs};
 
-/// AMP multiply-accumulates per cycle for an operand pair: the narrower type
-/// sets the engine mode (FP8 only when both operands are FP8).
-fn amp_macs_per_cycle(a: DType, b: DType) -> u64 {
-    match (a, b) {
-        (DType::F8 { .. }, DType::F8 { .. }) => t::AMP_MACS_PER_CYCLE_F8 as u64,
-        (DType::F32, _) | (_, DType::F32) => t::AMP_MACS_PER_CYCLE_F32 as u64,
-        _ => t::AMP_MACS_PER_CYCLE_F16 as u64,
+/// Cycles of one AMP GEMM call (`docs/facts/ipu21-target.md` §6, per mode
+/// [`t::AmpMode`]): `294 + Σ_{K micro-groups} (⌈m·n_pad·µ / MACs⌉ +
+/// ⌈groups·G/4⌉)`, with µ the mode's K micro-group, `n_pad` the columns
+/// rounded up to 16-column groups and G the mode's per-group weight feed;
+/// plus the conversions the kernel performs ([`AmpProduct`]) at the Cast
+/// rate.
+pub fn gemm_cycles(
+    m: u32,
+    k: u32,
+    n: u32,
+    (a, b, out): (DType, DType, DType),
+    b_interleaved: bool,
+) -> u64 {
+    let product = AmpProduct::of(a, b, out);
+    let mode = product.mode;
+    let groups = S(u64::from(n.div_ceil(t::AMP_COLUMN_GROUP)));
+    let n_pad = groups * w(t::AMP_COLUMN_GROUP);
+    let micro = S(u64::from(k.div_ceil(mode.k_micro_group())));
+    let row_term = S((w(m) * n_pad * w(mode.k_micro_group()))
+        .0
+        .div_ceil(u64::from(mode.macs_per_cycle())));
+    let g = w(mode.feed_cycles_per_group(b_interleaved));
+    let group_term = S((groups * g).0.div_ceil(4));
+    let partials = product.partials();
+    let converted = [
+        (product.convert_a, w(m) * w(k), a, partials_operand(mode, a)),
+        (product.convert_b, w(k) * w(n), b, partials_operand(mode, b)),
+        (product.convert_out, w(m) * w(n), partials, out),
+    ];
+    let mut cycles = w(t::AMP_CALL_CYCLES) + micro * (row_term + group_term);
+    for (converts, elements, from, to) in converted {
+        if converts {
+            cycles += cast_cycles(elements, from, to);
+        }
+    }
+    cycles.0
+}
+
+/// One head's attention block: two AMP products (q·kᵀ into F32 scores, p·v
+/// with the probabilities in the operand type, written as `out`) plus a
+/// softmax over the scores (a key-split partial: the same over one key
+/// block; the row statistics are part of the softmax passes).
+fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
+    S(gemm_cycles(
+        q_rows,
+        head_dim,
+        kv_rows,
+        (dtype, dtype, DType::F32),
+        false,
+    )) + S(gemm_cycles(
+        q_rows,
+        kv_rows,
+        head_dim,
+        (dtype, dtype, out),
+        false,
+    )) + w(q_rows) * w(kv_rows) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
+}
+
+/// The type an operand of `d` is converted to for `mode`.
+fn partials_operand(mode: t::AmpMode, d: DType) -> DType {
+    match mode {
+        t::AmpMode::F32 => DType::F32,
+        t::AmpMode::F8F16Partials => d,
+        _ => DType::F16,
     }
 }
 
-/// Cycles of one AMP GEMM call (`docs/facts/ipu21-target.md` §6):
-/// `294 + Σ_{16-K micro-groups} (⌈m·n_pad·16 / MACs⌉ + ⌈groups·G/4⌉)`, with
-/// `n_pad` the columns rounded up to 16-column groups and G the per-group
-/// weight-feed cost (doubled for FP32 weights).
-pub fn gemm_cycles(m: u32, k: u32, n: u32, a: DType, b: DType, b_interleaved: bool) -> u64 {
-    let groups = S(u64::from(n.div_ceil(t::AMP_COLUMN_GROUP)));
-    let n_pad = groups * w(t::AMP_COLUMN_GROUP);
-    let micro = S(u64::from(k.div_ceil(t::AMP_K_MICRO_GROUP)));
-    let macs = amp_macs_per_cycle(a, b);
-    let row_term = S((w(m) * n_pad * w(t::AMP_K_MICRO_GROUP)).0.div_ceil(macs));
-    let mut g = w(if b_interleaved {
-        t::AMP_GROUP_CYCLES_INTERLEAVED
-    } else {
-        t::AMP_GROUP_CYCLES_STANDARD
-    });
-    if matches!(b, DType::F32) {
-        g *= 2;
-    }
-    let group_term = S((groups * g).0.div_ceil(4));
-    (w(t::AMP_CALL_CYCLES) + micro * (row_term + group_term)).0
+/// A conversion of `elements` from `from` to `to` at the Cast rate.
+fn cast_cycles(elements: S<u64>, from: DType, to: DType) -> S<u64> {
+    ceil(
+        elements * S((from.size_bytes() + to.size_bytes()) as u64),
+        t::CAST_BYTES_PER_CYCLE,
+    )
 }
 
 /// Saturating cycle arithmetic: kernel arguments come from argument-block
@@ -66,9 +109,10 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             n,
             a,
             b,
+            out,
             b_interleaved,
             ..
-        } => S(gemm_cycles(m, k, n, a, b, b_interleaved)),
+        } => S(gemm_cycles(m, k, n, (a, b, out), b_interleaved)),
         Kernel::ReduceAdd {
             elements,
             parts,
@@ -88,31 +132,21 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
         }
         Kernel::Gelu { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
         Kernel::Softmax { rows, cols, .. } => w(rows) * w(cols) * w(t::SOFTMAX_CYCLES_PER_ELEMENT),
-        Kernel::Cast { elements, from, to } => ceil(
-            w(elements) * S((from.size_bytes() + to.size_bytes()) as u64),
-            t::CAST_BYTES_PER_CYCLE,
-        ),
+        Kernel::Cast { elements, from, to } => cast_cycles(w(elements), from, to),
         Kernel::Attention {
             q_rows,
             kv_rows,
             head_dim,
             dtype,
             ..
-        }
-        | Kernel::AttentionPartial {
+        } => attention_cycles(q_rows, kv_rows, head_dim, dtype, dtype),
+        Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
             dtype,
             ..
-        } => {
-            // Two AMP products (q·kᵀ and p·v) plus a softmax over the scores
-            // (a partial: the same over one key block; the row statistics
-            // are part of the softmax passes).
-            S(gemm_cycles(q_rows, head_dim, kv_rows, dtype, dtype, false))
-                + S(gemm_cycles(q_rows, kv_rows, head_dim, dtype, dtype, false))
-                + w(q_rows) * w(kv_rows) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
-        }
+        } => attention_cycles(q_rows, kv_rows, head_dim, dtype, DType::F32),
         Kernel::AttentionCombine {
             q_rows,
             head_dim,
@@ -208,27 +242,65 @@ mod tests {
 
     #[test]
     fn hand_checked_gemm() {
-        // 64×64×64 F16 with standard weights:
-        // 4 micro-groups × (⌈64·64·16/64⌉ = 1024 + ⌈4·1063/4⌉ = 1063) + 294 = 8642.
-        assert_eq!(gemm_cycles(64, 64, 64, DType::F16, DType::F16, false), 8642);
-        // Interleaved weights: 4 × (1024 + 940) + 294 = 8150.
-        assert_eq!(gemm_cycles(64, 64, 64, DType::F16, DType::F16, true), 8150);
-        // FP8 halves the row term: 4 × (512 + 1063) + 294 = 6594.
-        let f8 = DType::f143(-4);
-        assert_eq!(gemm_cycles(64, 64, 64, f8, f8, false), 6594);
-        // 20 output columns pad to two groups: 1 × (⌈8·32·16/64⌉ = 64 + ⌈2·1063/4⌉ = 532) + 294 = 890.
-        assert_eq!(gemm_cycles(8, 16, 20, DType::F16, DType::F16, false), 890);
+        let (f16, f32, f8) = (DType::F16, DType::F32, DType::f143(-4));
+        // 64×64×64 FP16 → FP32 partials, standard weights: 4 micro-groups ×
+        // (⌈64·64·16/32⌉ = 2048 + ⌈4·1063/4⌉ = 1063) + 294 = 12738.
+        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f32), false), 12738);
+        // Interleaved weights: 4 × (2048 + 940) + 294 = 12246.
+        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f32), true), 12246);
+        // An FP16 output adds the partials' conversion: 4096 × 6 B / 8 = 3072.
+        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f16), true), 12246 + 3072);
+        // FP8 weights with FP16 activations: the weights are widened first
+        // (4096 × 3 B / 8 = 1536).
+        assert_eq!(gemm_cycles(64, 64, 64, (f16, f8, f32), true), 12246 + 1536);
+        // FP8 × FP8 into FP16 partials: 2 micro-groups of 32 K ×
+        // (⌈64·64·32/128⌉ = 1024 + 940) + 294 = 4222.
+        assert_eq!(gemm_cycles(64, 64, 64, (f8, f8, f16), true), 4222);
+        // FP32: a quarter of the FP16-partials rate... 4 × (⌈64·64·16/16⌉ +
+        // ⌈4·2·1063/4⌉) + 294.
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f32, f32, f32), false),
+            4 * (4096 + 2126) + 294
+        );
+        // 20 output columns pad to two groups: 1 × (⌈8·32·16/32⌉ = 128 + ⌈2·1063/4⌉ = 532) + 294 = 954.
+        assert_eq!(gemm_cycles(8, 16, 20, (f16, f16, f32), false), 954);
         let k = Kernel::Gemm {
             m: 64,
             k: 64,
             n: 64,
-            a: DType::F16,
-            b: DType::F16,
-            out: DType::F32,
+            a: f16,
+            b: f16,
+            out: f32,
             b_transposed: false,
             b_interleaved: false,
         };
-        assert_eq!(kernel_cycles(&k), 8642 + 11);
+        assert_eq!(kernel_cycles(&k), 12738 + 11);
+    }
+
+    #[test]
+    fn each_mode_runs_at_its_facts_rate() {
+        // Row term alone (one 16-column group, K one micro-group, many rows):
+        // MACs per cycle = m·16·µ / row cycles.
+        for mode in t::AmpMode::ALL {
+            let (a, b, out) = match mode {
+                t::AmpMode::F32 => (DType::F32, DType::F32, DType::F32),
+                t::AmpMode::F8F16Partials => (DType::f143(0), DType::f143(0), DType::F16),
+                _ => (DType::F16, DType::F16, DType::F32),
+            };
+            if AmpProduct::of(a, b, out).mode != mode {
+                continue; // FP16 partials: no codelet runs that mode
+            }
+            let mu = mode.k_micro_group();
+            let m = 6400;
+            let one = gemm_cycles(m, mu, 16, (a, b, out), true);
+            let feed = u64::from(mode.feed_cycles_per_group(true)).div_ceil(4);
+            let row = one - u64::from(t::AMP_CALL_CYCLES) - feed;
+            assert_eq!(
+                u64::from(m) * 16 * u64::from(mu) / row,
+                u64::from(mode.macs_per_cycle()),
+                "{mode:?}"
+            );
+        }
     }
 
     #[test]

@@ -191,9 +191,13 @@ pub fn compile_workload(
         siglip.layers,
         siglip.config.num_tokens(),
         siglip.config.hidden_size,
-        match model.fp8_scale {
-            Some(s) => format!("FP8 F143 at scale {s}"),
-            None => "FP16".into(),
+        match (model.fp8_scale, model.fp8_weights_only) {
+            (Some(s), true) => format!("FP8 F143 at scale {s}, FP16 activations"),
+            (Some(s), false) => format!(
+                "FP8 F143 at scale {s}, GEMM activations FP8 at scale {}",
+                model.fp8_activation_scale
+            ),
+            (None, _) => "FP16".into(),
         }
     );
     let compiled = compile(

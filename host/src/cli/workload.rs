@@ -37,9 +37,24 @@ pub struct WorkloadArgs {
     /// One fused QKV projection per layer.
     #[arg(long)]
     pub fuse_qkv: bool,
-    /// Store GEMM weights as FP8 F143 at this power-of-two scale (else FP16).
+    /// Store GEMM weights as FP8 F143 at this power-of-two scale (else
+    /// FP16). The projections' and MLPs' activations are then cast to FP8
+    /// too (`--fp8-activation-scale`) and those GEMMs run FP8 × FP8 into
+    /// FP16 partials, as the seeds run them; attention stays FP16.
     #[arg(long, allow_hyphen_values = true)]
     pub fp8_scale: Option<i8>,
+    /// With `--fp8-scale`: the F143 scale of the activations cast for FP8 ×
+    /// FP8 GEMMs. 0 (max ±240, normal from 2^-7) holds the LayerNorm
+    /// outputs that feed QKV and fc1 (unit variance before γ, β) in the
+    /// middle of its range; larger values saturate at ±240·2^scale.
+    #[arg(long, allow_hyphen_values = true, default_value_t = 0,
+          value_parser = clap::value_parser!(i8).range(-32..=31))]
+    pub fp8_activation_scale: i8,
+    /// With `--fp8-scale`: keep activations FP16 and widen the FP8 weights
+    /// to FP16 in every GEMM (FP32 partials): more precise, and slower
+    /// (half the FP8 × FP8 rate's work per cycle, plus the conversion).
+    #[arg(long, requires = "fp8_scale")]
+    pub fp8_weights_only: bool,
     /// Override the config's image size in pixels (≥ the patch size; tokens
     /// = (size / patch)²), e.g. `--image-size 56` for a full-width So400m
     /// with 16 tokens.
@@ -104,6 +119,7 @@ pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
         vit_batch: batch,
         fuse_qkv: args.fuse_qkv,
         fp8_scale: args.fp8_scale,
+        fp8_activation_scale: (!args.fp8_weights_only).then_some(args.fp8_activation_scale),
         ..ModelOptions::default()
     };
     Ok(build_siglip(&load_config(args)?, &options)?)

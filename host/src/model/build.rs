@@ -53,9 +53,21 @@ pub fn build_siglip(
         weight_dtype.size_bytes() as u64,
         options.activations.size_bytes() as u64,
     )?;
+    let gemm_input = match (options.fp8_scale, options.fp8_activation_scale) {
+        (Some(_), Some(scale)) => {
+            let dtype = DType::f143(scale);
+            if !dtype.is_valid() {
+                return Err(ModelError::Fp8Scale { scale });
+            }
+            Some(dtype)
+        }
+        _ => None,
+    };
     let mut t = Tower {
         b: GraphBuilder::new(),
         params: Vec::new(),
+        gemm_input,
+        fp8_inputs: Vec::new(),
         act: options.activations,
         attn: options.attention,
         weight: weight_dtype,
@@ -84,7 +96,8 @@ pub fn build_siglip(
         vec![t.d],
         ParameterRole::GemmBias,
     )?;
-    let x = t.linear(cols, pw, pb, "embeddings.patch_embedding")?;
+    // The patch embedding keeps FP16 activations: it runs once, on pixels.
+    let x = t.linear_with(cols, pw, pb, "embeddings.patch_embedding", None)?;
     // 2. Learned positions (position_ids = 0..tokens, not in the checkpoint).
     let pos = t.single(
         "embeddings.position_embedding.weight",
@@ -134,6 +147,12 @@ pub fn build_siglip(
 struct Tower {
     b: GraphBuilder,
     params: Vec<ParameterSpec>,
+    /// FP8 type the projections' and MLPs' activations are cast to for an
+    /// FP8 × FP8 product (`None`: they stay in the activation dtype).
+    gemm_input: Option<DType>,
+    /// Activations already cast for a GEMM: (value, its FP8 cast), so the
+    /// three unfused Q/K/V projections share one cast.
+    fp8_inputs: Vec<(ValueId, ValueId)>,
     act: DType,
     attn: DType,
     weight: DType,
@@ -187,6 +206,28 @@ impl Tower {
         }
     }
 
+    /// `x` cast to the FP8 GEMM input type `dtype`, once per value,
+    /// labelled after its producer (`….layer_norm1.to_fp8`), or after the
+    /// GEMM `consumer` when `x` has no producer label (a parameter).
+    fn fp8_input(&mut self, x: ValueId, dtype: DType, consumer: &str) -> Result<ValueId, IrError> {
+        if let Some(&(_, cast)) = self.fp8_inputs.iter().find(|(v, _)| *v == x) {
+            return Ok(cast);
+        }
+        let label = self
+            .b
+            .graph()
+            .defining_op(x)
+            .and_then(|op| self.b.graph().label(op))
+            .map_or_else(
+                || format!("{consumer}.input_to_fp8"),
+                |l| format!("{l}.to_fp8"),
+            );
+        let cast = self.b.cast(x, dtype)?;
+        let cast = self.b.label(cast, &label)?;
+        self.fp8_inputs.push((x, cast));
+        Ok(cast)
+    }
+
     /// `slice` labelled `name` (the model's name for the part it takes).
     fn slice_named(
         &mut self,
@@ -226,7 +267,8 @@ impl Tower {
     }
 
     /// `x · wᵀ + b` (PyTorch Linear); the matmul is labelled `name`, the
-    /// bias add `name.bias`.
+    /// bias add `name.bias`. With FP8 weights and an FP8 GEMM input type,
+    /// `x` is cast to it first (an FP8 × FP8 product into FP16 partials).
     fn linear(
         &mut self,
         x: ValueId,
@@ -234,6 +276,24 @@ impl Tower {
         bias: ValueId,
         name: &str,
     ) -> Result<ValueId, IrError> {
+        let input = self.gemm_input;
+        self.linear_with(x, w, bias, name, input)
+    }
+
+    /// [`Self::linear`] with the GEMM input type given (`None`: `x` as is).
+    fn linear_with(
+        &mut self,
+        x: ValueId,
+        w: ValueId,
+        bias: ValueId,
+        name: &str,
+        input: Option<DType>,
+    ) -> Result<ValueId, IrError> {
+        let weight_is_fp8 = matches!(self.b.ty(w)?.dtype, DType::F8 { .. });
+        let x = match input {
+            Some(dtype) if weight_is_fp8 => self.fp8_input(x, dtype, name)?,
+            _ => x,
+        };
         let y = self.b.matmul_transposed(x, w, self.act)?;
         self.b.label(y, name)?;
         let y = self.b.add(y, bias)?;

@@ -54,6 +54,10 @@ pub struct ModelOptions {
     /// Store GEMM weights as F143 at this scale; `None` keeps them in the
     /// activation dtype.
     pub fp8_scale: Option<i8>,
+    /// With `fp8_scale`: cast the activations that feed the projections and
+    /// MLPs to F143 at this scale, so those GEMMs run FP8 × FP8 into FP16
+    /// partials (`None`: they stay FP16 and the FP8 weights are widened).
+    pub fp8_activation_scale: Option<i8>,
     /// Activation (and non-GEMM parameter) dtype: F16 (default) or F32.
     pub activations: DType,
     /// Dtype attention runs in: F16 (default, "FP16 attention") or F32.
@@ -67,6 +71,7 @@ impl Default for ModelOptions {
             vit_batch: 1,
             fuse_qkv: false,
             fp8_scale: None,
+            fp8_activation_scale: None,
             activations: DType::F16,
             attention: DType::F16,
         }

@@ -197,6 +197,22 @@ impl<'g> Reference<'g> {
         }
     }
 
+    /// How a matmul accumulates: on the device an FP8 × FP8 product runs
+    /// in FP16 partials (the only partials type FP8 has, so whatever the
+    /// result type); the FP32 reference and every other product sum in F32.
+    fn matmul_product(&self, operands: &[ValueId]) -> ops::Product {
+        let fp8 = |v: &ValueId| {
+            self.graph
+                .ty(*v)
+                .is_some_and(|t| matches!(t.dtype, DType::F8 { .. }))
+        };
+        if self.numerics == Numerics::Device && operands.iter().all(fp8) {
+            ops::Product::Fp8F16Partials
+        } else {
+            ops::Product::Exact
+        }
+    }
+
     /// Execute one op. `dying` operands are removed from `env` before the
     /// computation so their buffers can be reused in place.
     fn exec_op(&self, id: OpId, dying: &[ValueId], env: &mut Env) -> Result<(), ReferenceError> {
@@ -232,16 +248,19 @@ impl<'g> Reference<'g> {
         // movement of already-rounded values needs no rounding).
         let (data, rounds): (Arc<Vec<f32>>, bool) = match op.kind() {
             OpKind::Constant { values, .. } => (Arc::new(values.clone()), true),
-            OpKind::MatMul(mm) => (
-                Arc::new(ops::matmul(
-                    operands[0],
-                    operands[1],
-                    mm.transpose_a,
-                    mm.transpose_b,
-                    &dims,
-                )),
-                true,
-            ),
+            OpKind::MatMul(mm) => {
+                let product = self.matmul_product(op.operands());
+                (
+                    Arc::new(ops::matmul_with(
+                        operands[0],
+                        operands[1],
+                        (mm.transpose_a, mm.transpose_b),
+                        &dims,
+                        product,
+                    )),
+                    true,
+                )
+            }
             OpKind::Add => {
                 // Accumulate into whichever operand has the result's shape
                 // and is not shared (the residual stream, a fresh matmul).

@@ -129,6 +129,27 @@ pub fn matmul(
     transpose_b: bool,
     out_dims: &[usize],
 ) -> Vec<f32> {
+    matmul_with(a, b, (transpose_a, transpose_b), out_dims, Product::Exact)
+}
+
+/// How a matmul accumulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Product {
+    /// In F32 (FP32 reference; the device's float partials).
+    Exact,
+    /// FP8 × FP8 into FP16 partials rounded after every micro-group, as the
+    /// device's AMP ([`gemm::fp8_product_f16_partials`]).
+    Fp8F16Partials,
+}
+
+/// [`matmul`] accumulating as `product` says.
+pub fn matmul_with(
+    a: &Tensor,
+    b: &Tensor,
+    (transpose_a, transpose_b): (bool, bool),
+    out_dims: &[usize],
+    product: Product,
+) -> Vec<f32> {
     let (ar, br, or) = (a.shape.len(), b.shape.len(), out_dims.len());
     let (m, n) = (out_dims[or - 2], out_dims[or - 1]);
     let k = if transpose_a {
@@ -161,6 +182,22 @@ pub fn matmul(
     // One shared weight and a dense, untransposed batch of rows: fold the
     // batch into M and run a single large product.
     let a_full = a_lead.len() == lead.len() && a_lead == lead;
+    let sa = broadcast_strides(a_lead, lead);
+    let sb = broadcast_strides(b_lead, lead);
+    if product == Product::Fp8F16Partials {
+        // Micro-group sums are exact, so folding or blocking cannot change
+        // a bit; one product per batch index keeps this simple.
+        for (i, c) in out.chunks_mut(m * n).enumerate() {
+            gemm::fp8_product_f16_partials(
+                (m, n, k),
+                a_view(offset_of(i, lead, &sa) * a_mat),
+                b_view(offset_of(i, lead, &sb) * b_mat),
+                c,
+                Threads::All,
+            );
+        }
+        return out;
+    }
     if b_batch == 1 && !transpose_a && a_full {
         gemm::gemm(
             (batch * m, n, k),
@@ -172,8 +209,6 @@ pub fn matmul(
         );
         return out;
     }
-    let sa = broadcast_strides(a_lead, lead);
-    let sb = broadcast_strides(b_lead, lead);
     gemm::batched(
         batch,
         m,

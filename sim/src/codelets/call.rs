@@ -4,9 +4,11 @@
 
 use ipuc_target::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
 use ipuc_target::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
+use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::package::abi::{
-    decode, decode_header, AbiError, DType, Kernel, KernelArgs, KernelSymbol, OperandRole,
+    decode, decode_header, AbiError, AmpProduct, DType, Kernel, KernelArgs, KernelSymbol,
+    OperandRole,
 };
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
@@ -214,7 +216,11 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             };
             let av = io.load(1, m * k, a);
             let bv = io.load(2, k * n, b);
-            math::gemm_accumulate((m, k, n), &av, &bv, b_transposed, &mut acc);
+            if AmpProduct::of(a, b, out).mode == AmpMode::F8F16Partials {
+                math::fp8_gemm_accumulate((m, k, n), &av, &bv, b_transposed, &mut acc);
+            } else {
+                math::gemm_accumulate((m, k, n), &av, &bv, b_transposed, &mut acc);
+            }
             if let Some(bias_type) = args.epilogue.bias {
                 let bias = io.load(3, n, bias_type);
                 let sum = acc.clone();

@@ -3,13 +3,14 @@
 //!
 //! Numerics model the device (`docs/facts/siglip-and-fp8.md` §4): operands
 //! arrive decoded exactly (FP16, scaled FP8), products and sums are formed in
-//! F32 (AMP with float partials), and the caller rounds results to the
-//! output type once. Matrix products use the `gemm` crate through the
+//! F32 (AMP with float partials) — or, for FP8 × FP8, in FP16 partials
+//! rounded after every 32-K micro-group — and the caller rounds results to
+//! the output type once. Matrix products use the `gemm` crate through the
 //! reference's wrapper on the calling thread (tiles already run in parallel);
 //! transcendental functions use the standard library, independent of the
 //! reference's fast approximations, so the two checkers do not share them.
 
-use crate::gemm::{gemm, MatRef, Threads};
+use crate::gemm::{fp8_product_f16_partials, gemm, MatRef, Threads};
 
 /// `acc[m×n] += a[m×k] · b`, with `b` stored `[k, n]` row-major, or `[n, k]`
 /// when `b_transposed` (the PyTorch Linear weight layout).
@@ -40,6 +41,23 @@ pub fn gemm_accumulate(
     for (o, p) in acc.iter_mut().zip(&product) {
         *o += p;
     }
+}
+
+/// [`gemm_accumulate`] for FP8 × FP8 operands into FP16 partials
+/// ([`crate::gemm::fp8_product_f16_partials`]): `acc` holds FP16 values.
+pub fn fp8_gemm_accumulate(
+    (m, k, n): (usize, usize, usize),
+    a: &[f32],
+    b: &[f32],
+    b_transposed: bool,
+    acc: &mut [f32],
+) {
+    let bv = if b_transposed {
+        MatRef::transposed(b, 0, k)
+    } else {
+        MatRef::row_major(b, 0, n)
+    };
+    fp8_product_f16_partials((m, n, k), MatRef::row_major(a, 0, k), bv, acc, Threads::One);
 }
 
 /// `out[i] = Σ_p parts[p·len + i]`, summed in part order.

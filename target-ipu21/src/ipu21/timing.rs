@@ -3,21 +3,101 @@
 //! have no measurement behind them; they are round numbers chosen to rank
 //! plans, not to predict hardware time.
 
-/// AMP multiply-accumulates per cycle per tile with FP8 operands
-/// (`docs/facts/siglip-and-fp8.md` §3: `f8v8hihov4amp`, 8 FP8 inputs × 16 engines per cycle).
-pub const AMP_MACS_PER_CYCLE_F8: u32 = 128;
-/// AMP multiply-accumulates per cycle per tile, FP16 (`docs/facts/ipu21-target.md` §6, row term).
-pub const AMP_MACS_PER_CYCLE_F16: u32 = 64;
-/// AMP multiply-accumulates per cycle per tile, FP32 (`docs/facts/ipu21-target.md` §6, "4× the row term").
-pub const AMP_MACS_PER_CYCLE_F32: u32 = 16;
+/// An AMP engine mode: the operand type and the partials (accumulator) type,
+/// which together set the engine's rate, its K micro-group and its weight
+/// feed. The rates are per tile cycle with all 16 engines busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AmpMode {
+    /// FP32 operands, FP32 partials: 16 MACs/cycle (`docs/facts/ipu21-target.md`
+    /// §6, "F32 uses 4× the row term"; `docs/facts/siglip-and-fp8.md` §4,
+    /// poplibs: 8 core cycles per 16×8 block), weights fed at 2 × G.
+    F32,
+    /// FP16 operands, FP32 partials: 32 MACs/cycle — float partials run on 8
+    /// conv units, half the FP16-partials rate (`docs/facts/siglip-and-fp8.md`
+    /// §4, poplibs' cycle model). Weight feed: G, an *estimate* (the same 512
+    /// weight bytes per 16 columns × 16 K as the measured FP16-partials
+    /// kernel; no measurement of this mode's feed exists).
+    F16F32Partials,
+    /// FP16 operands, FP16 partials: 64 MACs/cycle and feed G, both
+    /// *measured* (`docs/facts/ipu21-target.md` §6, ipu-stack
+    /// `amp_kernel_cycles`: ⌈rows·cols/4⌉ per 16-K micro-group).
+    F16F16Partials,
+    /// FP8 × FP8 operands, FP16 partials (the only partials type FP8 allows):
+    /// `f8v8hihov4amp`, 128 MACs/cycle (`docs/facts/siglip-and-fp8.md` §4).
+    /// The K micro-group is 32: one 512-byte weight set per 16 columns × 32
+    /// K, fed in the FP16 kernel's G (§4, the peer's FP8 kernel), so per
+    /// unit of K both the row term and the feed are half the FP16 kernel's.
+    F8F16Partials,
+}
+
+impl AmpMode {
+    /// Every mode, slowest first (for tables and tests).
+    pub const ALL: [AmpMode; 4] = [
+        AmpMode::F32,
+        AmpMode::F16F32Partials,
+        AmpMode::F16F16Partials,
+        AmpMode::F8F16Partials,
+    ];
+
+    /// Multiply-accumulates per tile cycle.
+    pub const fn macs_per_cycle(self) -> u32 {
+        match self {
+            AmpMode::F32 => 16,
+            AmpMode::F16F32Partials => 32,
+            AmpMode::F16F16Partials => 64,
+            AmpMode::F8F16Partials => 128,
+        }
+    }
+
+    /// K elements per AMP micro-group: the K extent one weight set covers.
+    pub const fn k_micro_group(self) -> u32 {
+        match self {
+            AmpMode::F8F16Partials => 32,
+            _ => 16,
+        }
+    }
+
+    /// Weight-feed cycles per 16-column group per *four* K micro-groups
+    /// (the facts' G; a micro-group costs G/4), for weights in interleaved
+    /// or standard memory.
+    pub const fn feed_cycles_per_group(self, interleaved: bool) -> u32 {
+        let g = if interleaved {
+            AMP_GROUP_CYCLES_INTERLEAVED
+        } else {
+            AMP_GROUP_CYCLES_STANDARD
+        };
+        match self {
+            AmpMode::F32 => 2 * g,
+            _ => g,
+        }
+    }
+
+    /// Bytes of one partial (accumulator) element.
+    pub const fn partials_bytes(self) -> u32 {
+        match self {
+            AmpMode::F32 | AmpMode::F16F32Partials => 4,
+            AmpMode::F16F16Partials | AmpMode::F8F16Partials => 2,
+        }
+    }
+
+    /// Short name for reports: operands → partials.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AmpMode::F32 => "FP32→FP32",
+            AmpMode::F16F32Partials => "FP16→FP32",
+            AmpMode::F16F16Partials => "FP16→FP16",
+            AmpMode::F8F16Partials => "FP8×FP8→FP16",
+        }
+    }
+}
+
 /// Fixed cost of one AMP GEMM kernel call (`docs/facts/ipu21-target.md` §6, measured, ipu-stack `IPU21_AMP_KERNEL_COSTS.call_cycles`).
 pub const AMP_CALL_CYCLES: u32 = 294;
 /// Output columns per AMP column group (`docs/facts/ipu21-target.md` §6).
 pub const AMP_COLUMN_GROUP: u32 = 16;
-/// K elements per AMP micro-group (`docs/facts/ipu21-target.md` §6, "16-element K micro-groups").
-pub const AMP_K_MICRO_GROUP: u32 = 16;
-/// Weight-feed cycles per 16-column group per 64-K block, weights in interleaved
-/// memory (`docs/facts/ipu21-target.md` §6, G = 940, charged G/4 per 16-K micro-group).
+/// Weight-feed cycles per 16-column group per four K micro-groups, weights in
+/// interleaved memory (`docs/facts/ipu21-target.md` §6, G = 940, charged G/4
+/// per micro-group; see [`AmpMode::feed_cycles_per_group`]).
 pub const AMP_GROUP_CYCLES_INTERLEAVED: u32 = 940;
 /// Same with weights in standard memory (`docs/facts/ipu21-target.md` §6, G = 1063).
 pub const AMP_GROUP_CYCLES_STANDARD: u32 = 1063;

@@ -24,6 +24,7 @@
 //! assert_eq!(args.symbol().name(), "gemm_amp");
 //! ```
 
+mod amp;
 mod abi;
 mod args;
 mod attention;
@@ -32,6 +33,7 @@ mod error;
 mod kind;
 mod operands;
 
+pub use amp::AmpProduct;
 pub use abi::KernelAbi;
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;

@@ -15,7 +15,7 @@ use crate::ipu21::kernel_abi as abi;
 use crate::kernel::{self, KernelAbi};
 
 pub use crate::kernel::{
-    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError,
+    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError, AmpProduct,
     GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
 };
 pub use crate::numeric::DType;

@@ -20,9 +20,9 @@ use alloc::vec::Vec;
 
 use super::GenCx;
 use crate::ipu21::sram::MemoryClass;
-use crate::ipu21::timing::{AMP_COLUMN_GROUP, AMP_K_MICRO_GROUP};
+use crate::ipu21::timing::AMP_COLUMN_GROUP;
 use crate::ir::{DType, MatMul};
-use crate::kernel::{Kernel, TileBlock};
+use crate::kernel::{AmpProduct, Kernel, TileBlock};
 use crate::plan::cost::{gemm_cycles, Cycles};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
@@ -40,6 +40,9 @@ struct Grid {
     rp: u32,
     cp: u32,
     kp: u32,
+    /// K elements per AMP micro-group of the product's mode: K blocks are
+    /// whole micro-groups.
+    k_grain: u32,
     /// First tile of the grid (0, or the far end: `tiles − rp·cp·kp`).
     base: u32,
 }
@@ -52,7 +55,7 @@ impl Grid {
         AxisSplit::parts(self.m, 1, self.rp, self.cp * self.kp)
     }
     fn k_split(&self) -> AxisSplit {
-        AxisSplit::parts(self.k, AMP_K_MICRO_GROUP, self.kp, 1)
+        AxisSplit::parts(self.k, self.k_grain, self.kp, 1)
     }
     fn n_split(&self) -> AxisSplit {
         AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.kp)
@@ -122,24 +125,26 @@ impl Grid {
         self.base + (r * self.cp + c) * self.kp + k
     }
     /// Slowest tile's kernel cycles (the largest blocks) — for pre-screening.
-    fn screen_cycles(&self, a: DType, b: DType) -> u64 {
+    fn screen_cycles(&self, types: (DType, DType, DType)) -> u64 {
         let m = self.m_split().max_extent();
         let k = self.k_split().max_extent();
         let n = self.n_split().max_extent();
-        let mut c = gemm_cycles(m, k, n, a, b, true);
+        let mut c = gemm_cycles(m, k, n, types, true);
         if self.kp > 1 {
             // Reduce-scatter words and the reduction, roughly.
-            let slice = m as u64 * self.n_fine().max_extent() as u64;
-            c += 600 + slice * (self.kp as u64 - 1) + slice * 4 * (self.kp as u64 - 1);
+            let slice_bytes =
+                m as u64 * self.n_fine().max_extent() as u64 * types.2.size_bytes() as u64;
+            let others = self.kp as u64 - 1;
+            c += 600 + slice_bytes / 4 * others + slice_bytes * others;
         }
         c
     }
     /// Largest per-tile bytes the grid itself needs (operand blocks + output).
-    fn screen_bytes(&self, ea: u64, eb: u64, eo: u64) -> u64 {
+    fn screen_bytes(&self, ea: u64, eb: u64, eo: u64, ep: u64) -> u64 {
         let m = self.m_split().max_extent() as u64;
         let k = self.k_split().max_extent() as u64;
         let n = self.n_split().max_extent() as u64;
-        let partial = if self.kp > 1 { m * n * 4 * 2 } else { 0 };
+        let partial = if self.kp > 1 { m * n * ep * 2 } else { 0 };
         m * k * ea + k * n * eb + m * n * eo + partial
     }
 }
@@ -182,6 +187,16 @@ fn pareto(mut grids: Vec<(u64, u64, Grid)>, keep: usize) -> Vec<Grid> {
     out
 }
 
+/// What a grid's kernels write: the output type, or with a K split the
+/// partials in the AMP mode's own partials type (the reduction converts).
+fn partials(g: &Grid, product: AmpProduct, cx: &GenCx<'_>) -> DType {
+    if g.kp > 1 {
+        product.partials()
+    } else {
+        cx.out.dtype
+    }
+}
+
 /// Candidate GEMM plans.
 pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     if mm.transpose_a {
@@ -204,6 +219,8 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
         cx.out.elem() as u64,
     );
     let t = cx.cfg.tiles;
+    let product = AmpProduct::of(a.view.dtype, b.view.dtype, cx.out.dtype);
+    let k_grain = product.mode.k_micro_group();
     let mut grids = Vec::new();
     for rp in options(m, 1, t) {
         for cp in options(n, AMP_COLUMN_GROUP, t / rp) {
@@ -217,9 +234,10 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                     rp,
                     cp,
                     kp,
+                    k_grain,
                     base: 0,
                 };
-                if g.tiles() > t || kp > k.div_ceil(AMP_K_MICRO_GROUP) {
+                if g.tiles() > t || kp > k.div_ceil(k_grain) {
                     continue;
                 }
                 // Use at least a quarter of what the shape can use.
@@ -227,9 +245,10 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                 if (g.tiles() as u64) * 4 < usable {
                     continue;
                 }
+                let partial = partials(&g, product, cx);
                 grids.push((
-                    g.screen_cycles(a.view.dtype, b.view.dtype),
-                    g.screen_bytes(ea, eb, eo),
+                    g.screen_cycles((a.view.dtype, b.view.dtype, partial)),
+                    g.screen_bytes(ea, eb, eo, partial.size_bytes() as u64),
                     g,
                 ));
             }
@@ -307,7 +326,8 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> PlanResult<O
         storage: None,
         class: MemoryClass::Standard,
     };
-    let partial_dtype = if g.kp > 1 { DType::F32 } else { cx.out.dtype };
+    let product = AmpProduct::of(a.view.dtype, b.view.dtype, cx.out.dtype);
+    let partial_dtype = partials(&g, product, cx);
     let (m_s, k_s, n_s) = (g.m_split(), g.k_split(), g.n_split());
     let mut calls = Vec::new();
     for r in 0..g.rp {
@@ -356,17 +376,18 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> PlanResult<O
     let mut stages = vec![Stage::Compute(calls)];
     let mut scratch = Vec::new();
     if g.kp > 1 {
-        let (partials, received, exchange, reduce) = reduce_scatter(cx, &g, cx.out.dtype)?;
+        let (partials, received, exchange, reduce) =
+            reduce_scatter(cx, &g, partial_dtype, cx.out.dtype)?;
         scratch.push(ScratchPlan {
             name: "partials",
-            dtype: DType::F32,
+            dtype: partial_dtype,
             blocks: Arc::new(partials),
             class: MemoryClass::Interleaved,
             align: crate::ipu21::sram::AMP_BUFFER_ALIGN,
         });
         scratch.push(ScratchPlan {
             name: "received partials",
-            dtype: DType::F32,
+            dtype: partial_dtype,
             blocks: Arc::new(received),
             class: MemoryClass::Standard,
             align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
@@ -430,7 +451,13 @@ type ReduceScatter = (
 );
 
 /// Partial blocks, receive buffers, the exchange and the reduction calls.
-fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScatter> {
+fn reduce_scatter(
+    cx: &GenCx<'_>,
+    g: &Grid,
+    partial: DType,
+    out: DType,
+) -> PlanResult<ReduceScatter> {
+    let elem = partial.size_bytes() as u32;
     let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.n_fine());
     let mut partials = Vec::new();
     let mut received = Vec::new();
@@ -441,7 +468,7 @@ fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScat
         let rows = mr.len() as u32;
         for c in 0..g.cp {
             let nc = n_s.range(c);
-            let pitch = nc.len() as u32 * 4;
+            let pitch = nc.len() as u32 * elem;
             for kk in 0..g.kp {
                 let tile = g.tile(r, c, kk);
                 let block_tile = cx.tile(tile)?;
@@ -455,7 +482,7 @@ fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScat
                 }
                 // This tile reduces output slice `kk` of block `c`.
                 let slice = fine.range(c * g.kp + kk);
-                let slice_bytes = slice.len() as u32 * 4;
+                let slice_bytes = slice.len() as u32 * elem;
                 let part_bytes = rows * slice_bytes;
                 if part_bytes == 0 {
                     continue;
@@ -466,7 +493,7 @@ fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScat
                     cols: 0..slice.len() as u32 * g.kp,
                     bytes: part_bytes * g.kp,
                 });
-                let src_off = (slice.start - nc.start) * 4;
+                let src_off = (slice.start - nc.start) * elem;
                 for src_k in 0..g.kp {
                     let at = SlotRef {
                         slot: Slot::Scratch(1),
@@ -507,7 +534,7 @@ fn reduce_scatter(cx: &GenCx<'_>, g: &Grid, out: DType) -> PlanResult<ReduceScat
                     kernel: Kernel::ReduceAdd {
                         elements: rows * slice.len() as u32,
                         parts: g.kp,
-                        input: DType::F32,
+                        input: partial,
                         out,
                     },
                     operands: vec![
