@@ -300,12 +300,6 @@ fn ci(root: &Path) -> Result<()> {
 fn release_exchange_check(root: &Path) -> Result<()> {
     let args = [
         "run",
-        "--release",
-        "-q",
-        "-p",
-        "ipuc",
-        "--",
-        "run",
         "--workload",
         "siglip-small",
         "--vit-layers",
@@ -315,6 +309,7 @@ fn release_exchange_check(root: &Path) -> Result<()> {
         "--reference-run",
     ];
     let out = Command::new(env!("CARGO"))
+        .args(RUN_IPUC_RELEASE)
         .args(args)
         .current_dir(root)
         .output()
@@ -348,21 +343,21 @@ fn release_exchange_check(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `cargo run --release -q -p ipuc --`: the release binary (built if needed)
+/// with the arguments that follow.
+pub const RUN_IPUC_RELEASE: [&str; 6] = ["run", "--release", "-q", "-p", "ipuc", "--"];
+
+/// `cargo build --release -q -p ipuc`: the release binary benchmarks time.
+pub const BUILD_IPUC_RELEASE: [&str; 5] = ["build", "--release", "-q", "-p", "ipuc"];
+
+/// Runs the release binary with `args` ([`RUN_IPUC_RELEASE`]).
+fn ipuc_release(root: &Path, args: &[&str]) -> Result<()> {
+    let all: Vec<&str> = RUN_IPUC_RELEASE.iter().chain(args).copied().collect();
+    cargo(root, &all)
+}
+
 fn hw_check(root: &Path, target: &str) -> Result<()> {
-    cargo(
-        root,
-        &[
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "ipuc",
-            "--",
-            "hw-check",
-            "--target",
-            target,
-        ],
-    )
+    ipuc_release(root, &["hw-check", "--target", target])
 }
 
 /// Runs the property suites with `cases` cases each.
@@ -627,15 +622,9 @@ fn bench_reference(root: &Path) -> Result<()> {
     std::fs::write(&input, bytes)?;
     let input = input.to_string_lossy().into_owned();
     let output = dir.join("embedding.npy").to_string_lossy().into_owned();
-    cargo(
+    ipuc_release(
         root,
         &[
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "ipuc",
-            "--",
             "reference",
             "--workload",
             "siglip-so400m",

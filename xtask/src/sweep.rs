@@ -42,7 +42,7 @@ fn seed_result(layers: usize) -> Option<&'static str> {
 }
 
 fn release_ipuc(root: &Path) -> Result<PathBuf> {
-    crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
+    crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
     Ok(root.join("target/release/ipuc"))
 }
 
