@@ -260,80 +260,7 @@ pub(super) fn receive(
             }
         }
         // Memory writes at e.
-        let mut wrote_at_e = false;
-        while pending.front().is_some_and(|p| p.write == e) {
-            let Some(p) = pop_item(&mut pending) else {
-                break;
-            };
-            let address = pointer.and_then(|a| u32::try_from(a).ok());
-            let Some((src_byte, read_event)) = p.item else {
-                return Err(WitnessFault {
-                    tile: d,
-                    event: p.mux,
-                    address,
-                    kind: WitnessFaultKind::NothingOnRoute {
-                        source: p.source,
-                        paired: p.format != 0,
-                    },
-                });
-            };
-            let words: u32 = if p.format == 0 { 1 } else { 2 };
-            let Some(a) = pointer else {
-                return Err(fault(e, None, WitnessFaultKind::NoPointer));
-            };
-            if a < u64::from(TILE_MEMORY_BASE)
-                || a + 4 * u64::from(words) > u64::from(TILE_MEMORY_END)
-            {
-                return Err(fault(e, address, WitnessFaultKind::OutsideMemory));
-            }
-            let a = a as u32;
-            if wrote_at_e {
-                return Err(fault(e, Some(a), WitnessFaultKind::TwoWritesOneEvent));
-            }
-            wrote_at_e = true;
-            // 32-bit words need the format off at the write; a 64-bit item
-            // needs the route direction two events before it (§2.6).
-            let probe = if p.format == 0 {
-                e
-            } else {
-                e.saturating_sub(2)
-            };
-            let shown = formats
-                .iter()
-                .rev()
-                .find(|f| f.0 <= probe)
-                .map_or(0, |f| f.1);
-            if shown != p.format {
-                return Err(fault(
-                    e,
-                    Some(a),
-                    WitnessFaultKind::FormatMismatch {
-                        expected: p.format,
-                        shown,
-                    },
-                ));
-            }
-            if p.format != 0 && !a.is_multiple_of(8) {
-                return Err(fault(e, Some(a), WitnessFaultKind::PairedMisaligned));
-            }
-            if u64::from(e) + u64::from(GUARD_EVENTS) >= u64::from(end) {
-                return Err(fault(e, Some(a), WitnessFaultKind::WriteAfterReturn));
-            }
-            push_run(
-                moves,
-                MoveRun {
-                    dst_tile: d,
-                    dst_word: a / 4,
-                    src_tile: p.source,
-                    src_word: src_byte / 4,
-                    read_event,
-                    write_event: e,
-                    words,
-                    per_event: words,
-                },
-            );
-            pointer = Some(u64::from(a) + 4 * u64::from(words));
-        }
+        write_due(d, e, end, &mut pending, &mut pointer, &formats, moves)?;
         if batch && own.is_none() && theirs.is_none() {
             // The events after e at which nothing but one steady stream
             // happens, in bulk (see `steady_events`): exactly what stepping
@@ -390,7 +317,135 @@ pub(super) fn receive(
             break;
         }
     }
-    // At the return: nothing may be in flight or attached.
+    check_return(
+        d,
+        end,
+        &pending,
+        pointer,
+        xpic,
+        own_paired,
+        partner_paired,
+        &formats,
+    )
+}
+
+/// The items in flight whose write is due at event `e` of receiver `d`
+/// (whose row returns at `end`): each checked (a source on the route, a
+/// pointer inside memory, one write per event, the format shown, 64-bit
+/// alignment, before the return) and written through `pointer`, which then
+/// advances.
+fn write_due(
+    d: PhysicalTile,
+    e: u32,
+    end: u32,
+    pending: &mut VecDeque<InFlight>,
+    pointer: &mut Option<u64>,
+    formats: &[(u32, u32)],
+    moves: &mut Vec<MoveRun>,
+) -> Result<(), WitnessFault> {
+    let fault = |event: u32, address: Option<u32>, kind| WitnessFault {
+        tile: d,
+        event,
+        address,
+        kind,
+    };
+    let mut wrote_at_e = false;
+    while pending.front().is_some_and(|p| p.write == e) {
+        let Some(p) = pop_item(pending) else {
+            break;
+        };
+        let address = pointer.and_then(|a| u32::try_from(a).ok());
+        let Some((src_byte, read_event)) = p.item else {
+            return Err(WitnessFault {
+                tile: d,
+                event: p.mux,
+                address,
+                kind: WitnessFaultKind::NothingOnRoute {
+                    source: p.source,
+                    paired: p.format != 0,
+                },
+            });
+        };
+        let words: u32 = if p.format == 0 { 1 } else { 2 };
+        let Some(a) = *pointer else {
+            return Err(fault(e, None, WitnessFaultKind::NoPointer));
+        };
+        if a < u64::from(TILE_MEMORY_BASE) || a + 4 * u64::from(words) > u64::from(TILE_MEMORY_END)
+        {
+            return Err(fault(e, address, WitnessFaultKind::OutsideMemory));
+        }
+        let a = a as u32;
+        if wrote_at_e {
+            return Err(fault(e, Some(a), WitnessFaultKind::TwoWritesOneEvent));
+        }
+        wrote_at_e = true;
+        // 32-bit words need the format off at the write; a 64-bit item
+        // needs the route direction two events before it (§2.6).
+        let probe = if p.format == 0 {
+            e
+        } else {
+            e.saturating_sub(2)
+        };
+        let shown = formats
+            .iter()
+            .rev()
+            .find(|f| f.0 <= probe)
+            .map_or(0, |f| f.1);
+        if shown != p.format {
+            return Err(fault(
+                e,
+                Some(a),
+                WitnessFaultKind::FormatMismatch {
+                    expected: p.format,
+                    shown,
+                },
+            ));
+        }
+        if p.format != 0 && !a.is_multiple_of(8) {
+            return Err(fault(e, Some(a), WitnessFaultKind::PairedMisaligned));
+        }
+        if u64::from(e) + u64::from(GUARD_EVENTS) >= u64::from(end) {
+            return Err(fault(e, Some(a), WitnessFaultKind::WriteAfterReturn));
+        }
+        push_run(
+            moves,
+            MoveRun {
+                dst_tile: d,
+                dst_word: a / 4,
+                src_tile: p.source,
+                src_word: src_byte / 4,
+                read_event,
+                write_event: e,
+                words,
+                per_event: words,
+            },
+        );
+        *pointer = Some(u64::from(a) + 4 * u64::from(words));
+    }
+    Ok(())
+}
+
+/// At the return of receiver `d`'s row (event `end`): nothing may be in
+/// flight, still selected or attached, and the 64-bit format must be off
+/// long enough before it.
+#[allow(clippy::too_many_arguments)]
+fn check_return(
+    d: PhysicalTile,
+    end: u32,
+    pending: &VecDeque<InFlight>,
+    pointer: Option<u64>,
+    xpic: u32,
+    own_paired: &[(u32, u32, u32)],
+    partner_paired: &[(u32, u32, u32)],
+    formats: &[(u32, u32)],
+) -> Result<(), WitnessFault> {
+    let fault = |event: u32, address: Option<u32>, kind| WitnessFault {
+        tile: d,
+        event,
+        address,
+        kind,
+    };
+    // Nothing may be in flight or attached.
     if let Some(p) = pending.iter().find(|p| p.item.is_none()) {
         return Err(WitnessFault {
             tile: d,

@@ -24,8 +24,8 @@
 //! assert_eq!(args.symbol().name(), "gemm_amp");
 //! ```
 
-mod amp;
 mod abi;
+mod amp;
 mod args;
 mod attention;
 mod block;
@@ -33,8 +33,8 @@ mod error;
 mod kind;
 mod operands;
 
-pub use amp::AmpProduct;
 pub use abi::KernelAbi;
+pub use amp::AmpProduct;
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;
 pub use block::TileBlock;

@@ -163,27 +163,8 @@ pub fn schedule_pieces_avoiding(
     sweeps: &[SourceSweep],
 ) -> Result<Vec<Piece>> {
     phase.validate()?;
-    let mut sweep_of: Vec<Option<(i64, u32)>> = alloc::vec![None; phase.transfers.len()];
-    for sw in sweeps {
-        let slot = sweep_of
-            .get_mut(sw.transfer)
-            .ok_or(ExchangeError::Internal(
-                "source sweep names a missing transfer",
-            ))?;
-        *slot = Some((sw.stride_bytes, sw.iterations));
-    }
-    let (mut pairing, _, _) = plan_pairing(phase);
-    if let Some(cap) = options.max_stream_words {
-        // A paired job is placed as one piece: over the cap, 32-bit pieces.
-        for (p, t) in pairing.iter_mut().zip(&phase.transfers) {
-            if t.words > cap && !p.pairs.is_empty() {
-                *p = TransferPairing {
-                    pairs: Vec::new(),
-                    singles: (0..t.destinations.len() as u16).collect(),
-                };
-            }
-        }
-    }
+    let sweep_of = sweeps_by_transfer(phase, sweeps)?;
+    let pairing = capped_pairing(phase, options);
     let (out_load, in_load) = event_loads(phase, &pairing);
     let lower_bound = out_load
         .iter()
@@ -192,24 +173,7 @@ pub fn schedule_pieces_avoiding(
         .max()
         .unwrap_or(0);
     let jobs = split_multicasts(phase, &pairing, &out_load, lower_bound, options);
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    let priority = |j: &Job| {
-        let t = &phase.transfers[j.transfer];
-        let rx = j
-            .destinations
-            .iter()
-            .map(|&k| in_load[t.destinations[usize::from(k)].tile.index()])
-            .max()
-            .unwrap_or(0);
-        out_load[t.source.index()].max(rx)
-    };
-    order.sort_by_key(|&i| {
-        (
-            core::cmp::Reverse(priority(&jobs[i])),
-            core::cmp::Reverse(phase.transfers[jobs[i].transfer].words),
-            i,
-        )
-    });
+    let order = static_order(phase, &jobs, &out_load, &in_load);
 
     let mut tiles: Vec<TileState> = (0..TILE_COUNT)
         .map(|i| {
@@ -228,36 +192,9 @@ pub fn schedule_pieces_avoiding(
     // Remaining (unscheduled) stream load per tile: with `remaining_first`,
     // the next job is the one touching the tile with the most work left.
     // Streams are outgoing (tile index) then incoming (TILE_COUNT + index).
-    let mut load_order = options.remaining_first.then(|| {
-        let n = usize::from(TILE_COUNT);
-        let cost = |j: &Job| {
-            let t = &phase.transfers[j.transfer];
-            u64::from(if j.paired { t.words / 2 } else { t.words })
-        };
-        let mut load = alloc::vec![0u64; 2 * n];
-        for j in &jobs {
-            load[phase.transfers[j.transfer].source.index()] += cost(j);
-        }
-        load[n..].copy_from_slice(&in_load);
-        let streams = jobs
-            .iter()
-            .map(|j| {
-                let t = &phase.transfers[j.transfer];
-                core::iter::once(t.source.index())
-                    .chain(
-                        j.destinations
-                            .iter()
-                            .map(|&k| n + t.destinations[usize::from(k)].tile.index()),
-                    )
-                    .collect()
-            })
-            .collect();
-        let words = jobs
-            .iter()
-            .map(|j| phase.transfers[j.transfer].words)
-            .collect();
-        RemainingLoadOrder::new(load, streams, jobs.iter().map(cost).collect(), words)
-    });
+    let mut load_order = options
+        .remaining_first
+        .then(|| remaining_load_order(phase, &jobs, &in_load));
     let chain_next = chain_links(phase, &jobs, max_piece);
     let mut placed = alloc::vec![false; jobs.len()];
     let mut next_static = 0usize;
@@ -315,114 +252,262 @@ pub fn schedule_pieces_avoiding(
             )?);
             continue;
         }
-        let receivers = Receiver::of(t, &jobs[ji].destinations);
-        let earliest = earliest_start(&receivers);
-        let mut probe: Vec<usize> = (0..receivers.len()).collect();
-        let mut remaining = u64::from(t.words);
-        let mut offset = 0u64;
-        let mut candidate = earliest;
-        let mut guard_steps = 0u64;
-        while remaining > 0 {
-            guard_steps += 1;
-            if guard_steps > 50_000_000 {
-                return Err(ExchangeError::Internal("scheduler made no progress"));
-            }
-            let min_len = remaining.min(min_piece);
-            let (start, len) = find_common_gap(
-                &tiles,
-                t.source,
-                &receivers,
-                &mut probe,
-                candidate,
-                min_len,
-                remaining.min(max_piece),
-            );
-            #[cfg(test)]
-            assert_eq!(
-                (start, len),
-                find_common_gap_walk(
-                    &tiles,
-                    t.source,
-                    &receivers,
-                    &mut probe.clone(),
-                    candidate,
-                    min_len,
-                    remaining.min(max_piece),
-                ),
-                "bit search and tile walk disagree: {}",
-                {
-                    let st = &tiles[t.source.index()];
-                    let mut d = alloc::format!(
-                        "min_len {min_len} cand {candidate} sender ff {:?} sb {} bit {} bits {:#x}; ",
-                        st.out.first_fit(start, min_len),
-                        st.send_blocked(start),
-                        st.send_block.get(start),
-                        st.out_bits.window(start)
-                    );
-                    for r in &receivers {
-                        let rt = &tiles[r.tile.index()];
-                        let x = (start as i64 + r.offset) as u64;
-                        d += &alloc::format!(
-                            "rx {} off {} lag {}/{} ff {:?} rb {} bit {} inc {:#x}; ",
-                            r.tile.get(),
-                            r.offset,
-                            r.lag,
-                            rt.lag,
-                            rt.inc.first_fit(x, min_len),
-                            rt.receive_controls_blocked(x, r.lag),
-                            rt.receive_block.get(x),
-                            rt.inc_bits.window(x)
-                        );
-                    }
-                    d
-                }
-            );
-            let src_addr = t.source_address + (offset as u32) * 4;
-            match placement_problem(
-                &tiles,
-                t.source,
-                &receivers,
-                start,
-                len,
-                Leftover {
-                    remaining,
-                    min_piece,
-                },
-                src_addr,
-                t,
-                offset,
-                sweep_of[ti],
-            ) {
-                Err(next) => {
-                    candidate = next.max(start + 1);
-                    continue;
-                }
-                Ok(len) => {
-                    place(
-                        &mut tiles,
-                        t,
-                        &receivers,
-                        start,
-                        len,
-                        offset,
-                        sweep_of[ti],
-                        StreamEnds::BOTH,
-                    );
-                    pieces.push(Piece {
-                        transfer: ti,
-                        offset: offset as u32,
-                        words: len as u32,
-                        start,
-                        destinations: receivers.iter().map(|r| r.index).collect(),
-                        paired: false,
-                    });
-                    remaining -= len;
-                    offset += len;
-                    candidate = start + len;
-                }
-            }
-        }
+        place_pieces(
+            &mut tiles,
+            t,
+            ti,
+            &jobs[ji].destinations,
+            sweep_of[ti],
+            (min_piece, max_piece),
+            &mut pieces,
+        )?;
     }
     pieces.sort_by_key(|p| (p.start, p.transfer, p.offset));
     Ok(pieces)
+}
+
+/// Each transfer's source sweep (`(stride, iterations)`), by transfer index.
+fn sweeps_by_transfer(
+    phase: &ExchangePhase,
+    sweeps: &[SourceSweep],
+) -> Result<Vec<Option<(i64, u32)>>> {
+    let mut sweep_of: Vec<Option<(i64, u32)>> = alloc::vec![None; phase.transfers.len()];
+    for sw in sweeps {
+        let slot = sweep_of
+            .get_mut(sw.transfer)
+            .ok_or(ExchangeError::Internal(
+                "source sweep names a missing transfer",
+            ))?;
+        *slot = Some((sw.stride_bytes, sw.iterations));
+    }
+    Ok(sweep_of)
+}
+
+/// The phase's 64-bit pairing decisions, with every transfer over the
+/// stream cap sent as 32-bit items (a paired job is placed as one piece).
+fn capped_pairing(phase: &ExchangePhase, options: ScheduleOptions) -> Vec<TransferPairing> {
+    let (mut pairing, _, _) = plan_pairing(phase);
+    if let Some(cap) = options.max_stream_words {
+        for (p, t) in pairing.iter_mut().zip(&phase.transfers) {
+            if t.words > cap && !p.pairs.is_empty() {
+                *p = TransferPairing {
+                    pairs: Vec::new(),
+                    singles: (0..t.destinations.len() as u16).collect(),
+                };
+            }
+        }
+    }
+    pairing
+}
+
+/// Jobs by their busiest tile's initial load, largest first (then longest
+/// transfer, then job index): the static order.
+fn static_order(
+    phase: &ExchangePhase,
+    jobs: &[Job],
+    out_load: &[u64],
+    in_load: &[u64],
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let priority = |j: &Job| {
+        let t = &phase.transfers[j.transfer];
+        let rx = j
+            .destinations
+            .iter()
+            .map(|&k| in_load[t.destinations[usize::from(k)].tile.index()])
+            .max()
+            .unwrap_or(0);
+        out_load[t.source.index()].max(rx)
+    };
+    order.sort_by_key(|&i| {
+        (
+            core::cmp::Reverse(priority(&jobs[i])),
+            core::cmp::Reverse(phase.transfers[jobs[i].transfer].words),
+            i,
+        )
+    });
+    order
+}
+
+/// The dynamic order: remaining (unscheduled) stream load per tile, so the
+/// next job is the one touching the tile with the most work left. Streams
+/// are outgoing (tile index) then incoming (`TILE_COUNT` + index).
+fn remaining_load_order(
+    phase: &ExchangePhase,
+    jobs: &[Job],
+    in_load: &[u64],
+) -> RemainingLoadOrder {
+    let n = usize::from(TILE_COUNT);
+    let cost = |j: &Job| {
+        let t = &phase.transfers[j.transfer];
+        u64::from(if j.paired { t.words / 2 } else { t.words })
+    };
+    let mut load = alloc::vec![0u64; 2 * n];
+    for j in jobs {
+        load[phase.transfers[j.transfer].source.index()] += cost(j);
+    }
+    load[n..].copy_from_slice(in_load);
+    let streams = jobs
+        .iter()
+        .map(|j| {
+            let t = &phase.transfers[j.transfer];
+            core::iter::once(t.source.index())
+                .chain(
+                    j.destinations
+                        .iter()
+                        .map(|&k| n + t.destinations[usize::from(k)].tile.index()),
+                )
+                .collect()
+        })
+        .collect();
+    let words = jobs
+        .iter()
+        .map(|j| phase.transfers[j.transfer].words)
+        .collect();
+    RemainingLoadOrder::new(load, streams, jobs.iter().map(cost).collect(), words)
+}
+
+/// Places transfer `ti` (`t`) to `destinations` as pieces: at each step the
+/// earliest common gap of the sender and every receiver long enough for a
+/// piece (`min_piece`, at most `max_piece` words), moved later while the
+/// placement rules refuse it.
+fn place_pieces(
+    tiles: &mut [TileState],
+    t: &Transfer,
+    ti: usize,
+    destinations: &[u16],
+    sweep: Option<(i64, u32)>,
+    (min_piece, max_piece): (u64, u64),
+    pieces: &mut Vec<Piece>,
+) -> Result<()> {
+    let receivers = Receiver::of(t, destinations);
+    let earliest = earliest_start(&receivers);
+    let mut probe: Vec<usize> = (0..receivers.len()).collect();
+    let mut remaining = u64::from(t.words);
+    let mut offset = 0u64;
+    let mut candidate = earliest;
+    let mut guard_steps = 0u64;
+    while remaining > 0 {
+        guard_steps += 1;
+        if guard_steps > 50_000_000 {
+            return Err(ExchangeError::Internal("scheduler made no progress"));
+        }
+        let min_len = remaining.min(min_piece);
+        let (start, len) = find_common_gap(
+            tiles,
+            t.source,
+            &receivers,
+            &mut probe,
+            candidate,
+            min_len,
+            remaining.min(max_piece),
+        );
+        #[cfg(test)]
+        assert_walk_agrees(
+            tiles,
+            t,
+            &receivers,
+            &probe,
+            (candidate, min_len, remaining.min(max_piece)),
+            (start, len),
+        );
+        let src_addr = t.source_address + (offset as u32) * 4;
+        match placement_problem(
+            tiles,
+            t.source,
+            &receivers,
+            start,
+            len,
+            Leftover {
+                remaining,
+                min_piece,
+            },
+            src_addr,
+            t,
+            offset,
+            sweep,
+        ) {
+            Err(next) => {
+                candidate = next.max(start + 1);
+                continue;
+            }
+            Ok(len) => {
+                place(
+                    tiles,
+                    t,
+                    &receivers,
+                    start,
+                    len,
+                    offset,
+                    sweep,
+                    StreamEnds::BOTH,
+                );
+                pieces.push(Piece {
+                    transfer: ti,
+                    offset: offset as u32,
+                    words: len as u32,
+                    start,
+                    destinations: receivers.iter().map(|r| r.index).collect(),
+                    paired: false,
+                });
+                remaining -= len;
+                offset += len;
+                candidate = start + len;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Tests only: the bit search's gap (`found`) is the one asking the tiles
+/// one by one gives ([`find_common_gap_walk`]).
+#[cfg(test)]
+fn assert_walk_agrees(
+    tiles: &[TileState],
+    t: &Transfer,
+    receivers: &[Receiver],
+    probe: &[usize],
+    (candidate, min_len, max_len): (u64, u64, u64),
+    found: (u64, u64),
+) {
+    let (start, len) = found;
+    assert_eq!(
+        (start, len),
+        find_common_gap_walk(
+            tiles,
+            t.source,
+            receivers,
+            &mut probe.to_vec(),
+            candidate,
+            min_len,
+            max_len,
+        ),
+        "bit search and tile walk disagree: {}",
+        {
+            let st = &tiles[t.source.index()];
+            let mut d = alloc::format!(
+                "min_len {min_len} cand {candidate} sender ff {:?} sb {} bit {} bits {:#x}; ",
+                st.out.first_fit(start, min_len),
+                st.send_blocked(start),
+                st.send_block.get(start),
+                st.out_bits.window(start)
+            );
+            for r in receivers {
+                let rt = &tiles[r.tile.index()];
+                let x = (start as i64 + r.offset) as u64;
+                d += &alloc::format!(
+                    "rx {} off {} lag {}/{} ff {:?} rb {} bit {} inc {:#x}; ",
+                    r.tile.get(),
+                    r.offset,
+                    r.lag,
+                    rt.lag,
+                    rt.inc.first_fit(x, min_len),
+                    rt.receive_controls_blocked(x, r.lag),
+                    rt.receive_block.get(x),
+                    rt.inc_bits.window(x)
+                );
+            }
+            d
+        }
+    );
 }
