@@ -379,18 +379,7 @@ fn write_due(
             return Err(fault(e, Some(a), WitnessFaultKind::TwoWritesOneEvent));
         }
         wrote_at_e = true;
-        // 32-bit words need the format off at the write; a 64-bit item
-        // needs the route direction two events before it (§2.6).
-        let probe = if p.format == 0 {
-            e
-        } else {
-            e.saturating_sub(2)
-        };
-        let shown = formats
-            .iter()
-            .rev()
-            .find(|f| f.0 <= probe)
-            .map_or(0, |f| f.1);
+        let shown = format_shown(formats, e, p.format);
         if shown != p.format {
             return Err(fault(
                 e,
@@ -493,4 +482,16 @@ fn check_return(
         }
     }
     Ok(())
+}
+
+/// The format a receiver shows for an item of `format` written at event
+/// `e`: 32-bit words need the format off at the write; a 64-bit item needs
+/// the route direction two events before it (§2.6).
+fn format_shown(formats: &[(u32, u32)], e: u32, format: u32) -> u32 {
+    let probe = if format == 0 { e } else { e.saturating_sub(2) };
+    formats
+        .iter()
+        .rev()
+        .find(|f| f.0 <= probe)
+        .map_or(0, |f| f.1)
 }

@@ -411,50 +411,42 @@ fn place_pieces(
             (candidate, min_len, remaining.min(max_piece)),
             (start, len),
         );
+        let leftover = Leftover {
+            remaining,
+            min_piece,
+        };
         let src_addr = t.source_address + (offset as u32) * 4;
-        match placement_problem(
-            tiles,
-            t.source,
-            &receivers,
-            start,
-            len,
-            Leftover {
-                remaining,
-                min_piece,
-            },
-            src_addr,
-            t,
-            offset,
-            sweep,
-        ) {
+        let problem = placement_problem(
+            tiles, t.source, &receivers, start, len, leftover, src_addr, t, offset, sweep,
+        );
+        let len = match problem {
             Err(next) => {
                 candidate = next.max(start + 1);
                 continue;
             }
-            Ok(len) => {
-                place(
-                    tiles,
-                    t,
-                    &receivers,
-                    start,
-                    len,
-                    offset,
-                    sweep,
-                    StreamEnds::BOTH,
-                );
-                pieces.push(Piece {
-                    transfer: ti,
-                    offset: offset as u32,
-                    words: len as u32,
-                    start,
-                    destinations: receivers.iter().map(|r| r.index).collect(),
-                    paired: false,
-                });
-                remaining -= len;
-                offset += len;
-                candidate = start + len;
-            }
-        }
+            Ok(len) => len,
+        };
+        place(
+            tiles,
+            t,
+            &receivers,
+            start,
+            len,
+            offset,
+            sweep,
+            StreamEnds::BOTH,
+        );
+        pieces.push(Piece {
+            transfer: ti,
+            offset: offset as u32,
+            words: len as u32,
+            start,
+            destinations: receivers.iter().map(|r| r.index).collect(),
+            paired: false,
+        });
+        remaining -= len;
+        offset += len;
+        candidate = start + len;
     }
     Ok(())
 }
