@@ -4,6 +4,8 @@
 pub mod cli;
 pub mod compile;
 pub mod device;
+/// Atomic writes and bounded reads of every file the host touches (#28).
+pub mod fsio;
 pub mod input;
 pub mod model;
 pub mod phase_image;

@@ -43,6 +43,7 @@ enum Command {
 /// backtrace: they are user-facing diagnostics, not crashes.
 fn main() -> std::process::ExitCode {
     quiet_broken_pipe();
+    ipuc::fsio::cleanup::install();
     match dispatch(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

@@ -76,6 +76,7 @@ pub const CRATES: &[Crate] = &[
         name: "ipuc",
         src: "host/src",
         layers: &[
+            "fsio",
             "progress",
             "model",
             "weights",
@@ -96,6 +97,7 @@ pub const CRATES: &[Crate] = &[
         src: "xtask/src",
         layers: &[
             "layers",
+            "hostile",
             "browser",
             "bench_compile",
             "bench_sim",

@@ -26,7 +26,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     args.exec.check()?;
-    let bytes = std::fs::read(&args.package)
+    let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =
         ipuc_core::package::read(&bytes).with_context(|| args.package.display().to_string())?;
