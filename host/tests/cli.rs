@@ -150,7 +150,10 @@ fn sdk_without_the_hardware_backend_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         error_line(&o),
-        "error: --sdk /opt/poplar: hardware backend not built (this ipuc runs on the embedded simulator, which needs no SDK; drop --sdk, or rebuild with `--features hardware`)"
+        format!(
+            "error: --sdk /opt/poplar: {}; drop --sdk",
+            ipuc::cli::device_args::NO_HARDWARE_BACKEND
+        )
     );
 }
 

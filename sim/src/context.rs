@@ -103,6 +103,15 @@ impl Context {
         self.m[usize::from(r & 15)]
     }
 
+    /// `$base + $index + offset` (wrapping, as the address adder does):
+    /// the effective address of a load or store.
+    #[inline]
+    pub fn address(&self, base: u8, index: u8, offset: u32) -> u32 {
+        self.reg(base)
+            .wrapping_add(self.reg(index))
+            .wrapping_add(offset)
+    }
+
     /// Write `$mN`; writes to `$m15` are discarded.
     #[inline]
     pub fn set_reg(&mut self, r: u8, value: u32) {

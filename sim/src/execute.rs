@@ -49,10 +49,7 @@ impl Tile {
                 offset,
             } => {
                 let ctx = &self.contexts[c];
-                let addr = ctx
-                    .reg(base)
-                    .wrapping_add(ctx.reg(index))
-                    .wrapping_add(offset);
+                let addr = ctx.address(base, index, offset);
                 let v = self.memory.read_u32(addr)?;
                 self.contexts[c].set_reg(d, v);
             }
@@ -63,10 +60,7 @@ impl Tile {
                 offset,
             } => {
                 let ctx = &self.contexts[c];
-                let addr = ctx
-                    .reg(base)
-                    .wrapping_add(ctx.reg(index))
-                    .wrapping_add(ctx.reg(offset).wrapping_mul(4));
+                let addr = ctx.address(base, index, ctx.reg(offset).wrapping_mul(4));
                 let v = self.memory.read_u32(addr)?;
                 self.contexts[c].set_reg(d, v);
             }
@@ -77,10 +71,7 @@ impl Tile {
                 offset,
             } => {
                 let ctx = &self.contexts[c];
-                let addr = ctx
-                    .reg(base)
-                    .wrapping_add(ctx.reg(index))
-                    .wrapping_add(offset);
+                let addr = ctx.address(base, index, offset);
                 let v = ctx.reg(s);
                 self.memory.write_u32(addr, v)?;
             }

@@ -38,6 +38,7 @@ pub mod gemm;
 pub mod kernel_timing;
 pub mod memory;
 pub mod op;
+pub mod phase_memory;
 pub mod profile;
 pub mod row_call;
 pub mod tile;

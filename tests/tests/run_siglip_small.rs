@@ -6,9 +6,9 @@
 
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::sim::{kernel_abi, SimDevice};
-use ipuc::device::trace::build_profile;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
+use ipuc::report::trace::build_profile;
 use ipuc::run_report::compare;
 use ipuc::weights::{weights_for, WeightSource};
 use ipuc_core::patch::audit::BaseEligibility;

@@ -94,7 +94,7 @@ pub fn bench_compile(
     if let Some(bad) = only.iter().find(|n| !known.contains(n)) {
         anyhow::bail!("unknown case {bad:?} (known: {})", known.join(", "));
     }
-    crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
+    crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
     let ipuc = root.join("target/release/ipuc");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut rows = Vec::new();

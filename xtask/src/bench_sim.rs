@@ -134,7 +134,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 pub fn bench_sim(root: &Path, out: &Path, repeat: usize, extra: &[String]) -> Result<()> {
-    crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
+    crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
     let ipuc = root.join("target/release/ipuc");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let cases = cases(&ipuc, out, extra)?;

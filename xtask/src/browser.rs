@@ -321,7 +321,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     let ipuc = |args: &[&str]| -> Result<bool> {
         eprintln!("xtask: ipuc {}", args.join(" "));
         let status = Command::new(env!("CARGO"))
-            .args(["run", "--release", "-q", "-p", "ipuc", "--"])
+            .args(crate::RUN_IPUC_RELEASE)
             .args(args)
             .current_dir(root)
             .status()?;

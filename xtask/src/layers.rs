@@ -1,26 +1,120 @@
-//! `cargo xtask layers`: core's layers run one way.
+//! `cargo xtask layers`: every crate's modules run one way, and the crates
+//! draw the device boundary.
 //!
-//! Every `crate::…` / `super::…` path in `core/src` is resolved to the
-//! top-level module it names; a file in layer `k` may only name modules of
-//! layers `< k` (or its own module). The order is [`LAYERS`], the same order
-//! ARCHITECTURE.md documents. Inside one module, files must not import each
-//! other in a loop (a two-file cycle `a.rs` ↔ `b.rs` is reported).
+//! In each crate of [`CRATES`], every `crate::…` / `super::…` / `self::…`
+//! path outside tests is resolved to the deepest module (file) it names.
+//! Two rules:
+//!
+//! - **Order.** A top-level module may name only modules listed before it in
+//!   the crate's layer list (or itself); the lists are the order
+//!   ARCHITECTURE.md documents.
+//! - **No loops.** The files of a crate, at any depth, never import each
+//!   other in a loop of any length (strongly connected components of the
+//!   file graph; a module declaring or re-exporting its own children is not
+//!   an edge, a child naming its parent is).
+//!
+//! And the boundary: the crates' manifests name only the ipuc crates
+//! [`ALLOWED_DEPENDENCIES`] allows, so the simulator depends on
+//! `ipuc-target` alone and Cargo, not a convention, keeps the compiler out.
 //!
 //! The scan is lexical (comments, strings and char literals are skipped), so
 //! it sees `use` items, grouped `use crate::{a, b::c}` and inline paths alike.
+//! Test files (`tests/` folders, `tests.rs`, `*_tests.rs`) and `#[cfg(test)]`
+//! items are left out: tests may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Core's layers, lowest first. A module may import only modules that come
-/// earlier in this list (never a later one). Modules on one line are peers
-/// in ARCHITECTURE.md but are still ordered here so the graph stays acyclic.
-pub const LAYERS: &[&str] = &[
-    "lookup", "ipu21", "runtime", "numeric", "ir", "kernel", "plan", "lower", "place", "exchange",
-    "patch", "emit", "package", "pipeline",
+/// A crate's source folder and its top-level modules, lowest layer first.
+pub struct Crate {
+    pub name: &'static str,
+    pub src: &'static str,
+    pub layers: &'static [&'static str],
+}
+
+/// Every checked crate with its layers, lowest first. Modules on one line
+/// are peers in ARCHITECTURE.md but are still ordered here so the graph
+/// stays acyclic.
+pub const CRATES: &[Crate] = &[
+    Crate {
+        name: "ipuc-target",
+        src: "target-ipu21/src",
+        layers: &["lookup", "numeric", "ipu21", "kernel", "runtime", "package"],
+    },
+    Crate {
+        name: "ipuc-core",
+        src: "core/src",
+        layers: &[
+            "ir", "plan", "lower", "place", "exchange", "patch", "emit", "pipeline",
+        ],
+    },
+    Crate {
+        name: "ipuc-sim",
+        src: "sim/src",
+        layers: &[
+            "op",
+            "cycle",
+            "context",
+            "profile",
+            "memory",
+            "codelet",
+            "kernel_timing",
+            "phase_memory",
+            "witness",
+            "fabric",
+            "fault",
+            "tile",
+            "csr",
+            "row_call",
+            "device",
+            "execute",
+            "gemm",
+            "codelets",
+        ],
+    },
+    Crate {
+        name: "ipuc",
+        src: "host/src",
+        layers: &[
+            "fsio",
+            "progress",
+            "model",
+            "weights",
+            "input",
+            "reference",
+            "phase_image",
+            "device",
+            "report",
+            "compile",
+            "run_report",
+            "run_summary",
+            "cli",
+            "main",
+        ],
+    },
+    Crate {
+        name: "xtask",
+        src: "xtask/src",
+        layers: &[
+            "layers",
+            "hostile",
+            "browser",
+            "bench_compile",
+            "bench_sim",
+            "sweep",
+            "main",
+        ],
+    },
 ];
 
-/// One upward (or unknown) import.
+/// The ipuc crates each crate's manifest may depend on (any section).
+pub const ALLOWED_DEPENDENCIES: &[(&str, &str, &[&str])] = &[
+    ("ipuc-target", "target-ipu21/Cargo.toml", &[]),
+    ("ipuc-core", "core/Cargo.toml", &["ipuc-target"]),
+    ("ipuc-sim", "sim/Cargo.toml", &["ipuc-target"]),
+];
+
+/// One upward import, import loop or forbidden dependency.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Violation {
     pub file: String,
@@ -40,163 +134,241 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// Checks every `.rs` file under `src` (core's `src/`).
-pub fn check(src: &Path) -> Result<Vec<Violation>, String> {
-    let mut files = Vec::new();
-    collect(src, &mut files)?;
-    files.sort();
-    let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+/// Checks every crate of [`CRATES`] under the workspace `root`, and the
+/// manifests of [`ALLOWED_DEPENDENCIES`].
+pub fn check_workspace(root: &Path) -> Result<Vec<Violation>, String> {
     let mut out = Vec::new();
-    // Intra-module file edges: (module, file stem) -> set of sibling stems.
-    let mut edges: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
-    for file in &files {
-        let rel = file
-            .strip_prefix(src)
-            .map_err(|e| e.to_string())?
-            .to_path_buf();
-        let module_path = module_path_of(&rel);
-        let Some(top) = module_path.first().cloned() else {
-            continue; // lib.rs
-        };
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let shown = format!("core/src/{}", rel.display());
-        if !rank.contains_key(top.as_str()) {
-            out.push(Violation {
-                file: shown.clone(),
-                line: 1,
-                from: top.clone(),
-                to: top.clone(),
-                why: "module is not in xtask's LAYERS list".into(),
-            });
-            continue;
-        }
-        for (line, path) in paths(&text) {
-            let Some(resolved) = resolve(&module_path, &path) else {
-                continue;
-            };
-            let Some(target) = resolved.first() else {
-                continue;
-            };
-            if *target == top {
-                // Same module: record file-level edges between siblings.
-                if module_path.len() >= 2 && resolved.len() >= 2 && resolved[1] != module_path[1] {
-                    edges
-                        .entry((top.clone(), module_path[1].clone()))
-                        .or_default()
-                        .insert(resolved[1].clone());
-                }
-                continue;
-            }
-            match rank.get(target.as_str()) {
-                None => {
-                    // `crate::alloc`-style re-exports or macros are not modules.
-                    continue;
-                }
-                Some(&to) if to > rank[top.as_str()] => out.push(Violation {
-                    file: shown.clone(),
-                    line,
-                    from: top.clone(),
-                    to: target.clone(),
-                    why: "upward import".into(),
-                }),
-                _ => {}
-            }
-        }
+    for c in CRATES {
+        out.extend(check(&root.join(c.src), c.src, c.layers)?);
     }
-    for ((module, a), targets) in &edges {
-        for b in targets {
-            if a < b
-                && edges
-                    .get(&(module.clone(), b.clone()))
-                    .is_some_and(|back| back.contains(a))
-            {
+    for (name, manifest, allowed) in ALLOWED_DEPENDENCIES {
+        let text =
+            std::fs::read_to_string(root.join(manifest)).map_err(|e| format!("{manifest}: {e}"))?;
+        for (line, dep) in ipuc_dependencies(&text) {
+            if !allowed.contains(&dep.as_str()) {
                 out.push(Violation {
-                    file: format!("core/src/{module}/{a}.rs"),
-                    line: 1,
-                    from: format!("{module}::{a}"),
-                    to: format!("{module}::{b}"),
-                    why: format!("import loop: {module}::{b} also names {module}::{a}"),
+                    file: manifest.to_string(),
+                    line,
+                    from: name.to_string(),
+                    to: dep,
+                    why: format!("{name} may depend only on {allowed:?} of the ipuc crates"),
                 });
             }
         }
     }
-    out.sort();
-    out.dedup();
     Ok(out)
 }
 
-/// The only `ipuc_core` modules the device (`host/src/device`, `host/src/sim`,
-/// and the native kernels it runs, `host/src/codelets`) may name outside its
-/// tests: the package (with `package::abi`, the kernels' vocabulary), the
-/// target facts and the number formats (ARCHITECTURE.md invariant 1).
-pub const DEVICE_MAY_NAME: &[&str] = &["package", "ipu21", "numeric"];
-
-/// The host folders that make up the device.
-pub const DEVICE_DIRS: &[&str] = &["device", "sim", "codelets"];
-
-/// Checks that the device's non-test code (files under [`DEVICE_DIRS`] of
-/// `host_src`, except `tests` folders, `tests.rs`/`*_tests.rs` files and
-/// `#[cfg(test)]` items) names only [`DEVICE_MAY_NAME`] of `ipuc_core`.
-pub fn check_device(host_src: &Path) -> Result<Vec<Violation>, String> {
+/// The `ipuc…` crates a manifest names as dependencies, with their lines.
+fn ipuc_dependencies(manifest: &str) -> Vec<(usize, String)> {
+    let mut in_deps = false;
     let mut out = Vec::new();
-    for dir in DEVICE_DIRS {
-        let mut files = Vec::new();
-        collect(&host_src.join(dir), &mut files)?;
-        files.sort();
-        for file in files {
-            let rel = file
-                .strip_prefix(host_src)
-                .map_err(|e| e.to_string())?
-                .to_path_buf();
-            let is_test = rel.iter().any(|p| p == "tests")
-                || rel
-                    .file_stem()
-                    .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"));
-            if is_test {
-                continue;
-            }
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            for (line, path) in core_paths(&text) {
-                let Some(module) = path.get(1) else {
-                    continue;
-                };
-                if !DEVICE_MAY_NAME.contains(&module.as_str()) {
-                    out.push(Violation {
-                        file: format!("host/src/{}", rel.display()),
-                        line,
-                        from: format!("host::{dir}"),
-                        to: format!("ipuc_core::{module}"),
-                        why: format!(
-                            "the device may name only ipuc_core::{{{}}}",
-                            DEVICE_MAY_NAME.join(", ")
-                        ),
-                    });
-                }
-            }
+    for (i, line) in manifest.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_deps = t.contains("dependencies");
+            continue;
         }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
-
-/// Every `ipuc_core::…` path outside `#[cfg(test)]` items, with its line.
-fn core_paths(text: &str) -> Vec<(usize, Vec<String>)> {
-    let tokens = without_test_items(tokens(text));
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < tokens.len() {
-        let preceded_by_sep = i > 0 && tokens[i - 1].1 == "::";
-        if tokens[i].1 == "ipuc_core" && !preceded_by_sep {
-            let mut j = i;
-            walk(&tokens, &mut j, &[], tokens[i].0, &mut out);
-            i = j.max(i + 1);
-        } else {
-            i += 1;
+        let name = t.split(['=', '.', ' ']).next().unwrap_or("");
+        if in_deps && (name == "ipuc" || name.starts_with("ipuc-")) {
+            out.push((i + 1, name.to_string()));
         }
     }
     out
+}
+
+/// Checks every non-test `.rs` file under `src` (shown as `shown/…`): the
+/// top-level order `layers` and loops among files at any depth.
+pub fn check(src: &Path, shown: &str, layers: &[&str]) -> Result<Vec<Violation>, String> {
+    let mut files = Vec::new();
+    collect(src, &mut files)?;
+    files.sort();
+    let rank: BTreeMap<&str, usize> = layers.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let mut modules: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    let mut texts = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(src).map_err(|e| e.to_string())?;
+        if is_test_file(rel) {
+            continue;
+        }
+        let module_path = module_path_of(rel);
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let name = format!("{shown}/{}", rel.display());
+        modules.insert(module_path.clone(), name.clone());
+        texts.push((module_path, name, text));
+    }
+    let mut out = Vec::new();
+    // File graph: module path -> (module path it names, first line).
+    let mut edges: BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>> = BTreeMap::new();
+    for (here, name, text) in &texts {
+        let top = here.first().cloned();
+        if let Some(top) = &top {
+            if !rank.contains_key(top.as_str()) {
+                out.push(Violation {
+                    file: name.clone(),
+                    line: 1,
+                    from: top.clone(),
+                    to: top.clone(),
+                    why: "module is not in xtask's layer list".into(),
+                });
+                continue;
+            }
+        }
+        for (line, path) in paths(&without_test_items(tokens(text))) {
+            let Some(resolved) = resolve(here, &path) else {
+                continue;
+            };
+            // The deepest module the path names (an item's own module).
+            let Some(target) = (1..=resolved.len())
+                .rev()
+                .map(|n| resolved[..n].to_vec())
+                .find(|m| modules.contains_key(m))
+            else {
+                continue; // `crate::alloc`-style re-exports or macros
+            };
+            if target == *here || target.starts_with(here) {
+                continue; // itself, or its own children (declared or re-exported)
+            }
+            if let (Some(from), Some(to)) = (&top, target.first()) {
+                if from != to && rank[to.as_str()] > rank[from.as_str()] {
+                    out.push(Violation {
+                        file: name.clone(),
+                        line,
+                        from: from.clone(),
+                        to: to.clone(),
+                        why: "upward import".into(),
+                    });
+                }
+            }
+            edges
+                .entry(here.clone())
+                .or_default()
+                .entry(target)
+                .or_insert(line);
+        }
+    }
+    for cycle in loops(&edges) {
+        let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+        let first = &cycle[0];
+        let line = edges[first]
+            .get(&cycle[1 % cycle.len()])
+            .copied()
+            .unwrap_or(1);
+        out.push(Violation {
+            file: modules[first].clone(),
+            line,
+            from: names[0].clone(),
+            to: names[1 % names.len()].clone(),
+            why: format!("import loop: {} → {}", names.join(" → "), names[0]),
+        });
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Every loop of the file graph: one cycle through each strongly connected
+/// component of more than one file (Tarjan), as the files along it.
+fn loops(edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>>) -> Vec<Vec<Vec<String>>> {
+    struct Tarjan<'a> {
+        edges: &'a BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>>,
+        index: BTreeMap<&'a Vec<String>, (usize, usize)>,
+        stack: Vec<&'a Vec<String>>,
+        on_stack: BTreeSet<&'a Vec<String>>,
+        components: Vec<Vec<&'a Vec<String>>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a Vec<String>) {
+            let n = self.index.len();
+            self.index.insert(v, (n, n));
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.edges.get(v).into_iter().flat_map(|e| e.keys()) {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.index[w].1.min(self.index[v].1);
+                    if let Some(e) = self.index.get_mut(v) {
+                        e.1 = low;
+                    }
+                } else if self.on_stack.contains(w) {
+                    let low = self.index[w].0.min(self.index[v].1);
+                    if let Some(e) = self.index.get_mut(v) {
+                        e.1 = low;
+                    }
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                self.components.push(component);
+            }
+        }
+    }
+    let mut t = Tarjan {
+        edges,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        components: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !t.index.contains_key(v) {
+            t.visit(v);
+        }
+    }
+    let mut out = Vec::new();
+    for component in t.components.into_iter().filter(|c| c.len() > 1) {
+        let members: BTreeSet<&Vec<String>> = component.iter().copied().collect();
+        let start = *members.iter().next().expect("non-empty");
+        out.push(cycle_through(edges, &members, start));
+    }
+    out
+}
+
+/// A shortest cycle from `start` back to it inside `members` (breadth first).
+fn cycle_through(
+    edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>>,
+    members: &BTreeSet<&Vec<String>>,
+    start: &Vec<String>,
+) -> Vec<Vec<String>> {
+    let mut previous: BTreeMap<&Vec<String>, &Vec<String>> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(v) = queue.pop_front() {
+        for w in edges.get(v).into_iter().flat_map(|e| e.keys()) {
+            if !members.contains(w) {
+                continue;
+            }
+            if w == start {
+                let mut path = vec![v.clone()];
+                let mut at = v;
+                while at != start {
+                    at = previous[at];
+                    path.push(at.clone());
+                }
+                path.reverse();
+                return path;
+            }
+            if !previous.contains_key(w) {
+                previous.insert(w, v);
+                queue.push_back(w);
+            }
+        }
+    }
+    vec![start.clone()]
+}
+
+/// Test files: under a `tests` folder, `tests.rs` or `*_tests.rs`.
+fn is_test_file(rel: &Path) -> bool {
+    rel.iter().any(|p| p == "tests")
+        || rel
+            .file_stem()
+            .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"))
 }
 
 /// Drops every item marked `#[cfg(test)]`: the attribute and the item after
@@ -247,7 +419,8 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-/// `plan/candidates/gemm.rs` → `[plan, candidates, gemm]`; `plan/mod.rs` → `[plan]`.
+/// `plan/candidates/gemm.rs` → `[plan, candidates, gemm]`; `plan/mod.rs` →
+/// `[plan]`; `lib.rs` → `[]`; `main.rs` → `[main]` (a binary's root).
 fn module_path_of(rel: &Path) -> Vec<String> {
     let mut parts: Vec<String> = rel
         .iter()
@@ -288,8 +461,7 @@ fn resolve(here: &[String], path: &[String]) -> Option<Vec<String>> {
 
 /// Every path starting with `crate`, `super` or `self` (each alternative of
 /// a `{…}` group expanded one level per top-level segment), with its line.
-fn paths(text: &str) -> Vec<(usize, Vec<String>)> {
-    let tokens = tokens(text);
+fn paths(tokens: &[(usize, String)]) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < tokens.len() {
@@ -298,7 +470,7 @@ fn paths(text: &str) -> Vec<(usize, Vec<String>)> {
         let preceded_by_sep = i > 0 && tokens[i - 1].1 == "::";
         if starts && !preceded_by_sep {
             let mut j = i;
-            walk(&tokens, &mut j, &[], line, &mut out);
+            walk(tokens, &mut j, &[], line, &mut out);
             i = j.max(i + 1);
         } else {
             i += 1;
@@ -470,13 +642,19 @@ mod tests {
     fn finds_grouped_inline_and_super_paths() {
         let text = "use crate::{ir::Graph, kernel::{Kernel, args}};\n\
                     // use crate::emit::x;\n\
-                    fn f() { let s = \"crate::emit\"; crate::lower::run(); super::super::plan::x(); }\n";
-        let got: Vec<Vec<String>> = paths(text).into_iter().map(|(_, p)| p).collect();
+                    fn f() { let s = \"crate::emit\"; crate::lower::run(); super::super::plan::x(); }\n\
+                    #[cfg(test)]\n\
+                    mod tests { use crate::pipeline::X; }\n";
+        let got: Vec<Vec<String>> = paths(&without_test_items(tokens(text)))
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
         assert!(got.contains(&s(&["crate", "ir", "Graph"])));
         assert!(got.contains(&s(&["crate", "kernel", "Kernel"])));
         assert!(got.contains(&s(&["crate", "kernel", "args"])));
         assert!(got.contains(&s(&["crate", "lower", "run"])));
         assert!(!got.iter().any(|p| p.contains(&"emit".to_string())));
+        assert!(!got.iter().any(|p| p.contains(&"pipeline".to_string())));
         let here = s(&["place", "map"]);
         let sup = got
             .iter()
@@ -485,61 +663,55 @@ mod tests {
         assert_eq!(resolve(&here, sup), Some(s(&["plan", "x"])));
     }
 
+    fn tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
     #[test]
-    fn device_names_only_package_facts_and_numbers_outside_tests() {
-        let text = "use ipuc_core::package::{self, Package};\n\
-                    use ipuc_core::{ipu21::sram, exchange::WordMove};\n\
-                    fn f() { ipuc_core::plan::cost(); }\n\
-                    #[cfg(test)]\n\
-                    mod tests { use ipuc_core::lower::X; }\n\
-                    #[cfg(test)]\n\
-                    use ipuc_core::emit::Y;\n";
-        let named: Vec<String> = core_paths(text)
-            .into_iter()
-            .map(|(_, p)| p[1].clone())
-            .collect();
-        assert_eq!(
-            named,
-            s(&["package", "package", "ipu21", "exchange", "plan"])
-        );
-        let dir = std::env::temp_dir().join(format!("xtask-device-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("sim/tests")).unwrap();
-        std::fs::create_dir_all(dir.join("device")).unwrap();
-        std::fs::create_dir_all(dir.join("codelets")).unwrap();
-        std::fs::write(dir.join("sim/a.rs"), text).unwrap();
-        std::fs::write(dir.join("sim/tests/b.rs"), "use ipuc_core::plan::X;").unwrap();
-        std::fs::write(dir.join("device/c_tests.rs"), "use ipuc_core::plan::X;").unwrap();
-        std::fs::write(dir.join("codelets/d.rs"), "use ipuc_core::kernel::Kernel;").unwrap();
-        let v = check_device(&dir).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        let to: Vec<&str> = v.iter().map(|v| v.to.as_str()).collect();
-        assert_eq!(
-            to,
-            [
-                "ipuc_core::kernel",
-                "ipuc_core::exchange",
-                "ipuc_core::plan"
+    fn flags_upward_import_and_loops_of_any_length_at_any_depth() {
+        let dir = tree(
+            "layers",
+            &[
+                ("lib.rs", "pub mod ir; pub mod plan;"),
+                ("ir/mod.rs", "mod a; pub use a::A; use crate::plan::Plan;"),
+                ("plan/mod.rs", "pub mod deep;"),
+                // A three-file loop two folders down.
+                ("plan/deep/mod.rs", "mod x; mod y; mod z;"),
+                ("plan/deep/x.rs", "use super::y::Y;"),
+                ("plan/deep/y.rs", "use crate::plan::deep::z::Z;"),
+                ("plan/deep/z.rs", "fn f() { super::x::f(); }"),
+                // Declaring and re-exporting children is not a loop.
+                ("ir/a.rs", "use super::Shape;"),
+                // Tests may reach anywhere.
+                ("plan/tests.rs", "use crate::plan::deep::x::X;"),
             ],
+        );
+        let v = check(&dir, "src", &["ir", "plan"]).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!((v[0].from.as_str(), v[0].to.as_str()), ("ir", "plan"));
+        assert_eq!(v[1].file, "src/plan/deep/x.rs", "{v:?}");
+        assert!(
+            v[1].why
+                .contains("plan::deep::x → plan::deep::y → plan::deep::z → plan::deep::x"),
             "{v:?}"
         );
     }
 
     #[test]
-    fn flags_upward_import_and_two_file_loop() {
-        let dir = std::env::temp_dir().join(format!("xtask-layers-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("plan")).unwrap();
-        std::fs::create_dir_all(dir.join("ir")).unwrap();
-        std::fs::write(dir.join("lib.rs"), "pub mod ir; pub mod plan;").unwrap();
-        std::fs::write(dir.join("ir/mod.rs"), "use crate::plan::Plan;").unwrap();
-        std::fs::write(dir.join("plan/mod.rs"), "use crate::ir::Graph;").unwrap();
-        std::fs::write(dir.join("plan/a.rs"), "use super::b::B;").unwrap();
-        std::fs::write(dir.join("plan/b.rs"), "use crate::plan::a::A;").unwrap();
-        let v = check(&dir).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(v.len(), 2, "{v:?}");
-        assert_eq!((v[0].from.as_str(), v[0].to.as_str()), ("ir", "plan"));
-        assert!(v[1].why.contains("import loop"), "{v:?}");
+    fn manifests_name_only_allowed_ipuc_crates() {
+        let manifest = "[package]\nname = \"ipuc-sim\"\n\n[dependencies]\nipuc-target.workspace = true\n\
+                        thiserror = \"2\"\n\n[dev-dependencies]\nipuc-core = { path = \"../core\" }\n";
+        assert_eq!(
+            ipuc_dependencies(manifest),
+            vec![(5, "ipuc-target".to_string()), (9, "ipuc-core".to_string())]
+        );
     }
 }

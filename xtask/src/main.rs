@@ -252,28 +252,25 @@ pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<()> {
 }
 
 fn check_layers(root: &Path) -> Result<()> {
-    let violations = layers::check(&root.join("core/src")).map_err(anyhow::Error::msg)?;
+    let violations = layers::check_workspace(root).map_err(anyhow::Error::msg)?;
     for v in &violations {
         eprintln!("{v}");
     }
-    let device = layers::check_device(&root.join("host/src")).map_err(anyhow::Error::msg)?;
-    for v in &device {
-        eprintln!("{v}");
-    }
-    if !violations.is_empty() || !device.is_empty() {
+    if !violations.is_empty() {
         bail!(
-            "xtask layers: {} import(s) break the layer order {}, {} device import(s) name more than ipuc_core::{{{}}}",
-            violations.len(),
-            layers::LAYERS.join(" → "),
-            device.len(),
-            layers::DEVICE_MAY_NAME.join(", ")
+            "xtask layers: {} import(s) break a crate's layer order, close a loop or cross the device boundary",
+            violations.len()
+        );
+    }
+    for c in layers::CRATES {
+        eprintln!(
+            "xtask layers: {} follows {} with no import loop",
+            c.name,
+            c.layers.join(" → ")
         );
     }
     eprintln!(
-        "xtask layers: core's imports follow {}; host's device ({}) names only ipuc_core::{{{}}} outside tests",
-        layers::LAYERS.join(" → "),
-        layers::DEVICE_DIRS.join(", "),
-        layers::DEVICE_MAY_NAME.join(", ")
+        "xtask layers: ipuc-sim and ipuc-core depend on ipuc-target alone of the ipuc crates"
     );
     Ok(())
 }
@@ -324,12 +321,6 @@ fn ci(root: &Path) -> Result<()> {
 fn release_exchange_check(root: &Path) -> Result<()> {
     let args = [
         "run",
-        "--release",
-        "-q",
-        "-p",
-        "ipuc",
-        "--",
-        "run",
         // The full report (`exchange check:` is a detail line).
         "-v",
         "--workload",
@@ -341,6 +332,7 @@ fn release_exchange_check(root: &Path) -> Result<()> {
         "--reference-run",
     ];
     let out = Command::new(env!("CARGO"))
+        .args(RUN_IPUC_RELEASE)
         .args(args)
         .current_dir(root)
         .output()
@@ -374,21 +366,21 @@ fn release_exchange_check(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `cargo run --release -q -p ipuc --`: the release binary (built if needed)
+/// with the arguments that follow.
+pub const RUN_IPUC_RELEASE: [&str; 6] = ["run", "--release", "-q", "-p", "ipuc", "--"];
+
+/// `cargo build --release -q -p ipuc`: the release binary benchmarks time.
+pub const BUILD_IPUC_RELEASE: [&str; 5] = ["build", "--release", "-q", "-p", "ipuc"];
+
+/// Runs the release binary with `args` ([`RUN_IPUC_RELEASE`]).
+fn ipuc_release(root: &Path, args: &[&str]) -> Result<()> {
+    let all: Vec<&str> = RUN_IPUC_RELEASE.iter().chain(args).copied().collect();
+    cargo(root, &all)
+}
+
 fn hw_check(root: &Path, target: &str) -> Result<()> {
-    cargo(
-        root,
-        &[
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "ipuc",
-            "--",
-            "hw-check",
-            "--target",
-            target,
-        ],
-    )
+    ipuc_release(root, &["hw-check", "--target", target])
 }
 
 /// Runs the property suites with `cases` cases each.
@@ -474,6 +466,21 @@ fn executions(log: &str) -> u64 {
 /// sanitizer (the code under test is safe Rust: libFuzzer finds panics,
 /// overflow-check failures, timeouts and OOMs) and with debug assertions, so
 /// every unchecked arithmetic overflow is a crash.
+/// Seeds that are sources of the repository, copied into `corpus` as they
+/// are now rather than committed under `fuzz/seeds` (a committed copy goes
+/// stale when the source changes): the static runtime for `assemble`.
+fn copy_live_seeds(root: &Path, target: &str, corpus: &Path) -> Result<()> {
+    let live: &[(&str, &str)] = match target {
+        "assemble" => &[("device-asm/static_runtime.S", "static_runtime.S")],
+        _ => &[],
+    };
+    for (source, name) in live {
+        std::fs::copy(root.join(source), corpus.join(name))
+            .with_context(|| format!("copying the live seed {source}"))?;
+    }
+    Ok(())
+}
+
 fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     let fuzz_dir = root.join("fuzz");
     // `+nightly` is understood by the rustup proxy (`cargo` on PATH), not by
@@ -511,6 +518,7 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
         let artifacts = fuzz_dir.join("artifacts").join(t);
         std::fs::create_dir_all(&corpus)?;
         std::fs::create_dir_all(&artifacts)?;
+        copy_live_seeds(root, t, &corpus)?;
         let before = files_in(&artifacts).len();
         // Committed regressions first: each must run clean.
         let replay = files_in(&regressions);
@@ -637,15 +645,9 @@ fn bench_reference(root: &Path) -> Result<()> {
     std::fs::write(&input, bytes)?;
     let input = input.to_string_lossy().into_owned();
     let output = dir.join("embedding.npy").to_string_lossy().into_owned();
-    cargo(
+    ipuc_release(
         root,
         &[
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "ipuc",
-            "--",
             "reference",
             "--workload",
             "siglip-so400m",

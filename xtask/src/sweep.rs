@@ -43,7 +43,7 @@ fn seed_result(layers: usize) -> Option<&'static str> {
 }
 
 pub(crate) fn release_ipuc(root: &Path) -> Result<PathBuf> {
-    crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
+    crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
     Ok(root.join("target/release/ipuc"))
 }
 

@@ -233,8 +233,8 @@ fn graph_output_dims(graph: &Graph, name: &str) -> Option<Vec<u64>> {
 /// The package's host calls: one `inference` call that writes every input
 /// binding whole before the program starts and reads every output binding
 /// whole after it completes: two host rendezvous, done by the host as a
-/// direct SRAM copy (no device-side host exchange; ARCHITECTURE.md, "Host
-/// I/O"). Weights are not part of it: they are loaded once with the tile
+/// direct SRAM copy (no device-side host exchange;
+/// docs/reports/architecture-notes-2026-12-03.md, "Host I/O"). Weights are not part of it: they are loaded once with the tile
 /// images.
 pub fn host_calls(bindings: &[Binding]) -> Result<Vec<HostCall>> {
     let whole = |kind: BindingKind| -> Result<Vec<HostTransfer>> {

@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 /// Device flags shared by `ipuc run` and `ipuc hw-check`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct DeviceArgs {
-    /// Poplar SDK directory for the hardware backend (needs ipuc built with
-    /// the `hardware` feature; the simulator needs no SDK).
+    /// Poplar SDK directory: always refused with the reason there is no
+    /// hardware backend ([`NO_HARDWARE_BACKEND`]); the simulator needs none.
     #[arg(long, value_name = "DIR")]
     pub sdk: Option<PathBuf>,
     /// Take an exclusive lock on this file while the device is open (waits
@@ -22,7 +22,7 @@ pub struct DeviceArgs {
 }
 
 impl DeviceArgs {
-    /// Checks made before any work: `--sdk` needs the hardware backend.
+    /// Checks made before any work: `--sdk` is refused (no hardware backend).
     pub fn check(&self) -> Result<()> {
         if let Some(dir) = &self.sdk {
             hardware_backend(dir)?;
@@ -43,20 +43,15 @@ impl DeviceArgs {
     }
 }
 
-#[cfg(not(feature = "hardware"))]
-fn hardware_backend(dir: &Path) -> Result<()> {
-    crate::usage_bail!(
-        "--sdk {}: hardware backend not built (this ipuc runs on the embedded simulator, which needs no SDK; drop --sdk, or rebuild with `--features hardware`)",
-        dir.display()
-    )
-}
+/// Why `--sdk` (and `hw-check --target ipu`) cannot run anything: ipuc has
+/// no hardware backend, and none stands behind a cargo feature.
+pub const NO_HARDWARE_BACKEND: &str = "ipuc has no hardware backend: no public Poplar API \
+loads raw tile images (an ipuc package is linked tile images, not a Poplar graph), and ipuc's \
+kernels are native codelets of the simulator, not IPU code (that needs the float-instruction \
+encodings, which the public material does not give); the embedded simulator needs no SDK";
 
-#[cfg(feature = "hardware")]
 fn hardware_backend(dir: &Path) -> Result<()> {
-    anyhow::bail!(
-        "--sdk {}: the hardware backend is not implemented yet (the `hardware` feature has no Poplar device); drop --sdk to use the simulator",
-        dir.display()
-    )
+    crate::usage_bail!("--sdk {}: {NO_HARDWARE_BACKEND}; drop --sdk", dir.display())
 }
 
 /// An exclusive advisory lock on a file, released when dropped (or when the

@@ -1,9 +1,9 @@
 //! `ipuc hw-check [--target sim|ipu]`: scalar vs six-worker row patcher on
-//! the simulated tile (or, later, hardware). Logic in [`crate::hwcheck`].
+//! the simulated tile (or, later, hardware). Logic in [`super::hwcheck`].
 
 use anyhow::Result;
 
-use crate::hwcheck;
+use super::hwcheck;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -49,12 +49,6 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-#[cfg(not(feature = "hardware"))]
 fn hardware() -> Result<()> {
-    crate::usage_bail!("--target ipu: hardware backend not built (enable the `hardware` feature)")
-}
-
-#[cfg(feature = "hardware")]
-fn hardware() -> Result<()> {
-    anyhow::bail!("hardware backend not implemented yet: `--target ipu` needs the Poplar SDK backend (a later issue)")
+    crate::usage_bail!("--target ipu: {}", super::device_args::NO_HARDWARE_BACKEND)
 }

@@ -6,6 +6,7 @@ pub mod device_args;
 pub mod exchange;
 pub mod exec;
 pub mod hw_check;
+pub mod hwcheck;
 pub mod inspect;
 pub mod isa;
 pub mod package_model;

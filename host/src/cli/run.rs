@@ -14,7 +14,6 @@ use super::workload::{
 };
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
-use crate::device::trace::build_profile;
 use crate::device::DeviceOutput;
 use crate::input::write_npy;
 use crate::input::PixelValues;
@@ -23,6 +22,7 @@ use crate::model::{PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics};
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::placement_rejection::PlacementRejected;
+use crate::report::trace::build_profile;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection, Profile};
 use crate::run_report::{
     compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,

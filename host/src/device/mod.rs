@@ -1,6 +1,5 @@
-//! Devices that execute a package: the embedded IPU21 simulator (default)
-//! and, behind the `hardware` cargo feature, real hardware through the Poplar
-//! SDK (not available on these machines; it fails with a clear error).
+//! The device that executes a package: the embedded IPU21 simulator. There
+//! is no hardware backend (`cli::device_args::NO_HARDWARE_BACKEND` says why).
 //!
 //! A device sees only the package (architecture invariant 1): tile images,
 //! kernel symbols and bindings. The host hands it inputs and weights as f32
@@ -8,7 +7,6 @@
 
 mod convert;
 pub mod sim;
-pub mod trace;
 
 use std::collections::BTreeMap;
 

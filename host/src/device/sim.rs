@@ -20,7 +20,6 @@ use ipuc_core::package::{
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
-use crate::report::html::thousands;
 use crate::sim::device::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{
@@ -620,4 +619,10 @@ fn process_cpu_seconds() -> Option<f64> {
     {
         None
     }
+}
+
+/// `n` with thousands separators, for progress lines.
+fn thousands(n: u64) -> String {
+    use num_format::{Locale, ToFormattedString};
+    n.to_formatted_string(&Locale::en)
 }

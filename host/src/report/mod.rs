@@ -24,6 +24,7 @@ pub mod profile;
 pub mod profile_html;
 pub mod template;
 pub mod text_table;
+pub mod trace;
 
 #[cfg(test)]
 mod tests;

@@ -410,7 +410,7 @@ pub struct BindingSlice {
 /// bindings) over `phases` host rendezvous. ipuc's `inference` call has two:
 /// inputs are written into tile SRAM before the program starts and outputs
 /// read after every tile halts — a direct copy by the host/loader, with no
-/// device-side host exchange (ARCHITECTURE.md, "Host I/O").
+/// device-side host exchange (docs/reports/architecture-notes-2026-12-03.md, "Host I/O").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostCall {
     pub name: String,

@@ -6,12 +6,7 @@ use core::fmt;
 
 use crate::ipu21::isa::IsaError;
 
-/// A source position (1-based line and column, in characters).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Loc {
-    pub line: u32,
-    pub col: u32,
-}
+pub use super::syntax::Loc;
 
 /// What went wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,47 +5,14 @@
 //! `file:line:col`, never a wrapped value; fields check ranges when encoding.
 
 use alloc::boxed::Box;
-use alloc::string::String;
 
 use super::error::{AsmErrorKind, Loc};
 use super::lexer::{Tok, Token};
+pub use super::syntax::{BinOp, Expr};
 
 /// Largest number of nodes in one expression. Bounds recursion when
 /// evaluating and dropping, so hostile input cannot exhaust the stack.
 pub const MAX_EXPR_NODES: usize = 256;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Shl,
-    Shr,
-    And,
-    Or,
-    Xor,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Expr {
-    Num(i64),
-    Sym {
-        name: String,
-        loc: Loc,
-    },
-    /// `.`: a location inside section `section` of the object being assembled.
-    Here {
-        section: usize,
-        offset: u32,
-    },
-    /// Unary minus; `loc` is the `-`'s position.
-    Neg(Box<Expr>, Loc),
-    Not(Box<Expr>),
-    /// A binary operation; `loc` is the operator's position.
-    Bin(BinOp, Box<Expr>, Box<Expr>, Loc),
-}
 
 /// Where symbol values come from while evaluating.
 pub(crate) trait SymbolEnv {

@@ -22,6 +22,7 @@ mod expr;
 mod lexer;
 mod link;
 mod object;
+mod syntax;
 
 pub use assemble::{assemble, MAX_SET_DEPTH};
 pub use error::{AsmError, AsmErrorKind, Loc};

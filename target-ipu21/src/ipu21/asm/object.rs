@@ -3,8 +3,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::Loc;
-use super::expr::Expr;
+use super::syntax::Expr;
+pub use super::syntax::Loc;
 use crate::ipu21::isa::{AReg, Csr, MReg};
 
 /// Code runs as the supervisor or as a worker (`.supervisor` / `.worker`).

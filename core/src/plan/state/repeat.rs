@@ -1,0 +1,118 @@
+//! A structured Repeat as one transition: its body planned once, charged
+//! for every iteration.
+
+use super::*;
+
+impl State {
+    /// Extends the state by a Repeat whose body is planned as `body`.
+    pub fn apply_repeat(
+        &self,
+        cx: &SearchCx<'_>,
+        info: &RegionInfo,
+        pos: u32,
+        op: OpId,
+        body: &Arc<BodyPlan>,
+        mut mode: Mode<'_>,
+    ) -> Result<State, Reject> {
+        let mut s = self.clone();
+        let rep = cx.graph.repeat(op).ok_or(Reject::Unaligned)?;
+        let trip = rep.trip_count() as u64;
+        let mut cost = body.cycles.times(trip);
+        // Carried initial values are copied into the carried buffers.
+        for (&init, layout) in rep.carried_inits().iter().zip(&body.carried_layouts) {
+            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            cost = cost.plus(
+                cx.relayout_cost(*layout, *layout, elem)
+                    .ok_or(Reject::Unaligned)?,
+            );
+            if let Some(code) = cx.relayout_code(*layout, *layout, elem) {
+                s.add_code(&code);
+            }
+        }
+        // The body's code is emitted once; the frame is set up on every tile.
+        s.add_code_tiles(
+            body.code_all + crate::plan::code::repeat_frame_bytes(body.iterated.len()),
+            &body.code_tiles,
+        );
+        // Sequence elements read only here are stored by the body.
+        for seq in rep.sequences() {
+            for &v in seq {
+                if s.values.get(&v).is_some_and(|l| l.layout.is_none())
+                    && info.last_use(v, pos) == pos
+                {
+                    s.set_static(v, None);
+                }
+            }
+        }
+        // Iterated storage stays for the whole program: it is static from
+        // the start, so it is charged at every moment, this one included.
+        for (arg, a) in &body.iterated {
+            s.set_static(*arg, Some(a.clone()));
+        }
+        let label = |_: ()| {
+            (
+                String::from("repeat"),
+                cx.op_label(op),
+                pos,
+                format!("during the repeat body (op {pos}, ×{trip})"),
+            )
+        };
+        let peak = s.check(
+            cx,
+            &[],
+            Some((&body.dyn_tile, &body.dyn_il_tile)),
+            &mut mode,
+            &|| label(()),
+        )?;
+        s.peak = s.peak.max(peak);
+        s.cycles = s.cycles.plus(cost);
+        for ((&result, layout), &init) in rep
+            .results()
+            .iter()
+            .zip(&body.carried_layouts)
+            .zip(rep.carried_inits())
+        {
+            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            let a = alloc_for(
+                cx.value_name(result),
+                AllocationKind::Carried,
+                MemoryClass::Standard,
+                *layout,
+                elem,
+                1,
+            );
+            s.insert_root(result, a);
+            s.values.insert(
+                result,
+                ValueLoc {
+                    layout: Some(*layout),
+                    root: Some(result),
+                    elem,
+                },
+            );
+        }
+        let operands: Vec<ValueId> = cx
+            .graph
+            .op(op)
+            .map(|o| o.operands().to_vec())
+            .unwrap_or_default();
+        for v in operands {
+            if info.last_use(v, pos) == pos {
+                s.drop_value(v);
+            }
+        }
+        for &r in rep.results() {
+            if info.last_use(r, pos) == pos {
+                s.drop_value(r);
+            }
+        }
+        s.push(PlannedOp {
+            op,
+            plan: None,
+            relayouts: Vec::new(),
+            storage: Vec::new(),
+            repeat: Some(body.clone()),
+        });
+        Ok(s)
+    }
+}
