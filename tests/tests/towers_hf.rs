@@ -38,7 +38,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn load(name: &str, size: usize, options: ModelOptions) -> (SiglipModel, Weights, PixelValues) {
     let dir = fixture(name);
-    let mut config = VisionConfig::from_checkpoint_dir(&dir).unwrap();
+    let mut config = ipuc::weights::checkpoint_config(&dir).unwrap();
     if config.image_size != size {
         // As `--image-size`: DINOv2 interpolates its stored positions.
         config.position_image_size = Some(config.image_size);
@@ -70,7 +70,7 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn configs_name_their_family() {
     for (name, family, _) in FIXTURES {
-        let config = VisionConfig::from_checkpoint_dir(&fixture(name)).unwrap();
+        let config = ipuc::weights::checkpoint_config(&fixture(name)).unwrap();
         assert_eq!(config.family, family, "{name}");
     }
 }

@@ -77,6 +77,7 @@ pub const CRATES: &[Crate] = &[
         src: "host/src",
         layers: &[
             "fsio",
+            "output",
             "progress",
             "model",
             "weights",
@@ -86,6 +87,7 @@ pub const CRATES: &[Crate] = &[
             "device",
             "report",
             "compile",
+            "exit",
             "run_report",
             "run_summary",
             "cli",
@@ -102,6 +104,7 @@ pub const CRATES: &[Crate] = &[
             "bench_compile",
             "bench_sim",
             "sweep",
+            "bench_models",
             "main",
         ],
     },

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crate::output::reserve_stdout_for_data();
     }
     args.build.check()?;
-    let flags = super::summary::with_build(super::summary::model_flags(&args.model), &args.build);
+    let flags = super::run::with_build(super::summary::model_flags(&args.model), &args.build);
     let mut summary = new_summary("compile", &args.model, Some(&args.build), flags)?;
     let result = compile_with_summary(&args, &mut summary);
     super::summary::finish(&mut summary, args.summary_json.as_deref(), result)

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(d) = recorded {
         crate::say!("model: {}", summary_line(d));
     }
-    let mut flags = super::summary::with_exec(super::summary::model_flags(&workload), &args.exec);
+    let mut flags = super::run::with_exec(super::summary::model_flags(&workload), &args.exec);
     if let Some(b) = &package.description.build {
         flags = super::summary::with_package_build(flags, b);
     }

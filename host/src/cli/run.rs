@@ -327,8 +327,8 @@ pub fn run(args: Args) -> Result<()> {
         "run",
         &args.model,
         Some(&args.build),
-        super::summary::with_exec(
-            super::summary::with_build(super::summary::model_flags(&args.model), &args.build),
+        with_exec(
+            with_build(super::summary::model_flags(&args.model), &args.build),
             &args.exec,
         ),
     )?;
@@ -776,4 +776,26 @@ fn write_index(
         &dir,
         &artifacts,
     )
+}
+
+/// Adds the planning flags as given.
+pub fn with_build(mut f: crate::run_summary::Flags, b: &BuildArgs) -> crate::run_summary::Flags {
+    f.planning_beam_width = Some(b.planning_beam_width);
+    f.planning_tiles = Some(b.planning_tiles);
+    f.optimization_steps = Some(b.optimization_steps);
+    f.exchange_stream_words = b.exchange_stream_words;
+    f.outgoing_base = Some(!b.no_outgoing_base);
+    f.planner_data_budget = b.planner_data_budget;
+    f
+}
+
+/// Adds the execution and validation flags.
+pub fn with_exec(mut f: crate::run_summary::Flags, e: &ExecArgs) -> crate::run_summary::Flags {
+    f.reference_run = Some(e.reference_run);
+    f.reference_fp32 = Some(e.reference_fp32);
+    f.reference_inferences = Some(e.reference_inferences);
+    f.diagnostic_atol = Some(e.diagnostic_atol);
+    f.diagnostic_rtol = Some(e.diagnostic_rtol);
+    f.sync_cycles = Some(e.sync_cycles);
+    f
 }

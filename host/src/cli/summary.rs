@@ -7,7 +7,6 @@ use std::path::Path;
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 
-use super::run::{BuildArgs, ExecArgs};
 use super::workload::WorkloadArgs;
 use crate::run_summary::{Flags, RunSummary};
 
@@ -29,17 +28,6 @@ pub fn model_flags(m: &WorkloadArgs) -> Flags {
     }
 }
 
-/// Adds the planning flags as given.
-pub fn with_build(mut f: Flags, b: &BuildArgs) -> Flags {
-    f.planning_beam_width = Some(b.planning_beam_width);
-    f.planning_tiles = Some(b.planning_tiles);
-    f.optimization_steps = Some(b.optimization_steps);
-    f.exchange_stream_words = b.exchange_stream_words;
-    f.outgoing_base = Some(!b.no_outgoing_base);
-    f.planner_data_budget = b.planner_data_budget;
-    f
-}
-
 /// Adds the planning flags a package records (for `exec`).
 pub fn with_package_build(mut f: Flags, b: &ipuc_core::package::BuildFlags) -> Flags {
     f.planning_beam_width = Some(b.beam_width as usize);
@@ -48,17 +36,6 @@ pub fn with_package_build(mut f: Flags, b: &ipuc_core::package::BuildFlags) -> F
     f.exchange_stream_words = b.exchange_stream_words;
     f.outgoing_base = Some(b.outgoing_base);
     f.planner_data_budget = b.planner_data_budget;
-    f
-}
-
-/// Adds the execution and validation flags.
-pub fn with_exec(mut f: Flags, e: &ExecArgs) -> Flags {
-    f.reference_run = Some(e.reference_run);
-    f.reference_fp32 = Some(e.reference_fp32);
-    f.reference_inferences = Some(e.reference_inferences);
-    f.diagnostic_atol = Some(e.diagnostic_atol);
-    f.diagnostic_rtol = Some(e.diagnostic_rtol);
-    f.sync_cycles = Some(e.sync_cycles);
     f
 }
 

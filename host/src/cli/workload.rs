@@ -108,7 +108,7 @@ pub fn workload_name(args: &WorkloadArgs) -> String {
 pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
     let mut config = match (preset_name(args), &args.checkpoint) {
         (Some(name), None) => VisionConfig::preset(name)?,
-        (None, Some(dir)) => VisionConfig::from_checkpoint_dir(dir)?,
+        (None, Some(dir)) => crate::weights::checkpoint_config(dir)?,
         _ => return Err(ModelError::ModelChoice.into()),
     };
     if let Some(size) = args.image_size {

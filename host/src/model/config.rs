@@ -425,7 +425,7 @@ impl VisionConfig {
                     message: e.to_string(),
                 }
             })?;
-        let mut config = Self::from_json(&text).map_err(|e| match e {
+        let config = Self::from_json(&text).map_err(|e| match e {
             ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
                 file: path.display().to_string(),
                 message,
@@ -435,16 +435,6 @@ impl VisionConfig {
                 error: Box::new(other),
             },
         })?;
-        // A ViTModel saved with add_pooling_layer=False has no pooler; its
-        // config does not say so, the weights do.
-        if config.family == Family::Vit {
-            let weights = dir.join(crate::weights::WEIGHTS_FILE);
-            if let Some(names) = crate::weights::header_tensor_names(&weights) {
-                config.vision_use_head = names
-                    .iter()
-                    .any(|n| crate::weights::canonical_name(n) == "pooler.dense.weight");
-            }
-        }
         Ok(config)
     }
 

@@ -456,3 +456,20 @@ fn widen(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
         });
     Some(out)
 }
+
+/// `dir/config.json` as [`VisionConfig::from_checkpoint_dir`] reads it, with
+/// what only the weights say: a ViTModel saved with
+/// `add_pooling_layer=False` has no pooler, and its config does not say so.
+pub fn checkpoint_config(
+    dir: &Path,
+) -> Result<crate::model::VisionConfig, crate::model::ModelError> {
+    let mut config = crate::model::VisionConfig::from_checkpoint_dir(dir)?;
+    if config.family == crate::model::Family::Vit {
+        if let Some(names) = header_tensor_names(&dir.join(super::WEIGHTS_FILE)) {
+            config.vision_use_head = names
+                .iter()
+                .any(|n| super::canonical_name(n) == "pooler.dense.weight");
+        }
+    }
+    Ok(config)
+}

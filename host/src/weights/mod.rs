@@ -20,7 +20,8 @@ use std::path::PathBuf;
 use crate::model::{interpolate_positions, ParameterSpec, PositionResample, SiglipModel};
 
 pub use checkpoint::{
-    encoder_layer_index, header_tensor_names, Checkpoint, CONFIG_FILE, VISION_PREFIX, WEIGHTS_FILE,
+    checkpoint_config, encoder_layer_index, header_tensor_names, Checkpoint, CONFIG_FILE,
+    VISION_PREFIX, WEIGHTS_FILE,
 };
 pub use error::WeightError;
 pub use random::{init_stats, random_tensor, random_weights};
