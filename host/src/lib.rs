@@ -5,6 +5,8 @@ pub mod cli;
 pub mod compile;
 pub mod device;
 pub mod exit;
+/// Atomic writes and bounded reads of every file the host touches (#28).
+pub mod fsio;
 pub mod hwcheck;
 pub mod input;
 pub mod model;

@@ -60,6 +60,7 @@ enum Command {
 /// `exec` and `compile` end with one `result:` line on stdout either way.
 fn main() -> std::process::ExitCode {
     quiet_broken_pipe();
+    ipuc::fsio::cleanup::install();
     let cli = Cli::parse();
     let verbosity = ipuc::output::verbosity_of(cli.quiet, cli.verbose);
     ipuc::output::set_verbosity(verbosity);

@@ -21,8 +21,12 @@ use ipuc_core::package::{Package, SummaryValue};
 pub struct Validation {
     /// `(output name, max abs error, cosine, elements outside tolerance)`.
     pub outputs: Vec<(String, f32, f64, usize)>,
-    /// Every element within `atol + rtol·|ref|`.
+    /// Every element within `atol + rtol·|ref|`, and every device value
+    /// finite.
     pub pass: bool,
+    /// The first NaN or infinity in the device's outputs, and where the
+    /// reference's first one began (`None`: all finite).
+    pub non_finite: Option<String>,
 }
 
 /// What one resident inference produced and how it compared.
@@ -81,6 +85,7 @@ pub fn compare(
         pairs.push((POOLER_OUTPUT, p));
     }
     let mut outputs = Vec::new();
+    let mut non_finite = None;
     for (name, r) in pairs {
         let Some(d) = out.outputs.get(name) else {
             bail!("the device produced no `{name}` output");
@@ -94,9 +99,27 @@ pub fn compare(
         }
         let (max_abs, cosine, outside) = error_stats(&d.data, &r.data, atol, rtol);
         outputs.push((name.to_string(), max_abs, cosine, outside));
+        if non_finite.is_none() {
+            if let Some((i, v)) = d.data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                non_finite = Some(format!(
+                    "`{name}` element {i} is {v}; {}",
+                    match &reference.first_non_finite {
+                        Some(f) => format!(
+                            "the reference's first non-finite value comes from `{}` (element {} = {})",
+                            f.op, f.element, f.value
+                        ),
+                        None => "the reference stays finite throughout, so the device alone produced it".into(),
+                    }
+                ));
+            }
+        }
     }
-    let pass = outputs.iter().all(|o| o.3 == 0);
-    Ok(Validation { outputs, pass })
+    let pass = non_finite.is_none() && outputs.iter().all(|o| o.3 == 0);
+    Ok(Validation {
+        outputs,
+        pass,
+        non_finite,
+    })
 }
 
 /// Planning, memory, exchange and package figures.
@@ -269,6 +292,9 @@ pub fn print_run_report(
             }
         }
         if let Some(v) = &c.device {
+            if let Some(what) = &v.non_finite {
+                crate::say!("validation[{i}]: non-finite output: {what}");
+            }
             crate::say!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
         }
     }
@@ -493,7 +519,8 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
         ("phase-patch-audit.txt", phase_patch_audit_text(audit)),
     ] {
         let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        crate::fsio::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         crate::detail!("patch audit: {}", path.display());
     }
     Ok(())

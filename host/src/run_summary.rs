@@ -190,6 +190,10 @@ pub struct RunSummary {
     /// ([`crate::report::CYCLE_SOURCES`]); set with the run figures.
     #[serde(default)]
     pub cycle_sources: std::collections::BTreeMap<String, String>,
+    /// Where an average encoder layer's cycles go on the critical path
+    /// (`report::layer_breakdown`), with each GEMM's achieved MAC rate.
+    #[serde(default)]
+    pub layer_breakdown: Option<crate::report::layer_breakdown::LayerBreakdown>,
 }
 
 impl RunSummary {
@@ -272,7 +276,8 @@ impl RunSummary {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        crate::fsio::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 

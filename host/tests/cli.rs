@@ -65,7 +65,7 @@ fn out_of_range_flags_name_the_allowed_range() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         error_line(&o),
-        "error: invalid value '0' for '--reference-inferences <REFERENCE_INFERENCES>': 0 is out of range (allowed: 1 or more)"
+        "error: invalid value '0' for '--reference-inferences <REFERENCE_INFERENCES>': 0 is not in 1..=10000"
     );
     let o = run(&[
         "compile",

@@ -123,6 +123,13 @@ fn bad_config_values_name_the_field_and_file() {
         4,
         &["config.json", "hidden_act \"relu\" is not supported"],
     );
+    // #28: a value of the wrong type names its key.
+    let dir = checkpoint_with("type", "image_size", "\"big\"");
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["config.json", "`image_size`", "invalid type"],
+    );
     let dir = checkpoint_with("json", "hidden_size", "1");
     std::fs::write(dir.join("config.json"), "{\"hidden_size\": ").unwrap();
     rejects(
@@ -378,4 +385,226 @@ fn a_closed_pipe_ends_the_output_quietly() {
             "{status:?}"
         );
     }
+}
+
+/// #28: flags whose values used to pass silently (an infinite tolerance
+/// passed everything, a huge sync latency wrapped the cycle count).
+#[test]
+fn numeric_flags_have_checked_ranges() {
+    for (flag, value) in [
+        ("--diagnostic-atol", "inf"),
+        ("--diagnostic-atol", "NaN"),
+        ("--diagnostic-atol", "-1"),
+        ("--diagnostic-rtol", "inf"),
+        ("--sync-cycles", "18446744073709551615"),
+        ("--reference-inferences", "4294967295"),
+    ] {
+        let arg = format!("{flag}={value}");
+        rejects(
+            &["run", "--workload", "siglip-small", &arg],
+            2,
+            &[flag, "invalid value"],
+        );
+    }
+    rejects(
+        &["inspect", "x.ipuc", "--tile", "99999"],
+        2,
+        &["--tile", "invalid value"],
+    );
+    let dir = scratch("defsym");
+    let ok = dir.join("ok.S");
+    std::fs::write(&ok, "nop\n").unwrap();
+    let out = dir.join("out.bin");
+    rejects(
+        &["asm", s(&ok), "-o", s(&out), "--defsym", "=5"],
+        1,
+        &["--defsym '=5'", "is not a symbol name"],
+    );
+}
+
+/// A copy of the F32 fixture checkpoint with element 0 of `tensor` set to
+/// `value`.
+fn f32_checkpoint_with_value(name: &str, tensor: &str, value: f32) -> PathBuf {
+    let src = fixtures().join("vision-noprefix-f32");
+    let dir = scratch(name);
+    std::fs::copy(src.join("config.json"), dir.join("config.json")).unwrap();
+    let mut bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let start = header[tensor]["data_offsets"][0].as_u64().unwrap() as usize + 8 + n;
+    bytes[start..start + 4].copy_from_slice(&value.to_le_bytes());
+    std::fs::write(dir.join("model.safetensors"), bytes).unwrap();
+    dir
+}
+
+/// #28: a weight FP16 storage cannot hold gave an all-NaN embedding and
+/// exit 0; now it is an error naming the tensor and the value.
+#[test]
+fn weights_outside_their_storage_type_are_rejected() {
+    let dir = f32_checkpoint_with_value("fp16-overflow", "encoder.layers.0.mlp.fc1.weight", 1.0e6);
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &[
+            "encoder.layers.0.mlp.fc1.weight",
+            "1000000",
+            "element 0",
+            "F16",
+        ],
+    );
+    let dir = f32_checkpoint_with_value(
+        "nan-weight",
+        "encoder.layers.0.layer_norm1.weight",
+        f32::NAN,
+    );
+    rejects(
+        &["compile", "--checkpoint", s(&dir)],
+        1,
+        &["layer_norm1.weight", "non-finite value at element 0"],
+    );
+}
+
+/// #28: what is not a regular file, or is larger than anything useful, is
+/// refused at once (it used to hang on a FIFO and read /dev/zero until
+/// memory ran out).
+#[test]
+fn special_files_and_oversized_inputs_are_refused_at_once() {
+    let dir = scratch("special");
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let zero = dir.join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let t = std::time::Instant::now();
+    for (path, what) in [(&fifo, "FIFO"), (&zero, "character device")] {
+        let p = s(path);
+        rejects(&["inspect", p], 1, &[p, what]);
+        rejects(
+            &["run", "--workload", "siglip-small", "--image", p],
+            1,
+            &[p, what],
+        );
+        rejects(
+            &["run", "--workload", "siglip-small", "--input", p],
+            1,
+            &[p, what],
+        );
+        rejects(&["asm", p, "-o", s(&dir.join("o.bin"))], 1, &[p, what]);
+        rejects(
+            &[
+                "compile",
+                "--workload",
+                "siglip-small",
+                "--runtime-source",
+                p,
+            ],
+            1,
+            &[p, what],
+        );
+        rejects(
+            &["exec", p, "--workload", "siglip-small", "--device-lock", p],
+            1,
+            &[p, what],
+        );
+    }
+    // A checkpoint whose files are links to /dev/zero.
+    let ck = scratch("zero-checkpoint");
+    std::os::unix::fs::symlink("/dev/zero", ck.join("config.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", ck.join("model.safetensors")).unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&ck)],
+        1,
+        &["character device"],
+    );
+    // 5 GiB sparse files: a safetensors whose header contradicts its
+    // length, and one with the package magic.
+    let sparse = scratch("sparse");
+    let st = sparse.join("model.safetensors");
+    std::fs::write(
+        &st,
+        safetensors(
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            &[0; 4],
+        ),
+    )
+    .unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&st)
+        .unwrap()
+        .set_len(5 << 30)
+        .unwrap();
+    std::fs::copy(
+        fixtures().join("vision-f16/config.json"),
+        sparse.join("config.json"),
+    )
+    .unwrap();
+    rejects(
+        &["compile", "--checkpoint", s(&sparse)],
+        1,
+        &["model.safetensors", "after the last tensor's data"],
+    );
+    let pkg = sparse.join("big.ipuc");
+    std::fs::write(&pkg, ipuc_core::package::MAGIC).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&pkg)
+        .unwrap()
+        .set_len(5 << 30)
+        .unwrap();
+    rejects(&["inspect", s(&pkg)], 1, &["big.ipuc", "more than the"]);
+    assert!(t.elapsed().as_secs() < 30, "took {:?}", t.elapsed());
+}
+
+/// #28: an output path that cannot be written fails before the compile,
+/// and a symlink at an output path is replaced, its target untouched.
+#[test]
+fn outputs_are_checked_first_and_written_atomically() {
+    let dir = scratch("outputs");
+    let t = std::time::Instant::now();
+    rejects(
+        &[
+            "run",
+            "--workload",
+            "siglip-small",
+            "--package",
+            "/proc/ipuc-no/x.ipuc",
+        ],
+        1,
+        &["--package /proc/ipuc-no/x.ipuc", "does not exist"],
+    );
+    std::fs::create_dir(dir.join("isdir")).unwrap();
+    rejects(
+        &[
+            "run",
+            "--workload",
+            "siglip-small",
+            "--summary-json",
+            s(&dir.join("isdir")),
+        ],
+        1,
+        &["--summary-json", "is a directory"],
+    );
+    assert!(
+        t.elapsed().as_secs() < 10,
+        "checked late: {:?}",
+        t.elapsed()
+    );
+    let src = dir.join("ok.S");
+    std::fs::write(&src, "nop\n").unwrap();
+    let target = dir.join("precious.bin");
+    std::fs::write(&target, b"keep").unwrap();
+    let link = dir.join("out.bin");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert!(ipuc(&["asm", s(&src), "-o", s(&link)]).status.success());
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+    assert_eq!(std::fs::read(&link).unwrap().len(), 4);
+    let temporaries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(temporaries.is_empty(), "{temporaries:?}");
 }

@@ -39,7 +39,7 @@ pub enum FaultKind {
     #[error("{width}-byte access at {addr:#x} outside SRAM [0x4c000, 0xe8000)")]
     OutOfRange { addr: u32, width: u32 },
     /// The tile ran past the cycle limit given to `run` (runaway loop).
-    #[error("ran past the cycle limit of {limit} cycles (runaway?)")]
+    #[error("ran past the cycle budget of {limit} cycles without finishing (runaway: a loop that never exits?; --cycle-budget sets the budget)")]
     CycleLimit { limit: u64 },
     /// `trap n` executed.
     #[error("trap {code}")]

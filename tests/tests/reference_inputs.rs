@@ -30,17 +30,6 @@ fn png_preprocessing_matches_hf_exactly() {
 }
 
 #[test]
-fn jpeg_preprocessing_matches_hf_within_decoder_rounding() {
-    // PIL decodes JPEG with libjpeg-turbo, the `image` crate with its own
-    // decoder; IDCT/upsampling rounding may differ by a few levels.
-    let dir = fixtures().join("image");
-    let ours = PixelValues::from_image(&dir.join("stripes.jpg"), 42).unwrap();
-    let hf = NpyArray::read(&dir.join("stripes_jpg_pixel_values_42.npy")).unwrap();
-    let d = max_abs_diff(&ours.data, &hf.data);
-    assert!(d <= 4.0 * 2.0 / 255.0 + 1e-6, "max diff {d}");
-}
-
-#[test]
 fn bad_images_are_reported() {
     let tmp = std::env::temp_dir().join(format!("ipuc-img-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
@@ -108,4 +97,41 @@ fn npy_inputs_are_validated() {
     let png = fixtures().join("image/pattern.png");
     let e = PixelValues::from_npy(&png, None, 3, 42).unwrap_err();
     assert!(matches!(e.kind, NpyErrorKind::NotNpy), "{e}");
+}
+
+/// #28: JPEG (4:2:0, 4:4:4 and grey, noisy so every IDCT and upsampling
+/// rounding shows) and 16-bit PNG (RGB: PIL keeps the high byte; grey: PIL
+/// clips to 255) preprocess bit for bit as transformers' SigLIP processor
+/// with PIL (libjpeg-turbo 3.2.0) does; `make_image_fixtures.py` made them.
+#[test]
+fn jpeg_and_16_bit_png_match_pil_bit_for_bit() {
+    let dir = fixtures().join("image");
+    for (stem, ext) in [
+        ("noisy420", "jpg"),
+        ("noisy444", "jpg"),
+        ("gray", "jpg"),
+        ("stripes", "jpg"),
+        ("rgb16", "png"),
+        ("gray16", "png"),
+    ] {
+        let ours = PixelValues::from_image(&dir.join(format!("{stem}.{ext}")), 42).unwrap();
+        let hf = NpyArray::read(&dir.join(format!("{stem}_{ext}_pixel_values_42.npy"))).unwrap();
+        assert_eq!(ours.shape.to_vec(), hf.shape);
+        let d = max_abs_diff(&ours.data, &hf.data);
+        assert_eq!(d, 0.0, "{stem}.{ext}: max abs difference {d}");
+    }
+}
+
+/// #28: half a JPEG decoded with a grey remainder and exit 0; PIL refuses
+/// it ("image file is truncated"), and so does ipuc.
+#[test]
+fn a_truncated_jpeg_is_an_error() {
+    let e = format!(
+        "{:#}",
+        PixelValues::from_image(&fixtures().join("image/truncated.jpg"), 42).unwrap_err()
+    );
+    assert!(
+        e.contains("truncated.jpg") && e.contains("truncated"),
+        "{e}"
+    );
 }

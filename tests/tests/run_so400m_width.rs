@@ -15,7 +15,7 @@ use ipuc::weights::{weights_for, WeightSource};
 use ipuc_tests::device_inputs;
 
 #[test]
-fn full_width_so400m_two_layers_fp8_fused_qkv_passes() {
+fn full_width_so400m_two_layers_fp8_x_fp8_fused_qkv_passes() {
     let mut config = VisionConfig::siglip_so400m();
     config.image_size = 56;
     config.validate().unwrap();
@@ -26,6 +26,7 @@ fn full_width_so400m_two_layers_fp8_fused_qkv_passes() {
             vit_layers: Some(2),
             fuse_qkv: true,
             fp8_scale: Some(-4),
+            fp8_activation_scale: Some(0),
             ..ModelOptions::default()
         },
     )
@@ -57,9 +58,13 @@ fn full_width_so400m_two_layers_fp8_fused_qkv_passes() {
     let fp32 = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     assert!(v.pass, "vs device numerics: {:?}", v.outputs);
+    // FP8 × FP8 GEMMs: a K-split product rounds its FP16 partials per
+    // part, the reference in one sequence, so the two differ by FP16
+    // roundings of the partials (one part per tile is bit for bit:
+    // `fp8_gemm_bits.rs`).
     for (name, max_abs, cosine, _) in &v.outputs {
-        assert!(*max_abs < 0.05, "{name}: max abs error {max_abs}");
-        assert!(*cosine > 0.9999, "{name}: cosine {cosine}");
+        assert!(*max_abs < 0.2, "{name}: max abs error {max_abs}");
+        assert!(*cosine > 0.999, "{name}: cosine {cosine}");
     }
     let q = compare(&out, &fp32, 0.2, 0.05).unwrap();
     for (name, _, cosine, _) in &q.outputs {

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench_compile;
 mod bench_sim;
 mod browser;
+mod hostile;
 mod layers;
 mod sweep;
 
@@ -23,13 +24,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase.
+    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase, the hostile-input matrix.
     Ci,
     /// Fails on an upward import between core's layers (or a two-file import loop inside one),
     /// or on host's device/sim naming an ipuc_core module other than package, ipu21, numeric.
     Layers,
     /// CI's release step alone: a 2-layer siglip-small run with the release binary whose compile-time exchange check must cover every phase.
     ReleaseCheck,
+    /// The hostile-input matrix (#28): FIFOs, /dev/zero links, sparse
+    /// files, a full tmpfs, re-sealed packages, signals during writes; each
+    /// must be a typed error in bounded time and memory with every previous
+    /// output intact. Prints the counts; fails on any hang, abort or
+    /// partial file.
+    Hostile,
     /// Scalar vs six-worker patcher check on the simulated tile (or hardware).
     HwCheck {
         /// `sim` (default) or `ipu`.
@@ -138,6 +145,7 @@ fn main() -> Result<()> {
         Task::Ci => ci(&root),
         Task::Layers => check_layers(&root),
         Task::ReleaseCheck => release_exchange_check(&root),
+        Task::Hostile => hostile::hostile(&root),
         Task::HwCheck { target } => hw_check(&root, &target),
         Task::BrowserCheck { out, page } if !page.is_empty() => {
             browser::check_pages(&page, &root.join(out))
@@ -290,6 +298,8 @@ fn ci(root: &Path) -> Result<()> {
     )?;
     hw_check(root, "sim")?;
     release_exchange_check(root)?;
+    // About a minute: every case is a small compile or less.
+    hostile::hostile(root)?;
     eprintln!("xtask ci: all steps passed");
     Ok(())
 }

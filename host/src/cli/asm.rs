@@ -45,8 +45,17 @@ fn parse_defsym(s: &str) -> anyhow::Result<(String, i64)> {
     let Some((name, value)) = s.split_once('=') else {
         bail!("--defsym expects NAME=VALUE, found '{s}'");
     };
+    let name = name.trim();
+    // A symbol as the assembler spells one: a letter, `_`, `.` or `$`,
+    // then letters, digits, `_`, `.` or `$`.
+    let symbol_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$');
+    if !name.starts_with(|c: char| symbol_char(c) && !c.is_ascii_digit())
+        || !name.chars().all(symbol_char)
+    {
+        bail!("--defsym '{s}': '{name}' is not a symbol name (a letter, '_', '.' or '$', then letters, digits, '_', '.' or '$')");
+    }
     let v = super::isa::parse_u32(value).map_err(anyhow::Error::msg)?;
-    Ok((name.trim().to_string(), v as i64))
+    Ok((name.to_string(), v as i64))
 }
 
 /// The listing text: labels on their own lines, then one line per word
@@ -87,7 +96,8 @@ pub fn listing(image: &Image) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let src = std::fs::read_to_string(&args.file)
+    super::checks::output_file("-o", &args.output)?;
+    let src = crate::fsio::read_string_bounded(&args.file, crate::fsio::Limit::ASSEMBLY)
         .with_context(|| format!("reading {}", args.file.display()))?;
     let name = args.file.display().to_string();
     let mut opts = LinkOptions::at(args.at);
@@ -108,7 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             4 * image.words.len()
         );
     }
-    std::fs::write(&args.output, image.to_le_bytes())
+    crate::fsio::write_atomic(&args.output, &image.to_le_bytes())
         .with_context(|| format!("writing {}", args.output.display()))?;
     if args.listing {
         let defines: Vec<String> = opts
@@ -151,6 +161,16 @@ mod tests {
 #[cfg(test)]
 mod runtime_tests {
     use super::*;
+
+    #[test]
+    fn defsym_needs_a_symbol_name() {
+        assert_eq!(parse_defsym("x=5").unwrap(), ("x".into(), 5));
+        assert_eq!(parse_defsym(" _a.b$ =0x10").unwrap(), ("_a.b$".into(), 16));
+        for bad in ["=5", " =5", "1x=5", "a b=5", "a-b=5"] {
+            let err = parse_defsym(bad).unwrap_err().to_string();
+            assert!(err.contains("is not a symbol name"), "{bad}: {err}");
+        }
+    }
 
     /// The static runtime on main assembles and links with the layout defaults.
     #[test]

@@ -7,6 +7,27 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+/// Most resident inferences one run may ask for (`--reference-inferences`):
+/// each is a full simulated inference, so more is never useful.
+pub const MAX_INFERENCES: i64 = 10_000;
+
+/// Longest modelled global sync (`--sync-cycles`): far above Poplar's 126
+/// bound, and small enough that a run's cycle count cannot wrap a u64.
+pub const MAX_SYNC_CYCLES: u64 = 1_000_000;
+
+/// A validation tolerance: finite and ≥ 0 (`inf` or NaN would pass every
+/// result, a negative one none).
+pub fn tolerance(s: &str) -> Result<f32, String> {
+    let v: f32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (allowed: finite, 0 or more)"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{v} is out of range (allowed: finite, 0 or more)"));
+    }
+    Ok(v)
+}
+
 /// A `usize` of at least 1 (`--planning-beam-width`).
 pub fn at_least_one(s: &str) -> Result<usize, String> {
     let v: usize = s
@@ -37,39 +58,40 @@ pub fn tile_count(s: &str) -> Result<u32, String> {
 }
 
 /// `path` (given as `flag`) is a file ipuc will write: its directory must
-/// exist and it must not itself be a directory.
+/// exist and take a new file (tried now), and it must not be a directory.
 pub fn output_file(flag: &str, path: &Path) -> Result<()> {
-    if path.is_dir() {
-        bail!(
-            "{flag} {}: is a directory; give a file name",
-            path.display()
-        );
-    }
-    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) if !dir.is_dir() => bail!(
-            "{flag} {}: directory {} does not exist",
-            path.display(),
-            dir.display()
-        ),
-        _ => Ok(()),
-    }
+    crate::fsio::check_writable(path, crate::fsio::OutputKind::File)
+        .map_err(|e| anyhow::anyhow!("{flag} {e}"))
 }
 
 /// `dir` (given as `flag`) is a directory ipuc writes reports into: it is
-/// created now (with its parents) so a path that cannot be one fails first.
+/// created now (with its parents) and must take a new file, so a path that
+/// cannot be one fails first.
 pub fn output_dir(flag: &str, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))
+    crate::fsio::check_writable_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))
 }
 
-/// `path` (given as `flag`) is a file ipuc will read.
+/// [`output_file`] for a file whose writer makes its directory: the
+/// directory is made now (`--summary-json`).
+pub fn output_file_making_dir(flag: &str, path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        output_dir(flag, dir)?;
+    }
+    output_file(flag, path)
+}
+
+/// `path` (given as `flag`) is a file ipuc will read: it exists and is a
+/// regular file (a FIFO, device or directory is refused now, before it
+/// could block or never end).
 pub fn input_file(flag: &str, path: &Path) -> Result<()> {
-    if !path.exists() {
-        bail!("{flag} {}: no such file", path.display());
+    match crate::fsio::open_regular(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{flag} {}: no such file", path.display())
+        }
+        Err(e) if e.get_ref().is_some() => bail!("{flag} {e}"),
+        Err(e) => bail!("{flag} {}: {e}", path.display()),
     }
-    if path.is_dir() {
-        bail!("{flag} {}: is a directory, not a file", path.display());
-    }
-    Ok(())
 }
 
 /// `--runtime-source F.S`: the runtime text to assemble and link instead of
@@ -79,7 +101,7 @@ pub fn runtime_source(path: Option<&Path>) -> Result<ipuc_core::runtime::Runtime
         return Ok(ipuc_core::runtime::RuntimeSource::builtin());
     };
     input_file("--runtime-source", path)?;
-    let text = std::fs::read_to_string(path)
+    let text = crate::fsio::read_string_bounded(path, crate::fsio::Limit::ASSEMBLY)
         .with_context(|| format!("--runtime-source {}", path.display()))?;
     Ok(ipuc_core::runtime::RuntimeSource {
         name: path.display().to_string(),
@@ -108,6 +130,11 @@ mod tests {
         );
         assert!(tile_count("0").is_err());
         assert_eq!(at_least_one_u32("2"), Ok(2));
+        assert_eq!(tolerance("0.2"), Ok(0.2));
+        assert_eq!(tolerance("0"), Ok(0.0));
+        for bad in ["inf", "NaN", "-1", "-0.001", "x"] {
+            assert!(tolerance(bad).is_err(), "{bad}");
+        }
         assert!(at_least_one_u32("0").is_err());
     }
 
@@ -123,5 +150,10 @@ mod tests {
         assert!(output_file("--package", Path::new("x.ipuc")).is_ok());
         assert!(output_file("--package", Path::new("/tmp")).is_err());
         assert!(input_file("--image", Path::new("/nonexistent-ipuc.png")).is_err());
+        let err = input_file("--image", Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--image /dev/zero: is a character device, not a regular file"
+        );
     }
 }

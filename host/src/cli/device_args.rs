@@ -71,12 +71,30 @@ impl DeviceLock {
     /// Locks `path` (created if missing), waiting while another process
     /// holds it; says so on stderr when it has to wait.
     pub fn acquire(path: &Path) -> Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        // Non-blocking open: a FIFO at the path is refused below instead of
+        // waiting forever for a reader.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let file = options
             .open(path)
-            .with_context(|| format!("--device-lock {}", path.display()))?;
+            .map_err(|e| match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => anyhow::anyhow!(
+                    "--device-lock {}: is {}, not a regular file",
+                    path.display(),
+                    crate::fsio::describe(m.file_type())
+                ),
+                _ => anyhow::Error::new(e).context(format!("--device-lock {}", path.display())),
+            })?;
+        let kind = file.metadata()?.file_type();
+        if !kind.is_file() {
+            anyhow::bail!(
+                "--device-lock {}: is {}, not a regular file",
+                path.display(),
+                crate::fsio::describe(kind)
+            );
+        }
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&a.file)
+    let text = crate::fsio::read_string_bounded(&a.file, crate::fsio::Limit::PHASE_DUMP)
         .with_context(|| format!("reading {}", a.file.display()))?;
     let jobs = crate::compile::phase_dump::read_jobs(&text)?;
     let (mut total_ms, mut events, mut bound) = (0.0, 0u64, 0u64);

@@ -22,8 +22,8 @@ pub struct Args {
     /// List every binding slice.
     #[arg(long)]
     pub slices: bool,
-    /// Show only this physical tile, with its segments.
-    #[arg(long)]
+    /// Show only this physical tile (0..=1471), with its segments.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..i64::from(ipuc_core::ipu21::topology::TILE_COUNT)))]
     pub tile: Option<u32>,
 }
 
@@ -34,10 +34,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// The text (or JSON) `run` prints.
 pub fn render(args: &Args) -> anyhow::Result<String> {
-    let bytes = std::fs::read(&args.package)
+    let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading {}", args.package.display()))?;
     let package = ipuc_core::package::read(&bytes)
         .with_context(|| format!("{} is not a valid ipuc package", args.package.display()))?;
+    if let Some(t) = args.tile.filter(|&t| package.tile(t).is_none()) {
+        anyhow::bail!(
+            "--tile {t}: {} has no image for tile {t} ({} tiles have one)",
+            args.package.display(),
+            package.tiles.len()
+        );
+    }
     let view = PackageView::new(&package, &bytes);
     if args.json {
         let mut json =
@@ -231,6 +238,18 @@ mod tests {
             e.contains("is not a valid ipuc package") && e.contains("reaches past the end"),
             "{e}"
         );
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[test]
+    fn a_tile_without_an_image_is_an_error() {
+        let path = written("tile");
+        let mut a = args(path.clone(), false);
+        a.tile = Some(1);
+        let e = render(&a).unwrap_err().to_string();
+        assert!(e.contains("has no image for tile 1"), "{e}");
+        a.tile = Some(2);
+        assert!(render(&a).is_ok());
         let _ = std::fs::remove_file(path);
     }
 }

@@ -59,6 +59,10 @@ fn load_average() -> Option<String> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let total = Instant::now();
+    super::checks::output_file("--output-embedding", &args.output_embedding)?;
+    if let Some(path) = &args.output_hidden {
+        super::checks::output_file("--output-hidden", path)?;
+    }
     let pixels = load_pixels(&args.input, &args.model)?;
     let t = Instant::now();
     let (model, weights) = load_model(&args.model, pixels.batch())?;

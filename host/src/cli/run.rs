@@ -68,14 +68,15 @@ pub struct ExecArgs {
     #[arg(long, requires = "reference_run")]
     pub reference_fp32: bool,
     /// Resident inferences on one loaded package (weights uploaded once),
-    /// each validated with --reference-run (1 or more).
-    #[arg(long, default_value_t = 1, value_parser = checks::at_least_one_u32)]
+    /// each validated with --reference-run (1..=10000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=checks::MAX_INFERENCES))]
     pub reference_inferences: u32,
-    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|.
-    #[arg(long, default_value_t = 0.2)]
+    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|
+    /// (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.2, value_parser = checks::tolerance)]
     pub diagnostic_atol: f32,
-    /// Relative tolerance of the validation.
-    #[arg(long, default_value_t = 0.05)]
+    /// Relative tolerance of the validation (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
     pub diagnostic_rtol: f32,
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
     /// profile file, with its viewer `F.html` and `operations.json` beside
@@ -89,9 +90,16 @@ pub struct ExecArgs {
     /// Cycles a global sync takes after the last tile arrives (modelled).
     /// Default: 126, Poplar's `getMaxIPUSyncDelay` bound, the figure the
     /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
-    /// measurement exists).
-    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES)]
+    /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
+    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES,
+          value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
     pub sync_cycles: u64,
+    /// Simulated cycles one inference may take on any tile before the run
+    /// is stopped as a runaway (a typed fault naming tile and PC). Default:
+    /// 16× the package's estimate (+10 M), at most 5·10^10.
+    #[arg(long, value_name = "CYCLES",
+          value_parser = clap::value_parser!(u64).range(1..=crate::device::sim::DEFAULT_CYCLE_LIMIT))]
+    pub cycle_budget: Option<u64>,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
@@ -237,12 +245,12 @@ pub fn compile_workload(
     }
     if let Some(path) = &build.plan_output {
         let text = crate::report::plan_listing(&siglip.graph, &compiled.report);
-        std::fs::write(path, text)
+        crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing the plan to {}", path.display()))?;
         tracing::info!("plan written to {}", path.display());
     }
     if let Some(path) = &build.package {
-        std::fs::write(path, &compiled.bytes)
+        crate::fsio::write_atomic(path, &compiled.bytes)
             .with_context(|| format!("writing the package to {}", path.display()))?;
         tracing::info!("package written to {}", path.display());
     }
@@ -308,6 +316,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     args.build.check()?;
     args.exec.check()?;
+    if let Some(path) = args
+        .summary_json
+        .as_deref()
+        .filter(|p| *p != Path::new("-"))
+    {
+        checks::output_file_making_dir("--summary-json", path)?;
+    }
     let mut summary = new_summary(
         "run",
         &args.model,
@@ -453,6 +468,8 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
             .collect(),
     );
+    summary.layer_breakdown =
+        crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph);
     if let Some(out) = &args.exec.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
@@ -585,6 +602,9 @@ pub fn execute(
     let t = Instant::now();
     let mut sim = SimDevice::for_package(package)?;
     sim.sync_cycles = args.sync_cycles;
+    sim.cycle_limit = args
+        .cycle_budget
+        .unwrap_or_else(|| crate::device::sim::cycle_budget(package, args.sync_cycles));
     let mut resident = sim
         .load(package, weights)
         .context("loading the package on the simulated device")?;
@@ -632,6 +652,9 @@ pub fn execute(
         args.diagnostic_atol,
         args.diagnostic_rtol,
     );
+    if let Some(b) = crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph) {
+        b.lines().iter().for_each(|l| println!("{l}"));
+    }
     if let Some(dir) = &args.profile_output {
         write_profile(dir, &profile)?;
     }

@@ -167,11 +167,44 @@ pub fn load_model_with_origin(
     let model = build_model(args, batch)?;
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
     let weights = checkpoint.bind(&specs)?;
+    check_weight_range(&model, &weights, &checkpoint.file().display().to_string())?;
     let origin = WeightOrigin::Checkpoint {
         sha256: checkpoint.sha256(),
         path: dir.display().to_string(),
     };
     Ok((model, weights, origin))
+}
+
+/// Rejects checkpoint weights their storage type cannot hold, naming the
+/// tensor and the first such value: any non-finite value, and for FP16
+/// storage anything beyond ±65504 (it would become an infinity, then NaN
+/// everywhere after it). FP8 storage saturates to its largest value at the
+/// tensor's scale, as the device's weight conversion does (README).
+fn check_weight_range(model: &SiglipModel, weights: &Weights, source: &str) -> Result<()> {
+    use ipuc_core::ir::DType;
+    for p in &model.parameters {
+        let Some(t) = weights.get(&p.name) else {
+            continue;
+        };
+        let max = match p.dtype {
+            DType::F16 => FP16_MAX,
+            _ => f32::MAX,
+        };
+        if let Some((index, v)) = t
+            .data
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite() || v.abs() > max)
+        {
+            bail!(
+                "{source}: element {index} of weight `{}` is {v}, outside what its storage type {:?} holds{}",
+                p.name,
+                p.dtype,
+                if max < f32::MAX { " (±65504)" } else { " (finite values)" }
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A PNG/JPEG by extension or by its first bytes.
@@ -181,8 +214,9 @@ fn looks_like_image(path: &std::path::Path) -> bool {
         e == "png" || e == "jpg" || e == "jpeg"
     });
     let mut head = [0u8; 4];
-    let by_magic = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+    // Only a regular file is opened: a FIFO would block the open.
+    let by_magic = crate::fsio::open_regular(path)
+        .and_then(|(mut f, _)| std::io::Read::read_exact(&mut f, &mut head))
         .is_ok()
         && (head == [0x89, b'P', b'N', b'G'] || head[..3] == [0xFF, 0xD8, 0xFF]);
     by_name || by_magic

@@ -163,7 +163,7 @@ impl CompileHooks for Hooks<'_> {
     /// Developer aid: the jobs as text, for `ipuc exchange schedule-dump`.
     fn exchange_jobs(&self, jobs: &[PhaseJob]) -> Result<(), HookError> {
         if let Some(path) = std::env::var_os("IPUC_DUMP_PHASES") {
-            std::fs::write(&path, phase_dump::write_jobs(jobs))
+            crate::fsio::write_atomic(path.as_ref(), phase_dump::write_jobs(jobs).as_bytes())
                 .with_context(|| format!("writing {}", path.to_string_lossy()))?;
         }
         Ok(())
@@ -173,7 +173,7 @@ impl CompileHooks for Hooks<'_> {
     /// calibrating `plan::code`.
     fn linked(&self, linked: &Linked<'_>) -> Result<(), HookError> {
         if let Some(path) = std::env::var_os("IPUC_DUMP_CODE") {
-            std::fs::write(&path, code_dump(linked)?)
+            crate::fsio::write_atomic(path.as_ref(), code_dump(linked)?.as_bytes())
                 .with_context(|| format!("writing {}", path.to_string_lossy()))?;
         }
         Ok(())

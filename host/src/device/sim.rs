@@ -32,6 +32,37 @@ use crate::weights::HostTensor;
 /// spinning forever.
 pub const DEFAULT_CYCLE_LIMIT: u64 = 50_000_000_000;
 
+/// How many times the compiler's estimate an inference may take before it
+/// is a runaway: simulated runs come within 1.5× of it (siglip-small, 1
+/// layer: 117,192 simulated for 87,384 estimated cycles).
+pub const BUDGET_PER_ESTIMATE: u64 = 16;
+
+/// Added to every budget, so a tiny package is not cut short by start-up.
+pub const BUDGET_FLOOR: u64 = 10_000_000;
+
+/// A package's cycle budget per inference (every tile's clock restarts at
+/// 0): [`BUDGET_PER_ESTIMATE`] × the package's `estimated_cycles` (its
+/// plan summary), scaled by how much longer than the default a global sync
+/// is modelled (`sync_cycles`), plus [`BUDGET_FLOOR`]; never above
+/// [`DEFAULT_CYCLE_LIMIT`]. A package without an estimate gets that limit.
+/// A program that stops making progress (a branch to itself, a loop that
+/// never exits) is then a typed `CycleLimit` fault naming tile and PC in
+/// well under a second instead of spinning for minutes.
+pub fn cycle_budget(package: &Package, sync_cycles: u64) -> u64 {
+    let Some(&ipuc_core::package::SummaryValue::Integer(estimate)) =
+        package.plan_summary.get("estimated_cycles")
+    else {
+        return DEFAULT_CYCLE_LIMIT;
+    };
+    let sync_scale = (sync_cycles / crate::sim::cycle::INTERNAL_SYNC_CYCLES).max(1);
+    u64::try_from(estimate)
+        .unwrap_or(0)
+        .saturating_mul(BUDGET_PER_ESTIMATE)
+        .saturating_mul(sync_scale)
+        .saturating_add(BUDGET_FLOOR)
+        .min(DEFAULT_CYCLE_LIMIT)
+}
+
 /// What one tile did during a run (simulated cycles).
 #[derive(Clone, Debug)]
 pub struct TileTrace {

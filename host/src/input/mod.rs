@@ -2,6 +2,7 @@
 //! preprocessing) or `--input pixel_values.npy` (float32 NCHW), and `.npy`
 //! output files.
 
+mod jpeg;
 pub mod npy;
 pub mod preprocess;
 

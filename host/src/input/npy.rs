@@ -121,7 +121,8 @@ impl NpyArray {
 
     /// Read a float32 C-order `.npy` file.
     pub fn read(path: &Path) -> Result<NpyArray, NpyError> {
-        let bytes = std::fs::read(path).map_err(|e| NpyError::io(path, e))?;
+        let bytes = crate::fsio::read_bounded(path, crate::fsio::Limit::NPY)
+            .map_err(|e| NpyError::io(path, e))?;
         Self::parse(&bytes).map_err(|kind| err(path, kind))
     }
 
@@ -206,7 +207,7 @@ impl NpyArray {
     /// Write as `.npy`.
     pub fn write(&self, path: &Path) -> Result<(), NpyError> {
         self.to_bytes()
-            .and_then(|bytes| std::fs::write(path, bytes))
+            .and_then(|bytes| crate::fsio::write_atomic(path, &bytes))
             .map_err(|e| NpyError::io(path, e))
     }
 }

@@ -31,11 +31,15 @@ pub struct Rgb8 {
     pub pixels: Vec<u8>,
 }
 
-/// Decode a PNG or JPEG file into RGB (alpha dropped, grey replicated, 16-bit
-/// scaled to 8 — what PIL's `convert("RGB")` does for the common cases).
+/// Decode a PNG or JPEG file into RGB as PIL's `open(…).convert("RGB")`
+/// does: JPEG with libjpeg-turbo's decoder ([`super::jpeg`]; a truncated
+/// file is an error); PNG with alpha dropped, grey replicated, 16-bit RGB(A)
+/// and grey+alpha reduced to their high byte and 16-bit grey clipped to
+/// 0..=255 (PIL's `I;16` → `RGB` conversion clips, it does not scale).
 pub fn decode_image(path: &Path) -> anyhow::Result<Rgb8> {
     use anyhow::Context;
-    let bytes = std::fs::read(path).with_context(|| format!("reading image {}", path.display()))?;
+    let bytes = crate::fsio::read_bounded(path, crate::fsio::Limit::IMAGE)
+        .with_context(|| format!("reading image {}", path.display()))?;
     let format = image::guess_format(&bytes).map_err(|_| {
         anyhow::anyhow!(
             "{}: not a PNG or JPEG image (unrecognised file signature)",
@@ -48,18 +52,48 @@ pub fn decode_image(path: &Path) -> anyhow::Result<Rgb8> {
             path.display()
         );
     }
-    let img = image::load_from_memory_with_format(&bytes, format)
-        .with_context(|| format!("decoding {format:?} image {}", path.display()))?;
-    let rgb = img.to_rgb8();
-    let (w, h) = rgb.dimensions();
-    if w == 0 || h == 0 {
-        anyhow::bail!("{}: image has no pixels ({w}×{h})", path.display());
+    let (width, height, pixels) = if format == image::ImageFormat::Jpeg {
+        super::jpeg::decode(&bytes)
+            .map_err(|e| anyhow::anyhow!("decoding JPEG image {}: {e}", path.display()))?
+    } else {
+        let img = image::load_from_memory_with_format(&bytes, format)
+            .with_context(|| format!("decoding {format:?} image {}", path.display()))?;
+        let (w, h) = (img.width() as usize, img.height() as usize);
+        (w, h, png_rgb_as_pil(img))
+    };
+    if width == 0 || height == 0 {
+        anyhow::bail!("{}: image has no pixels ({width}×{height})", path.display());
     }
     Ok(Rgb8 {
-        width: w as usize,
-        height: h as usize,
-        pixels: rgb.into_raw(),
+        width,
+        height,
+        pixels,
     })
+}
+
+/// A decoded PNG as PIL's `convert("RGB")` gives it (see [`decode_image`]).
+fn png_rgb_as_pil(img: image::DynamicImage) -> Vec<u8> {
+    use image::DynamicImage as D;
+    let high = |v: u16| (v >> 8) as u8;
+    match img {
+        D::ImageRgb16(i) => i.into_raw().into_iter().map(high).collect(),
+        D::ImageRgba16(i) => i
+            .into_raw()
+            .chunks_exact(4)
+            .flat_map(|p| [high(p[0]), high(p[1]), high(p[2])])
+            .collect(),
+        D::ImageLuma16(i) => i
+            .into_raw()
+            .into_iter()
+            .flat_map(|v| [v.min(255) as u8; 3])
+            .collect(),
+        D::ImageLumaA16(i) => i
+            .into_raw()
+            .chunks_exact(2)
+            .flat_map(|p| [high(p[0]); 3])
+            .collect(),
+        other => other.to_rgb8().into_raw(),
+    }
 }
 
 /// Pillow's bicubic kernel (a = −0.5), support 2.

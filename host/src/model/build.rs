@@ -109,6 +109,10 @@ pub fn build_siglip(
 
     // 3. Encoder: one Repeat, residual stream carried.
     let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
+    // The one-time bookends keep FP16 activations (FP8 weights widened):
+    // they cost little, and the MAP head's one-row products would be
+    // K-split wide, whose FP16 partials the reference sums in another order.
+    t.gemm_input = None;
 
     // 4. post_layernorm → last_hidden_state.
     let lw = t.single("post_layernorm.weight", vec![t.d], ParameterRole::NormScale)?;

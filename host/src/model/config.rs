@@ -170,11 +170,25 @@ impl VisionConfig {
                 message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
             });
         }
-        let config: VisionConfig =
-            serde_json::from_value(value).map_err(|e| ModelError::ConfigJson {
+        let config: VisionConfig = serde_json::from_value(value.clone()).map_err(|e| {
+            // serde_json's message does not say which key; absent keys take
+            // their defaults, so the key that fails on its own is the one.
+            let key = value.as_object().and_then(|fields| {
+                fields.iter().find_map(|(k, v)| {
+                    let alone = serde_json::json!({ k.clone(): v.clone() });
+                    serde_json::from_value::<VisionConfig>(alone)
+                        .is_err()
+                        .then(|| k.clone())
+                })
+            });
+            ModelError::ConfigJson {
                 file: "config.json".into(),
-                message: e.to_string(),
-            })?;
+                message: match key {
+                    Some(k) => format!("`{k}`: {e}"),
+                    None => e.to_string(),
+                },
+            }
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -182,10 +196,13 @@ impl VisionConfig {
     /// Read `dir/config.json` (see [`VisionConfig::from_json`]).
     pub fn from_checkpoint_dir(dir: &std::path::Path) -> Result<Self, ModelError> {
         let path = dir.join("config.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| ModelError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text =
+            crate::fsio::read_string_bounded(&path, crate::fsio::Limit::CONFIG).map_err(|e| {
+                ModelError::Io {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?;
         Self::from_json(&text).map_err(|e| match e {
             ModelError::ConfigJson { message, .. } => ModelError::ConfigJson {
                 file: path.display().to_string(),

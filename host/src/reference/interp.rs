@@ -22,6 +22,19 @@ pub struct Reference<'g> {
     /// (freed right after it, so buffers are reused in place and the
     /// working set stays small).
     dying: BTreeMap<RegionId, Vec<Vec<ValueId>>>,
+    /// The first op (in execution order) whose result held a NaN or an
+    /// infinity, so a non-finite output can be traced to where it began.
+    first_non_finite: std::sync::OnceLock<NonFinite>,
+}
+
+/// Where a run first produced a non-finite value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NonFinite {
+    /// The op's label (e.g. `encoder.layers.{i}.mlp.fc1`), else its kind.
+    pub op: String,
+    /// The first non-finite element of its result, and its value.
+    pub element: usize,
+    pub value: f32,
 }
 
 /// Called after each Repeat iteration with (iterations done, trip count).
@@ -116,6 +129,7 @@ impl<'g> Reference<'g> {
             params,
             progress: None,
             dying: last_uses(graph),
+            first_non_finite: std::sync::OnceLock::new(),
         })
     }
 
@@ -340,8 +354,26 @@ impl<'g> Reference<'g> {
         } else {
             data
         };
+        if self.first_non_finite.get().is_none() {
+            if let Some((element, &value)) = data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                let op_name = self
+                    .graph
+                    .label(id)
+                    .map_or_else(|| format!("{} ({id:?})", op.mnemonic()), str::to_string);
+                let _ = self.first_non_finite.set(NonFinite {
+                    op: op_name,
+                    element,
+                    value,
+                });
+            }
+        }
         env.set(result, Tensor { shape: dims, data });
         Ok(())
+    }
+
+    /// The first op whose result held a NaN or an infinity, if any did.
+    pub fn first_non_finite(&self) -> Option<&NonFinite> {
+        self.first_non_finite.get()
     }
 
     fn exec_repeat(&self, id: OpId, env: &mut Env) -> Result<(), ReferenceError> {

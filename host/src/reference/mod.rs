@@ -42,7 +42,7 @@ mod siglip;
 use std::sync::Arc;
 
 pub use error::ReferenceError;
-pub use interp::{graph_flops, Progress, Reference};
+pub use interp::{graph_flops, NonFinite, Progress, Reference};
 pub use numerics::{round_to_dtype, DEVICE_FP8_OVERFLOW};
 pub use siglip::{process_cpu_seconds, run_siglip, SiglipOutputs};
 

@@ -22,6 +22,8 @@ pub struct SiglipOutputs {
     /// the OS reports it (Linux): on a loaded machine, CPU time / threads
     /// estimates the unloaded wall time better than the wall clock does.
     pub cpu_seconds: Option<f64>,
+    /// The first op whose result held a NaN or an infinity, if any did.
+    pub first_non_finite: Option<super::NonFinite>,
 }
 
 impl SiglipOutputs {
@@ -64,6 +66,7 @@ pub fn run_siglip(
         flops: graph_flops(&model.graph),
         seconds,
         cpu_seconds,
+        first_non_finite: reference.first_non_finite().cloned(),
     })
 }
 

@@ -287,3 +287,32 @@ fn missing_or_misshapen_bindings_are_errors() {
         .unwrap_err();
     assert!(e.to_string().contains("[3, 2]"), "{e}");
 }
+
+/// #28: a value FP16 cannot hold becomes an infinity in device numerics;
+/// the reference names the first op whose result was not finite.
+#[test]
+fn the_first_non_finite_result_is_named() {
+    let mut b = GraphBuilder::new();
+    let x = b.input("x", TensorType::new(DType::F32, [1, 4])).unwrap();
+    let xh = b.cast(x, DType::F16).unwrap();
+    let w = b
+        .parameter("w", TensorType::new(DType::F16, [4, 4]))
+        .unwrap();
+    let y = b.matmul_transposed(xh, w, DType::F16).unwrap();
+    let y = b.label(y, "blow.up").unwrap();
+    let y = b.cast(y, DType::F32).unwrap();
+    b.output("y", y).unwrap();
+    let graph = b.finish().unwrap();
+    let run = |scale: f32| {
+        let wts = weights(&[("w", vec![4, 4], vec![scale; 16])]);
+        let r = Reference::new(&graph, &wts, Numerics::Device).unwrap();
+        r.run(&[("x", Tensor::new(vec![1, 4], vec![1000.0; 4]))])
+            .unwrap();
+        r.first_non_finite().cloned()
+    };
+    assert_eq!(run(0.001), None);
+    // 4 × 1000 × 30 = 120,000 > 65,504: infinite in FP16.
+    let f = run(30.0).expect("an infinity");
+    assert_eq!(f.op, "blow.up");
+    assert_eq!((f.element, f.value), (0, f32::INFINITY));
+}

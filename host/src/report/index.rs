@@ -84,6 +84,7 @@ pub fn write(
 ) -> Result<PathBuf> {
     let path = dir.join("index.html");
     let html = render(title, stats, dir, artifacts)?;
-    std::fs::write(&path, html).with_context(|| format!("writing {}", path.display()))?;
+    crate::fsio::write_atomic(&path, html.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }

@@ -412,5 +412,5 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
 /// Writes [`render`]'s PNG to `path`.
 pub fn write(path: &Path, map: &MemoryMap) -> Result<()> {
     let png = render(map)?;
-    std::fs::write(path, png).with_context(|| format!("writing {}", path.display()))
+    crate::fsio::write_atomic(path, &png).with_context(|| format!("writing {}", path.display()))
 }

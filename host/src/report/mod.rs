@@ -11,6 +11,7 @@ pub mod description_view;
 pub mod hash;
 pub mod html;
 pub mod index;
+pub mod layer_breakdown;
 pub mod memory;
 pub mod memory_html;
 pub mod memory_png;
@@ -87,7 +88,7 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+    crate::fsio::write_atomic(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Writes `profile.json`, `operations.json` and `profile.html` (see

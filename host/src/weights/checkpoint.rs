@@ -47,9 +47,14 @@ fn dtype_name(d: Dtype) -> String {
 /// unreadable.
 fn diagnose_truncation(bytes: &[u8]) -> Option<(String, usize, usize)> {
     let n = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?) as usize;
-    let header = std::str::from_utf8(bytes.get(8..8usize.checked_add(n)?)?).ok()?;
-    let json: serde_json::Value = serde_json::from_str(header).ok()?;
-    let available = bytes.len() - 8 - n;
+    let header = bytes.get(8..8usize.checked_add(n)?)?;
+    first_beyond(header, bytes.len() - 8 - n)
+}
+
+/// The first tensor (by end offset) of a header's JSON whose data ends past
+/// `available` bytes: (name, end, available).
+fn first_beyond(header: &[u8], available: usize) -> Option<(String, usize, usize)> {
+    let json: serde_json::Value = serde_json::from_str(std::str::from_utf8(header).ok()?).ok()?;
     let mut spans: Vec<(usize, String)> = json
         .as_object()?
         .iter()
@@ -66,6 +71,86 @@ fn diagnose_truncation(bytes: &[u8]) -> Option<(String, usize, usize)> {
         .map(|(end, name)| (name, end, available))
 }
 
+/// Reads a `.safetensors` file after checking, from its header alone, that
+/// its size is the one the header declares: a regular file (never a FIFO or
+/// device), a header of at most [`Limit::SAFETENSORS_HEADER`], and data
+/// ending exactly where the last tensor does — so a file whose length
+/// contradicts its header is refused before its data is read.
+///
+/// [`Limit::SAFETENSORS_HEADER`]: crate::fsio::Limit::SAFETENSORS_HEADER
+fn read_checked(file: &Path) -> Result<Vec<u8>, WeightError> {
+    use std::io::{Read, Seek};
+    let io = |source| WeightError::Io {
+        file: file.to_path_buf(),
+        source,
+    };
+    let corrupt = |why: String| WeightError::Corrupt {
+        file: file.to_path_buf(),
+        why,
+    };
+    let (mut f, size) = crate::fsio::open_regular(file).map_err(io)?;
+    let mut n = [0u8; 8];
+    if size < 8 {
+        return Err(corrupt(format!(
+            "{size} bytes: too short for a safetensors header length"
+        )));
+    }
+    f.read_exact(&mut n).map_err(io)?;
+    let n = u64::from_le_bytes(n);
+    let limit = crate::fsio::Limit::SAFETENSORS_HEADER;
+    if n > limit.bytes || n > size - 8 {
+        return Err(corrupt(format!(
+            "header length {n} bytes, but the file has {size} bytes and a header may have at most {}",
+            limit.bytes
+        )));
+    }
+    let mut header = vec![0u8; n as usize];
+    f.read_exact(&mut header).map_err(io)?;
+    let available = size - 8 - n;
+    let json: serde_json::Value = serde_json::from_slice(&header)
+        .map_err(|e| corrupt(format!("header is not valid JSON: {e}")))?;
+    let declared = json
+        .as_object()
+        .ok_or_else(|| corrupt("header is not a JSON object".into()))?
+        .iter()
+        .filter(|(k, _)| k.as_str() != "__metadata__")
+        .filter_map(|(_, v)| v.get("data_offsets")?.get(1)?.as_u64())
+        .max()
+        .unwrap_or(0);
+    if declared > available {
+        return Err(
+            match first_beyond(&header, usize::try_from(available).unwrap_or(usize::MAX)) {
+                Some((tensor, needed, available)) => WeightError::Truncated {
+                    file: file.to_path_buf(),
+                    tensor,
+                    needed,
+                    available,
+                },
+                None => corrupt("data section length does not match the header".into()),
+            },
+        );
+    }
+    if declared < available {
+        return Err(corrupt(format!(
+            "{} bytes after the last tensor's data (the header's data ends at {declared}, the file holds {available})",
+            available - declared
+        )));
+    }
+    f.rewind().map_err(io)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    f.take(size.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 != size {
+        return Err(io(crate::fsio::FsError::Changed {
+            path: file.to_path_buf(),
+            expected: size,
+        }
+        .into()));
+    }
+    Ok(bytes)
+}
+
 impl Checkpoint {
     /// Open `dir/model.safetensors` (or a `.safetensors` file path directly).
     pub fn open(path: &Path) -> Result<Checkpoint, WeightError> {
@@ -74,10 +159,7 @@ impl Checkpoint {
         } else {
             path.to_path_buf()
         };
-        let bytes = std::fs::read(&file).map_err(|source| WeightError::Io {
-            file: file.clone(),
-            source,
-        })?;
+        let bytes = read_checked(&file)?;
         Self::from_bytes(file, bytes)
     }
 

@@ -1,6 +1,9 @@
 //! Memory rules the reader applies to each record as it parses it: segments
 //! inside SRAM and disjoint, code only where it can be fetched, binding slices
-//! inside their tile's data segments and covering the tensor.
+//! inside their tile's data segments and covering the tensor, and no SRAM
+//! byte holding two different tensor bytes.
+
+use alloc::vec::Vec;
 
 use super::error::{PackageError, Result};
 use super::model::{BindingSlice, Segment, TargetFacts, TileImage};
@@ -159,6 +162,62 @@ pub fn coverage(offset: usize, slices: &[BindingSlice], tensor_bytes: u64) -> Re
             first_missing_byte: covered,
             tensor_bytes,
         });
+    }
+    Ok(())
+}
+
+/// One binding slice's SRAM range and which tensor bytes it holds there.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacedSlice {
+    pub tile: u32,
+    pub start: u64,
+    pub end: u64,
+    /// Offset of the slice's binding record (names the binding).
+    pub binding_offset: usize,
+    /// `tile_address - file_offset`: slices of one binding with equal
+    /// deltas put the same tensor byte at the same SRAM byte.
+    pub delta: i128,
+}
+
+impl PlacedSlice {
+    pub fn of(binding_offset: usize, s: &BindingSlice) -> Self {
+        PlacedSlice {
+            tile: s.tile,
+            start: u64::from(s.tile_address),
+            end: u64::from(s.tile_address) + u64::from(s.size),
+            binding_offset,
+            delta: i128::from(s.tile_address) - i128::from(s.file_offset),
+        }
+    }
+}
+
+/// Slices that share SRAM must hold the same bytes of the same binding
+/// (replication of a range, or a duplicate, is fine; one SRAM byte for two
+/// tensor bytes is not). With every SRAM byte holding at most one tensor
+/// byte, a binding can be no larger than the SRAM its slices cover, so
+/// nothing sized from its shape exceeds what the tiles hold.
+pub fn aliasing(mut placed: Vec<PlacedSlice>) -> Result<()> {
+    placed.sort_unstable_by_key(|p| (p.tile, p.start, p.end));
+    // Of the slices seen so far on this tile, the one reaching furthest:
+    // any later slice overlapping an earlier one overlaps this one too.
+    let mut reach: Option<PlacedSlice> = None;
+    for p in placed {
+        match reach {
+            Some(o) if o.tile == p.tile && p.start < o.end => {
+                if o.binding_offset != p.binding_offset || o.delta != p.delta {
+                    return Err(PackageError::SlicesAlias {
+                        offset: p.binding_offset,
+                        tile: p.tile,
+                        tile_address: p.start as u32,
+                        other_binding_offset: o.binding_offset,
+                    });
+                }
+                if p.end > o.end {
+                    reach = Some(p);
+                }
+            }
+            _ => reach = Some(p),
+        }
     }
     Ok(())
 }

@@ -163,6 +163,23 @@ pub enum PackageError {
         offset: usize,
         binding_offset: usize,
     },
+    /// A binding's shape declares more bytes than every tile's SRAM holds:
+    /// no package can store (or host call move) such a tensor.
+    BindingLargerThanChip {
+        offset: usize,
+        tensor_bytes: u64,
+        chip_bytes: u64,
+    },
+    /// Two binding slices share SRAM but hold different tensor bytes (of
+    /// the same binding at another offset, or of another input or output
+    /// binding): the host would write or read one byte as two values.
+    SlicesAlias {
+        offset: usize,
+        tile: u32,
+        tile_address: u32,
+        /// Offset of the binding record the other slice belongs to.
+        other_binding_offset: usize,
+    },
     /// A binding slice refers to a tile that has no image.
     SliceTileMissing { offset: usize, tile: u32 },
     /// A binding slice is outside the tensor's bytes or its tile's segments.
@@ -304,6 +321,17 @@ impl fmt::Display for PackageError {
                 f,
                 "byte {offset}: the shape of the binding at byte {binding_offset} has more than 2^64 bytes"
             ),
+            BindingLargerThanChip { offset, tensor_bytes, chip_bytes } => write!(
+                f,
+                "byte {offset}: the binding declares {tensor_bytes} bytes, more than the {chip_bytes} bytes of SRAM of every tile together"
+            ),
+            SlicesAlias { offset, tile, tile_address, other_binding_offset } => {
+                if offset == other_binding_offset {
+                    write!(f, "byte {offset}: tile {tile}: binding slices share SRAM at {tile_address:#x} but hold different bytes of the tensor")
+                } else {
+                    write!(f, "byte {offset}: tile {tile}: a binding slice shares SRAM at {tile_address:#x} with the binding at byte {other_binding_offset}")
+                }
+            }
             SliceTileMissing { offset, tile } => {
                 write!(f, "byte {offset}: binding slice on tile {tile}, which has no tile image")
             }

@@ -43,7 +43,9 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
     let (producer, target) = section(&mut r, Section::Target, read_target)?;
     let tiles = section(&mut r, Section::Tiles, |r| read_tiles(r, &target))?;
     let kernels = section(&mut r, Section::Kernels, |r| read_kernels(r, &target))?;
-    let bindings = section(&mut r, Section::Bindings, |r| read_bindings(r, &tiles))?;
+    let bindings = section(&mut r, Section::Bindings, |r| {
+        read_bindings(r, &tiles, &target)
+    })?;
     let host_calls = section(&mut r, Section::HostCalls, |r| {
         read_host_calls(r, &bindings)
     })?;
@@ -291,9 +293,18 @@ fn read_kernels(r: &mut ByteReader<'_>, target: &TargetFacts) -> Result<Vec<Kern
     Ok(kernels)
 }
 
-fn read_bindings(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<Vec<Binding>> {
+fn read_bindings(
+    r: &mut ByteReader<'_>,
+    tiles: &[TileImage],
+    target: &TargetFacts,
+) -> Result<Vec<Binding>> {
     let n = r.count("binding count", BINDING_MIN)?;
     let mut bindings: Vec<Binding> = Vec::with_capacity(n);
+    // Inputs (and outputs) may not share SRAM with one another: the host
+    // writes (reads) them all in one host call.
+    let mut inputs = Vec::new();
+    let mut outputs = Vec::new();
+    let chip_bytes = u64::from(target.tile_count) * u64::from(target.tile_memory_size);
     for _ in 0..n {
         let offset = r.offset();
         let kind_code = r.u8("binding kind")?;
@@ -354,6 +365,13 @@ fn read_bindings(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<Vec<Bind
             offset: r.offset(),
             binding_offset: offset,
         })?;
+        if tensor_bytes > chip_bytes {
+            return Err(PackageError::BindingLargerThanChip {
+                offset,
+                tensor_bytes,
+                chip_bytes,
+            });
+        }
         let count = r.count("slice count", SLICE_BYTES)?;
         binding.slices.reserve_exact(count);
         for _ in 0..count {
@@ -375,8 +393,19 @@ fn read_bindings(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<Vec<Bind
             binding.slices.push(s);
         }
         check::coverage(offset, &binding.slices, tensor_bytes)?;
+        let placed = binding
+            .slices
+            .iter()
+            .map(|s| check::PlacedSlice::of(offset, s));
+        match kind {
+            BindingKind::Input => inputs.extend(placed),
+            BindingKind::Output => outputs.extend(placed),
+            BindingKind::Weight => check::aliasing(placed.collect())?,
+        }
         bindings.push(binding);
     }
+    check::aliasing(inputs)?;
+    check::aliasing(outputs)?;
     Ok(bindings)
 }
 

@@ -149,14 +149,23 @@ impl Grid {
     }
 }
 
+/// Grains per part an axis may be cut into: up to 64 column groups (1024
+/// columns) per tile.
+const PER_PART: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+/// Rows per block: also 96–384. The AMP feeds a weight set per column
+/// group and micro-group whatever the rows, so short blocks pay the feed
+/// as often as the passes (at 61 FP8 rows: 244 pass cycles against 235 of
+/// feed, `cost::gemm_cycles`); the planner weighs that against the larger
+/// operand blocks.
+const ROWS_PER_BLOCK: [u32; 17] = [
+    1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
+];
+
 /// Part counts for an axis of `len` elements in `grain`s: one per
-/// grains-per-part figure, up to 64 (larger row blocks — the AMP feeds
-/// weights at the cost of ≈ 59 FP16 rows per pass, `cost::gemm_cycles` —
-/// were tried: at 16 unfused So400m layers their large staging blocks left
-/// placement no contiguous range, and no 27-layer plan chose them).
-fn options(len: u32, grain: u32, limit: u32) -> Vec<u32> {
+/// grains-per-part figure of `per_part`, at most `limit` parts.
+fn options(len: u32, grain: u32, limit: u32, per_part: &[u32]) -> Vec<u32> {
     let units = len.div_ceil(grain).max(1);
-    let mut v: Vec<u32> = [1u32, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+    let mut v: Vec<u32> = per_part
         .iter()
         .map(|&per| units.div_ceil(per))
         .filter(|&p| p >= 1 && p <= limit)
@@ -222,8 +231,8 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
     let product = AmpProduct::of(a.view.dtype, b.view.dtype, cx.out.dtype);
     let k_grain = product.mode.k_micro_group();
     let mut grids = Vec::new();
-    for rp in options(m, 1, t) {
-        for cp in options(n, AMP_COLUMN_GROUP, t / rp) {
+    for rp in options(m, 1, t, &ROWS_PER_BLOCK) {
+        for cp in options(n, AMP_COLUMN_GROUP, t / rp, &PER_PART) {
             // K splits beyond powers of two let a grid fill the chip
             // (So400m fc2: 12×24×5 = 1440 tiles instead of 12×12×8 = 1152).
             for kp in [1u32, 2, 3, 4, 5, 6, 8, 10, 12, 16] {

@@ -12,8 +12,10 @@ use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
 use crate::ipu21::sram::TILE_MEMORY_SIZE;
 use crate::lookup::LookupMap;
 
-/// Longest `.set` chain followed when evaluating (guards against cycles).
-pub const MAX_SET_DEPTH: usize = 32;
+/// Longest `.set` chain followed when evaluating (guards against cycles):
+/// as deep as the expression nesting the parser accepts, so a long chain
+/// written on purpose is followed (#28: 32 refused real chains).
+pub const MAX_SET_DEPTH: usize = 256;
 
 /// Largest `.p2align` exponent / `.align` byte count accepted (64 KiB).
 const MAX_ALIGN_LOG2: i64 = 16;

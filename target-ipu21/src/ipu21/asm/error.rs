@@ -38,7 +38,8 @@ pub enum AsmErrorKind {
     TooDeep {
         limit: usize,
     },
-    /// A `.set` chain longer than the limit (usually a cycle).
+    /// A `.set` chain longer than the limit (a cycle, or a chain longer
+    /// than [`super::MAX_SET_DEPTH`]).
     SetChainTooDeep {
         name: String,
         limit: usize,
@@ -153,7 +154,7 @@ impl fmt::Display for AsmErrorKind {
             K::SetChainTooDeep { name, limit } => {
                 write!(
                     f,
-                    "'.set' chain through '{name}' is deeper than {limit} (a cycle?)"
+                    "'.set' chain through '{name}' does not end within {limit} steps: the symbols refer to each other in a cycle, or the chain is longer than the assembler follows"
                 )
             }
             K::DivisionByZero => f.write_str("division by zero in expression"),

@@ -290,6 +290,95 @@ fn rejects_shape_overflow() {
     assert!(matches!(err(&p), PackageError::ShapeOverflow { .. }));
 }
 
+/// #28: an output whose slices all alias one SRAM range declared 64 GiB
+/// in a 3.5 MB package; the reader now refuses both the size and the alias.
+#[test]
+fn rejects_outputs_larger_than_the_chip() {
+    let mut p = sample();
+    p.bindings[2].shape = vec![1 << 34]; // F32: 64 GiB
+    assert!(matches!(
+        err(&p),
+        PackageError::BindingLargerThanChip {
+            tensor_bytes: 0x10_0000_0000,
+            chip_bytes: 940_572_672,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn rejects_slices_aliasing_one_sram_range() {
+    // The output's 16 bytes as two 8-byte slices at the same address.
+    let mut p = sample();
+    p.bindings[2].slices = vec![
+        BindingSlice {
+            file_offset: 0,
+            tile: 0,
+            tile_address: DATA + 0x200,
+            size: 8,
+        },
+        BindingSlice {
+            file_offset: 8,
+            tile: 0,
+            tile_address: DATA + 0x200,
+            size: 8,
+        },
+    ];
+    let e = err(&p);
+    assert!(
+        matches!(e, PackageError::SlicesAlias { tile: 0, tile_address, .. } if tile_address == DATA + 0x200),
+        "{e}"
+    );
+    assert!(e.to_string().contains("hold different bytes of the tensor"));
+    // Partly overlapping weights with different bytes: refused too.
+    let mut p = sample();
+    p.bindings[1].slices[0].size = 8;
+    p.bindings[1].slices.push(BindingSlice {
+        file_offset: 8,
+        tile: 0,
+        tile_address: DATA + 0x104,
+        size: 8,
+    });
+    assert!(matches!(err(&p), PackageError::SlicesAlias { .. }));
+}
+
+#[test]
+fn replicated_and_repeated_ranges_still_read() {
+    // The same tensor bytes at the same SRAM bytes twice (overlapping
+    // slices with one delta) are consistent: accepted.
+    let mut p = sample();
+    p.bindings[2].slices.push(BindingSlice {
+        file_offset: 4,
+        tile: 0,
+        tile_address: DATA + 0x204,
+        size: 8,
+    });
+    read(&bytes_of(&p)).unwrap();
+}
+
+#[test]
+fn rejects_an_output_sharing_sram_with_another_output() {
+    let mut p = sample();
+    p.bindings.push(Binding {
+        name: "hidden".to_string(),
+        scale: 0,
+        kind: BindingKind::Output,
+        dtype: DType::F32,
+        shape: vec![2],
+        slices: vec![BindingSlice {
+            file_offset: 0,
+            tile: 0,
+            tile_address: DATA + 0x208,
+            size: 8,
+        }],
+    });
+    let e = err(&p);
+    assert!(
+        matches!(e, PackageError::SlicesAlias { offset, other_binding_offset, .. } if offset != other_binding_offset),
+        "{e}"
+    );
+}
+
 #[test]
 fn rejects_bad_host_calls() {
     let mut p = sample();

@@ -1,0 +1,144 @@
+use std::io;
+use std::path::Path;
+
+use super::*;
+
+fn fs_error(e: &io::Error) -> &FsError {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<FsError>())
+        .unwrap_or_else(|| panic!("not an FsError: {e}"))
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+#[test]
+fn atomic_write_replaces_a_symlink_not_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.path().join("out.txt");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    write_atomic(&link, b"new").unwrap();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "new");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn failed_write_keeps_the_previous_file_and_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory at the path: the rename fails after the data was written.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("inside"), "x").unwrap();
+    assert!(write_atomic(&out, b"new").is_err());
+    assert!(out.join("inside").exists());
+    assert!(leftovers(dir.path()).is_empty());
+    let e = check_writable(&out, OutputKind::File).unwrap_err();
+    assert!(matches!(fs_error(&e), FsError::NotWritable { .. }), "{e}");
+}
+
+#[test]
+fn missing_directory_is_reported_before_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = check_writable(&dir.path().join("no/such/out.ipuc"), OutputKind::File).unwrap_err();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    check_writable(&dir.path().join("out.ipuc"), OutputKind::File).unwrap();
+    assert!(leftovers(dir.path()).is_empty());
+    check_writable_dir(&dir.path().join("a/b")).unwrap();
+    assert!(dir.path().join("a/b").is_dir());
+}
+
+#[test]
+fn reads_refuse_fifos_devices_and_directories_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = read_bounded(&fifo, Limit::CONFIG).unwrap_err();
+    assert!(e.to_string().contains("FIFO"), "{e}");
+    let zero = dir.path().join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let e = read_bounded(&zero, Limit::CONFIG).unwrap_err();
+    assert!(e.to_string().contains("character device"), "{e}");
+    let e = read_bounded(dir.path(), Limit::CONFIG).unwrap_err();
+    assert!(e.to_string().contains("directory"), "{e}");
+}
+
+#[test]
+fn oversized_file_is_refused_from_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    // Sparse: no data is written, only the length is set.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(Limit::CONFIG.bytes + 1)
+        .unwrap();
+    let e = read_bounded(&big, Limit::CONFIG).unwrap_err();
+    assert!(matches!(fs_error(&e), FsError::TooLarge { .. }), "{e}");
+    std::fs::write(&big, "{}").unwrap();
+    assert_eq!(read_string_bounded(&big, Limit::CONFIG).unwrap(), "{}");
+}
+
+/// A package body with the given sections (tag, declared length, body).
+fn package_file(dir: &Path, name: &str, declared: &[u64], pad_to: u64) -> std::path::PathBuf {
+    let mut bytes = ipuc_core::package::MAGIC.to_vec();
+    bytes.extend_from_slice(&2u16.to_le_bytes());
+    bytes.extend_from_slice(&0u16.to_le_bytes());
+    for (tag, &len) in (1u32..).zip(declared) {
+        bytes.extend_from_slice(&tag.to_le_bytes());
+        bytes.extend_from_slice(&len.to_le_bytes());
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, &bytes).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(pad_to)
+        .unwrap();
+    path
+}
+
+#[test]
+fn package_whose_sections_lie_is_refused_without_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1 GiB sparse, its first section claiming 2^40 bytes: refused from a
+    // few header reads (walked above 64 MiB, as `read_package` does).
+    let lie = package_file(dir.path(), "lie.ipuc", &[1 << 40], 1 << 30);
+    let t = std::time::Instant::now();
+    let e = read_package(&lie).unwrap_err();
+    assert!(t.elapsed().as_secs_f64() < 1.0);
+    assert!(
+        e.to_string()
+            .contains("section 1 declares 1099511627776 bytes"),
+        "{e}"
+    );
+    // Seven empty sections and a digest: the layout adds up, so the bytes
+    // are read (and left to the package reader to judge).
+    let total = 12 + 7 * 12 + 32;
+    let fits = package_file(dir.path(), "fits.ipuc", &[0; 7], total);
+    assert_eq!(
+        package::read_package_walking_above(&fits, 0).unwrap().len() as u64,
+        total
+    );
+    let short = package_file(dir.path(), "short.ipuc", &[0; 7], total + 5);
+    let e = package::read_package_walking_above(&short, 0).unwrap_err();
+    assert!(e.to_string().contains("the sections end at byte 96"), "{e}");
+    // Too large for any package: refused from metadata.
+    let huge = dir.path().join("huge.ipuc");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(Limit::PACKAGE.bytes + 1)
+        .unwrap();
+    let e = read_package(&huge).unwrap_err();
+    assert!(matches!(fs_error(&e), FsError::TooLarge { .. }), "{e}");
+}

@@ -1,0 +1,276 @@
+//! Where one encoder layer's cycles go, on the critical path of the
+//! simulated run: each Repeat step is charged the cycles by which it moves
+//! the last tile's finish (`max end of step s − max end of the step before`),
+//! summed over the iterations and divided by their count. So the rows add up
+//! to the average iteration span, and a step that overlaps a slower one
+//! costs nothing.
+//!
+//! Steps are named by the operation the profile gives them and sorted into
+//! what the cycles do: a GEMM's first compute step is its kernels, later
+//! ones its K-split partial adds; an exchange before an op's first compute
+//! brings its operands, one after it moves its partials. For each GEMM the
+//! achieved MACs per cycle per taking-part tile stand beside its AMP mode's
+//! peak (`ipuc_target::ipu21::timing::AmpMode`). All cycles are the
+//! simulator's (kernel bodies modelled, the rest simulated; see
+//! [`super::CYCLE_SOURCES`]).
+
+use std::collections::BTreeMap;
+
+use ipuc_core::ir::{Graph, OpKind};
+use ipuc_core::kernel::AmpProduct;
+use serde::{Deserialize, Serialize};
+
+use super::{Profile, StepKind};
+
+/// One line of the breakdown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownRow {
+    /// What the cycles do: `gemm`, `attention`, `exchange: operands`, …
+    pub category: String,
+    /// The operation (the body's label with the layer as `*`).
+    pub operation: String,
+    /// Critical-path cycles per iteration.
+    pub cycles: u64,
+    /// For GEMM kernels: achieved MACs per cycle per taking-part tile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub macs_per_cycle_per_tile: Option<f64>,
+    /// For GEMM kernels: the AMP mode's peak and name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_macs_per_cycle: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amp_mode: Option<String>,
+    /// For GEMM kernels: tiles that ran the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiles: Option<usize>,
+}
+
+/// The average iteration's critical path, row by row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerBreakdown {
+    /// Iterations averaged over.
+    pub iterations: u32,
+    /// Sum of the rows: the average iteration's critical path.
+    pub cycles_per_iteration: u64,
+    pub rows: Vec<BreakdownRow>,
+}
+
+/// What a graph op is, by its label.
+struct OpInfo {
+    kind: &'static str,
+    macs: u64,
+    mode: Option<(u32, &'static str)>,
+}
+
+fn op_info(graph: &Graph) -> BTreeMap<String, OpInfo> {
+    let mut map = BTreeMap::new();
+    let mut regions = vec![graph.top()];
+    while let Some(region) = regions.pop() {
+        let Some(r) = graph.region(region) else {
+            continue;
+        };
+        for &id in r.ops() {
+            let Some(op) = graph.op(id) else { continue };
+            if let OpKind::Repeat(rep) = op.kind() {
+                regions.push(rep.body);
+            }
+            let Some(label) = graph.label(id) else {
+                continue;
+            };
+            let mode = match op.kind() {
+                OpKind::MatMul(mm) => {
+                    let ty = |i: usize| op.operands().get(i).and_then(|&v| graph.ty(v));
+                    match (ty(0), ty(1)) {
+                        (Some(a), Some(b)) => {
+                            let m = AmpProduct::of(a.dtype, b.dtype, mm.out).mode;
+                            Some((m.macs_per_cycle(), m.name()))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            map.insert(
+                label.to_string(),
+                OpInfo {
+                    kind: op.kind().mnemonic(),
+                    // One multiply-add is two FLOPs.
+                    macs: graph.op_flops(id) / 2,
+                    mode,
+                },
+            );
+        }
+    }
+    map
+}
+
+/// A step's operation as the graph labels it, and what the step does for
+/// it: profile steps name the layer (`encoder.layers.3.mlp.fc1`) and
+/// lowering suffixes a re-layout or a scratch (`… operand 0 relayout`).
+fn graph_label(operation: &str) -> (String, Option<&str>) {
+    let (base, purpose) = match operation.split_once(' ') {
+        Some((b, p)) => (b, Some(p)),
+        None => (operation, None),
+    };
+    let prefix = crate::model::LAYER.trim_end_matches('*');
+    let label = match base
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split_once('.'))
+    {
+        Some((layer, rest)) if layer.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{}.{rest}", crate::model::LAYER)
+        }
+        _ => base.to_string(),
+    };
+    (label, purpose)
+}
+
+/// The breakdown of `profile`'s Repeat iterations (`None` without any).
+pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdown> {
+    // Last finish and taking-part tiles of every step.
+    let mut end = vec![0u64; profile.steps.len()];
+    let mut tiles = vec![0usize; profile.steps.len()];
+    for s in profile.tiles.iter().flat_map(|t| &t.samples) {
+        let i = s.step as usize;
+        if i < end.len() {
+            end[i] = end[i].max(s.end_cycle);
+            tiles[i] += 1;
+        }
+    }
+    let infos = op_info(graph);
+    let iterations = profile
+        .steps
+        .iter()
+        .filter_map(|s| s.iteration)
+        .max()
+        .map(|i| i + 1)?;
+    // (category, operation) → (cycles, kernel cycles for MAC rates, tiles).
+    let mut rows: BTreeMap<(String, String), (u64, u64, usize)> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut computed: BTreeMap<(u32, String), bool> = BTreeMap::new();
+    let mut last_end = 0u64;
+    for (i, step) in profile.steps.iter().enumerate() {
+        if tiles[i] == 0 {
+            continue;
+        }
+        let cycles = end[i].saturating_sub(last_end);
+        last_end = last_end.max(end[i]);
+        let Some(iteration) = step.iteration else {
+            continue;
+        };
+        let (label, purpose) = graph_label(&step.operation);
+        let info = infos.get(&label);
+        let kind = info.map_or("", |o| o.kind);
+        let seen = computed
+            .get(&(iteration, label.clone()))
+            .copied()
+            .unwrap_or(false);
+        let category = match step.kind {
+            StepKind::Sync => "sync wait".to_string(),
+            StepKind::Patch => "patching".to_string(),
+            StepKind::Exchange if seen => format!("exchange: {kind} partials"),
+            StepKind::Exchange => match purpose {
+                Some(p) if p.contains("operand") => format!("exchange: {kind} operands"),
+                _ => format!("exchange: {kind}"),
+            },
+            // Lowering's own steps for an op (operand staging copies).
+            StepKind::Compute if purpose.is_some() => "element-wise: staging copy".to_string(),
+            StepKind::Compute => {
+                computed.insert((iteration, label.clone()), true);
+                match (kind, seen) {
+                    ("matmul", false) => "gemm".to_string(),
+                    ("matmul", true) => "gemm: K-split partial adds".to_string(),
+                    ("attention", _) => "attention".to_string(),
+                    ("", _) => "compute".to_string(),
+                    (k, _) => format!("element-wise: {k}"),
+                }
+            }
+        };
+        let key = (category, label);
+        let entry = rows.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
+            (0, 0, 0)
+        });
+        entry.0 += cycles;
+        if key.0 == "gemm" {
+            entry.1 += cycles;
+            entry.2 = entry.2.max(tiles[i]);
+        }
+    }
+    let n = u64::from(iterations);
+    let rows: Vec<BreakdownRow> = order
+        .into_iter()
+        .map(|key| {
+            let (cycles, kernel, used) = rows[&key];
+            let gemm = key.0 == "gemm";
+            let info = infos.get(&key.1);
+            let rate = (gemm && kernel > 0 && used > 0)
+                .then(|| info.map(|o| o.macs as f64 * n as f64 / (kernel as f64 * used as f64)))
+                .flatten();
+            let mode = if gemm {
+                info.and_then(|o| o.mode)
+            } else {
+                None
+            };
+            BreakdownRow {
+                category: key.0,
+                operation: key.1,
+                cycles: cycles / n,
+                macs_per_cycle_per_tile: rate,
+                peak_macs_per_cycle: mode.map(|m| m.0),
+                amp_mode: mode.map(|m| m.1.to_string()),
+                tiles: gemm.then_some(used),
+            }
+        })
+        .collect();
+    Some(LayerBreakdown {
+        iterations,
+        cycles_per_iteration: rows.iter().map(|r| r.cycles).sum(),
+        rows,
+    })
+}
+
+impl LayerBreakdown {
+    /// Per category, then per row, as text lines (the run report's).
+    pub fn lines(&self) -> Vec<String> {
+        let mut by_category: BTreeMap<&str, u64> = BTreeMap::new();
+        for r in &self.rows {
+            let family = r.category.split(':').next().unwrap_or(&r.category);
+            *by_category.entry(family).or_default() += r.cycles;
+        }
+        let total = self.cycles_per_iteration.max(1);
+        let mut out = vec![format!(
+            "layer breakdown (simulated critical path, average of {} iterations): {} cycles per layer",
+            self.iterations, self.cycles_per_iteration
+        )];
+        let mut families: Vec<_> = by_category.into_iter().collect();
+        families.sort_by_key(|f| std::cmp::Reverse(f.1));
+        for (family, cycles) in families {
+            out.push(format!(
+                "  {family:<12} {cycles:>9} ({:>4.1} %)",
+                cycles as f64 * 100.0 / total as f64
+            ));
+        }
+        let mut rows: Vec<&BreakdownRow> = self.rows.iter().filter(|r| r.cycles > 0).collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.cycles));
+        for r in rows {
+            let op = r.operation.trim_start_matches("encoder.layers.*.");
+            let rate = match (
+                r.macs_per_cycle_per_tile,
+                r.peak_macs_per_cycle,
+                &r.amp_mode,
+            ) {
+                (Some(a), Some(p), Some(m)) => format!(
+                    "  {a:.1} MAC/cycle/tile on {} tiles, {:.0} % of {m} peak {p}",
+                    r.tiles.unwrap_or(0),
+                    a * 100.0 / f64::from(p)
+                ),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "    {:>8}  {:<28} {op}{rate}",
+                r.cycles, r.category
+            ));
+        }
+        out
+    }
+}
