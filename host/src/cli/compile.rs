@@ -28,6 +28,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crate::output::reserve_stdout_for_data();
     }
     args.build.check()?;
+    if let Some(path) = args
+        .summary_json
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"))
+    {
+        super::checks::output_file_making_dir("--summary-json", path)?;
+    }
     let flags = super::run::with_build(super::summary::model_flags(&args.model), &args.build);
     let mut summary = new_summary("compile", &args.model, Some(&args.build), flags)?;
     let result = compile_with_summary(&args, &mut summary);

@@ -37,6 +37,13 @@ pub fn run(args: Args) -> Result<()> {
         crate::output::reserve_stdout_for_data();
     }
     args.exec.check()?;
+    if let Some(path) = args
+        .summary_json
+        .as_deref()
+        .filter(|p| *p != std::path::Path::new("-"))
+    {
+        super::checks::output_file_making_dir("--summary-json", path)?;
+    }
     let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =

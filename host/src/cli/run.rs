@@ -653,7 +653,15 @@ pub fn execute(
         args.diagnostic_rtol,
     );
     if let Some(b) = crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph) {
-        b.lines().iter().for_each(|l| println!("{l}"));
+        // The headline and the categories in the short report, the rows
+        // (indented four spaces) with -v; all of it is in the summary.
+        for l in b.lines() {
+            if l.starts_with("    ") {
+                crate::detail!("{l}");
+            } else {
+                crate::say!("{l}");
+            }
+        }
     }
     if let Some(dir) = &args.profile_output {
         write_profile(dir, &profile)?;
