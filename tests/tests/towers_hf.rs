@@ -14,7 +14,7 @@ use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::input::{NpyArray, PixelValues};
 use ipuc::model::{
-    build_siglip, Family, ModelOptions, SiglipModel, VisionConfig, LAST_HIDDEN_STATE, POOLER_OUTPUT,
+    build_siglip, Family, ModelOptions, SiglipModel, LAST_HIDDEN_STATE, POOLER_OUTPUT,
 };
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::run_report::compare;
