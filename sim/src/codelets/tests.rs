@@ -584,7 +584,9 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
             "attention_head",
             "copy",
             "attention_partial",
-            "attention_combine"
+            "attention_combine",
+            "activation",
+            "mul"
         ]
     );
     let table = codelet_table([("gemm_amp", 0x4D000), ("copy", 0x4D008)]).unwrap();
