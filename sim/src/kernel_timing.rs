@@ -145,14 +145,7 @@ fn amp_product(
     let mode = product.mode;
     let x = u64::from;
     let partials = product.partials();
-    let widened = |d: DType| {
-        match mode {
-            AmpMode::F32 => DType::F32,
-            _ => DType::F16,
-        }
-        .size_bytes()
-            + d.size_bytes()
-    };
+    let widened = |d: DType| product.operand_type(d).size_bytes() + d.size_bytes();
     let converted = [
         (product.convert_a, x(m) * x(k) * widened(a) as u64),
         (product.convert_b, x(k) * x(n) * widened(b) as u64),

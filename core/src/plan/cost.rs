@@ -34,8 +34,8 @@ pub fn gemm_cycles(
     let group_term = S((groups * g).0.div_ceil(4));
     let partials = product.partials();
     let converted = [
-        (product.convert_a, w(m) * w(k), a, partials_operand(mode, a)),
-        (product.convert_b, w(k) * w(n), b, partials_operand(mode, b)),
+        (product.convert_a, w(m) * w(k), a, product.operand_type(a)),
+        (product.convert_b, w(k) * w(n), b, product.operand_type(b)),
         (product.convert_out, w(m) * w(n), partials, out),
     ];
     let mut cycles = w(t::AMP_CALL_CYCLES) + micro * (row_term + group_term);
@@ -65,15 +65,6 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
         (dtype, dtype, out),
         false,
     )) + w(q_rows) * w(kv_rows) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
-}
-
-/// The type an operand of `d` is converted to for `mode`.
-fn partials_operand(mode: t::AmpMode, d: DType) -> DType {
-    match mode {
-        t::AmpMode::F32 => DType::F32,
-        t::AmpMode::F8F16Partials => d,
-        _ => DType::F16,
-    }
 }
 
 /// A conversion of `elements` from `from` to `to` at the Cast rate.

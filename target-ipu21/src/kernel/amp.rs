@@ -34,21 +34,18 @@ impl AmpProduct {
         } else {
             AmpMode::F16F32Partials
         };
-        let operand = match mode {
-            AmpMode::F32 => DType::F32,
-            AmpMode::F8F16Partials => a,
-            _ => DType::F16,
-        };
-        let converts = |d: DType| match mode {
-            AmpMode::F8F16Partials => false,
-            _ => d != operand,
-        };
+        let converts = |d: DType| d != operand_type(mode, d);
         AmpProduct {
             mode,
             convert_a: converts(a),
             convert_b: converts(b),
             convert_out: out.size_bytes() != mode.partials_bytes() as usize,
         }
+    }
+
+    /// The type an operand of type `d` enters the AMP in.
+    pub fn operand_type(&self, d: DType) -> DType {
+        operand_type(self.mode, d)
     }
 
     /// The partials' element type.
@@ -58,6 +55,16 @@ impl AmpProduct {
         } else {
             DType::F16
         }
+    }
+}
+
+/// The type an operand of type `d` enters the AMP in for `mode`: FP8 × FP8
+/// takes its operands as they are, the other modes FP32 or FP16.
+fn operand_type(mode: AmpMode, d: DType) -> DType {
+    match mode {
+        AmpMode::F32 => DType::F32,
+        AmpMode::F8F16Partials => d,
+        _ => DType::F16,
     }
 }
 
