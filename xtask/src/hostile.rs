@@ -5,7 +5,7 @@
 //! range, a 64 GiB output), signals during a compile that writes over a
 //! previous package — and runs each case with a wall-clock bound, reading
 //! the child's peak RSS from `wait4`. Each case must end in a typed error
-//! (exit 1 or 2 with an `error:` line, no panic, no signal) or, for the
+//! (exit 2, 3 or 4 with an `error:` line, no panic, no signal) or, for the
 //! signal cases, in the old file or a complete new one; every previous
 //! output must survive a failed write. Prints the matrix counts and fails
 //! unless hangs, aborts, partial files and unbounded-memory cases are all 0.
@@ -199,7 +199,10 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
     } else {
         match case.expect {
             Expect::TypedError => {
-                if matches!(ended.code, Some(1 | 2)) && stderr.contains("error") {
+                // Usage (2), does-not-fit (3) or bad input (4), as
+                // `host/src/exit.rs` defines them; a validation FAIL (1) or
+                // an internal error (5) blames the wrong thing.
+                if matches!(ended.code, Some(2..=4)) && stderr.contains("error") {
                     m.typed += 1;
                 } else {
                     m.untyped.push(format!(
