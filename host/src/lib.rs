@@ -14,8 +14,6 @@ pub mod phase_image;
 pub mod progress;
 pub mod reference;
 pub mod report;
-pub mod run_report;
-pub mod run_summary;
 pub mod weights;
 
 /// `ipuc --version`: the package version, the git commit it was built from

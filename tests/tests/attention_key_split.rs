@@ -4,11 +4,11 @@
 //! schedule oracle matches the FP32 reference, and the package runs on the
 //! simulator and passes validation.
 
+use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
-use ipuc::run_report::compare;
 use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};
 use ipuc_core::lower::lower;
 use ipuc_core::lower::oracle::Executor;

@@ -4,12 +4,12 @@
 //! simulation fast; the planner, emission and fabric paths are the same as
 //! on the full chip.
 
+use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::report::trace::build_profile;
-use ipuc::run_report::compare;
 use ipuc::weights::{weights_for, WeightSource};
 use ipuc_core::patch::audit::BaseEligibility;
 use ipuc_tests::{device_inputs, small_pixels};

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::input::{NpyArray, PixelValues};
@@ -17,7 +18,6 @@ use ipuc::model::{
     build_siglip, Family, ModelOptions, SiglipModel, LAST_HIDDEN_STATE, POOLER_OUTPUT,
 };
 use ipuc::reference::{run_siglip, Numerics};
-use ipuc::run_report::compare;
 use ipuc::weights::{weights_for, WeightSource, Weights};
 use ipuc_tests::device_inputs;
 

@@ -88,8 +88,6 @@ pub const CRATES: &[Crate] = &[
             "report",
             "compile",
             "exit",
-            "run_report",
-            "run_summary",
             "cli",
             "main",
         ],

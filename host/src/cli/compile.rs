@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use super::run::{compile_workload, new_summary, BuildArgs};
 use super::workload::{workload_name, WorkloadArgs};
-use crate::run_report::{placed_peak_moment, print_compile_report};
-use crate::run_summary::RunSummary;
+use crate::cli::run_report::{placed_peak_moment, print_compile_report};
+use crate::cli::run_summary::RunSummary;
 
 /// `ipuc compile` flags.
 #[derive(clap::Args, Debug)]

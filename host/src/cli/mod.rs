@@ -12,6 +12,8 @@ pub mod isa;
 pub mod package_model;
 pub mod reference;
 pub mod run;
+pub mod run_report;
+pub mod run_summary;
 pub mod summary;
 pub mod topology;
 pub mod workload;

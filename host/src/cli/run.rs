@@ -12,6 +12,11 @@ use super::device_args::DeviceArgs;
 use super::workload::{
     load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
 };
+use crate::cli::run_report::{
+    compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
+    write_patch_audit, write_profile, InferenceCheck,
+};
+use crate::cli::run_summary::{InferenceSummary, RunSummary};
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
 use crate::device::DeviceOutput;
@@ -24,11 +29,6 @@ use crate::report::placement_map::memory_map_from_placement;
 use crate::report::placement_rejection::PlacementRejected;
 use crate::report::trace::build_profile;
 use crate::report::{write_memory_map, write_rejection, MemoryRejection, Profile};
-use crate::run_report::{
-    compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
-    write_patch_audit, write_profile, InferenceCheck,
-};
-use crate::run_summary::{InferenceSummary, RunSummary};
 use crate::weights::{HostTensor, Weights};
 use ipuc_core::package::Package;
 
@@ -353,7 +353,7 @@ pub fn new_summary(
     command: &str,
     model: &WorkloadArgs,
     build: Option<&BuildArgs>,
-    flags: crate::run_summary::Flags,
+    flags: crate::cli::run_summary::Flags,
 ) -> Result<RunSummary> {
     let mut summary = RunSummary::new(command, flags);
     if let Some(build) = build {
@@ -787,7 +787,10 @@ fn write_index(
 }
 
 /// Adds the planning flags as given.
-pub fn with_build(mut f: crate::run_summary::Flags, b: &BuildArgs) -> crate::run_summary::Flags {
+pub fn with_build(
+    mut f: crate::cli::run_summary::Flags,
+    b: &BuildArgs,
+) -> crate::cli::run_summary::Flags {
     f.planning_beam_width = Some(b.planning_beam_width);
     f.planning_tiles = Some(b.planning_tiles);
     f.optimization_steps = Some(b.optimization_steps);
@@ -798,7 +801,10 @@ pub fn with_build(mut f: crate::run_summary::Flags, b: &BuildArgs) -> crate::run
 }
 
 /// Adds the execution and validation flags.
-pub fn with_exec(mut f: crate::run_summary::Flags, e: &ExecArgs) -> crate::run_summary::Flags {
+pub fn with_exec(
+    mut f: crate::cli::run_summary::Flags,
+    e: &ExecArgs,
+) -> crate::cli::run_summary::Flags {
     f.reference_run = Some(e.reference_run);
     f.reference_fp32 = Some(e.reference_fp32);
     f.reference_inferences = Some(e.reference_inferences);

@@ -8,7 +8,7 @@ use anyhow::Result;
 use sha2::{Digest, Sha256};
 
 use super::workload::WorkloadArgs;
-use crate::run_summary::{Flags, RunSummary};
+use crate::cli::run_summary::{Flags, RunSummary};
 
 /// The model flags.
 pub fn model_flags(m: &WorkloadArgs) -> Flags {
