@@ -34,7 +34,8 @@
 //! the static runtime (`runtime`), IPU numerics (`numeric`), the IR with
 //! structured Repeat (`ir`), kernels (`kernel`), planning (`plan`),
 //! lowering (`lower`), SRAM placement (`place`), exchange scheduling
-//! (`exchange`), patch generation (`patch`), emission (`emit`), the
+//! (`exchange`), patch generation (`patch`), exchange planning (`rows`:
+//! rows, Repeat patches, relocation and sharing per phase), emission (`emit`), the
 //! package format (`package`) and the pipeline over all of them
 //! (`pipeline`, whose `CompileHooks` let a host add progress, a clock and
 //! parallel jobs). Bad input is a typed error, never a panic.
@@ -70,6 +71,7 @@ pub mod patch;
 pub mod pipeline;
 pub mod place;
 pub mod plan;
+pub mod rows;
 
 /// What the compiler shares with the device, from `ipuc-target` (the
 /// simulator depends on that crate alone), under the paths they always had.
@@ -86,6 +88,8 @@ mod error_types {
     #[test]
     fn public_errors_implement_core_error() {
         is_error::<crate::emit::EmitError>();
+        is_error::<crate::rows::RowsError>();
+        is_error::<crate::place::Unplaced>();
         is_error::<crate::exchange::ExchangeError>();
         is_error::<crate::exchange::RowDecodeError>();
         is_error::<crate::exchange::ReceiveError>();

@@ -45,7 +45,7 @@ pub const CRATES: &[Crate] = &[
         name: "ipuc-core",
         src: "core/src",
         layers: &[
-            "ir", "plan", "lower", "place", "exchange", "patch", "emit", "pipeline",
+            "ir", "plan", "lower", "place", "exchange", "patch", "rows", "emit", "pipeline",
         ],
     },
     Crate {

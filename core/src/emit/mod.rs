@@ -19,30 +19,14 @@
 //! from the same stride.
 
 mod error;
-mod exchange;
 mod program;
-mod repeat;
 mod tables;
 
 /// Defined with the kernel ABI (`crate::kernel`), which packages use too.
 pub use crate::kernel::KernelAbi;
 pub use error::EmitError;
-pub use exchange::{
-    assemble_exchange, exchange_jobs, schedule_exchanges, schedule_exchanges_with, ExchangeOptions,
-    ExchangePlan, ExchangeSummary, OutgoingBase, PhaseJob, PhaseRows, ScheduledJob, TileRowUse,
-};
 pub use program::{
     area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
     step_label, Area, EmitInput, EmittedProgram,
 };
 pub use tables::{PatchAddresses, PatchData};
-
-use crate::ipu21::topology::LogicalTile;
-use crate::lower::BufferId;
-
-/// Where placement put each buffer: the byte address of `buffer`'s block on
-/// logical `tile` (the start of iteration 0 for iterated buffers).
-pub trait BufferAddresses: Sync {
-    /// `None` when the buffer has no block on that tile.
-    fn base(&self, buffer: BufferId, tile: LogicalTile) -> Option<u32>;
-}

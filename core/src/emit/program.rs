@@ -11,15 +11,15 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use super::exchange::{address, ExchangePlan};
-use super::repeat::RepeatFrame;
 use super::tables::{PatchAddresses, PatchData};
-use super::{BufferAddresses, EmitError};
+use super::EmitError;
 use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::kernel::KernelAbi;
 use crate::lookup::LookupMap;
-use crate::lower::{KernelCall, RepeatStep, Step, StepIndex, TileSchedule};
+use crate::lower::{KernelCall, RepeatFrame, RepeatStep, Step, StepIndex, TileSchedule};
+use crate::place::{address, BufferAddresses};
+use crate::rows::ExchangePlan;
 use crate::runtime::symbols;
 
 /// Everything emission reads.
@@ -30,8 +30,8 @@ pub struct EmitInput<'a> {
     pub addresses: &'a dyn BufferAddresses,
     /// Kernel calling convention.
     pub kernels: &'a dyn KernelAbi,
-    /// Scheduled rows and patches ([`super::schedule_exchanges`] on the same
-    /// placement).
+    /// Scheduled rows and patches ([`crate::rows::schedule_exchanges`] on
+    /// the same placement).
     pub exchange: &'a ExchangePlan,
     /// Where each tile's patch-data block ([`PatchData::for_tile`]) was placed.
     pub patch_addresses: &'a dyn PatchAddresses,

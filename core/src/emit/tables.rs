@@ -16,9 +16,9 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use super::exchange::ExchangePlan;
 use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::StepIndex;
+use crate::rows::ExchangePlan;
 
 /// Bytes per table word.
 const WORD: u32 = 4;

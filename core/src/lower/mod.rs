@@ -9,6 +9,7 @@
 
 mod build;
 pub mod check;
+mod frame;
 mod lifetime;
 pub mod oracle;
 pub mod schedule;
@@ -16,4 +17,5 @@ pub mod schedule;
 mod tests;
 
 pub use build::{lower, LowerError};
+pub(crate) use frame::RepeatFrame;
 pub use schedule::*;

@@ -16,6 +16,7 @@ use crate::lower::{LowerError, TileSchedule};
 use crate::package::PackageError;
 use crate::place::{PlaceError, PlacementRequest, TilePlacement};
 use crate::plan::PlanError;
+use crate::rows::RowsError;
 
 /// What a host hook may fail with (e.g. writing a developer dump).
 pub type HookError = Box<dyn core::error::Error + Send + Sync>;
@@ -48,7 +49,7 @@ pub enum CompileError {
     /// SRAM placement refused at least one tile.
     Placement(Box<PlacementFailed>),
     /// Exchange scheduling (rows, Repeat patches, sharing) failed.
-    Exchange(EmitError),
+    Exchange(RowsError),
     /// A tile's patch data did not fit (after any re-plan allowed).
     PatchData(Box<PatchDataFailed>),
     /// Emitting the tile programs failed.
@@ -110,7 +111,8 @@ impl core::error::Error for CompileError {
             CompileError::Optimize(e) => Some(e),
             CompileError::Lower(e) => Some(e),
             CompileError::Placement(e) => Some(e.as_ref()),
-            CompileError::Exchange(e) | CompileError::Emit(e) => Some(e),
+            CompileError::Exchange(e) => Some(e),
+            CompileError::Emit(e) => Some(e),
             CompileError::PatchData(e) => Some(e.as_ref()),
             CompileError::Code(e) => Some(e.as_ref()),
             CompileError::EmptyTile(e) => Some(e),

@@ -16,11 +16,11 @@ use super::link::{fixed_code_bytes, kernel_stubs};
 use super::patch_data::{code_estimate_of, place_patch_data, PatchBases};
 use super::{CompileHooks, CompileOptions, Placed, Run, Stage};
 
-use crate::emit::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, KernelAbi};
 use crate::exchange::ScheduleOptions;
 use crate::ipu21::asm::Object;
 use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
+use crate::kernel::KernelAbi;
 use crate::lower::{lower, TileSchedule};
 use crate::place::{place_tile, requests, support_reserved, TilePlacement};
 use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
@@ -29,6 +29,7 @@ use crate::plan::{
     improve_plan, plan_graph_with, BodySearch, Improvement, Plan, PlanConfig, SearchHooks,
     SearchJobs,
 };
+use crate::rows::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, PhaseJob};
 use crate::runtime::runtime_objects_from;
 
 /// How many times the table-based program (`outgoing_base: false`) may
@@ -353,7 +354,7 @@ fn schedule_exchange<H: CompileHooks>(
     // relocated rows (measured: one check ≈ 0.4 × the scheduling), so its
     // cost grows with the trip count. The order changes only which worker
     // runs what, never a result (results come back in job order).
-    let cost = |j: &crate::emit::PhaseJob| {
+    let cost = |j: &PhaseJob| {
         let replays = match j.trip_count {
             Some(trips) if !j.iterated.is_empty() => u64::from(trips),
             _ => 0,
@@ -362,7 +363,7 @@ fn schedule_exchange<H: CompileHooks>(
             .saturating_mul(replays.saturating_mul(2).saturating_add(5))
     };
     order.sort_by_key(|&i| (core::cmp::Reverse(cost(&jobs[i])), i));
-    let started: Vec<&crate::emit::PhaseJob> = order.iter().map(|&i| &jobs[i]).collect();
+    let started: Vec<&PhaseJob> = order.iter().map(|&i| &jobs[i]).collect();
     let done = run
         .hooks
         .run_jobs(Stage::ExchangeScheduling, &started, &|job| {

@@ -48,14 +48,16 @@ pub use link::{
 };
 pub use patch_data::{check_below, data_segments, place_patch_data, PatchBases};
 
-use crate::emit::{BufferAddresses, ExchangePlan, ExchangeSummary, KernelAbi, PhaseJob};
+use crate::emit::KernelAbi;
 use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
 use crate::ir::Graph;
 use crate::lookup::LookupMap;
 use crate::lower::{BufferId, TileSchedule};
 use crate::package::{NativeKernelAbi, Package};
+use crate::place::BufferAddresses;
 use crate::place::TilePlacement;
 use crate::plan::{Improvement, PlanStats, DEFAULT_BEAM_WIDTH};
+use crate::rows::{ExchangePlan, ExchangeSummary, PhaseJob};
 use crate::runtime::RuntimeSource;
 
 /// Compiler settings (the seeds' planning flags).

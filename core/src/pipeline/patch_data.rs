@@ -8,7 +8,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::error::PatchDataDoesNotFit;
-use crate::emit::{program_tiles, ExchangePlan, PatchAddresses, PatchData};
+use crate::emit::{program_tiles, PatchAddresses, PatchData};
 use crate::ipu21::sram::{
     layout, APPLICATION_LOAD_BASE, BASE_BUFFER_ALIGN, EXECUTABLE_MEMORY_LIMIT,
     SUPERVISOR_FETCH_LOOKAHEAD,
@@ -20,6 +20,7 @@ use crate::package::{Segment, SegmentRole};
 use crate::place::{
     element_bounds, place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement,
 };
+use crate::rows::ExchangePlan;
 
 /// Patch-data block bases by logical tile.
 #[derive(Clone, Debug, Default)]

@@ -35,6 +35,7 @@
 //! assert_eq!(a.copy_address(3), Some(0x80000 + 3 * 1024));
 //! ```
 
+mod addresses;
 mod allocate;
 mod error;
 mod map;
@@ -44,6 +45,7 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
+pub use addresses::{address, BufferAddresses, Unplaced};
 pub use allocate::place_tile;
 pub use error::{PlaceError, PlaceResult};
 pub use map::{Allocation, ConstantBlock, MemoryPeak, ReservedEntry, TilePlacement};

@@ -313,7 +313,7 @@ pub fn piece_words(max_stream_words: Option<u32>) -> u64 {
 }
 
 /// Runs a transfer is moved as: one contiguous run when both sides are
-/// packed, else one per row (as `emit::exchange` wires it).
+/// packed, else one per row (as `rows` wires it).
 fn runs(t: &PlannedTransfer) -> (u64, u32) {
     let packed =
         t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);

@@ -3,11 +3,11 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use ipuc_core::emit::ExchangeOptions;
 use ipuc_core::exchange::{
     check_phase, random_phase, schedule_unchecked, RandomPhaseSpec, ScheduleOptions,
 };
 use ipuc_core::plan::code::SENDER_BUDGET_PERCENT;
+use ipuc_core::rows::ExchangeOptions;
 
 use crate::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
 use crate::sim::fabric::execute_phase;

@@ -7,11 +7,11 @@
 
 use alloc::vec::Vec;
 
+use super::{Buffer, BufferId, RepeatStep, TileSchedule};
 use crate::ipu21::topology::LogicalTile;
-use crate::lower::{Buffer, BufferId, RepeatStep, TileSchedule};
 
 /// One tile's frame layout for one Repeat.
-pub(super) struct RepeatFrame {
+pub(crate) struct RepeatFrame {
     /// Trip count.
     pub trip_count: u32,
     /// `(buffer, stride)` per pointer slot; slot `k + 1` holds entry `k`.
