@@ -3,7 +3,7 @@
 artifacts: a real package (give its path; `ipuc compile --workload
 siglip-small --vit-layers 1 --planning-tiles 4 --package P`), the HF fixture
 checkpoints, configs and .npy files. (The static runtime is a live seed:
-`cargo xtask fuzz` copies it from device-asm/ at each run.)
+`cargo xtask fuzz` copies it from target-ipu21/device-asm/ at each run.)
 
     python3 fuzz/make_seeds.py P
 """
@@ -71,7 +71,7 @@ def main(package_path):
     for i, d in enumerate(rows[:4]):
         put("row_decode", f"rows{i}.bin", d[:4096])
     # The static runtime is not copied here: `cargo xtask fuzz` puts the
-    # current device-asm/static_runtime.S into the corpus before each run.
+    # current target-ipu21/device-asm/static_runtime.S into the corpus before each run.
     put("assemble", "small.S", b"start:\n setzi $m0, start\n br $m0\n.worker\nw: get $m1, $WSR\n bri start\n"
         b".data\n.p2align 3\nx: .long 1, 2, (3 << 4) + 1\n.space 16, 0xff\n")
     for fx in sorted(os.listdir(FIX)):

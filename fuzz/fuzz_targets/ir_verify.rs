@@ -10,18 +10,10 @@
 use ipuc_core::ir::{DType, Graph, GraphBuilder, MatMul, OpKind, RegionId, Shape, TensorType, ValueId};
 use libfuzzer_sys::fuzz_target;
 
-struct Bytes<'a>(&'a [u8]);
+mod bytes;
+use bytes::Bytes;
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
     fn small(&mut self, n: u8) -> usize {
         usize::from(self.u8() % n)
     }

@@ -11,28 +11,17 @@ use ipuc_core::exchange::{
 use ipuc_core::ipu21::topology::PhysicalTile;
 use libfuzzer_sys::fuzz_target;
 
-struct Bytes<'a>(&'a [u8]);
+mod bytes;
+use bytes::Bytes;
 
 impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.u8(), self.u8()])
-    }
     fn tile(&mut self) -> PhysicalTile {
         PhysicalTile::new(u32::from(self.u8() % 24) * 61 % 1472).unwrap()
     }
     /// Mostly word-aligned addresses in receive/send areas, sometimes anything.
     fn address(&mut self) -> u32 {
         match self.u8() % 8 {
-            0 => u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()]),
+            0 => self.u32(),
             1..=3 => 0x8_0000 + 4 * u32::from(self.u16()),
             _ => 0x6_0000 + 4 * u32::from(self.u16() % 0x4000),
         }

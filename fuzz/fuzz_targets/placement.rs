@@ -17,22 +17,8 @@ use ipuc_core::ipu21::sram::{
 };
 use libfuzzer_sys::fuzz_target;
 
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&b, rest)) => {
-                self.0 = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-}
+mod bytes;
+use bytes::Bytes;
 
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);

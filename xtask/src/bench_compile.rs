@@ -11,11 +11,12 @@
 //! times); case names after `--` (e.g. `siglip-so400m-1`) pick cases.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use ipuc_core::pipeline::Stage;
+
+use crate::process::spawn_logged;
 
 /// One compile of the benchmark.
 struct Case {
@@ -285,14 +286,7 @@ fn cpu_seconds(stat: &str) -> Option<f64> {
 
 /// Runs `ipuc args`, output to `log`, sampling the child's peak RSS.
 fn measure(ipuc: &Path, args: &[String], log: &Path, timeout: Duration) -> Result<Measured> {
-    let file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let err = file.try_clone()?;
-    let mut child = Command::new(ipuc)
-        .args(args)
-        .stdout(Stdio::from(file))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .context("starting ipuc")?;
+    let mut child = spawn_logged(ipuc, args, log)?;
     let started = Instant::now();
     let status_file = format!("/proc/{}/status", child.id());
     let stat_file = format!("/proc/{}/stat", child.id());

@@ -5,12 +5,11 @@
 //! bodies modelled); weights are random (`--seed`).
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::sweep::{float, group, int, read_summary, release_ipuc, run_args, run_logged, Build};
+use crate::sweep::{float, group, int, release_ipuc, run_args, run_case, Build};
 
 /// Tiles of the C600 and FP8 multiply-adds per cycle per tile (the compute
 /// limit, docs/facts/siglip-and-fp8.md).
@@ -61,17 +60,14 @@ pub fn bench_models(root: &Path, out: &Path, timeout_minutes: u64, extra: &[Stri
         let summary = dir.join("summary.json");
         std::fs::remove_file(&summary).ok();
         let args = run_args(tower, layers, Build::SEEDS, &summary, &flags);
-        let stopped = run_logged(
+        let v = run_case(
             &ipuc,
             &args,
-            &dir.join("run.log"),
-            Duration::from_secs(timeout_minutes * 60),
+            &dir,
+            layers,
+            timeout_minutes,
+            &format!("bench models: {tower}"),
         )?;
-        let v = read_summary(&summary, layers, stopped);
-        eprintln!(
-            "xtask bench models: {tower}: {}",
-            v["result"].as_str().unwrap_or("?")
-        );
         rows.push((tower, v));
         let all: Vec<&Value> = rows.iter().map(|r| &r.1).collect();
         std::fs::write(

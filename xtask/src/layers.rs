@@ -97,6 +97,7 @@ pub const CRATES: &[Crate] = &[
         src: "xtask/src",
         layers: &[
             "layers",
+            "process",
             "hostile",
             "browser",
             "bench_compile",

@@ -14,6 +14,7 @@ mod bench_sim;
 mod browser;
 mod hostile;
 mod layers;
+mod process;
 mod sweep;
 
 #[derive(Parser)]
@@ -471,7 +472,10 @@ fn executions(log: &str) -> u64 {
 /// stale when the source changes): the static runtime for `assemble`.
 fn copy_live_seeds(root: &Path, target: &str, corpus: &Path) -> Result<()> {
     let live: &[(&str, &str)] = match target {
-        "assemble" => &[("device-asm/static_runtime.S", "static_runtime.S")],
+        "assemble" => &[(
+            "target-ipu21/device-asm/static_runtime.S",
+            "static_runtime.S",
+        )],
         _ => &[],
     };
     for (source, name) in live {

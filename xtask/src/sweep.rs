@@ -7,11 +7,12 @@
 //! figure is simulated; the seeds' are hardware measurements.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
+
+use crate::process::run_logged;
 
 /// Tiles of the C600 and FP8 multiply-adds per cycle per tile: the compute
 /// limit the issue states (docs/facts/siglip-and-fp8.md).
@@ -47,38 +48,27 @@ pub(crate) fn release_ipuc(root: &Path) -> Result<PathBuf> {
     Ok(root.join("target/release/ipuc"))
 }
 
-/// Runs `ipuc run` with `args`, stdout+stderr to `log`, killed after
-/// `timeout`. `Ok(None)` if it finished, `Ok(Some(msg))` if it was stopped.
-pub(crate) fn run_logged(
+/// Runs one case of a sweep or benchmark: `ipuc args` logged to
+/// `dir/run.log`, stopped after `timeout_minutes`, then its
+/// `dir/summary.json` read ([`read_summary`]) and its result printed as
+/// `xtask {what}: {result}`.
+pub(crate) fn run_case(
     ipuc: &Path,
     args: &[String],
-    log: &Path,
-    timeout: Duration,
-) -> Result<Option<String>> {
-    let file = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let err = file.try_clone()?;
-    eprintln!("xtask: ipuc {} (log: {})", args.join(" "), log.display());
-    let mut child = Command::new(ipuc)
-        .args(args)
-        .stdout(Stdio::from(file))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .context("starting ipuc")?;
-    let started = Instant::now();
-    loop {
-        if child.try_wait()?.is_some() {
-            return Ok(None);
-        }
-        if started.elapsed() > timeout {
-            child.kill().ok();
-            child.wait().ok();
-            return Ok(Some(format!(
-                "stopped after {} min (--timeout-minutes)",
-                timeout.as_secs() / 60
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    dir: &Path,
+    layers: usize,
+    timeout_minutes: u64,
+    what: &str,
+) -> Result<Value> {
+    let stopped = run_logged(
+        ipuc,
+        args,
+        &dir.join("run.log"),
+        Duration::from_secs(timeout_minutes * 60),
+    )?;
+    let v = read_summary(&dir.join("summary.json"), layers, stopped);
+    eprintln!("xtask {what}: {}", v["result"].as_str().unwrap_or("?"));
+    Ok(v)
 }
 
 /// Which So400m build a sweep runs: the seeds' (fused QKV, FP8 GEMM
@@ -300,17 +290,14 @@ pub fn sweep(
                 dir.join("profile").to_string_lossy().into_owned(),
             ]);
         }
-        let stopped = run_logged(
+        let v = run_case(
             &ipuc,
             &args,
-            &dir.join("run.log"),
-            Duration::from_secs(timeout_minutes * 60),
+            &dir,
+            n,
+            timeout_minutes,
+            &format!("sweep: {n} layers"),
         )?;
-        let v = read_summary(&summary, n, stopped);
-        eprintln!(
-            "xtask sweep: {n} layers: {}",
-            v["result"].as_str().unwrap_or("?")
-        );
         rows.push(v);
         // Written after every run so a long sweep leaves partial results.
         let path = out.join("summary.json");

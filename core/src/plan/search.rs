@@ -525,27 +525,9 @@ fn search_body(
             }
         }
         // Exact per-tile peak by replaying the choices.
-        let mut record = memory::empty_usage();
-        let mut s = start.clone();
-        let mut ok = true;
-        for (pos, p) in ops.iter().enumerate() {
-            let r = match (&p.plan, &p.repeat) {
-                (Some(plan), _) => {
-                    s.apply(cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
-                }
-                _ => Err(Reject::Unaligned),
-            };
-            match r {
-                Ok(n) => s = n,
-                Err(_) => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        if !ok {
+        let Some(mut s) = replay_exact(cx, &info, &start, &ops, false) else {
             continue;
-        }
+        };
         let iterated: Vec<(ValueId, Arc<Allocation>)> = rep
             .iterated_args()
             .iter()
@@ -676,6 +658,32 @@ fn search_once(
     (result, stats, cx.into_memo())
 }
 
+/// Replays chosen `ops` from `start` in exact mode, as the finalists of a
+/// search (a Repeat body's or the top region's) are re-checked for their
+/// true per-tile peak: `None` when a choice no longer applies. `repeats`
+/// says whether a Repeat may appear (never inside a Repeat body).
+fn replay_exact(
+    cx: &SearchCx<'_>,
+    info: &RegionInfo,
+    start: &State,
+    ops: &[PlannedOp],
+    repeats: bool,
+) -> Option<State> {
+    let mut record = memory::empty_usage();
+    let mut s = start.clone();
+    for (pos, p) in ops.iter().enumerate() {
+        let r = match (&p.plan, &p.repeat) {
+            (Some(plan), _) => s.apply(cx, info, pos as u32, p.op, plan, Mode::Exact(&mut record)),
+            (None, Some(body)) if repeats => {
+                s.apply_repeat(cx, info, pos as u32, p.op, body, Mode::Exact(&mut record))
+            }
+            _ => Err(Reject::Unaligned),
+        };
+        s = r.ok()?;
+    }
+    Some(s)
+}
+
 fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult<Plan> {
     let info = RegionInfo::new(graph, graph.top())?;
     let start = State::start(cx, &info, &[])
@@ -687,28 +695,7 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
     sorted.sort_by_key(|s| (s.cycles.total(), s.peak));
     for f in sorted.into_iter().take(4) {
         let ops = f.planned_ops();
-        let mut record = memory::empty_usage();
-        let mut s = start.clone();
-        let mut ok = true;
-        for (pos, p) in ops.iter().enumerate() {
-            let r = match (&p.plan, &p.repeat) {
-                (Some(plan), _) => {
-                    s.apply(cx, &info, pos as u32, p.op, plan, Mode::Exact(&mut record))
-                }
-                (None, Some(body)) => {
-                    s.apply_repeat(cx, &info, pos as u32, p.op, body, Mode::Exact(&mut record))
-                }
-                _ => Err(Reject::Unaligned),
-            };
-            match r {
-                Ok(n) => s = n,
-                Err(_) => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        if ok {
+        if let Some(s) = replay_exact(cx, &info, &start, &ops, true) {
             // Statics chosen late are live from the start: the final
             // per-tile peak is the final static usage plus the largest
             // dynamic usage of any moment.

@@ -15,7 +15,7 @@ use crate::lower::{StepIndex, TileSchedule};
 use crate::patch::audit::{audit, AuditedPhase, PatchAudit};
 use crate::patch::relocate::OutgoingBaseSummary;
 use crate::patch::repeat::{RepeatPatchPlan, RepeatPatchTable};
-use crate::patch::sharing::{share_rows, SharingPatchList};
+use crate::patch::sharing::{share_rows, SharedRows, SharingPatchList};
 use crate::place::BufferAddresses;
 
 /// How one tile runs one phase.
@@ -187,21 +187,23 @@ pub fn assemble_exchange(
         step: u32::MAX,
         error,
     })?;
-    let audited: Vec<AuditedPhase<'_>> = audited_rows
-        .iter()
-        .zip(&patch_plans)
-        .zip(jobs)
-        .map(|((rows, repeat), job)| AuditedPhase {
-            rows,
-            repeat: repeat.as_ref(),
-            executions: job.trip_count.unwrap_or(1),
-        })
-        .collect();
-    plan.summary.audit = audit(&audited, Some(&shared)).map_err(|error| RowsError::Patch {
-        step: u32::MAX,
-        error,
-    })?;
+    plan.summary.audit = audit_phases(&audited_rows, &patch_plans, jobs, &shared)?;
     plan.summary.audit.outgoing_base = relocation;
+    attach_uses(&mut plan, jobs, shared, &mut tables, &relocations)?;
+    plan.summary.phases = jobs.len();
+    Ok(plan)
+}
+
+/// Each phase's row use per tile (stored row, sharing patch list, the
+/// Repeat tables it still needs, its relocated base) and the stored rows,
+/// into `plan`.
+fn attach_uses(
+    plan: &mut ExchangePlan,
+    jobs: &[PhaseJob],
+    shared: SharedRows,
+    tables: &mut [BTreeMap<u16, Vec<RepeatPatchTable>>],
+    relocations: &[BTreeMap<u16, OutgoingBase>],
+) -> Result<(), RowsError> {
     let shared_phases = shared.uses.len();
     for (p, uses) in shared.uses.into_iter().enumerate() {
         let rows = jobs
@@ -231,6 +233,29 @@ pub fn assemble_exchange(
         plan.summary.stored_rows += rows.len();
         plan.stored.insert(tile, rows);
     }
-    plan.summary.phases = jobs.len();
-    Ok(plan)
+    Ok(())
+}
+
+/// The patch audit of the table-based program (each phase's rows before
+/// relocation, with its Repeat patch plan) under the row sharing.
+fn audit_phases(
+    audited_rows: &[Vec<ExchangeRow>],
+    patch_plans: &[Option<RepeatPatchPlan>],
+    jobs: &[PhaseJob],
+    shared: &SharedRows,
+) -> Result<PatchAudit, RowsError> {
+    let audited: Vec<AuditedPhase<'_>> = audited_rows
+        .iter()
+        .zip(patch_plans)
+        .zip(jobs)
+        .map(|((rows, repeat), job)| AuditedPhase {
+            rows,
+            repeat: repeat.as_ref(),
+            executions: job.trip_count.unwrap_or(1),
+        })
+        .collect();
+    audit(&audited, Some(shared)).map_err(|error| RowsError::Patch {
+        step: u32::MAX,
+        error,
+    })
 }

@@ -30,9 +30,12 @@ pub struct OutgoingBase {
     pub base: u32,
 }
 
-/// A phase's relocated senders: row replaced, tables dropped.
+/// A phase's relocated senders (row replaced, tables dropped): their
+/// bases, and the patch-table words each tile no longer stores
+/// (× iterations).
 pub(super) struct PhaseRelocation {
     pub bases: BTreeMap<u16, OutgoingBase>,
+    pub saved_words: BTreeMap<u16, u64>,
 }
 
 /// Relocates the uniform moving senders of one Repeat phase in place
@@ -44,10 +47,30 @@ pub(super) fn relocate_phase(
     rows: &mut [ExchangeRow],
     by_tile: &mut BTreeMap<u16, Vec<RepeatPatchTable>>,
     summary: &mut OutgoingBaseSummary,
-    saved_words: &mut BTreeMap<u16, u64>,
+) -> Result<PhaseRelocation, RowsError> {
+    let relocation = relocate_senders(job, trip_count, rows, by_tile, summary)?;
+    by_tile.retain(|_, t| !t.is_empty());
+    if relocation.bases.is_empty() {
+        return Ok(relocation);
+    }
+    summary.phases_relocated += 1;
+    check_relocated(job, trip_count, rows, by_tile, summary, &relocation.bases)?;
+    Ok(relocation)
+}
+
+/// Rebases the row of every sender whose patched words all move by one
+/// displacement that a Repeat frame slot follows, drops the tables it no
+/// longer needs, and counts every row it leaves alone by why.
+fn relocate_senders(
+    job: &PhaseJob,
+    trip_count: u32,
+    rows: &mut [ExchangeRow],
+    by_tile: &mut BTreeMap<u16, Vec<RepeatPatchTable>>,
+    summary: &mut OutgoingBaseSummary,
 ) -> Result<PhaseRelocation, RowsError> {
     let step = job.step.0;
     let mut bases = BTreeMap::new();
+    let mut saved_words = BTreeMap::new();
     for (&tile, tables) in by_tile.iter_mut() {
         let Some(row) = rows
             .iter_mut()
@@ -55,54 +78,22 @@ pub(super) fn relocate_phase(
         else {
             continue;
         };
-        let marks: Vec<(usize, i64)> = tables
-            .iter()
-            .map(|t| (t.word_index, t.displacement_bytes))
-            .collect();
         let n = tables.len();
-        let class = classify_row(row.tile, &row.words, &marks)
-            .map_err(|error| RowsError::Patch { step, error })?;
-        let (displacement, relocated, kept) = match class {
-            RowRelocation::Uniform {
-                displacement_bytes,
-                relocated,
-                kept,
-            } => (displacement_bytes, relocated, kept),
-            RowRelocation::AbsoluteOnly { kept } => {
-                summary.absolute_words += kept.len();
-                continue;
-            }
-            RowRelocation::Mixed { .. } => {
-                summary.mixed_rows += 1;
-                summary.mixed_words += n;
-                continue;
-            }
-            RowRelocation::Paired => {
-                summary.paired_rows += 1;
-                summary.paired_words += n;
-                continue;
-            }
+        let Some(UniformMove {
+            displacement,
+            relocated,
+            kept,
+        }) = uniform_move(row, tables, step, summary)?
+        else {
+            continue;
         };
-        // The base: the frame slot of the lowest-addressed source buffer
-        // among the relocated words' transfers (every relocated address is
-        // at or above it), whose stride is the row's displacement.
-        let mut choice: Option<(u32, u32)> = None; // (base, slot)
-        let mut ok = true;
-        for t in tables.iter().filter(|t| relocated.contains(&t.word_index)) {
-            match job.frames.get(t.transfer).copied().flatten() {
-                Some(f) if i64::from(f.stride) == displacement => {
-                    if choice.is_none_or(|c| f.base < c.0) {
-                        choice = Some((f.base, f.slot));
-                    }
-                }
-                _ => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        let rebased = match (ok, choice) {
-            (true, Some((base, _))) => rebase_row(
+        let choice = frame_base(
+            job,
+            tables.iter().filter(|t| relocated.contains(&t.word_index)),
+            displacement,
+        );
+        let rebased = choice.and_then(|(base, _)| {
+            rebase_row(
                 row.tile,
                 &row.words,
                 RowBases {
@@ -110,9 +101,8 @@ pub(super) fn relocate_phase(
                     incoming: 0,
                 },
             )
-            .ok(),
-            _ => None,
-        };
+            .ok()
+        });
         let (Some(words), Some((base, frame_slot))) = (rebased, choice) else {
             summary.unrelocatable_rows += 1;
             summary.unrelocatable_words += n;
@@ -133,11 +123,96 @@ pub(super) fn relocate_phase(
         });
         bases.insert(tile, OutgoingBase { frame_slot, base });
     }
-    by_tile.retain(|_, t| !t.is_empty());
-    if bases.is_empty() {
-        return Ok(PhaseRelocation { bases });
+    Ok(PhaseRelocation { bases, saved_words })
+}
+
+/// A sender row whose address words all move by one displacement per
+/// iteration: those the base replaces, and absolute ones that keep their
+/// tables (`patch::relocate::RowRelocation::Uniform`).
+struct UniformMove {
+    displacement: i64,
+    relocated: Vec<usize>,
+    kept: Vec<usize>,
+}
+
+/// A sender row's patched words classified: a [`UniformMove`] when they
+/// all move by one displacement, else the row is counted in `summary` by
+/// why it stays table-patched (`None`).
+fn uniform_move(
+    row: &ExchangeRow,
+    tables: &[RepeatPatchTable],
+    step: u32,
+    summary: &mut OutgoingBaseSummary,
+) -> Result<Option<UniformMove>, RowsError> {
+    let n = tables.len();
+    let marks: Vec<(usize, i64)> = tables
+        .iter()
+        .map(|t| (t.word_index, t.displacement_bytes))
+        .collect();
+    let class = classify_row(row.tile, &row.words, &marks)
+        .map_err(|error| RowsError::Patch { step, error })?;
+    Ok(match class {
+        RowRelocation::Uniform {
+            displacement_bytes,
+            relocated,
+            kept,
+        } => Some(UniformMove {
+            displacement: displacement_bytes,
+            relocated,
+            kept,
+        }),
+        RowRelocation::AbsoluteOnly { kept } => {
+            summary.absolute_words += kept.len();
+            None
+        }
+        RowRelocation::Mixed { .. } => {
+            summary.mixed_rows += 1;
+            summary.mixed_words += n;
+            None
+        }
+        RowRelocation::Paired => {
+            summary.paired_rows += 1;
+            summary.paired_words += n;
+            None
+        }
+    })
+}
+
+/// The base of a relocated row: the frame slot of the lowest-addressed
+/// source buffer among the relocated words' transfers (every relocated
+/// address is at or above it), whose stride is the row's displacement;
+/// `None` if some word's source has no such slot. `(base, slot)`.
+fn frame_base<'a>(
+    job: &PhaseJob,
+    moved: impl Iterator<Item = &'a RepeatPatchTable>,
+    displacement: i64,
+) -> Option<(u32, u32)> {
+    let mut choice: Option<(u32, u32)> = None;
+    for t in moved {
+        let f = job
+            .frames
+            .get(t.transfer)
+            .copied()
+            .flatten()
+            .filter(|f| i64::from(f.stride) == displacement)?;
+        if choice.is_none_or(|c| f.base < c.0) {
+            choice = Some((f.base, f.slot));
+        }
     }
-    summary.phases_relocated += 1;
+    choice
+}
+
+/// Replays every iteration of a relocated phase as the device runs it:
+/// remaining tables applied, relocated senders at `base + i·stride`.
+fn check_relocated(
+    job: &PhaseJob,
+    trip_count: u32,
+    rows: &[ExchangeRow],
+    by_tile: &BTreeMap<u16, Vec<RepeatPatchTable>>,
+    summary: &OutgoingBaseSummary,
+    bases: &BTreeMap<u16, OutgoingBase>,
+) -> Result<(), RowsError> {
+    let step = job.step.0;
     let displacement: BTreeMap<u16, i64> = summary
         .senders
         .iter()
@@ -201,5 +276,5 @@ pub(super) fn relocate_phase(
         trip_count,
     )
     .map_err(|error| RowsError::Exchange { step, error })?;
-    Ok(PhaseRelocation { bases })
+    Ok(())
 }

@@ -98,15 +98,10 @@ impl PhaseJob {
                     tables.entry(t.tile.get()).or_default().push(t.clone());
                 }
                 if options.outgoing_base {
-                    bases = relocate_phase(
-                        self,
-                        trips,
-                        &mut rows,
-                        &mut tables,
-                        &mut relocation,
-                        &mut saved_words,
-                    )?
-                    .bases;
+                    let relocated =
+                        relocate_phase(self, trips, &mut rows, &mut tables, &mut relocation)?;
+                    bases = relocated.bases;
+                    saved_words = relocated.saved_words;
                 }
                 Some(patch)
             }

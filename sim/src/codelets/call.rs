@@ -312,14 +312,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             dtype,
         } => {
             let (qr, kv, hd) = (us(q_rows), us(kv_rows), us(head_dim));
-            let q = io.load(1, qr * hd, dtype);
-            let k = io.load(2, kv * hd, dtype);
-            let v = io.load(3, kv * hd, dtype);
-            // Scores q·kᵀ accumulate in F32 and live in the F32 scratch operand.
-            let mut scores = vec![0.0; qr * kv];
-            math::gemm_accumulate((qr, hd, kv), &q, &k, true, &mut scores);
-            scores.iter_mut().for_each(|s| *s *= scale);
-            io.store(4, &scores, DType::F32);
+            let (mut scores, v) = attention_scores(&mut io, (qr, kv, hd), scale, dtype);
             math::softmax_rows(&mut scores, kv);
             // The AMP reads the probabilities in the operand type.
             round_in_place(&mut scores, dtype);
@@ -335,13 +328,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             dtype,
         } => {
             let (qr, kv, hd) = (us(q_rows), us(kv_rows), us(head_dim));
-            let q = io.load(1, qr * hd, dtype);
-            let k = io.load(2, kv * hd, dtype);
-            let v = io.load(3, kv * hd, dtype);
-            let mut scores = vec![0.0; qr * kv];
-            math::gemm_accumulate((qr, hd, kv), &q, &k, true, &mut scores);
-            scores.iter_mut().for_each(|s| *s *= scale);
-            io.store(4, &scores, DType::F32);
+            let (mut scores, v) = attention_scores(&mut io, (qr, kv, hd), scale, dtype);
             // Row statistics in F32; the unnormalised probabilities feed
             // the AMP in the operand type, as in `Attention`.
             let mut stats = vec![(0f32, 0f32); qr];
@@ -382,6 +369,25 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
 }
 
 /// Strided block copy; the source is read whole before any write, so
+/// The attention block both attention kernels start with: Q, K and V
+/// loaded in the operand type, the scores `scale · q·kᵀ` accumulated in F32
+/// and stored in the F32 scratch operand (slot 4). Returns the scores and V.
+fn attention_scores(
+    io: &mut Io<'_>,
+    (qr, kv, hd): (usize, usize, usize),
+    scale: f32,
+    dtype: DType,
+) -> (Vec<f32>, Vec<f32>) {
+    let q = io.load(1, qr * hd, dtype);
+    let k = io.load(2, kv * hd, dtype);
+    let v = io.load(3, kv * hd, dtype);
+    let mut scores = vec![0.0; qr * kv];
+    math::gemm_accumulate((qr, hd, kv), &q, &k, true, &mut scores);
+    scores.iter_mut().for_each(|s| *s *= scale);
+    io.store(4, &scores, DType::F32);
+    (scores, v)
+}
+
 /// overlapping source and destination behave like a copy through a buffer.
 fn copy_runs(io: &mut Io<'_>, rows: u32, row_bytes: u32, src_pitch: u32, dst_pitch: u32) {
     let mut staged = Vec::with_capacity(rows as usize * row_bytes as usize);

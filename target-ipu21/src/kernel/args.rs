@@ -98,7 +98,14 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             input,
             out,
         } => alloc::vec![elements, parts, d(input), d(out)],
+        // Add and Mul share one layout (the symbol tells them apart).
         Kernel::Add {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
+        }
+        | Kernel::Mul {
             rows,
             cols,
             broadcast_rows,
@@ -122,20 +129,17 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             dtype,
             function,
         } => alloc::vec![elements, d(dtype), function.code()],
-        Kernel::Mul {
-            rows,
-            cols,
-            broadcast_rows,
-            dtype,
-        } => alloc::vec![
-            rows,
-            cols,
-            u32::from(broadcast_rows) * ADD_BROADCAST,
-            d(dtype)
-        ],
         Kernel::Softmax { rows, cols, dtype } => alloc::vec![rows, cols, d(dtype)],
         Kernel::Cast { elements, from, to } => alloc::vec![elements, d(from), d(to)],
+        // A whole head and a key-split part share one layout.
         Kernel::Attention {
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale,
+            dtype,
+        }
+        | Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
@@ -148,13 +152,6 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             src_pitch,
             dst_pitch,
         } => alloc::vec![rows, row_bytes, src_pitch, dst_pitch],
-        Kernel::AttentionPartial {
-            q_rows,
-            kv_rows,
-            head_dim,
-            scale,
-            dtype,
-        } => alloc::vec![q_rows, kv_rows, head_dim, scale.to_bits(), d(dtype)],
         Kernel::AttentionCombine {
             q_rows,
             head_dim,

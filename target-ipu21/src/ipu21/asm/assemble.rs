@@ -12,11 +12,6 @@ use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
 use crate::ipu21::sram::TILE_MEMORY_SIZE;
 use crate::lookup::LookupMap;
 
-/// Longest `.set` chain followed when evaluating (guards against cycles):
-/// as deep as the expression nesting the parser accepts, so a long chain
-/// written on purpose is followed (#28: 32 refused real chains).
-pub const MAX_SET_DEPTH: usize = 256;
-
 /// Largest `.p2align` exponent / `.align` byte count accepted (64 KiB).
 const MAX_ALIGN_LOG2: i64 = 16;
 
@@ -144,18 +139,7 @@ impl SymbolEnv for ConstEnv<'_> {
     fn symbol(&self, name: &str, loc: Loc, depth: usize) -> SResult<Option<i64>> {
         let sym = self.1.get(name).map(|&i| &self.0.symbols[i]);
         match sym.and_then(|s| s.value.as_ref()) {
-            Some(SymbolValue::Set(e)) => {
-                if depth >= MAX_SET_DEPTH {
-                    return Err((
-                        loc,
-                        AsmErrorKind::SetChainTooDeep {
-                            name: name.into(),
-                            limit: MAX_SET_DEPTH,
-                        },
-                    ));
-                }
-                e.eval(self, depth + 1)
-            }
+            Some(SymbolValue::Set(e)) => e.eval_set(self, name, loc, depth),
             Some(SymbolValue::Label { .. }) => Ok(None),
             None => Ok(SyncZone::by_name(name).map(|z| z.index() as i64)),
         }

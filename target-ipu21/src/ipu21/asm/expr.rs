@@ -14,6 +14,11 @@ pub use super::syntax::{BinOp, Expr};
 /// evaluating and dropping, so hostile input cannot exhaust the stack.
 pub const MAX_EXPR_NODES: usize = 256;
 
+/// Longest `.set` chain followed when evaluating (guards against cycles):
+/// as deep as the expression nesting the parser accepts, so a long chain
+/// written on purpose is followed (#28: 32 refused real chains).
+pub const MAX_SET_DEPTH: usize = 256;
+
 /// Where symbol values come from while evaluating.
 pub(crate) trait SymbolEnv {
     /// `Ok(None)`: not known yet (deferred to link time).
@@ -28,6 +33,30 @@ pub(crate) trait SymbolEnv {
 }
 
 impl Expr {
+    /// The value of the `.set` symbol `name` (at `loc`) whose expression
+    /// this is, reached `depth` `.set`s down a chain: evaluated one level
+    /// deeper, and a chain longer than [`MAX_SET_DEPTH`] is an error naming
+    /// the symbol. The assembler (constants) and the linker (labels too)
+    /// both resolve `.set` symbols through this.
+    pub(crate) fn eval_set(
+        &self,
+        env: &dyn SymbolEnv,
+        name: &str,
+        loc: Loc,
+        depth: usize,
+    ) -> Result<Option<i64>, (Loc, AsmErrorKind)> {
+        if depth >= MAX_SET_DEPTH {
+            return Err((
+                loc,
+                AsmErrorKind::SetChainTooDeep {
+                    name: name.into(),
+                    limit: MAX_SET_DEPTH,
+                },
+            ));
+        }
+        self.eval(env, depth + 1)
+    }
+
     /// Evaluates; `Ok(None)` when some symbol is not known yet.
     pub(crate) fn eval(
         &self,

@@ -6,7 +6,6 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::assemble::MAX_SET_DEPTH;
 use super::build::{build, ROp, ROps, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::SymbolEnv;
@@ -148,24 +147,15 @@ impl SymbolEnv for Env<'_, '_> {
             Some(SymbolValue::Label { section, offset }) => {
                 Ok(self.linker.here(obj, *section, *offset))
             }
-            Some(SymbolValue::Set(e)) => {
-                if depth >= MAX_SET_DEPTH {
-                    return Err((
-                        loc,
-                        AsmErrorKind::SetChainTooDeep {
-                            name: name.into(),
-                            limit: MAX_SET_DEPTH,
-                        },
-                    ));
-                }
-                e.eval(
-                    &Env {
-                        linker: self.linker,
-                        object: obj,
-                    },
-                    depth + 1,
-                )
-            }
+            Some(SymbolValue::Set(e)) => e.eval_set(
+                &Env {
+                    linker: self.linker,
+                    object: obj,
+                },
+                name,
+                loc,
+                depth,
+            ),
             None => Err((loc, AsmErrorKind::UndefinedSymbol(name.into()))),
         }
     }
@@ -260,7 +250,6 @@ pub fn link(objects: &[Object], opts: &LinkOptions) -> Result<Image, AsmError> {
 /// [`link`] over borrowed objects (a caller linking the same runtime and
 /// stub objects into many images need not copy them).
 pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmError> {
-    let err = |o: usize, loc: Loc, kind| AsmError::new(&objects[o].file, loc, kind);
     // Words are placed at word addresses: a misaligned base would shift
     // every address the image's symbols name.
     if !opts.base.is_multiple_of(4) {
@@ -271,7 +260,37 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             AsmErrorKind::MisalignedBase { base: opts.base },
         ));
     }
-    // Placement order.
+    let order = placement_order(objects);
+    let LaidOut {
+        addresses,
+        mut words,
+        mut listing,
+    } = lay_out(objects, &order, opts)?;
+    let linker = Linker::new(objects, addresses, &opts.defines)?;
+    apply_relocations(objects, &linker, &mut words, opts.base)?;
+    if opts.listing {
+        list_items(objects, &order, &linker, &words, opts.base, &mut listing)?;
+    } else {
+        check_sendpicp_alignment(objects, &order, &linker, &words, opts.base)?;
+    }
+    listing.sort_by_key(|l| l.address);
+    let symbols = linked_symbols(objects, &linker, opts)?;
+    Ok(Image {
+        base: opts.base,
+        words,
+        symbols,
+        listing,
+    })
+}
+
+/// An error at `loc` in object `o`'s file.
+fn err(objects: &[&Object], o: usize, loc: Loc, kind: AsmErrorKind) -> AsmError {
+    AsmError::new(&objects[o].file, loc, kind)
+}
+
+/// Placement order: code sections, then data sections, each kind grouped
+/// by name in first-appearance order, objects in order within a name.
+fn placement_order(objects: &[&Object]) -> Vec<(usize, usize)> {
     let mut order: Vec<(usize, usize)> = Vec::new();
     for kind in [SectionKind::Code, SectionKind::Data] {
         let mut names: Vec<&str> = Vec::new();
@@ -292,6 +311,25 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             }
         }
     }
+    order
+}
+
+/// Sections placed: each one's address (per object), the image words
+/// before relocation, and the listing lines of the gaps.
+struct LaidOut {
+    addresses: Vec<Vec<u32>>,
+    words: Vec<u32>,
+    listing: Vec<ListingLine>,
+}
+
+/// Each section's address (per object) from `opts.base` in `order`, at its
+/// alignment, and the image words with the gaps filled (`nop` in code, 0 in
+/// data; listed when `opts.listing`).
+fn lay_out(
+    objects: &[&Object],
+    order: &[(usize, usize)],
+    opts: &LinkOptions,
+) -> Result<LaidOut, AsmError> {
     let mut addresses: Vec<Vec<u32>> = objects
         .iter()
         .map(|o| alloc::vec![0; o.sections.len()])
@@ -299,12 +337,12 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
     let mut addr = opts.base as u64;
     let mut words: Vec<u32> = Vec::new();
     let mut listing = Vec::new();
-    for &(oi, si) in &order {
+    for &(oi, si) in order {
         let sec = &objects[oi].sections[si];
         let start = align_up(addr, sec.align);
         if start + sec.size() as u64 > u32::MAX as u64 {
             let loc = sec.items.first().map_or(Loc::default(), |i| i.loc);
-            return Err(err(oi, loc, AsmErrorKind::AddressOverflow));
+            return Err(err(objects, oi, loc, AsmErrorKind::AddressOverflow));
         }
         let gap = ((start - addr) / 4) as usize;
         if gap > 0 {
@@ -334,41 +372,74 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
         words.extend_from_slice(&sec.words);
         addr = start + sec.size() as u64;
     }
-    let mut linker = Linker {
-        objects,
+    Ok(LaidOut {
         addresses,
-        globals: LookupMap::default(),
-        defines: &opts.defines,
-        local: objects
-            .iter()
-            .map(|o| {
-                o.symbols
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, s)| s.value.is_some())
-                    .map(|(i, s)| (s.name.as_str(), i))
-                    .collect()
-            })
-            .collect(),
-    };
-    for (oi, o) in objects.iter().enumerate() {
-        for (i, s) in o.symbols.iter().enumerate() {
-            if s.global && s.value.is_some() && linker.globals.insert(&s.name, (oi, i)).is_some() {
-                return Err(err(
-                    oi,
-                    s.loc,
-                    AsmErrorKind::DuplicateSymbol(s.name.clone()),
-                ));
+        words,
+        listing,
+    })
+}
+
+impl<'a> Linker<'a> {
+    /// The symbol tables of laid-out objects; a global defined twice is an
+    /// error.
+    fn new(
+        objects: &'a [&'a Object],
+        addresses: Vec<Vec<u32>>,
+        defines: &'a BTreeMap<String, i64>,
+    ) -> Result<Self, AsmError> {
+        let err = |o: usize, loc: Loc, kind| err(objects, o, loc, kind);
+        let mut linker = Linker {
+            objects,
+            addresses,
+            globals: LookupMap::default(),
+            defines,
+            local: objects
+                .iter()
+                .map(|o| {
+                    o.symbols
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, s)| s.value.is_some())
+                        .map(|(i, s)| (s.name.as_str(), i))
+                        .collect()
+                })
+                .collect(),
+        };
+        for (oi, o) in objects.iter().enumerate() {
+            for (i, s) in o.symbols.iter().enumerate() {
+                if s.global
+                    && s.value.is_some()
+                    && linker.globals.insert(&s.name, (oi, i)).is_some()
+                {
+                    return Err(err(
+                        oi,
+                        s.loc,
+                        AsmErrorKind::DuplicateSymbol(s.name.clone()),
+                    ));
+                }
             }
         }
+        Ok(linker)
     }
-    let word_index = |linker: &Linker<'_>, oi: usize, si: usize, offset: u32| {
-        ((linker.addresses[oi][si] - opts.base) / 4 + offset / 4) as usize
-    };
-    // Relocations.
+
+    /// Index in the image of byte `offset` of object `oi`'s section `si`.
+    fn word_index(&self, base: u32, oi: usize, si: usize, offset: u32) -> usize {
+        ((self.addresses[oi][si] - base) / 4 + offset / 4) as usize
+    }
+}
+
+/// Resolves every relocation (32-bit words and instructions whose operands
+/// name symbols) into `words`.
+fn apply_relocations(
+    objects: &[&Object],
+    linker: &Linker<'_>,
+    words: &mut [u32],
+    base: u32,
+) -> Result<(), AsmError> {
+    let err = |o: usize, loc: Loc, kind| err(objects, o, loc, kind);
     for (oi, o) in objects.iter().enumerate() {
         for r in &o.relocations {
-            let at = word_index(&linker, oi, r.section, r.offset);
+            let at = linker.word_index(base, oi, r.section, r.offset);
             match &r.kind {
                 RelocKind::Word32(e) => {
                     let v = linker.eval(oi, e)?;
@@ -423,14 +494,23 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             }
         }
     }
-    if !opts.listing {
-        check_sendpicp_alignment(objects, &order, &linker, &words, opts.base)?;
-    }
-    // Listing, symbols and placement checks. First label at each address
-    // (objects and definitions in order) names branch targets.
+    Ok(())
+}
+
+/// The listing of every item (first label at each address names branch
+/// targets); a `sendpicp` off its alignment is an error here too.
+fn list_items(
+    objects: &[&Object],
+    order: &[(usize, usize)],
+    linker: &Linker<'_>,
+    words: &[u32],
+    base: u32,
+    listing: &mut Vec<ListingLine>,
+) -> Result<(), AsmError> {
+    let err = |o: usize, loc: Loc, kind| err(objects, o, loc, kind);
     let mut label_at: BTreeMap<u32, String> = BTreeMap::new();
     let mut labels_of: BTreeMap<(usize, usize, u32), Vec<String>> = BTreeMap::new();
-    for (oi, o) in objects.iter().enumerate().filter(|_| opts.listing) {
+    for (oi, o) in objects.iter().enumerate() {
         for s in &o.symbols {
             if let Some(SymbolValue::Label { section, offset }) = s.value {
                 let addr = linker.addresses[oi][section].wrapping_add(offset);
@@ -442,12 +522,12 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             }
         }
     }
-    for &(oi, si) in order.iter().filter(|_| opts.listing) {
+    for &(oi, si) in order {
         let sec = &objects[oi].sections[si];
-        let base = linker.addresses[oi][si];
+        let section_base = linker.addresses[oi][si];
         for item in &sec.items {
-            let address = base + item.offset;
-            let at = word_index(&linker, oi, si, item.offset);
+            let address = section_base + item.offset;
+            let at = linker.word_index(base, oi, si, item.offset);
             let ws = words[at..at + item.words as usize].to_vec();
             let mut note = None;
             let text = match item.what {
@@ -487,7 +567,17 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             });
         }
     }
-    listing.sort_by_key(|l| l.address);
+    Ok(())
+}
+
+/// Every defined symbol's linked value (a global wins over a local of the
+/// same name); a `.globl` defined nowhere is an error.
+fn linked_symbols(
+    objects: &[&Object],
+    linker: &Linker<'_>,
+    opts: &LinkOptions,
+) -> Result<BTreeMap<String, LinkedSymbol>, AsmError> {
+    let err = |o: usize, loc: Loc, kind| err(objects, o, loc, kind);
     let mut symbols = BTreeMap::new();
     for (oi, o) in objects.iter().enumerate() {
         for s in o.symbols.iter().filter(|s| s.value.is_some()) {
@@ -532,10 +622,5 @@ pub fn link_refs(objects: &[&Object], opts: &LinkOptions) -> Result<Image, AsmEr
             ));
         }
     }
-    Ok(Image {
-        base: opts.base,
-        words,
-        symbols,
-        listing,
-    })
+    Ok(symbols)
 }

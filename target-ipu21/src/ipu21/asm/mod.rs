@@ -24,9 +24,9 @@ mod link;
 mod object;
 mod syntax;
 
-pub use assemble::{assemble, MAX_SET_DEPTH};
+pub use assemble::assemble;
 pub use error::{AsmError, AsmErrorKind, Loc};
-pub use expr::{BinOp, Expr, MAX_EXPR_NODES};
+pub use expr::{BinOp, Expr, MAX_EXPR_NODES, MAX_SET_DEPTH};
 pub use link::{
     link, link_refs, Image, LinkOptions, LinkedSymbol, ListingLine, APPLICATION_LOAD_BASE,
 };
