@@ -97,6 +97,7 @@ pub const CRATES: &[Crate] = &[
         src: "xtask/src",
         layers: &[
             "layers",
+            "sizes",
             "process",
             "hostile",
             "browser",
@@ -366,7 +367,7 @@ fn cycle_through(
 }
 
 /// Test files: under a `tests` folder, `tests.rs` or `*_tests.rs`.
-fn is_test_file(rel: &Path) -> bool {
+pub(crate) fn is_test_file(rel: &Path) -> bool {
     rel.iter().any(|p| p == "tests")
         || rel
             .file_stem()
@@ -375,7 +376,7 @@ fn is_test_file(rel: &Path) -> bool {
 
 /// Drops every item marked `#[cfg(test)]`: the attribute and the item after
 /// it, up to its `;` or the `}` closing its first brace.
-fn without_test_items(tokens: Vec<(usize, String)>) -> Vec<(usize, String)> {
+pub(crate) fn without_test_items(tokens: Vec<(usize, String)>) -> Vec<(usize, String)> {
     const ATTR: [&str; 7] = ["#", "[", "cfg", "(", "test", ")", "]"];
     let mut out = Vec::with_capacity(tokens.len());
     let mut i = 0;
@@ -408,7 +409,7 @@ fn without_test_items(tokens: Vec<(usize, String)>) -> Vec<(usize, String)> {
     out
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+pub(crate) fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in entries {
         let path = entry.map_err(|e| e.to_string())?.path();
@@ -522,7 +523,7 @@ fn walk(
     }
 }
 
-fn is_ident(t: &str) -> bool {
+pub(crate) fn is_ident(t: &str) -> bool {
     t.chars()
         .next()
         .is_some_and(|c| c.is_alphabetic() || c == '_')
@@ -530,7 +531,7 @@ fn is_ident(t: &str) -> bool {
 
 /// Identifiers, `::` and single punctuation, with line numbers; comments,
 /// strings and char literals dropped.
-fn tokens(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn tokens(text: &str) -> Vec<(usize, String)> {
     let b: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut line = 1;

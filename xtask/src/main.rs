@@ -15,6 +15,7 @@ mod browser;
 mod hostile;
 mod layers;
 mod process;
+mod sizes;
 mod sweep;
 
 #[derive(Parser)]
@@ -31,6 +32,13 @@ enum Task {
     /// Fails on an upward import between core's layers (or a two-file import loop inside one),
     /// or on host's device/sim naming an ipuc_core module other than package, ipu21, numeric.
     Layers,
+    /// Files over 800 lines and non-test functions over 80 lines in every
+    /// checked crate, longest first, with their counts (a report, not a gate).
+    Sizes {
+        /// Another checkout to measure (default: this workspace).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
     /// CI's release step alone: a 2-layer siglip-small run with the release binary whose compile-time exchange check must cover every phase.
     ReleaseCheck,
     /// The hostile-input matrix (#28): FIFOs, /dev/zero links, sparse
@@ -153,6 +161,9 @@ fn main() -> Result<()> {
     match cli.task {
         Task::Ci => ci(&root),
         Task::Layers => check_layers(&root),
+        Task::Sizes { root: other } => {
+            sizes::report(other.as_deref().unwrap_or(&root)).map_err(anyhow::Error::msg)
+        }
         Task::ReleaseCheck => release_exchange_check(&root),
         Task::Hostile => hostile::hostile(&root),
         Task::HwCheck { target } => hw_check(&root, &target),

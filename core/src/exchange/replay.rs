@@ -272,17 +272,7 @@ fn replay_receiver(
 ) -> Result<(), ReceiveError> {
     let d = view.tile;
     let row = view.row;
-    let lag = pic_lag(d);
     let end = row.events;
-    let incoming_words = view.bases.incoming / 4;
-    let source_tile = |event: u32, source: u32| {
-        PhysicalTile::new(source).map_err(|_| ReceiveError::BadSource {
-            tile: d,
-            event,
-            source,
-        })
-    };
-    let mut items: Vec<Item> = Vec::new();
     // 32-bit stream.
     let (ordinary, last) = selections(row, false);
     if last != XPIC_NEUTRAL {
@@ -292,9 +282,33 @@ fn replay_receiver(
             address: 0,
         });
     }
-    items.reserve(ordinary.iter().map(|s| (s.to - s.from) as usize).sum());
-    for sel in &ordinary {
-        let s = source_tile(sel.from, sel.source)?;
+    let mut items = ordinary_items(d, senders, &ordinary)?;
+    paired_items(view, senders, by_tile, &ordinary, &mut items)?;
+    items.sort_unstable_by_key(|i| i.write);
+    write_items(view, &items, moves)
+}
+
+/// The tile a selection names as its source, checked.
+fn source_tile(d: PhysicalTile, event: u32, source: u32) -> Result<PhysicalTile, ReceiveError> {
+    PhysicalTile::new(source).map_err(|_| ReceiveError::BadSource {
+        tile: d,
+        event,
+        source,
+    })
+}
+
+/// The items tile `d` receives on its 32-bit stream: each selected event
+/// matched with the send run that put a word on the wire for it.
+fn ordinary_items(
+    d: PhysicalTile,
+    senders: &[Option<Sender<'_>>],
+    ordinary: &[Selection],
+) -> Result<Vec<Item>, ReceiveError> {
+    let lag = pic_lag(d);
+    let mut items: Vec<Item> =
+        Vec::with_capacity(ordinary.iter().map(|s| (s.to - s.from) as usize).sum());
+    for sel in ordinary {
+        let s = source_tile(d, sel.from, sel.source)?;
         let sender = senders[s.index()];
         let runs = sender.map_or(&[][..], |x| x.runs);
         let out = sender.map_or(RowBases::ZERO, |x| x.bases);
@@ -329,7 +343,23 @@ fn replay_receiver(
             e += n;
         }
     }
-    // Paired stream: selected by this tile or by its partner, never both.
+    Ok(items)
+}
+
+/// The 64-bit items of the paired stream, selected by tile `d` or by its
+/// partner (never both, and never while `d`'s 32-bit stream is selected),
+/// appended to `items`.
+fn paired_items(
+    view: &TileRowView<'_>,
+    senders: &[Option<Sender<'_>>],
+    by_tile: &[Option<&DecodedRow>],
+    ordinary: &[Selection],
+    items: &mut Vec<Item>,
+) -> Result<(), ReceiveError> {
+    let d = view.tile;
+    let row = view.row;
+    let end = row.events;
+    let lag = pic_lag(d);
     let (own, own_last) = selections(row, true);
     let partner = d.pair_partner();
     let (theirs, _) =
@@ -359,7 +389,7 @@ fn replay_receiver(
                 event: o.from.max(sel.from),
             });
         }
-        let s = source_tile(sel.from, sel.source ^ u32::from(owner.get() & 2))?;
+        let s = source_tile(d, sel.from, sel.source ^ u32::from(owner.get() & 2))?;
         let runs = senders[s.index()].map_or(&[][..], |x| x.runs);
         let t = mux_time(s, d).max(mux_time(s, partner));
         let offset = i64::from(t) + 1;
@@ -386,7 +416,22 @@ fn replay_receiver(
             });
         }
     }
-    items.sort_unstable_by_key(|i| i.write);
+    Ok(())
+}
+
+/// PIC pointer updates and format changes, in a receive row's control order.
+struct PicControls {
+    /// `(event, word address)`, the incoming base applied.
+    pointers: Vec<(u32, u32)>,
+    /// `(event, format)`.
+    formats: Vec<(u32, u32)>,
+}
+
+/// The row's [`PicControls`]; its last format change must return to 32-bit
+/// items with the paired tail inside the row.
+fn pic_controls(view: &TileRowView<'_>) -> Result<PicControls, ReceiveError> {
+    let row = view.row;
+    let incoming_words = view.bases.incoming / 4;
     let mut pics: Vec<(u32, u32)> = Vec::new();
     let mut formats: Vec<(u32, u32)> = Vec::new();
     for c in &row.controls {
@@ -398,14 +443,80 @@ fn replay_receiver(
     }
     if let Some(&(event, f)) = formats.last() {
         let tail = event.saturating_add(PAIRED_ROW_TAIL_EVENTS);
-        if f != 0 || tail > end {
+        if f != 0 || tail > row.events {
             return Err(ReceiveError::Overrun {
-                tile: d,
-                event: tail.min(end),
+                tile: view.tile,
+                event: tail.min(row.events),
                 address: 0,
             });
         }
     }
+    Ok(PicControls {
+        pointers: pics,
+        formats,
+    })
+}
+
+/// The rules one item's write at `address` keeps once it is inside tile
+/// memory: one write per event, the format it needs shown at the right
+/// event (`shown`), 8-byte alignment for 64-bit items, and the guard
+/// before the row's `end`.
+fn check_write(
+    d: PhysicalTile,
+    end: u32,
+    it: &Item,
+    address: u32,
+    previous_write: Option<u32>,
+    shown: u32,
+) -> Result<(), ReceiveError> {
+    let w = it.write;
+    if previous_write == Some(w) {
+        return Err(ReceiveError::WriteClash {
+            tile: d,
+            event: w,
+            address,
+        });
+    }
+    if shown != it.format {
+        return Err(ReceiveError::FormatMismatch {
+            tile: d,
+            event: w,
+            address,
+        });
+    }
+    if it.format != 0 && !address.is_multiple_of(8) {
+        return Err(ReceiveError::PairedMisaligned {
+            tile: d,
+            event: w,
+            address,
+        });
+    }
+    if u64::from(w) + u64::from(GUARD_EVENTS) >= u64::from(end) {
+        return Err(ReceiveError::Overrun {
+            tile: d,
+            event: w,
+            address,
+        });
+    }
+    Ok(())
+}
+
+/// Writes the received items (in write order) where the row's PIC pointer
+/// points at each one's write event, checking every rule of the receive
+/// side: memory bounds, one write per event, the format each item needs,
+/// 64-bit alignment, the guard before the row's end and the fetch span.
+fn write_items(
+    view: &TileRowView<'_>,
+    items: &[Item],
+    moves: &mut Vec<WordMove>,
+) -> Result<(), ReceiveError> {
+    let d = view.tile;
+    let row = view.row;
+    let end = row.events;
+    let PicControls {
+        pointers: pics,
+        formats,
+    } = pic_controls(view)?;
     let format_at = |q: u32| {
         let idx = formats.partition_point(|f| f.0 <= q);
         idx.checked_sub(1).map_or(0, |i| formats[i].1)
@@ -419,7 +530,7 @@ fn replay_receiver(
     });
     let mut previous_write: Option<u32> = None;
     moves.reserve(items.len());
-    for it in &items {
+    for it in items {
         let w = it.write;
         while pi < pics.len() && pics[pi].0 <= w {
             pointer = Some(pics[pi].1);
@@ -437,40 +548,13 @@ fn replay_receiver(
                 address,
             });
         }
-        if previous_write == Some(w) {
-            return Err(ReceiveError::WriteClash {
-                tile: d,
-                event: w,
-                address,
-            });
-        }
-        previous_write = Some(w);
         let shown = if it.format == 0 {
             format_at(w)
         } else {
             format_at(w.saturating_sub(2))
         };
-        if shown != it.format {
-            return Err(ReceiveError::FormatMismatch {
-                tile: d,
-                event: w,
-                address,
-            });
-        }
-        if it.format != 0 && !address.is_multiple_of(8) {
-            return Err(ReceiveError::PairedMisaligned {
-                tile: d,
-                event: w,
-                address,
-            });
-        }
-        if u64::from(w) + u64::from(GUARD_EVENTS) >= u64::from(end) {
-            return Err(ReceiveError::Overrun {
-                tile: d,
-                event: w,
-                address,
-            });
-        }
+        check_write(d, end, it, address, previous_write, shown)?;
+        previous_write = Some(w);
         for k in 0..words {
             let a = address + 4 * k;
             if let Some((lo, hi)) = fetch_mask {

@@ -8,7 +8,7 @@ use super::jobs::PhaseJob;
 use super::relocate::OutgoingBase;
 use super::schedule::{ExchangeOptions, ScheduledJob};
 use super::{exchange_jobs, RowsError, WORD};
-use crate::exchange::ExchangeRow;
+use crate::exchange::{CheckReport, ExchangeRow, ScheduledPhase};
 use crate::ipu21::tile_set::TileSet;
 use crate::ipu21::topology::PhysicalTile;
 use crate::lower::{StepIndex, TileSchedule};
@@ -146,8 +146,7 @@ pub fn assemble_exchange(
             relocation: phase_relocation,
             saved_words: phase_saved,
         } = done;
-        plan.summary.checked_phases += 1;
-        plan.summary.checked_words += check.words_delivered;
+        add_phase(&mut plan, job, &scheduled, &check);
         plan.summary.repeat_patched_words += by_tile.values().map(Vec::len).sum::<usize>();
         relocation.add(phase_relocation);
         for (tile, words) in phase_saved {
@@ -162,17 +161,6 @@ pub fn assemble_exchange(
                 .collect(),
         );
         relocations.push(bases);
-        plan.summary.events += u64::from(scheduled.events);
-        plan.summary.lower_bound += scheduled.lower_bound;
-        plan.phases.insert(
-            job.step,
-            PhaseRows {
-                step: job.step,
-                events: scheduled.events,
-                lower_bound: scheduled.lower_bound,
-                uses: BTreeMap::new(),
-            },
-        );
         // The audit describes the table-based program (before relocation).
         audited_rows.push(scheduled.rows);
         scheduled_rows.push(rows);
@@ -192,6 +180,29 @@ pub fn assemble_exchange(
     attach_uses(&mut plan, jobs, shared, &mut tables, &relocations)?;
     plan.summary.phases = jobs.len();
     Ok(plan)
+}
+
+/// A scheduled phase's entry in `plan` (its row uses come later) and its
+/// share of the totals.
+fn add_phase(
+    plan: &mut ExchangePlan,
+    job: &PhaseJob,
+    scheduled: &ScheduledPhase,
+    check: &CheckReport,
+) {
+    plan.summary.checked_phases += 1;
+    plan.summary.checked_words += check.words_delivered;
+    plan.summary.events += u64::from(scheduled.events);
+    plan.summary.lower_bound += scheduled.lower_bound;
+    plan.phases.insert(
+        job.step,
+        PhaseRows {
+            step: job.step,
+            events: scheduled.events,
+            lower_bound: scheduled.lower_bound,
+            uses: BTreeMap::new(),
+        },
+    );
 }
 
 /// Each phase's row use per tile (stored row, sharing patch list, the

@@ -48,7 +48,7 @@ pub(super) fn relocate_phase(
     by_tile: &mut BTreeMap<u16, Vec<RepeatPatchTable>>,
     summary: &mut OutgoingBaseSummary,
 ) -> Result<PhaseRelocation, RowsError> {
-    let relocation = relocate_senders(job, trip_count, rows, by_tile, summary)?;
+    let relocation = relocate_senders(job, rows, by_tile, summary, trip_count)?;
     by_tile.retain(|_, t| !t.is_empty());
     if relocation.bases.is_empty() {
         return Ok(relocation);
@@ -63,10 +63,10 @@ pub(super) fn relocate_phase(
 /// longer needs, and counts every row it leaves alone by why.
 fn relocate_senders(
     job: &PhaseJob,
-    trip_count: u32,
     rows: &mut [ExchangeRow],
     by_tile: &mut BTreeMap<u16, Vec<RepeatPatchTable>>,
     summary: &mut OutgoingBaseSummary,
+    trip_count: u32,
 ) -> Result<PhaseRelocation, RowsError> {
     let step = job.step.0;
     let mut bases = BTreeMap::new();

@@ -11,8 +11,8 @@ use anyhow::{Context, Result};
 
 use super::package_model::{check_weights, resolve, summary_line, ModelChecks};
 use super::run::{execute, fail_unless_passed, new_summary, print_result_line, ExecArgs};
+use super::run_summary::{InferenceSummary, RunSummary};
 use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
-use crate::cli::run_summary::{InferenceSummary, RunSummary};
 
 /// `ipuc exec` flags.
 #[derive(clap::Args, Debug)]

@@ -9,14 +9,14 @@ use anyhow::{bail, Context, Result};
 
 use super::checks;
 use super::device_args::DeviceArgs;
-use super::workload::{
-    load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
-};
-use crate::cli::run_report::{
+use super::run_report::{
     compare, placed_peak_moment, print_compile_report, print_peak_moment, print_run_report,
     write_patch_audit, write_profile, InferenceCheck,
 };
-use crate::cli::run_summary::{InferenceSummary, RunSummary};
+use super::run_summary::{Flags, InferenceSummary, RunSummary};
+use super::workload::{
+    load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
+};
 use crate::compile::{compile, CompileOptions, Compiled, PlanOverBudget};
 use crate::device::sim::SimDevice;
 use crate::device::DeviceOutput;
@@ -353,7 +353,7 @@ pub fn new_summary(
     command: &str,
     model: &WorkloadArgs,
     build: Option<&BuildArgs>,
-    flags: crate::cli::run_summary::Flags,
+    flags: Flags,
 ) -> Result<RunSummary> {
     let mut summary = RunSummary::new(command, flags);
     if let Some(build) = build {
@@ -787,10 +787,7 @@ fn write_index(
 }
 
 /// Adds the planning flags as given.
-pub fn with_build(
-    mut f: crate::cli::run_summary::Flags,
-    b: &BuildArgs,
-) -> crate::cli::run_summary::Flags {
+pub fn with_build(mut f: Flags, b: &BuildArgs) -> Flags {
     f.planning_beam_width = Some(b.planning_beam_width);
     f.planning_tiles = Some(b.planning_tiles);
     f.optimization_steps = Some(b.optimization_steps);
@@ -801,10 +798,7 @@ pub fn with_build(
 }
 
 /// Adds the execution and validation flags.
-pub fn with_exec(
-    mut f: crate::cli::run_summary::Flags,
-    e: &ExecArgs,
-) -> crate::cli::run_summary::Flags {
+pub fn with_exec(mut f: Flags, e: &ExecArgs) -> Flags {
     f.reference_run = Some(e.reference_run);
     f.reference_fp32 = Some(e.reference_fp32);
     f.reference_inferences = Some(e.reference_inferences);

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::run_report::InferenceCheck;
+use super::run_report::{InferenceCheck, Validation};
 use crate::compile::PlanOverBudget;
 use crate::report::placement_rejection::PlacementRejected;
 use crate::report::Profile;
@@ -77,9 +77,7 @@ pub struct InferenceSummary {
 
 impl InferenceSummary {
     pub fn from_check(c: &InferenceCheck, words_moved: u64) -> Self {
-        let max_abs = |v: &crate::cli::run_report::Validation| {
-            v.outputs.iter().map(|o| o.1).fold(0f32, f32::max)
-        };
+        let max_abs = |v: &Validation| v.outputs.iter().map(|o| o.1).fold(0f32, f32::max);
         InferenceSummary {
             cycles: c.cycles,
             simulation_seconds: c.wall_seconds,
