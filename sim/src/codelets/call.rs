@@ -245,14 +245,13 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             cols,
             broadcast_rows,
             dtype,
-        } => {
-            let total = us(rows) * us(cols);
-            let a = io.load(1, total, dtype);
-            let b = io.load(2, if broadcast_rows { us(cols) } else { total }, dtype);
-            let mut out = vec![0.0; total];
-            math::add(&a, &b, us(cols), broadcast_rows, &mut out);
-            io.store(0, &out, dtype);
-        }
+        } => elementwise(
+            &mut io,
+            (us(rows), us(cols)),
+            broadcast_rows,
+            dtype,
+            math::add,
+        ),
         Kernel::LayerNorm {
             rows,
             cols,
@@ -287,14 +286,13 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             cols,
             broadcast_rows,
             dtype,
-        } => {
-            let total = us(rows) * us(cols);
-            let a = io.load(1, total, dtype);
-            let b = io.load(2, if broadcast_rows { us(cols) } else { total }, dtype);
-            let mut out = vec![0.0; total];
-            math::mul(&a, &b, us(cols), broadcast_rows, &mut out);
-            io.store(0, &out, dtype);
-        }
+        } => elementwise(
+            &mut io,
+            (us(rows), us(cols)),
+            broadcast_rows,
+            dtype,
+            math::mul,
+        ),
         Kernel::Softmax { rows, cols, dtype } => {
             let mut x = io.load(1, us(rows) * us(cols), dtype);
             math::softmax_rows(&mut x, us(cols));
@@ -369,6 +367,23 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
 }
 
 /// Strided block copy; the source is read whole before any write, so
+/// An elementwise kernel (Add, Mul) over `rows × cols` operands in
+/// `dtype`, B either full or one row broadcast over every row.
+fn elementwise(
+    io: &mut Io<'_>,
+    (rows, cols): (usize, usize),
+    broadcast_rows: bool,
+    dtype: DType,
+    op: fn(&[f32], &[f32], usize, bool, &mut [f32]),
+) {
+    let total = rows * cols;
+    let a = io.load(1, total, dtype);
+    let b = io.load(2, if broadcast_rows { cols } else { total }, dtype);
+    let mut out = vec![0.0; total];
+    op(&a, &b, cols, broadcast_rows, &mut out);
+    io.store(0, &out, dtype);
+}
+
 /// The attention block both attention kernels start with: Q, K and V
 /// loaded in the operand type, the scores `scale · q·kᵀ` accumulated in F32
 /// and stored in the F32 scratch operand (slot 4). Returns the scores and V.
