@@ -11,6 +11,7 @@ use super::numerics::{round_f16_slice, round_to_dtype};
 use super::{ops, Numerics, ReferenceError, Tensor};
 use crate::weights::{canonical_name, HostTensor, Weights};
 use ipuc_core::package::KSplit;
+use ipuc_sim::codelets::math as codelet_math;
 
 /// A graph with its parameters bound (and, for device numerics, already
 /// rounded to their storage dtypes), ready to run on inputs.
@@ -333,7 +334,16 @@ impl<'g> Reference<'g> {
                     return Err(ReferenceError::Unavailable { value: result });
                 };
                 let mut d = take_vec(x.data);
-                super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
+                if device {
+                    // The device's own row arithmetic (a row lives on one
+                    // tile), so FP16 and FP8 roundings after it agree bit
+                    // for bit instead of flipping where two F32 orders
+                    // differ in the last place.
+                    let src = d.clone();
+                    codelet_math::layer_norm(&src, &g.data, &b.data, eps, &mut d);
+                } else {
+                    super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
+                }
                 (Arc::new(d), true)
             }
             OpKind::Mul => (Arc::new(ops::mul(operands[0], operands[1], &dims)), true),
@@ -347,7 +357,11 @@ impl<'g> Reference<'g> {
             OpKind::GeluTanh => {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);
-                super::kernels::gelu_in_place(&mut d);
+                if device {
+                    d.iter_mut().for_each(|v| *v = codelet_math::gelu_tanh(*v));
+                } else {
+                    super::kernels::gelu_in_place(&mut d);
+                }
                 (Arc::new(d), true)
             }
             OpKind::Softmax => {
