@@ -105,6 +105,18 @@ pub enum Section {
 }
 
 impl Section {
+    /// Every section, in file order (a package holds each once).
+    pub const ALL: [Section; 8] = [
+        Section::Target,
+        Section::Tiles,
+        Section::Kernels,
+        Section::Bindings,
+        Section::HostCalls,
+        Section::Steps,
+        Section::PlanSummary,
+        Section::Description,
+    ];
+
     pub const fn name(self) -> &'static str {
         match self {
             Section::Target => "target",
