@@ -29,6 +29,8 @@ pub mod trace;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod viewer_check;
 
 use std::fs;
 use std::path::{Path, PathBuf};
