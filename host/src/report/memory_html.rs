@@ -317,8 +317,10 @@ pub fn picker_note(r: &MemoryRejection) -> String {
             .iter()
             .filter(|t| r.refused_tiles.contains(&t.tile))
             .count();
-        let first = if held == refused {
-            format!("all {} placement refused", plural(refused, "tile", "tiles"))
+        let first = if held == refused && refused == 1 {
+            "the one tile placement refused".to_string()
+        } else if held == refused {
+            format!("all {refused} tiles placement refused")
         } else {
             format!(
                 "{held} of the {refused} tiles placement refused (the most loaded; the JSON's refused_tiles lists all)"
@@ -345,8 +347,12 @@ pub fn picker_note(r: &MemoryRejection) -> String {
     );
     match r.tiles_over_budget.map(|t| t as usize) {
         Some(total) if over >= total => format!(
-            "{first}: all {} over budget{}",
-            plural(total, "tile", "tiles"),
+            "{first}: {} over budget{}",
+            if total == 1 {
+                "the one tile".to_string()
+            } else {
+                format!("all {total} tiles")
+            },
             if n > total {
                 format!(", {} under it", n - total)
             } else {
@@ -354,7 +360,8 @@ pub fn picker_note(r: &MemoryRejection) -> String {
             }
         ),
         Some(total) => format!(
-            "{first}: {over} of the {total} tiles over budget (the planner reports its {n} most loaded tiles only)"
+            "{first}: {over} of the {total} tiles over budget (the planner reports its {} most loaded tiles only)",
+            ipuc_core::plan::memory::REPORTED_TILES
         ),
         None => format!("{first}: {over} of them over budget"),
     }

@@ -1020,3 +1020,51 @@ fn operations_json_labels_simulated_and_modelled_cycles() {
     }
     assert_eq!(json["kernel_timing"][0]["planner_error_percent"], -10.0);
 }
+
+/// Issue #27 item 6: the picker's note counts from the report itself and
+/// says "all" only when the picker holds them all.
+#[test]
+fn rejection_picker_note_tells_how_many_of_how_many() {
+    use super::memory_html::picker_note;
+    let map = synthetic_memory_map(6);
+    let mut r = MemoryRejection::at_peak(
+        "layer.qkv (op 4)",
+        &map.tiles[0],
+        &map.moments,
+        MemoryBudget::IPU21,
+    );
+    r.tiles = map.tiles.clone();
+    let over = r.picked_over_budget();
+    // Planner: more tiles over budget than the picker holds.
+    r.source = "planner estimate".into();
+    r.tiles_over_budget = Some(115);
+    let note = picker_note(&r);
+    assert!(
+        note.contains(&format!("{over} of the 115 tiles over budget")),
+        "{note}"
+    );
+    assert!(!note.contains("all "), "{note}");
+    r.tiles_over_budget = Some(over);
+    let note = picker_note(&r);
+    let all = if over == 1 {
+        "the one tile over budget".to_string()
+    } else {
+        format!("all {over} tiles over budget")
+    };
+    assert!(note.contains(&all), "{note}");
+    // Placement: 2 of 40 refused tiles held, then 4 others.
+    r.source = "placement".into();
+    r.refused_tiles = vec![map.tiles[0].tile, map.tiles[1].tile];
+    r.refused_tiles.extend(100..138);
+    let note = picker_note(&r);
+    assert!(
+        note.starts_with("2 of the 40 tiles placement refused"),
+        "{note}"
+    );
+    assert!(note.contains("then 4 other tiles placement accepted"), "{note}");
+    r.refused_tiles.truncate(2);
+    assert!(picker_note(&r).starts_with("all 2 tiles placement refused, then 4 other"));
+    // The page carries the note.
+    let html = super::memory_html::render_rejection(&r).unwrap();
+    assert!(html.contains("the picker holds all 2 tiles placement refused"));
+}

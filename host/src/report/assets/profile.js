@@ -206,8 +206,11 @@
       const on = b[0] >= 0 && hl[b[0]];
       ctx.fillStyle = b[0] < 0 ? "#d9cdea" : on ? "#3b7dd8" : k & 1 ? "#c4cbd4" : "#dde2e8";
       ctx.fillRect(a, ly + dpr, Math.max(1, e - a - (e - a > 3 ? 1 : 0)), LANE - 3 * dpr);
-      const name = b[0] < 0 ? `iteration ${-1 - b[0]} (summed)` : shortName(D.ops[b[0]]);
-      if (e - a > 40 * dpr) {
+      // The longest label that fits: the name, else its last part.
+      const names = b[0] < 0 ? [`iteration ${-1 - b[0]} (summed)`, `it ${-1 - b[0]} Σ`, `${-1 - b[0]}`]
+        : [shortName(D.ops[b[0]]), D.ops[b[0]].split(".").slice(-2).join(".")];
+      const name = names.find((n) => ctx.measureText(n).width + 6 * dpr < e - a);
+      if (name) {
         ctx.save(); ctx.beginPath(); ctx.rect(a, ly, e - a, LANE); ctx.clip();
         ctx.fillStyle = on ? "#fff" : "#1d2330"; ctx.textAlign = "left";
         ctx.fillText(name, a + 3 * dpr, ly + LANE / 2);
@@ -441,10 +444,12 @@
     const g = +h.get("group");
     if (groups.includes(g)) group = g;
     if (h.has("op")) highlight([D.ops.indexOf(h.get("op"))]);
+    // A link to an operation alone (#op=name) zooms to it.
+    linkedOp = h.has("op") && !h.has("view") ? D.ops.indexOf(h.get("op")) : -1;
     if (h.has("q")) query = h.get("q");
     if (h.has("top")) rowsTop = +h.get("top") || 0;
   }
-  let hashTimer = 0;
+  let hashTimer = 0, linkedOp = -1;
   function writeHash() {
     clearTimeout(hashTimer);
     hashTimer = setTimeout(() => {
@@ -462,6 +467,7 @@
   groupSel.value = String(group);
   if (query) { search.value = query; runSearch(query); }
   markRows();
+  if (linkedOp >= 0) zoomToOp(linkedOp);
   draw();
   // Marks a complete render (checked by `cargo xtask browser-check`).
   // Milliseconds from navigation start to a complete render (printed by
