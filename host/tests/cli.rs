@@ -272,7 +272,10 @@ fn seed_aliases_and_profile_file() {
     assert!(o2.status.success(), "{}", stderr(&o2));
     assert!(!stderr(&o2).contains("replacing"), "{}", stderr(&o2));
     assert!(dir.join("out/other.html").is_file() && dir.join("out/other.trace.json").is_file());
-    assert_eq!(std::fs::read(dir.join("out/model.operations.json")).unwrap(), first);
+    assert_eq!(
+        std::fs::read(dir.join("out/model.operations.json")).unwrap(),
+        first
+    );
     let o3 = profile_run("model.ipuprof");
     assert!(o3.status.success(), "{}", stderr(&o3));
     assert!(

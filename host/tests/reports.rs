@@ -219,7 +219,11 @@ fn the_schemas_reject_what_they_describe_as_wrong() {
 #[test]
 fn planner_rejection_reports_match_the_schema() {
     let dir = scratch("planner");
-    for stale in ["rejected-op0-0003.html", "rejected-op0-0003.json", "rejected-op0-0011.json"] {
+    for stale in [
+        "rejected-op0-0003.html",
+        "rejected-op0-0003.json",
+        "rejected-op0-0011.json",
+    ] {
         std::fs::write(dir.join(stale), "an earlier run's").unwrap();
     }
     std::fs::write(dir.join("rejected-op7-0000.html"), "another op's").unwrap();
@@ -332,9 +336,15 @@ fn placement_rejection_writes_an_interactive_report() {
     assert_eq!(tiles[0]["tile"], doc["peak_tile"]);
     // Every refused tile is in the picker, and the page says so truly.
     let refused = doc["refused_tiles"].as_array().unwrap();
-    assert_eq!(refused.len() as u64, doc["tiles_over_budget"].as_u64().unwrap());
+    assert_eq!(
+        refused.len() as u64,
+        doc["tiles_over_budget"].as_u64().unwrap()
+    );
     for r in refused {
-        assert!(tiles.iter().any(|t| t["tile"] == *r), "refused tile {r} not in the picker");
+        assert!(
+            tiles.iter().any(|t| t["tile"] == *r),
+            "refused tile {r} not in the picker"
+        );
     }
 
     let html = std::fs::read_to_string(report.with_extension("html")).unwrap();
@@ -344,7 +354,10 @@ fn placement_rejection_writes_an_interactive_report() {
         "id=\"rlive\"",
         "rejected by <b>placement</b>",
         "(physical ",
-        &format!("the picker holds all {} tiles placement refused", refused.len()),
+        &format!(
+            "the picker holds all {} tiles placement refused",
+            refused.len()
+        ),
     ] {
         assert!(html.contains(needle), "missing `{needle}`");
     }

@@ -124,12 +124,7 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
 
 /// [`check_page`] of `page` opened at `view` (a URL fragment such as
 /// `op=NAME` or `q=TEXT`; its screenshot is named after it).
-fn check_view(
-    browser: &Path,
-    page: &Path,
-    view: Option<&str>,
-    shots: &Path,
-) -> Result<PageCheck> {
+fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> Result<PageCheck> {
     let stem = page
         .strip_prefix(shots.parent().unwrap_or(shots))
         .unwrap_or(page)
@@ -142,7 +137,10 @@ fn check_view(
         url.push('#');
         url.push_str(v);
         shot.push('-');
-        shot.extend(v.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
+        shot.extend(
+            v.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
     }
     let screenshot = shots.join(format!("{shot}.png"));
     let udd = profile_dir(shots, "shot")?;
@@ -269,7 +267,7 @@ pub fn check_pages(pages: &[PathBuf], out: &Path) -> Result<()> {
         let t = load_time(&browser, page, &shots)?;
         let bytes = std::fs::metadata(page).map(|m| m.len()).unwrap_or(0);
         // `index.html` has no script, so no render mark.
-        let needs_mark = !page.ends_with("index.html");
+        let needs_mark = !is_index(page);
         let ok =
             c.errors.is_empty() && t.errors.is_empty() && (!needs_mark || t.rendered.is_some());
         if !ok {
@@ -314,7 +312,8 @@ fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize
         .into_iter()
         .flatten()
         .filter_map(|s| s["operation"].as_str())
-        .find(|o| o.contains("layers.13.mlp.fc1"))
+        .filter(|o| o.contains("layers.13.mlp.fc1"))
+        .min_by_key(|o| o.len())
         .context("no layers.13.mlp.fc1 step in the profile")?
         .to_string();
     let whole = check_view(browser, &run.join("model.html"), None, shots)?.view;
@@ -329,7 +328,8 @@ fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize
             let (a, b) = v.as_deref()?.split_once(',')?;
             Some(b.parse::<f64>().ok()? - a.parse::<f64>().ok()?)
         };
-        let zoomed = !view.starts_with("op=") || matches!((span(&c.view), span(&whole)), (Some(z), Some(w)) if z < w / 4.0);
+        let zoomed = !view.starts_with("op=")
+            || matches!((span(&c.view), span(&whole)), (Some(z), Some(w)) if z < w / 4.0);
         let ok = c.errors.is_empty() && c.rendered.is_some() && c.colours > 8 && zoomed;
         if !ok {
             failed += 1;
@@ -364,7 +364,10 @@ fn check_trace(path: &Path) -> usize {
             Default::default();
         let ns = |v: &serde_json::Value| v.as_f64().map(|x| (x * 1000.0).round() as u64);
         for e in events.iter().filter(|e| e["ph"] == "X") {
-            let key = (e["pid"].as_u64().context("pid")?, e["tid"].as_u64().context("tid")?);
+            let key = (
+                e["pid"].as_u64().context("pid")?,
+                e["tid"].as_u64().context("tid")?,
+            );
             let (ts, dur) = (ns(&e["ts"]).context("ts")?, ns(&e["dur"]).context("dur")?);
             tracks.entry(key).or_default().push((ts, dur));
         }
@@ -373,10 +376,17 @@ fn check_trace(path: &Path) -> usize {
             v.sort();
             slices += v.len();
             if let Some(w) = v.windows(2).find(|w| w[0].0 + w[0].1 > w[1].0) {
-                bail!("track {key:?}: a slice at {} ns overlaps the next at {} ns", w[0].0, w[1].0);
+                bail!(
+                    "track {key:?}: a slice at {} ns overlaps the next at {} ns",
+                    w[0].0,
+                    w[1].0
+                );
             }
         }
-        Ok(format!("{slices} slices on {} tracks, none overlapping", tracks.len()))
+        Ok(format!(
+            "{slices} slices on {} tracks, none overlapping",
+            tracks.len()
+        ))
     })();
     match problem {
         Ok(what) => {
@@ -388,6 +398,13 @@ fn check_trace(path: &Path) -> usize {
             1
         }
     }
+}
+
+/// A run's artifact index (`index.html`, `model.index.html`): a page
+/// without a script, so without a render mark.
+fn is_index(page: &Path) -> bool {
+    page.file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with("index.html"))
 }
 
 fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -429,6 +446,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out)?;
     let run = out.join("run");
+    std::fs::create_dir_all(&run)?;
     let ipuc = |args: &[&str]| -> Result<bool> {
         eprintln!("xtask: ipuc {}", args.join(" "));
         let status = Command::new(env!("CARGO"))
@@ -501,7 +519,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     std::fs::create_dir_all(&shots)?;
     for page in &pages {
         let c = check_page(&browser, page, &shots)?;
-        let needs_mark = !page.ends_with("index.html");
+        let needs_mark = !is_index(page);
         let ok = c.errors.is_empty() && c.colours > 8 && (!needs_mark || c.rendered.is_some());
         if !ok {
             failed += 1;

@@ -349,7 +349,10 @@ pub fn write_rejections(
     stale.sort();
     for p in &stale {
         std::fs::remove_file(p).with_context(|| {
-            format!("removing the earlier run's rejection report {}", p.display())
+            format!(
+                "removing the earlier run's rejection report {}",
+                p.display()
+            )
         })?;
     }
     if let Some(first) = stale.first() {

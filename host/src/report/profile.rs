@@ -281,16 +281,14 @@ impl Profile {
             for kind in StepKind::ALL {
                 steps.push(ProfileStep {
                     kind,
-                    operation: format!(
-                        "Repeat iteration {it}: {} steps summed",
-                        kind.name()
-                    ),
+                    operation: format!("Repeat iteration {it}: {} steps summed", kind.name()),
                     iteration: Some(it),
                     summed: true,
                 });
             }
         }
-        let summed_step = |it: u32, kind: usize| summed_base + (it - 1) * kinds as u32 + kind as u32;
+        let summed_step =
+            |it: u32, kind: usize| summed_base + (it - 1) * kinds as u32 + kind as u32;
         let tiles = self
             .tiles
             .iter()
@@ -298,7 +296,8 @@ impl Profile {
                 let mut samples: Vec<CycleSample> = Vec::new();
                 // The iteration being summed: (iteration, first start, cycles per kind).
                 let mut open: Option<(u32, u64, Vec<u64>)> = None;
-                let close = |open: &mut Option<(u32, u64, Vec<u64>)>, samples: &mut Vec<CycleSample>| {
+                let close = |open: &mut Option<(u32, u64, Vec<u64>)>,
+                             samples: &mut Vec<CycleSample>| {
                     if let Some((it, mut at, cycles)) = open.take() {
                         for (kind, c) in cycles.into_iter().enumerate().filter(|(_, c)| *c > 0) {
                             samples.push(CycleSample {
@@ -320,7 +319,8 @@ impl Profile {
                             if open.as_ref().is_some_and(|o| o.0 != *it) {
                                 close(&mut open, &mut samples);
                             }
-                            let o = open.get_or_insert_with(|| (*it, s.start_cycle, vec![0; kinds]));
+                            let o =
+                                open.get_or_insert_with(|| (*it, s.start_cycle, vec![0; kinds]));
                             o.2[*kind] += s.cycles();
                         }
                         None => {}

@@ -91,7 +91,9 @@ fn op_lane(profile: &Profile, key: &[i64]) -> Vec<[i64; 3]> {
         }
     }
     // In time order (a summarized profile lists its summed steps last).
-    let mut order: Vec<usize> = (0..span.len()).filter(|&i| span[i].0 <= span[i].1).collect();
+    let mut order: Vec<usize> = (0..span.len())
+        .filter(|&i| span[i].0 <= span[i].1)
+        .collect();
     order.sort_by_key(|&i| (span[i].0, i));
     let mut lane: Vec<[i64; 3]> = Vec::new();
     for step in order {

@@ -429,7 +429,13 @@ fn summarized_profiles_keep_every_iteration_apart() {
                     .filter(|o| full.steps[o.step as usize].kind == step.kind)
                     .map(|o| o.cycles())
                     .sum();
-                assert_eq!(x.cycles(), expected, "{} on tile {}", step.operation, t.tile);
+                assert_eq!(
+                    x.cycles(),
+                    expected,
+                    "{} on tile {}",
+                    step.operation,
+                    t.tile
+                );
             }
         }
     }
@@ -454,7 +460,9 @@ fn summarized_profiles_keep_every_iteration_apart() {
             "iteration {it}"
         );
     }
-    assert!(lane.windows(2).all(|w| w[0][1].as_i64() <= w[1][1].as_i64()));
+    assert!(lane
+        .windows(2)
+        .all(|w| w[0][1].as_i64() <= w[1][1].as_i64()));
     assert!(synthetic_profile(4, 1).with_iteration_summaries().is_none());
 }
 
@@ -468,7 +476,11 @@ fn profile_detail_decides_what_is_summarized() {
     assert!(!small.for_writing(ProfileDetail::Auto).is_summarized());
     assert!(small.for_writing(ProfileDetail::Summary).is_summarized());
     let big = synthetic_profile(512, 140);
-    assert!(big.sample_count() > DETAILED_SAMPLES, "{}", big.sample_count());
+    assert!(
+        big.sample_count() > DETAILED_SAMPLES,
+        "{}",
+        big.sample_count()
+    );
     let auto = big.for_writing(ProfileDetail::Auto);
     assert!(auto.is_summarized());
     assert_eq!(auto.iteration_spans().len(), 140, "iterations stay apart");
@@ -485,9 +497,7 @@ fn profile_detail_decides_what_is_summarized() {
 /// `args`, and the schema in `otherData`.
 #[test]
 fn perfetto_trace_is_valid_trace_event_json() {
-    let profile = synthetic_profile(8, 5)
-        .with_iteration_summaries()
-        .unwrap();
+    let profile = synthetic_profile(8, 5).with_iteration_summaries().unwrap();
     let trace: serde_json::Value =
         serde_json::from_str(&super::perfetto::render(&profile)).unwrap();
     assert_eq!(trace["otherData"]["schema"], "ipuc.trace");
@@ -501,7 +511,10 @@ fn perfetto_trace_is_valid_trace_event_json() {
         match e["ph"].as_str().unwrap() {
             "X" => {
                 let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-                tracks.entry(key).or_default().push((ns(&e["ts"]), ns(&e["dur"])));
+                tracks
+                    .entry(key)
+                    .or_default()
+                    .push((ns(&e["ts"]), ns(&e["dur"])));
                 assert!(e["name"].as_str().is_some_and(|n| !n.is_empty()));
                 if key.0 == 1 {
                     cycles += e["args"]["cycles"].as_u64().unwrap();
@@ -532,7 +545,10 @@ fn perfetto_trace_is_valid_trace_event_json() {
             assert!(w[0].0 + w[0].1 <= w[1].0, "track {key:?} overlaps: {w:?}");
         }
     }
-    let iterations = events.iter().filter(|e| e["pid"] == 2 && e["ph"] == "X").count();
+    let iterations = events
+        .iter()
+        .filter(|e| e["pid"] == 2 && e["ph"] == "X")
+        .count();
     assert_eq!(iterations, 5);
 }
 
@@ -1061,7 +1077,10 @@ fn rejection_picker_note_tells_how_many_of_how_many() {
         note.starts_with("2 of the 40 tiles placement refused"),
         "{note}"
     );
-    assert!(note.contains("then 4 other tiles placement accepted"), "{note}");
+    assert!(
+        note.contains("then 4 other tiles placement accepted"),
+        "{note}"
+    );
     r.refused_tiles.truncate(2);
     assert!(picker_note(&r).starts_with("all 2 tiles placement refused, then 4 other"));
     // The page carries the note.

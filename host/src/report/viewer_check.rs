@@ -15,7 +15,12 @@ use super::*;
 /// The harness's JSON for `page` in `scenario`, or `None` without node.
 fn run_harness(page: &Path, scenario: &str) -> Option<serde_json::Value> {
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/viewer/harness.js");
-    let out = match Command::new("node").arg(&harness).arg(page).arg(scenario).output() {
+    let out = match Command::new("node")
+        .arg(&harness)
+        .arg(page)
+        .arg(scenario)
+        .output()
+    {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             eprintln!("viewer check skipped: node is not installed");
@@ -46,9 +51,7 @@ fn pair(v: &serde_json::Value) -> (f64, f64) {
 #[test]
 fn profile_page_zooms_searches_and_keeps_iterations_apart() {
     let dir = scratch("profile");
-    let profile = synthetic_profile(16, 6)
-        .with_iteration_summaries()
-        .unwrap();
+    let profile = synthetic_profile(16, 6).with_iteration_summaries().unwrap();
     let page = dir.join("model.html");
     std::fs::write(&page, profile_html::render(&profile).unwrap()).unwrap();
     let Some(r) = run_harness(&page, "profile") else {
@@ -64,7 +67,10 @@ fn profile_page_zooms_searches_and_keeps_iterations_apart() {
     let (a, b) = pair(&r["row_view"]);
     assert!(b - a < span.1 - span.0, "zoomed in: {r}");
     if let (Some(x0), Some(x1)) = (r["row_extent"][0].as_f64(), r["row_extent"][1].as_f64()) {
-        assert!(a <= x0 && x1 <= b && (b - a) <= (x1 - x0) * 1.2 + 10.0, "{r}");
+        assert!(
+            a <= x0 && x1 <= b && (b - a) <= (x1 - x0) * 1.2 + 10.0,
+            "{r}"
+        );
     }
     assert!(r["row_hash"].as_str().unwrap().contains("&op="));
     // Search: every op with "mlp" highlighted; Enter zooms to its first run.
@@ -73,8 +79,14 @@ fn profile_page_zooms_searches_and_keeps_iterations_apart() {
     assert!(r["search_info"].as_str().unwrap().contains(" match"), "{r}");
     let (s0, s1) = pair(&r["search_view"]);
     let (f0, f1) = pair(&r["search_first_run"]);
-    assert!(s0 <= f0 && f1 <= s1 && (s1 - s0) < (f1 - f0) * 1.2 + 10.0, "{r}");
-    assert!(r["search_info_after"].as_str().unwrap().starts_with("match 1 of "));
+    assert!(
+        s0 <= f0 && f1 <= s1 && (s1 - s0) < (f1 - f0) * 1.2 + 10.0,
+        "{r}"
+    );
+    assert!(r["search_info_after"]
+        .as_str()
+        .unwrap()
+        .starts_with("match 1 of "));
     // The op lane answers hover and click at the middle of the span.
     assert!(!r["lane_tip"].as_str().unwrap().is_empty(), "{r}");
     let (l0, l1) = pair(&r["lane_view"]);
