@@ -93,7 +93,7 @@ pub struct ExecArgs {
     /// first (each stays its own span per tile, with its compute, exchange,
     /// sync and patch cycles); `full` keeps every sample at any size;
     /// `summary` summarizes whenever the Repeat runs more than once.
-    #[arg(long, value_enum, default_value_t = crate::report::ProfileDetail::Auto)]
+    #[arg(long, value_enum, value_name = "DETAIL", default_value_t = crate::report::ProfileDetail::Auto)]
     pub profile_detail: crate::report::ProfileDetail,
     /// Write the pooled embedding (the family's `pooler_output`: SigLIP's MAP
     /// head, CLIP's post_layernorm class token, ViT's tanh pooler, DINOv2's

@@ -161,7 +161,7 @@ pub const DETAILED_SAMPLES: usize = 1_000_000;
 /// How much of a profile is written (`--profile-detail`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileDetail {
-    /// Every sample up to [`DETAILED_SAMPLES`], summarized above.
+    /// Every sample up to 1,000,000 (`DETAILED_SAMPLES`), summarized above.
     #[default]
     Auto,
     /// Every sample, whatever the size.
