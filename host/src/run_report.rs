@@ -522,7 +522,7 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
         (&files.patch_audit, patch_audit_text(audit)),
         (&files.phase_patch_audit, phase_patch_audit_text(audit)),
     ] {
-        crate::fsio::write_atomic(&path, text.as_bytes())
+        crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
         crate::detail!("patch audit: {}", path.display());
     }
