@@ -66,7 +66,7 @@ mod wire;
 
 pub use abi::{NativeKernelAbi, INFERENCE_CALL};
 pub use description::{
-    BuildFlags, Description, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics,
+    BuildFlags, Description, Fp8Operands, KSplit, ModelConfig, ModelDescription, ModelNumerics,
     WeightOrigin,
 };
 pub use error::{PackageError, Result};
