@@ -80,12 +80,13 @@ pub struct ExecArgs {
     pub diagnostic_rtol: f32,
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
     /// profile file, with its viewer `F.html`, the Perfetto trace
-    /// `F.trace.json` (opens in ui.perfetto.dev), `F.operations.json` and
-    /// `F.index.html` beside it, so runs with other names never share a
-    /// file; any other path is the run's directory, which receives
-    /// `profile.json`, `profile.html`, `trace.json`, `operations.json` and
-    /// `index.html`. Files of an earlier run at the same paths are
-    /// replaced, and the replacement announced.
+    /// `F.trace.json` (opens in ui.perfetto.dev) and `F.operations.json`
+    /// beside it (`run` adds `F.index.html` and the patch audits), so runs
+    /// with other names never share a file; any other path is the run's
+    /// directory, which receives `profile.json`, `profile.html`,
+    /// `trace.json`, `operations.json` (and `index.html`). Files of an
+    /// earlier run at the same paths are replaced, and the replacement
+    /// announced.
     #[arg(long)]
     pub profile_output: Option<PathBuf>,
     /// How much of the profile to write: `auto` keeps every sample up to
