@@ -245,7 +245,45 @@ fn seed_aliases_and_profile_file() {
     assert!(prof.is_file(), "the profile is a file, not a directory");
     // Its viewer is named after it, as the seeds name it.
     assert!(dir.join("out/model.html").is_file());
-    assert!(dir.join("out/operations.json").is_file());
+    assert!(dir.join("out/model.operations.json").is_file());
+    assert!(dir.join("out/model.trace.json").is_file());
+    assert!(dir.join("out/model.index.html").is_file());
+    assert!(
+        !stderr(&o).contains("replacing"),
+        "nothing to replace: {}",
+        stderr(&o)
+    );
+    // A second run under another name in the same directory shares no file
+    // with the first; a rerun under the same name says what it replaces.
+    let profile_run = |name: &str| {
+        run(&[
+            "run",
+            "--vit-small",
+            "--vit-layers",
+            "1",
+            "--planning-tiles",
+            "16",
+            "--profile-output",
+            dir.join("out").join(name).to_str().unwrap(),
+        ])
+    };
+    let first = std::fs::read(dir.join("out/model.operations.json")).unwrap();
+    let o2 = profile_run("other.ipuprof");
+    assert!(o2.status.success(), "{}", stderr(&o2));
+    assert!(!stderr(&o2).contains("replacing"), "{}", stderr(&o2));
+    assert!(dir.join("out/other.html").is_file() && dir.join("out/other.trace.json").is_file());
+    assert_eq!(
+        std::fs::read(dir.join("out/model.operations.json")).unwrap(),
+        first
+    );
+    let o3 = profile_run("model.ipuprof");
+    assert!(o3.status.success(), "{}", stderr(&o3));
+    assert!(
+        stderr(&o3).contains("warning: replacing an earlier run's profile files (")
+            && stderr(&o3).contains("model.trace.json"),
+        "{}",
+        stderr(&o3)
+    );
     assert!(
         stdout(&o).contains(&format!("to {}", emb.display())),
         "{}",

@@ -327,7 +327,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     let rejected = err
         .downcast_ref::<ipuc::compile::PlanOverBudget>()
         .expect("a memory rejection is a typed PlanOverBudget error");
-    let report = ipuc::report::MemoryRejection::from_plan(&rejected.0);
+    let report = ipuc::report::MemoryRejection::from_plan(&rejected.0, compile_opts.tiles);
     assert!(report.excess_bytes() > 0);
     assert_eq!(report.effective_bytes(), rejected.0.total_bytes());
     assert!(!report.live.is_empty());
@@ -344,7 +344,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     assert!(listed <= 12, "{listed} allocations on stderr:\n{text}");
     // One report per rejected candidate, each with a tile picker's tiles
     // (the reported tile first) and every tile's live allocations.
-    let all = ipuc::report::MemoryRejection::all_from_plan(&rejected.0);
+    let all = ipuc::report::MemoryRejection::all_from_plan(&rejected.0, compile_opts.tiles);
     assert_eq!(all.len(), 1 + rejected.0.candidates.len());
     assert!(all.len() > 1, "several candidates were rejected");
     assert!(all
@@ -353,6 +353,11 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     for r in &all {
         assert_eq!(r.tiles[0].tile, r.peak_tile);
         assert!(r.tiles.len() > 1 && r.tiles.len() <= 32);
+        // Only tiles of the plan that hold something (issue #27 item 6).
+        assert!(r
+            .tiles
+            .iter()
+            .all(|t| t.tile < compile_opts.tiles && !t.allocations.is_empty()));
         assert_eq!(
             r.tiles[0].allocations.iter().map(|a| a.size).sum::<u64>(),
             r.live.iter().map(|a| a.bytes).sum::<u64>()
