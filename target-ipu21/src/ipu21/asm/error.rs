@@ -92,6 +92,14 @@ pub enum AsmErrorKind {
     },
     /// A section does not fit the 32-bit address space.
     AddressOverflow,
+    /// The linker met a second definition of a global; `first` is where
+    /// the one it met before is (`file:line:col`), so both places show.
+    DuplicateGlobal { name: String, first: String },
+    /// A replacement runtime lacks an entry point tile programs call
+    /// (`defined`: it defines the label but does not export it).
+    RuntimeEntry { symbol: String, defined: bool },
+    /// A replacement runtime defines a symbol each tile program defines.
+    RuntimeReserved { symbol: String },
 }
 
 /// An error at `file:line:column`.
@@ -204,6 +212,28 @@ impl fmt::Display for AsmErrorKind {
                 )
             }
             K::AddressOverflow => f.write_str("section placement exceeds the 32-bit address space"),
+            K::DuplicateGlobal { name, first } => {
+                write!(f, "symbol '{name}' is already defined at {first}")
+            }
+            K::RuntimeEntry {
+                symbol,
+                defined: true,
+            } => write!(
+                f,
+                "'{symbol}' is defined but not exported: a runtime must `.globl` it (tile programs call it)"
+            ),
+            K::RuntimeEntry {
+                symbol,
+                defined: false,
+            } => write!(
+                f,
+                "the runtime does not define '{symbol}': a runtime must define and `.globl` every entry point tile programs call ({})",
+                crate::runtime::symbols::RUNTIME_ENTRIES.join(", ")
+            ),
+            K::RuntimeReserved { symbol } => write!(
+                f,
+                "'{symbol}' is defined by every tile program; a runtime must not define it"
+            ),
         }
     }
 }
