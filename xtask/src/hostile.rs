@@ -1070,3 +1070,24 @@ pub fn hostile(root: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::repeated_path;
+
+    #[test]
+    fn a_path_named_twice_is_found() {
+        let args: Vec<String> = ["inspect", "/x/fifo", "--tile", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let twice = "note: /x/fifo twice here is fine\nerror: reading /x/fifo: /x/fifo: is a FIFO";
+        assert_eq!(repeated_path(&args, twice), Some("/x/fifo".into()));
+        let once = "error: reading /x/fifo: is a FIFO (named pipe), not a regular file";
+        assert_eq!(repeated_path(&args, once), None);
+        // A directory argument inside a file's path counts too.
+        let dir: Vec<String> = vec!["compile".into(), "--checkpoint".into(), "/ck".into()];
+        let doubled = "error: /ck/config.json: /ck/config.json: is a directory";
+        assert_eq!(repeated_path(&dir, doubled), Some("/ck".into()));
+    }
+}
