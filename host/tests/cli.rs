@@ -208,9 +208,8 @@ fn runtime_source_errors_name_the_file_and_line() {
             runtime.to_str().unwrap(),
         ])
     };
-    let line_of = |text: &str, prefix: &str| {
-        text.lines().position(|l| l.starts_with(prefix)).unwrap() + 1
-    };
+    let line_of =
+        |text: &str, prefix: &str| text.lines().position(|l| l.starts_with(prefix)).unwrap() + 1;
 
     // The worker barrier defined without `.globl`: programs call it.
     let hidden = dir.join("hidden.S");

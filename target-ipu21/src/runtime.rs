@@ -256,10 +256,13 @@ mod tests {
         // Not mentioned at all: at line 1.
         let e = runtime_error("nop\n");
         assert_eq!((e.loc.line, e.loc.col), (1, 1));
-        assert!(e.to_string().starts_with("my.S:1:1: the runtime does not define 'ipuc_static_start'"));
+        assert!(e
+            .to_string()
+            .starts_with("my.S:1:1: the runtime does not define 'ipuc_static_start'"));
 
         // The program's own entry is not the runtime's to define.
-        let clash = alloc::format!("{SOURCE}\n        .globl ipuc_program\nipuc_program:\n        nop\n");
+        let clash =
+            alloc::format!("{SOURCE}\n        .globl ipuc_program\nipuc_program:\n        nop\n");
         let e = runtime_error(&clash);
         assert_eq!(e.loc.line, line_of(&clash, "ipuc_program:"));
         assert_eq!(

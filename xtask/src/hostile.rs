@@ -204,18 +204,16 @@ fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
             let due = match trigger {
                 Trigger::After(after) => start.elapsed() >= *after,
                 Trigger::Writing { at_least } => guarded.is_some_and(|(path, _)| {
-                    temporaries_beside(path).iter().any(|t| {
-                        fs::metadata(t).is_ok_and(|m| m.len() >= *at_least)
-                    })
+                    temporaries_beside(path)
+                        .iter()
+                        .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
                 }),
             };
             if !signalled && due {
                 // Where it lands, seen just before it is sent (the write
                 // moves on in the microseconds between).
                 landing = Some(match guarded {
-                    Some((path, _)) if !temporaries_beside(path).is_empty() => {
-                        Landing::DuringWrite
-                    }
+                    Some((path, _)) if !temporaries_beside(path).is_empty() => Landing::DuringWrite,
                     Some((path, before)) if fs::read(path).ok().as_ref() != Some(before) => {
                         Landing::AfterRename
                     }
@@ -364,10 +362,7 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
 /// (each path should appear once: the OS errors and `fsio`'s leave it to
 /// the caller). Paths inside other paths count: `D` in `D/config.json`.
 fn repeated_path(args: &[String], stderr: &str) -> Option<String> {
-    let errors: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("error"))
-        .collect();
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
     args.iter()
         .filter(|a| a.starts_with('/'))
         .find(|a| errors.iter().any(|l| l.matches(a.as_str()).count() > 1))
@@ -953,7 +948,10 @@ pub fn hostile(root: &Path) -> Result<()> {
             let after = Duration::from_millis(compile_ms * pct / 100);
             signal_cases.push((
                 sig,
-                format!("{name} after {} ms of a compile writing over a package", after.as_millis()),
+                format!(
+                    "{name} after {} ms of a compile writing over a package",
+                    after.as_millis()
+                ),
                 Expect::Signal,
                 Trigger::After(after),
             ));

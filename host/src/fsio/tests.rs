@@ -42,7 +42,10 @@ fn failed_write_keeps_the_previous_file_and_no_temporary() {
     // The OS error alone: the caller names the path; the temporary's name
     // (which tempfile adds) is noise.
     let text = e.to_string();
-    assert!(!text.contains(".tmp") && !text.contains("at path"), "{text}");
+    assert!(
+        !text.contains(".tmp") && !text.contains("at path"),
+        "{text}"
+    );
     assert!(out.join("inside").exists());
     assert!(leftovers(dir.path()).is_empty());
     let e = check_writable(&out, OutputKind::File).unwrap_err();
@@ -89,10 +92,22 @@ fn errors_leave_the_path_to_the_caller() {
         .unwrap();
     let missing = dir.path().join("no/such/x");
     for (path, e) in [
-        (dir.path(), read_bounded(dir.path(), Limit::CONFIG).unwrap_err()),
-        (big.as_path(), read_bounded(&big, Limit::CONFIG).unwrap_err()),
-        (dir.path(), check_writable(dir.path(), OutputKind::File).unwrap_err()),
-        (missing.as_path(), check_writable(&missing, OutputKind::File).unwrap_err()),
+        (
+            dir.path(),
+            read_bounded(dir.path(), Limit::CONFIG).unwrap_err(),
+        ),
+        (
+            big.as_path(),
+            read_bounded(&big, Limit::CONFIG).unwrap_err(),
+        ),
+        (
+            dir.path(),
+            check_writable(dir.path(), OutputKind::File).unwrap_err(),
+        ),
+        (
+            missing.as_path(),
+            check_writable(&missing, OutputKind::File).unwrap_err(),
+        ),
     ] {
         let text = e.to_string();
         assert!(!text.contains(path.to_str().unwrap()), "{text}");

@@ -104,7 +104,11 @@ fn write_atomic_inner(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = directory_of(path);
     let (mut tmp, _pending) = temporary_in(&dir, path)?;
     let pause = test_pause();
-    let half = if pause.is_some() { contents.len() / 2 } else { contents.len() };
+    let half = if pause.is_some() {
+        contents.len() / 2
+    } else {
+        contents.len()
+    };
     let (head, tail) = contents.split_at(half);
     tmp.as_file_mut().write_all(head)?;
     if let Some(pause) = pause {

@@ -11,9 +11,7 @@ use ipuc_target::ipu21::isa::{Csr, Imm12Op, Imm16Op, Instruction as I, MReg, Syn
 
 use super::{bytes, phys, reg, tile_with, words, DATA, ENTRY};
 use crate::device::Progress;
-use crate::{
-    ContextId, Device, DeviceError, FaultKind, StopReason, Tile, CHECK_INTERVAL,
-};
+use crate::{ContextId, Device, DeviceError, FaultKind, StopReason, Tile, CHECK_INTERVAL};
 
 /// A budget no test comes near: only the watch can stop these loops.
 const NO_BUDGET: u64 = u64::MAX / 2;
@@ -103,10 +101,7 @@ fn workers_spinning_under_a_waiting_supervisor_are_named() {
 fn a_long_counted_loop_is_progress() {
     // 200,000 iterations of `brnzdec` (far more than a check interval):
     // the counter changes every time, so the state never repeats.
-    let mut tile = tile_with(&[
-        I::setzi(reg(1), 200_000),
-        I::brnzdec(reg(1), ENTRY + 4),
-    ]);
+    let mut tile = tile_with(&[I::setzi(reg(1), 200_000), I::brnzdec(reg(1), ENTRY + 4)]);
     assert_eq!(tile.run(NO_BUDGET), Ok(StopReason::Halted));
 }
 

@@ -94,12 +94,20 @@ pub enum AsmErrorKind {
     AddressOverflow,
     /// The linker met a second definition of a global; `first` is where
     /// the one it met before is (`file:line:col`), so both places show.
-    DuplicateGlobal { name: String, first: String },
+    DuplicateGlobal {
+        name: String,
+        first: String,
+    },
     /// A replacement runtime lacks an entry point tile programs call
     /// (`defined`: it defines the label but does not export it).
-    RuntimeEntry { symbol: String, defined: bool },
+    RuntimeEntry {
+        symbol: String,
+        defined: bool,
+    },
     /// A replacement runtime defines a symbol each tile program defines.
-    RuntimeReserved { symbol: String },
+    RuntimeReserved {
+        symbol: String,
+    },
 }
 
 /// An error at `file:line:column`.
