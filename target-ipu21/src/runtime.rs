@@ -155,7 +155,11 @@ pub fn check_entries(object: &Object) -> Result<(), AsmError> {
             None => (Loc { line: 1, col: 1 }, false),
         };
         let symbol = name.into();
-        let kind = AsmErrorKind::RuntimeEntry { symbol, defined };
+        let kind = AsmErrorKind::RuntimeEntry {
+            symbol,
+            defined,
+            entries: &symbols::RUNTIME_ENTRIES,
+        };
         return Err(AsmError::new(&object.file, loc, kind));
     }
     if let Some(s) = object
@@ -238,7 +242,8 @@ mod tests {
             e.kind,
             AsmErrorKind::RuntimeEntry {
                 symbol: "ipuc_worker_barrier".into(),
-                defined: true
+                defined: true,
+                entries: &symbols::RUNTIME_ENTRIES,
             }
         );
         assert!(e.to_string().contains("is defined but not exported"), "{e}");

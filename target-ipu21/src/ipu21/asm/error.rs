@@ -98,11 +98,13 @@ pub enum AsmErrorKind {
         name: String,
         first: String,
     },
-    /// A replacement runtime lacks an entry point tile programs call
-    /// (`defined`: it defines the label but does not export it).
+    /// A replacement runtime lacks one of `entries`, the entry points tile
+    /// programs call (`defined`: it defines the label but does not export
+    /// it).
     RuntimeEntry {
         symbol: String,
         defined: bool,
+        entries: &'static [&'static str],
     },
     /// A replacement runtime defines a symbol each tile program defines.
     RuntimeReserved {
@@ -226,6 +228,7 @@ impl fmt::Display for AsmErrorKind {
             K::RuntimeEntry {
                 symbol,
                 defined: true,
+                ..
             } => write!(
                 f,
                 "'{symbol}' is defined but not exported: a runtime must `.globl` it (tile programs call it)"
@@ -233,10 +236,11 @@ impl fmt::Display for AsmErrorKind {
             K::RuntimeEntry {
                 symbol,
                 defined: false,
+                entries,
             } => write!(
                 f,
                 "the runtime does not define '{symbol}': a runtime must define and `.globl` every entry point tile programs call ({})",
-                crate::runtime::symbols::RUNTIME_ENTRIES.join(", ")
+                entries.join(", ")
             ),
             K::RuntimeReserved { symbol } => write!(
                 f,
