@@ -283,12 +283,15 @@ impl Tile {
     }
 
     /// [`Tile::run`], but return [`StopReason::Paused`] instead of issuing at
-    /// or after cycle `pause_at` (absolute), so a device can report progress
-    /// during a long superstep; running again continues exactly where it
-    /// paused.
+    /// or after cycle `pause_at` (absolute) — after at least one issue, so
+    /// every call makes progress — so a device can report progress during a
+    /// long superstep; running again continues exactly where it paused.
     pub fn run_until(&mut self, cycle_limit: u64, pause_at: u64) -> Result<StopReason, SimFault> {
-        // One comparison in the loop serves both bounds.
-        let stop = cycle_limit.min(pause_at);
+        // One comparison in the loop serves both bounds. The first
+        // instruction ignores the pause, so every call moves on even when
+        // the next issue is a whole slice away (after a long `delay` or a
+        // codelet's charge).
+        let mut stop = cycle_limit;
         loop {
             // Pick the context that has been ready longest (ties: lowest id).
             let mut best = usize::MAX;
@@ -332,6 +335,7 @@ impl Tile {
             ctx.issued += 1;
             ctx.ready_at = t + ISSUE_INTERVAL;
             self.execute(best, op, t).map_err(|k| self.fault(best, k))?;
+            stop = cycle_limit.min(pause_at);
             self.watch.countdown -= 1;
             if self.watch.countdown == 0 {
                 self.check_progress()?;

@@ -227,3 +227,15 @@ fn a_long_superstep_reports_progress_and_runs_as_without_slices() {
         "slicing must not change the trace"
     );
 }
+
+#[test]
+fn a_wait_longer_than_a_slice_still_moves_on() {
+    // `delay` holds the supervisor 5,000 cycles, half a thousand slices of
+    // 10: each call must still issue, or the device would pause forever.
+    let program = [I::delay(5_000), I::Nop];
+    let mut device = Device::new(vec![device_tile(0, &program)]).with_slice_cycles(10);
+    let run = device.run(NO_BUDGET).unwrap();
+    let mut alone = device_tile(0, &program);
+    assert_eq!(alone.run(NO_BUDGET), Ok(StopReason::Halted));
+    assert_eq!(run.cycles, alone.cycle());
+}
