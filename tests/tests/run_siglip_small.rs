@@ -51,7 +51,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
@@ -177,8 +177,15 @@ fn fp8_weights_match_the_device_numerics_reference() {
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let device = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None).unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let device = run_siglip(
+        &model,
+        weights.clone(),
+        &pixels,
+        (Numerics::Device, &compiled.package.description.k_splits),
+        None,
+    )
+    .unwrap();
+    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     let q = compare(&out, &fp32, 0.2, 0.05).unwrap();
     for ((name, max_abs, _, _), (_, quantised, _, _)) in v.outputs.iter().zip(&q.outputs) {
@@ -298,7 +305,7 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
         .unwrap()
         .run(&compiled.package, &device_inputs(&pixels), &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
 }
@@ -404,8 +411,14 @@ fn resident_inferences_reuse_one_loaded_package() {
     let mut cycles = Vec::new();
     for pixels in [&first, &second, &first] {
         let out = resident.infer(&device_inputs(pixels)).unwrap();
-        let reference =
-            run_siglip(&model, weights.clone(), pixels, Numerics::Device, None).unwrap();
+        let reference = run_siglip(
+            &model,
+            weights.clone(),
+            pixels,
+            (Numerics::Device, &compiled.package.description.k_splits),
+            None,
+        )
+        .unwrap();
         let v = compare(&out, &reference, 0.2, 0.05).unwrap();
         assert!(v.pass, "inference {}: {:?}", cycles.len(), v.outputs);
         for (name, max_abs, _, _) in &v.outputs {

@@ -570,8 +570,12 @@ pub fn execute(
     );
 
     let device_reference = if args.reference_run {
-        tracing::info!("reference: device-numerics forward pass (the graph's own casts)…");
-        let r = run_siglip(model, weights.clone(), pixels, Numerics::Device, None)
+        tracing::info!(
+            "reference: device-numerics forward pass (the graph's own casts, the package's {} K splits)…",
+            package.description.k_splits.len()
+        );
+        let numerics = (Numerics::Device, package.description.k_splits.as_slice());
+        let r = run_siglip(model, weights.clone(), pixels, numerics, None)
             .context("device-numerics reference")?;
         tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
@@ -584,7 +588,7 @@ pub fn execute(
     };
     let fp32_reference = if args.reference_fp32 {
         tracing::info!("reference: FP32 forward pass…");
-        let r = run_siglip(model, weights.clone(), pixels, Numerics::Fp32, None)
+        let r = run_siglip(model, weights.clone(), pixels, (Numerics::Fp32, &[]), None)
             .context("FP32 reference")?;
         tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",

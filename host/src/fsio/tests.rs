@@ -165,15 +165,26 @@ fn package_whose_sections_lie_is_refused_without_reading_it() {
     );
     // Seven empty sections and a digest: the layout adds up, so the bytes
     // are read (and left to the package reader to judge).
-    let total = 12 + 7 * 12 + 32;
-    let fits = package_file(dir.path(), "fits.ipuc", &[0; 7], total);
+    let total = 12 + 8 * 12 + 32;
+    let fits = package_file(dir.path(), "fits.ipuc", &[0; 8], total);
     assert_eq!(
         package::read_package_walking_above(&fits, 0).unwrap().len() as u64,
         total
     );
-    let short = package_file(dir.path(), "short.ipuc", &[0; 7], total + 5);
+    let short = package_file(dir.path(), "short.ipuc", &[0; 8], total + 5);
     let e = package::read_package_walking_above(&short, 0).unwrap_err();
-    assert!(e.to_string().contains("the sections end at byte 96"), "{e}");
+    assert!(
+        e.to_string().contains("the sections end at byte 108"),
+        "{e}"
+    );
+    // A real package walks to its end (every section of the format).
+    let bytes = ipuc_core::package::write(&ipuc_core::package::Package::new("walk")).unwrap();
+    let real = dir.path().join("real.ipuc");
+    std::fs::write(&real, &bytes).unwrap();
+    assert_eq!(
+        package::read_package_walking_above(&real, 0).unwrap(),
+        bytes
+    );
     // Too large for any package: refused from metadata.
     let huge = dir.path().join("huge.ipuc");
     std::fs::File::create(&huge)
