@@ -726,8 +726,8 @@ pub fn execute(
             .outputs
             .get(POOLER_OUTPUT)
             .context("the package has no pooled embedding output")?;
-        write_npy(path, &t.shape, &t.data)
-            .with_context(|| format!("writing {}", path.display()))?;
+        // The `.npy` error names the file.
+        write_npy(path, &t.shape, &t.data).context("--output-embedding")?;
         crate::say!(
             "embedding: wrote {} {:?} float32 to {}",
             POOLER_OUTPUT,
