@@ -173,7 +173,7 @@ fn link_resolves_globals_across_objects_and_rejects_duplicates() {
         link(&[a, dup], &LinkOptions::default())
             .unwrap_err()
             .to_string(),
-        "c.S:2:1: symbol 'f' is already defined"
+        "c.S:2:1: symbol 'f' is already defined at a.S:2:1"
     );
     // A local symbol is not visible from another object.
     let hidden = assemble("d.S", "g: nop\n").unwrap();

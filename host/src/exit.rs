@@ -5,7 +5,8 @@
 
 use std::fmt;
 
-use ipuc_core::pipeline::CompileError;
+use ipuc_core::ipu21::asm::{AsmError, AsmErrorKind};
+use ipuc_core::pipeline::{CompileError, LinkError};
 
 use crate::compile::PlanOverBudget;
 use crate::model::ModelError;
@@ -94,6 +95,11 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 CompileError::Tiles { .. } => USAGE,
                 // The runtime source (`--runtime-source`) did not assemble.
                 CompileError::FixedCode(_) => BAD_INPUT,
+                // A tile program clashed with a symbol of a replacement
+                // runtime: the error names the user's file and line.
+                CompileError::Link(LinkError::Link { error, .. }) if names_user_source(error) => {
+                    BAD_INPUT
+                }
                 _ => INTERNAL,
             };
         }
@@ -102,6 +108,16 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
         }
     }
     BAD_INPUT
+}
+
+/// Whether a link error points into a source the user gave: generated
+/// sources are named `<…>` and the built-in runtime by its repository path.
+fn names_user_source(e: &AsmError) -> bool {
+    let user = |file: &str| !file.starts_with('<') && file != ipuc_core::runtime::SOURCE_NAME;
+    match &e.kind {
+        AsmErrorKind::DuplicateGlobal { first, .. } => user(&e.file) || user(first),
+        _ => user(&e.file),
+    }
 }
 
 fn model_error_code(e: &ModelError) -> u8 {

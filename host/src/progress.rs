@@ -28,6 +28,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// their one line and nothing else).
 pub const BAR_DELAY: Duration = Duration::from_secs(2);
 
+/// How often a long stage says it is still running when there is no bar
+/// ([`Stage::heartbeat`]: stderr is not a terminal).
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
 /// Where stage lines and bars go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -104,6 +108,7 @@ impl Progress {
             prefix: self.prefix,
             bar,
             shown: std::sync::atomic::AtomicBool::new(false),
+            beats: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -117,6 +122,15 @@ pub struct Stage {
     prefix: &'static str,
     bar: Option<ProgressBar>,
     shown: std::sync::atomic::AtomicBool,
+    /// Heartbeat lines printed so far.
+    beats: std::sync::atomic::AtomicU64,
+}
+
+/// The heartbeat due after `elapsed` when `printed` have been printed: the
+/// number of the next one, if its time has come.
+fn beat_due(elapsed: Duration, printed: u64) -> Option<u64> {
+    let due = (elapsed.as_millis() / HEARTBEAT.as_millis()) as u64;
+    (due > printed).then_some(due)
 }
 
 impl Stage {
@@ -143,6 +157,36 @@ impl Stage {
     pub fn set_detail(&self, detail: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!("{} · {detail}", self.name));
+        }
+    }
+
+    /// Where there is no bar (stderr is not a terminal), prints
+    /// `<prefix>: <name>: still running after <s> s: <detail>` once every
+    /// [`HEARTBEAT`] (a `tracing` info line, like the stage lines), so a
+    /// long run in a log shows it is alive and how far it got. Call it as
+    /// often as convenient; it prints only when one is due.
+    pub fn heartbeat(&self, detail: &str) {
+        use std::sync::atomic::Ordering;
+        if self.mode != Mode::Lines {
+            return;
+        }
+        let elapsed = self.started.elapsed();
+        let printed = self.beats.load(Ordering::Relaxed);
+        let Some(due) = beat_due(elapsed, printed) else {
+            return;
+        };
+        // One caller prints each beat, whichever thread gets there first.
+        if self
+            .beats
+            .compare_exchange(printed, due, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            tracing::info!(
+                "{}: {}: still running after {} s: {detail}",
+                self.prefix,
+                self.name,
+                elapsed.as_secs()
+            );
         }
     }
 
@@ -214,6 +258,16 @@ mod tests {
             stage_line("compile", "linking", 12.0, ""),
             "compile: linking in 12 ms"
         );
+    }
+
+    #[test]
+    fn heartbeats_come_once_per_interval() {
+        assert_eq!(beat_due(Duration::from_secs(3), 0), None);
+        assert_eq!(beat_due(HEARTBEAT, 0), Some(1));
+        assert_eq!(beat_due(HEARTBEAT * 3 / 2, 1), None);
+        // A caller that looked up late prints one line, not the backlog.
+        assert_eq!(beat_due(HEARTBEAT * 5, 1), Some(5));
+        assert_eq!(beat_due(HEARTBEAT * 5, 5), None);
     }
 
     #[test]

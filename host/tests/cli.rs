@@ -190,6 +190,63 @@ fn a_runtime_source_that_breaks_a_patcher_fails_hw_check() {
     );
 }
 
+/// Errors from a replacement runtime point at its file and line (exit 4,
+/// bad input), not at a generated `<tile N program>`.
+#[test]
+fn runtime_source_errors_name_the_file_and_line() {
+    let dir = scratch("runtime-lines");
+    let compile = |runtime: &Path| {
+        run(&[
+            "compile",
+            "--workload",
+            "siglip-small",
+            "--vit-layers",
+            "1",
+            "--planning-tiles",
+            "4",
+            "--runtime-source",
+            runtime.to_str().unwrap(),
+        ])
+    };
+    let line_of =
+        |text: &str, prefix: &str| text.lines().position(|l| l.starts_with(prefix)).unwrap() + 1;
+
+    // The worker barrier defined without `.globl`: programs call it.
+    let hidden = dir.join("hidden.S");
+    let text = ipuc_core::runtime::SOURCE.replacen("        .globl ipuc_worker_barrier\n", "", 1);
+    std::fs::write(&hidden, &text).unwrap();
+    let o = compile(&hidden);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        error_line(&o),
+        format!(
+            "error: the runtime and kernel stubs: {}:{}:1: 'ipuc_worker_barrier' is defined but not exported: a runtime must `.globl` it (tile programs call it)",
+            hidden.display(),
+            line_of(&text, "ipuc_worker_barrier:")
+        )
+    );
+
+    // A global that every tile program defines too (the first step's
+    // label): the link error names both places, the user's line included.
+    let clash = dir.join("clash.S");
+    let text = format!(
+        "{}\n        .globl ipuc_step_0\nipuc_step_0:\n        nop\n",
+        ipuc_core::runtime::SOURCE
+    );
+    std::fs::write(&clash, &text).unwrap();
+    let o = compile(&clash);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let line = error_line(&o);
+    assert!(
+        line.ends_with(&format!(
+            "symbol 'ipuc_step_0' is already defined at {}:{}:1",
+            clash.display(),
+            line_of(&text, "ipuc_step_0:")
+        )),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_held_device_lock_blocks_a_second_run_until_released() {
     let dir = scratch("lock");
@@ -245,7 +302,45 @@ fn seed_aliases_and_profile_file() {
     assert!(prof.is_file(), "the profile is a file, not a directory");
     // Its viewer is named after it, as the seeds name it.
     assert!(dir.join("out/model.html").is_file());
-    assert!(dir.join("out/operations.json").is_file());
+    assert!(dir.join("out/model.operations.json").is_file());
+    assert!(dir.join("out/model.trace.json").is_file());
+    assert!(dir.join("out/model.index.html").is_file());
+    assert!(
+        !stderr(&o).contains("replacing"),
+        "nothing to replace: {}",
+        stderr(&o)
+    );
+    // A second run under another name in the same directory shares no file
+    // with the first; a rerun under the same name says what it replaces.
+    let profile_run = |name: &str| {
+        run(&[
+            "run",
+            "--vit-small",
+            "--vit-layers",
+            "1",
+            "--planning-tiles",
+            "16",
+            "--profile-output",
+            dir.join("out").join(name).to_str().unwrap(),
+        ])
+    };
+    let first = std::fs::read(dir.join("out/model.operations.json")).unwrap();
+    let o2 = profile_run("other.ipuprof");
+    assert!(o2.status.success(), "{}", stderr(&o2));
+    assert!(!stderr(&o2).contains("replacing"), "{}", stderr(&o2));
+    assert!(dir.join("out/other.html").is_file() && dir.join("out/other.trace.json").is_file());
+    assert_eq!(
+        std::fs::read(dir.join("out/model.operations.json")).unwrap(),
+        first
+    );
+    let o3 = profile_run("model.ipuprof");
+    assert!(o3.status.success(), "{}", stderr(&o3));
+    assert!(
+        stderr(&o3).contains("warning: replacing an earlier run's profile files (")
+            && stderr(&o3).contains("model.trace.json"),
+        "{}",
+        stderr(&o3)
+    );
     assert!(
         stdout(&o).contains(&format!("to {}", emb.display())),
         "{}",

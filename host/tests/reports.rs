@@ -105,9 +105,26 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     assert!(!profile["tiles"].as_array().unwrap().is_empty());
     assert_valid(
         "operations",
-        &json(&dir.join("operations.json")),
-        &dir.join("operations.json"),
+        &json(&dir.join("model.operations.json")),
+        &dir.join("model.operations.json"),
     );
+    // The Perfetto trace: Trace Event Format JSON, its schema in otherData,
+    // one complete event per profile sample.
+    let trace = json(&dir.join("model.trace.json"));
+    assert_eq!(trace["otherData"]["schema"], "ipuc.trace");
+    let samples: usize = profile["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["samples"].as_array().unwrap().len())
+        .sum();
+    let tile_events = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == 1)
+        .count();
+    assert_eq!(tile_events, samples);
     let memory = json(&dir.join("memory/memory.json"));
     assert_valid("memory", &memory, &dir.join("memory/memory.json"));
     let (used, unused) = (
@@ -129,7 +146,7 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     assert_eq!((png.width(), png.height()), (w, h));
 
     // index.html links every artifact the run wrote, and each link resolves.
-    let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let index = std::fs::read_to_string(dir.join("model.index.html")).unwrap();
     // (minijinja escapes `/` in attributes as `&#x2f;`, which a browser decodes.)
     let index = index.replace("&#x2f;", "/");
     let hrefs: Vec<&str> = index
@@ -140,14 +157,15 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     for file in [
         "model.ipuprof",
         "model.html",
-        "operations.json",
+        "model.trace.json",
+        "model.operations.json",
         "memory/memory.html",
         "memory/memory.json",
         "memory/memory.png",
         "summary.json",
         "model.ipuc",
-        "patch-audit.txt",
-        "phase-patch-audit.txt",
+        "model.patch-audit.txt",
+        "model.phase-patch-audit.txt",
     ] {
         assert!(
             hrefs.contains(&file),
@@ -193,10 +211,35 @@ fn the_schemas_reject_what_they_describe_as_wrong() {
 }
 
 /// A planner rejection writes one report per rejected candidate, each
-/// JSON matching the schema and naming the planner as its source.
+/// JSON matching the schema and naming the planner as its source. The
+/// picker holds only tiles of the plan (`--planning-tiles 16`: 0–15) that
+/// hold something, and says truly how many of the over-budget tiles it
+/// holds. A rerun replaces the reports and removes an earlier run's extra
+/// candidates of the same op (files of another op stay).
 #[test]
 fn planner_rejection_reports_match_the_schema() {
-    let (dir, _) = compile_rejected("planner");
+    let dir = scratch("planner");
+    for stale in [
+        "rejected-op0-0003.html",
+        "rejected-op0-0003.json",
+        "rejected-op0-0011.json",
+    ] {
+        std::fs::write(dir.join(stale), "an earlier run's").unwrap();
+    }
+    std::fs::write(dir.join("rejected-op7-0000.html"), "another op's").unwrap();
+    let out = ipuc(&rejection_command(
+        "compile",
+        "planner",
+        &["--memory-profile-directory", dir.to_str().unwrap()],
+    ));
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("removed 3 file(s) of an earlier run's rejection reports of op 0"),
+        "{stderr}"
+    );
+    assert!(dir.join("rejected-op7-0000.html").exists());
+    std::fs::remove_file(dir.join("rejected-op7-0000.html")).unwrap();
     let files = rejection_files(&dir);
     let jsons: Vec<&PathBuf> = files
         .iter()
@@ -207,7 +250,20 @@ fn planner_rejection_reports_match_the_schema() {
         let doc = json(j);
         assert_valid("rejection", &doc, j);
         assert_eq!(doc["source"], "planner estimate");
-        assert!(j.with_extension("html").exists());
+        let tiles = doc["tiles"].as_array().unwrap();
+        for t in tiles {
+            assert!(t["tile"].as_u64().unwrap() < 16, "outside the plan: {t}");
+            assert!(!t["allocations"].as_array().unwrap().is_empty());
+        }
+        let over = doc["tiles_over_budget"].as_u64().unwrap();
+        let html = std::fs::read_to_string(j.with_extension("html")).unwrap();
+        let note = if over as usize <= tiles.len() {
+            format!("the {} most loaded tiles of this candidate", tiles.len())
+        } else {
+            format!("of the {over} tiles over budget")
+        };
+        assert!(html.contains(&note), "`{note}` missing");
+        assert!(html.contains("id=\"rbartitle\"") && html.contains("id=\"rclasses\""));
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -278,6 +334,18 @@ fn placement_rejection_writes_an_interactive_report() {
     let tiles = doc["tiles"].as_array().unwrap();
     assert_eq!(tiles.len(), 16, "the refused tiles, then the others");
     assert_eq!(tiles[0]["tile"], doc["peak_tile"]);
+    // Every refused tile is in the picker, and the page says so truly.
+    let refused = doc["refused_tiles"].as_array().unwrap();
+    assert_eq!(
+        refused.len() as u64,
+        doc["tiles_over_budget"].as_u64().unwrap()
+    );
+    for r in refused {
+        assert!(
+            tiles.iter().any(|t| t["tile"] == *r),
+            "refused tile {r} not in the picker"
+        );
+    }
 
     let html = std::fs::read_to_string(report.with_extension("html")).unwrap();
     for needle in [
@@ -286,6 +354,10 @@ fn placement_rejection_writes_an_interactive_report() {
         "id=\"rlive\"",
         "rejected by <b>placement</b>",
         "(physical ",
+        &format!(
+            "the picker holds all {} tiles placement refused",
+            refused.len()
+        ),
     ] {
         assert!(html.contains(needle), "missing `{needle}`");
     }

@@ -15,8 +15,56 @@ use ipuc_target::ipu21::topology::PhysicalTile;
 use rayon::prelude::*;
 
 use super::cycle::INTERNAL_SYNC_CYCLES;
-use super::fault::SimFault;
+use super::fault::{running_list, FaultKind, SimFault};
 use super::tile::{StopReason, Tile};
+
+/// Default simulated cycles a tile runs before the device looks up again
+/// within a superstep ([`Device::with_slice_cycles`]), so progress reports (and their heartbeat) keep coming while
+/// one superstep runs long — a runaway loop on its way to the cycle budget.
+/// Far above any superstep of a compiled model, so normal runs never pause.
+pub const SLICE_CYCLES: u64 = 1 << 26;
+
+/// Stalled tiles named in a [`DeviceError::NoProgress`] message.
+const STALLED_LISTED: usize = 8;
+
+fn no_progress_message(stalled: &[SimFault]) -> String {
+    let mut tiles: Vec<String> = stalled
+        .iter()
+        .take(STALLED_LISTED)
+        .map(|f| match &f.kind {
+            FaultKind::NoProgress { running, .. } => {
+                format!("tile {} ({})", f.tile.get(), running_list(running))
+            }
+            _ => format!("tile {} ({} at {:#x})", f.tile.get(), f.context, f.pc),
+        })
+        .collect();
+    if stalled.len() > STALLED_LISTED {
+        tiles.push(format!("and {} more", stalled.len() - STALLED_LISTED));
+    }
+    let instructions = stalled.iter().find_map(|f| match f.kind {
+        FaultKind::NoProgress { instructions, .. } => Some(instructions),
+        _ => None,
+    });
+    format!(
+        "no progress on {} tile(s): {}; each came back to the same state (registers, PCs, CSRs; nothing stored) within {} instructions, so the program loops forever there",
+        stalled.len(),
+        tiles.join(", "),
+        instructions.unwrap_or(0)
+    )
+}
+
+/// The error for the faults of one round, in device order: every stalled
+/// tile when all of them stalled, else the first fault.
+fn faults_error(mut faults: Vec<SimFault>) -> DeviceError {
+    if faults
+        .iter()
+        .all(|f| matches!(f.kind, FaultKind::NoProgress { .. }))
+    {
+        DeviceError::NoProgress { stalled: faults }
+    } else {
+        DeviceError::Fault(faults.swap_remove(0))
+    }
+}
 
 /// One resolved global sync, as the exchange fabric sees it.
 pub struct Superstep<'a> {
@@ -68,6 +116,11 @@ pub enum DeviceError {
         halted: Vec<PhysicalTile>,
         waiting: Vec<(PhysicalTile, u8)>,
     },
+    /// Every faulting tile stopped making progress ([`FaultKind::NoProgress`]:
+    /// its state repeated with nothing stored), in device order: the
+    /// program loops forever on these tiles.
+    #[error("{}", no_progress_message(stalled))]
+    NoProgress { stalled: Vec<SimFault> },
     /// Tiles wait at global syncs of different zones (§1.7), which the
     /// hardware would not release together; only `sync 1` (ANS, tiles
     /// sitting out an exchange) may meet `sync 3` (INTERNAL).
@@ -149,10 +202,12 @@ pub struct Device {
     words_moved: u64,
     progress: Option<Progress>,
     sync_cycles: u64,
+    slice_cycles: u64,
 }
 
 /// Called with the run's [`RunStatus`] at most once per `every` of wall time
-/// (checked between supersteps), so long simulations show they are moving.
+/// (checked between supersteps, and every [`SLICE_CYCLES`] of a tile within
+/// a long one), so long simulations show they are moving.
 pub struct Progress {
     pub every: std::time::Duration,
     pub report: Box<dyn FnMut(&RunStatus) + Send>,
@@ -192,7 +247,16 @@ impl Device {
             words_moved: 0,
             progress: None,
             sync_cycles: INTERNAL_SYNC_CYCLES,
+            slice_cycles: SLICE_CYCLES,
         }
+    }
+
+    /// How many simulated cycles a tile runs before the device looks up
+    /// (progress reports) within a superstep; at least 1. Slicing changes
+    /// nothing in the simulation, only how often it is interrupted.
+    pub fn with_slice_cycles(mut self, cycles: u64) -> Self {
+        self.slice_cycles = cycles.max(1);
+        self
     }
 
     /// Global sync latency in cycles (modelled; default
@@ -277,6 +341,7 @@ impl Device {
                     (p.report)(&status);
                 }
             }
+            let slice = self.slice_cycles;
             let results: Vec<Result<Option<StopReason>, SimFault>> = self
                 .tiles
                 .par_iter_mut()
@@ -284,16 +349,31 @@ impl Device {
                     if t.is_halted() {
                         Ok(None)
                     } else {
-                        t.run(cycle_limit).map(Some)
+                        let pause = t.cycle().saturating_add(slice);
+                        t.run_until(cycle_limit, pause).map(Some)
                     }
                 })
                 .collect();
             let mut zones = Vec::with_capacity(results.len());
+            let mut faults = Vec::new();
+            let mut paused = false;
             for r in results {
-                match r? {
-                    None | Some(StopReason::Halted) => zones.push(None),
-                    Some(StopReason::Sync { zone }) => zones.push(Some(zone)),
+                match r {
+                    Err(f) => faults.push(f),
+                    Ok(None | Some(StopReason::Halted)) => zones.push(None),
+                    Ok(Some(StopReason::Sync { zone })) => zones.push(Some(zone)),
+                    Ok(Some(StopReason::Paused)) => {
+                        paused = true;
+                        zones.push(None);
+                    }
                 }
+            }
+            if !faults.is_empty() {
+                return Err(faults_error(faults));
+            }
+            if paused {
+                // Some tile is still in this superstep: report, then go on.
+                continue;
             }
             let waiting: Vec<(PhysicalTile, u8)> = self
                 .tiles

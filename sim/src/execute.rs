@@ -180,6 +180,10 @@ impl Tile {
                 self.write_csr(c, csr, v)?;
             }
             Op::Get { d, csr } => {
+                if matches!(csr, super::csr::COUNT_L | super::csr::COUNT_U) {
+                    // What the program does next may depend on the time.
+                    self.clock_reads += 1;
+                }
                 let v = self.read_csr(c, csr, t)?;
                 self.contexts[c].set_reg(d, v);
             }

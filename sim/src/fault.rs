@@ -41,6 +41,19 @@ pub enum FaultKind {
     /// The tile ran past the cycle limit given to `run` (runaway loop).
     #[error("ran past the cycle budget of {limit} cycles without finishing (runaway: a loop that never exits?; --cycle-budget sets the budget)")]
     CycleLimit { limit: u64 },
+    /// The tile came back to a state it had been in (registers, PCs,
+    /// context states, CSRs) with nothing stored and the clock not read in
+    /// between, so it would repeat the same instructions forever
+    /// (`watch.rs`): a loop that never exits, found long before the cycle
+    /// budget. `running` is every context still issuing, with its PC.
+    #[error(
+        "no progress: after {instructions} more instructions the tile was back in the same state (registers, PCs, CSRs; nothing stored), so it loops forever; running: {}",
+        running_list(running)
+    )]
+    NoProgress {
+        instructions: u64,
+        running: Vec<(ContextId, u32)>,
+    },
     /// `trap n` executed.
     #[error("trap {code}")]
     Trap { code: u8 },
@@ -107,6 +120,18 @@ pub struct SimFault {
     /// PC of the faulting instruction.
     pub pc: u32,
     pub kind: FaultKind,
+}
+
+/// `supervisor at 0x4c010, worker 0 at 0x4c100`.
+pub(crate) fn running_list(running: &[(ContextId, u32)]) -> String {
+    if running.is_empty() {
+        return "none".into();
+    }
+    running
+        .iter()
+        .map(|(c, pc)| format!("{c} at {pc:#x}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A CSR's name, or its number.

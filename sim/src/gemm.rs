@@ -46,6 +46,22 @@ impl<'a> MatRef<'a> {
         }
     }
 
+    /// The view from row `rows` on.
+    pub fn skip_rows(self, rows: usize) -> Self {
+        MatRef {
+            offset: self.offset + rows * self.rs,
+            ..self
+        }
+    }
+
+    /// The view from column `cols` on.
+    pub fn skip_cols(self, cols: usize) -> Self {
+        MatRef {
+            offset: self.offset + cols * self.cs,
+            ..self
+        }
+    }
+
     /// Largest index touched by a `rows × cols` view (None if empty).
     fn last_index(&self, rows: usize, cols: usize) -> Option<usize> {
         if rows == 0 || cols == 0 {

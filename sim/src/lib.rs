@@ -42,6 +42,7 @@ pub mod phase_memory;
 pub mod profile;
 pub mod row_call;
 pub mod tile;
+mod watch;
 pub mod witness;
 
 pub use codelet::{
@@ -55,6 +56,7 @@ pub use memory::{AccessError, TileMemory};
 pub use profile::{CycleSample, SampleKind};
 pub use row_call::RowCall;
 pub use tile::{StopReason, Tile};
+pub use watch::CHECK_INTERVAL;
 
 #[cfg(test)]
 mod tests;

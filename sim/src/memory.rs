@@ -62,6 +62,9 @@ impl std::error::Error for AccessError {}
 pub struct TileMemory {
     bytes: Vec<u8>,
     code: Vec<Option<Chunk>>,
+    /// Stores and mutable views handed out so far: the progress watch
+    /// (`watch.rs`) compares it instead of the bytes.
+    writes: u64,
 }
 
 impl Default for TileMemory {
@@ -85,7 +88,14 @@ impl TileMemory {
         Self {
             bytes: vec![0; SRAM_SIZE as usize],
             code: (0..CHUNKS).map(|_| None).collect(),
+            writes: 0,
         }
+    }
+
+    /// How many times SRAM was written (stores, codelet outputs, exchange,
+    /// loading) since the tile was made; grows with every write.
+    pub fn writes(&self) -> u64 {
+        self.writes
     }
 
     /// The whole SRAM, byte `i` at address `SRAM_BASE + i`.
@@ -121,6 +131,7 @@ impl TileMemory {
     #[inline]
     pub fn write_u32(&mut self, addr: u32, value: u32) -> Result<(), AccessError> {
         let i = Self::check(addr, 4)?;
+        self.writes += 1;
         self.bytes[i..i + 4].copy_from_slice(&value.to_le_bytes());
         if addr < EXECUTABLE_LIMIT {
             let w = i / 4;
@@ -140,6 +151,7 @@ impl TileMemory {
     /// Mutable view of `[addr, addr + len)`; invalidates decoded words in it.
     pub fn slice_mut(&mut self, addr: u32, len: u32) -> Result<&mut [u8], AccessError> {
         let i = Self::range(addr, len)?;
+        self.writes += 1;
         self.invalidate(i, len as usize);
         Ok(&mut self.bytes[i..i + len as usize])
     }

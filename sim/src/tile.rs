@@ -13,6 +13,7 @@ use super::fault::{FaultKind, SimFault};
 use super::memory::{AccessError, CachedOp, TileMemory};
 use super::op::Op;
 use super::profile::{CycleSample, SampleKind};
+use super::watch::{Sample, Watch};
 
 /// Why [`Tile::run`] returned without a fault.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +23,9 @@ pub enum StopReason {
     /// The supervisor reached a tile-external `sync zone` (any zone but
     /// LOCAL) and no worker is running; the device releases it.
     Sync { zone: u8 },
+    /// [`Tile::run_until`] reached its pause cycle: nothing is wrong, the
+    /// caller runs the tile again when it has looked up (progress).
+    Paused,
 }
 
 /// A simulated IPU21 tile.
@@ -48,6 +52,10 @@ pub struct Tile {
     superstep: u64,
     /// Cycle at which the supervisor arrived at the pending global sync.
     sync_arrival: u64,
+    /// Finds a tile that loops without progress (`watch.rs`).
+    pub(crate) watch: Watch,
+    /// `$COUNT_L`/`$COUNT_U` reads: the watch treats them like stores.
+    pub(crate) clock_reads: u64,
 }
 
 impl core::fmt::Debug for Tile {
@@ -78,6 +86,8 @@ impl Tile {
             step_start: 0,
             superstep: 0,
             sync_arrival: 0,
+            watch: Watch::default(),
+            clock_reads: 0,
         }
     }
 
@@ -112,6 +122,7 @@ impl Tile {
         s.state = ContextState::Running;
         s.ready_at = s.ready_at.max(now);
         self.step_start = now;
+        self.watch.reset();
     }
 
     /// Start a new program run on a halted tile whose SRAM stays as it is
@@ -149,6 +160,7 @@ impl Tile {
     /// Mutable supervisor state, for exchange fabrics that run a called row
     /// and move the supervisor past it.
     pub fn supervisor_mut(&mut self) -> &mut Context {
+        self.watch.reset();
         &mut self.contexts[0]
     }
 
@@ -160,6 +172,7 @@ impl Tile {
 
     /// Set a supervisor CSR directly (test set-up, exchange fabrics).
     pub fn set_supervisor_csr(&mut self, index: u8, value: u32) {
+        self.watch.reset();
         self.sup_csr[usize::from(index)] = value;
     }
 
@@ -193,6 +206,7 @@ impl Tile {
     /// charging work it did on the supervisor's behalf; see also
     /// [`Tile::finish_row_call`]).
     pub fn charge_supervisor(&mut self, cycles: u64) {
+        self.watch.reset();
         let s = &mut self.contexts[0];
         s.ready_at = s.ready_at.max(self.next_free) + cycles;
     }
@@ -240,6 +254,8 @@ impl Tile {
         s.ready_at = s.ready_at.max(cycle);
         self.next_free = self.next_free.max(cycle);
         self.step_start = cycle.max(self.sync_arrival);
+        // The release cycle and the exchange that follows come from outside.
+        self.watch.reset();
     }
 
     pub(crate) fn workers_running(&self) -> bool {
@@ -259,8 +275,23 @@ impl Tile {
 
     /// Run until the supervisor halts or reaches a global sync with no worker
     /// running, or until a fault. `cycle_limit` is absolute: issuing at or
-    /// after it is a [`FaultKind::CycleLimit`] fault (runaway code).
+    /// after it is a [`FaultKind::CycleLimit`] fault (runaway code). A tile
+    /// whose state repeats (an endless loop that stores nothing, see
+    /// `watch.rs`) is a [`FaultKind::NoProgress`] fault.
     pub fn run(&mut self, cycle_limit: u64) -> Result<StopReason, SimFault> {
+        self.run_until(cycle_limit, u64::MAX)
+    }
+
+    /// [`Tile::run`], but return [`StopReason::Paused`] instead of issuing at
+    /// or after cycle `pause_at` (absolute) — after at least one issue, so
+    /// every call makes progress — so a device can report progress during a
+    /// long superstep; running again continues exactly where it paused.
+    pub fn run_until(&mut self, cycle_limit: u64, pause_at: u64) -> Result<StopReason, SimFault> {
+        // One comparison in the loop serves both bounds. The first
+        // instruction ignores the pause, so every call moves on even when
+        // the next issue is a whole slice away (after a long `delay` or a
+        // codelet's charge).
+        let mut stop = cycle_limit;
         loop {
             // Pick the context that has been ready longest (ties: lowest id).
             let mut best = usize::MAX;
@@ -275,8 +306,11 @@ impl Tile {
                 return Ok(self.stop_reason());
             }
             let t = best_ready.max(self.next_free);
-            if t >= cycle_limit {
-                return Err(self.fault(best, FaultKind::CycleLimit { limit: cycle_limit }));
+            if t >= stop {
+                if t >= cycle_limit {
+                    return Err(self.fault(best, FaultKind::CycleLimit { limit: cycle_limit }));
+                }
+                return Ok(StopReason::Paused);
             }
             let pc = self.contexts[best].pc;
             if best == 0 && pc == 0 {
@@ -301,7 +335,42 @@ impl Tile {
             ctx.issued += 1;
             ctx.ready_at = t + ISSUE_INTERVAL;
             self.execute(best, op, t).map_err(|k| self.fault(best, k))?;
+            stop = cycle_limit.min(pause_at);
+            self.watch.countdown -= 1;
+            if self.watch.countdown == 0 {
+                self.check_progress()?;
+            }
         }
+    }
+
+    /// Samples the tile's state for the progress watch; a repeat is a
+    /// [`FaultKind::NoProgress`] fault at the first running context.
+    #[cold]
+    #[inline(never)]
+    fn check_progress(&mut self) -> Result<(), SimFault> {
+        let sample = Sample::of(
+            &self.contexts,
+            &self.sup_csr,
+            self.next_free,
+            self.memory.writes(),
+            self.clock_reads,
+        );
+        self.watch.check(sample).map_err(|repeat| {
+            let (context, pc) = repeat
+                .running
+                .first()
+                .copied()
+                .unwrap_or((ContextId::SUPERVISOR, self.contexts[0].pc));
+            SimFault {
+                tile: self.id,
+                context,
+                pc,
+                kind: FaultKind::NoProgress {
+                    instructions: repeat.instructions,
+                    running: repeat.running,
+                },
+            }
+        })
     }
 
     fn stop_reason(&mut self) -> StopReason {

@@ -23,7 +23,9 @@
 use alloc::format;
 use alloc::string::String;
 
-use crate::ipu21::asm::{assemble, link, link_refs, AsmError, Image, LinkOptions, Object};
+use crate::ipu21::asm::{
+    assemble, link, link_refs, AsmError, AsmErrorKind, Image, LinkOptions, Loc, Object,
+};
 use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
 
@@ -53,6 +55,20 @@ pub mod symbols {
     pub const WORKER_BARRIER: &str = "ipuc_worker_barrier";
     /// Completion word = 1, then halt.
     pub const COMPLETE: &str = "ipuc_static_complete";
+
+    /// Every entry point a runtime defines and exports (all but
+    /// [`PROGRAM`], which each tile program defines): what a replacement
+    /// runtime is checked for before anything links against it.
+    pub const RUNTIME_ENTRIES: [&str; 8] = [
+        START,
+        PATCH_WORD,
+        PATCH_ROW,
+        PATCH_ROW_SCALAR,
+        PATCH_ROW_WORKERS,
+        SAMPLE_CYCLE,
+        WORKER_BARRIER,
+        COMPLETE,
+    ];
 }
 
 /// The symbols the runtime links against: the layout addresses and the
@@ -117,12 +133,44 @@ pub fn runtime_objects() -> Result<[Object; 2], AsmError> {
     runtime_objects_from(&RuntimeSource::builtin())
 }
 
-/// [`runtime_objects`] for any runtime text.
+/// [`runtime_objects`] for any runtime text, checked against the entry
+/// points programs use ([`check_entries`]).
 pub fn runtime_objects_from(runtime: &RuntimeSource) -> Result<[Object; 2], AsmError> {
-    Ok([
-        assemble(&runtime.name, &runtime.text)?,
-        assemble("<runtime layout>", &layout_source())?,
-    ])
+    let object = assemble(&runtime.name, &runtime.text)?;
+    check_entries(&object)?;
+    Ok([object, assemble("<runtime layout>", &layout_source())?])
+}
+
+/// A runtime object defines and exports every [`symbols::RUNTIME_ENTRIES`]
+/// and does not define [`symbols::PROGRAM`]. Checked here, at the runtime's
+/// own source, so a replacement runtime (`--runtime-source`) that misses
+/// one is an error at its file and line, not a link error inside a
+/// generated tile program. A missing name is reported where the source
+/// mentions it (e.g. a `.globl` without a label), else at line 1.
+pub fn check_entries(object: &Object) -> Result<(), AsmError> {
+    for name in symbols::RUNTIME_ENTRIES {
+        let (loc, defined) = match object.symbol(name) {
+            Some(s) if s.value.is_some() && s.global => continue,
+            Some(s) => (s.loc, s.value.is_some()),
+            None => (Loc { line: 1, col: 1 }, false),
+        };
+        let symbol = name.into();
+        let kind = AsmErrorKind::RuntimeEntry {
+            symbol,
+            defined,
+            entries: &symbols::RUNTIME_ENTRIES,
+        };
+        return Err(AsmError::new(&object.file, loc, kind));
+    }
+    if let Some(s) = object
+        .symbol(symbols::PROGRAM)
+        .filter(|s| s.value.is_some())
+    {
+        let symbol = symbols::PROGRAM.into();
+        let kind = AsmErrorKind::RuntimeReserved { symbol };
+        return Err(AsmError::new(&object.file, s.loc, kind));
+    }
+    Ok(())
 }
 
 /// Link the runtime at the application entry (`0x4C010`, so
@@ -165,6 +213,70 @@ pub fn link_with_runtime_objects(
 mod tests {
     use super::*;
     use crate::ipu21::isa::{decode, Imm16Op, Instruction};
+    use alloc::string::ToString;
+
+    fn runtime_error(text: &str) -> AsmError {
+        runtime_objects_from(&RuntimeSource {
+            name: "my.S".into(),
+            text: text.into(),
+        })
+        .unwrap_err()
+    }
+
+    /// 1-based line of the first line of `text` starting with `prefix`.
+    fn line_of(text: &str, prefix: &str) -> u32 {
+        text.lines().position(|l| l.starts_with(prefix)).unwrap() as u32 + 1
+    }
+
+    /// A replacement runtime is checked for the entry points programs call
+    /// at its own source: the error names its file and the line.
+    #[test]
+    fn a_runtime_without_an_entry_point_is_an_error_at_its_line() {
+        assert!(runtime_objects_from(&RuntimeSource::builtin()).is_ok());
+
+        let hidden = SOURCE.replacen("        .globl ipuc_worker_barrier\n", "", 1);
+        let e = runtime_error(&hidden);
+        assert_eq!(e.file, "my.S");
+        assert_eq!(e.loc.line, line_of(&hidden, "ipuc_worker_barrier:"));
+        assert_eq!(
+            e.kind,
+            AsmErrorKind::RuntimeEntry {
+                symbol: "ipuc_worker_barrier".into(),
+                defined: true,
+                entries: &symbols::RUNTIME_ENTRIES,
+            }
+        );
+        assert!(e.to_string().contains("is defined but not exported"), "{e}");
+
+        // Declared but never defined: at the `.globl`.
+        let gone = SOURCE.replacen("ipuc_patch_word:", "ipuc_patch_word_gone:", 1);
+        let e = runtime_error(&gone);
+        assert_eq!(e.loc.line, line_of(&gone, "        .globl ipuc_patch_word"));
+        assert!(
+            e.to_string()
+                .contains("the runtime does not define 'ipuc_patch_word'"),
+            "{e}"
+        );
+
+        // Not mentioned at all: at line 1.
+        let e = runtime_error("nop\n");
+        assert_eq!((e.loc.line, e.loc.col), (1, 1));
+        assert!(e
+            .to_string()
+            .starts_with("my.S:1:1: the runtime does not define 'ipuc_static_start'"));
+
+        // The program's own entry is not the runtime's to define.
+        let clash =
+            alloc::format!("{SOURCE}\n        .globl ipuc_program\nipuc_program:\n        nop\n");
+        let e = runtime_error(&clash);
+        assert_eq!(e.loc.line, line_of(&clash, "ipuc_program:"));
+        assert_eq!(
+            e.kind,
+            AsmErrorKind::RuntimeReserved {
+                symbol: "ipuc_program".into()
+            }
+        );
+    }
 
     /// The dispatcher's first instruction compares the entry count with the
     /// one threshold constant (linked as a symbol, not written in the `.S`).

@@ -18,10 +18,14 @@ const N: usize = 32;
 
 /// `y = f8(x) · wᵀ` with `x` FP16, `w` F143 at scale −4, FP16 out.
 fn fp8_gemm() -> Graph {
+    fp8_gemm_of(M, K, N)
+}
+
+fn fp8_gemm_of(m: usize, k: usize, n: usize) -> Graph {
     let mut g = GraphBuilder::new();
-    let x = g.input("x", TensorType::new(DType::F16, [M, K])).unwrap();
+    let x = g.input("x", TensorType::new(DType::F16, [m, k])).unwrap();
     let w = g
-        .parameter("w", TensorType::new(DType::f143(-4), [N, K]))
+        .parameter("w", TensorType::new(DType::f143(-4), [n, k]))
         .unwrap();
     let x8 = g.cast(x, DType::f143(0)).unwrap();
     let y = g.matmul_transposed(x8, w, DType::F16).unwrap();
@@ -88,4 +92,60 @@ fn device_and_reference_agree_bit_for_bit() {
         .data
         .clone();
     assert_ne!(bits(got), bits(&exact));
+}
+
+/// A K-split plan rounds each part's FP16 partials apart and sums the
+/// parts in F32: the reference, told the package's K splits, gives the
+/// same bits; without them (one sequence over K) it does not.
+#[test]
+fn a_k_split_product_agrees_with_the_reference_following_the_package() {
+    // Four rows and one column group use 4 tiles; K = 2048 makes a K split
+    // across the other 12 worth its reduction.
+    let (m, k, n) = (4, 2048, 16);
+    let graph = fp8_gemm_of(m, k, n);
+    let w = HostTensor {
+        shape: vec![n, k],
+        data: values(n * k, 3, 0.6),
+    };
+    let x = values(m * k, 4, 7.0);
+    let weights = Weights::from_map(BTreeMap::from([("w".to_string(), w)]));
+    let compiled = compile(
+        &graph,
+        &kernel_abi(),
+        &CompileOptions {
+            beam_width: 4,
+            tiles: 16,
+            name: "fp8-gemm-k-split".into(),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    let splits = &compiled.package.description.k_splits;
+    assert_eq!(splits.len(), 1, "{splits:?}");
+    assert!(splits[0].parts > 1 && splits[0].k == k as u32);
+    let inputs = BTreeMap::from([(
+        "x".to_string(),
+        HostTensor {
+            shape: vec![m, k],
+            data: x.clone(),
+        },
+    )]);
+    let out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &inputs, &weights)
+        .unwrap();
+    let got = &out.outputs["y"].data;
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let run = |splits| {
+        Reference::new(&graph, &weights, Numerics::Device)
+            .unwrap()
+            .with_k_splits(splits)
+            .unwrap()
+            .run(&[("x", Tensor::new(vec![m, k], x.clone()))])
+            .unwrap()["y"]
+            .data
+            .clone()
+    };
+    assert_eq!(bits(got), bits(&run(splits)));
+    assert_ne!(bits(got), bits(&run(&[])));
 }

@@ -51,7 +51,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
@@ -177,8 +177,15 @@ fn fp8_weights_match_the_device_numerics_reference() {
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let device = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None).unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let device = run_siglip(
+        &model,
+        weights.clone(),
+        &pixels,
+        (Numerics::Device, &compiled.package.description.k_splits),
+        None,
+    )
+    .unwrap();
+    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     let q = compare(&out, &fp32, 0.2, 0.05).unwrap();
     for ((name, max_abs, _, _), (_, quantised, _, _)) in v.outputs.iter().zip(&q.outputs) {
@@ -298,7 +305,7 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
         .unwrap()
         .run(&compiled.package, &device_inputs(&pixels), &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
 }
@@ -320,7 +327,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     let rejected = err
         .downcast_ref::<ipuc::compile::PlanOverBudget>()
         .expect("a memory rejection is a typed PlanOverBudget error");
-    let report = ipuc::report::MemoryRejection::from_plan(&rejected.0);
+    let report = ipuc::report::MemoryRejection::from_plan(&rejected.0, compile_opts.tiles);
     assert!(report.excess_bytes() > 0);
     assert_eq!(report.effective_bytes(), rejected.0.total_bytes());
     assert!(!report.live.is_empty());
@@ -337,7 +344,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     assert!(listed <= 12, "{listed} allocations on stderr:\n{text}");
     // One report per rejected candidate, each with a tile picker's tiles
     // (the reported tile first) and every tile's live allocations.
-    let all = ipuc::report::MemoryRejection::all_from_plan(&rejected.0);
+    let all = ipuc::report::MemoryRejection::all_from_plan(&rejected.0, compile_opts.tiles);
     assert_eq!(all.len(), 1 + rejected.0.candidates.len());
     assert!(all.len() > 1, "several candidates were rejected");
     assert!(all
@@ -346,6 +353,11 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     for r in &all {
         assert_eq!(r.tiles[0].tile, r.peak_tile);
         assert!(r.tiles.len() > 1 && r.tiles.len() <= 32);
+        // Only tiles of the plan that hold something (issue #27 item 6).
+        assert!(r
+            .tiles
+            .iter()
+            .all(|t| t.tile < compile_opts.tiles && !t.allocations.is_empty()));
         assert_eq!(
             r.tiles[0].allocations.iter().map(|a| a.size).sum::<u64>(),
             r.live.iter().map(|a| a.bytes).sum::<u64>()
@@ -404,8 +416,14 @@ fn resident_inferences_reuse_one_loaded_package() {
     let mut cycles = Vec::new();
     for pixels in [&first, &second, &first] {
         let out = resident.infer(&device_inputs(pixels)).unwrap();
-        let reference =
-            run_siglip(&model, weights.clone(), pixels, Numerics::Device, None).unwrap();
+        let reference = run_siglip(
+            &model,
+            weights.clone(),
+            pixels,
+            (Numerics::Device, &compiled.package.description.k_splits),
+            None,
+        )
+        .unwrap();
         let v = compare(&out, &reference, 0.2, 0.05).unwrap();
         assert!(v.pass, "inference {}: {:?}", cycles.len(), v.outputs);
         for (name, max_abs, _, _) in &v.outputs {

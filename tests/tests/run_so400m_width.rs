@@ -54,8 +54,15 @@ fn full_width_so400m_two_layers_fp8_x_fp8_fused_qkv_passes() {
         .unwrap()
         .run(&compiled.package, &device_inputs(&pixels), &weights)
         .unwrap();
-    let device = run_siglip(&model, weights.clone(), &pixels, Numerics::Device, None).unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+    let device = run_siglip(
+        &model,
+        weights.clone(),
+        &pixels,
+        (Numerics::Device, &compiled.package.description.k_splits),
+        None,
+    )
+    .unwrap();
+    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     assert!(v.pass, "vs device numerics: {:?}", v.outputs);
     // FP8 × FP8 GEMMs: a K-split product rounds its FP16 partials per

@@ -84,7 +84,7 @@ fn fp32_reference_matches_transformers() {
                 ..ModelOptions::default()
             };
             let (model, weights, pixels) = load(name, size, options);
-            let out = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+            let out = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
             let hidden = hf(name, LAST_HIDDEN_STATE);
             let pooled = hf(name, POOLER_OUTPUT);
             assert_eq!(out.last_hidden_state.shape, hidden.shape, "{name}");
@@ -114,7 +114,7 @@ fn each_tower_runs_on_the_simulator_and_matches_transformers() {
             .unwrap()
             .run(&compiled.package, &device_inputs(&pixels), &weights)
             .unwrap();
-        let reference = run_siglip(&model, weights, &pixels, Numerics::Fp32, None).unwrap();
+        let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let v = compare(&out, &reference, 0.2, 0.05).unwrap();
         assert!(v.pass, "{name}: {:?}", v.outputs);
         for output in [LAST_HIDDEN_STATE, POOLER_OUTPUT] {

@@ -106,6 +106,9 @@ pub struct PageCheck {
     pub rendered: Option<String>,
     pub errors: Vec<String>,
     pub colours: usize,
+    /// A profile page's view after load (`data-view`: first and last
+    /// cycle on screen).
+    pub view: Option<String>,
 }
 
 fn profile_dir(out: &Path, name: &str) -> Result<PathBuf> {
@@ -116,14 +119,30 @@ fn profile_dir(out: &Path, name: &str) -> Result<PathBuf> {
 }
 
 fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
+    check_view(browser, page, None, shots)
+}
+
+/// [`check_page`] of `page` opened at `view` (a URL fragment such as
+/// `op=NAME` or `q=TEXT`; its screenshot is named after it).
+fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> Result<PageCheck> {
     let stem = page
         .strip_prefix(shots.parent().unwrap_or(shots))
         .unwrap_or(page)
         .display()
         .to_string()
         .replace(['/', '\\'], "_");
-    let url = format!("file://{}", std::fs::canonicalize(page)?.display());
-    let screenshot = shots.join(format!("{}.png", stem.trim_end_matches(".html")));
+    let mut url = format!("file://{}", std::fs::canonicalize(page)?.display());
+    let mut shot = stem.trim_end_matches(".html").to_string();
+    if let Some(v) = view {
+        url.push('#');
+        url.push_str(v);
+        shot.push('-');
+        shot.extend(
+            v.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
+    }
+    let screenshot = shots.join(format!("{shot}.png"));
     let udd = profile_dir(shots, "shot")?;
     let mut out = Command::new(browser);
     out.args(FLAGS)
@@ -156,6 +175,7 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
         .arg(&url);
     let dom = output_with_timeout(&mut dom, page)
         .with_context(|| format!("running {}", browser.display()))?;
+    let view = attribute(&String::from_utf8_lossy(&dom.stdout), "data-view");
     errors.extend(
         String::from_utf8_lossy(&dom.stderr)
             .lines()
@@ -187,6 +207,7 @@ fn check_page(browser: &Path, page: &Path, shots: &Path) -> Result<PageCheck> {
         rendered,
         errors,
         colours,
+        view,
     })
 }
 
@@ -246,7 +267,7 @@ pub fn check_pages(pages: &[PathBuf], out: &Path) -> Result<()> {
         let t = load_time(&browser, page, &shots)?;
         let bytes = std::fs::metadata(page).map(|m| m.len()).unwrap_or(0);
         // `index.html` has no script, so no render mark.
-        let needs_mark = !page.ends_with("index.html");
+        let needs_mark = !is_index(page);
         let ok =
             c.errors.is_empty() && t.errors.is_empty() && (!needs_mark || t.rendered.is_some());
         if !ok {
@@ -277,6 +298,113 @@ pub fn check_pages(pages: &[PathBuf], out: &Path) -> Result<()> {
         bail!("{failed} page(s) failed in Chromium");
     }
     Ok(())
+}
+
+/// The profile page opened at an operation (`#op=NAME`: zoomed to it) and
+/// at a search (`#q=TEXT`), full and summarized: each renders without
+/// error, and the operation link's view is narrower than the whole run.
+/// Returns how many failed (each printed).
+fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize> {
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("model.ipuprof"))?)?;
+    let op = profile["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["operation"].as_str())
+        .filter(|o| o.contains("layers.13.mlp.fc1"))
+        .min_by_key(|o| o.len())
+        .context("no layers.13.mlp.fc1 step in the profile")?
+        .to_string();
+    let whole = check_view(browser, &run.join("model.html"), None, shots)?.view;
+    let mut failed = 0;
+    for (page, view) in [
+        ("model.html", format!("op={}", op.replace(' ', "%20"))),
+        ("model.html", "q=self_attn".to_string()),
+        ("summarized.html", "q=mlp.fc1".to_string()),
+    ] {
+        let c = check_view(browser, &run.join(page), Some(&view), shots)?;
+        let span = |v: &Option<String>| -> Option<f64> {
+            let (a, b) = v.as_deref()?.split_once(',')?;
+            Some(b.parse::<f64>().ok()? - a.parse::<f64>().ok()?)
+        };
+        let zoomed = !view.starts_with("op=")
+            || matches!((span(&c.view), span(&whole)), (Some(z), Some(w)) if z < w / 4.0);
+        let ok = c.errors.is_empty() && c.rendered.is_some() && c.colours > 8 && zoomed;
+        if !ok {
+            failed += 1;
+        }
+        println!(
+            "{}  {page}#{view}  rendered={}  view={} (whole run {})  screenshot {}",
+            if ok { "ok  " } else { "FAIL" },
+            c.rendered.as_deref().unwrap_or("-"),
+            c.view.as_deref().unwrap_or("-"),
+            whole.as_deref().unwrap_or("-"),
+            c.screenshot.display()
+        );
+        for e in &c.errors {
+            println!("      {e}");
+        }
+    }
+    Ok(failed)
+}
+
+/// A Perfetto trace as Perfetto reads it: Trace Event Format JSON with
+/// `traceEvents`, its schema in `otherData`, complete events that never
+/// overlap on one thread (Perfetto drops slices that overlap rather than
+/// nest). Returns 1 (and prints why) when it is not, else 0.
+fn check_trace(path: &Path) -> usize {
+    let problem = (|| -> Result<String> {
+        let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+        if trace["otherData"]["schema"] != "ipuc.trace" {
+            bail!("otherData.schema is not ipuc.trace");
+        }
+        let events = trace["traceEvents"].as_array().context("no traceEvents")?;
+        let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> =
+            Default::default();
+        let ns = |v: &serde_json::Value| v.as_f64().map(|x| (x * 1000.0).round() as u64);
+        for e in events.iter().filter(|e| e["ph"] == "X") {
+            let key = (
+                e["pid"].as_u64().context("pid")?,
+                e["tid"].as_u64().context("tid")?,
+            );
+            let (ts, dur) = (ns(&e["ts"]).context("ts")?, ns(&e["dur"]).context("dur")?);
+            tracks.entry(key).or_default().push((ts, dur));
+        }
+        let mut slices = 0;
+        for (key, mut v) in tracks.clone() {
+            v.sort();
+            slices += v.len();
+            if let Some(w) = v.windows(2).find(|w| w[0].0 + w[0].1 > w[1].0) {
+                bail!(
+                    "track {key:?}: a slice at {} ns overlaps the next at {} ns",
+                    w[0].0,
+                    w[1].0
+                );
+            }
+        }
+        Ok(format!(
+            "{slices} slices on {} tracks, none overlapping",
+            tracks.len()
+        ))
+    })();
+    match problem {
+        Ok(what) => {
+            println!("ok    {}  Perfetto trace: {what}", path.display());
+            0
+        }
+        Err(e) => {
+            println!("FAIL  {}  Perfetto trace: {e:#}", path.display());
+            1
+        }
+    }
+}
+
+/// A run's artifact index (`index.html`, `model.index.html`): a page
+/// without a script, so without a render mark.
+fn is_index(page: &Path) -> bool {
+    page.file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with("index.html"))
 }
 
 fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -318,6 +446,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out)?;
     let run = out.join("run");
+    std::fs::create_dir_all(&run)?;
     let ipuc = |args: &[&str]| -> Result<bool> {
         eprintln!("xtask: ipuc {}", args.join(" "));
         let status = Command::new(env!("CARGO"))
@@ -328,15 +457,19 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
         Ok(status.success())
     };
     let s = |p: &Path| p.display().to_string();
+    // 27 layers (the So400m depth) of the small model: a profile of every
+    // iteration in full, then the same package's profile summarized.
     if !ipuc(&[
         "run",
         "--workload",
         "siglip-small",
         "--vit-layers",
-        "2",
+        "27",
         "--planning-tiles",
         "64",
         "--reference-run",
+        "--package",
+        &s(&run.join("model.ipuc")),
         "--profile-output",
         &s(&run.join("model.ipuprof")),
         "--memory-profile-directory",
@@ -344,6 +477,18 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     ])? {
         bail!("the small run failed");
     }
+    if !ipuc(&[
+        "exec",
+        &s(&run.join("model.ipuc")),
+        "--profile-output",
+        &s(&run.join("summarized.ipuprof")),
+        "--profile-detail",
+        "summary",
+    ])? {
+        bail!("exec of the small run's package failed");
+    }
+    let mut failed = check_trace(&run.join("model.trace.json"))
+        + check_trace(&run.join("summarized.trace.json"));
     // The forced memory rejections the CLI tests use
     // (`host/tests/fixtures/rejections.txt`): the planner's, placement's and
     // a late one (patch data), each writing its reports.
@@ -372,10 +517,9 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     }
     let shots = out.join("screenshots");
     std::fs::create_dir_all(&shots)?;
-    let mut failed = 0;
     for page in &pages {
         let c = check_page(&browser, page, &shots)?;
-        let needs_mark = !page.ends_with("index.html");
+        let needs_mark = !is_index(page);
         let ok = c.errors.is_empty() && c.colours > 8 && (!needs_mark || c.rendered.is_some());
         if !ok {
             failed += 1;
@@ -393,6 +537,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
             println!("      {e}");
         }
     }
+    failed += check_profile_views(&browser, &run, &shots)?;
     for d in ["chromium-profile-shot", "chromium-profile-dom"] {
         let _ = std::fs::remove_dir_all(shots.join(d));
     }

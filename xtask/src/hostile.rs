@@ -2,13 +2,18 @@
 //! hostile user would hand the release `ipuc` — FIFOs, links to
 //! `/dev/zero`, directories, 5 GiB sparse files, a full tmpfs, re-sealed
 //! packages (a branch-to-self at the entry, outputs aliasing one SRAM
-//! range, a 64 GiB output), signals during a compile that writes over a
-//! previous package — and runs each case with a wall-clock bound, reading
-//! the child's peak RSS from `wait4`. Each case must end in a typed error
-//! (exit 2, 3 or 4 with an `error:` line, no panic, no signal) or, for the
+//! range, a 64 GiB output, a loop that never ends), signals during a
+//! compile that writes over a previous package — and runs each case with a
+//! wall-clock bound, reading the child's peak RSS from `wait4`. Each case
+//! must end in a typed error (exit 2, 3 or 4 with an `error:` line that
+//! names each path it mentions once, no panic, no signal) or, for the
 //! signal cases, in the old file or a complete new one; every previous
-//! output must survive a failed write. Prints the matrix counts and fails
-//! unless hangs, aborts, partial files and unbounded-memory cases are all 0.
+//! output must survive a failed write. Signals are sent at fractions of a
+//! compile's time (landing wherever they land, each landing reported) and
+//! aimed into the package write itself (the write paused by the test hook
+//! [`PAUSE_ENV`] while the matrix watches its temporary). Prints the matrix
+//! counts and fails unless hangs, aborts, partial files, repeated paths,
+//! missed aims and unbounded-memory cases are all 0.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use ipuc_core::ipu21::isa::{encode, Instruction};
+use ipuc_core::ipu21::isa::{encode, Imm16Op, Instruction, MReg};
 use ipuc_core::package::{self, BindingKind, Package, DIGEST_BYTES};
 
 /// A typed error comes within this; a case running longer is a hang.
@@ -26,6 +31,15 @@ const RUN_SECONDS: u64 = 90;
 /// Peak RSS a rejected input may cost (the small compiles and runs here
 /// peak near 150 MB).
 const MEMORY_BOUND_KB: i64 = 1 << 20;
+/// `host/src/fsio/write.rs`'s `PAUSE_ENV`: milliseconds every atomic write
+/// pauses with half its bytes written and again before its rename.
+const PAUSE_ENV: &str = "IPUC_TEST_WRITE_PAUSE_MS";
+/// The pause the aimed signal cases ask for.
+const PAUSE_MS: u64 = 400;
+/// When the device's heartbeat line is due (`progress::HEARTBEAT`), and
+/// when the heartbeat case interrupts its endless run.
+const HEARTBEAT_SECONDS: u64 = 10;
+const HEARTBEAT_CASE_SECONDS: u64 = HEARTBEAT_SECONDS + 3;
 
 /// What a case must end in.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,6 +49,35 @@ enum Expect {
     /// A signal was sent: killed by it, or finished first; either way the
     /// guarded output is the old file or a valid new package.
     Signal,
+    /// A signal aimed into the guarded output's write: it must land while
+    /// the temporary exists, end the process, and leave the old file.
+    AimedSignal,
+    /// A run that never ends by itself: it must print the device heartbeat
+    /// before it is interrupted (and end from that signal).
+    Heartbeat,
+}
+
+/// When a case's signal is sent.
+#[derive(Clone, Debug)]
+enum Trigger {
+    /// This long after the start.
+    After(Duration),
+    /// As soon as a temporary beside the first guarded output holds at
+    /// least this many bytes (0: as soon as it exists).
+    Writing { at_least: u64 },
+}
+
+/// Where a signal landed, seen from outside at the moment it was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Landing {
+    /// The process had ended; nothing was sent.
+    NotSent,
+    /// No temporary yet and the old file in place.
+    BeforeWrite,
+    /// A temporary beside the output existed: mid-write or before the rename.
+    DuringWrite,
+    /// The output was already replaced (after the rename).
+    AfterRename,
 }
 
 struct Case {
@@ -46,7 +89,9 @@ struct Case {
     /// be replaced by a valid package).
     guarded: Vec<(PathBuf, Vec<u8>)>,
     /// A signal and when to send it.
-    signal: Option<(i32, Duration)>,
+    signal: Option<(i32, Trigger)>,
+    /// Extra environment for the child.
+    env: Vec<(&'static str, String)>,
 }
 
 impl Case {
@@ -58,6 +103,7 @@ impl Case {
             seconds: ERROR_SECONDS,
             guarded: Vec::new(),
             signal: None,
+            env: Vec::new(),
         }
     }
 
@@ -78,6 +124,17 @@ struct Matrix {
     cases: usize,
     typed: usize,
     signal_ok: usize,
+    /// Signal cases by where the signal landed.
+    landed_not_sent: usize,
+    landed_before: usize,
+    landed_during: usize,
+    landed_after_rename: usize,
+    /// Aimed signals that landed in the write, SIGINT/SIGTERM and SIGKILL.
+    aimed_ok: usize,
+    aimed_missed: Vec<String>,
+    heartbeats: usize,
+    no_heartbeat: Vec<String>,
+    repeated_path: Vec<String>,
     hangs: Vec<String>,
     aborts: Vec<String>,
     partial: Vec<String>,
@@ -96,6 +153,7 @@ struct Ended {
     seconds: f64,
     max_rss_kb: i64,
     timed_out: bool,
+    landing: Option<Landing>,
 }
 
 /// Runs `bin args` with stdout/stderr to files, reaping it with `wait4`
@@ -105,6 +163,7 @@ fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
     let err = fs::File::create(log)?;
     let child = Command::new(bin)
         .args(&case.args)
+        .envs(case.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -112,6 +171,7 @@ fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
         .context("starting ipuc")?;
     let pid = child.id() as libc::pid_t;
     let start = Instant::now();
+    let mut landing = case.signal.as_ref().map(|_| Landing::NotSent);
     let mut signalled = false;
     let mut timed_out = false;
     loop {
@@ -133,15 +193,34 @@ fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
                 seconds: start.elapsed().as_secs_f64(),
                 max_rss_kb: usage.ru_maxrss,
                 timed_out,
+                landing,
             });
         }
         if r < 0 {
             bail!("wait4: {}", std::io::Error::last_os_error());
         }
-        if let Some((sig, after)) = case.signal {
-            if !signalled && start.elapsed() >= after {
+        if let Some((sig, trigger)) = &case.signal {
+            let guarded = case.guarded.first();
+            let due = match trigger {
+                Trigger::After(after) => start.elapsed() >= *after,
+                Trigger::Writing { at_least } => guarded.is_some_and(|(path, _)| {
+                    temporaries_beside(path)
+                        .iter()
+                        .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
+                }),
+            };
+            if !signalled && due {
+                // Where it lands, seen just before it is sent (the write
+                // moves on in the microseconds between).
+                landing = Some(match guarded {
+                    Some((path, _)) if !temporaries_beside(path).is_empty() => Landing::DuringWrite,
+                    Some((path, before)) if fs::read(path).ok().as_ref() != Some(before) => {
+                        Landing::AfterRename
+                    }
+                    _ => Landing::BeforeWrite,
+                });
                 // SAFETY: signalling our own unreaped child.
-                unsafe { libc::kill(pid, sig) };
+                unsafe { libc::kill(pid, *sig) };
                 signalled = true;
             }
         }
@@ -187,7 +266,15 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
             .push(format!("{label}: {} MB", ended.max_rss_kb / 1024));
     }
     let panicked = stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE");
-    let sent = case.signal.map(|(s, _)| s);
+    let sent = case.signal.as_ref().map(|(s, _)| *s);
+    // Where the signals sent at a time landed (aimed ones are judged below).
+    match ended.landing.filter(|_| case.expect == Expect::Signal) {
+        Some(Landing::NotSent) => m.landed_not_sent += 1,
+        Some(Landing::BeforeWrite) => m.landed_before += 1,
+        Some(Landing::DuringWrite) => m.landed_during += 1,
+        Some(Landing::AfterRename) => m.landed_after_rename += 1,
+        None => {}
+    }
     if ended.timed_out {
         m.hangs.push(label.clone());
     } else if panicked || ended.signal.is_some_and(|s| Some(s) != sent) {
@@ -204,6 +291,10 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
                 // an internal error (5) blames the wrong thing.
                 if matches!(ended.code, Some(2..=4)) && stderr.contains("error") {
                     m.typed += 1;
+                    if let Some(path) = repeated_path(&case.args, stderr) {
+                        m.repeated_path
+                            .push(format!("{label}: {path}: {}", first_line(stderr)));
+                    }
                 } else {
                     m.untyped.push(format!(
                         "{label}: exit {:?}: {}",
@@ -213,10 +304,35 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
                 }
             }
             Expect::Signal => m.signal_ok += 1,
+            Expect::AimedSignal => {
+                let landed = ended.landing == Some(Landing::DuringWrite);
+                if landed && ended.signal == sent {
+                    m.aimed_ok += 1;
+                } else {
+                    m.aimed_missed.push(format!(
+                        "{label}: landed {:?}, ended by {:?} (exit {:?})",
+                        ended.landing, ended.signal, ended.code
+                    ));
+                }
+            }
+            Expect::Heartbeat => {
+                if stderr.contains("still running after") && ended.signal == sent {
+                    m.heartbeats += 1;
+                } else {
+                    m.no_heartbeat.push(format!(
+                        "{label}: ended by {:?} (exit {:?}): {}",
+                        ended.signal,
+                        ended.code,
+                        first_line(stderr)
+                    ));
+                }
+            }
         }
     }
     for (path, before) in &case.guarded {
         let now = fs::read(path).unwrap_or_default();
+        // Only a signal sent at some time may have let a new package in;
+        // an aimed one lands before the rename, so the old file stays.
         let intact =
             now == *before || (case.expect == Expect::Signal && package::read(&now).is_ok());
         if !intact {
@@ -240,6 +356,17 @@ fn judge(m: &mut Matrix, case: &Case, ended: &Ended, stderr: &str) {
             }
         }
     }
+}
+
+/// A path argument that an `error` line of `stderr` names more than once
+/// (each path should appear once: the OS errors and `fsio`'s leave it to
+/// the caller). Paths inside other paths count: `D` in `D/config.json`.
+fn repeated_path(args: &[String], stderr: &str) -> Option<String> {
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+    args.iter()
+        .filter(|a| a.starts_with('/'))
+        .find(|a| errors.iter().any(|l| l.matches(a.as_str()).count() > 1))
+        .cloned()
 }
 
 fn first_line(s: &str) -> &str {
@@ -294,6 +421,33 @@ fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
 /// The package with its first tile's entry word (or every tile's, `all`)
 /// replaced by a branch to itself.
 fn self_loop(bytes: &[u8], p: &Package, all: bool) -> Result<Vec<u8>> {
+    let entry = p.tiles.first().context("package has no tiles")?.entry_point;
+    let branch = encode(&Instruction::Bri { target: entry })?.words()[0];
+    at_entry(bytes, p, all, &[branch])
+}
+
+/// The package with its first tile's entry replaced by a loop that counts
+/// in `$m1` and never exits: its state changes every time round, so only
+/// the cycle budget ends it.
+fn counting_loop(bytes: &[u8], p: &Package) -> Result<Vec<u8>> {
+    let entry = p.tiles.first().context("package has no tiles")?.entry_point;
+    let m1 = MReg::new(1)?;
+    let add = Instruction::AluImm16 {
+        op: Imm16Op::Add,
+        d: m1,
+        s: m1,
+        imm: 1,
+    };
+    let words = [
+        encode(&add)?.words()[0],
+        encode(&Instruction::Bri { target: entry })?.words()[0],
+    ];
+    at_entry(bytes, p, false, &words)
+}
+
+/// The package with `words` written over the code at its first tile's
+/// entry (or every tile's with the same entry code, `all`), re-sealed.
+fn at_entry(bytes: &[u8], p: &Package, all: bool, words: &[u32]) -> Result<Vec<u8>> {
     let tile = p.tiles.first().context("package has no tiles")?;
     let seg = tile
         .segments
@@ -305,17 +459,14 @@ fn self_loop(bytes: &[u8], p: &Package, all: bool) -> Result<Vec<u8>> {
         .data
         .get(at..at + 64)
         .context("entry too near the end")?;
-    let word = encode(&Instruction::Bri {
-        target: tile.entry_point,
-    })?
-    .words()[0];
+    let new: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     reseal(bytes, |body| {
         let hits = find_all(body, window);
         if hits.is_empty() {
             bail!("entry code not found in the package bytes");
         }
         for &h in hits.iter().take(if all { hits.len() } else { 1 }) {
-            body[h..h + 4].copy_from_slice(&word.to_le_bytes());
+            body[h..h + new.len()].copy_from_slice(&new);
         }
         Ok(())
     })
@@ -611,6 +762,10 @@ pub fn hostile(root: &Path) -> Result<()> {
             aliased_output(&base_bytes, &base_pkg)?,
         ),
         ("64 GiB output", huge_output(&base_bytes, &base_pkg)?),
+        (
+            "counting loop on the first tile",
+            counting_loop(&base_bytes, &base_pkg)?,
+        ),
     ] {
         let path = work.join(format!("{}.ipuc", what.replace(' ', "-")));
         fs::write(&path, bytes)?;
@@ -630,6 +785,34 @@ pub fn hostile(root: &Path) -> Result<()> {
             ],
         ));
     }
+    // A loop that changes state forever, with the largest budget: the
+    // device's heartbeat must show it running, and Ctrl-C must end it.
+    let counting = work.join("counting-loop-on-the-first-tile.ipuc");
+    let heartbeat = Case {
+        name: format!("heartbeat of an endless run, then SIGINT after {HEARTBEAT_CASE_SECONDS} s"),
+        args: [
+            "exec",
+            &s(&counting),
+            "--workload",
+            "siglip-small",
+            "--vit-layers",
+            "1",
+            "--cycle-budget",
+            "50000000000",
+            "-v",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect(),
+        expect: Expect::Heartbeat,
+        seconds: HEARTBEAT_CASE_SECONDS + ERROR_SECONDS,
+        guarded: Vec::new(),
+        signal: Some((
+            libc::SIGINT,
+            Trigger::After(Duration::from_secs(HEARTBEAT_CASE_SECONDS)),
+        )),
+        env: Vec::new(),
+    };
     // A full disk: each output's previous file must survive.
     let full = work.join("full");
     let mounted = full_tmpfs(&full).is_some();
@@ -753,15 +936,35 @@ pub fn hostile(root: &Path) -> Result<()> {
         bail!("the signal cases' compile failed");
     }
     let compile_ms = timed.elapsed().as_millis() as u64;
-    let mut signal_cases = Vec::new();
-    for (sig, name) in [
+    let complete = fs::metadata(&target)?.len();
+    let signals = [
         (libc::SIGINT, "SIGINT"),
         (libc::SIGTERM, "SIGTERM"),
         (libc::SIGKILL, "SIGKILL"),
-    ] {
+    ];
+    let mut signal_cases = Vec::new();
+    for (sig, name) in signals {
         for pct in [10u64, 50, 90, 95, 98, 100, 102, 105] {
             let after = Duration::from_millis(compile_ms * pct / 100);
-            signal_cases.push((sig, name, after));
+            signal_cases.push((
+                sig,
+                format!(
+                    "{name} after {} ms of a compile writing over a package",
+                    after.as_millis()
+                ),
+                Expect::Signal,
+                Trigger::After(after),
+            ));
+        }
+        // Aimed at the write: half the bytes in the temporary, then all of
+        // them synced before the rename (the write pauses at both).
+        for (at, at_least) in [("mid-write", 1), ("before the rename", complete)] {
+            signal_cases.push((
+                sig,
+                format!("{name} aimed {at} of a package over a previous one"),
+                Expect::AimedSignal,
+                Trigger::Writing { at_least },
+            ));
         }
     }
 
@@ -775,19 +978,28 @@ pub fn hostile(root: &Path) -> Result<()> {
         let stderr = fs::read_to_string(&log).unwrap_or_default();
         judge(&mut m, case, &ended, &stderr);
     }
-    for (i, (sig, name, after)) in signal_cases.into_iter().enumerate() {
+    {
+        let log = logs.join("heartbeat.err");
+        let ended = run(&bin, &heartbeat, &log)?;
+        let stderr = fs::read_to_string(&log).unwrap_or_default();
+        judge(&mut m, &heartbeat, &ended, &stderr);
+    }
+    for (i, (sig, name, expect, trigger)) in signal_cases.into_iter().enumerate() {
         // The previous package is the base one each time.
         fs::write(&target, &base_bytes)?;
+        let aimed = expect == Expect::AimedSignal;
         let case = Case {
-            name: format!(
-                "{name} after {} ms of a compile writing over a package",
-                after.as_millis()
-            ),
+            name,
             args: compile_over.clone(),
-            expect: Expect::Signal,
+            expect,
             seconds: RUN_SECONDS,
             guarded: Vec::new(),
-            signal: Some((sig, after)),
+            signal: Some((sig, trigger)),
+            env: if aimed {
+                vec![(PAUSE_ENV, PAUSE_MS.to_string())]
+            } else {
+                Vec::new()
+            },
         }
         .guard(&target);
         let log = logs.join(format!("signal-{i:03}.err"));
@@ -810,11 +1022,23 @@ pub fn hostile(root: &Path) -> Result<()> {
     list("NOT TYPED", &m.untyped);
     list("UNBOUNDED MEMORY", &m.unbounded);
     list("TEMPORARY LEFT", &m.leftover);
+    list("REPEATED PATH", &m.repeated_path);
+    list("AIM MISSED", &m.aimed_missed);
+    list("NO HEARTBEAT", &m.no_heartbeat);
     println!(
-        "hostile matrix: {} cases, {} typed errors, {} signal cases ending in the old or a complete new file, {} hangs, {} aborts, {} partial files, {} untyped, {} over {} MB, {} temporaries left (SIGINT/SIGTERM: {}; SIGKILL, which cannot be caught: {}); slowest {:.2} s ({}), peak RSS {} MB ({}); {:.1} s in all",
+        "hostile matrix: {} cases, {} typed errors ({} naming a path twice), {} heartbeat of an endless run ({} missing), {} signal cases at fractions of a compile ending in the old or a complete new file (landed: {} before the write, {} during it, {} after the rename, {} after the process ended), {} signals aimed into the write that landed there and left the old file ({} missed), {} hangs, {} aborts, {} partial files, {} untyped, {} over {} MB, {} temporaries left (SIGINT/SIGTERM: {}; SIGKILL, which cannot be caught: {}); slowest {:.2} s ({}), peak RSS {} MB ({}); {:.1} s in all",
         m.cases,
         m.typed,
+        m.repeated_path.len(),
+        m.heartbeats,
+        m.no_heartbeat.len(),
         m.signal_ok,
+        m.landed_before,
+        m.landed_during,
+        m.landed_after_rename,
+        m.landed_not_sent,
+        m.aimed_ok,
+        m.aimed_missed.len(),
         m.hangs.len(),
         m.aborts.len(),
         m.partial.len(),
@@ -835,9 +1059,33 @@ pub fn hostile(root: &Path) -> Result<()> {
         && m.partial.is_empty()
         && m.untyped.is_empty()
         && m.unbounded.is_empty()
-        && m.leftover.is_empty())
+        && m.leftover.is_empty()
+        && m.repeated_path.is_empty()
+        && m.aimed_missed.is_empty()
+        && m.no_heartbeat.is_empty())
     {
         bail!("the hostile matrix has failures (listed above)");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated_path;
+
+    #[test]
+    fn a_path_named_twice_is_found() {
+        let args: Vec<String> = ["inspect", "/x/fifo", "--tile", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let twice = "note: /x/fifo twice here is fine\nerror: reading /x/fifo: /x/fifo: is a FIFO";
+        assert_eq!(repeated_path(&args, twice), Some("/x/fifo".into()));
+        let once = "error: reading /x/fifo: is a FIFO (named pipe), not a regular file";
+        assert_eq!(repeated_path(&args, once), None);
+        // A directory argument inside a file's path counts too.
+        let dir: Vec<String> = vec!["compile".into(), "--checkpoint".into(), "/ck".into()];
+        let doubled = "error: /ck/config.json: /ck/config.json: is a directory";
+        assert_eq!(repeated_path(&dir, doubled), Some("/ck".into()));
+    }
 }

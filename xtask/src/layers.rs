@@ -63,6 +63,7 @@ pub const CRATES: &[Crate] = &[
             "witness",
             "fabric",
             "fault",
+            "watch",
             "tile",
             "csr",
             "row_call",

@@ -345,6 +345,7 @@ fn print_artefacts(out: &Path) {
             "profile",
             &[
                 "profile.html",
+                "trace.json",
                 "operations.json",
                 "patch-audit.txt",
                 "phase-patch-audit.txt",

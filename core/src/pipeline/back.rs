@@ -24,6 +24,8 @@ use crate::ir::Graph;
 use crate::lookup::LookupMap;
 use crate::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
+use crate::plan::opplan::PlanFamily;
+use crate::plan::PlannedOp;
 
 /// Emission, linking, packaging and the report.
 pub(super) fn emit_link_package<H: CompileHooks>(
@@ -474,6 +476,7 @@ fn package<H: CompileHooks>(
     pkg.description = package::Description {
         build: Some(build_flags(options)),
         model: options.model.clone(),
+        k_splits: k_splits(graph, &front.plan.ops),
     };
     let bytes = package::write(&pkg).map_err(CompileError::Package)?;
     run.finish(Stage::Packaging, t, &format!("{} bytes", bytes.len()));
@@ -555,6 +558,41 @@ fn plan_summary(options: &CompileOptions, front: &Front) -> BTreeMap<String, Sum
         .chain(extra.into_iter().flatten())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+}
+
+/// Every GEMM the plan splits over K, by op (a Repeat body's ops are
+/// planned once for every iteration).
+fn k_splits(graph: &Graph, ops: &[PlannedOp]) -> Vec<package::KSplit> {
+    let mut splits = Vec::new();
+    collect_k_splits(graph, ops, &mut splits);
+    splits.sort_unstable_by_key(|s| s.op);
+    splits
+}
+
+fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<package::KSplit>) {
+    for planned in ops {
+        if let Some(body) = &planned.repeat {
+            collect_k_splits(graph, &body.ops, splits);
+        }
+        let Some(PlanFamily::Gemm { k: parts, .. }) = planned.plan.as_ref().map(|p| &p.family)
+        else {
+            continue;
+        };
+        // K is the last dim of `a` (GEMM plans refuse a transposed `a`).
+        let k = graph
+            .op(planned.op)
+            .and_then(|op| op.operands().first().copied())
+            .and_then(|a| graph.ty(a))
+            .and_then(|t| t.shape.dims().last().copied())
+            .and_then(|k| u32::try_from(k).ok());
+        if let (true, Some(k)) = (*parts > 1, k) {
+            splits.push(package::KSplit {
+                op: planned.op.as_u32(),
+                k,
+                parts: *parts,
+            });
+        }
+    }
 }
 
 /// The compile flags as the package records them.

@@ -290,9 +290,9 @@ impl fmt::Display for LinkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LinkError::Stubs(e) => write!(f, "assembling the kernel stub table: {e}"),
-            LinkError::FixedCode(e) => {
-                write!(f, "linking the runtime and kernel stubs: {e}")
-            }
+            // `CompileError::FixedCode` says "the runtime and kernel stubs"
+            // already; the error's `file:line` says which source.
+            LinkError::FixedCode(e) => write!(f, "{e}"),
             LinkError::Assemble { tile, error } => {
                 write!(
                     f,

@@ -61,14 +61,15 @@ pub fn tile_count(s: &str) -> Result<u32, String> {
 /// exist and take a new file (tried now), and it must not be a directory.
 pub fn output_file(flag: &str, path: &Path) -> Result<()> {
     crate::fsio::check_writable(path, crate::fsio::OutputKind::File)
-        .map_err(|e| anyhow::anyhow!("{flag} {e}"))
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))
 }
 
 /// `dir` (given as `flag`) is a directory ipuc writes reports into: it is
 /// created now (with its parents) and must take a new file, so a path that
 /// cannot be one fails first.
 pub fn output_dir(flag: &str, dir: &Path) -> Result<()> {
-    crate::fsio::check_writable_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))
+    crate::fsio::check_writable_dir(dir)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", dir.display()))
 }
 
 /// [`output_file`] for a file whose writer makes its directory: the
@@ -89,7 +90,6 @@ pub fn input_file(flag: &str, path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("{flag} {}: no such file", path.display())
         }
-        Err(e) if e.get_ref().is_some() => bail!("{flag} {e}"),
         Err(e) => bail!("{flag} {}: {e}", path.display()),
     }
 }

@@ -104,7 +104,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let _ = std::io::stderr().flush();
     });
-    let out = run_siglip(&model, weights, &pixels, args.numerics, Some(progress))?;
+    let out = run_siglip(
+        &model,
+        weights,
+        &pixels,
+        (args.numerics, &[]),
+        Some(progress),
+    )?;
     crate::say!(
         "forward: {:.3} s wall, {:.1} GFLOP (matmul + attention), {:.1} GFLOP/s",
         out.seconds,

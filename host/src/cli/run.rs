@@ -79,11 +79,23 @@ pub struct ExecArgs {
     #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
     pub diagnostic_rtol: f32,
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
-    /// profile file, with its viewer `F.html` and `operations.json` beside
-    /// it; any other path is a directory that receives `profile.json`,
-    /// `profile.html` and `operations.json`.
+    /// profile file, with its viewer `F.html`, the Perfetto trace
+    /// `F.trace.json` (opens in ui.perfetto.dev) and `F.operations.json`
+    /// beside it (`run` adds `F.index.html` and the patch audits), so runs
+    /// with other names never share a file; any other path is the run's
+    /// directory, which receives `profile.json`, `profile.html`,
+    /// `trace.json`, `operations.json` (and `index.html`). Files of an
+    /// earlier run at the same paths are replaced, and the replacement
+    /// announced.
     #[arg(long)]
     pub profile_output: Option<PathBuf>,
+    /// How much of the profile to write: `auto` keeps every sample up to
+    /// 1,000,000 and above that summarizes Repeat iterations after the
+    /// first (each stays its own span per tile, with its compute, exchange,
+    /// sync and patch cycles); `full` keeps every sample at any size;
+    /// `summary` summarizes whenever the Repeat runs more than once.
+    #[arg(long, value_enum, value_name = "DETAIL", default_value_t = crate::report::ProfileDetail::Auto)]
+    pub profile_detail: crate::report::ProfileDetail,
     /// Write the pooled embedding (the family's `pooler_output`: SigLIP's MAP
     /// head, CLIP's post_layernorm class token, ViT's tanh pooler, DINOv2's
     /// class token) as `.npy`.
@@ -146,10 +158,13 @@ pub struct BuildArgs {
     /// moving senders (to compare cycles, table bytes and per-tile peak).
     #[arg(long)]
     pub no_outgoing_base: bool,
-    /// Testing: plan against this per-tile data budget (bytes) instead of
-    /// the real one. Placement still checks the real budget, so a larger
-    /// value forces a placement-stage memory rejection (and its reports).
-    #[arg(long, hide = true, value_name = "BYTES")]
+    /// Testing and report inspection: plan against this per-tile data
+    /// budget (bytes) instead of the real one. Placement still checks the
+    /// real budget, so a larger value forces a placement-stage memory
+    /// rejection and its reports, e.g. `--workload siglip-small
+    /// --vit-layers 23 --planning-tiles 16 --planner-data-budget 650000`
+    /// (exit 3); a smaller one makes the planner itself reject sooner.
+    #[arg(long, value_name = "BYTES")]
     pub planner_data_budget: Option<u64>,
 }
 
@@ -175,14 +190,11 @@ impl BuildArgs {
 /// Checks `--profile-output`'s place before work: a `.ipuprof`/`.json` file
 /// gets its directory created, anything else is created as a directory.
 pub fn check_profile_output(out: &std::path::Path) -> Result<()> {
-    let files = crate::report::ProfileFiles::at(out);
-    match files
-        .profile_html
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-    {
-        Some(dir) => checks::output_dir("--profile-output", dir),
-        None => Ok(()),
+    let dir = crate::report::ProfileFiles::at(out).dir();
+    if dir.as_os_str().is_empty() {
+        Ok(())
+    } else {
+        checks::output_dir("--profile-output", &dir)
     }
 }
 
@@ -267,7 +279,7 @@ fn with_rejection_report(mut err: anyhow::Error, build: &BuildArgs) -> anyhow::E
         .clone()
         .unwrap_or_else(|| PathBuf::from("."));
     let written = if let Some(rejected) = err.downcast_mut::<PlanOverBudget>() {
-        let reports = MemoryRejection::all_from_plan(&rejected.0);
+        let reports = MemoryRejection::all_from_plan(&rejected.0, build.planning_tiles);
         write_rejections(&dir, rejected.0.op_index, &reports).map(|paths| rejected.1 = paths)
     } else if let Some(rejected) = err.downcast_mut::<PlacementRejected>() {
         write_rejections(
@@ -288,18 +300,22 @@ fn with_rejection_report(mut err: anyhow::Error, build: &BuildArgs) -> anyhow::E
 
 /// Writes `rejected-op<N>-<k>.html` + `.json` for every report into `dir`:
 /// named by the op and the candidate's rank (0 = the reported one, then by
-/// peak), so a rerun of the same build replaces its own reports (and says
-/// so) instead of piling up new ones.
+/// peak), so a rerun of the same build replaces its own reports (each file
+/// written atomically, and the replacement announced) instead of piling up
+/// new ones; an earlier run's reports of the same op beyond this run's
+/// candidates (`-<k>` for k ≥ the count) are removed, and that announced
+/// too, so the directory never mixes two runs' candidates of one op.
 pub fn write_rejections(
     dir: &std::path::Path,
     op_index: u32,
     reports: &[MemoryRejection],
 ) -> Result<Vec<PathBuf>> {
-    reports
+    let name = |k: usize| dir.join(format!("rejected-op{op_index}-{k:04}.html"));
+    let paths = reports
         .iter()
         .enumerate()
         .map(|(k, r)| {
-            let path = dir.join(format!("rejected-op{op_index}-{k:04}.html"));
+            let path = name(k);
             if path.exists() {
                 tracing::warn!(
                     "warning: replacing the earlier rejection report {}",
@@ -309,7 +325,46 @@ pub fn write_rejections(
             write_rejection(&path, r)?;
             Ok(path)
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // An earlier run's reports of this op past this run's candidates.
+    let prefix = format!("rejected-op{op_index}-");
+    let mut stale: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+                return false;
+            };
+            let Some((k, ext)) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split_once('.'))
+            else {
+                return false;
+            };
+            (ext == "html" || ext == "json")
+                && k.len() == 4
+                && k.parse::<usize>().is_ok_and(|k| k >= reports.len())
+        })
+        .collect();
+    stale.sort();
+    for p in &stale {
+        std::fs::remove_file(p).with_context(|| {
+            format!(
+                "removing the earlier run's rejection report {}",
+                p.display()
+            )
+        })?;
+    }
+    if let Some(first) = stale.first() {
+        tracing::warn!(
+            "warning: removed {} file(s) of an earlier run's rejection reports of op {op_index} beyond this run's {} candidate(s) (from {})",
+            stale.len(),
+            reports.len(),
+            first.display()
+        );
+    }
+    Ok(paths)
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -407,11 +462,7 @@ fn write_rejection_index(
             what: "the run's machine-readable summary (JSON)".into(),
         });
     }
-    let dir = crate::report::ProfileFiles::at(out)
-        .profile_html
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
+    let index_path = crate::report::ProfileFiles::at(out).index_html;
     let stats = vec![
         ("workload".to_string(), workload_name(&args.model)),
         (
@@ -422,7 +473,7 @@ fn write_rejection_index(
     index::write(
         &format!("ipuc run {} (rejected)", workload_name(&args.model)),
         &stats,
-        &dir,
+        &index_path,
         &artifacts,
     )
     .map(Some)
@@ -570,8 +621,12 @@ pub fn execute(
     );
 
     let device_reference = if args.reference_run {
-        tracing::info!("reference: device-numerics forward pass (the graph's own casts)…");
-        let r = run_siglip(model, weights.clone(), pixels, Numerics::Device, None)
+        tracing::info!(
+            "reference: device-numerics forward pass (the graph's own casts, the package's {} K splits)…",
+            package.description.k_splits.len()
+        );
+        let numerics = (Numerics::Device, package.description.k_splits.as_slice());
+        let r = run_siglip(model, weights.clone(), pixels, numerics, None)
             .context("device-numerics reference")?;
         tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
@@ -584,7 +639,7 @@ pub fn execute(
     };
     let fp32_reference = if args.reference_fp32 {
         tracing::info!("reference: FP32 forward pass…");
-        let r = run_siglip(model, weights.clone(), pixels, Numerics::Fp32, None)
+        let r = run_siglip(model, weights.clone(), pixels, (Numerics::Fp32, &[]), None)
             .context("FP32 reference")?;
         tracing::info!(
             "reference: {:.2} s ({:.1} GFLOP/s)",
@@ -664,15 +719,15 @@ pub fn execute(
         }
     }
     if let Some(dir) = &args.profile_output {
-        write_profile(dir, &profile)?;
+        write_profile(dir, &profile, args.profile_detail)?;
     }
     if let Some(path) = &args.output_embedding {
         let t = out
             .outputs
             .get(POOLER_OUTPUT)
             .context("the package has no pooled embedding output")?;
-        write_npy(path, &t.shape, &t.data)
-            .with_context(|| format!("writing {}", path.display()))?;
+        // The `.npy` error names the file.
+        write_npy(path, &t.shape, &t.data).context("--output-embedding")?;
         crate::say!(
             "embedding: wrote {} {:?} float32 to {}",
             POOLER_OUTPUT,
@@ -692,15 +747,14 @@ fn write_index(
 ) -> Result<PathBuf> {
     use crate::report::index::{self, Artifact};
     let files = crate::report::ProfileFiles::at(out);
-    let dir = files
-        .profile_html
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
     let mut artifacts = vec![
         Artifact {
             path: files.profile_html.clone(),
             what: "execution timeline per tile (simulated cycles), operations by model name".into(),
+        },
+        Artifact {
+            path: files.trace_json.clone(),
+            what: "the same timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev)".into(),
         },
         Artifact {
             path: files.operations_json.clone(),
@@ -711,11 +765,11 @@ fn write_index(
             what: "the profile's data (JSON)".into(),
         },
         Artifact {
-            path: dir.join("patch-audit.txt"),
+            path: files.patch_audit.clone(),
             what: "Repeat patch audit per exchange phase".into(),
         },
         Artifact {
-            path: dir.join("phase-patch-audit.txt"),
+            path: files.phase_patch_audit.clone(),
             what: "phases with moving senders: outgoing-base eligibility, worst-tile patch words"
                 .into(),
         },
@@ -781,7 +835,7 @@ fn write_index(
     index::write(
         &format!("ipuc run {}", workload_name(&args.model)),
         &stats,
-        &dir,
+        &files.index_html,
         &artifacts,
     )
 }

@@ -354,11 +354,19 @@ pub fn print_kernel_timing(profile: &Profile) {
 }
 
 /// Writes `profile.json`, `operations.json` and `profile.html` under `dir`.
-pub fn write_profile(dir: &Path, profile: &Profile) -> Result<()> {
-    let files = crate::report::write_profile(dir, profile)?;
+pub fn write_profile(
+    out: &Path,
+    profile: &Profile,
+    detail: crate::report::ProfileDetail,
+) -> Result<()> {
+    let files = crate::report::write_profile(out, profile, detail)?;
     crate::say!(
-        "profile: {} (timeline), {} (per-operation summary), {} (data)",
+        "profile: {} (timeline), {} (Perfetto trace)",
         files.profile_html.display(),
+        files.trace_json.display()
+    );
+    crate::detail!(
+        "profile data: {} (per-operation summary), {}",
         files.operations_json.display(),
         files.profile_json.display()
     );
@@ -509,17 +517,12 @@ pub fn phase_patch_audit_text(a: &PatchAudit) -> String {
 /// Writes `patch-audit.txt` and `phase-patch-audit.txt` next to the profile
 /// (see [`crate::report::ProfileFiles::at`] for the directory).
 pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
-    let dir = crate::report::ProfileFiles::at(out)
-        .profile_html
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    for (name, text) in [
-        ("patch-audit.txt", patch_audit_text(audit)),
-        ("phase-patch-audit.txt", phase_patch_audit_text(audit)),
+    let files = crate::report::ProfileFiles::at(out);
+    for (path, text) in [
+        (&files.patch_audit, patch_audit_text(audit)),
+        (&files.phase_patch_audit, phase_patch_audit_text(audit)),
     ] {
-        let path = dir.join(name);
-        crate::fsio::write_atomic(&path, text.as_bytes())
+        crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
         crate::detail!("patch audit: {}", path.display());
     }

@@ -44,9 +44,12 @@ pub const BUDGET_FLOOR: u64 = 10_000_000;
 /// plan summary), scaled by how much longer than the default a global sync
 /// is modelled (`sync_cycles`), plus [`BUDGET_FLOOR`]; never above
 /// [`DEFAULT_CYCLE_LIMIT`]. A package without an estimate gets that limit.
-/// A program that stops making progress (a branch to itself, a loop that
-/// never exits) is then a typed `CycleLimit` fault naming tile and PC in
-/// well under a second instead of spinning for minutes.
+/// A loop that changes nothing (a branch to itself, a spin on a word no one
+/// writes) is caught sooner by the simulator's progress watch (a typed
+/// `NoProgress` error naming the tiles and PCs, in milliseconds); the
+/// budget stops the loops that keep changing state (a counter that never
+/// reaches its end) with a typed `CycleLimit` fault naming tile and PC, in
+/// seconds instead of minutes.
 pub fn cycle_budget(package: &Package, sync_cycles: u64) -> u64 {
     let Some(&ipuc_core::package::SummaryValue::Integer(estimate)) =
         package.plan_summary.get("estimated_cycles")
@@ -515,15 +518,23 @@ impl LoadedSim {
             None => format!("inference {}", self.inferences),
         };
         let stage = Arc::new(self.progress.stage(&name, self.steps_per_inference));
+        let steps_total = self.steps_per_inference;
         let shown = Arc::clone(&stage);
         self.device.set_progress(Progress {
             every: std::time::Duration::from_millis(100),
             report: Box::new(move |status| {
                 shown.set_position(status.steps);
-                shown.set_detail(&format!(
+                let detail = format!(
                     "superstep {}, cycle {}",
                     status.supersteps,
                     thousands(status.cycles)
+                );
+                shown.set_detail(&detail);
+                // Without a bar (a log), a line every ten seconds instead.
+                shown.heartbeat(&format!(
+                    "{detail} (simulated), {} of {} step markers passed",
+                    thousands(status.steps),
+                    thousands(steps_total)
                 ));
             }),
         });

@@ -4,15 +4,17 @@ use std::io;
 use std::path::PathBuf;
 
 /// Why a file could not be read or written safely. Carried inside an
-/// `io::Error` (see the module docs); `Display` names the path.
+/// `io::Error` (see the module docs). Like the OS's own errors, `Display`
+/// leaves the path out: every caller says which file it was reading or
+/// writing, so the path appears once in the message.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
     /// The input is a FIFO, device, directory or socket: reading it could
     /// block forever or never end.
-    #[error("{path}: is {what}, not a regular file")]
+    #[error("is {what}, not a regular file")]
     NotRegular { path: PathBuf, what: &'static str },
     /// The file is larger than anything the tool could use.
-    #[error("{path}: {size} bytes, more than the {limit} bytes {why}")]
+    #[error("{size} bytes, more than the {limit} bytes {why}")]
     TooLarge {
         path: PathBuf,
         size: u64,
@@ -20,14 +22,14 @@ pub enum FsError {
         why: &'static str,
     },
     /// The file grew while it was read (bounded by the limit all the same).
-    #[error("{path}: changed size while being read (metadata said {expected} bytes)")]
+    #[error("changed size while being read (metadata said {expected} bytes)")]
     Changed { path: PathBuf, expected: u64 },
     /// A package file whose section headers do not add up to its size.
-    #[error("{path}: not a valid ipuc package: {why}")]
+    #[error("not a valid ipuc package: {why}")]
     PackageLayout { path: PathBuf, why: String },
     /// The output location cannot take a file (its directory is missing and
     /// cannot be made, is read-only, or the path is a directory).
-    #[error("{path}: {why}")]
+    #[error("{why}")]
     NotWritable { path: PathBuf, why: String },
 }
 

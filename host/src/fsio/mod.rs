@@ -28,7 +28,7 @@ pub use error::{file_kind as describe, FsError};
 pub use limits::Limit;
 pub use package::read_package;
 pub use read::{open_regular, read_bounded, read_string_bounded};
-pub use write::{check_writable, check_writable_dir, write_atomic, OutputKind};
+pub use write::{check_writable, check_writable_dir, write_atomic, OutputKind, PAUSE_ENV};
 
 #[cfg(test)]
 mod tests;

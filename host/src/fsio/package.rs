@@ -7,7 +7,7 @@
 use std::io::{self, Read};
 use std::path::Path;
 
-use ipuc_core::package::{DIGEST_BYTES, MAGIC};
+use ipuc_core::package::{Section, DIGEST_BYTES, MAGIC};
 
 use super::error::FsError;
 use super::limits::Limit;
@@ -17,8 +17,8 @@ use super::read::open_regular;
 /// (tag u32, length u64); see `ipuc_core::package`'s format notes.
 const HEADER_BYTES: u64 = 12;
 const SECTION_HEADER_BYTES: u64 = 12;
-/// Sections in a version-2 package.
-const SECTIONS: u32 = 7;
+/// Sections in a package of this format version.
+const SECTIONS: usize = Section::ALL.len();
 
 fn layout(path: &Path, why: String) -> io::Error {
     FsError::PackageLayout {

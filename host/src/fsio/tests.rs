@@ -38,7 +38,14 @@ fn failed_write_keeps_the_previous_file_and_no_temporary() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("inside"), "x").unwrap();
-    assert!(write_atomic(&out, b"new").is_err());
+    let e = write_atomic(&out, b"new").unwrap_err();
+    // The OS error alone: the caller names the path; the temporary's name
+    // (which tempfile adds) is noise.
+    let text = e.to_string();
+    assert!(
+        !text.contains(".tmp") && !text.contains("at path"),
+        "{text}"
+    );
     assert!(out.join("inside").exists());
     assert!(leftovers(dir.path()).is_empty());
     let e = check_writable(&out, OutputKind::File).unwrap_err();
@@ -71,6 +78,40 @@ fn reads_refuse_fifos_devices_and_directories_at_once() {
     assert!(e.to_string().contains("character device"), "{e}");
     let e = read_bounded(dir.path(), Limit::CONFIG).unwrap_err();
     assert!(e.to_string().contains("directory"), "{e}");
+}
+
+/// Every caller names the file it reads or writes, so the errors here
+/// leave the path out (it would appear twice: `reading X: X: …`).
+#[test]
+fn errors_leave_the_path_to_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(Limit::CONFIG.bytes + 1)
+        .unwrap();
+    let missing = dir.path().join("no/such/x");
+    for (path, e) in [
+        (
+            dir.path(),
+            read_bounded(dir.path(), Limit::CONFIG).unwrap_err(),
+        ),
+        (
+            big.as_path(),
+            read_bounded(&big, Limit::CONFIG).unwrap_err(),
+        ),
+        (
+            dir.path(),
+            check_writable(dir.path(), OutputKind::File).unwrap_err(),
+        ),
+        (
+            missing.as_path(),
+            check_writable(&missing, OutputKind::File).unwrap_err(),
+        ),
+    ] {
+        let text = e.to_string();
+        assert!(!text.contains(path.to_str().unwrap()), "{text}");
+    }
 }
 
 #[test]
@@ -124,15 +165,26 @@ fn package_whose_sections_lie_is_refused_without_reading_it() {
     );
     // Seven empty sections and a digest: the layout adds up, so the bytes
     // are read (and left to the package reader to judge).
-    let total = 12 + 7 * 12 + 32;
-    let fits = package_file(dir.path(), "fits.ipuc", &[0; 7], total);
+    let total = 12 + 8 * 12 + 32;
+    let fits = package_file(dir.path(), "fits.ipuc", &[0; 8], total);
     assert_eq!(
         package::read_package_walking_above(&fits, 0).unwrap().len() as u64,
         total
     );
-    let short = package_file(dir.path(), "short.ipuc", &[0; 7], total + 5);
+    let short = package_file(dir.path(), "short.ipuc", &[0; 8], total + 5);
     let e = package::read_package_walking_above(&short, 0).unwrap_err();
-    assert!(e.to_string().contains("the sections end at byte 96"), "{e}");
+    assert!(
+        e.to_string().contains("the sections end at byte 108"),
+        "{e}"
+    );
+    // A real package walks to its end (every section of the format).
+    let bytes = ipuc_core::package::write(&ipuc_core::package::Package::new("walk")).unwrap();
+    let real = dir.path().join("real.ipuc");
+    std::fs::write(&real, &bytes).unwrap();
+    assert_eq!(
+        package::read_package_walking_above(&real, 0).unwrap(),
+        bytes
+    );
     // Too large for any package: refused from metadata.
     let huge = dir.path().join("huge.ipuc");
     std::fs::File::create(&huge)

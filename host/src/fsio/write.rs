@@ -32,16 +32,61 @@ fn not_writable(path: &Path, why: impl Into<String>) -> io::Error {
     .into()
 }
 
+/// Test hook of `cargo xtask hostile`: with this set to a number of
+/// milliseconds, every atomic write pauses that long twice — with half its
+/// bytes in the temporary, and again with all of them synced, just before
+/// the rename — so the matrix can send its signals into the write itself
+/// rather than hope to hit it. Unset, it costs one lookup per process.
+pub const PAUSE_ENV: &str = "IPUC_TEST_WRITE_PAUSE_MS";
+
+fn test_pause() -> Option<std::time::Duration> {
+    static PAUSE: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *PAUSE.get_or_init(|| {
+        let ms: u64 = std::env::var(PAUSE_ENV).ok()?.parse().ok()?;
+        Some(std::time::Duration::from_millis(ms))
+    })
+}
+
+/// The OS error alone: `tempfile` appends "at path <temporary>" to the
+/// errors it returns, and the caller names the real path already.
+fn without_temporary(e: io::Error) -> io::Error {
+    let inner = e
+        .get_ref()
+        .and_then(|inner| inner.source())
+        .and_then(|source| source.downcast_ref::<io::Error>());
+    match inner.and_then(io::Error::raw_os_error) {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => e,
+    }
+}
+
 /// A temporary beside the final path: hidden, named after it, in the same
-/// directory so the rename never crosses a file system.
-fn temporary_in(dir: &Path, path: &Path) -> io::Result<tempfile::NamedTempFile> {
+/// directory so the rename never crosses a file system. Its name is
+/// registered for removal on a signal before the file is created, so no
+/// signal can fall between the two and leave it behind.
+fn temporary_in(
+    dir: &Path,
+    path: &Path,
+) -> io::Result<(tempfile::NamedTempFile, cleanup::Pending)> {
     let name = path
         .file_name()
         .ok_or_else(|| not_writable(path, "the path names no file"))?;
-    tempfile::Builder::new()
+    let mut registered = None;
+    let file = tempfile::Builder::new()
         .prefix(&format!(".{}.", name.to_string_lossy()))
         .suffix(".tmp")
-        .tempfile_in(dir)
+        .make_in(dir, |candidate| {
+            let pending = cleanup::pending(candidate);
+            let mut options = fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let file = options.open(candidate)?;
+            registered = Some(pending);
+            Ok(file)
+        })?;
+    let pending = registered.ok_or_else(|| io::Error::other("temporary file not registered"))?;
+    Ok((file, pending))
 }
 
 /// Writes `contents` to `path` atomically: to a temporary beside it, synced,
@@ -49,11 +94,28 @@ fn temporary_in(dir: &Path, path: &Path) -> io::Result<tempfile::NamedTempFile> 
 /// part; on any error the temporary is removed and the old file kept. A
 /// symlink at `path` is replaced by the file (its target is not touched).
 /// The new file keeps an existing file's permissions, else gets 0644.
+/// Errors are the OS's, without the temporary's name (the caller names
+/// `path`).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_atomic_inner(path, contents).map_err(without_temporary)
+}
+
+fn write_atomic_inner(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = directory_of(path);
-    let mut tmp = temporary_in(&dir, path)?;
-    let _pending = cleanup::pending(tmp.path());
-    tmp.write_all(contents)?;
+    let (mut tmp, _pending) = temporary_in(&dir, path)?;
+    let pause = test_pause();
+    let half = if pause.is_some() {
+        contents.len() / 2
+    } else {
+        contents.len()
+    };
+    let (head, tail) = contents.split_at(half);
+    tmp.as_file_mut().write_all(head)?;
+    if let Some(pause) = pause {
+        tmp.as_file_mut().flush()?;
+        std::thread::sleep(pause);
+    }
+    tmp.as_file_mut().write_all(tail)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -65,6 +127,9 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> io::Result<()> {
             .set_permissions(fs::Permissions::from_mode(mode))?;
     }
     tmp.as_file().sync_all()?;
+    if let Some(pause) = pause {
+        std::thread::sleep(pause);
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself reaches the disk with the directory; a file system
     // that cannot sync a directory still has the complete file in place.
@@ -107,10 +172,14 @@ pub fn check_writable(path: &Path, kind: OutputKind) -> io::Result<()> {
         OutputKind::Directory => path.join("probe"),
     };
     temporary_in(&dir, &probe).map(drop).map_err(|e| {
-        not_writable(
-            path,
-            format!("cannot create a file in {}: {e}", dir.display()),
-        )
+        let e = without_temporary(e);
+        match kind {
+            OutputKind::Directory => not_writable(path, format!("cannot create a file in it: {e}")),
+            OutputKind::File => not_writable(
+                path,
+                format!("cannot create a file in {}: {e}", dir.display()),
+            ),
+        }
     })
 }
 

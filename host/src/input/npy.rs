@@ -30,7 +30,7 @@ pub struct NpyError {
     pub path: PathBuf,
     /// The problem.
     pub kind: NpyErrorKind,
-    /// The OS error of an [`NpyErrorKind::Io`].
+    /// The OS error of an [`NpyErrorKind::Read`] or [`NpyErrorKind::Write`].
     #[source]
     pub io: Option<std::io::Error>,
 }
@@ -45,11 +45,12 @@ impl NpyError {
         }
     }
 
-    /// Reading or writing `path` failed with `io`.
-    fn io(path: &Path, io: std::io::Error) -> Self {
+    /// Reading (`kind` [`NpyErrorKind::Read`]) or writing `path` failed
+    /// with `io`.
+    fn io(path: &Path, kind: NpyErrorKind, io: std::io::Error) -> Self {
         NpyError {
             io: Some(io),
-            ..Self::new(path, NpyErrorKind::Io)
+            ..Self::new(path, kind)
         }
     }
 }
@@ -57,9 +58,13 @@ impl NpyError {
 /// The problem an [`NpyError`] reports.
 #[derive(Debug, thiserror::Error)]
 pub enum NpyErrorKind {
-    /// Reading or writing failed (the OS error is [`NpyError::io`]).
-    #[error("could not read or write the file")]
-    Io,
+    /// Reading failed (the OS error is [`NpyError::io`]).
+    #[error("cannot be read")]
+    Read,
+    /// Writing failed (the OS error is [`NpyError::io`]); the previous
+    /// file, if any, is intact.
+    #[error("cannot be written")]
+    Write,
     /// The first bytes are not the `.npy` magic.
     #[error("not a .npy file (missing \\x93NUMPY magic)")]
     NotNpy,
@@ -122,7 +127,7 @@ impl NpyArray {
     /// Read a float32 C-order `.npy` file.
     pub fn read(path: &Path) -> Result<NpyArray, NpyError> {
         let bytes = crate::fsio::read_bounded(path, crate::fsio::Limit::NPY)
-            .map_err(|e| NpyError::io(path, e))?;
+            .map_err(|e| NpyError::io(path, NpyErrorKind::Read, e))?;
         Self::parse(&bytes).map_err(|kind| err(path, kind))
     }
 
@@ -208,7 +213,7 @@ impl NpyArray {
     pub fn write(&self, path: &Path) -> Result<(), NpyError> {
         self.to_bytes()
             .and_then(|bytes| crate::fsio::write_atomic(path, &bytes))
-            .map_err(|e| NpyError::io(path, e))
+            .map_err(|e| NpyError::io(path, NpyErrorKind::Write, e))
     }
 }
 

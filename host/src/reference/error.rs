@@ -41,6 +41,17 @@ pub enum ReferenceError {
         /// Supplied shape.
         found: Vec<usize>,
     },
+    /// A package's K split does not name a matrix product of this graph
+    /// with that K (the package was compiled from another model).
+    #[error("the package splits op{op} over K = {k}, but this model's op{op} is {}", match found { Some(k) => format!("a matrix product with K = {k}"), None => "no matrix product".to_string() })]
+    KSplit {
+        /// The op the package names.
+        op: u32,
+        /// Its K in the package.
+        k: u32,
+        /// Its K here, if it is a matrix product.
+        found: Option<usize>,
+    },
     /// A value was read before it was computed (a malformed graph that the
     /// verifier let through).
     #[error("value {value} used before it is defined")]

@@ -10,6 +10,8 @@ use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 use super::numerics::{round_f16_slice, round_to_dtype};
 use super::{ops, Numerics, ReferenceError, Tensor};
 use crate::weights::{canonical_name, HostTensor, Weights};
+use ipuc_core::package::KSplit;
+use ipuc_sim::codelets::math as codelet_math;
 
 /// A graph with its parameters bound (and, for device numerics, already
 /// rounded to their storage dtypes), ready to run on inputs.
@@ -18,6 +20,9 @@ pub struct Reference<'g> {
     numerics: Numerics,
     params: BTreeMap<ValueId, Tensor>,
     progress: Option<Progress>,
+    /// Matrix products the compiled program splits over K, and into how
+    /// many parts (the package's [`KSplit`]s).
+    k_parts: BTreeMap<OpId, u32>,
     /// Per region, per op position: operands whose last use is that op
     /// (freed right after it, so buffers are reused in place and the
     /// working set stays small).
@@ -128,9 +133,35 @@ impl<'g> Reference<'g> {
             numerics,
             params,
             progress: None,
+            k_parts: BTreeMap::new(),
             dying: last_uses(graph),
             first_non_finite: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Follow the compiled program's K splits (`splits`, from its package):
+    /// device numerics then sum each split FP8 × FP8 product as the device
+    /// does. Each split must name a matrix product with its K.
+    pub fn with_k_splits(mut self, splits: &[KSplit]) -> Result<Self, ReferenceError> {
+        for split in splits {
+            let op = OpId::new(split.op);
+            let k = self.graph.op(op).and_then(|o| match o.kind() {
+                OpKind::MatMul(mm) if !mm.transpose_a => {
+                    let a = self.graph.ty(*o.operands().first()?)?;
+                    a.shape.dims().last().copied()
+                }
+                _ => None,
+            });
+            if k != Some(split.k as usize) {
+                return Err(ReferenceError::KSplit {
+                    op: split.op,
+                    k: split.k,
+                    found: k,
+                });
+            }
+            self.k_parts.insert(op, split.parts);
+        }
+        Ok(self)
     }
 
     /// Report Repeat progress through `f`.
@@ -214,14 +245,16 @@ impl<'g> Reference<'g> {
     /// How a matmul accumulates: on the device an FP8 × FP8 product runs
     /// in FP16 partials (the only partials type FP8 has, so whatever the
     /// result type); the FP32 reference and every other product sum in F32.
-    fn matmul_product(&self, operands: &[ValueId]) -> ops::Product {
+    fn matmul_product(&self, op: OpId, operands: &[ValueId]) -> ops::Product {
         let fp8 = |v: &ValueId| {
             self.graph
                 .ty(*v)
                 .is_some_and(|t| matches!(t.dtype, DType::F8 { .. }))
         };
         if self.numerics == Numerics::Device && operands.iter().all(fp8) {
-            ops::Product::Fp8F16Partials
+            ops::Product::Fp8F16Partials {
+                k_parts: self.k_parts.get(&op).copied().unwrap_or(1),
+            }
         } else {
             ops::Product::Exact
         }
@@ -263,7 +296,7 @@ impl<'g> Reference<'g> {
         let (data, rounds): (Arc<Vec<f32>>, bool) = match op.kind() {
             OpKind::Constant { values, .. } => (Arc::new(values.clone()), true),
             OpKind::MatMul(mm) => {
-                let product = self.matmul_product(op.operands());
+                let product = self.matmul_product(id, op.operands());
                 (
                     Arc::new(ops::matmul_with(
                         operands[0],
@@ -301,7 +334,16 @@ impl<'g> Reference<'g> {
                     return Err(ReferenceError::Unavailable { value: result });
                 };
                 let mut d = take_vec(x.data);
-                super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
+                if device {
+                    // The device's own row arithmetic (a row lives on one
+                    // tile), so FP16 and FP8 roundings after it agree bit
+                    // for bit instead of flipping where two F32 orders
+                    // differ in the last place.
+                    let src = d.clone();
+                    codelet_math::layer_norm(&src, &g.data, &b.data, eps, &mut d);
+                } else {
+                    super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
+                }
                 (Arc::new(d), true)
             }
             OpKind::Mul => (Arc::new(ops::mul(operands[0], operands[1], &dims)), true),
@@ -315,7 +357,11 @@ impl<'g> Reference<'g> {
             OpKind::GeluTanh => {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);
-                super::kernels::gelu_in_place(&mut d);
+                if device {
+                    d.iter_mut().for_each(|v| *v = codelet_math::gelu_tanh(*v));
+                } else {
+                    super::kernels::gelu_in_place(&mut d);
+                }
                 (Arc::new(d), true)
             }
             OpKind::Softmax => {

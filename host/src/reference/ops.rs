@@ -9,6 +9,8 @@ use rayon::prelude::*;
 use super::kernels;
 use super::Tensor;
 use crate::gemm::{self, MatRef, Threads};
+use ipuc_core::ipu21::timing::AmpMode;
+use ipuc_core::plan::candidates::k_parts as k_parts_of;
 
 /// Row-major strides of `dims`.
 pub fn strides(dims: &[usize]) -> Vec<usize> {
@@ -151,8 +153,10 @@ pub enum Product {
     /// In F32 (FP32 reference; the device's float partials).
     Exact,
     /// FP8 × FP8 into FP16 partials rounded after every micro-group, as the
-    /// device's AMP ([`gemm::fp8_product_f16_partials`]).
-    Fp8F16Partials,
+    /// device's AMP ([`gemm::fp8_product_f16_partials`]), in `k_parts`
+    /// sequences over K (`ipuc_core::plan::candidates::k_parts`), each from
+    /// zero, summed in F32 in part order — as a K-split plan computes it.
+    Fp8F16Partials { k_parts: u32 },
 }
 
 /// [`matmul`] accumulating as `product` says.
@@ -197,16 +201,16 @@ pub fn matmul_with(
     let a_full = a_lead.len() == lead.len() && a_lead == lead;
     let sa = broadcast_strides(a_lead, lead);
     let sb = broadcast_strides(b_lead, lead);
-    if product == Product::Fp8F16Partials {
+    if let Product::Fp8F16Partials { k_parts } = product {
         // Micro-group sums are exact, so folding or blocking cannot change
         // a bit; one product per batch index keeps this simple.
         for (i, c) in out.chunks_mut(m * n).enumerate() {
-            gemm::fp8_product_f16_partials(
+            fp8_split_product(
                 (m, n, k),
+                k_parts,
                 a_view(offset_of(i, lead, &sa) * a_mat),
                 b_view(offset_of(i, lead, &sb) * b_mat),
                 c,
-                Threads::All,
             );
         }
         return out;
@@ -232,6 +236,41 @@ pub fn matmul_with(
         &mut out,
     );
     out
+}
+
+/// `c = a·b` as the device's FP8 × FP8 product split into `k_parts`
+/// sequences: each part's FP16 partials from zero, the parts summed in F32
+/// in part order (the `ReduceAdd` after a K-split GEMM's reduce-scatter).
+fn fp8_split_product(
+    (m, n, k): (usize, usize, usize),
+    k_parts: u32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    c: &mut [f32],
+) {
+    if k_parts <= 1 {
+        gemm::fp8_product_f16_partials((m, n, k), a, b, c, Threads::All);
+        return;
+    }
+    let grain = AmpMode::F8F16Partials.k_micro_group();
+    // K and the part count come from a graph and a checked package.
+    let split = k_parts_of(k as u32, grain, k_parts);
+    let mut part = vec![0f32; m * n];
+    for p in 0..k_parts {
+        let range = split.range(p);
+        let (start, len) = (range.start as usize, range.len());
+        part.fill(0.0);
+        gemm::fp8_product_f16_partials(
+            (m, n, len),
+            a.skip_cols(start),
+            b.skip_rows(start),
+            &mut part,
+            Threads::All,
+        );
+        for (o, v) in c.iter_mut().zip(&part) {
+            *o += v;
+        }
+    }
 }
 
 /// How attention rounds its intermediates (device numerics: FP16 scores and

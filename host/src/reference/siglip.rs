@@ -6,6 +6,7 @@ use super::{graph_flops, Numerics, Progress, Reference, ReferenceError, Tensor};
 use crate::input::PixelValues;
 use crate::model::{SiglipModel, LAST_HIDDEN_STATE, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::weights::Weights;
+use ipuc_core::package::KSplit;
 
 /// What the SigLIP reference produces, with its timing.
 #[derive(Clone, Debug)]
@@ -34,15 +35,18 @@ impl SiglipOutputs {
 }
 
 /// Run `model` on `pixels` with `weights` (consumed: they become the
-/// reference's parameters without a copy) in `numerics`.
+/// reference's parameters without a copy) in `numerics`, summing the
+/// products a compiled program splits over K as it does (`k_splits`, from
+/// its package; empty: every product in one sequence).
 pub fn run_siglip(
     model: &SiglipModel,
     weights: Weights,
     pixels: &PixelValues,
-    numerics: Numerics,
+    (numerics, k_splits): (Numerics, &[KSplit]),
     progress: Option<Progress>,
 ) -> Result<SiglipOutputs, ReferenceError> {
-    let mut reference = Reference::with_weights(&model.graph, weights, numerics)?;
+    let mut reference =
+        Reference::with_weights(&model.graph, weights, numerics)?.with_k_splits(k_splits)?;
     if let Some(p) = progress {
         reference = reference.with_progress(p);
     }

@@ -12,7 +12,7 @@ pub struct Schema {
 
 pub const PROFILE: Schema = Schema {
     name: "ipuc.profile",
-    version: 1,
+    version: 2,
 };
 pub const OPERATIONS: Schema = Schema {
     name: "ipuc.operations",
@@ -24,7 +24,7 @@ pub const MEMORY_MAP: Schema = Schema {
 };
 pub const MEMORY_REJECTION: Schema = Schema {
     name: "ipuc.memory-rejection",
-    version: 1,
+    version: 2,
 };
 pub const PACKAGE_VIEW: Schema = Schema {
     name: "ipuc.package-view",

@@ -75,16 +75,17 @@ pub fn render(
     )?)
 }
 
-/// Writes `dir/index.html` and returns its path.
+/// Writes the index at `path` (links relative to its directory) and
+/// returns the path.
 pub fn write(
     title: &str,
     stats: &[(String, String)],
-    dir: &Path,
+    path: &Path,
     artifacts: &[Artifact],
 ) -> Result<PathBuf> {
-    let path = dir.join("index.html");
+    let dir = path.parent().unwrap_or(Path::new(""));
     let html = render(title, stats, dir, artifacts)?;
-    crate::fsio::write_atomic(&path, html.as_bytes())
+    crate::fsio::write_atomic(path, html.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    Ok(path.to_path_buf())
 }

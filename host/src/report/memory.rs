@@ -271,6 +271,11 @@ pub struct MemoryRejection {
     /// its allocations and their lifetimes over `moments`.
     #[serde(default)]
     pub tiles: Vec<TileMemoryMap>,
+    /// Placement: every tile placement refused (all of them, in tile
+    /// order, even those the picker does not hold; a late failure's one
+    /// tile). Empty for a planner rejection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_tiles: Vec<u32>,
     /// A late placement failure (the linked code image, or the patch data,
     /// did not fit once known): what did not fit on which tile, the bytes
     /// it needs and the bytes free for it, and what the tile's memory holds.
@@ -328,6 +333,7 @@ impl MemoryRejection {
             source: "placement".into(),
             moments: moments.to_vec(),
             tiles: vec![tile.clone()],
+            refused_tiles: Vec::new(),
             operation: operation.to_string(),
             peak_tile: tile.tile,
             peak_moment: moments
@@ -346,8 +352,12 @@ impl MemoryRejection {
     /// The report of a planner rejection (`ipuc_core::plan`'s estimator):
     /// the peak tile, the moment and every allocation live there. The
     /// estimator checks moments of candidate plans, not a whole schedule, so
-    /// it has no per-moment timeline to give (`timeline` stays empty).
-    pub fn from_plan(r: &ipuc_core::plan::memory::MemoryRejection) -> Self {
+    /// it has no per-moment timeline to give (`timeline` stays empty). The
+    /// picker's tiles are the estimator's most loaded ones that lie in the
+    /// plan (`tile < plan_tiles`) and hold something: the estimator fills
+    /// its list up to `REPORTED_TILES` from every tile it sizes, so with
+    /// `--planning-tiles 16` it would offer tiles 16–31, which hold nothing.
+    pub fn from_plan(r: &ipuc_core::plan::memory::MemoryRejection, plan_tiles: u32) -> Self {
         let live = r
             .live
             .iter()
@@ -360,6 +370,7 @@ impl MemoryRejection {
         let tiles = r
             .tiles
             .iter()
+            .filter(|t| t.tile == r.tile || (t.tile < plan_tiles && !t.live.is_empty()))
             .map(|t| TileMemoryMap {
                 tile: t.tile,
                 allocations: t
@@ -379,6 +390,7 @@ impl MemoryRejection {
             source: "planner estimate".into(),
             moments: vec![r.moment.clone()],
             tiles,
+            refused_tiles: Vec::new(),
             operation: format!(
                 "{} ({}, op {} in {})",
                 r.op_label, r.op_name, r.op_index, r.region
@@ -400,11 +412,26 @@ impl MemoryRejection {
 
     /// One report per rejected candidate of a planner rejection: `r` first,
     /// then its other candidates (lowest peak first).
-    pub fn all_from_plan(r: &ipuc_core::plan::memory::MemoryRejection) -> Vec<Self> {
+    pub fn all_from_plan(
+        r: &ipuc_core::plan::memory::MemoryRejection,
+        plan_tiles: u32,
+    ) -> Vec<Self> {
         std::iter::once(r)
             .chain(r.candidates.iter())
-            .map(Self::from_plan)
+            .map(|c| Self::from_plan(c, plan_tiles))
             .collect()
+    }
+
+    /// Of the picker's tiles ([`MemoryRejection::tiles`]), how many are
+    /// over the budget at their own peak (live bytes plus the reserve).
+    pub fn picked_over_budget(&self) -> u32 {
+        let moments = self.moments.len().max(1);
+        self.tiles
+            .iter()
+            .filter(|t| {
+                t.peak(moments).live_bytes + self.budget.support_reserve > self.budget.tile_bytes
+            })
+            .count() as u32
     }
 
     /// Live bytes plus the support reserve: what is compared with the budget.

@@ -139,6 +139,8 @@ struct RejectionData<'a> {
     moments: &'a [String],
     names: Vec<&'a str>,
     tiles: Vec<RejectionTileData>,
+    /// Placement: the tiles placement refused (logical ids).
+    refused: &'a [u32],
 }
 
 /// The interactive section's data (none for a report without tiles).
@@ -181,6 +183,7 @@ fn rejection_data(r: &MemoryRejection) -> anyhow::Result<Option<String>> {
         moments: &r.moments,
         names,
         tiles,
+        refused: &r.refused_tiles,
     })?))
 }
 
@@ -288,6 +291,82 @@ struct LiveRow {
     over: bool,
 }
 
+/// What the tile picker holds, as counted from the report itself: which
+/// tiles, and how many of the refused (placement) or over-budget (planner)
+/// tiles that is — "all N" only when it holds them all.
+pub fn picker_note(r: &MemoryRejection) -> String {
+    let n = r.tiles.len();
+    let plural = |k: usize, one: &str, many: &str| {
+        if k == 1 {
+            format!("{k} {one}")
+        } else {
+            format!("{k} {many}")
+        }
+    };
+    if r.shortfall.is_some() {
+        return format!(
+            "tile {} that did not fit (its image or patch data drawn where it would go), then {}; lifetimes over every schedule step",
+            r.peak_tile,
+            plural(n.saturating_sub(1), "other tile, the most loaded", "other tiles, the most loaded first")
+        );
+    }
+    if r.source == "placement" {
+        let refused = r.refused_tiles.len();
+        let held = r
+            .tiles
+            .iter()
+            .filter(|t| r.refused_tiles.contains(&t.tile))
+            .count();
+        let first = if held == refused && refused == 1 {
+            "the one tile placement refused".to_string()
+        } else if held == refused {
+            format!("all {refused} tiles placement refused")
+        } else {
+            format!(
+                "{held} of the {refused} tiles placement refused (the most loaded; the JSON's refused_tiles lists all)"
+            )
+        };
+        let others = n - held;
+        return if others == 0 {
+            format!("{first}; lifetimes over every schedule step")
+        } else {
+            format!(
+                "{first}, then {}; lifetimes over every schedule step",
+                plural(
+                    others,
+                    "other tile placement accepted",
+                    "other tiles placement accepted, the most loaded first"
+                )
+            )
+        };
+    }
+    let over = r.picked_over_budget() as usize;
+    let first = format!(
+        "the {} of this candidate at the moment the planner checked it",
+        plural(n, "most loaded tile", "most loaded tiles")
+    );
+    match r.tiles_over_budget.map(|t| t as usize) {
+        Some(total) if over >= total => format!(
+            "{first}: {} over budget{}",
+            if total == 1 {
+                "the one tile".to_string()
+            } else {
+                format!("all {total} tiles")
+            },
+            if n > total {
+                format!(", {} under it", n - total)
+            } else {
+                String::new()
+            }
+        ),
+        Some(total) => format!(
+            "{first}: {over} of the {total} tiles over budget (the planner reports its {} most loaded tiles only)",
+            ipuc_core::plan::memory::REPORTED_TILES
+        ),
+        None => format!("{first}: {over} of them over budget"),
+    }
+}
+
 /// Renders the memory-rejection report (`templates/rejection.html`): the
 /// reported tile's peak as a bar and by class, the tile picker with each
 /// tile's live bytes over the moments against the budget and the
@@ -368,13 +447,7 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
             parts,
         }
     });
-    let picker_note = if r.shortfall.is_some() {
-        "the tile that did not fit (its image or patch data drawn where it would go), then the most loaded others; lifetimes over every schedule step"
-    } else if r.source == "placement" {
-        "every tile placement refused, then the most loaded others; lifetimes over every schedule step"
-    } else {
-        "the most loaded tiles of this candidate at the moment the planner checked it"
-    };
+    let picker_note = picker_note(r);
     let body = minijinja::context! {
         verdict,
         source => &r.source,
@@ -394,7 +467,6 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
         classes,
         rows,
         interactive => data.is_some(),
-        tile_count => r.tiles.len(),
         picker_note,
         tile_note => TILE_IDS,
     };

@@ -17,6 +17,7 @@ pub mod memory_html;
 pub mod memory_png;
 pub mod operations;
 pub mod package_view;
+pub mod perfetto;
 pub mod placement_map;
 pub mod placement_rejection;
 pub mod plan_listing;
@@ -28,6 +29,8 @@ pub mod trace;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod viewer_check;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,45 +45,105 @@ pub use memory::{
 pub use operations::{summarize, OperationSummary};
 pub use plan_listing::plan_listing;
 pub use profile::{
-    CycleSample, IterationSpan, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples,
-    CYCLE_SOURCES,
+    CycleSample, IterationSpan, KernelKindTiming, Profile, ProfileDetail, ProfileStep, StepKind,
+    TileSamples, CYCLE_SOURCES,
 };
 
-/// Paths written by [`write_profile`].
+/// Paths a run's profile writes (by [`write_profile`], the patch audit and
+/// the index): one place names them all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProfileFiles {
     pub profile_json: PathBuf,
     pub operations_json: PathBuf,
     pub profile_html: PathBuf,
+    /// The Chrome/Perfetto trace ([`perfetto`]).
+    pub trace_json: PathBuf,
+    /// The run's artifact index ([`index`]).
+    pub index_html: PathBuf,
+    pub patch_audit: PathBuf,
+    pub phase_patch_audit: PathBuf,
 }
 
 impl ProfileFiles {
     /// `out` ending in `.ipuprof` (the seeds' profile file) or `.json` names
-    /// the profile file, and its viewer is named after it (`model.ipuprof`
-    /// → `model.html`, as the seeds name it; the others go next to it);
-    /// anything else is a directory that receives `profile.json`,
-    /// `profile.html` and `operations.json`.
+    /// the profile file, and every other file is named after it beside it
+    /// (`model.ipuprof` → `model.html`, as the seeds name the viewer, and
+    /// `model.operations.json`, `model.trace.json`, `model.index.html`,
+    /// `model.patch-audit.txt`, `model.phase-patch-audit.txt`), so runs
+    /// with different names share a directory without sharing a file;
+    /// anything else is the run's own directory, which receives
+    /// `profile.json`, `profile.html`, `operations.json`, `trace.json`,
+    /// `index.html` and the patch audits.
     pub fn at(out: &Path) -> Self {
         let named = out
             .extension()
             .is_some_and(|e| e == "json" || e == "ipuprof");
-        let (dir, json, html) = match out.file_stem().filter(|_| named) {
+        match out.file_stem().filter(|_| named) {
             Some(stem) => {
-                let mut html = stem.to_os_string();
-                html.push(".html");
                 let dir = out.parent().map(Path::to_path_buf).unwrap_or_default();
-                (dir.clone(), out.to_path_buf(), dir.join(html))
+                let beside = |suffix: &str| {
+                    let mut name = stem.to_os_string();
+                    name.push(suffix);
+                    dir.join(name)
+                };
+                ProfileFiles {
+                    profile_json: out.to_path_buf(),
+                    operations_json: beside(".operations.json"),
+                    profile_html: beside(".html"),
+                    trace_json: beside(".trace.json"),
+                    index_html: beside(".index.html"),
+                    patch_audit: beside(".patch-audit.txt"),
+                    phase_patch_audit: beside(".phase-patch-audit.txt"),
+                }
             }
-            None => (
-                out.to_path_buf(),
-                out.join("profile.json"),
-                out.join("profile.html"),
-            ),
-        };
-        ProfileFiles {
-            profile_json: json,
-            operations_json: dir.join("operations.json"),
-            profile_html: html,
+            None => ProfileFiles {
+                profile_json: out.join("profile.json"),
+                operations_json: out.join("operations.json"),
+                profile_html: out.join("profile.html"),
+                trace_json: out.join("trace.json"),
+                index_html: out.join("index.html"),
+                patch_audit: out.join("patch-audit.txt"),
+                phase_patch_audit: out.join("phase-patch-audit.txt"),
+            },
+        }
+    }
+
+    /// The directory the files go to.
+    pub fn dir(&self) -> PathBuf {
+        self.profile_html
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
+    /// Every file, in the order they are listed.
+    pub fn all(&self) -> [&PathBuf; 7] {
+        [
+            &self.profile_html,
+            &self.trace_json,
+            &self.operations_json,
+            &self.profile_json,
+            &self.index_html,
+            &self.patch_audit,
+            &self.phase_patch_audit,
+        ]
+    }
+
+    /// Files of an earlier run at these paths: a run replaces them (it
+    /// never writes over another name's files, see [`ProfileFiles::at`])
+    /// and says so, once, listing them.
+    pub fn announce_replaced(&self) {
+        let existing: Vec<String> = self
+            .all()
+            .iter()
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        if !existing.is_empty() {
+            tracing::warn!(
+                "warning: replacing an earlier run's profile files ({}); give --profile-output another name to keep them",
+                existing.join(", ")
+            );
         }
     }
 }
@@ -92,30 +155,15 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
     crate::fsio::write_atomic(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Writes `profile.json`, `operations.json` and `profile.html` (see
-/// [`ProfileFiles::at`] for where); above [`profile::DETAILED_SAMPLES`]
-/// samples the first two in the seeds' shape ([`Profile::for_writing`]).
-pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
+/// Writes the profile, its viewer, `operations.json` and the Perfetto trace
+/// (see [`ProfileFiles::at`] for where): the profile, viewer and trace at
+/// `detail` ([`Profile::for_writing`]), `operations.json` summed over every
+/// sample.
+pub fn write_profile(out: &Path, profile: &Profile, detail: ProfileDetail) -> Result<ProfileFiles> {
     let files = ProfileFiles::at(out);
-    // A long Repeat is written in the seeds' shape (first iteration in
-    // detail, one remainder span per tile); the operation summaries count
-    // every sample.
-    let written = profile.for_writing();
+    let written = profile.for_writing(detail);
     let html = profile_html::render(&written)?;
-    // Never silently: an earlier run's files at these paths are replaced,
-    // and the user is told which.
-    for path in [
-        &files.profile_json,
-        &files.operations_json,
-        &files.profile_html,
-    ] {
-        if path.exists() {
-            tracing::warn!(
-                "warning: replacing {} (written by an earlier run)",
-                path.display()
-            );
-        }
-    }
+    files.announce_replaced();
     write_file(
         &files.profile_json,
         &serde_json::to_vec(&artifact::PROFILE.wrap(&*written))?,
@@ -127,6 +175,7 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
         )?,
     )?;
     write_file(&files.profile_html, html.as_bytes())?;
+    write_file(&files.trace_json, perfetto::render(&written).as_bytes())?;
     Ok(files)
 }
 
@@ -135,6 +184,21 @@ pub fn write_profile(out: &Path, profile: &Profile) -> Result<ProfileFiles> {
 /// `.png`).
 pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
     let html = memory_html::render_memory_map(map)?;
+    let existing: Vec<String> = [
+        path.to_path_buf(),
+        path.with_extension("json"),
+        path.with_extension("png"),
+    ]
+    .iter()
+    .filter(|p| p.exists())
+    .map(|p| p.display().to_string())
+    .collect();
+    if !existing.is_empty() {
+        tracing::warn!(
+            "warning: replacing an earlier run's memory map ({}); give --memory-profile-directory another directory to keep it",
+            existing.join(", ")
+        );
+    }
     write_file(path, html.as_bytes())?;
     write_file(
         &path.with_extension("json"),

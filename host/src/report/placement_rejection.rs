@@ -27,9 +27,15 @@ use super::placement_map::{
     buffer_class, buffer_row, reserved_class, schedule_moments, static_row, tile_map,
 };
 
-/// Tiles a placement report's picker offers at most (the refused tiles
-/// first, then the most loaded others).
-pub const REPORT_TILES: usize = 32;
+/// Refused tiles a placement report's picker holds at most: all of them
+/// on every run seen so far; above this the page says how many of how many
+/// it holds (each tile costs its allocations over every schedule step in
+/// the page and the JSON).
+pub const REPORT_REFUSED_TILES: usize = 256;
+
+/// Tiles placement accepted that the picker adds after the refused ones,
+/// most loaded first (for comparison).
+pub const REPORT_OTHER_TILES: usize = 32;
 
 /// Allocations listed in the error message.
 const LISTED: usize = 12;
@@ -244,25 +250,32 @@ pub fn rejection(
     let moments = schedule.step_count.max(1) as usize;
     let refused: std::collections::BTreeSet<LogicalTile> =
         errors.iter().filter_map(error_tile).collect();
-    // Every tile's map and peak; refused tiles first, each group by peak.
-    let mut maps: Vec<(bool, u64, TileMemoryMap)> = requests
+    // Every tile's map and peak; the refused tiles first (all of them, up
+    // to REPORT_REFUSED_TILES), then the most loaded others, each group by
+    // peak.
+    let (mut refused_maps, mut others): (Vec<(u64, TileMemoryMap)>, Vec<_>) = requests
         .iter()
         .map(|r| {
             let m = request_map(schedule, r);
-            let peak = m.peak(moments).live_bytes;
-            (refused.contains(&r.tile), peak, m)
+            (m.peak(moments).live_bytes, m)
         })
+        .partition(|(_, m)| refused.iter().any(|t| raw(*t) == m.tile));
+    let by_peak = |a: &(u64, TileMemoryMap), b: &(u64, TileMemoryMap)| {
+        b.0.cmp(&a.0).then(a.1.tile.cmp(&b.1.tile))
+    };
+    refused_maps.sort_by(by_peak);
+    others.sort_by(by_peak);
+    refused_maps.truncate(REPORT_REFUSED_TILES);
+    others.truncate(REPORT_OTHER_TILES);
+    let tiles: Vec<TileMemoryMap> = refused_maps
+        .into_iter()
+        .chain(others)
+        .map(|(_, m)| m)
         .collect();
-    maps.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(a.2.tile.cmp(&b.2.tile))
-    });
-    maps.truncate(REPORT_TILES);
-    let tiles: Vec<TileMemoryMap> = maps.into_iter().map(|(_, _, m)| m).collect();
     let fallback = errors.first().and_then(error_tile).map_or(0, raw);
     let (mut report, op_index) = report_of(schedule, None, tiles, fallback);
     report.tiles_over_budget = Some(refused.len() as u32);
+    report.refused_tiles = refused.iter().map(|t| raw(*t)).collect();
     PlacementRejected {
         errors,
         report: Box::new(report),
@@ -529,11 +542,11 @@ fn late(
     others.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.tile.cmp(&b.1.tile)));
     let tile = map.tile;
     let tiles: Vec<TileMemoryMap> = std::iter::once(map)
-        .chain(others.into_iter().map(|(_, m)| m))
-        .take(REPORT_TILES)
+        .chain(others.into_iter().map(|(_, m)| m).take(REPORT_OTHER_TILES))
         .collect();
     let (mut report, op_index) = report_of(schedule, Some(operation), tiles, tile);
     report.tiles_over_budget = None;
+    report.refused_tiles = vec![tile];
     report.shortfall = Some(shortfall);
     PlacementRejected {
         errors: vec![error],

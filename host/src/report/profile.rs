@@ -19,6 +19,12 @@ pub struct ProfileStep {
     pub operation: String,
     /// Repeat iteration (0-based) for steps inside a Repeat body.
     pub iteration: Option<u32>,
+    /// A summed step of a summarized profile
+    /// ([`Profile::with_iteration_summaries`]): it stands for every step of
+    /// its kind in its Repeat iteration, and its sample on a tile lasts as
+    /// long as those steps did on that tile, added up.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summed: bool,
 }
 
 /// The name a reader knows for `operation` run in Repeat `iteration`: the
@@ -145,17 +151,24 @@ impl KernelKindTiming {
     }
 }
 
-/// Operation name (prefix) of the one sample per tile that stands for every
-/// Repeat iteration after the first in a profile written in the seeds'
-/// shape ([`Profile::with_remainder`]).
-pub const REPEAT_REMAINDER: &str = "repeat-remainder";
-
 /// Samples above which the written profile (`profile.json`,
-/// `profile.html`) keeps only the first Repeat iteration in detail and one
-/// remainder sample per tile for the others, as the seeds do: a 27-layer
-/// So400m trace is ~27 × 260,000 samples, which a browser does not open in
-/// a few seconds. `operations.json` is always summed over every sample.
+/// `profile.html`, the trace) is summarized ([`ProfileDetail::Auto`]): a
+/// 27-layer So400m trace is ~27 × 260,000 samples, which a browser does not
+/// open in a few seconds. `operations.json` is always summed over every
+/// sample.
 pub const DETAILED_SAMPLES: usize = 1_000_000;
+
+/// How much of a profile is written (`--profile-detail`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileDetail {
+    /// Every sample up to 1,000,000 (`DETAILED_SAMPLES`), summarized above.
+    #[default]
+    Auto,
+    /// Every sample, whatever the size.
+    Full,
+    /// Summarized whenever the Repeat runs more than once.
+    Summary,
+}
 
 /// First and last cycle of one Repeat iteration over all tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,63 +244,89 @@ impl Profile {
         self.tiles.iter().map(|t| t.samples.len()).sum()
     }
 
-    /// The seeds' shape of a profile with more than one Repeat iteration:
-    /// every step outside the Repeat and every step of its first iteration
-    /// in detail, and the later iterations as one [`REPEAT_REMAINDER`] step
-    /// whose sample on each tile spans that tile's first start to last end
-    /// in those iterations. `None` without a second iteration.
-    pub fn with_remainder(&self) -> Option<Profile> {
+    /// A profile with more than one Repeat iteration, summarized: every
+    /// step outside the Repeat and every step of its first iteration in
+    /// detail; every later iteration stays its own span on every tile, as
+    /// one [summed](ProfileStep::summed) sample per step kind (compute,
+    /// exchange, sync, patch) lasting as long as that kind's steps did on
+    /// that tile in that iteration, laid end to end from the tile's first
+    /// start in the iteration (so the iteration's split is true, the order
+    /// inside it is not). `None` without a second iteration.
+    pub fn with_iteration_summaries(&self) -> Option<Profile> {
         let last = self.steps.iter().filter_map(|s| s.iteration).max()?;
         if last == 0 {
             return None;
         }
-        let mut index = vec![None; self.steps.len()];
+        let kinds = StepKind::ALL.len();
+        // Old step → new step (kept) or → (iteration, kind) (summed).
+        enum To {
+            Kept(u32),
+            Summed(u32, usize),
+        }
         let mut steps = Vec::with_capacity(self.steps.len());
-        let mut remainder = None;
-        for (i, s) in self.steps.iter().enumerate() {
-            if s.iteration.is_some_and(|it| it >= 1) {
-                let r = *remainder.get_or_insert_with(|| {
-                    steps.push(ProfileStep {
-                        kind: StepKind::Compute,
-                        operation: format!(
-                            "{REPEAT_REMAINDER}: Repeat iterations 1–{last} (one span per tile)"
-                        ),
-                        iteration: None,
-                    });
-                    steps.len() - 1
+        let map: Vec<To> = self
+            .steps
+            .iter()
+            .map(|s| match s.iteration {
+                Some(it) if it >= 1 => To::Summed(it, usize::from(s.kind.code())),
+                _ => {
+                    steps.push(s.clone());
+                    To::Kept(steps.len() as u32 - 1)
+                }
+            })
+            .collect();
+        // Summed steps, one per (iteration, kind), iteration-major.
+        let summed_base = steps.len() as u32;
+        for it in 1..=last {
+            for kind in StepKind::ALL {
+                steps.push(ProfileStep {
+                    kind,
+                    operation: format!("Repeat iteration {it}: {} steps summed", kind.name()),
+                    iteration: Some(it),
+                    summed: true,
                 });
-                index[i] = Some((r as u32, true));
-            } else {
-                index[i] = Some((steps.len() as u32, false));
-                steps.push(s.clone());
             }
         }
+        let summed_step =
+            |it: u32, kind: usize| summed_base + (it - 1) * kinds as u32 + kind as u32;
         let tiles = self
             .tiles
             .iter()
             .map(|t| {
                 let mut samples: Vec<CycleSample> = Vec::new();
-                let mut at: Option<usize> = None;
-                for s in &t.samples {
-                    let Some((step, rest)) = index.get(s.step as usize).copied().flatten() else {
-                        continue;
-                    };
-                    if !rest {
-                        samples.push(CycleSample { step, ..*s });
-                        continue;
+                // The iteration being summed: (iteration, first start, cycles per kind).
+                let mut open: Option<(u32, u64, Vec<u64>)> = None;
+                let close = |open: &mut Option<(u32, u64, Vec<u64>)>,
+                             samples: &mut Vec<CycleSample>| {
+                    if let Some((it, mut at, cycles)) = open.take() {
+                        for (kind, c) in cycles.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+                            samples.push(CycleSample {
+                                step: summed_step(it, kind),
+                                start_cycle: at,
+                                end_cycle: at + c,
+                            });
+                            at += c;
+                        }
                     }
-                    match at {
-                        Some(k) => {
-                            let r = &mut samples[k];
-                            r.start_cycle = r.start_cycle.min(s.start_cycle);
-                            r.end_cycle = r.end_cycle.max(s.end_cycle);
+                };
+                for s in &t.samples {
+                    match map.get(s.step as usize) {
+                        Some(To::Kept(step)) => {
+                            close(&mut open, &mut samples);
+                            samples.push(CycleSample { step: *step, ..*s });
                         }
-                        None => {
-                            at = Some(samples.len());
-                            samples.push(CycleSample { step, ..*s });
+                        Some(To::Summed(it, kind)) => {
+                            if open.as_ref().is_some_and(|o| o.0 != *it) {
+                                close(&mut open, &mut samples);
+                            }
+                            let o =
+                                open.get_or_insert_with(|| (*it, s.start_cycle, vec![0; kinds]));
+                            o.2[*kind] += s.cycles();
                         }
+                        None => {}
                     }
                 }
+                close(&mut open, &mut samples);
                 TileSamples {
                     tile: t.tile,
                     samples,
@@ -304,15 +343,42 @@ impl Profile {
         })
     }
 
-    /// The profile as written: itself, or — above [`DETAILED_SAMPLES`] with
-    /// more than one Repeat iteration — [`Profile::with_remainder`].
-    pub fn for_writing(&self) -> std::borrow::Cow<'_, Profile> {
-        if self.sample_count() > DETAILED_SAMPLES {
-            if let Some(p) = self.with_remainder() {
+    /// Is this a summarized profile (some steps [summed](ProfileStep::summed))?
+    pub fn is_summarized(&self) -> bool {
+        self.steps.iter().any(|s| s.summed)
+    }
+
+    /// The profile as written at `detail`: itself, or
+    /// [`Profile::with_iteration_summaries`] (above [`DETAILED_SAMPLES`]
+    /// for `Auto`, always for `Summary`, when the Repeat runs more than
+    /// once).
+    pub fn for_writing(&self, detail: ProfileDetail) -> std::borrow::Cow<'_, Profile> {
+        let summarize = match detail {
+            ProfileDetail::Full => false,
+            ProfileDetail::Summary => true,
+            ProfileDetail::Auto => self.sample_count() > DETAILED_SAMPLES,
+        };
+        if summarize {
+            if let Some(p) = self.with_iteration_summaries() {
                 return std::borrow::Cow::Owned(p);
             }
         }
         std::borrow::Cow::Borrowed(self)
+    }
+
+    /// Tile-cycles of each step kind (in [`StepKind::ALL`] order) in each
+    /// Repeat iteration, in iteration order: the iteration's split, the
+    /// same whether the profile is summarized or not.
+    pub fn iteration_kind_cycles(&self) -> Vec<(u32, [u64; 4])> {
+        let mut by: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
+        for s in self.tiles.iter().flat_map(|t| t.samples.iter()) {
+            if let Some(step) = self.steps.get(s.step as usize) {
+                if let Some(it) = step.iteration {
+                    by.entry(it).or_default()[usize::from(step.kind.code())] += s.cycles();
+                }
+            }
+        }
+        by.into_iter().collect()
     }
 
     /// Spans of each Repeat iteration, in iteration order.

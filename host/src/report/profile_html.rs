@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::html::{embed_json, thousands};
 use super::operations::{summarize, OperationSummary};
-use super::profile::{Profile, StepKind, REPEAT_REMAINDER};
+use super::profile::{Profile, StepKind};
 use super::template::render_page;
 
 const SCRIPT: &str = include_str!("assets/profile.js");
@@ -24,8 +24,9 @@ struct TimelineData<'a> {
     clock_hz: u64,
     kinds: [&'static str; 4],
     ops: Vec<&'a str>,
-    /// Per step: `[kind index, operation index, iteration or -1]`.
-    steps: Vec<[i64; 3]>,
+    /// Per step: `[kind index, operation index, iteration or -1, summed
+    /// (0/1)]`.
+    steps: Vec<[i64; 4]>,
     /// Logical tile ids (the planner's numbering), in order.
     tiles: Vec<u32>,
     /// Physical C600 id of each (the simulator's and the package's).
@@ -34,11 +35,17 @@ struct TimelineData<'a> {
     /// duration (all cycles relative, so numbers stay short).
     samples: Vec<Vec<i64>>,
     span: [u64; 2],
-    /// `[iteration, start, end]`.
-    iterations: Vec<[u64; 3]>,
-    /// A profile in the seeds' shape: `[first iteration, last iteration,
-    /// start, end]` of its repeat-remainder samples.
-    remainder: Option<[u64; 4]>,
+    /// `[iteration, start, end, compute, exchange, sync, patch]`: the
+    /// iteration's span and its tile-cycles per step kind.
+    iterations: Vec<[u64; 7]>,
+    /// The profile is summarized: Repeat iterations after the first are
+    /// one summed sample per step kind per tile.
+    summarized: bool,
+    /// The op lane: steps in order of their first start, consecutive steps
+    /// of one operation merged into one block `[operation index, start,
+    /// end]` (first start to last end over all tiles); a summarized
+    /// iteration is one block `[-1 − iteration, start, end]`.
+    lane: Vec<[i64; 3]>,
     operations: Vec<OperationSummary>,
 }
 
@@ -68,35 +75,38 @@ fn kernel_rows(profile: &Profile) -> Vec<KernelRow<'_>> {
 }
 
 /// Logical id of physical C600 tile `tile` (itself if out of range).
-fn logical_tile(tile: u32) -> u32 {
+pub(crate) fn logical_tile(tile: u32) -> u32 {
     ipuc_core::ipu21::topology::PhysicalTile::new(tile)
         .map_or(tile, |t| u32::from(t.logical().get()))
 }
 
-/// `[first, last iteration, start, end]` of a seeds'-shape profile's
-/// repeat-remainder samples (iterations from the step's name).
-fn remainder_span(profile: &Profile) -> Option<[u64; 4]> {
-    let (step, s) = profile
-        .steps
-        .iter()
-        .enumerate()
-        .find(|(_, s)| s.operation.starts_with(REPEAT_REMAINDER))?;
-    let last: u64 = s
-        .operation
-        .split('–')
-        .nth(1)?
-        .split(' ')
-        .next()?
-        .parse()
-        .ok()?;
-    let samples = profile
-        .tiles
-        .iter()
-        .flat_map(|t| t.samples.iter())
-        .filter(|x| x.step as usize == step);
-    let start = samples.clone().map(|x| x.start_cycle).min()?;
-    let end = samples.map(|x| x.end_cycle).max()?;
-    Some([1, last, start, end])
+/// The op lane of `profile` ([`TimelineData::lane`]): `key` of each step
+/// (its operation index, or −1 − iteration for a summed step).
+fn op_lane(profile: &Profile, key: &[i64]) -> Vec<[i64; 3]> {
+    let mut span = vec![(u64::MAX, 0u64); profile.steps.len()];
+    for s in profile.tiles.iter().flat_map(|t| t.samples.iter()) {
+        if let Some(x) = span.get_mut(s.step as usize) {
+            x.0 = x.0.min(s.start_cycle);
+            x.1 = x.1.max(s.end_cycle);
+        }
+    }
+    // In time order (a summarized profile lists its summed steps last).
+    let mut order: Vec<usize> = (0..span.len())
+        .filter(|&i| span[i].0 <= span[i].1)
+        .collect();
+    order.sort_by_key(|&i| (span[i].0, i));
+    let mut lane: Vec<[i64; 3]> = Vec::new();
+    for step in order {
+        let (start, end) = (span[step].0 as i64, span[step].1 as i64);
+        match lane.last_mut() {
+            Some(last) if last[0] == key[step] => {
+                last[1] = last[1].min(start);
+                last[2] = last[2].max(end);
+            }
+            _ => lane.push([key[step], start, end]),
+        }
+    }
+    lane
 }
 
 /// Renders the standalone timeline page.
@@ -105,21 +115,26 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
     let mut ops: Vec<&str> = profile.steps.iter().map(|s| s.operation.as_str()).collect();
     ops.sort_unstable();
     ops.dedup();
-    let steps = profile
+    let steps: Vec<[i64; 4]> = profile
         .steps
         .iter()
         .map(|s| {
             let op = ops.binary_search(&s.operation.as_str()).unwrap_or(0) as i64;
-            // -2 marks the repeat-remainder step (drawn in its own shade).
-            let iteration = if s.operation.starts_with(REPEAT_REMAINDER) {
-                -2
-            } else {
-                s.iteration.map_or(-1, i64::from)
-            };
-            [i64::from(s.kind.code()), op, iteration]
+            [
+                i64::from(s.kind.code()),
+                op,
+                s.iteration.map_or(-1, i64::from),
+                i64::from(s.summed),
+            ]
         })
         .collect();
-    let remainder = remainder_span(profile);
+    let lane_keys: Vec<i64> = steps
+        .iter()
+        .map(|s| if s[3] == 1 { -1 - s[2] } else { s[1] })
+        .collect();
+    let lane = op_lane(profile, &lane_keys);
+    let kind_cycles: std::collections::BTreeMap<u32, [u64; 4]> =
+        profile.iteration_kind_cycles().into_iter().collect();
     let (span_start, span_end) = profile.span().unwrap_or((0, 0));
     // Rows in logical order, as in the memory reports (the samples carry
     // the simulator's physical ids).
@@ -160,9 +175,21 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         iterations: profile
             .iteration_spans()
             .iter()
-            .map(|s| [u64::from(s.iteration), s.start_cycle, s.end_cycle])
+            .map(|s| {
+                let k = kind_cycles.get(&s.iteration).copied().unwrap_or_default();
+                [
+                    u64::from(s.iteration),
+                    s.start_cycle,
+                    s.end_cycle,
+                    k[0],
+                    k[1],
+                    k[2],
+                    k[3],
+                ]
+            })
             .collect(),
-        remainder,
+        summarized: profile.is_summarized(),
+        lane,
         operations,
     };
     let json = embed_json(&data)?;
@@ -188,6 +215,7 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         samples => thousands(profile.sample_count() as u64),
         sources,
         kernels => kernel_rows(profile),
+        summarized => profile.is_summarized(),
     };
     Ok(render_page(
         "profile.html",

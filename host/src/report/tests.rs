@@ -34,6 +34,7 @@ impl SyntheticRun {
             kind,
             operation: op.to_string(),
             iteration,
+            summed: false,
         });
         self.steps.len() as u32 - 1
     }
@@ -292,7 +293,7 @@ fn profile_files_carry_the_data() {
     let profile = synthetic_profile(48, 4);
     profile.validate().unwrap();
     let dir = scratch_dir("profile");
-    let files = write_profile(&dir, &profile).unwrap();
+    let files = write_profile(&dir, &profile, ProfileDetail::Auto).unwrap();
     assert_eq!(files.profile_html, dir.join("profile.html"));
 
     let back: Profile =
@@ -372,80 +373,183 @@ fn iteration_spans_follow_the_repeat() {
     assert!(spans.windows(2).all(|w| w[0].end_cycle <= w[1].start_cycle));
 }
 
-/// Issue #12 item 6, the seeds' shape: the first Repeat iteration in
-/// detail, every later one as one repeat-remainder span per tile covering
-/// exactly those iterations; steps outside the Repeat kept; the page shows
-/// the remainder and its cycles per iteration. Profiles above
-/// `DETAILED_SAMPLES` are written so, smaller ones in full.
+/// Issue #27 item 5: a summarized profile keeps the first Repeat iteration
+/// in detail and every later one apart: on every tile, iteration k is its
+/// own summed samples, one per step kind, each lasting exactly as long as
+/// that tile's steps of that kind in iteration k, laid end to end from the
+/// tile's first start in it; steps outside the Repeat are kept; every
+/// iteration's compute/exchange/sync/patch split is the full profile's.
 #[test]
-fn long_repeats_are_written_with_a_remainder_span() {
-    use super::profile::{DETAILED_SAMPLES, REPEAT_REMAINDER};
+fn summarized_profiles_keep_every_iteration_apart() {
     let full = synthetic_profile(16, 27);
-    let short = full.with_remainder().unwrap();
+    let short = full.with_iteration_summaries().unwrap();
     short.validate().unwrap();
-    let remainder: Vec<usize> = short
-        .steps
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.operation.starts_with(REPEAT_REMAINDER))
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(remainder.len(), 1, "one remainder step");
-    assert!(short.steps[remainder[0]]
-        .operation
-        .contains("iterations 1–26"));
-    assert!(short.steps.iter().all(|s| s.iteration.unwrap_or(0) == 0));
+    assert!(short.is_summarized() && !full.is_summarized());
+    assert_eq!(short.iteration_kind_cycles(), full.iteration_kind_cycles());
+    assert_eq!(short.iteration_spans().len(), 27);
+    assert_eq!(short.span(), full.span(), "the cropped span is unchanged");
     let kept = full
         .steps
         .iter()
         .filter(|s| s.iteration.unwrap_or(0) == 0)
         .count();
-    assert_eq!(short.steps.len(), kept + 1);
-    let later = full.iteration_spans();
-    let (start, end) = (later[1].start_cycle, later[26].end_cycle);
+    let kinds_used = StepKind::ALL
+        .iter()
+        .filter(|k| full.steps.iter().any(|s| s.kind == **k))
+        .count();
+    assert_eq!(short.steps.len(), kept + 26 * StepKind::ALL.len());
     for (f, t) in full.tiles.iter().zip(&short.tiles) {
-        let r: Vec<_> = t
-            .samples
-            .iter()
-            .filter(|x| x.step as usize == remainder[0])
-            .collect();
-        assert_eq!(r.len(), 1, "tile {}: one remainder sample", t.tile);
-        // It spans exactly the tile's samples of iterations 1..=26.
-        let own: Vec<_> = f
-            .samples
-            .iter()
-            .filter(|x| full.steps[x.step as usize].iteration.unwrap_or(0) >= 1)
-            .collect();
-        assert_eq!(
-            r[0].start_cycle,
-            own.iter().map(|x| x.start_cycle).min().unwrap()
-        );
-        assert_eq!(
-            r[0].end_cycle,
-            own.iter().map(|x| x.end_cycle).max().unwrap()
-        );
-        assert!(start <= r[0].start_cycle && r[0].end_cycle <= end);
+        for it in 1..27u32 {
+            let own: Vec<&CycleSample> = f
+                .samples
+                .iter()
+                .filter(|x| full.steps[x.step as usize].iteration == Some(it))
+                .collect();
+            let summed: Vec<&CycleSample> = t
+                .samples
+                .iter()
+                .filter(|x| short.steps[x.step as usize].iteration == Some(it))
+                .collect();
+            assert_eq!(summed.len(), kinds_used, "tile {} iteration {it}", t.tile);
+            assert_eq!(
+                summed[0].start_cycle,
+                own.iter().map(|x| x.start_cycle).min().unwrap()
+            );
+            assert!(
+                summed.last().unwrap().end_cycle <= own.iter().map(|x| x.end_cycle).max().unwrap()
+            );
+            for w in summed.windows(2) {
+                assert_eq!(w[0].end_cycle, w[1].start_cycle, "laid end to end");
+            }
+            for x in &summed {
+                let step = &short.steps[x.step as usize];
+                assert!(step.summed);
+                let expected: u64 = own
+                    .iter()
+                    .filter(|o| full.steps[o.step as usize].kind == step.kind)
+                    .map(|o| o.cycles())
+                    .sum();
+                assert_eq!(
+                    x.cycles(),
+                    expected,
+                    "{} on tile {}",
+                    step.operation,
+                    t.tile
+                );
+            }
+        }
     }
-    assert_eq!(short.span(), full.span(), "the cropped span is unchanged");
-    assert_eq!(short.iteration_spans().len(), 1);
+    // The page draws every iteration with its own split, and the op lane
+    // one block per summarized iteration.
     let html = super::profile_html::render(&short).unwrap();
     let data = embedded(&html);
-    assert_eq!(data["remainder"][0], 1);
-    assert_eq!(data["remainder"][1], 26);
-    // Below the threshold a profile is written in full.
-    assert!(full.sample_count() < DETAILED_SAMPLES);
-    assert_eq!(full.for_writing().steps.len(), full.steps.len());
-    assert!(synthetic_profile(4, 1).with_remainder().is_none());
+    assert_eq!(data["summarized"], true);
+    let iterations = data["iterations"].as_array().unwrap();
+    assert_eq!(iterations.len(), 27);
+    for (row, (it, k)) in iterations.iter().zip(full.iteration_kind_cycles()) {
+        assert_eq!(row[0], it);
+        for i in 0..4 {
+            assert_eq!(row[3 + i], k[i]);
+        }
+    }
+    let lane = data["lane"].as_array().unwrap();
+    for it in 1..27i64 {
+        assert_eq!(
+            lane.iter().filter(|b| b[0] == -1 - it).count(),
+            1,
+            "iteration {it}"
+        );
+    }
+    assert!(lane
+        .windows(2)
+        .all(|w| w[0][1].as_i64() <= w[1][1].as_i64()));
+    assert!(synthetic_profile(4, 1).with_iteration_summaries().is_none());
 }
 
+/// Which profiles are summarized: `auto` above `DETAILED_SAMPLES` only
+/// (tested on a profile above it), `summary` always, `full` never.
 #[test]
-fn invalid_profiles_are_refused() {
-    let mut p = synthetic_profile(2, 1);
-    p.tiles[1].samples[0].step = 10_000;
-    assert!(profile_html::render(&p)
-        .unwrap_err()
-        .to_string()
-        .contains("refers to step 10000"));
+fn profile_detail_decides_what_is_summarized() {
+    use super::profile::DETAILED_SAMPLES;
+    let small = synthetic_profile(8, 4);
+    assert!(small.sample_count() < DETAILED_SAMPLES);
+    assert!(!small.for_writing(ProfileDetail::Auto).is_summarized());
+    assert!(small.for_writing(ProfileDetail::Summary).is_summarized());
+    let big = synthetic_profile(512, 140);
+    assert!(
+        big.sample_count() > DETAILED_SAMPLES,
+        "{}",
+        big.sample_count()
+    );
+    let auto = big.for_writing(ProfileDetail::Auto);
+    assert!(auto.is_summarized());
+    assert_eq!(auto.iteration_spans().len(), 140, "iterations stay apart");
+    assert!(auto.sample_count() < DETAILED_SAMPLES);
+    assert_eq!(
+        big.for_writing(ProfileDetail::Full).sample_count(),
+        big.sample_count()
+    );
+}
+
+/// The Perfetto trace: Trace Event Format JSON whose complete events never
+/// overlap on one thread (Perfetto refuses overlapping slices), one named
+/// thread per tile, the iterations on their own track, exact cycles in
+/// `args`, and the schema in `otherData`.
+#[test]
+fn perfetto_trace_is_valid_trace_event_json() {
+    let profile = synthetic_profile(8, 5).with_iteration_summaries().unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&super::perfetto::render(&profile)).unwrap();
+    assert_eq!(trace["otherData"]["schema"], "ipuc.trace");
+    assert_eq!(trace["otherData"]["summarized"], true);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
+    let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as u64;
+    let mut cycles = 0;
+    let mut thread_names = 0;
+    for e in events {
+        match e["ph"].as_str().unwrap() {
+            "X" => {
+                let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+                tracks
+                    .entry(key)
+                    .or_default()
+                    .push((ns(&e["ts"]), ns(&e["dur"])));
+                assert!(e["name"].as_str().is_some_and(|n| !n.is_empty()));
+                if key.0 == 1 {
+                    cycles += e["args"]["cycles"].as_u64().unwrap();
+                }
+            }
+            "M" => {
+                if e["name"] == "thread_name" && e["pid"] == 1 {
+                    thread_names += 1;
+                }
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert_eq!(thread_names, 8);
+    assert_eq!(tracks.keys().filter(|k| k.0 == 1).count(), 8);
+    assert_eq!(
+        cycles,
+        profile
+            .tiles
+            .iter()
+            .flat_map(|t| &t.samples)
+            .map(CycleSample::cycles)
+            .sum::<u64>()
+    );
+    for (key, mut slices) in tracks {
+        slices.sort();
+        for w in slices.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0, "track {key:?} overlaps: {w:?}");
+        }
+    }
+    let iterations = events
+        .iter()
+        .filter(|e| e["pid"] == 2 && e["ph"] == "X")
+        .count();
+    assert_eq!(iterations, 5);
 }
 
 /// The template-rendered profile page: escaped title, the header's
@@ -643,10 +747,20 @@ fn profile_output_names_a_file_or_a_directory() {
     let f = ProfileFiles::at(Path::new("out/model.ipuprof"));
     assert_eq!(f.profile_json, Path::new("out/model.ipuprof"));
     assert_eq!(f.profile_html, Path::new("out/model.html"));
-    assert_eq!(f.operations_json, Path::new("out/operations.json"));
+    assert_eq!(f.operations_json, Path::new("out/model.operations.json"));
+    assert_eq!(f.trace_json, Path::new("out/model.trace.json"));
+    assert_eq!(f.index_html, Path::new("out/model.index.html"));
+    assert_eq!(f.patch_audit, Path::new("out/model.patch-audit.txt"));
+    // Two names in one directory share no file.
+    let g = ProfileFiles::at(Path::new("out/other.ipuprof"));
+    for p in f.all() {
+        assert!(!g.all().contains(&p), "{} is shared", p.display());
+    }
     let d = ProfileFiles::at(Path::new("out"));
     assert_eq!(d.profile_json, Path::new("out/profile.json"));
     assert_eq!(d.profile_html, Path::new("out/profile.html"));
+    assert_eq!(d.trace_json, Path::new("out/trace.json"));
+    assert_eq!(d.index_html, Path::new("out/index.html"));
 }
 
 #[test]
@@ -668,7 +782,7 @@ fn index_links_every_artifact_relative_to_its_directory() {
     let path = super::index::write(
         "ipuc run siglip-small",
         &[("validation".into(), "PASS".into())],
-        &dir,
+        &dir.join("index.html"),
         &artifacts,
     )
     .unwrap();
@@ -774,7 +888,7 @@ fn demo_full_size_reports() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(27);
     let profile = synthetic_profile(1472, iterations);
-    write_profile(&dir, &profile).unwrap();
+    write_profile(&dir, &profile, ProfileDetail::Auto).unwrap();
     let map = synthetic_memory_map(1472);
     write_memory_map(&dir.join("memory.html"), &map).unwrap();
     let rejection = MemoryRejection::at_peak(
@@ -880,7 +994,7 @@ fn replicated_full_size_profile() {
         ..one
     };
     profile.validate().unwrap();
-    write_profile(&dir, &profile).unwrap();
+    write_profile(&dir, &profile, ProfileDetail::Auto).unwrap();
     std::fs::write(
         dir.join("profile-full.html"),
         super::profile_html::render(&profile).unwrap(),
@@ -889,7 +1003,7 @@ fn replicated_full_size_profile() {
     eprintln!(
         "{} samples ({} written) in {}",
         profile.sample_count(),
-        profile.for_writing().sample_count(),
+        profile.for_writing(ProfileDetail::Auto).sample_count(),
         dir.display()
     );
 }
@@ -921,4 +1035,55 @@ fn operations_json_labels_simulated_and_modelled_cycles() {
         );
     }
     assert_eq!(json["kernel_timing"][0]["planner_error_percent"], -10.0);
+}
+
+/// Issue #27 item 6: the picker's note counts from the report itself and
+/// says "all" only when the picker holds them all.
+#[test]
+fn rejection_picker_note_tells_how_many_of_how_many() {
+    use super::memory_html::picker_note;
+    let map = synthetic_memory_map(6);
+    let mut r = MemoryRejection::at_peak(
+        "layer.qkv (op 4)",
+        &map.tiles[0],
+        &map.moments,
+        MemoryBudget::IPU21,
+    );
+    r.tiles = map.tiles.clone();
+    let over = r.picked_over_budget();
+    // Planner: more tiles over budget than the picker holds.
+    r.source = "planner estimate".into();
+    r.tiles_over_budget = Some(115);
+    let note = picker_note(&r);
+    assert!(
+        note.contains(&format!("{over} of the 115 tiles over budget")),
+        "{note}"
+    );
+    assert!(!note.contains("all "), "{note}");
+    r.tiles_over_budget = Some(over);
+    let note = picker_note(&r);
+    let all = if over == 1 {
+        "the one tile over budget".to_string()
+    } else {
+        format!("all {over} tiles over budget")
+    };
+    assert!(note.contains(&all), "{note}");
+    // Placement: 2 of 40 refused tiles held, then 4 others.
+    r.source = "placement".into();
+    r.refused_tiles = vec![map.tiles[0].tile, map.tiles[1].tile];
+    r.refused_tiles.extend(100..138);
+    let note = picker_note(&r);
+    assert!(
+        note.starts_with("2 of the 40 tiles placement refused"),
+        "{note}"
+    );
+    assert!(
+        note.contains("then 4 other tiles placement accepted"),
+        "{note}"
+    );
+    r.refused_tiles.truncate(2);
+    assert!(picker_note(&r).starts_with("all 2 tiles placement refused, then 4 other"));
+    // The page carries the note.
+    let html = super::memory_html::render_rejection(&r).unwrap();
+    assert!(html.contains("the picker holds all 2 tiles placement refused"));
 }

@@ -93,6 +93,7 @@ impl Steps {
             kind,
             operation: crate::report::profile::operation_in_iteration(operation, iteration),
             iteration,
+            summed: false,
         });
         self.index.insert(key, i);
         i

@@ -4,6 +4,7 @@
 
 mod device;
 mod faults;
+mod progress;
 mod runtime;
 mod scheduling;
 mod semantics;

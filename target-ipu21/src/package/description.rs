@@ -11,6 +11,7 @@
 //!
 //! ```text
 //! description  version u16 · has_build u8 · [build] · has_model u8 · [model]
+//!              · k_splits (version 2 on)
 //! build        beam_width u32 · planning_tiles u32 · optimization_steps u32
 //!              · exchange_stream_words opt u32 · outgoing_base bool
 //!              · planner_data_budget opt u64 · min_key_parts u32
@@ -23,17 +24,20 @@
 //!              activations) · fp8_activation_scale opt i8 · fuse_qkv bool
 //!              · activations dtype u8 · attention dtype u8
 //! weights      tag u8 (0 random: seed u64 · 1 checkpoint: sha256 (32) · path str)
+//! k_splits     count u32 · (op u32 · k u32 · parts u32)*, by op, each parts ≥ 2
 //! opt T        tag u8 (0 none · 1 some) · T
 //! ```
 
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::error::{PackageError, Result};
 use super::model::DType;
 use super::wire::{ByteReader, ByteWriter};
 
-/// Layout version of the description section this crate writes and reads.
-pub const DESCRIPTION_VERSION: u16 = 1;
+/// Layout version of the description section this crate writes; it reads
+/// this one and version 1 (before [`Description::k_splits`]).
+pub const DESCRIPTION_VERSION: u16 = 2;
 
 /// Longest name (preset, activation) the reader accepts, in bytes.
 const MAX_NAME_BYTES: usize = 64;
@@ -48,6 +52,23 @@ const FP8_SCALES: core::ops::RangeInclusive<i8> = -32..=31;
 pub struct Description {
     pub build: Option<BuildFlags>,
     pub model: Option<ModelDescription>,
+    /// Every matrix product the program splits over K, by op: part of the
+    /// device's numerics (an FP8 × FP8 product rounds each part's FP16
+    /// partials apart), so the device-numerics reference follows it.
+    pub k_splits: Vec<KSplit>,
+}
+
+/// A matrix product whose K axis the compiled program accumulates in
+/// `parts` sequences — near-equal runs of whole AMP micro-groups, each
+/// from zero in the product's partials type — summed in F32 in part order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KSplit {
+    /// The product's op in the compiled graph.
+    pub op: u32,
+    /// Its K extent (a check that the op is the one compiled).
+    pub k: u32,
+    /// Parts of K (at least 2).
+    pub parts: u32,
 }
 
 /// The compile flags a package was built with.
@@ -182,6 +203,12 @@ pub(super) fn encode(w: &mut ByteWriter, d: &Description) -> Result<()> {
             encode_model(w, m)?;
         }
     }
+    w.len32("k splits", d.k_splits.len())?;
+    for s in &d.k_splits {
+        for v in [s.op, s.k, s.parts] {
+            w.u32(v);
+        }
+    }
     Ok(())
 }
 
@@ -252,7 +279,7 @@ fn option<T>(w: &mut ByteWriter, v: Option<T>, put: impl FnOnce(&mut ByteWriter,
 pub(super) fn read(r: &mut ByteReader<'_>, tile_count: u32) -> Result<Description> {
     let offset = r.offset();
     let version = r.u16("description version")?;
-    if version != DESCRIPTION_VERSION {
+    if !(1..=DESCRIPTION_VERSION).contains(&version) {
         return Err(PackageError::UnknownEnum {
             offset,
             field: "description version",
@@ -269,7 +296,37 @@ pub(super) fn read(r: &mut ByteReader<'_>, tile_count: u32) -> Result<Descriptio
     } else {
         None
     };
-    Ok(Description { build, model })
+    let k_splits = if version >= 2 {
+        read_k_splits(r)?
+    } else {
+        Vec::new()
+    };
+    Ok(Description {
+        build,
+        model,
+        k_splits,
+    })
+}
+
+/// The K splits, ordered by op without repeats, each of 2..=k parts.
+fn read_k_splits(r: &mut ByteReader<'_>) -> Result<Vec<KSplit>> {
+    let n = r.count("k splits", 12)?;
+    let mut splits: Vec<KSplit> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let offset = r.offset();
+        let op = r.u32("k split op")?;
+        if splits.last().is_some_and(|last| last.op >= op) {
+            return Err(invalid(offset, "k split op", "not after the previous op"));
+        }
+        let k = positive(r, "k split k")?;
+        let offset = r.offset();
+        let parts = r.u32("k split parts")?;
+        if !(2..=k).contains(&parts) {
+            return Err(invalid(offset, "k split parts", "not in 2..=k"));
+        }
+        splits.push(KSplit { op, k, parts });
+    }
+    Ok(splits)
 }
 
 fn read_build(r: &mut ByteReader<'_>, tile_count: u32) -> Result<BuildFlags> {

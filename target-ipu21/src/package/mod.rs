@@ -66,7 +66,7 @@ mod wire;
 
 pub use abi::{NativeKernelAbi, INFERENCE_CALL};
 pub use description::{
-    BuildFlags, Description, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics,
+    BuildFlags, Description, Fp8Operands, KSplit, ModelConfig, ModelDescription, ModelNumerics,
     WeightOrigin,
 };
 pub use error::{PackageError, Result};
@@ -105,6 +105,18 @@ pub enum Section {
 }
 
 impl Section {
+    /// Every section, in file order (a package holds each once).
+    pub const ALL: [Section; 8] = [
+        Section::Target,
+        Section::Tiles,
+        Section::Kernels,
+        Section::Bindings,
+        Section::HostCalls,
+        Section::Steps,
+        Section::PlanSummary,
+        Section::Description,
+    ];
+
     pub const fn name(self) -> &'static str {
         match self {
             Section::Target => "target",

@@ -55,7 +55,7 @@ impl Grid {
         AxisSplit::parts(self.m, 1, self.rp, self.cp * self.kp)
     }
     fn k_split(&self) -> AxisSplit {
-        AxisSplit::parts(self.k, self.k_grain, self.kp, 1)
+        k_parts(self.k, self.k_grain, self.kp)
     }
     fn n_split(&self) -> AxisSplit {
         AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.kp)
@@ -173,6 +173,14 @@ fn options(len: u32, grain: u32, limit: u32, per_part: &[u32]) -> Vec<u32> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// How a GEMM splits K into `parts` runs of whole `grain`s (the product
+/// mode's micro-group): the device-numerics reference follows the same
+/// split for the products a package records as split
+/// ([`crate::package::KSplit`]).
+pub const fn k_parts(k: u32, grain: u32, parts: u32) -> AxisSplit {
+    AxisSplit::parts(k, grain, parts, 1)
 }
 
 /// Keeps the Pareto set over (cycles, bytes), then the cheapest first.

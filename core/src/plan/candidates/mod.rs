@@ -14,6 +14,8 @@ mod local;
 mod movement;
 mod views;
 
+pub use gemm::k_parts;
+
 use alloc::vec::Vec;
 
 use super::error::{PlanError, PlanResult};

@@ -263,13 +263,41 @@
     if (e === k) e = k + 1;
     for (; k < e; k++) COLS.push({ gap: false, t: ALL[k] });
   }
+  // Zoom: the address axis stretched ×1…×32 and the tiles widened, the map
+  // scrolling inside its box (a canvas taller than MAX_CANVAS is not drawn
+  // by browsers, so the zoom is capped there and the page says so).
+  const zoomSel = document.getElementById("zoom"), colSel = document.getElementById("colw");
+  const MAX_CANVAS = 30000;
+  [1, 2, 4, 8, 16, 32].forEach((z) => zoomSel.insertAdjacentHTML("beforeend", `<option value="${z}">×${z}</option>`));
+  colSel.insertAdjacentHTML("beforeend", `<option value="0">fit</option>`);
+  [4, 8, 16, 32].forEach((w) => colSel.insertAdjacentHTML("beforeend", `<option value="${w}">${w} px</option>`));
+  zoomSel.value = "1"; colSel.value = "0";
+  zoomSel.onchange = colSel.onchange = () => { drawTiles(); writeHash(); };
+  const wrap = document.getElementById("tileswrap");
+  wrap.addEventListener("wheel", (ev) => {
+    if (!ev.ctrlKey) return;
+    ev.preventDefault();
+    const zs = [1, 2, 4, 8, 16, 32], k = zs.indexOf(+zoomSel.value);
+    const n = Math.max(0, Math.min(zs.length - 1, k + (ev.deltaY < 0 ? 1 : -1)));
+    if (n !== k) { zoomSel.value = String(zs[n]); drawTiles(); writeHash(); }
+  }, { passive: false });
+  function writeHash() {
+    const h = new URLSearchParams(location.hash.slice(1));
+    h.set("zoom", zoomSel.value); h.set("colw", colSel.value);
+    history.replaceState(null, "", "#" + h.toString());
+  }
   let tilesGeom = null;
   function drawTiles() {
-    const W = Math.max(200, Math.round(tilesCv.getBoundingClientRect().width * dpr));
-    const left = 64 * dpr, pw = W - left - 4 * dpr;
-    const gapW = 64 * dpr, nGaps = COLS.filter((c) => c.gap).length, nCols = COLS.length - nGaps;
-    // Column width: the plot shared out, between 2 and 48 CSS pixels.
-    const colW = Math.max(2 * dpr, Math.min(48 * dpr, (pw - nGaps * gapW) / Math.max(1, nCols)));
+    const boxW = Math.max(200, Math.round((wrap.getBoundingClientRect().width - 2) * dpr));
+    const left = 64 * dpr, gapW = 64 * dpr, nGaps = COLS.filter((c) => c.gap).length, nCols = COLS.length - nGaps;
+    const zoom = +zoomSel.value || 1, fixed = +colSel.value * dpr;
+    // Column width: the plot shared out, between 2 and 48 CSS pixels, or
+    // the width picked; wide columns make the map wider than its box.
+    const fitW = Math.max(2 * dpr, Math.min(48 * dpr, (boxW - left - 4 * dpr - nGaps * gapW) / Math.max(1, nCols)));
+    const colW = fixed || fitW;
+    const W = fixed ? Math.max(boxW, Math.min(Math.round(left + 4 * dpr + nCols * colW + nGaps * gapW), boxW * 4)) : boxW;
+    const pw = W - left - 4 * dpr;
+    tilesCv.style.width = W / dpr + "px";
     // Flow the columns into rows.
     const place = []; let x = 0, row = 0;
     COLS.forEach((c) => {
@@ -280,8 +308,13 @@
     const rows = row + 1;
     let laneCount = 1;
     if (reuse.checked) for (let i = 0; i < T; i++) laneCount = Math.max(laneCount, Math.min(MAX_LANES, lanes(i).length));
-    // One row of wide columns gets a tall band; wrapped rows of slivers a short one.
-    const bandH = (rows === 1 ? 220 : 60) * dpr / (rows === 1 ? Math.min(laneCount, 2) : 1);
+    // One row of wide columns gets a tall band; wrapped rows of slivers a
+    // short one; the zoom stretches either, up to what a canvas holds.
+    const baseH = (rows === 1 ? 220 : 60) * dpr / (rows === 1 ? Math.min(laneCount, 2) : 1);
+    const extra = (laneCount > 1 ? 8 * dpr : 0) + 18 * dpr + (colW >= 14 * dpr ? 14 : 0) * dpr;
+    const capH = (MAX_CANVAS / rows - extra) / laneCount;
+    const bandH = Math.max(baseH, Math.min(baseH * zoom, capH));
+    const capped = baseH * zoom > capH;
     const wide = colW >= 14 * dpr, labelH = (wide ? 14 : 0) * dpr;
     // Lanes of reused addresses sit below the first, a small gap apart.
     const laneGap = laneCount > 1 ? 8 * dpr : 0, laneH = bandH + laneGap;
@@ -342,6 +375,11 @@
       if (t.i === sel) { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1.5 * dpr; ctx.strokeRect(g.x - 1, top - 1, cw + 2, h + 2); ctx.lineWidth = 1; }
     });
     tilesGeom = { place, rowH, bandH, laneH, laneCount, top: 12 * dpr };
+    const perPx = (END - BASE) / (bandH / dpr);
+    document.getElementById("zoominfo").textContent =
+      `${fmt(perPx)} B of SRAM per pixel of a column, ${fmt(colW / dpr)} px per tile` + (capped ? " (address zoom capped: the map would exceed the tallest canvas a browser draws)" : "");
+    document.body.dataset.bandPx = String(Math.round(bandH / dpr));
+    document.body.dataset.bytesPerPx = String(Math.round(perPx));
   }
   function tileAt(ev) {
     if (!tilesGeom) return null;
@@ -384,6 +422,8 @@
   if (h.has("tile")) { const i = D.tiles.indexOf(+h.get("tile")); if (i >= 0) { sel = i; moment = D.peaks[i][1]; } }
   if (h.get("mode") === "live" || h.get("mode") === "addr") mode.value = h.get("mode");
   if (h.has("moment")) moment = Math.max(0, Math.min(M - 1, +h.get("moment") || 0));
+  if (h.has("zoom") && [1, 2, 4, 8, 16, 32].includes(+h.get("zoom"))) zoomSel.value = String(+h.get("zoom"));
+  if (h.has("colw") && [0, 4, 8, 16, 32].includes(+h.get("colw"))) colSel.value = String(+h.get("colw"));
   window.addEventListener("resize", drawAll);
   tileSel.value = String(sel);
   drawAll();

@@ -7,10 +7,12 @@
   const D = JSON.parse(document.getElementById("data").textContent);
   const COLORS = [[59, 125, 216], [242, 142, 43], [154, 163, 173], [89, 161, 79]];
   const DIM = [214, 218, 224];
-  const NCAT = 9; // kind × iteration parity, plus "other operation" when one is highlighted
+  const NCAT = 9; // kind × iteration parity, plus "other operation" when some are highlighted
   const dpr = window.devicePixelRatio || 1;
   const LEFT = Math.round(78 * dpr), AXIS = Math.round(22 * dpr), BAND = Math.round(18 * dpr);
-  const TOP = AXIS + BAND;
+  // The op lane: which operation runs when (first start to last end over all tiles).
+  const LANE = Math.round(18 * dpr);
+  const TOP = AXIS + BAND + LANE;
 
   // ---- decode samples into typed arrays ------------------------------------
   const T = D.tiles.length;
@@ -29,8 +31,19 @@
   }
   D.samples = null;
   const NS = D.steps.length;
-  const stepKind = new Int8Array(NS), stepOp = new Int32Array(NS), stepIter = new Int32Array(NS);
-  D.steps.forEach((x, i) => { stepKind[i] = x[0]; stepOp[i] = x[1]; stepIter[i] = x[2]; });
+  const stepKind = new Int8Array(NS), stepOp = new Int32Array(NS), stepIter = new Int32Array(NS), stepSummed = new Uint8Array(NS);
+  D.steps.forEach((x, i) => { stepKind[i] = x[0]; stepOp[i] = x[1]; stepIter[i] = x[2]; stepSummed[i] = x[3]; });
+  // Highlighted operations (a clicked row or lane block, or every search match).
+  const hl = new Uint8Array(D.ops.length);
+  let hlCount = 0;
+  function highlight(ops) {
+    hl.fill(0); hlCount = 0;
+    ops.forEach((o) => { if (o >= 0 && o < hl.length && !hl[o]) { hl[o] = 1; hlCount++; } });
+  }
+  // Where each operation ran: its op-lane blocks.
+  const opBlocks = new Map();
+  D.lane.forEach((b) => { if (b[0] >= 0) { if (!opBlocks.has(b[0])) opBlocks.set(b[0], []); opBlocks.get(b[0]).push(b); } });
+  const shortName = (n) => n.replace(/^vision_model\./, "").replace(/^encoder\.layers\./, "L");
 
   const fmt = (n) => Math.round(n).toLocaleString("en-US");
   // Tick label with just enough decimals to tell neighbouring ticks apart.
@@ -47,21 +60,14 @@
     legend.insertAdjacentHTML("beforeend",
       `<span><span class="swatch" style="background:${rgb(COLORS[i])}"></span>${k}</span>`);
   });
-  if (D.remainder) {
-    // Seeds' shape: the first iteration in detail, the others one span per tile.
-    const [a, b, s0, s1] = D.remainder, n = b - a + 1, first = D.iterations[0];
-    legend.insertAdjacentHTML("beforeend",
-      `<span class="muted">darker shade = repeat-remainder (iterations ${a}–${b}, one span per tile)</span>`);
-    document.getElementById("iterstat").innerHTML =
-      (first ? `first Repeat iteration <b>${fmt(first[2] - first[1])}</b> cycles (detailed); ` : "") +
-      `remainder: <b>${n}</b> iterations in <b>${fmt(s1 - s0)}</b> cycles = <b>${fmt((s1 - s0) / n)}</b> cycles/iteration`;
-    D.iterations.push([-1, s0, s1]);
-  } else if (D.iterations.length) {
+  if (D.iterations.length) {
     legend.insertAdjacentHTML("beforeend",
       `<span class="muted">darker shade = odd Repeat iteration</span>`);
-    const total = D.iterations.reduce((a, x) => a + (x[2] - x[1]), 0);
+    const total = D.iterations.reduce((a, x) => a + (x[2] - x[1]), 0), n = D.iterations.length;
     document.getElementById("iterstat").innerHTML =
-      `<b>${D.iterations.length}</b> Repeat iterations, mean <b>${fmt(total / D.iterations.length)}</b> cycles/iteration`;
+      `<b>${n}</b> Repeat iterations, mean <b>${fmt(total / n)}</b> cycles/iteration` +
+      (D.summarized ? ` <span class="muted">(iteration ${D.iterations[0][0]} in detail; iterations ${D.iterations[1][0]}–${D.iterations[n - 1][0]} summarized: ` +
+        `per tile each its own span, its compute, exchange, sync and patch cycles laid end to end; --profile-detail full keeps every step)</span>` : "");
   }
   const groupSel = document.getElementById("group");
   const groups = [];
@@ -72,7 +78,7 @@
   const cv = document.getElementById("chart"), ctx = cv.getContext("2d");
   const tip = document.getElementById("tip");
   const spanLen = Math.max(1, D.span[1] - D.span[0]);
-  let v0 = D.span[0], v1 = D.span[0] + spanLen, rowsTop = 0, group = 1, hlOp = -1;
+  let v0 = D.span[0], v1 = D.span[0] + spanLen, rowsTop = 0, group = 1, query = "";
   let W = 0, H = 0, img = null, buf = null, cov = null;
 
   const rows = () => Math.ceil(T / group);
@@ -114,10 +120,9 @@
     return -1;
   }
   function category(step) {
-    if (hlOp >= 0 && stepOp[step] !== hlOp) return 8;
+    if (hlCount && !hl[stepOp[step]]) return 8;
     const it = stepIter[step];
-    // The repeat-remainder span (seeds' shape) in the darker shade.
-    return stepKind[step] * 2 + (it >= 0 ? (it & 1) : it === -2 ? 1 : 0);
+    return stepKind[step] * 2 + (it >= 0 ? (it & 1) : 0);
   }
   function shade(cat) {
     if (cat === 8) return DIM;
@@ -166,6 +171,9 @@
     ctx.putImageData(img, 0, 0);
     overlays(pw, sc, rh, nrows);
     writeHash();
+    // The view, for a reader of the page's DOM (and the headless checks).
+    document.body.dataset.view = `${Math.round(v0)},${Math.round(v1)}`;
+    document.body.dataset.highlighted = String(hlCount);
   }
 
   function overlays(pw, sc, rh, nrows) {
@@ -182,10 +190,31 @@
       ctx.fillRect(a, AXIS, b - a, BAND - 2 * dpr);
       ctx.strokeStyle = "rgba(30,40,60,0.22)"; ctx.lineWidth = 1;
       if (x0 >= LEFT) { ctx.beginPath(); ctx.moveTo(x0 + 0.5, AXIS); ctx.lineTo(x0 + 0.5, H); ctx.stroke(); }
-      const label = it[0] < 0 ? `iterations ${D.remainder[0]}–${D.remainder[1]} (remainder)` : "iter " + it[0];
+      const label = "iter " + it[0] + (D.summarized && k > 0 ? " (summed)" : "");
       if (b - a > ctx.measureText(label).width + 6 * dpr) {
         ctx.fillStyle = "#1d2330"; ctx.textAlign = "center";
         ctx.fillText(label, (a + b) / 2, AXIS + (BAND - 2 * dpr) / 2);
+      }
+    });
+    // The op lane: one block per run of an operation's steps.
+    const ly = AXIS + BAND;
+    ctx.fillStyle = "#fff"; ctx.fillRect(LEFT, ly, W - LEFT, LANE);
+    D.lane.forEach((b, k) => {
+      const x0 = LEFT + (b[1] - v0) * sc, x1 = LEFT + (b[2] - v0) * sc;
+      if (x1 < LEFT || x0 > W) return;
+      const a = Math.max(x0, LEFT), e = Math.min(x1, W);
+      const on = b[0] >= 0 && hl[b[0]];
+      ctx.fillStyle = b[0] < 0 ? "#d9cdea" : on ? "#3b7dd8" : k & 1 ? "#c4cbd4" : "#dde2e8";
+      ctx.fillRect(a, ly + dpr, Math.max(1, e - a - (e - a > 3 ? 1 : 0)), LANE - 3 * dpr);
+      // The longest label that fits: the name, else its last part.
+      const names = b[0] < 0 ? [`iteration ${-1 - b[0]} (summed)`, `it ${-1 - b[0]} Σ`, `${-1 - b[0]}`]
+        : [shortName(D.ops[b[0]]), D.ops[b[0]].split(".").slice(-2).join(".")];
+      const name = names.find((n) => ctx.measureText(n).width + 6 * dpr < e - a);
+      if (name) {
+        ctx.save(); ctx.beginPath(); ctx.rect(a, ly, e - a, LANE); ctx.clip();
+        ctx.fillStyle = on ? "#fff" : "#1d2330"; ctx.textAlign = "left";
+        ctx.fillText(name, a + 3 * dpr, ly + LANE / 2);
+        ctx.restore();
       }
     });
     // Time axis (cycles from the start of the cropped span).
@@ -204,6 +233,7 @@
     ctx.fillStyle = "#5f6b7a"; ctx.textAlign = "right";
     ctx.fillText("cycles", LEFT - 6 * dpr, AXIS / 2);
     ctx.fillText("Repeat", LEFT - 6 * dpr, AXIS + BAND / 2);
+    ctx.fillText("operation", LEFT - 6 * dpr, AXIS + BAND + LANE / 2);
     const every = Math.max(1, Math.ceil((font + 3 * dpr) / rh));
     for (let r = Math.floor(rowsTop); r < nrows; r++) {
       if (r % every) continue;
@@ -231,12 +261,14 @@
     else zoomAt(ev.clientX - r.left, Math.exp(ev.deltaY * 0.0015));
   }, { passive: false });
   let drag = null;
-  cv.addEventListener("mousedown", (ev) => { drag = { x: ev.clientX, y: ev.clientY, v0, v1, rowsTop }; cv.classList.add("drag"); });
-  window.addEventListener("mouseup", () => { drag = null; cv.classList.remove("drag"); });
+  cv.addEventListener("mousedown", (ev) => { drag = { x: ev.clientX, y: ev.clientY, v0, v1, rowsTop, moved: false }; cv.classList.add("drag"); });
+  // The drag ends after the click it may have been (a click handler sees it).
+  window.addEventListener("mouseup", () => { setTimeout(() => { drag = null; }, 0); cv.classList.remove("drag"); });
   cv.addEventListener("dblclick", reset);
   cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
   cv.addEventListener("mousemove", (ev) => {
     if (drag) {
+      if (Math.abs(ev.clientX - drag.x) + Math.abs(ev.clientY - drag.y) > 3) drag.moved = true;
       const dt = (ev.clientX - drag.x) * dpr / scale();
       v0 = drag.v0 - dt; v1 = drag.v1 - dt;
       rowsTop = drag.rowsTop - (ev.clientY - drag.y) * dpr / rowH();
@@ -265,10 +297,17 @@
     const x = (ev.clientX - r.left) * dpr, y = (ev.clientY - r.top) * dpr;
     const t = v0 + (x - LEFT) / scale();
     let text = null;
-    if (x >= LEFT && y >= AXIS && y < TOP) {
+    if (x >= LEFT && y >= AXIS && y < AXIS + BAND) {
       const it = D.iterations.find((s) => s[1] <= t && t < s[2]);
-      if (it && it[0] < 0) text = `Repeat iterations ${D.remainder[0]}–${D.remainder[1]} (repeat-remainder: one span per tile)\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}`;
-      else if (it) text = `Repeat iteration ${it[0]}\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}`;
+      if (it) {
+        const tot = it[3] + it[4] + it[5] + it[6] || 1;
+        text = `Repeat iteration ${it[0]}${D.summarized && it !== D.iterations[0] ? " (summarized)" : ""}\ncycles  ${fmt(it[2] - it[1])}\nspan    ${fmt(it[1])} → ${fmt(it[2])}\ntile-cycles by kind:` +
+          D.kinds.map((k, i) => `\n  ${k.padEnd(9)}${fmt(it[3 + i]).padStart(14)}  ${(100 * it[3 + i] / tot).toFixed(1)}%`).join("");
+      }
+    } else if (x >= LEFT && y >= AXIS + BAND && y < TOP) {
+      const b = laneAt(t);
+      if (b) text = (b[0] < 0 ? `Repeat iteration ${-1 - b[0]} (summarized: its steps summed per kind)` : `op      ${D.ops[b[0]]}`) +
+        `\ncycles  ${fmt(b[2] - b[1])}\nspan    ${fmt(b[1])} → ${fmt(b[2])}` + (b[0] >= 0 ? "\nclick: highlight and zoom to it" : "");
     } else if (x >= LEFT && y >= TOP) {
       const row = Math.floor((y - TOP) / rowH() + rowsTop);
       const t0 = row * group, t1 = Math.min(T, t0 + group);
@@ -283,6 +322,7 @@
           const [i, j] = hit, st = ST[i][j], it = stepIter[st];
           text = `tile ${D.tiles[i]} (physical ${D.physical[i]})${who}\nop      ${D.ops[stepOp[st]]}\nkind    ${D.kinds[stepKind[st]]}` +
             (it >= 0 ? `   · Repeat iteration ${it}` : "") +
+            (stepSummed[st] ? `\nsummed: all ${D.kinds[stepKind[st]]} steps of this iteration on this tile, laid end to end (order inside the iteration not shown)` : "") +
             `\ncycles  ${fmt(E[i][j] - S[i][j])}\nstart   ${fmt(S[i][j])}\nend     ${fmt(E[i][j])}\nstep    ${st}`;
         } else {
           text = `tile ${D.tiles[t0]} (physical ${D.physical[t0]})${who}\nidle at cycle ${fmt(t)}`;
@@ -313,17 +353,87 @@
         `<td>${fmt(o.count)}</td><td>${o.tiles}</td><td>${fmt(o.min_cycles)}</td><td>${fmt(o.max_cycles)}</td><td class="l">${bar}</td></tr>`;
     });
     const box = document.getElementById("ops");
-    box.innerHTML = h + "</tbody></table><p class=\"muted\">Click a row to highlight that operation in the timeline; click again to clear.</p>";
+    box.innerHTML = h + "</tbody></table><p class=\"muted\">Click a row to highlight that operation and zoom to it; click again to clear the highlight.</p>";
     box.querySelectorAll("tr[data-op]").forEach((tr) => {
       tr.onclick = () => {
         const op = +tr.dataset.op;
-        hlOp = hlOp === op ? -1 : op;
-        box.querySelectorAll("tr.hl").forEach((x) => x.classList.remove("hl"));
-        if (hlOp >= 0) tr.classList.add("hl");
-        redraw();
+        if (hlCount === 1 && hl[op]) { pick(-1); return; }
+        pick(op);
+        zoomToOp(op);
       };
     });
   })();
+  // One highlighted operation (or none), the table rows following.
+  function pick(op) {
+    highlight(op >= 0 ? [op] : []);
+    query = ""; search.value = ""; searchInfo.textContent = "";
+    markRows();
+    redraw();
+  }
+  function markRows() {
+    document.querySelectorAll("#ops tr[data-op]").forEach((tr) => {
+      if (hl[+tr.dataset.op]) tr.classList.add("hl"); else tr.classList.remove("hl");
+    });
+  }
+  // The op-lane block at cycle t, if any (the last one starting at or before t).
+  function laneAt(t) {
+    let hit = null;
+    for (const b of D.lane) { if (b[1] > t) break; if (t < b[2]) hit = b; }
+    return hit;
+  }
+  // Zooms to cycles [a, b) with a margin.
+  function zoomTo(a, b) {
+    const pad = Math.max(4, (b - a) * 0.05);
+    v0 = a - pad; v1 = b + pad; redraw();
+  }
+  // Zooms to every run of `op` (first start to last end).
+  function zoomToOp(op) {
+    const bs = opBlocks.get(op);
+    if (bs) { zoomTo(Math.min(...bs.map((b) => b[1])), Math.max(...bs.map((b) => b[2]))); return; }
+    // A summed step's operation: its iteration.
+    for (let st = 0; st < NS; st++) {
+      if (stepOp[st] !== op || !stepSummed[st]) continue;
+      const it = D.iterations.find((x) => x[0] === stepIter[st]);
+      if (it) zoomTo(it[1], it[2]);
+      return;
+    }
+  }
+  cv.addEventListener("click", (ev) => {
+    const r = cv.getBoundingClientRect(), x = (ev.clientX - r.left) * dpr, y = (ev.clientY - r.top) * dpr;
+    if (x < LEFT || y < AXIS + BAND || y >= TOP || (drag && drag.moved)) return;
+    const b = laneAt(v0 + (x - LEFT) / scale());
+    if (!b) return;
+    if (b[0] < 0) { zoomTo(b[1], b[2]); return; }
+    pick(b[0]); zoomToOp(b[0]);
+  });
+
+  // ---- search: highlight every operation whose name matches; Enter zooms to
+  // the next match in time order, Escape clears.
+  const search = document.getElementById("search"), searchInfo = document.getElementById("searchinfo");
+  let matchBlocks = [], matchAt = -1;
+  function runSearch(q) {
+    query = q.trim();
+    const needle = query.toLowerCase();
+    const ops = needle ? D.ops.map((n, i) => (n.toLowerCase().includes(needle) ? i : -1)).filter((i) => i >= 0) : [];
+    highlight(ops);
+    matchBlocks = D.lane.filter((b) => b[0] >= 0 && hl[b[0]]);
+    matchAt = -1;
+    searchInfo.textContent = needle ? `${ops.length} operation${ops.length === 1 ? "" : "s"} match, ${matchBlocks.length} run${matchBlocks.length === 1 ? "" : "s"}${matchBlocks.length ? " (Enter: next)" : ""}` : "";
+    markRows();
+    redraw();
+  }
+  function nextMatch() {
+    if (!matchBlocks.length) return;
+    matchAt = (matchAt + 1) % matchBlocks.length;
+    const b = matchBlocks[matchAt];
+    zoomTo(b[1], b[2]);
+    searchInfo.textContent = `match ${matchAt + 1} of ${matchBlocks.length}: ${D.ops[b[0]]}`;
+  }
+  search.addEventListener("input", () => runSearch(search.value));
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { ev.preventDefault(); nextMatch(); }
+    else if (ev.key === "Escape") { search.value = ""; runSearch(""); }
+  });
 
   // The view is kept in the URL hash (#view=start,end&group=N&op=name) so a
   // link reproduces what was on screen.
@@ -333,15 +443,19 @@
     if (v.length === 2 && v.every(Number.isFinite) && v[1] > v[0]) { v0 = v[0]; v1 = v[1]; }
     const g = +h.get("group");
     if (groups.includes(g)) group = g;
-    if (h.has("op")) hlOp = D.ops.indexOf(h.get("op"));
+    if (h.has("op")) highlight([D.ops.indexOf(h.get("op"))]);
+    // A link to an operation alone (#op=name) zooms to it.
+    linkedOp = h.has("op") && !h.has("view") ? D.ops.indexOf(h.get("op")) : -1;
+    if (h.has("q")) query = h.get("q");
     if (h.has("top")) rowsTop = +h.get("top") || 0;
   }
-  let hashTimer = 0;
+  let hashTimer = 0, linkedOp = -1;
   function writeHash() {
     clearTimeout(hashTimer);
     hashTimer = setTimeout(() => {
       const h = `view=${Math.round(v0)},${Math.round(v1)}&group=${group}` +
-        (hlOp >= 0 ? "&op=" + encodeURIComponent(D.ops[hlOp]) : "") + (rowsTop > 0 ? "&top=" + Math.round(rowsTop) : "");
+        (query ? "&q=" + encodeURIComponent(query) : hlCount === 1 ? "&op=" + encodeURIComponent(D.ops[hl.indexOf(1)]) : "") +
+        (rowsTop > 0 ? "&top=" + Math.round(rowsTop) : "");
       history.replaceState(null, "", "#" + h);
     }, 300);
   }
@@ -351,10 +465,9 @@
   group = fitGroup();
   readHash();
   groupSel.value = String(group);
-  if (hlOp >= 0) {
-    const tr = document.querySelector(`#ops tr[data-op="${hlOp}"]`);
-    if (tr) tr.classList.add("hl");
-  }
+  if (query) { search.value = query; runSearch(query); }
+  markRows();
+  if (linkedOp >= 0) zoomToOp(linkedOp);
   draw();
   // Marks a complete render (checked by `cargo xtask browser-check`).
   // Milliseconds from navigation start to a complete render (printed by

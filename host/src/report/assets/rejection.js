@@ -21,11 +21,12 @@
   });
   if (!tiles.length) return;
   const tileSel = document.getElementById("rtile");
+  const refused = new Set(D.refused || []);
   const order = tiles.map((_, i) => i).sort((a, b) => tiles[b].live[tiles[b].peak] - tiles[a].live[tiles[a].peak] || a - b);
   order.forEach((i) => {
     const t = tiles[i], total = t.live[t.peak] + RESERVE;
     tileSel.insertAdjacentHTML("beforeend",
-      `<option value="${i}">tile ${t.tile} (phys ${t.physical}) — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
+      `<option value="${i}">tile ${t.tile} (phys ${t.physical}) — ${fmt(total)} B${total > BUDGET ? " (over)" : ""}${refused.has(t.tile) ? " (refused)" : ""}${i === 0 ? " ★ reported" : ""}</option>`);
   });
   let sel = 0, moment = tiles[0].peak;
   function select(i, m) {
@@ -95,10 +96,45 @@
   };
   cv.onmouseleave = () => { tip.style.display = "none"; };
 
+  // The top panel follows the picked tile and moment: its stacked bar
+  // (largest allocation first, then the support reserve, against the
+  // budget line) and its bytes by class.
+  const BAR_W = 1100;
+  function drawBar(t, list, live) {
+    const total = live + RESERVE, full = Math.max(total, BUDGET) * 1.04, px = (b) => (b / full) * BAR_W;
+    let x = 0, h = `<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#e4e7eb"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9aa3ad" stroke-width="2"/></pattern></defs>`;
+    list.forEach((a) => {
+      const w = px(a.size);
+      h += `<rect x="${x.toFixed(2)}" y="8" width="${w.toFixed(2)}" height="30" fill="${D.colors[a.cls]}" stroke="#fff" stroke-width="0.5"><title>${esc(a.name)} (${D.classes[a.cls]}): ${fmt(a.size)} B</title></rect>`;
+      if (w > a.name.length * 6.6 + 8) h += `<text x="${(x + 4).toFixed(2)}" y="23" font-size="12" fill="#fff" dominant-baseline="middle" pointer-events="none">${esc(a.name)}</text>`;
+      x += w;
+    });
+    if (RESERVE) h += `<rect x="${x.toFixed(2)}" y="8" width="${px(RESERVE).toFixed(2)}" height="30" fill="url(#hatch)" stroke="#9aa3ad"><title>support reserve: ${fmt(RESERVE)} B</title></rect>`;
+    const bx = px(BUDGET), ex = Math.max(Math.min(px(total) + 4, BAR_W - 60), bx + 6);
+    h += `<line x1="${bx.toFixed(2)}" y1="2" x2="${bx.toFixed(2)}" y2="44" stroke="#d62728" stroke-width="2"/>` +
+      `<text x="${(bx - 4).toFixed(2)}" y="58" fill="#d62728" font-size="12" text-anchor="end">budget ${fmt(BUDGET)} B</text>` +
+      `<text x="${ex.toFixed(2)}" y="58" font-size="12" text-anchor="start" fill="#1d2330">${fmt(total)} B</text>`;
+    document.getElementById("rbar").innerHTML = h;
+    const where = moment === t.peak ? "at its peak" : `at moment ${moment}`;
+    document.getElementById("rbartitle").innerHTML =
+      `Tile ${t.tile} (physical ${t.physical}) ${where} “${esc(D.moments[moment] || "")}”: ${fmt(total)} B` +
+      `${total > BUDGET ? `, over the budget by ${fmt(total - BUDGET)} B` : ", fits"} <span class="muted">(largest allocation first; hover for names)</span>`;
+    const byClass = new Array(D.classes.length).fill(0);
+    list.forEach((a) => { byClass[a.cls] += a.size; });
+    let rows = "";
+    byClass.forEach((v, c) => {
+      if (v) rows += `<tr><td class="l"><span class="swatch" style="background:${D.colors[c]}"></span>${D.classes[c]}</td><td>${fmt(v)}</td><td>${(100 * v / BUDGET).toFixed(1)}</td></tr>`;
+    });
+    if (RESERVE) rows += `<tr><td class="l"><span class="swatch" style="background:#e4e7eb"></span>support reserve</td><td>${fmt(RESERVE)}</td><td>${(100 * RESERVE / BUDGET).toFixed(1)}</td></tr>`;
+    document.getElementById("rclasses").innerHTML = rows;
+    document.getElementById("rclasstitle").textContent = `By class (tile ${t.tile}, moment ${moment})`;
+  }
+
   function drawLive() {
     const t = tiles[sel];
     const list = t.allocs.filter((a) => a.first <= moment && moment <= a.last).sort((a, b) => b.size - a.size || (a.name < b.name ? -1 : 1));
     const live = list.reduce((s, a) => s + a.size, 0), total = live + RESERVE;
+    drawBar(t, list, live);
     document.getElementById("rlivetitle").textContent =
       `Tile ${t.tile} (physical ${t.physical})${moment === t.peak ? " at its peak" : ""}, moment ${moment} “${D.moments[moment] || ""}”: ${list.length} live allocations, ${RESERVE ? `${fmt(live)} B + ${fmt(RESERVE)} B reserve = ` : ""}${fmt(total)} B` +
       (total > BUDGET ? ` — over the ${fmt(BUDGET)} B budget by ${fmt(total - BUDGET)} B` : ` — fits the ${fmt(BUDGET)} B budget`);

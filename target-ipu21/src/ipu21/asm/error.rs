@@ -92,6 +92,24 @@ pub enum AsmErrorKind {
     },
     /// A section does not fit the 32-bit address space.
     AddressOverflow,
+    /// The linker met a second definition of a global; `first` is where
+    /// the one it met before is (`file:line:col`), so both places show.
+    DuplicateGlobal {
+        name: String,
+        first: String,
+    },
+    /// A replacement runtime lacks one of `entries`, the entry points tile
+    /// programs call (`defined`: it defines the label but does not export
+    /// it).
+    RuntimeEntry {
+        symbol: String,
+        defined: bool,
+        entries: &'static [&'static str],
+    },
+    /// A replacement runtime defines a symbol each tile program defines.
+    RuntimeReserved {
+        symbol: String,
+    },
 }
 
 /// An error at `file:line:column`.
@@ -204,6 +222,30 @@ impl fmt::Display for AsmErrorKind {
                 )
             }
             K::AddressOverflow => f.write_str("section placement exceeds the 32-bit address space"),
+            K::DuplicateGlobal { name, first } => {
+                write!(f, "symbol '{name}' is already defined at {first}")
+            }
+            K::RuntimeEntry {
+                symbol,
+                defined: true,
+                ..
+            } => write!(
+                f,
+                "'{symbol}' is defined but not exported: a runtime must `.globl` it (tile programs call it)"
+            ),
+            K::RuntimeEntry {
+                symbol,
+                defined: false,
+                entries,
+            } => write!(
+                f,
+                "the runtime does not define '{symbol}': a runtime must define and `.globl` every entry point tile programs call ({})",
+                entries.join(", ")
+            ),
+            K::RuntimeReserved { symbol } => write!(
+                f,
+                "'{symbol}' is defined by every tile program; a runtime must not define it"
+            ),
         }
     }
 }

@@ -407,14 +407,19 @@ impl<'a> Linker<'a> {
         };
         for (oi, o) in objects.iter().enumerate() {
             for (i, s) in o.symbols.iter().enumerate() {
-                if s.global
-                    && s.value.is_some()
-                    && linker.globals.insert(&s.name, (oi, i)).is_some()
-                {
+                if !(s.global && s.value.is_some()) {
+                    continue;
+                }
+                if let Some((po, pi)) = linker.globals.insert(&s.name, (oi, i)) {
+                    let before = &objects[po];
+                    let at = before.symbols[pi].loc;
                     return Err(err(
                         oi,
                         s.loc,
-                        AsmErrorKind::DuplicateSymbol(s.name.clone()),
+                        AsmErrorKind::DuplicateGlobal {
+                            name: s.name.clone(),
+                            first: alloc::format!("{}:{}:{}", before.file, at.line, at.col),
+                        },
                     ));
                 }
             }

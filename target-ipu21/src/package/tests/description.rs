@@ -49,6 +49,18 @@ pub(in super::super) fn sample() -> Description {
             },
             weights: WeightOrigin::Random { seed: 5 },
         }),
+        k_splits: vec![
+            KSplit {
+                op: 40,
+                k: 288,
+                parts: 3,
+            },
+            KSplit {
+                op: 52,
+                k: 144,
+                parts: 2,
+            },
+        ],
     }
 }
 
@@ -156,9 +168,10 @@ fn bad_tags_and_versions_are_rejected_at_their_byte() {
             ..
         })
     ));
-    // The weight origin tag is 9 bytes before the end (tag + seed).
+    // The weight origin tag is 9 bytes (tag + seed) before the two K
+    // splits (a count and 2 × 12 bytes) that end the section.
     let mut b = body;
-    let tag = b.len() - 9;
+    let tag = b.len() - 9 - 28;
     assert_eq!(b[tag], 0);
     b[tag] = 3;
     assert_eq!(
@@ -179,4 +192,55 @@ fn a_package_without_a_description_round_trips() {
         read_sealed(&write(&p).unwrap()).unwrap().description,
         Description::default()
     );
+}
+
+#[test]
+fn k_splits_must_be_ordered_and_split() {
+    let p = super::sample();
+    let body = bytes_of(&p);
+    // The last split's `parts` is the body's last u32, its op 8 bytes before.
+    let end = body.len();
+    let mut b = body.clone();
+    b[end - 4..].copy_from_slice(&1u32.to_le_bytes());
+    assert!(matches!(
+        read(&b),
+        Err(PackageError::BadDescription {
+            field: "k split parts",
+            ..
+        })
+    ));
+    let mut b = body.clone();
+    b[end - 12..end - 8].copy_from_slice(&40u32.to_le_bytes());
+    assert_eq!(
+        read(&b),
+        Err(PackageError::BadDescription {
+            offset: end - 12,
+            field: "k split op",
+            reason: "not after the previous op",
+        })
+    );
+    // A count the section cannot hold is refused before any allocation.
+    let mut b = body;
+    let count = end - 28;
+    b[count..count + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        read(&b),
+        Err(PackageError::LengthPastEnd {
+            field: "k splits",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_version_1_description_reads_without_k_splits() {
+    let mut p = super::sample();
+    let mut w = ByteWriter::new();
+    section::encode(&mut w, &p.description).unwrap();
+    let mut v1 = w.into_bytes();
+    v1[..2].copy_from_slice(&1u16.to_le_bytes());
+    v1.truncate(v1.len() - 28);
+    let mut r = super::super::wire::ByteReader::new(&v1);
+    p.description.k_splits.clear();
+    assert_eq!(section::read(&mut r, 1472).unwrap(), p.description);
 }
