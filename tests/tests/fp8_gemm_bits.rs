@@ -10,6 +10,7 @@ use ipuc::device::sim::{kernel_abi, SimDevice};
 use ipuc::reference::{Numerics, Reference, Tensor};
 use ipuc::weights::{HostTensor, Weights};
 use ipuc_core::ir::{DType, Graph, GraphBuilder, TensorType};
+use ipuc_core::package::KSplit;
 
 const M: usize = 12;
 /// Three 32-K micro-groups: the partials are rounded to FP16 twice on the way.
@@ -44,6 +45,34 @@ fn values(len: usize, seed: usize, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// Compiles `graph` for `tiles` tiles and runs it on input `x`: the
+/// package's K splits and output `y`.
+fn compile_and_run(
+    graph: &Graph,
+    tiles: u32,
+    (shape, data): (Vec<usize>, Vec<f32>),
+    weights: &Weights,
+) -> (Vec<KSplit>, Vec<f32>) {
+    let compiled = compile(
+        graph,
+        &kernel_abi(),
+        &CompileOptions {
+            beam_width: 4,
+            tiles,
+            name: format!("fp8-gemm on {tiles} tiles"),
+            ..CompileOptions::default()
+        },
+    )
+    .unwrap();
+    let inputs = BTreeMap::from([("x".to_string(), HostTensor { shape, data })]);
+    let mut out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &inputs, weights)
+        .unwrap();
+    let y = out.outputs.remove("y").unwrap().data;
+    (compiled.package.description.k_splits.clone(), y)
+}
+
 #[test]
 fn device_and_reference_agree_bit_for_bit() {
     let graph = fp8_gemm();
@@ -60,38 +89,16 @@ fn device_and_reference_agree_bit_for_bit() {
         .data
         .clone();
     // One tile: the whole K on one AMP, the order the reference uses.
-    let compiled = compile(
-        &graph,
-        &kernel_abi(),
-        &CompileOptions {
-            beam_width: 4,
-            tiles: 1,
-            name: "fp8-gemm".into(),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap();
-    let inputs = BTreeMap::from([(
-        "x".to_string(),
-        HostTensor {
-            shape: vec![M, K],
-            data: x.clone(),
-        },
-    )]);
-    let out = SimDevice::for_package(&compiled.package)
-        .unwrap()
-        .run(&compiled.package, &inputs, &weights)
-        .unwrap();
-    let got = &out.outputs["y"].data;
+    let (_, got) = compile_and_run(&graph, 1, (vec![M, K], x.clone()), &weights);
     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(got), bits(&want));
+    assert_eq!(bits(&got), bits(&want));
     // And the FP16 partials mattered: FP32 accumulation of the same FP8
     // operands gives different values.
     let fp32 = Reference::new(&graph, &weights, Numerics::Fp32).unwrap();
     let exact = fp32.run(&[("x", Tensor::new(vec![M, K], x))]).unwrap()["y"]
         .data
         .clone();
-    assert_ne!(bits(got), bits(&exact));
+    assert_ne!(bits(&got), bits(&exact));
 }
 
 /// A K-split plan rounds each part's FP16 partials apart and sums the
@@ -109,32 +116,9 @@ fn a_k_split_product_agrees_with_the_reference_following_the_package() {
     };
     let x = values(m * k, 4, 7.0);
     let weights = Weights::from_map(BTreeMap::from([("w".to_string(), w)]));
-    let compiled = compile(
-        &graph,
-        &kernel_abi(),
-        &CompileOptions {
-            beam_width: 4,
-            tiles: 16,
-            name: "fp8-gemm-k-split".into(),
-            ..CompileOptions::default()
-        },
-    )
-    .unwrap();
-    let splits = &compiled.package.description.k_splits;
+    let (splits, got) = compile_and_run(&graph, 16, (vec![m, k], x.clone()), &weights);
     assert_eq!(splits.len(), 1, "{splits:?}");
     assert!(splits[0].parts > 1 && splits[0].k == k as u32);
-    let inputs = BTreeMap::from([(
-        "x".to_string(),
-        HostTensor {
-            shape: vec![m, k],
-            data: x.clone(),
-        },
-    )]);
-    let out = SimDevice::for_package(&compiled.package)
-        .unwrap()
-        .run(&compiled.package, &inputs, &weights)
-        .unwrap();
-    let got = &out.outputs["y"].data;
     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
     let run = |splits| {
         Reference::new(&graph, &weights, Numerics::Device)
@@ -146,6 +130,6 @@ fn a_k_split_product_agrees_with_the_reference_following_the_package() {
             .data
             .clone()
     };
-    assert_eq!(bits(got), bits(&run(splits)));
-    assert_ne!(bits(got), bits(&run(&[])));
+    assert_eq!(bits(&got), bits(&run(&splits)));
+    assert_ne!(bits(&got), bits(&run(&[])));
 }
