@@ -1,0 +1,188 @@
+//! `cargo xtask hostile`: the hostile-input matrix of #28. It builds what a
+//! hostile user would hand the release `ipuc` — FIFOs, links to
+//! `/dev/zero`, directories, 5 GiB sparse files, a full tmpfs, re-sealed
+//! packages (a branch-to-self at the entry, outputs aliasing one SRAM
+//! range, a 64 GiB output, a loop that never ends), signals during a
+//! compile that writes over a previous package — and runs each case with a
+//! wall-clock bound, reading the child's peak RSS from `wait4`. Each case
+//! must end in a typed error (exit 2, 3 or 4 with an `error:` line that
+//! names each path it mentions once, no panic, no signal) or, for the
+//! signal cases, in the old file or a complete new one; every previous
+//! output must survive a failed write. Signals are sent at fractions of a
+//! compile's time (landing wherever they land, each landing reported) and
+//! aimed into the package write itself (the write paused by the test hook
+//! [`PAUSE_ENV`] while the matrix watches its temporary). Prints the matrix
+//! counts and fails unless hangs, aborts, partial files, repeated paths,
+//! missed aims and unbounded-memory cases are all 0.
+
+mod cases;
+mod child;
+mod matrix;
+mod reseal;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use ipuc_core::package;
+
+use matrix::Matrix;
+
+/// A typed error comes within this; a case running longer is a hang.
+const ERROR_SECONDS: u64 = 20;
+/// Cases that compile and run a small model first.
+const RUN_SECONDS: u64 = 90;
+/// Peak RSS a rejected input may cost (the small compiles and runs here
+/// peak near 150 MB).
+const MEMORY_BOUND_KB: i64 = 1 << 20;
+/// `host/src/fsio/write.rs`'s `PAUSE_ENV`: milliseconds every atomic write
+/// pauses with half its bytes written and again before its rename.
+const PAUSE_ENV: &str = "IPUC_TEST_WRITE_PAUSE_MS";
+/// The pause the aimed signal cases ask for.
+const PAUSE_MS: u64 = 400;
+/// When the device's heartbeat line is due (`progress::HEARTBEAT`), and
+/// when the heartbeat case interrupts its endless run.
+const HEARTBEAT_SECONDS: u64 = 10;
+const HEARTBEAT_CASE_SECONDS: u64 = HEARTBEAT_SECONDS + 3;
+
+/// What a case must end in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Exit 1 or 2 with a message.
+    TypedError,
+    /// A signal was sent: killed by it, or finished first; either way the
+    /// guarded output is the old file or a valid new package.
+    Signal,
+    /// A signal aimed into the guarded output's write: it must land while
+    /// the temporary exists, end the process, and leave the old file.
+    AimedSignal,
+    /// A run that never ends by itself: it must print the device heartbeat
+    /// before it is interrupted (and end from that signal).
+    Heartbeat,
+}
+
+/// When a case's signal is sent.
+#[derive(Clone, Debug)]
+enum Trigger {
+    /// This long after the start.
+    After(Duration),
+    /// As soon as a temporary beside the first guarded output holds at
+    /// least this many bytes (0: as soon as it exists).
+    Writing { at_least: u64 },
+}
+
+/// Where a signal landed, seen from outside at the moment it was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Landing {
+    /// The process had ended; nothing was sent.
+    NotSent,
+    /// No temporary yet and the old file in place.
+    BeforeWrite,
+    /// A temporary beside the output existed: mid-write or before the rename.
+    DuringWrite,
+    /// The output was already replaced (after the rename).
+    AfterRename,
+}
+
+struct Case {
+    name: String,
+    args: Vec<String>,
+    expect: Expect,
+    seconds: u64,
+    /// Outputs whose previous bytes must survive (or, for signal cases,
+    /// be replaced by a valid package).
+    guarded: Vec<(PathBuf, Vec<u8>)>,
+    /// A signal and when to send it.
+    signal: Option<(i32, Trigger)>,
+    /// Extra environment for the child.
+    env: Vec<(&'static str, String)>,
+}
+
+impl Case {
+    fn error(name: impl Into<String>, args: &[&str]) -> Case {
+        Case {
+            name: name.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            expect: Expect::TypedError,
+            seconds: ERROR_SECONDS,
+            guarded: Vec::new(),
+            signal: None,
+            env: Vec::new(),
+        }
+    }
+
+    fn guard(mut self, path: &Path) -> Case {
+        let bytes = fs::read(path).unwrap_or_default();
+        self.guarded.push((path.to_path_buf(), bytes));
+        self
+    }
+
+    fn long(mut self) -> Case {
+        self.seconds = RUN_SECONDS;
+        self
+    }
+}
+
+/// Builds the cases in `target/hostile` and runs them with the release
+/// `ipuc`, in order: the typed-error cases, the heartbeat of an endless
+/// run (whose package the re-sealed cases wrote), then the signal cases.
+pub fn hostile(root: &Path) -> Result<()> {
+    crate::cargo(root, &["build", "--release", "-q", "-p", "ipuc"])?;
+    let bin = root.join("target/release/ipuc");
+    let work = root.join("target/hostile");
+    let full = work.join("full");
+    if full.exists() {
+        let _ = Command::new("umount").arg(&full).output();
+    }
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(&work)?;
+    let fixtures = root.join("tests/fixtures/siglip");
+    let base = cases::compile_base(&bin, &work)?;
+    let base_bytes = fs::read(&base)?;
+    let base_pkg = package::read(&base_bytes)?;
+
+    let mut typed = cases::not_regular_files(&work, &fixtures, &base)?;
+    typed.extend(cases::sparse_files(&work, &fixtures)?);
+    typed.extend(cases::resealed(&work, &base_bytes, &base_pkg)?);
+    let heartbeat = cases::heartbeat(&work);
+    let mounted = cases::full_tmpfs(&full).is_some();
+    if mounted {
+        typed.extend(cases::full_disk(&work, &full)?);
+    }
+    let signals = cases::signals(&bin, &work, &base_bytes)?;
+
+    let mut m = Matrix::default();
+    let logs = work.join("logs");
+    fs::create_dir_all(&logs)?;
+    let total = Instant::now();
+    for (i, case) in typed.iter().enumerate() {
+        run_and_judge(&bin, case, &logs.join(format!("{i:03}.err")), &mut m)?;
+    }
+    run_and_judge(&bin, &heartbeat, &logs.join("heartbeat.err"), &mut m)?;
+    for (i, case) in signals.iter().enumerate() {
+        // The previous package is the base one each time.
+        for (path, before) in &case.guarded {
+            fs::write(path, before)?;
+        }
+        let log = logs.join(format!("signal-{i:03}.err"));
+        run_and_judge(&bin, case, &log, &mut m)?;
+    }
+    if mounted {
+        let _ = Command::new("umount").arg(&full).output();
+    }
+    m.print(total.elapsed().as_secs_f64());
+    if m.failed() {
+        bail!("the hostile matrix has failures (listed above)");
+    }
+    Ok(())
+}
+
+/// Runs one case with its stderr to `log` and judges how it ended.
+fn run_and_judge(bin: &Path, case: &Case, log: &Path, m: &mut Matrix) -> Result<()> {
+    let ended = child::run(bin, case, log)?;
+    let stderr = fs::read_to_string(log).unwrap_or_default();
+    m.judge(case, &ended, &stderr);
+    Ok(())
+}
