@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::execute::ExecArgs;
+use super::execute::{execute, fail_unless_passed, print_result_line};
 use super::package_model::{check_weights, resolve, summary_line, ModelChecks};
-use super::run::{execute, fail_unless_passed, new_summary, print_result_line, ExecArgs};
+use super::run::new_summary;
 use super::run_summary::{InferenceSummary, RunSummary};
 use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
 

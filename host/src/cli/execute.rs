@@ -1,0 +1,335 @@
+//! Executing a package on the simulated device and validating it: the
+//! references `--reference-run`/`--reference-fp32` ask for, the package
+//! loaded once, each inference compared with them, the run report and the
+//! files `--profile-output`/`--output-embedding` name. `ipuc run` and
+//! `ipuc exec` share it.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::checks;
+use super::device_args::DeviceArgs;
+use super::run_report::{compare, print_run_report, write_profile, InferenceCheck};
+use crate::device::sim::{LoadedSim, SimDevice};
+use crate::device::DeviceOutput;
+use crate::input::{write_npy, PixelValues};
+use crate::model::{SiglipModel, PIXEL_VALUES, POOLER_OUTPUT};
+use crate::reference::{run_siglip, Numerics, SiglipOutputs};
+use crate::report::trace::build_profile;
+use crate::report::Profile;
+use crate::weights::{HostTensor, Weights};
+use ipuc_core::package::Package;
+
+/// Execution and validation flags shared by `ipuc run` and `ipuc exec`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Validate every inference against the device-numerics reference (the
+    /// graph's own casts: FP8/FP16 weights, FP16 activations): PASS/FAIL at
+    /// --diagnostic-atol / --diagnostic-rtol.
+    #[arg(long)]
+    pub reference_run: bool,
+    /// Also report max abs error and cosine against the FP32 reference for
+    /// every output of every inference (not the PASS criterion).
+    #[arg(long, requires = "reference_run")]
+    pub reference_fp32: bool,
+    /// Resident inferences on one loaded package (weights uploaded once),
+    /// each validated with --reference-run (1..=10000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=checks::MAX_INFERENCES))]
+    pub reference_inferences: u32,
+    /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|
+    /// (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.2, value_parser = checks::tolerance)]
+    pub diagnostic_atol: f32,
+    /// Relative tolerance of the validation (finite, ≥ 0).
+    #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
+    pub diagnostic_rtol: f32,
+    /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
+    /// profile file, with its viewer `F.html`, the Perfetto trace
+    /// `F.trace.json` (opens in ui.perfetto.dev) and `F.operations.json`
+    /// beside it (`run` adds `F.index.html` and the patch audits), so runs
+    /// with other names never share a file; any other path is the run's
+    /// directory, which receives `profile.json`, `profile.html`,
+    /// `trace.json`, `operations.json` (and `index.html`). Files of an
+    /// earlier run at the same paths are replaced, and the replacement
+    /// announced.
+    #[arg(long)]
+    pub profile_output: Option<PathBuf>,
+    /// How much of the profile to write: `auto` keeps every sample up to
+    /// 1,000,000 and above that summarizes Repeat iterations after the
+    /// first (each stays its own span per tile, with its compute, exchange,
+    /// sync and patch cycles); `full` keeps every sample at any size;
+    /// `summary` summarizes whenever the Repeat runs more than once.
+    #[arg(long, value_enum, value_name = "DETAIL", default_value_t = crate::report::ProfileDetail::Auto)]
+    pub profile_detail: crate::report::ProfileDetail,
+    /// Write the pooled embedding (the family's `pooler_output`: SigLIP's MAP
+    /// head, CLIP's post_layernorm class token, ViT's tanh pooler, DINOv2's
+    /// class token) as `.npy`.
+    #[arg(long)]
+    pub output_embedding: Option<PathBuf>,
+    /// Cycles a global sync takes after the last tile arrives (modelled).
+    /// Default: 126, Poplar's `getMaxIPUSyncDelay` bound, the figure the
+    /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
+    /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
+    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES,
+          value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
+    pub sync_cycles: u64,
+    /// Simulated cycles one inference may take on any tile before the run
+    /// is stopped as a runaway (a typed fault naming tile and PC). Default:
+    /// 16× the package's estimate (+10 M), at most 5·10^10.
+    #[arg(long, value_name = "CYCLES",
+          value_parser = clap::value_parser!(u64).range(1..=crate::device::sim::DEFAULT_CYCLE_LIMIT))]
+    pub cycle_budget: Option<u64>,
+}
+
+impl ExecArgs {
+    /// Checks made before any work (device flags, output paths).
+    pub fn check(&self) -> Result<()> {
+        self.device.check()?;
+        if let Some(out) = &self.profile_output {
+            check_profile_output(out)?;
+        }
+        if let Some(path) = &self.output_embedding {
+            checks::output_file("--output-embedding", path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `--profile-output`'s place before work: a `.ipuprof`/`.json` file
+/// gets its directory created, anything else is created as a directory.
+pub fn check_profile_output(out: &std::path::Path) -> Result<()> {
+    let dir = crate::report::ProfileFiles::at(out).dir();
+    if dir.as_os_str().is_empty() {
+        Ok(())
+    } else {
+        checks::output_dir("--profile-output", &dir)
+    }
+}
+
+/// The references each inference is compared with: device numerics (the
+/// graph's own casts and the package's K splits) and plain FP32.
+struct References {
+    device: Option<SiglipOutputs>,
+    fp32: Option<SiglipOutputs>,
+}
+
+/// Loads `package` on the simulated device with `weights`, runs the
+/// inferences `args` asks for on `pixels`, validates them against the
+/// references of `model` and prints the run report; returns each
+/// inference's cycles and validation, and the last inference's profile.
+pub fn execute(
+    package: &Package,
+    title: &str,
+    model: &SiglipModel,
+    weights: &Weights,
+    pixels: &PixelValues,
+    args: &ExecArgs,
+) -> Result<(Vec<InferenceCheck>, Profile)> {
+    let references = run_references(package, model, weights, pixels, args)?;
+    // Held for the device's lifetime (dropped with this function's locals
+    // after the reports).
+    let _lock = args.device.lock()?;
+    let mut resident = load(package, weights, args)?;
+    let (checks, out) = infer_and_check(&mut resident, pixels, &references, args)?;
+    let profile = build_profile(package, &out.profile, title);
+    print_run_report(
+        package,
+        &out,
+        &profile,
+        &checks,
+        args.diagnostic_atol,
+        args.diagnostic_rtol,
+    );
+    print_layer_breakdown(&profile, model);
+    if let Some(dir) = &args.profile_output {
+        write_profile(dir, &profile, args.profile_detail)?;
+    }
+    if let Some(path) = &args.output_embedding {
+        write_embedding(path, &out)?;
+    }
+    Ok((checks, profile))
+}
+
+/// The forward passes on the host that `args` asks for, before the device
+/// runs (each one's time is logged).
+fn run_references(
+    package: &Package,
+    model: &SiglipModel,
+    weights: &Weights,
+    pixels: &PixelValues,
+    args: &ExecArgs,
+) -> Result<References> {
+    let device = if args.reference_run {
+        tracing::info!(
+            "reference: device-numerics forward pass (the graph's own casts, the package's {} K splits)…",
+            package.description.k_splits.len()
+        );
+        let numerics = (Numerics::Device, package.description.k_splits.as_slice());
+        let r = run_siglip(model, weights.clone(), pixels, numerics, None)
+            .context("device-numerics reference")?;
+        log_reference_speed(&r);
+        Some(r)
+    } else {
+        None
+    };
+    let fp32 = if args.reference_fp32 {
+        tracing::info!("reference: FP32 forward pass…");
+        let r = run_siglip(model, weights.clone(), pixels, (Numerics::Fp32, &[]), None)
+            .context("FP32 reference")?;
+        log_reference_speed(&r);
+        Some(r)
+    } else {
+        None
+    };
+    Ok(References { device, fp32 })
+}
+
+fn log_reference_speed(r: &SiglipOutputs) {
+    tracing::info!(
+        "reference: {:.2} s ({:.1} GFLOP/s)",
+        r.seconds,
+        r.gflops_per_second()
+    );
+}
+
+/// The package loaded once on a simulated device set up from `args`
+/// (sync cycles, cycle budget).
+fn load(package: &Package, weights: &Weights, args: &ExecArgs) -> Result<LoadedSim> {
+    let t = Instant::now();
+    let mut sim = SimDevice::for_package(package)?;
+    sim.sync_cycles = args.sync_cycles;
+    sim.cycle_limit = args
+        .cycle_budget
+        .unwrap_or_else(|| crate::device::sim::cycle_budget(package, args.sync_cycles));
+    let resident = sim
+        .load(package, weights)
+        .context("loading the package on the simulated device")?;
+    tracing::info!(
+        "device: package loaded once ({} bytes of images and weights) in {:.2} s",
+        resident.loaded_bytes(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(resident)
+}
+
+/// Runs `args.reference_inferences` inferences of `pixels`, each compared
+/// with the references; returns every check and the last one's output.
+fn infer_and_check(
+    resident: &mut LoadedSim,
+    pixels: &PixelValues,
+    references: &References,
+    args: &ExecArgs,
+) -> Result<(Vec<InferenceCheck>, DeviceOutput)> {
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        PIXEL_VALUES.to_string(),
+        HostTensor {
+            shape: pixels.shape.to_vec(),
+            data: pixels.data.clone(),
+        },
+    );
+    let count = args.reference_inferences;
+    let mut last: Option<DeviceOutput> = None;
+    let mut checks: Vec<InferenceCheck> = Vec::new();
+    // One bar with an ETA per inference on a terminal, one line each otherwise.
+    resident.set_progress(
+        crate::progress::Progress::stderr("device"),
+        Some(count.into()),
+    );
+    let validate = |out: &DeviceOutput, r: &Option<SiglipOutputs>| {
+        r.as_ref()
+            .map(|r| compare(out, r, args.diagnostic_atol, args.diagnostic_rtol))
+            .transpose()
+    };
+    for i in 0..count {
+        let out = resident
+            .infer(&inputs)
+            .with_context(|| format!("simulated inference {} of {count}", i + 1))?;
+        let check = InferenceCheck {
+            cycles: out.profile.cycles,
+            wall_seconds: out.profile.wall_seconds,
+            tiles: out.profile.tiles.len(),
+            words_moved: out.profile.words_moved,
+            device: validate(&out, &references.device)?,
+            fp32: validate(&out, &references.fp32)?,
+        };
+        checks.push(check);
+        last = Some(out);
+    }
+    let out = last.expect("at least one inference ran");
+    Ok((checks, out))
+}
+
+/// The headline and the categories in the short report, the rows
+/// (indented four spaces) with -v; all of it is in the summary.
+fn print_layer_breakdown(profile: &Profile, model: &SiglipModel) {
+    if let Some(b) = crate::report::layer_breakdown::layer_breakdown(profile, &model.graph) {
+        for l in b.lines() {
+            if l.starts_with("    ") {
+                crate::detail!("{l}");
+            } else {
+                crate::say!("{l}");
+            }
+        }
+    }
+}
+
+/// The pooled embedding as `.npy` float32 (whose error names the file).
+fn write_embedding(path: &std::path::Path, out: &DeviceOutput) -> Result<()> {
+    let t = out
+        .outputs
+        .get(POOLER_OUTPUT)
+        .context("the package has no pooled embedding output")?;
+    write_npy(path, &t.shape, &t.data).context("--output-embedding")?;
+    crate::say!(
+        "embedding: wrote {} {:?} float32 to {}",
+        POOLER_OUTPUT,
+        t.shape,
+        path.display()
+    );
+    Ok(())
+}
+
+/// [`crate::exit::ValidationFailed`] if any inference failed its validation.
+pub fn fail_unless_passed(checks: &[InferenceCheck]) -> Result<()> {
+    let validated: Vec<bool> = checks
+        .iter()
+        .filter_map(|c| c.device.as_ref().map(|v| v.pass))
+        .collect();
+    let failed = validated.iter().filter(|&&p| !p).count();
+    if failed > 0 {
+        return Err(crate::exit::ValidationFailed(format!(
+            "reference validation FAILED ({failed} of {} inferences)",
+            validated.len()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The one line a script greps for (stdout): `result: PASS|FAIL|NOT
+/// VALIDATED`, the workload, the last inference's simulated cycles and the
+/// package digest.
+pub fn print_result_line(checks: &[InferenceCheck], workload: &str, package_sha256: &str) {
+    let validated: Vec<bool> = checks
+        .iter()
+        .filter_map(|c| c.device.as_ref().map(|v| v.pass))
+        .collect();
+    let verdict = if validated.is_empty() {
+        "NOT VALIDATED (no --reference-run)"
+    } else if validated.iter().all(|&p| p) {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    let cycles = checks.last().map_or(0, |c| c.cycles);
+    crate::result_line!(
+        "result: {verdict} {workload}, {cycles} simulated cycles, package {}",
+        &package_sha256[..package_sha256.len().min(16)]
+    );
+}
