@@ -10,7 +10,7 @@ use bitvec::vec::BitVec;
 
 use super::error::{IrError, IrResult};
 use super::id::{OpId, ValueId};
-use super::op::{MatMul, OpKind};
+use super::op::{MatMul, OpKind, Repeat};
 use super::types::{Shape, TensorType};
 
 /// An operand as inference sees it.
@@ -151,6 +151,11 @@ pub fn broadcast_dims(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     Some(out)
 }
 
+/// A single result of type `ty`.
+fn one(ty: TensorType) -> IrResult<Vec<TensorType>> {
+    Ok(vec![ty])
+}
+
 fn checked_count(value: ValueId, shape: &Shape) -> IrResult<usize> {
     shape.element_count().ok_or_else(|| IrError::ShapeOverflow {
         value,
@@ -168,7 +173,6 @@ pub(crate) fn infer(
         op,
         name: kind.mnemonic(),
     };
-    let one = |ty: TensorType| Ok(vec![ty]);
     match kind {
         OpKind::Input { ty, .. } | OpKind::Parameter { ty, .. } => {
             cx.count(operands, 0)?;
@@ -194,22 +198,7 @@ pub(crate) fn infer(
             let dims = cx.broadcast(a, a.1.shape.dims(), b, b.1.shape.dims())?;
             one(TensorType::new(a.1.dtype, dims))
         }
-        OpKind::LayerNorm { eps } => {
-            if !(eps.is_finite() && *eps > 0.0) {
-                return Err(cx.attr(format!("eps must be finite and > 0, found {eps:?}")));
-            }
-            cx.count(operands, 3)?;
-            let x = operands[0];
-            cx.arithmetic(x)?;
-            cx.min_rank(x, 1)?;
-            let width = x.1.shape.dims()[x.1.shape.rank() - 1];
-            for &p in &operands[1..] {
-                cx.arithmetic(p)?;
-                cx.rank(p, 1)?;
-                cx.dim(p, 0, width)?;
-            }
-            one(x.1.clone())
-        }
+        OpKind::LayerNorm { eps } => infer_layer_norm(&cx, *eps, operands),
         OpKind::GeluTanh | OpKind::Activation(_) => {
             cx.count(operands, 1)?;
             cx.arithmetic(operands[0])?;
@@ -222,150 +211,13 @@ pub(crate) fn infer(
             one(operands[0].1.clone())
         }
         OpKind::Attention { scale } => infer_attention(&cx, *scale, operands),
-        OpKind::SplitHeads { heads } => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            cx.min_rank(x, 2)?;
-            let d = x.1.shape.dims();
-            let (lead, s, width) = (&d[..d.len() - 2], d[d.len() - 2], d[d.len() - 1]);
-            if *heads == 0 || width % heads != 0 {
-                return Err(cx.attr(format!(
-                    "{heads} heads do not divide the last dim {width} of {}",
-                    x.0
-                )));
-            }
-            let mut out = lead.to_vec();
-            out.extend_from_slice(&[*heads, s, width / heads]);
-            one(TensorType::new(x.1.dtype, out))
-        }
-        OpKind::MergeHeads => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            cx.min_rank(x, 3)?;
-            let d = x.1.shape.dims();
-            let n = d.len();
-            let width = d[n - 3]
-                .checked_mul(d[n - 1])
-                .ok_or_else(|| IrError::ShapeOverflow {
-                    value: x.0,
-                    shape: x.1.shape.clone(),
-                })?;
-            let mut out = d[..n - 3].to_vec();
-            out.extend_from_slice(&[d[n - 2], width]);
-            one(TensorType::new(x.1.dtype, out))
-        }
-        OpKind::Reshape { shape } => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            let have = checked_count(x.0, &x.1.shape)?;
-            let want = shape
-                .element_count()
-                .ok_or_else(|| cx.attr(format!("target shape {shape} overflows")))?;
-            if have != want {
-                return Err(IrError::ElementCount {
-                    op,
-                    op_name: cx.name,
-                    value: x.0,
-                    expected: want,
-                    found: have,
-                });
-            }
-            one(TensorType::new(x.1.dtype, shape.clone()))
-        }
-        OpKind::Transpose { perm } => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            let d = x.1.shape.dims();
-            // A bit per axis: each may be named once.
-            let mut seen = BitVec::<usize>::repeat(false, d.len());
-            let valid = perm.len() == d.len()
-                && perm.iter().all(|&p| p < d.len() && !seen.replace(p, true));
-            if !valid {
-                return Err(cx.attr(format!(
-                    "{perm:?} is not a permutation of the {} axes of {}",
-                    d.len(),
-                    x.0
-                )));
-            }
-            one(TensorType::new(
-                x.1.dtype,
-                perm.iter().map(|&p| d[p]).collect::<Vec<_>>(),
-            ))
-        }
-        OpKind::Slice { axis, start, end } => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            let d = x.1.shape.dims();
-            let Some(&dim) = d.get(*axis) else {
-                return Err(cx.attr(format!(
-                    "axis {axis} out of range for rank {} ({})",
-                    d.len(),
-                    x.0
-                )));
-            };
-            if !(start < end && *end <= dim) {
-                return Err(cx.attr(format!(
-                    "slice {start}..{end} is empty or exceeds dim {axis} = {dim} of {}",
-                    x.0
-                )));
-            }
-            let mut out = d.to_vec();
-            out[*axis] = end - start;
-            one(TensorType::new(x.1.dtype, out))
-        }
-        OpKind::Concat { axis } => {
-            let Some(&first) = operands.first() else {
-                return Err(IrError::OperandCount {
-                    op,
-                    op_name: cx.name,
-                    expected: 1,
-                    found: 0,
-                });
-            };
-            let rank = first.1.shape.rank();
-            if *axis >= rank {
-                return Err(cx.attr(format!(
-                    "axis {axis} out of range for rank {rank} ({})",
-                    first.0
-                )));
-            }
-            let mut out = first.1.shape.dims().to_vec();
-            for &x in &operands[1..] {
-                cx.same_dtype(first, x)?;
-                cx.rank(x, rank)?;
-                for (i, &want) in first.1.shape.dims().iter().enumerate() {
-                    if i != *axis {
-                        cx.dim(x, i, want)?;
-                    }
-                }
-                out[*axis] = out[*axis]
-                    .checked_add(x.1.shape.dims()[*axis])
-                    .ok_or_else(|| cx.attr(format!("concatenated dim {axis} overflows")))?;
-            }
-            one(TensorType::new(first.1.dtype, out))
-        }
-        OpKind::Im2ColPatches { patch } => {
-            cx.count(operands, 1)?;
-            let x = operands[0];
-            cx.rank(x, 4)?;
-            let d = x.1.shape.dims();
-            let (b, c, h, w) = (d[0], d[1], d[2], d[3]);
-            let p = *patch;
-            if p == 0 || h < p || w < p {
-                return Err(cx.attr(format!(
-                    "patch {p} does not fit the {h}x{w} image of {}",
-                    x.0
-                )));
-            }
-            let features = c
-                .checked_mul(p)
-                .and_then(|v| v.checked_mul(p))
-                .ok_or_else(|| cx.attr(format!("{c} channels x patch {p}^2 overflows")))?;
-            one(TensorType::new(
-                x.1.dtype,
-                vec![b, (h / p) * (w / p), features],
-            ))
-        }
+        OpKind::SplitHeads { heads } => infer_split_heads(&cx, *heads, operands),
+        OpKind::MergeHeads => infer_merge_heads(&cx, operands),
+        OpKind::Reshape { shape } => infer_reshape(&cx, shape, operands),
+        OpKind::Transpose { perm } => infer_transpose(&cx, perm, operands),
+        OpKind::Slice { axis, start, end } => infer_slice(&cx, *axis, *start, *end, operands),
+        OpKind::Concat { axis } => infer_concat(&cx, *axis, operands),
+        OpKind::Im2ColPatches { patch } => infer_im2col(&cx, *patch, operands),
         OpKind::Cast { to } => {
             cx.count(operands, 1)?;
             if !to.is_valid() {
@@ -379,25 +231,217 @@ pub(crate) fn infer(
             }
             one(TensorType::new(*to, operands[0].1.shape.clone()))
         }
-        OpKind::Repeat(r) => {
-            // Body rules live in the verifier; results mirror the carried inits.
-            let carried = r.carried as usize;
-            let expected = carried
-                .saturating_add(r.invariants as usize)
-                .saturating_add((r.sequences as usize).saturating_mul(r.trip_count as usize));
-            if operands.len() != expected {
-                return Err(IrError::RepeatOperandCount {
-                    op,
-                    expected,
-                    found: operands.len(),
-                });
-            }
-            Ok(operands[..carried]
-                .iter()
-                .map(|(_, ty)| (*ty).clone())
-                .collect())
-        }
+        OpKind::Repeat(r) => infer_repeat(&cx, r, operands),
     }
+}
+
+/// A layer norm over the last axis: `x`, then a scale and a bias as wide as it.
+fn infer_layer_norm(cx: &Ctx, eps: f32, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    if !(eps.is_finite() && eps > 0.0) {
+        return Err(cx.attr(format!("eps must be finite and > 0, found {eps:?}")));
+    }
+    cx.count(operands, 3)?;
+    let x = operands[0];
+    cx.arithmetic(x)?;
+    cx.min_rank(x, 1)?;
+    let width = x.1.shape.dims()[x.1.shape.rank() - 1];
+    for &p in &operands[1..] {
+        cx.arithmetic(p)?;
+        cx.rank(p, 1)?;
+        cx.dim(p, 0, width)?;
+    }
+    one(x.1.clone())
+}
+
+/// `[.., s, width]` to `[.., heads, s, width / heads]`.
+fn infer_split_heads(
+    cx: &Ctx,
+    heads: usize,
+    operands: &[Operand<'_>],
+) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    cx.min_rank(x, 2)?;
+    let d = x.1.shape.dims();
+    let (lead, s, width) = (&d[..d.len() - 2], d[d.len() - 2], d[d.len() - 1]);
+    if heads == 0 || width % heads != 0 {
+        return Err(cx.attr(format!(
+            "{heads} heads do not divide the last dim {width} of {}",
+            x.0
+        )));
+    }
+    let mut out = lead.to_vec();
+    out.extend_from_slice(&[heads, s, width / heads]);
+    one(TensorType::new(x.1.dtype, out))
+}
+
+/// `[.., heads, s, d]` back to `[.., s, heads * d]`.
+fn infer_merge_heads(cx: &Ctx, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    cx.min_rank(x, 3)?;
+    let d = x.1.shape.dims();
+    let n = d.len();
+    let width = d[n - 3]
+        .checked_mul(d[n - 1])
+        .ok_or_else(|| IrError::ShapeOverflow {
+            value: x.0,
+            shape: x.1.shape.clone(),
+        })?;
+    let mut out = d[..n - 3].to_vec();
+    out.extend_from_slice(&[d[n - 2], width]);
+    one(TensorType::new(x.1.dtype, out))
+}
+
+/// The same elements under another shape.
+fn infer_reshape(cx: &Ctx, shape: &Shape, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    let have = checked_count(x.0, &x.1.shape)?;
+    let want = shape
+        .element_count()
+        .ok_or_else(|| cx.attr(format!("target shape {shape} overflows")))?;
+    if have != want {
+        return Err(IrError::ElementCount {
+            op: cx.op,
+            op_name: cx.name,
+            value: x.0,
+            expected: want,
+            found: have,
+        });
+    }
+    one(TensorType::new(x.1.dtype, shape.clone()))
+}
+
+/// Axes reordered by a permutation naming each axis once.
+fn infer_transpose(
+    cx: &Ctx,
+    perm: &[usize],
+    operands: &[Operand<'_>],
+) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    let d = x.1.shape.dims();
+    // A bit per axis: each may be named once.
+    let mut seen = BitVec::<usize>::repeat(false, d.len());
+    let valid =
+        perm.len() == d.len() && perm.iter().all(|&p| p < d.len() && !seen.replace(p, true));
+    if !valid {
+        return Err(cx.attr(format!(
+            "{perm:?} is not a permutation of the {} axes of {}",
+            d.len(),
+            x.0
+        )));
+    }
+    one(TensorType::new(
+        x.1.dtype,
+        perm.iter().map(|&p| d[p]).collect::<Vec<_>>(),
+    ))
+}
+
+/// A non-empty `start..end` range of one axis.
+fn infer_slice(
+    cx: &Ctx,
+    axis: usize,
+    start: usize,
+    end: usize,
+    operands: &[Operand<'_>],
+) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    let d = x.1.shape.dims();
+    let Some(&dim) = d.get(axis) else {
+        return Err(cx.attr(format!(
+            "axis {axis} out of range for rank {} ({})",
+            d.len(),
+            x.0
+        )));
+    };
+    if !(start < end && end <= dim) {
+        return Err(cx.attr(format!(
+            "slice {start}..{end} is empty or exceeds dim {axis} = {dim} of {}",
+            x.0
+        )));
+    }
+    let mut out = d.to_vec();
+    out[axis] = end - start;
+    one(TensorType::new(x.1.dtype, out))
+}
+
+/// Operands of one dtype and rank, equal but along `axis`, joined along it.
+fn infer_concat(cx: &Ctx, axis: usize, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    let Some(&first) = operands.first() else {
+        return Err(IrError::OperandCount {
+            op: cx.op,
+            op_name: cx.name,
+            expected: 1,
+            found: 0,
+        });
+    };
+    let rank = first.1.shape.rank();
+    if axis >= rank {
+        return Err(cx.attr(format!(
+            "axis {axis} out of range for rank {rank} ({})",
+            first.0
+        )));
+    }
+    let mut out = first.1.shape.dims().to_vec();
+    for &x in &operands[1..] {
+        cx.same_dtype(first, x)?;
+        cx.rank(x, rank)?;
+        for (i, &want) in first.1.shape.dims().iter().enumerate() {
+            if i != axis {
+                cx.dim(x, i, want)?;
+            }
+        }
+        out[axis] = out[axis]
+            .checked_add(x.1.shape.dims()[axis])
+            .ok_or_else(|| cx.attr(format!("concatenated dim {axis} overflows")))?;
+    }
+    one(TensorType::new(first.1.dtype, out))
+}
+
+/// `[b, c, h, w]` images cut into `patch`-square patches: `[b, patches, c * patch^2]`.
+fn infer_im2col(cx: &Ctx, patch: usize, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    cx.count(operands, 1)?;
+    let x = operands[0];
+    cx.rank(x, 4)?;
+    let d = x.1.shape.dims();
+    let (b, c, h, w) = (d[0], d[1], d[2], d[3]);
+    let p = patch;
+    if p == 0 || h < p || w < p {
+        return Err(cx.attr(format!(
+            "patch {p} does not fit the {h}x{w} image of {}",
+            x.0
+        )));
+    }
+    let features = c
+        .checked_mul(p)
+        .and_then(|v| v.checked_mul(p))
+        .ok_or_else(|| cx.attr(format!("{c} channels x patch {p}^2 overflows")))?;
+    one(TensorType::new(
+        x.1.dtype,
+        vec![b, (h / p) * (w / p), features],
+    ))
+}
+
+/// Body rules live in the verifier; results mirror the carried inits.
+fn infer_repeat(cx: &Ctx, r: &Repeat, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {
+    let carried = r.carried as usize;
+    let expected = carried
+        .saturating_add(r.invariants as usize)
+        .saturating_add((r.sequences as usize).saturating_mul(r.trip_count as usize));
+    if operands.len() != expected {
+        return Err(IrError::RepeatOperandCount {
+            op: cx.op,
+            expected,
+            found: operands.len(),
+        });
+    }
+    Ok(operands[..carried]
+        .iter()
+        .map(|(_, ty)| (*ty).clone())
+        .collect())
 }
 
 fn infer_matmul(cx: &Ctx, mm: &MatMul, operands: &[Operand<'_>]) -> IrResult<Vec<TensorType>> {

@@ -125,78 +125,103 @@ fn flags_text(f: SegmentFlags) -> String {
     .collect()
 }
 
+impl TileView {
+    /// One tile image's figures and segments.
+    fn of(tile: &ipuc_core::package::TileImage) -> Self {
+        let mut by_role = BTreeMap::new();
+        for s in &tile.segments {
+            *by_role.entry(s.role.name()).or_insert(0) += u64::from(s.memory_size);
+        }
+        TileView {
+            tile: tile.physical_tile,
+            entry_point: tile.entry_point,
+            memory_bytes: tile.memory_bytes(),
+            data_bytes: tile.segments.iter().map(|s| s.data.len() as u64).sum(),
+            code_bytes: tile
+                .segments
+                .iter()
+                .filter(|s| s.flags.is_executable())
+                .map(|s| u64::from(s.memory_size))
+                .sum(),
+            exchange_table_bytes: SegmentRole::ALL
+                .iter()
+                .filter(|r| r.is_exchange_table())
+                .map(|r| tile.role_bytes(*r))
+                .sum(),
+            host_descriptor_bytes: tile.role_bytes(SegmentRole::HostDescriptors),
+            bytes_by_role: by_role,
+            segments: tile
+                .segments
+                .iter()
+                .map(|s| SegmentView {
+                    address: s.address,
+                    end: s.end(),
+                    memory_size: s.memory_size,
+                    data_bytes: s.data.len() as u64,
+                    flags: flags_text(s.flags),
+                    role: s.role.name(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl BindingView {
+    /// One binding, its slices and how many tiles they sit on.
+    fn of(b: &ipuc_core::package::Binding) -> Self {
+        BindingView {
+            name: b.name.clone(),
+            kind: b.kind.name(),
+            dtype: b.dtype.name(),
+            shape: b.shape.clone(),
+            bytes: b.byte_size().unwrap_or(0),
+            tiles: b
+                .slices
+                .iter()
+                .map(|s| s.tile)
+                .collect::<BTreeSet<_>>()
+                .len() as u32,
+            slices: b
+                .slices
+                .iter()
+                .map(|s| SliceView {
+                    tile: s.tile,
+                    tile_address: s.tile_address,
+                    file_offset: s.file_offset,
+                    size: s.size,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Repeat id → its trip count and body steps on the first tile that
+/// has it.
+fn repeats_of(steps: &ipuc_core::package::StepTables) -> BTreeMap<u32, RepeatView> {
+    let mut repeats: BTreeMap<u32, RepeatView> = BTreeMap::new();
+    for table in &steps.tiles {
+        let mut here: BTreeMap<u32, RepeatView> = BTreeMap::new();
+        for r in table.steps.iter().filter_map(|s| s.repeat) {
+            here.entry(r.repeat)
+                .or_insert(RepeatView {
+                    trip_count: r.trip_count,
+                    body_steps: 0,
+                })
+                .body_steps += 1;
+        }
+        for (id, v) in here {
+            repeats.entry(id).or_insert(v);
+        }
+    }
+    repeats
+}
+
 impl PackageView {
     /// Builds the view of `package`, whose encoding is `bytes`.
     pub fn new(package: &Package, bytes: &[u8]) -> Self {
         let t = package.target;
-        let tiles = package
-            .tiles
-            .iter()
-            .map(|tile| {
-                let mut by_role = BTreeMap::new();
-                for s in &tile.segments {
-                    *by_role.entry(s.role.name()).or_insert(0) += u64::from(s.memory_size);
-                }
-                TileView {
-                    tile: tile.physical_tile,
-                    entry_point: tile.entry_point,
-                    memory_bytes: tile.memory_bytes(),
-                    data_bytes: tile.segments.iter().map(|s| s.data.len() as u64).sum(),
-                    code_bytes: tile
-                        .segments
-                        .iter()
-                        .filter(|s| s.flags.is_executable())
-                        .map(|s| u64::from(s.memory_size))
-                        .sum(),
-                    exchange_table_bytes: SegmentRole::ALL
-                        .iter()
-                        .filter(|r| r.is_exchange_table())
-                        .map(|r| tile.role_bytes(*r))
-                        .sum(),
-                    host_descriptor_bytes: tile.role_bytes(SegmentRole::HostDescriptors),
-                    bytes_by_role: by_role,
-                    segments: tile
-                        .segments
-                        .iter()
-                        .map(|s| SegmentView {
-                            address: s.address,
-                            end: s.end(),
-                            memory_size: s.memory_size,
-                            data_bytes: s.data.len() as u64,
-                            flags: flags_text(s.flags),
-                            role: s.role.name(),
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        let bindings = package
-            .bindings
-            .iter()
-            .map(|b| BindingView {
-                name: b.name.clone(),
-                kind: b.kind.name(),
-                dtype: b.dtype.name(),
-                shape: b.shape.clone(),
-                bytes: b.byte_size().unwrap_or(0),
-                tiles: b
-                    .slices
-                    .iter()
-                    .map(|s| s.tile)
-                    .collect::<BTreeSet<_>>()
-                    .len() as u32,
-                slices: b
-                    .slices
-                    .iter()
-                    .map(|s| SliceView {
-                        tile: s.tile,
-                        tile_address: s.tile_address,
-                        file_offset: s.file_offset,
-                        size: s.size,
-                    })
-                    .collect(),
-            })
-            .collect();
+        let tiles = package.tiles.iter().map(TileView::of).collect();
+        let bindings = package.bindings.iter().map(BindingView::of).collect();
         let range = |t: &ipuc_core::package::HostTransfer| {
             format!(
                 "{}[{}..{}]",
@@ -217,21 +242,6 @@ impl PackageView {
                 outputs: c.outputs.iter().map(range).collect(),
             })
             .collect();
-        let mut repeats: BTreeMap<u32, RepeatView> = BTreeMap::new();
-        for table in &package.steps.tiles {
-            let mut here: BTreeMap<u32, RepeatView> = BTreeMap::new();
-            for r in table.steps.iter().filter_map(|s| s.repeat) {
-                here.entry(r.repeat)
-                    .or_insert(RepeatView {
-                        trip_count: r.trip_count,
-                        body_steps: 0,
-                    })
-                    .body_steps += 1;
-            }
-            for (id, v) in here {
-                repeats.entry(id).or_insert(v);
-            }
-        }
         PackageView {
             format_version: FORMAT_VERSION,
             producer: package.producer.clone(),
@@ -260,7 +270,7 @@ impl PackageView {
                 operations: package.steps.operations.len(),
                 tiles: package.steps.tiles.len(),
                 steps: package.steps.tiles.iter().map(|t| t.steps.len()).sum(),
-                repeats,
+                repeats: repeats_of(&package.steps),
             },
             plan_summary: package
                 .plan_summary
@@ -331,6 +341,18 @@ fn spread(values: impl Iterator<Item = u64>) -> [String; 3] {
 /// The aligned text `ipuc inspect` prints.
 pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> String {
     let mut o = String::new();
+    write_header(&mut o, view, source);
+    write_tiles(&mut o, view, detail);
+    write_kernels(&mut o, view);
+    write_bindings(&mut o, view, detail);
+    write_host_calls(&mut o, view);
+    write_steps(&mut o, view);
+    write_plan_summary(&mut o, view);
+    o
+}
+
+/// The package's source, format, digest, target and description.
+fn write_header(o: &mut String, view: &PackageView, source: &str) {
     let t = &view.target;
     let _ = writeln!(o, "ipuc package {source}");
     let _ = writeln!(
@@ -355,7 +377,11 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
     for line in view.description.lines() {
         let _ = writeln!(o, "  {line}");
     }
+}
 
+/// The per-tile figures' spread, then the tile table (`--tile`: one
+/// tile, with its segments).
+fn write_tiles(o: &mut String, view: &PackageView, detail: TextDetail) {
     let segments: usize = view.tiles.iter().map(|t| t.segments.len()).sum();
     let _ = writeln!(
         o,
@@ -363,79 +389,88 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
         view.tiles.len(),
         segments
     );
-    if !view.tiles.is_empty() {
-        let mut s = TextTable::new(&[
-            ("per tile (bytes)", Align::Left),
-            ("min", Align::Right),
-            ("mean", Align::Right),
-            ("max", Align::Right),
+    if view.tiles.is_empty() {
+        return;
+    }
+    let mut s = TextTable::new(&[
+        ("per tile (bytes)", Align::Left),
+        ("min", Align::Right),
+        ("mean", Align::Right),
+        ("max", Align::Right),
+    ]);
+    type Figure = fn(&TileView) -> u64;
+    let figures: [(&str, Figure); 5] = [
+        ("memory", |t| t.memory_bytes),
+        ("initialised data", |t| t.data_bytes),
+        ("code", |t| t.code_bytes),
+        ("exchange tables", |t| t.exchange_table_bytes),
+        ("host descriptors", |t| t.host_descriptor_bytes),
+    ];
+    for (name, f) in figures {
+        let [a, b, c] = spread(view.tiles.iter().map(f));
+        s.row(vec![name.to_string(), a, b, c]);
+    }
+    o.push_str(&s.render(2));
+    o.push('\n');
+    write_tile_table(o, view, detail);
+}
+
+/// One row per tile (and, with `--segments` or `--tile`, per segment).
+fn write_tile_table(o: &mut String, view: &PackageView, detail: TextDetail) {
+    let mut table = TextTable::new(&[
+        ("tile", Align::Right),
+        ("entry", Align::Left),
+        ("segs", Align::Right),
+        ("memory", Align::Right),
+        ("data", Align::Right),
+        ("code", Align::Right),
+        ("exch-table", Align::Right),
+        ("host-desc", Align::Right),
+    ]);
+    let show_segments = detail.segments || detail.tile.is_some();
+    for tile in view
+        .tiles
+        .iter()
+        .filter(|t| detail.tile.is_none_or(|only| only == t.tile))
+    {
+        table.row(vec![
+            tile.tile.to_string(),
+            format!("{:#x}", tile.entry_point),
+            tile.segments.len().to_string(),
+            grouped(tile.memory_bytes),
+            grouped(tile.data_bytes),
+            grouped(tile.code_bytes),
+            grouped(tile.exchange_table_bytes),
+            grouped(tile.host_descriptor_bytes),
         ]);
-        type Figure = fn(&TileView) -> u64;
-        let figures: [(&str, Figure); 5] = [
-            ("memory", |t| t.memory_bytes),
-            ("initialised data", |t| t.data_bytes),
-            ("code", |t| t.code_bytes),
-            ("exchange tables", |t| t.exchange_table_bytes),
-            ("host descriptors", |t| t.host_descriptor_bytes),
-        ];
-        for (name, f) in figures {
-            let [a, b, c] = spread(view.tiles.iter().map(f));
-            s.row(vec![name.to_string(), a, b, c]);
-        }
-        o.push_str(&s.render(2));
-        o.push('\n');
-        let mut table = TextTable::new(&[
-            ("tile", Align::Right),
-            ("entry", Align::Left),
-            ("segs", Align::Right),
-            ("memory", Align::Right),
-            ("data", Align::Right),
-            ("code", Align::Right),
-            ("exch-table", Align::Right),
-            ("host-desc", Align::Right),
-        ]);
-        let show_segments = detail.segments || detail.tile.is_some();
-        for tile in view
-            .tiles
-            .iter()
-            .filter(|t| detail.tile.is_none_or(|only| only == t.tile))
-        {
-            table.row(vec![
-                tile.tile.to_string(),
-                format!("{:#x}", tile.entry_point),
-                tile.segments.len().to_string(),
-                grouped(tile.memory_bytes),
-                grouped(tile.data_bytes),
-                grouped(tile.code_bytes),
-                grouped(tile.exchange_table_bytes),
-                grouped(tile.host_descriptor_bytes),
-            ]);
-            if show_segments {
-                for s in &tile.segments {
-                    table.row(vec![
-                        String::new(),
-                        format!("  {:#x}..{:#x}", s.address, s.end),
-                        s.flags.clone(),
-                        grouped(u64::from(s.memory_size)),
-                        grouped(s.data_bytes),
-                        s.role.to_string(),
-                        String::new(),
-                        String::new(),
-                    ]);
-                }
+        if show_segments {
+            for s in &tile.segments {
+                table.row(vec![
+                    String::new(),
+                    format!("  {:#x}..{:#x}", s.address, s.end),
+                    s.flags.clone(),
+                    grouped(u64::from(s.memory_size)),
+                    grouped(s.data_bytes),
+                    s.role.to_string(),
+                    String::new(),
+                    String::new(),
+                ]);
             }
         }
-        if table.is_empty() {
-            let _ = writeln!(
-                o,
-                "  (no tile {} in this package)",
-                detail.tile.unwrap_or(0)
-            );
-        } else {
-            o.push_str(&table.render(2));
-        }
     }
+    if table.is_empty() {
+        let _ = writeln!(
+            o,
+            "  (no tile {} in this package)",
+            detail.tile.unwrap_or(0)
+        );
+    } else {
+        o.push_str(&table.render(2));
+    }
+}
 
+/// The kernel symbols and their addresses.
+fn write_kernels(o: &mut String, view: &PackageView) {
     let _ = writeln!(o, "\nkernel symbols: {}", view.kernels.len());
     let mut k = TextTable::new(&[("address", Align::Left), ("name", Align::Left)]);
     for s in &view.kernels {
@@ -444,7 +479,10 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
     if !k.is_empty() {
         o.push_str(&k.render(2));
     }
+}
 
+/// The bindings by kind, each binding's slices with `--slices`.
+fn write_bindings(o: &mut String, view: &PackageView, detail: TextDetail) {
     let count = |kind: &str| view.bindings.iter().filter(|b| b.kind == kind).count();
     let _ = writeln!(
         o,
@@ -496,7 +534,10 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
     if !b.is_empty() {
         o.push_str(&b.render(2));
     }
+}
 
+/// The host calls with the transfers they make.
+fn write_host_calls(o: &mut String, view: &PackageView) {
     let _ = writeln!(o, "\nhost calls: {}", view.host_calls.len());
     for c in &view.host_calls {
         let _ = writeln!(
@@ -518,7 +559,10 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
             },
         );
     }
+}
 
+/// The step tables and each Repeat's trip count and body.
+fn write_steps(o: &mut String, view: &PackageView) {
     let st = &view.steps;
     let _ = writeln!(
         o,
@@ -534,7 +578,10 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
             r.trip_count, r.body_steps
         );
     }
+}
 
+/// The planner's summary entries, numbers grouped.
+fn write_plan_summary(o: &mut String, view: &PackageView) {
     let _ = writeln!(o, "\nplan summary: {} entries", view.plan_summary.len());
     let mut p = TextTable::new(&[("key", Align::Left), ("value", Align::Right)]);
     for (key, v) in &view.plan_summary {
@@ -552,5 +599,4 @@ pub fn render_text(view: &PackageView, source: &str, detail: TextDetail) -> Stri
     if !p.is_empty() {
         o.push_str(&p.render(2));
     }
-    o
 }
