@@ -201,16 +201,12 @@ impl<'s> Executor<'s> {
         Ok(())
     }
 
+    /// Runs one kernel call in plain f32: its operands read from the
+    /// tile's buffers, the math below, the result written back.
     fn call(&mut self, c: &KernelCall) -> Result<(), ExecError> {
         let t = c.tile;
-        let o = &c.operands;
-        let op = |i: usize| {
-            o.get(i).copied().ok_or(ExecError::BadReference {
-                buffer: BufferId(u32::MAX),
-                tile: t,
-            })
-        };
-        match c.kernel {
+        let op = |i: usize| operand(c, i);
+        let out = match c.kernel {
             Kernel::Gemm {
                 m,
                 k,
@@ -221,53 +217,29 @@ impl<'s> Executor<'s> {
                 let (m, k, n) = (m as usize, k as usize, n as usize);
                 let a = self.read(op(1)?, t, m * k)?;
                 let b = self.read(op(2)?, t, k * n)?;
-                let mut out = vec![0f32; m * n];
-                for i in 0..m {
-                    for j in 0..n {
-                        let mut acc = 0f32;
-                        for p in 0..k {
-                            let bv = if b_transposed {
-                                b[j * k + p]
-                            } else {
-                                b[p * n + j]
-                            };
-                            acc += a[i * k + p] * bv;
-                        }
-                        out[i * n + j] = acc;
-                    }
-                }
-                self.write(op(0)?, t, &out)
+                matmul(&a, &b, (m, k, n), b_transposed)
             }
             Kernel::ReduceAdd {
                 elements, parts, ..
             } => {
                 let e = elements as usize;
                 let x = self.read(op(1)?, t, e * parts as usize)?;
-                let out: Vec<f32> = (0..e)
+                (0..e)
                     .map(|i| (0..parts as usize).map(|p| x[p * e + i]).sum())
-                    .collect();
-                self.write(op(0)?, t, &out)
+                    .collect()
             }
             Kernel::Add {
                 rows,
                 cols,
                 broadcast_rows,
                 ..
-            } => {
-                let n = (rows * cols) as usize;
-                let a = self.read(op(1)?, t, n)?;
-                let b = self.read(op(2)?, t, if broadcast_rows { cols as usize } else { n })?;
-                let out: Vec<f32> = (0..n)
-                    .map(|i| {
-                        a[i] + if broadcast_rows {
-                            b[i % cols as usize]
-                        } else {
-                            b[i]
-                        }
-                    })
-                    .collect();
-                self.write(op(0)?, t, &out)
-            }
+            } => self.elementwise(c, rows, cols, broadcast_rows, |a, b| a + b)?,
+            Kernel::Mul {
+                rows,
+                cols,
+                broadcast_rows,
+                ..
+            } => self.elementwise(c, rows, cols, broadcast_rows, |a, b| a * b)?,
             Kernel::LayerNorm {
                 rows, cols, eps, ..
             } => {
@@ -275,49 +247,17 @@ impl<'s> Executor<'s> {
                 let x = self.read(op(1)?, t, r * cn)?;
                 let g = self.read(op(2)?, t, cn)?;
                 let b = self.read(op(3)?, t, cn)?;
-                let mut out = vec![0f32; r * cn];
-                for i in 0..r {
-                    let row = &x[i * cn..(i + 1) * cn];
-                    let mean = row.iter().sum::<f32>() / cn as f32;
-                    let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / cn as f32;
-                    let inv = 1.0 / libm::sqrtf(var + eps);
-                    for j in 0..cn {
-                        out[i * cn + j] = (row[j] - mean) * inv * g[j] + b[j];
-                    }
-                }
-                self.write(op(0)?, t, &out)
+                layer_norm(&x, &g, &b, (r, cn), eps)
             }
             Kernel::Activation {
                 elements, function, ..
             } => {
                 let x = self.read(op(1)?, t, elements as usize)?;
-                let out: Vec<f32> = x.iter().map(|&v| function.apply(v)).collect();
-                self.write(op(0)?, t, &out)
-            }
-            Kernel::Mul {
-                rows,
-                cols,
-                broadcast_rows,
-                ..
-            } => {
-                let n = (rows * cols) as usize;
-                let a = self.read(op(1)?, t, n)?;
-                let b = self.read(op(2)?, t, if broadcast_rows { cols as usize } else { n })?;
-                let out: Vec<f32> = (0..n)
-                    .map(|i| {
-                        a[i] * if broadcast_rows {
-                            b[i % cols as usize]
-                        } else {
-                            b[i]
-                        }
-                    })
-                    .collect();
-                self.write(op(0)?, t, &out)
+                x.iter().map(|&v| function.apply(v)).collect()
             }
             Kernel::Gelu { elements, .. } => {
                 let x = self.read(op(1)?, t, elements as usize)?;
-                let out: Vec<f32> = x.iter().map(|&v| gelu(v)).collect();
-                self.write(op(0)?, t, &out)
+                x.iter().map(|&v| gelu(v)).collect()
             }
             Kernel::Softmax { rows, cols, .. } => {
                 let (r, cn) = (rows as usize, cols as usize);
@@ -325,12 +265,9 @@ impl<'s> Executor<'s> {
                 for row in x.chunks_mut(cn.max(1)) {
                     softmax(row);
                 }
-                self.write(op(0)?, t, &x)
+                x
             }
-            Kernel::Cast { elements, .. } => {
-                let x = self.read(op(1)?, t, elements as usize)?;
-                self.write(op(0)?, t, &x)
-            }
+            Kernel::Cast { elements, .. } => self.read(op(1)?, t, elements as usize)?,
             Kernel::Attention {
                 q_rows,
                 kv_rows,
@@ -338,22 +275,9 @@ impl<'s> Executor<'s> {
                 scale,
                 ..
             } => {
-                let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
-                let q = self.read(op(1)?, t, qr * d)?;
-                let k = self.read(op(2)?, t, kr * d)?;
-                let v = self.read(op(3)?, t, kr * d)?;
-                let mut out = vec![0f32; qr * d];
-                let mut s = vec![0f32; kr];
-                for i in 0..qr {
-                    for j in 0..kr {
-                        s[j] = (0..d).map(|p| q[i * d + p] * k[j * d + p]).sum::<f32>() * scale;
-                    }
-                    softmax(&mut s);
-                    for p in 0..d {
-                        out[i * d + p] = (0..kr).map(|j| s[j] * v[j * d + p]).sum();
-                    }
-                }
-                self.write(op(0)?, t, &out)
+                let [q, k, v] = self.read_qkv(c, q_rows, kv_rows, head_dim)?;
+                let shape = (q_rows as usize, kv_rows as usize, head_dim as usize);
+                attention(&q, &k, &v, shape, scale)
             }
             Kernel::AttentionPartial {
                 q_rows,
@@ -362,26 +286,9 @@ impl<'s> Executor<'s> {
                 scale,
                 ..
             } => {
-                let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
-                let q = self.read(op(1)?, t, qr * d)?;
-                let k = self.read(op(2)?, t, kr * d)?;
-                let v = self.read(op(3)?, t, kr * d)?;
-                let w = d + 2;
-                let mut out = vec![0f32; qr * w];
-                let mut s = vec![0f32; kr];
-                for i in 0..qr {
-                    for j in 0..kr {
-                        s[j] = (0..d).map(|p| q[i * d + p] * k[j * d + p]).sum::<f32>() * scale;
-                    }
-                    let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                    s.iter_mut().for_each(|x| *x = libm::expf(*x - m));
-                    for p in 0..d {
-                        out[i * w + p] = (0..kr).map(|j| s[j] * v[j * d + p]).sum();
-                    }
-                    out[i * w + d] = m;
-                    out[i * w + d + 1] = s.iter().sum();
-                }
-                self.write(op(0)?, t, &out)
+                let [q, k, v] = self.read_qkv(c, q_rows, kv_rows, head_dim)?;
+                let shape = (q_rows as usize, kv_rows as usize, head_dim as usize);
+                attention_partial(&q, &k, &v, shape, scale)
             }
             Kernel::AttentionCombine {
                 q_rows,
@@ -392,8 +299,7 @@ impl<'s> Executor<'s> {
                 let (qr, d, np) = (q_rows as usize, head_dim as usize, parts as usize);
                 let w = d + 2;
                 let partials = self.read(op(1)?, t, np * qr * w)?;
-                let out = crate::kernel::combine_attention_partials(&partials, qr, d, np);
-                self.write(op(0)?, t, &out)
+                crate::kernel::combine_attention_partials(&partials, qr, d, np)
             }
             Kernel::Copy {
                 rows,
@@ -401,29 +307,91 @@ impl<'s> Executor<'s> {
                 src_pitch,
                 dst_pitch,
             } => {
-                let (dst, src) = (op(0)?, op(1)?);
-                let e = self.elem_of(src);
-                for i in 0..rows {
-                    let row = self.read(
-                        BufferRef {
-                            buffer: src.buffer,
-                            offset: src.offset + i * src_pitch,
-                        },
-                        t,
-                        (row_bytes / e) as usize,
-                    )?;
-                    self.write(
-                        BufferRef {
-                            buffer: dst.buffer,
-                            offset: dst.offset + i * dst_pitch,
-                        },
-                        t,
-                        &row,
-                    )?;
-                }
-                Ok(())
+                // Rows move one by one: nothing is written as a whole.
+                return self.copy_rows(c, rows, row_bytes, (src_pitch, dst_pitch));
             }
+        };
+        self.write(op(0)?, t, &out)
+    }
+
+    /// `a + b` or `a * b` (by `f`) of a `rows × cols` operand and another
+    /// as large, or one row broadcast over every row.
+    fn elementwise(
+        &self,
+        c: &KernelCall,
+        rows: u32,
+        cols: u32,
+        broadcast_rows: bool,
+        f: fn(f32, f32) -> f32,
+    ) -> Result<Vec<f32>, ExecError> {
+        let n = (rows * cols) as usize;
+        let a = self.read(operand(c, 1)?, c.tile, n)?;
+        let b = self.read(
+            operand(c, 2)?,
+            c.tile,
+            if broadcast_rows { cols as usize } else { n },
+        )?;
+        Ok((0..n)
+            .map(|i| {
+                f(
+                    a[i],
+                    if broadcast_rows {
+                        b[i % cols as usize]
+                    } else {
+                        b[i]
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// An attention call's Q (`q_rows × head_dim`), K and V (`kv_rows ×
+    /// head_dim` each), operands 1 to 3.
+    fn read_qkv(
+        &self,
+        c: &KernelCall,
+        q_rows: u32,
+        kv_rows: u32,
+        head_dim: u32,
+    ) -> Result<[Vec<f32>; 3], ExecError> {
+        let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
+        Ok([
+            self.read(operand(c, 1)?, c.tile, qr * d)?,
+            self.read(operand(c, 2)?, c.tile, kr * d)?,
+            self.read(operand(c, 3)?, c.tile, kr * d)?,
+        ])
+    }
+
+    /// A strided copy of `rows` rows of `row_bytes` from operand 1 to
+    /// operand 0, each side stepping by its own pitch.
+    fn copy_rows(
+        &mut self,
+        c: &KernelCall,
+        rows: u32,
+        row_bytes: u32,
+        (src_pitch, dst_pitch): (u32, u32),
+    ) -> Result<(), ExecError> {
+        let (dst, src) = (operand(c, 0)?, operand(c, 1)?);
+        let e = self.elem_of(src);
+        for i in 0..rows {
+            let row = self.read(
+                BufferRef {
+                    buffer: src.buffer,
+                    offset: src.offset + i * src_pitch,
+                },
+                c.tile,
+                (row_bytes / e) as usize,
+            )?;
+            self.write(
+                BufferRef {
+                    buffer: dst.buffer,
+                    offset: dst.offset + i * dst_pitch,
+                },
+                c.tile,
+                &row,
+            )?;
         }
+        Ok(())
     }
 
     /// The graph outputs, row-major over their 2-D views.
@@ -451,6 +419,100 @@ impl<'s> Executor<'s> {
         }
         Ok(out)
     }
+}
+
+/// Operand `i` of a call; a call with too few is a bad reference.
+fn operand(c: &KernelCall, i: usize) -> Result<BufferRef, ExecError> {
+    c.operands.get(i).copied().ok_or(ExecError::BadReference {
+        buffer: BufferId(u32::MAX),
+        tile: c.tile,
+    })
+}
+
+/// `a (m × k) · b`, `b` being `k × n` or, transposed, `n × k`.
+fn matmul(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize), b_transposed: bool) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for p in 0..k {
+                let bv = if b_transposed {
+                    b[j * k + p]
+                } else {
+                    b[p * n + j]
+                };
+                acc += a[i * k + p] * bv;
+            }
+            out[i * n + j] = acc;
+        }
+    }
+    out
+}
+
+/// Each of the `r` `cn`-wide rows of `x` normalised, then scaled by `g` and shifted
+/// by `b`.
+fn layer_norm(x: &[f32], g: &[f32], b: &[f32], (r, cn): (usize, usize), eps: f32) -> Vec<f32> {
+    let mut out = vec![0f32; r * cn];
+    for i in 0..r {
+        let row = &x[i * cn..(i + 1) * cn];
+        let mean = row.iter().sum::<f32>() / cn as f32;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / cn as f32;
+        let inv = 1.0 / libm::sqrtf(var + eps);
+        for j in 0..cn {
+            out[i * cn + j] = (row[j] - mean) * inv * g[j] + b[j];
+        }
+    }
+    out
+}
+
+/// `softmax(q kᵀ · scale) v` for one head.
+fn attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (qr, kr, d): (usize, usize, usize),
+    scale: f32,
+) -> Vec<f32> {
+    let mut out = vec![0f32; qr * d];
+    let mut s = vec![0f32; kr];
+    for i in 0..qr {
+        for j in 0..kr {
+            s[j] = (0..d).map(|p| q[i * d + p] * k[j * d + p]).sum::<f32>() * scale;
+        }
+        softmax(&mut s);
+        for p in 0..d {
+            out[i * d + p] = (0..kr).map(|j| s[j] * v[j * d + p]).sum();
+        }
+    }
+    out
+}
+
+/// One key block's partial attention: per query row the unnormalised
+/// `exp(s - max) v` (`d` values), then the max and the sum of the
+/// exponentials, for `combine_attention_partials`.
+fn attention_partial(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (qr, kr, d): (usize, usize, usize),
+    scale: f32,
+) -> Vec<f32> {
+    let w = d + 2;
+    let mut out = vec![0f32; qr * w];
+    let mut s = vec![0f32; kr];
+    for i in 0..qr {
+        for j in 0..kr {
+            s[j] = (0..d).map(|p| q[i * d + p] * k[j * d + p]).sum::<f32>() * scale;
+        }
+        let m = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        s.iter_mut().for_each(|x| *x = libm::expf(*x - m));
+        for p in 0..d {
+            out[i * w + p] = (0..kr).map(|j| s[j] * v[j * d + p]).sum();
+        }
+        out[i * w + d] = m;
+        out[i * w + d + 1] = s.iter().sum();
+    }
+    out
 }
 
 fn gelu(x: f32) -> f32 {

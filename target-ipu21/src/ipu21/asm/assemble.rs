@@ -482,49 +482,7 @@ impl Assembler {
             }
             ".section" => {
                 count("1 to 3", (1..=3).contains(&args.len()))?;
-                let sec_name = match args[0] {
-                    [Token {
-                        tok: Tok::Ident(n), ..
-                    }]
-                    | [Token {
-                        tok: Tok::Str(n), ..
-                    }] => n.clone(),
-                    g => {
-                        return Err((
-                            g.first().map_or(loc, |t| t.loc),
-                            AsmErrorKind::Expected {
-                                what: "section name",
-                                found: group_text(g),
-                            },
-                        ))
-                    }
-                };
-                let flags = match args.get(1) {
-                    Some(
-                        [Token {
-                            tok: Tok::Str(f), ..
-                        }],
-                    ) => f.clone(),
-                    Some(g) => {
-                        return Err((
-                            g.first().map_or(loc, |t| t.loc),
-                            AsmErrorKind::Expected {
-                                what: "section flags string",
-                                found: group_text(g),
-                            },
-                        ))
-                    }
-                    None => String::new(),
-                };
-                let code = sec_name.starts_with(".text") || flags.contains('x');
-                self.switch_section(
-                    &sec_name,
-                    if code {
-                        SectionKind::Code
-                    } else {
-                        SectionKind::Data
-                    },
-                );
+                self.section_directive(&args, loc)?;
             }
             ".globl" | ".global" => {
                 count("1 or more", !args.is_empty())?;
@@ -535,38 +493,7 @@ impl Assembler {
             }
             ".type" => {
                 count("2", args.len() == 2)?;
-                let (n, l) = Self::name_operand(args[0], end)?;
-                let ty = match args[1] {
-                    [Token {
-                        tok: Tok::At | Tok::Percent,
-                        ..
-                    }, Token {
-                        tok: Tok::Ident(t), ..
-                    }] => match t.as_str() {
-                        "function" => SymbolType::Function,
-                        "object" => SymbolType::Object,
-                        "notype" => SymbolType::NoType,
-                        _ => {
-                            return Err((
-                                args[1][1].loc,
-                                AsmErrorKind::Expected {
-                                    what: "@function, @object or @notype",
-                                    found: t.clone(),
-                                },
-                            ))
-                        }
-                    },
-                    g => {
-                        return Err((
-                            g.first().map_or(end, |t| t.loc),
-                            AsmErrorKind::Expected {
-                                what: "@function, @object or @notype",
-                                found: group_text(g),
-                            },
-                        ))
-                    }
-                };
-                self.symbol_mut(&n, l).ty = ty;
+                self.type_directive(&args, end)?;
             }
             ".size" => {
                 count("2", args.len() == 2)?;
@@ -582,78 +509,15 @@ impl Assembler {
             }
             ".p2align" | ".align" | ".balign" => {
                 count("1 or 2", (1..=2).contains(&args.len()))?;
-                let v = self.const_value(args[0], end)?;
-                let log2 = if name == ".p2align" {
-                    if !(0..=MAX_ALIGN_LOG2).contains(&v) {
-                        return Err((
-                            loc,
-                            AsmErrorKind::ValueRange {
-                                what: ".p2align exponent",
-                                value: v,
-                                min: 0,
-                                max: MAX_ALIGN_LOG2,
-                            },
-                        ));
-                    }
-                    v
-                } else {
-                    // `.align`/`.balign` take a byte count (ELF convention).
-                    if v <= 0 || v > 1 << MAX_ALIGN_LOG2 || v & (v - 1) != 0 {
-                        return Err((
-                            loc,
-                            AsmErrorKind::Expected {
-                                what: "power-of-two byte alignment up to 65536",
-                                found: v.to_string(),
-                            },
-                        ));
-                    }
-                    v.trailing_zeros() as i64
-                };
-                let fill = match args.get(1) {
-                    Some(g) => Some(self.fill_byte(g, end, loc)?),
-                    None => None,
-                };
-                self.align_to(1 << log2, fill, loc)?;
+                self.align_directive(name, &args, loc, end)?;
             }
             ".long" | ".int" => {
                 count("1 or more", !args.is_empty())?;
-                for g in &args {
-                    let e = self.expr(g, end)?;
-                    let gl = g.first().map_or(loc, |t| t.loc);
-                    let word = match e.eval(&ConstEnv(&self.obj, &self.index), 0)? {
-                        Some(v) => self.word_value(v, gl)?,
-                        None => {
-                            let offset = self.offset();
-                            self.obj.relocations.push(Relocation {
-                                section: self.cur,
-                                offset,
-                                loc: gl,
-                                kind: RelocKind::Word32(e),
-                            });
-                            0
-                        }
-                    };
-                    self.push_words(&[word], gl, ItemKind::Data)?;
-                }
+                self.long_directive(&args, loc, end)?;
             }
             ".space" | ".zero" | ".skip" => {
                 count("1 or 2", (1..=2).contains(&args.len()))?;
-                let bytes = self.const_value(args[0], end)?;
-                if !(0..=i64::from(TILE_MEMORY_SIZE)).contains(&bytes) || bytes % 4 != 0 {
-                    return Err((
-                        loc,
-                        AsmErrorKind::Expected {
-                            what: "a byte count that is a multiple of 4 (at most a tile's 638976 bytes)",
-                            found: bytes.to_string(),
-                        },
-                    ));
-                }
-                let fill = match args.get(1) {
-                    Some(g) => self.fill_byte(g, end, loc)?,
-                    None => 0,
-                };
-                let words: Vec<u32> = core::iter::repeat_n(fill, (bytes / 4) as usize).collect();
-                self.push_words(&words, loc, ItemKind::Data)?;
+                self.space_directive(&args, loc, end)?;
             }
             ".supervisor" | ".worker" => {
                 count("0", args.is_empty())?;
@@ -665,6 +529,178 @@ impl Assembler {
             }
             _ => return Err((loc, AsmErrorKind::UnknownDirective(name.into()))),
         }
+        Ok(())
+    }
+
+    /// `.section NAME[, "FLAGS"[, @TYPE]]`: code when the name is `.text*` or the flags hold `x`.
+    fn section_directive(&mut self, args: &[&[Token]], loc: Loc) -> SResult<()> {
+        let sec_name = match args[0] {
+            [Token {
+                tok: Tok::Ident(n), ..
+            }]
+            | [Token {
+                tok: Tok::Str(n), ..
+            }] => n.clone(),
+            g => {
+                return Err((
+                    g.first().map_or(loc, |t| t.loc),
+                    AsmErrorKind::Expected {
+                        what: "section name",
+                        found: group_text(g),
+                    },
+                ))
+            }
+        };
+        let flags = match args.get(1) {
+            Some(
+                [Token {
+                    tok: Tok::Str(f), ..
+                }],
+            ) => f.clone(),
+            Some(g) => {
+                return Err((
+                    g.first().map_or(loc, |t| t.loc),
+                    AsmErrorKind::Expected {
+                        what: "section flags string",
+                        found: group_text(g),
+                    },
+                ))
+            }
+            None => String::new(),
+        };
+        let code = sec_name.starts_with(".text") || flags.contains('x');
+        self.switch_section(
+            &sec_name,
+            if code {
+                SectionKind::Code
+            } else {
+                SectionKind::Data
+            },
+        );
+        Ok(())
+    }
+
+    /// `.type NAME, @function|@object|@notype`.
+    fn type_directive(&mut self, args: &[&[Token]], end: Loc) -> SResult<()> {
+        let (n, l) = Self::name_operand(args[0], end)?;
+        let ty = match args[1] {
+            [Token {
+                tok: Tok::At | Tok::Percent,
+                ..
+            }, Token {
+                tok: Tok::Ident(t), ..
+            }] => match t.as_str() {
+                "function" => SymbolType::Function,
+                "object" => SymbolType::Object,
+                "notype" => SymbolType::NoType,
+                _ => {
+                    return Err((
+                        args[1][1].loc,
+                        AsmErrorKind::Expected {
+                            what: "@function, @object or @notype",
+                            found: t.clone(),
+                        },
+                    ))
+                }
+            },
+            g => {
+                return Err((
+                    g.first().map_or(end, |t| t.loc),
+                    AsmErrorKind::Expected {
+                        what: "@function, @object or @notype",
+                        found: group_text(g),
+                    },
+                ))
+            }
+        };
+        self.symbol_mut(&n, l).ty = ty;
+        Ok(())
+    }
+
+    /// `.p2align LOG2` or `.align`/`.balign BYTES`, with an optional fill byte.
+    fn align_directive(
+        &mut self,
+        name: &str,
+        args: &[&[Token]],
+        loc: Loc,
+        end: Loc,
+    ) -> SResult<()> {
+        let v = self.const_value(args[0], end)?;
+        let log2 = if name == ".p2align" {
+            if !(0..=MAX_ALIGN_LOG2).contains(&v) {
+                return Err((
+                    loc,
+                    AsmErrorKind::ValueRange {
+                        what: ".p2align exponent",
+                        value: v,
+                        min: 0,
+                        max: MAX_ALIGN_LOG2,
+                    },
+                ));
+            }
+            v
+        } else {
+            // `.align`/`.balign` take a byte count (ELF convention).
+            if v <= 0 || v > 1 << MAX_ALIGN_LOG2 || v & (v - 1) != 0 {
+                return Err((
+                    loc,
+                    AsmErrorKind::Expected {
+                        what: "power-of-two byte alignment up to 65536",
+                        found: v.to_string(),
+                    },
+                ));
+            }
+            v.trailing_zeros() as i64
+        };
+        let fill = match args.get(1) {
+            Some(g) => Some(self.fill_byte(g, end, loc)?),
+            None => None,
+        };
+        self.align_to(1 << log2, fill, loc)?;
+        Ok(())
+    }
+
+    /// `.long EXPR, ...`: a word each, relocated when its value is not known yet.
+    fn long_directive(&mut self, args: &[&[Token]], loc: Loc, end: Loc) -> SResult<()> {
+        for g in args {
+            let e = self.expr(g, end)?;
+            let gl = g.first().map_or(loc, |t| t.loc);
+            let word = match e.eval(&ConstEnv(&self.obj, &self.index), 0)? {
+                Some(v) => self.word_value(v, gl)?,
+                None => {
+                    let offset = self.offset();
+                    self.obj.relocations.push(Relocation {
+                        section: self.cur,
+                        offset,
+                        loc: gl,
+                        kind: RelocKind::Word32(e),
+                    });
+                    0
+                }
+            };
+            self.push_words(&[word], gl, ItemKind::Data)?;
+        }
+        Ok(())
+    }
+
+    /// `.space BYTES[, FILL]`: whole words of a fill byte.
+    fn space_directive(&mut self, args: &[&[Token]], loc: Loc, end: Loc) -> SResult<()> {
+        let bytes = self.const_value(args[0], end)?;
+        if !(0..=i64::from(TILE_MEMORY_SIZE)).contains(&bytes) || bytes % 4 != 0 {
+            return Err((
+                loc,
+                AsmErrorKind::Expected {
+                    what: "a byte count that is a multiple of 4 (at most a tile's 638976 bytes)",
+                    found: bytes.to_string(),
+                },
+            ));
+        }
+        let fill = match args.get(1) {
+            Some(g) => self.fill_byte(g, end, loc)?,
+            None => 0,
+        };
+        let words: Vec<u32> = core::iter::repeat_n(fill, (bytes / 4) as usize).collect();
+        self.push_words(&words, loc, ItemKind::Data)?;
         Ok(())
     }
 
