@@ -28,7 +28,7 @@
 //!   `exitz` — both latencies are not stated in the sources (§6 [U]) and are
 //!   modelled as zero extra cycles;
 //! * internal/external syncs are resolved by the device (see
-//!   [`super::device`]): all participants are released together at the
+//!   [`super::bsp`]): all participants are released together at the
 //!   latest arrival plus the sync latency ([`INTERNAL_SYNC_CYCLES`] by
 //!   default, `--sync-cycles`) — **modelled**, not simulated;
 //! * native codelets charge the cycles their cost model returns.

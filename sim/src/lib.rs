@@ -23,12 +23,12 @@
 //! assert_eq!(run.cycles, 7); // two supervisor issues, six cycles apart
 //! ```
 
+pub mod bsp;
 pub mod codelet;
 pub mod codelets;
 pub mod context;
 pub mod csr;
 pub mod cycle;
-pub mod device;
 mod execute;
 pub mod fabric;
 pub mod fault;
@@ -45,12 +45,12 @@ pub mod tile;
 mod watch;
 pub mod witness;
 
+pub use bsp::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Superstep};
 pub use codelet::{
     Codelet, CodeletCall, CodeletCharge, CodeletFailure, CodeletTable, FnCodelet, OperandFault,
     OperandRule,
 };
 pub use context::{Context, ContextId, ContextState};
-pub use device::{Device, DeviceError, DeviceRun, ExchangeFabric, NoExchange, Superstep};
 pub use fault::{ExchangeError, FaultKind, SimFault};
 pub use memory::{AccessError, TileMemory};
 pub use profile::{CycleSample, SampleKind};

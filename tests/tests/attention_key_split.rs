@@ -6,7 +6,7 @@
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
 use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};

@@ -12,7 +12,7 @@
 //! `pipeline::patch_data::tests`). This compile must still link every
 //! image below its tile's data and patch data.
 
-use ipuc::device::sim::kernel_abi;
+use ipuc::device::simulated::kernel_abi;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc_core::package::SegmentRole;
 use ipuc_core::pipeline::{compile_with, CompileOptions, Sequential};

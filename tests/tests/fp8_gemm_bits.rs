@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use ipuc::compile::{compile, CompileOptions};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::reference::{Numerics, Reference, Tensor};
 use ipuc::weights::{HostTensor, Weights};
 use ipuc_core::ir::{DType, Graph, GraphBuilder, TensorType};

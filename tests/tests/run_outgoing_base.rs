@@ -6,7 +6,7 @@
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions, Compiled};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::weights::{weights_for, WeightSource, Weights};

@@ -6,7 +6,7 @@
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions, Compiled};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::report::trace::build_profile;
@@ -367,7 +367,7 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     }
     let dir = std::env::temp_dir().join(format!("ipuc-rejections-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let paths = ipuc::cli::run::write_rejections(&dir, rejected.0.op_index, &all).unwrap();
+    let paths = ipuc::cli::rejection_reports::write_rejections(&dir, rejected.0.op_index, &all).unwrap();
     assert_eq!(paths.len(), all.len());
     for (k, p) in paths.iter().enumerate() {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
@@ -538,7 +538,7 @@ fn corrupt_first_amp_output(
 /// package runs (the compiler meets the rule).
 #[test]
 fn a_package_breaking_amp_rule_6_is_a_typed_device_error() {
-    use ipuc::device::sim::KernelOperandError;
+    use ipuc::device::simulated::KernelOperandError;
     use ipuc::sim::{OperandFault, OperandRule};
     let (model_opts, compile_opts) = options(1);
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();

@@ -7,7 +7,7 @@
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::input::PixelValues;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};

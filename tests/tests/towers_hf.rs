@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
-use ipuc::device::sim::{kernel_abi, SimDevice};
+use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::input::{NpyArray, PixelValues};
 use ipuc::model::{
     build_siglip, Family, ModelOptions, SiglipModel, LAST_HIDDEN_STATE, POOLER_OUTPUT,

@@ -67,7 +67,7 @@ pub const CRATES: &[Crate] = &[
             "tile",
             "csr",
             "row_call",
-            "device",
+            "bsp",
             "execute",
             "gemm",
             "codelets",

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use super::checks;
 use super::device_args::DeviceArgs;
 use super::run_report::{compare, print_run_report, write_profile, InferenceCheck};
-use crate::device::sim::{LoadedSim, SimDevice};
+use crate::device::simulated::{LoadedSim, SimDevice};
 use crate::device::DeviceOutput;
 use crate::input::{write_npy, PixelValues};
 use crate::model::{SiglipModel, PIXEL_VALUES, POOLER_OUTPUT};
@@ -82,7 +82,7 @@ pub struct ExecArgs {
     /// is stopped as a runaway (a typed fault naming tile and PC). Default:
     /// 16× the package's estimate (+10 M), at most 5·10^10.
     #[arg(long, value_name = "CYCLES",
-          value_parser = clap::value_parser!(u64).range(1..=crate::device::sim::DEFAULT_CYCLE_LIMIT))]
+          value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
     pub cycle_budget: Option<u64>,
 }
 
@@ -205,7 +205,7 @@ fn load(package: &Package, weights: &Weights, args: &ExecArgs) -> Result<LoadedS
     sim.sync_cycles = args.sync_cycles;
     sim.cycle_limit = args
         .cycle_budget
-        .unwrap_or_else(|| crate::device::sim::cycle_budget(package, args.sync_cycles));
+        .unwrap_or_else(|| crate::device::simulated::cycle_budget(package, args.sync_cycles));
     let resident = sim
         .load(package, weights)
         .context("loading the package on the simulated device")?;

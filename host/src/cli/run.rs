@@ -143,7 +143,7 @@ pub fn compile_workload(
     );
     let compiled = compile(
         &siglip.graph,
-        &crate::device::sim::kernel_abi(),
+        &crate::device::simulated::kernel_abi(),
         &CompileOptions {
             beam_width: build.planning_beam_width,
             tiles: build.planning_tiles,

@@ -6,7 +6,7 @@
 //! tensors by binding name; the device converts them to each binding's dtype.
 
 mod convert;
-pub mod sim;
+pub mod simulated;
 
 use std::collections::BTreeMap;
 
@@ -20,5 +20,5 @@ pub struct DeviceOutput {
     /// Outputs by binding name, as f32.
     pub outputs: BTreeMap<String, HostTensor>,
     /// Profile of the run (simulated cycles).
-    pub profile: crate::device::sim::RunProfile,
+    pub profile: crate::device::simulated::RunProfile,
 }

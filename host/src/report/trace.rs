@@ -14,7 +14,7 @@ use ipuc_core::kernel::{decode, decode_header};
 use ipuc_core::package::{Package, StepInfo, TileImage};
 use ipuc_core::plan::cost::call_cycles;
 
-use crate::device::sim::RunProfile;
+use crate::device::simulated::RunProfile;
 use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
 use crate::sim::SampleKind;
 

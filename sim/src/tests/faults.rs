@@ -260,11 +260,11 @@ fn error_messages_are_the_hand_written_ones() {
             "global sync 2: tile 1 waits in sync zone 3 (pc 0x4c000) but tile 9 in zone 0 (pc 0x4c008); the tiles would never be released together".into(),
         ),
         (
-            crate::device::RestartError::NotHalted { tile: phys(5) }.to_string(),
+            crate::bsp::RestartError::NotHalted { tile: phys(5) }.to_string(),
             "tile 5 has not halted".into(),
         ),
         (
-            crate::device::RestartError::EntryCount { entries: 1, tiles: 2 }.to_string(),
+            crate::bsp::RestartError::EntryCount { entries: 1, tiles: 2 }.to_string(),
             "1 entry points for 2 tiles".into(),
         ),
         (

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ipuc_target::ipu21::isa::{Csr, Imm12Op, Imm16Op, Instruction as I, MReg, SyncZone};
 
 use super::{bytes, phys, reg, tile_with, words, DATA, ENTRY};
-use crate::device::Progress;
+use crate::bsp::Progress;
 use crate::{ContextId, Device, DeviceError, FaultKind, StopReason, Tile, CHECK_INTERVAL};
 
 /// A budget no test comes near: only the watch can stop these loops.

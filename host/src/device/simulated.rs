@@ -20,7 +20,7 @@ use ipuc_core::package::{
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
 use crate::codelets::codelet_table;
-use crate::sim::device::Progress;
+use crate::sim::bsp::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{
     CodeletTable, CycleSample, Device, DeviceError, ExchangeFabric, FaultKind, OperandFault, Tile,
