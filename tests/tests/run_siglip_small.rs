@@ -367,7 +367,8 @@ fn an_over_budget_plan_is_rejected_with_a_memory_report() {
     }
     let dir = std::env::temp_dir().join(format!("ipuc-rejections-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let paths = ipuc::cli::rejection_reports::write_rejections(&dir, rejected.0.op_index, &all).unwrap();
+    let paths =
+        ipuc::cli::rejection_reports::write_rejections(&dir, rejected.0.op_index, &all).unwrap();
     assert_eq!(paths.len(), all.len());
     for (k, p) in paths.iter().enumerate() {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();

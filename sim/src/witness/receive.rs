@@ -152,181 +152,302 @@ pub(super) fn receive(
     moves: &mut Vec<MoveRun>,
 ) -> Result<(), WitnessFault> {
     let d = t.row.location.tile;
-    let partner = d.pair_partner();
-    let end = t.row.events;
-    let lag = pic_lag(d);
-    let fault = |event: u32, address: Option<u32>, kind| WitnessFault {
-        tile: d,
-        event,
-        address,
-        kind,
+    let r = Receiver {
+        t,
+        own_paired,
+        partner_paired,
+        tiles,
+        at,
+        d,
+        partner: d.pair_partner(),
+        end: t.row.events,
+        lag: pic_lag(d),
     };
-    let source_tile = |e: u32, v: u32| {
-        PhysicalTile::new(v).map_err(|_| fault(e, None, WitnessFaultKind::BadSource { source: v }))
+    let mut s = Scan {
+        xpic: XPIC_NEUTRAL,
+        pointer: None,
+        formats: Vec::new(),
+        pending: VecDeque::new(),
+        ci: 0,
+        own_i: 0,
+        their_i: 0,
+        route: None,
+        near: 0,
     };
-    let wire_of = |s: PhysicalTile| at[s.index()].map_or(&[][..], |j| tiles[j].wire.as_slice());
-    let mut xpic = XPIC_NEUTRAL;
-    let mut pointer: Option<u64> = None;
-    let mut formats: Vec<(u32, u32)> = Vec::new();
-    let mut pending: VecDeque<InFlight> = VecDeque::new();
-    let mut ci = 0usize;
-    let (mut own_i, mut their_i) = (0usize, 0usize);
-    let mut route: Option<(u32, PhysicalTile, i32, u32)> = None;
-    // Where the last wire search ended (see `on_wire_near`).
-    let mut near = 0usize;
     let mut e = 0u32;
     loop {
-        // Controls taking effect at e.
-        while let Some(&(ce, c)) = t.controls.get(ci) {
+        let (own, theirs) = r.take_effect(&mut s, e);
+        // The mux at e (the row's own events only).
+        if e < r.end {
+            r.mux(&mut s, e, own, theirs)?;
+        }
+        // Memory writes at e.
+        write_due(
+            d,
+            e,
+            r.end,
+            &mut s.pending,
+            &mut s.pointer,
+            &s.formats,
+            moves,
+        )?;
+        if batch && own.is_none() && theirs.is_none() {
+            e = r.take_steady_stretch(&mut s, e, moves);
+        }
+        let selected = s.xpic != XPIC_NEUTRAL || own.is_some() || theirs.is_some();
+        let Some(next) = r.next_event(&s, e, selected) else {
+            break;
+        };
+        e = next;
+    }
+    check_return(
+        d,
+        r.end,
+        &s.pending,
+        s.pointer,
+        s.xpic,
+        own_paired,
+        partner_paired,
+        &s.formats,
+    )
+}
+
+/// The receiver [`receive`] steps: its tile and row, the paired
+/// selections (start, end, source) of it and of its partner, and where
+/// each source's wire is.
+struct Receiver<'a> {
+    t: &'a Tile,
+    own_paired: &'a [(u32, u32, u32)],
+    partner_paired: &'a [(u32, u32, u32)],
+    tiles: &'a [Tile],
+    at: &'a [Option<usize>],
+    d: PhysicalTile,
+    partner: PhysicalTile,
+    /// The row's return event.
+    end: u32,
+    /// Events from the mux to the memory write (`pic_lag`).
+    lag: u32,
+}
+
+/// What the scan carries from event to event.
+struct Scan {
+    /// The ordinary stream's source (`XPIC_NEUTRAL`: none).
+    xpic: u32,
+    pointer: Option<u64>,
+    /// PIC formats by the event they took effect at.
+    formats: Vec<(u32, u32)>,
+    pending: VecDeque<InFlight>,
+    /// The next control, own and partner paired selection not yet passed.
+    ci: usize,
+    own_i: usize,
+    their_i: usize,
+    /// The selected source's route facts (source value, tile, `T(s,d)`,
+    /// route bit), computed once per selection rather than once per event.
+    route: Option<(u32, PhysicalTile, i32, u32)>,
+    /// Where the last wire search ended (see `on_wire_near`).
+    near: usize,
+}
+
+/// A paired selection: start event, end event, source value.
+type Paired = (u32, u32, u32);
+
+impl<'a> Receiver<'a> {
+    fn fault(&self, event: u32, address: Option<u32>, kind: WitnessFaultKind) -> WitnessFault {
+        WitnessFault {
+            tile: self.d,
+            event,
+            address,
+            kind,
+        }
+    }
+
+    fn source_tile(&self, e: u32, v: u32) -> Result<PhysicalTile, WitnessFault> {
+        PhysicalTile::new(v)
+            .map_err(|_| self.fault(e, None, WitnessFaultKind::BadSource { source: v }))
+    }
+
+    fn wire_of(&self, s: PhysicalTile) -> &'a [Burst] {
+        self.at[s.index()].map_or(&[][..], |j| self.tiles[j].wire.as_slice())
+    }
+
+    /// The controls taking effect at `e`, then the paired selections (of
+    /// this tile and of its partner) in force at `e`, if any.
+    fn take_effect(&self, s: &mut Scan, e: u32) -> (Option<&'a Paired>, Option<&'a Paired>) {
+        while let Some(&(ce, c)) = self.t.controls.get(s.ci) {
             if ce != e {
                 break;
             }
             match c {
-                Control::Xpic(v) => xpic = v,
+                Control::Xpic(v) => s.xpic = v,
                 Control::XpicPaired(_) => {} // tracked as `own_paired` intervals
-                Control::Pointer(p) => pointer = Some(p),
-                Control::Format(f) => formats.push((e, f)),
+                Control::Pointer(p) => s.pointer = Some(p),
+                Control::Format(f) => s.formats.push((e, f)),
             }
-            ci += 1;
+            s.ci += 1;
         }
-        while own_paired.get(own_i).is_some_and(|s| s.1 <= e) {
-            own_i += 1;
+        while self.own_paired.get(s.own_i).is_some_and(|p| p.1 <= e) {
+            s.own_i += 1;
         }
-        while partner_paired.get(their_i).is_some_and(|s| s.1 <= e) {
-            their_i += 1;
+        while self.partner_paired.get(s.their_i).is_some_and(|p| p.1 <= e) {
+            s.their_i += 1;
         }
-        let own = own_paired.get(own_i).filter(|s| s.0 <= e);
-        let theirs = partner_paired.get(their_i).filter(|s| s.0 <= e);
-        // The mux at e (the row's own events only).
-        if e < end {
-            let streams = usize::from(xpic != XPIC_NEUTRAL)
-                + usize::from(own.is_some())
-                + usize::from(theirs.is_some());
-            if streams > 1 {
-                return Err(fault(e, None, WitnessFaultKind::PairedStreams));
-            }
-            if xpic != XPIC_NEUTRAL {
-                // The route facts of the selected source, computed once per
-                // selection rather than once per event.
-                let (s, tm, bit) = match route {
-                    Some(r) if r.0 == xpic => (r.1, r.2, r.3),
-                    _ => {
-                        let s = source_tile(e, xpic)?;
-                        let r = (
-                            xpic,
-                            s,
-                            mux_time(s, d),
-                            u32::from(direction(s, d).sctl_bit()),
-                        );
-                        route = Some(r);
-                        (s, r.2, r.3)
-                    }
-                };
-                let x = i64::from(e) - i64::from(tm) - 1;
-                let item = on_wire_near(wire_of(s), x, &mut near)
-                    .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED == 0)
-                    .map(|(b, k)| (b.first_byte.wrapping_add(4 * k), x as u32));
-                push_in_flight(
-                    &mut pending,
-                    InFlight {
-                        write: e.saturating_add(lag),
-                        mux: e,
-                        source: s,
-                        item,
-                        format: 0,
-                        count: 1,
-                    },
+        let own = self.own_paired.get(s.own_i).filter(|p| p.0 <= e);
+        let theirs = self.partner_paired.get(s.their_i).filter(|p| p.0 <= e);
+        (own, theirs)
+    }
+
+    /// What the mux takes at `e`: at most one stream may be selected, the
+    /// ordinary one or a paired one (this tile's or its partner's); the
+    /// item it reads off the source's wire goes in flight.
+    fn mux(
+        &self,
+        s: &mut Scan,
+        e: u32,
+        own: Option<&Paired>,
+        theirs: Option<&Paired>,
+    ) -> Result<(), WitnessFault> {
+        let streams = usize::from(s.xpic != XPIC_NEUTRAL)
+            + usize::from(own.is_some())
+            + usize::from(theirs.is_some());
+        if streams > 1 {
+            return Err(self.fault(e, None, WitnessFaultKind::PairedStreams));
+        }
+        if s.xpic != XPIC_NEUTRAL {
+            self.take_ordinary(s, e)
+        } else if let Some(&(_, _, v)) = own.or(theirs) {
+            let owner = if own.is_some() { self.d } else { self.partner };
+            self.take_paired(s, e, v ^ u32::from(owner.get() & 2))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The ordinary stream: a 32-bit item of a burst the source drives on
+    /// this route, not paired.
+    fn take_ordinary(&self, s: &mut Scan, e: u32) -> Result<(), WitnessFault> {
+        let (src, tm, bit) = match s.route {
+            Some(r) if r.0 == s.xpic => (r.1, r.2, r.3),
+            _ => {
+                let src = self.source_tile(e, s.xpic)?;
+                let r = (
+                    s.xpic,
+                    src,
+                    mux_time(src, self.d),
+                    u32::from(direction(src, self.d).sctl_bit()),
                 );
-            } else if let Some(&(_, _, v)) = own.or(theirs) {
-                let owner = if own.is_some() { d } else { partner };
-                let s = source_tile(e, v ^ u32::from(owner.get() & 2))?;
-                let tm = mux_time(s, d).max(mux_time(s, partner));
-                let x = i64::from(e) - i64::from(tm) - 1;
-                let bit = u32::from(direction(s, d).sctl_bit());
-                let item = on_wire(wire_of(s), x)
-                    .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED != 0)
-                    .map(|(b, k)| (b.first_byte.wrapping_add(8 * k), x as u32));
-                push_in_flight(
-                    &mut pending,
-                    InFlight {
-                        write: e.saturating_add(lag + 1),
-                        mux: e,
-                        source: s,
-                        item,
-                        format: bit,
-                        count: 1,
-                    },
-                );
+                s.route = Some(r);
+                (src, r.2, r.3)
             }
-        }
-        // Memory writes at e.
-        write_due(d, e, end, &mut pending, &mut pointer, &formats, moves)?;
-        if batch && own.is_none() && theirs.is_none() {
-            // The events after e at which nothing but one steady stream
-            // happens, in bulk (see `steady_events`): exactly what stepping
-            // them one by one would do, many at a time.
-            let mut state = Steady {
-                e,
-                end,
-                lag,
-                xpic,
-                route,
-                near,
-                pointer,
-                next_control: t.controls.get(ci).map(|c| c.0),
-                next_paired: [own_paired.get(own_i), partner_paired.get(their_i)]
-                    .into_iter()
-                    .flatten()
-                    .map(|s| s.0)
-                    .min(),
-                format_shown: formats.last().map_or(0, |f| f.1),
-            };
-            while let Some(run) = steady_events(&mut state, &pending, tiles, at) {
-                take_steady(&mut state, run, d, &mut pending, moves);
-            }
-            e = state.e;
-            pointer = state.pointer;
-            near = state.near;
-        }
-        // The next event anything happens at.
-        let selected = xpic != XPIC_NEUTRAL || own.is_some() || theirs.is_some();
-        let mut next = if selected && e < end { e + 1 } else { u32::MAX };
-        if let Some(&(ce, _)) = t.controls.get(ci) {
-            next = next.min(ce);
-        }
-        if let Some(p) = pending.front() {
-            next = next.min(p.write);
-        }
-        for s in [own_paired.get(own_i), partner_paired.get(their_i)]
+        };
+        let x = i64::from(e) - i64::from(tm) - 1;
+        let item = on_wire_near(self.wire_of(src), x, &mut s.near)
+            .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED == 0)
+            .map(|(b, k)| (b.first_byte.wrapping_add(4 * k), x as u32));
+        push_in_flight(
+            &mut s.pending,
+            InFlight {
+                write: e.saturating_add(self.lag),
+                mux: e,
+                source: src,
+                item,
+                format: 0,
+                count: 1,
+            },
+        );
+        Ok(())
+    }
+
+    /// A paired stream from source value `v`: a 64-bit item of a paired
+    /// burst, timed by the later of the pair's two routes, written one
+    /// event later than an ordinary item.
+    fn take_paired(&self, s: &mut Scan, e: u32, v: u32) -> Result<(), WitnessFault> {
+        let src = self.source_tile(e, v)?;
+        let tm = mux_time(src, self.d).max(mux_time(src, self.partner));
+        let x = i64::from(e) - i64::from(tm) - 1;
+        let bit = u32::from(direction(src, self.d).sctl_bit());
+        let item = on_wire(self.wire_of(src), x)
+            .filter(|(b, _)| b.sctl & bit != 0 && b.sctl & SCTL_PAIRED != 0)
+            .map(|(b, k)| (b.first_byte.wrapping_add(8 * k), x as u32));
+        push_in_flight(
+            &mut s.pending,
+            InFlight {
+                write: e.saturating_add(self.lag + 1),
+                mux: e,
+                source: src,
+                item,
+                format: bit,
+                count: 1,
+            },
+        );
+        Ok(())
+    }
+
+    /// The events after `e` at which nothing but one steady stream
+    /// happens, in bulk (see `steady_events`): exactly what stepping them
+    /// one by one would do, many at a time. Returns the last event taken.
+    fn take_steady_stretch(&self, s: &mut Scan, e: u32, moves: &mut Vec<MoveRun>) -> u32 {
+        let mut state = Steady {
+            e,
+            end: self.end,
+            lag: self.lag,
+            xpic: s.xpic,
+            route: s.route,
+            near: s.near,
+            pointer: s.pointer,
+            next_control: self.t.controls.get(s.ci).map(|c| c.0),
+            next_paired: [
+                self.own_paired.get(s.own_i),
+                self.partner_paired.get(s.their_i),
+            ]
             .into_iter()
             .flatten()
+            .map(|p| p.0)
+            .min(),
+            format_shown: s.formats.last().map_or(0, |f| f.1),
+        };
+        while let Some(run) = steady_events(&mut state, &s.pending, self.tiles, self.at) {
+            take_steady(&mut state, run, self.d, &mut s.pending, moves);
+        }
+        s.pointer = state.pointer;
+        s.near = state.near;
+        state.e
+    }
+
+    /// The next event anything happens at after `e` (the next while a
+    /// stream is selected, a control, a write due, a paired selection's
+    /// start, the return); `None` when nothing is left, or past the
+    /// return when only in-flight items are left (each an overrun).
+    fn next_event(&self, s: &Scan, e: u32, selected: bool) -> Option<u32> {
+        let end = self.end;
+        let mut next = if selected && e < end { e + 1 } else { u32::MAX };
+        if let Some(&(ce, _)) = self.t.controls.get(s.ci) {
+            next = next.min(ce);
+        }
+        if let Some(p) = s.pending.front() {
+            next = next.min(p.write);
+        }
+        for p in [
+            self.own_paired.get(s.own_i),
+            self.partner_paired.get(s.their_i),
+        ]
+        .into_iter()
+        .flatten()
         {
-            if s.0 > e {
-                next = next.min(s.0);
+            if p.0 > e {
+                next = next.min(p.0);
             }
         }
         if e < end {
             next = next.min(end);
         }
         if next == u32::MAX || next <= e {
-            break;
+            return None;
         }
-        e = next;
-        if e > end && t.controls.get(ci).is_none_or(|c| c.0 > end) {
-            // Past the return: only in-flight items are left, each an overrun.
-            break;
+        if next > end && self.t.controls.get(s.ci).is_none_or(|c| c.0 > end) {
+            return None;
         }
+        Some(next)
     }
-    check_return(
-        d,
-        end,
-        &pending,
-        pointer,
-        xpic,
-        own_paired,
-        partner_paired,
-        &formats,
-    )
 }
 
 /// The items in flight whose write is due at event `e` of receiver `d`
