@@ -215,7 +215,6 @@ fn text(c: &mut Canvas, s: &str, x: i32, y: i32, color: Rgb888, bold: bool) {
 /// Renders the overview of `map` (every tile, used or not) as PNG bytes.
 pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
     let layout = Layout::of(map);
-    let n = (map.tiles.len() + map.unused_tiles.len()) as u32;
     let (w, h) = layout.size();
     let mut c = Canvas(image::RgbImage::from_pixel(
         w,
@@ -223,27 +222,56 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
         image::Rgb([255, 255, 255]),
     ));
     let b = map.budget;
-    let span = f64::from(b.memory_end.saturating_sub(b.memory_base).max(1));
-    let band = layout.band_h;
-    let y_at = |addr: u64| -> f64 {
-        addr.saturating_sub(u64::from(b.memory_base)) as f64 / span * f64::from(band)
+    let scale = AddressScale {
+        base: u64::from(b.memory_base),
+        span: f64::from(b.memory_end.saturating_sub(b.memory_base).max(1)),
+        band: layout.band_h,
     };
     let region1 = u64::from(ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
     let region1_y = (region1 > u64::from(b.memory_base) && region1 < u64::from(b.memory_end))
-        .then(|| y_at(region1) as i32);
+        .then(|| scale.y(region1) as i32);
     let moments = map.moments.len();
-
     let peaks: Vec<u64> = map
         .tiles
         .iter()
         .map(|t| t.peak(moments).live_bytes)
         .collect();
+    draw_title(&mut c, map, &peaks);
+    draw_address_axes(&mut c, &layout, &b, region1_y);
+    draw_columns(&mut c, map, &layout, &scale, region1_y, &peaks);
+    draw_legend(&mut c, h);
+
+    let mut out = Vec::new();
+    image::DynamicImage::ImageRgb8(c.0)
+        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+        .context("encoding memory.png")?;
+    Ok(out)
+}
+
+/// SRAM addresses to pixels down a band `band` pixels high.
+struct AddressScale {
+    base: u64,
+    span: f64,
+    band: u32,
+}
+
+impl AddressScale {
+    fn y(&self, addr: u64) -> f64 {
+        addr.saturating_sub(self.base) as f64 / self.span * f64::from(self.band)
+    }
+}
+
+/// The title and the summary line: tiles used and unused, the peak tile
+/// against the budget, how many tiles are over it.
+fn draw_title(c: &mut Canvas, map: &MemoryMap, peaks: &[u64]) {
+    let b = map.budget;
+    let n = (map.tiles.len() + map.unused_tiles.len()) as u32;
     let over = peaks
         .iter()
         .filter(|&&p| p + b.support_reserve > b.tile_bytes)
         .count();
     let peak = map.peak_tile();
-    text(&mut c, &map.title, LEFT as i32, 20, INK, true);
+    text(c, &map.title, LEFT as i32, 20, INK, true);
     let summary = format!(
         "{} tiles: {} used, {} unused; {}{}",
         n,
@@ -268,13 +296,21 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
             String::new()
         }
     );
-    text(&mut c, &summary, LEFT as i32, 38, MUTED, false);
+    text(c, &summary, LEFT as i32, 38, MUTED, false);
+}
 
-    // The address axis of every row: start, region 1, end.
+/// The address axis of every row: start, region 1, end.
+fn draw_address_axes(
+    c: &mut Canvas,
+    layout: &Layout,
+    b: &super::memory::MemoryBudget,
+    region1_y: Option<i32>,
+) {
+    let region1 = u64::from(ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
     for row in 0..layout.rows {
         let top = (TOP + row * layout.row_h()) as i32;
         text(
-            &mut c,
+            c,
             &format!("{:#x}", b.memory_base),
             4,
             top + 8,
@@ -282,26 +318,33 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
             false,
         );
         if let Some(y) = region1_y {
-            text(
-                &mut c,
-                &format!("{region1:#x}"),
-                4,
-                top + y + 4,
-                MUTED,
-                false,
-            );
+            text(c, &format!("{region1:#x}"), 4, top + y + 4, MUTED, false);
         }
         text(
-            &mut c,
+            c,
             &format!("{:#x}", b.memory_end),
             4,
-            top + band as i32,
+            top + layout.band_h as i32,
             MUTED,
             false,
         );
     }
+}
+
+/// Every column: a gap of unused tiles, an unused tile, or a placed tile
+/// with its allocations; tile ids below every labelled column, else above
+/// every ~50 pixels.
+fn draw_columns(
+    c: &mut Canvas,
+    map: &MemoryMap,
+    layout: &Layout,
+    scale: &AddressScale,
+    region1_y: Option<i32>,
+    peaks: &[u64],
+) {
+    let b = map.budget;
+    let band = layout.band_h;
     let cw = layout.column_w - u32::from(layout.column_w > 2);
-    // Tile ids: below every labelled column, else above every ~50 pixels.
     let every = if layout.label_h > 0 {
         (26 / layout.column_w + 1).max(1)
     } else {
@@ -313,19 +356,7 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
         let top = (TOP + row * layout.row_h()) as i32;
         let (tile, index) = match column {
             Column::Gap { from, to } => {
-                rect(&mut c, x + 2, top, GAP_W - 4, band, GAP);
-                let cx = x + GAP_W as i32 / 2;
-                for (k, line) in [
-                    format!("{}", to - from + 1),
-                    "unused".into(),
-                    format!("{from}-{to}"),
-                ]
-                .iter()
-                .enumerate()
-                {
-                    let tx = cx - 3 * line.len() as i32;
-                    text(&mut c, line, tx, top + 30 + 12 * k as i32, MUTED, false);
-                }
+                draw_gap(c, x, top, band, (from, to));
                 since_label = every;
                 continue;
             }
@@ -335,48 +366,78 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
             let label = format!("{tile}");
             if layout.label_h > 0 {
                 let tx = x + layout.column_w as i32 / 2 - 3 * label.len() as i32;
-                text(&mut c, &label, tx, top + band as i32 + 11, MUTED, false);
+                text(c, &label, tx, top + band as i32 + 11, MUTED, false);
             } else {
-                text(&mut c, &label, x, top - 3, MUTED, false);
+                text(c, &label, x, top - 3, MUTED, false);
             }
             since_label = 0;
         }
         since_label += 1;
         let Some(i) = index else {
-            rect(&mut c, x, top, cw, band, UNUSED);
+            rect(c, x, top, cw, band, UNUSED);
             continue;
         };
-        rect(&mut c, x, top, cw, band, FREE);
+        rect(c, x, top, cw, band, FREE);
         if let Some(y) = region1_y {
-            rect(&mut c, x, top + y, cw, 1, HATCH);
+            rect(c, x, top + y, cw, 1, HATCH);
         }
-        let t = &map.tiles[i];
-        // First occupants only: sort by first moment, skip what overlaps an
-        // address range already drawn.
-        let mut allocs: Vec<_> = t
-            .allocations
-            .iter()
-            .filter(|a| a.address.is_some())
-            .collect();
-        allocs.sort_by_key(|a| (a.live.first, a.address));
-        let mut drawn: Vec<(u64, u64)> = Vec::new();
-        for a in allocs {
-            let start = u64::from(a.address.unwrap_or(0));
-            let end = start + a.size;
-            if drawn.iter().any(|&(s, e)| start < e && s < end) {
-                continue;
-            }
-            drawn.push((start, end));
-            let y0 = y_at(start) as i32;
-            let y1 = y_at(end).ceil() as i32;
-            let hh = (y1 - y0).max(1) as u32;
-            rect(&mut c, x, top + y0, cw, hh, class_rgb(a.class));
-        }
+        draw_allocations(c, &map.tiles[i], scale, (x, top, cw));
         if peaks[i] + b.support_reserve > b.tile_bytes {
-            rect(&mut c, x, top - 6, cw, 4, RED);
+            rect(c, x, top - 6, cw, 4, RED);
         }
     }
-    // Legend.
+}
+
+/// A run of unused tiles `from..=to` drawn as one gap column.
+fn draw_gap(c: &mut Canvas, x: i32, top: i32, band: u32, (from, to): (u32, u32)) {
+    rect(c, x + 2, top, GAP_W - 4, band, GAP);
+    let cx = x + GAP_W as i32 / 2;
+    for (k, line) in [
+        format!("{}", to - from + 1),
+        "unused".into(),
+        format!("{from}-{to}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let tx = cx - 3 * line.len() as i32;
+        text(c, line, tx, top + 30 + 12 * k as i32, MUTED, false);
+    }
+}
+
+/// A tile's placed allocations in its column at `(x, top)`, `cw` wide.
+/// First occupants only: sorted by first moment, skipping what overlaps
+/// an address range already drawn.
+fn draw_allocations(
+    c: &mut Canvas,
+    t: &super::memory::TileMemoryMap,
+    scale: &AddressScale,
+    (x, top, cw): (i32, i32, u32),
+) {
+    let mut allocs: Vec<_> = t
+        .allocations
+        .iter()
+        .filter(|a| a.address.is_some())
+        .collect();
+    allocs.sort_by_key(|a| (a.live.first, a.address));
+    let mut drawn: Vec<(u64, u64)> = Vec::new();
+    for a in allocs {
+        let start = u64::from(a.address.unwrap_or(0));
+        let end = start + a.size;
+        if drawn.iter().any(|&(s, e)| start < e && s < end) {
+            continue;
+        }
+        drawn.push((start, end));
+        let y0 = scale.y(start) as i32;
+        let y1 = scale.y(end).ceil() as i32;
+        let hh = (y1 - y0).max(1) as u32;
+        rect(c, x, top + y0, cw, hh, class_rgb(a.class));
+    }
+}
+
+/// The colour legend and the note on how to read the picture, at the
+/// bottom of an image `h` pixels high.
+fn draw_legend(c: &mut Canvas, h: u32) {
     let ly = (h - LEGEND_H + 20) as i32;
     let mut lx = LEFT as i32;
     let entries = AllocationClass::ALL
@@ -388,25 +449,19 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
             ("over budget".to_string(), RED),
         ]);
     for (name, color) in entries {
-        rect(&mut c, lx - 1, ly - 9, 14, 12, HATCH);
-        rect(&mut c, lx, ly - 8, 12, 10, color);
-        text(&mut c, &name, lx + 16, ly, INK, false);
+        rect(c, lx - 1, ly - 9, 14, 12, HATCH);
+        rect(c, lx, ly - 8, 12, 10, color);
+        text(c, &name, lx + 16, ly, INK, false);
         lx += 16 + 6 * name.len() as i32 + 18;
     }
     text(
-        &mut c,
+        c,
         "each column is one tile, logical ids: SRAM address top to bottom, faint line = region 1; reused addresses drawn once (first occupant); 8+ unused tiles in a row = one gap",
         LEFT as i32,
         ly + 16,
         MUTED,
         false,
     );
-
-    let mut out = Vec::new();
-    image::DynamicImage::ImageRgb8(c.0)
-        .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
-        .context("encoding memory.png")?;
-    Ok(out)
 }
 
 /// Writes [`render`]'s PNG to `path`.
