@@ -23,6 +23,65 @@ pub fn build_siglip(
     config: &VisionConfig,
     options: &ModelOptions,
 ) -> Result<SiglipModel, ModelError> {
+    let (layers, weight_dtype, gemm_input) = checked_options(config, options)?;
+    let mut t = Tower {
+        b: GraphBuilder::new(),
+        params: Vec::new(),
+        gemm_input,
+        fp8_inputs: Vec::new(),
+        act: options.activations,
+        attn: options.attention,
+        weight: weight_dtype,
+        eps: config.layer_norm_eps as f32,
+        d: config.hidden_size,
+        heads: config.num_attention_heads,
+        family: config.family,
+        mlp_act: mlp_activation(&config.hidden_act),
+    };
+    let batch = options.vit_batch;
+    let family = config.family;
+    let (pixels, x) = t.embeddings(config, batch)?;
+
+    // 4. Encoder: one Repeat, residual stream carried.
+    let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
+    // The one-time bookends keep FP16 activations (FP8 weights widened):
+    // they cost little, and the MAP head's one-row products would be
+    // K-split wide, whose FP16 partials the reference sums in another order.
+    t.gemm_input = None;
+
+    // 5. The final norm → last_hidden_state (HF CLIPVisionTransformer: the
+    //    encoder output itself), output before the pooler is built.
+    let hidden = match family {
+        Family::Siglip => t.final_norm("post_layernorm", x)?,
+        Family::Clip => x,
+        Family::Vit | Family::Dinov2 => t.final_norm("layernorm", x)?,
+    };
+    let last_hidden_state = t.cast_to(hidden, DType::F32)?;
+    t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
+
+    let pooled = t.pooler(config, hidden, batch)?;
+
+    let graph = t.b.finish()?;
+    Ok(SiglipModel {
+        config: config.clone(),
+        options: options.clone(),
+        layers,
+        graph,
+        parameters: t.params,
+        pixel_values: pixels,
+        encoder,
+        last_hidden_state,
+        pooled,
+    })
+}
+
+/// The options checked against `config`: the layer count, batch and
+/// precisions; returns the layers to build, the weights' dtype and the
+/// FP8 type of GEMM inputs, if any.
+fn checked_options(
+    config: &VisionConfig,
+    options: &ModelOptions,
+) -> Result<(usize, DType, Option<DType>), ModelError> {
     config.validate()?;
     let layers = options.vit_layers.unwrap_or(config.num_hidden_layers);
     if layers == 0 || layers > config.num_hidden_layers {
@@ -68,124 +127,101 @@ pub fn build_siglip(
         }
         _ => None,
     };
-    let mut t = Tower {
-        b: GraphBuilder::new(),
-        params: Vec::new(),
-        gemm_input,
-        fp8_inputs: Vec::new(),
-        act: options.activations,
-        attn: options.attention,
-        weight: weight_dtype,
-        eps: config.layer_norm_eps as f32,
-        d: config.hidden_size,
-        heads: config.num_attention_heads,
-        family: config.family,
-        mlp_act: mlp_activation(&config.hidden_act),
-    };
-    let batch = options.vit_batch;
-    let family = config.family;
-    let (c, s, p) = (config.num_channels, config.image_size, config.patch_size);
+    Ok((layers, weight_dtype, gemm_input))
+}
 
-    // 1. Patch embedding: the stride-p conv as im2col + matmul (+ bias;
-    //    CLIP's conv has none).
-    let pixels =
-        t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
-    let cols = t.b.im2col_patches(pixels, p)?;
-    t.b.label(cols, "embeddings.patchify")?;
-    let cols = t.cast_to(cols, t.act)?;
-    let patch = match family {
-        Family::Siglip | Family::Clip => "embeddings.patch_embedding",
-        Family::Vit | Family::Dinov2 => "embeddings.patch_embeddings.projection",
-    };
-    let pw = t.single(
-        &format!("{patch}.weight"),
-        vec![t.d, c, p, p],
-        ParameterRole::GemmWeight,
-    )?;
-    let pw = t.b.reshape(pw, [t.d, c * p * p])?;
-    t.b.label(pw, "embeddings.patch_embedding.weight_matrix")?;
-    let x = if family == Family::Clip {
-        let y = t.b.matmul_transposed(cols, pw, t.act)?;
-        t.b.label(y, "embeddings.patch_embedding")?
-    } else {
-        let pb = t.single(&format!("{patch}.bias"), vec![t.d], ParameterRole::GemmBias)?;
-        // The patch embedding keeps FP16 activations: it runs once, on pixels.
-        t.linear_with(cols, pw, pb, "embeddings.patch_embedding", None)?
-    };
-    // 2. The class token in front (one copy per image).
-    let x = if family.has_class_token() {
-        t.prepend_class_token(x, batch)?
-    } else {
-        x
-    };
-    // 3. Learned positions (position_ids = 0..tokens, not in the checkpoint).
-    let pos = t.positions(config)?;
-    let x = t.b.add(x, pos)?;
-    t.b.label(x, "embeddings.position_add")?;
-    // CLIP normalises the embeddings before the encoder.
-    let x = if family == Family::Clip {
-        let w = t.single("pre_layrnorm.weight", vec![t.d], ParameterRole::NormScale)?;
-        let b = t.single("pre_layrnorm.bias", vec![t.d], ParameterRole::NormBias)?;
-        let y = t.b.layer_norm(x, w, b, t.eps)?;
-        t.b.label(y, "pre_layrnorm")?
-    } else {
-        x
-    };
+impl Tower {
+    /// Steps 1 to 3, the embeddings: patches (im2col + matmul), the class
+    /// token, learned positions, and for CLIP the pre-encoder norm.
+    /// Returns the pixel input and the encoder's input.
+    fn embeddings(
+        &mut self,
+        config: &VisionConfig,
+        batch: usize,
+    ) -> Result<(ValueId, ValueId), ModelError> {
+        let t = self;
+        let family = config.family;
+        let (c, s, p) = (config.num_channels, config.image_size, config.patch_size);
+        // 1. Patch embedding: the stride-p conv as im2col + matmul (+ bias;
+        //    CLIP's conv has none).
+        let pixels =
+            t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
+        let cols = t.b.im2col_patches(pixels, p)?;
+        t.b.label(cols, "embeddings.patchify")?;
+        let cols = t.cast_to(cols, t.act)?;
+        let patch = match family {
+            Family::Siglip | Family::Clip => "embeddings.patch_embedding",
+            Family::Vit | Family::Dinov2 => "embeddings.patch_embeddings.projection",
+        };
+        let pw = t.single(
+            &format!("{patch}.weight"),
+            vec![t.d, c, p, p],
+            ParameterRole::GemmWeight,
+        )?;
+        let pw = t.b.reshape(pw, [t.d, c * p * p])?;
+        t.b.label(pw, "embeddings.patch_embedding.weight_matrix")?;
+        let x = if family == Family::Clip {
+            let y = t.b.matmul_transposed(cols, pw, t.act)?;
+            t.b.label(y, "embeddings.patch_embedding")?
+        } else {
+            let pb = t.single(&format!("{patch}.bias"), vec![t.d], ParameterRole::GemmBias)?;
+            // The patch embedding keeps FP16 activations: it runs once, on pixels.
+            t.linear_with(cols, pw, pb, "embeddings.patch_embedding", None)?
+        };
+        // 2. The class token in front (one copy per image).
+        let x = if family.has_class_token() {
+            t.prepend_class_token(x, batch)?
+        } else {
+            x
+        };
+        // 3. Learned positions (position_ids = 0..tokens, not in the checkpoint).
+        let pos = t.positions(config)?;
+        let x = t.b.add(x, pos)?;
+        t.b.label(x, "embeddings.position_add")?;
+        // CLIP normalises the embeddings before the encoder.
+        let x = if family == Family::Clip {
+            let w = t.single("pre_layrnorm.weight", vec![t.d], ParameterRole::NormScale)?;
+            let b = t.single("pre_layrnorm.bias", vec![t.d], ParameterRole::NormBias)?;
+            let y = t.b.layer_norm(x, w, b, t.eps)?;
+            t.b.label(y, "pre_layrnorm")?
+        } else {
+            x
+        };
+        Ok((pixels, x))
+    }
 
-    // 4. Encoder: one Repeat, residual stream carried.
-    let (encoder, x) = t.encoder(config, options.fuse_qkv, layers, x)?;
-    // The one-time bookends keep FP16 activations (FP8 weights widened):
-    // they cost little, and the MAP head's one-row products would be
-    // K-split wide, whose FP16 partials the reference sums in another order.
-    t.gemm_input = None;
-
-    // 5. The final norm → last_hidden_state (HF CLIPVisionTransformer: the
-    //    encoder output itself), output before the pooler is built.
-    let hidden = match family {
-        Family::Siglip => t.final_norm("post_layernorm", x)?,
-        Family::Clip => x,
-        Family::Vit | Family::Dinov2 => t.final_norm("layernorm", x)?,
-    };
-    let last_hidden_state = t.cast_to(hidden, DType::F32)?;
-    t.b.output(LAST_HIDDEN_STATE, last_hidden_state)?;
-
-    // 6. The pooler → pooler_output.
-    let pooled = match family {
-        Family::Siglip if config.vision_use_head => {
-            let y = t.map_head(config, hidden)?;
-            let y = t.b.reshape(y, [batch, t.d])?;
-            Some(t.b.label(y, "head.pool")?)
-        }
-        // post_layernorm of the class token.
-        Family::Clip => {
-            let cls = t.class_row(hidden, batch)?;
-            Some(t.final_norm("post_layernorm", cls)?)
-        }
-        Family::Vit if config.vision_use_head => Some(t.vit_pooler(hidden, batch)?),
-        Family::Dinov2 => Some(t.class_row(hidden, batch)?),
-        Family::Siglip | Family::Vit => None,
-    };
-    let pooled = match pooled {
-        Some(y) => {
-            let y = t.cast_to(y, DType::F32)?;
-            t.b.output(POOLER_OUTPUT, y)?;
-            Some(y)
-        }
-        None => None,
-    };
-
-    let graph = t.b.finish()?;
-    Ok(SiglipModel {
-        config: config.clone(),
-        options: options.clone(),
-        layers,
-        graph,
-        parameters: t.params,
-        pixel_values: pixels,
-        encoder,
-        last_hidden_state,
-        pooled,
-    })
+    /// Step 6, the family's pooler over `hidden` → `pooler_output` (F32),
+    /// if the family has one.
+    fn pooler(
+        &mut self,
+        config: &VisionConfig,
+        hidden: ValueId,
+        batch: usize,
+    ) -> Result<Option<ValueId>, ModelError> {
+        let t = self;
+        let family = config.family;
+        let pooled = match family {
+            Family::Siglip if config.vision_use_head => {
+                let y = t.map_head(config, hidden)?;
+                let y = t.b.reshape(y, [batch, t.d])?;
+                Some(t.b.label(y, "head.pool")?)
+            }
+            // post_layernorm of the class token.
+            Family::Clip => {
+                let cls = t.class_row(hidden, batch)?;
+                Some(t.final_norm("post_layernorm", cls)?)
+            }
+            Family::Vit if config.vision_use_head => Some(t.vit_pooler(hidden, batch)?),
+            Family::Dinov2 => Some(t.class_row(hidden, batch)?),
+            Family::Siglip | Family::Vit => None,
+        };
+        let Some(y) = pooled else {
+            return Ok(None);
+        };
+        let y = t.cast_to(y, DType::F32)?;
+        t.b.output(POOLER_OUTPUT, y)?;
+        Ok(Some(y))
+    }
 }
 
 struct Tower {
