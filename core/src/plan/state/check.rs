@@ -3,6 +3,17 @@
 
 use super::*;
 
+/// One moment's per-tile bytes, as [`State::fold_moment`] works them out.
+struct MomentUsage {
+    /// Dynamic bytes live at this moment (roots, transients, `extra`).
+    now: Vec<u64>,
+    /// Statics, the dynamic history and the code charge: what is checked
+    /// against the budget.
+    usage: Vec<u64>,
+    /// Interleaved statics and history.
+    il_usage: Vec<u64>,
+}
+
 impl State {
     /// Checks one moment with `transient` allocations (and `extra` per-tile
     /// bytes, a Repeat body's dynamic peak) on top of the live ones, and
@@ -17,14 +28,44 @@ impl State {
         mode: &mut Mode<'_>,
         moment: &dyn Fn() -> (String, String, u32, String),
     ) -> Result<u64, Reject> {
-        let dynamic: Vec<&Allocation> = self
-            .roots
-            .values()
-            .map(|r| &*r.alloc)
-            .chain(transient.iter().map(|a| &**a))
-            .collect();
-        // The roots' bytes are kept summed (`root_usage`); only this
-        // moment's transients are added (exact: the same u64 sums).
+        let m = self.fold_moment(transient, extra);
+        if let Mode::Exact(record) = mode {
+            for (r, u) in record.iter_mut().zip(&m.usage) {
+                *r = (*r).max(*u);
+            }
+        }
+        let (peak, tile) = memory::peak_of(&m.usage);
+        let budget = cx.config.budget;
+        let il_excess = {
+            let (p, t) = memory::peak_of(&m.il_usage);
+            (p > memory::INTERLEAVED_BUDGET_BYTES).then_some((p, t))
+        };
+        if peak <= budget && il_excess.is_none() {
+            return Ok(peak);
+        }
+        // Report the tile that breaks a budget: the total one first.
+        let tile = if peak > budget {
+            tile
+        } else {
+            il_excess.map(|e| e.1).unwrap_or(tile)
+        };
+        let report = matches!(mode, Mode::Report)
+            .then(|| self.memory_rejection(cx, moment, transient, &m, (tile, peak)));
+        Err(Reject::Memory {
+            peak: peak.max(il_excess.map(|e| e.0).unwrap_or(0)),
+            report,
+        })
+    }
+
+    /// This moment's bytes per tile, folded into the dynamic (and
+    /// interleaved) history. The roots' bytes are kept summed
+    /// (`root_usage`); only this moment's transients are added (exact: the
+    /// same u64 sums).
+    fn fold_moment(
+        &mut self,
+        transient: &[Arc<Allocation>],
+        extra: Option<(&[u64], &[u64])>,
+    ) -> MomentUsage {
         let transient_il: Vec<&Allocation> = transient
             .iter()
             .map(|a| &**a)
@@ -63,118 +104,130 @@ impl State {
             .zip(self.code.iter())
             .map(|((s, d), c)| s + d + crate::plan::code::charge(code_all + c, code_charge))
             .collect();
-        if let Mode::Exact(record) = mode {
-            for (r, u) in record.iter_mut().zip(&usage) {
-                *r = (*r).max(*u);
-            }
+        MomentUsage {
+            now,
+            usage,
+            il_usage,
         }
-        let (peak, tile) = memory::peak_of(&usage);
+    }
+
+    /// The report of a moment over budget on `tile` (peak `peak`): what is
+    /// live there, and on the most loaded other tiles.
+    fn memory_rejection(
+        &self,
+        cx: &SearchCx<'_>,
+        moment: &dyn Fn() -> (String, String, u32, String),
+        transient: &[Arc<Allocation>],
+        m: &MomentUsage,
+        (tile, peak): (u32, u64),
+    ) -> alloc::boxed::Box<MemoryRejection> {
         let budget = cx.config.budget;
-        let il_excess = {
-            let (p, t) = memory::peak_of(&il_usage);
-            (p > memory::INTERLEAVED_BUDGET_BYTES).then_some((p, t))
+        let usage = &m.usage;
+        let (op_name, op_label, op_index, what) = moment();
+        let dynamic: Vec<&Allocation> = self
+            .roots
+            .values()
+            .map(|r| &*r.alloc)
+            .chain(transient.iter().map(|a| &**a))
+            .collect();
+        let all = || {
+            self.statics
+                .values()
+                .map(|a| &**a)
+                .chain(dynamic.iter().copied())
         };
-        if peak <= budget && il_excess.is_none() {
-            return Ok(peak);
-        }
-        // Report the tile that breaks a budget: the total one first.
-        let tile = if peak > budget {
-            tile
-        } else {
-            il_excess.map(|e| e.1).unwrap_or(tile)
-        };
-        let report = matches!(mode, Mode::Report).then(|| {
-            let (op_name, op_label, op_index, what) = moment();
-            let all = || {
-                self.statics
-                    .values()
-                    .map(|a| &**a)
-                    .chain(dynamic.iter().copied())
-            };
-            let mut live = memory::live_on_tile(tile, all());
-            let t = tile as usize;
-            let now_t = now.get(t).copied().unwrap_or(0);
-            let listed_now: u64 = dynamic.iter().map(|a| a.tiles.on_tile(tile) * a.copies.max(1) as u64).sum();
-            if now_t > listed_now {
-                live.push(memory::LiveAllocation {
-                    name: String::from("repeat body dynamic peak"),
-                    kind: AllocationKind::Activation,
-                    class: MemoryClass::Standard,
-                    bytes: now_t - listed_now,
-                });
-            }
-            let code_t = self.code.get(t).copied().unwrap_or(0) + self.code_all;
-            live.push(memory::LiveAllocation {
-                name: alloc::format!(
-                    "code, argument blocks and exchange rows (estimated image {code_t} bytes, {})",
-                    match self.code_charge {
-                        crate::plan::code::CodeCharge::WholeElements => "whole elements",
-                        crate::plan::code::CodeCharge::Span => "up to its fetch guard",
-                    }
-                ),
-                kind: AllocationKind::Code,
-                class: MemoryClass::Standard,
-                bytes: crate::plan::code::charge(code_t, self.code_charge),
-            });
-            let hist_t = self.dyn_hist.get(t).copied().unwrap_or(0);
-            if hist_t > now_t {
-                live.push(memory::LiveAllocation {
-                    name: String::from(
-                        "dynamic data of an earlier moment (statics chosen since are live then too)",
-                    ),
-                    kind: AllocationKind::Activation,
-                    class: MemoryClass::Standard,
-                    bytes: hist_t - now_t,
-                });
-            }
-            live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
-            // The most loaded tiles (the reported one always among them).
-            let mut order: Vec<u32> = (0..usage.len() as u32).collect();
-            order.sort_by(|&a, &b| {
-                usage[b as usize]
-                    .cmp(&usage[a as usize])
-                    .then(a.cmp(&b))
-            });
-            order.retain(|&t| t != tile);
-            order.truncate(memory::REPORTED_TILES.saturating_sub(1));
-            order.insert(0, tile);
-            let tiles = order
-                .into_iter()
-                .map(|t| {
-                    let mut l = if t == tile {
-                        live.clone()
-                    } else {
-                        memory::live_on_tile(t, all())
-                    };
-                    l.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
-                    memory::TileLive {
-                        tile: t,
-                        bytes: usage.get(t as usize).copied().unwrap_or(0),
-                        live: l,
-                    }
-                })
-                .collect();
-            alloc::boxed::Box::new(MemoryRejection {
-                op_name,
-                op_label,
-                op_index,
-                region: cx.region_label(),
-                moment: what,
-                tile,
-                peak_bytes: usage.get(t).copied().unwrap_or(peak),
-                reserve_bytes: cx.reserve(),
-                budget_bytes: budget + cx.reserve(),
-                interleaved_bytes: memory::interleaved_on_tile(tile, all()),
-                interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
-                tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
-                live,
-                tiles,
-                candidates: Vec::new(),
+        let live = self.live_on_rejected_tile(tile, m, &dynamic, memory::live_on_tile(tile, all()));
+        // The most loaded tiles (the reported one always among them).
+        let mut order: Vec<u32> = (0..usage.len() as u32).collect();
+        order.sort_by(|&a, &b| usage[b as usize].cmp(&usage[a as usize]).then(a.cmp(&b)));
+        order.retain(|&t| t != tile);
+        order.truncate(memory::REPORTED_TILES.saturating_sub(1));
+        order.insert(0, tile);
+        let tiles = order
+            .into_iter()
+            .map(|t| {
+                let mut l = if t == tile {
+                    live.clone()
+                } else {
+                    memory::live_on_tile(t, all())
+                };
+                l.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+                memory::TileLive {
+                    tile: t,
+                    bytes: usage.get(t as usize).copied().unwrap_or(0),
+                    live: l,
+                }
             })
-        });
-        Err(Reject::Memory {
-            peak: peak.max(il_excess.map(|e| e.0).unwrap_or(0)),
-            report,
+            .collect();
+        alloc::boxed::Box::new(MemoryRejection {
+            op_name,
+            op_label,
+            op_index,
+            region: cx.region_label(),
+            moment: what,
+            tile,
+            peak_bytes: usage.get(tile as usize).copied().unwrap_or(peak),
+            reserve_bytes: cx.reserve(),
+            budget_bytes: budget + cx.reserve(),
+            interleaved_bytes: memory::interleaved_on_tile(tile, all()),
+            interleaved_budget_bytes: memory::INTERLEAVED_BUDGET_BYTES,
+            tiles_over_budget: usage.iter().filter(|&&u| u > budget).count() as u32,
+            live,
+            tiles,
+            candidates: Vec::new(),
         })
+    }
+
+    /// What is live on the rejected tile, largest first: the listed
+    /// allocations, then what the check counts without listing — a Repeat
+    /// body's dynamic peak, the code estimate, an earlier moment's dynamic
+    /// data.
+    fn live_on_rejected_tile(
+        &self,
+        tile: u32,
+        m: &MomentUsage,
+        dynamic: &[&Allocation],
+        mut live: Vec<memory::LiveAllocation>,
+    ) -> Vec<memory::LiveAllocation> {
+        let t = tile as usize;
+        let now_t = m.now.get(t).copied().unwrap_or(0);
+        let listed_now: u64 = dynamic
+            .iter()
+            .map(|a| a.tiles.on_tile(tile) * a.copies.max(1) as u64)
+            .sum();
+        if now_t > listed_now {
+            live.push(memory::LiveAllocation {
+                name: String::from("repeat body dynamic peak"),
+                kind: AllocationKind::Activation,
+                class: MemoryClass::Standard,
+                bytes: now_t - listed_now,
+            });
+        }
+        let code_t = self.code.get(t).copied().unwrap_or(0) + self.code_all;
+        live.push(memory::LiveAllocation {
+            name: alloc::format!(
+                "code, argument blocks and exchange rows (estimated image {code_t} bytes, {})",
+                match self.code_charge {
+                    crate::plan::code::CodeCharge::WholeElements => "whole elements",
+                    crate::plan::code::CodeCharge::Span => "up to its fetch guard",
+                }
+            ),
+            kind: AllocationKind::Code,
+            class: MemoryClass::Standard,
+            bytes: crate::plan::code::charge(code_t, self.code_charge),
+        });
+        let hist_t = self.dyn_hist.get(t).copied().unwrap_or(0);
+        if hist_t > now_t {
+            live.push(memory::LiveAllocation {
+                name: String::from(
+                    "dynamic data of an earlier moment (statics chosen since are live then too)",
+                ),
+                kind: AllocationKind::Activation,
+                class: MemoryClass::Standard,
+                bytes: hist_t - now_t,
+            });
+        }
+        live.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+        live
     }
 }

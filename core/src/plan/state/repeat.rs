@@ -2,6 +2,7 @@
 //! for every iteration.
 
 use super::*;
+use crate::ir::RepeatView;
 
 impl State {
     /// Extends the state by a Repeat whose body is planned as `body`.
@@ -18,17 +19,7 @@ impl State {
         let rep = cx.graph.repeat(op).ok_or(Reject::Unaligned)?;
         let trip = rep.trip_count() as u64;
         let mut cost = body.cycles.times(trip);
-        // Carried initial values are copied into the carried buffers.
-        for (&init, layout) in rep.carried_inits().iter().zip(&body.carried_layouts) {
-            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
-            cost = cost.plus(
-                cx.relayout_cost(*layout, *layout, elem)
-                    .ok_or(Reject::Unaligned)?,
-            );
-            if let Some(code) = cx.relayout_code(*layout, *layout, elem) {
-                s.add_code(&code);
-            }
-        }
+        cost = cost.plus(s.copy_carried_inits(cx, &rep, body)?);
         // The body's code is emitted once; the frame is set up on every tile.
         s.add_code_tiles(
             body.code_all + crate::plan::code::repeat_frame_bytes(body.iterated.len()),
@@ -66,31 +57,7 @@ impl State {
         )?;
         s.peak = s.peak.max(peak);
         s.cycles = s.cycles.plus(cost);
-        for ((&result, layout), &init) in rep
-            .results()
-            .iter()
-            .zip(&body.carried_layouts)
-            .zip(rep.carried_inits())
-        {
-            let elem = s.values.get(&init).map(|l| l.elem).unwrap_or(1);
-            let a = alloc_for(
-                cx.value_name(result),
-                AllocationKind::Carried,
-                MemoryClass::Standard,
-                *layout,
-                elem,
-                1,
-            );
-            s.insert_root(result, a);
-            s.values.insert(
-                result,
-                ValueLoc {
-                    layout: Some(*layout),
-                    root: Some(result),
-                    elem,
-                },
-            );
-        }
+        s.define_carried_results(cx, &rep, body);
         let operands: Vec<ValueId> = cx
             .graph
             .op(op)
@@ -114,5 +81,58 @@ impl State {
             repeat: Some(body.clone()),
         });
         Ok(s)
+    }
+
+    /// Carried initial values are copied into the carried buffers (in
+    /// their own layout); returns the copies' cycles, their code added.
+    fn copy_carried_inits(
+        &mut self,
+        cx: &SearchCx<'_>,
+        rep: &RepeatView<'_>,
+        body: &BodyPlan,
+    ) -> Result<Cycles, Reject> {
+        let mut cost = Cycles::default();
+        // Carried initial values are copied into the carried buffers.
+        for (&init, layout) in rep.carried_inits().iter().zip(&body.carried_layouts) {
+            let elem = self.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            cost = cost.plus(
+                cx.relayout_cost(*layout, *layout, elem)
+                    .ok_or(Reject::Unaligned)?,
+            );
+            if let Some(code) = cx.relayout_code(*layout, *layout, elem) {
+                self.add_code(&code);
+            }
+        }
+        Ok(cost)
+    }
+
+    /// The Repeat's results: each a carried buffer of its own, in the
+    /// layout the body carries it in.
+    fn define_carried_results(&mut self, cx: &SearchCx<'_>, rep: &RepeatView<'_>, body: &BodyPlan) {
+        for ((&result, layout), &init) in rep
+            .results()
+            .iter()
+            .zip(&body.carried_layouts)
+            .zip(rep.carried_inits())
+        {
+            let elem = self.values.get(&init).map(|l| l.elem).unwrap_or(1);
+            let a = alloc_for(
+                cx.value_name(result),
+                AllocationKind::Carried,
+                MemoryClass::Standard,
+                *layout,
+                elem,
+                1,
+            );
+            self.insert_root(result, a);
+            self.values.insert(
+                result,
+                ValueLoc {
+                    layout: Some(*layout),
+                    root: Some(result),
+                    elem,
+                },
+            );
+        }
     }
 }
