@@ -84,6 +84,9 @@ fn case_name(case: &Case) -> String {
     format!("{}-{}", case.workload, case.layers)
 }
 
+/// Compiles each case (or those in `only`) `repeat` times with the
+/// release `ipuc`, stopping a case at its first failure, and prints the
+/// medians as a Markdown table.
 pub fn bench_compile(
     root: &Path,
     out: &Path,
@@ -98,64 +101,86 @@ pub fn bench_compile(
     crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
     let ipuc = root.join("target/release/ipuc");
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let timeout = Duration::from_secs(timeout_minutes * 60);
     let mut rows = Vec::new();
     for case in CASES
         .iter()
         .filter(|c| only.is_empty() || only.contains(&case_name(c)))
     {
         let name = case_name(case);
-        let package = out.join(format!("{name}.ipuc"));
-        let mut args = vec![
-            "compile".to_string(),
-            // Stage lines and the `stages:` figures are `-v` output.
-            "-v".into(),
-            "--workload".into(),
-            case.workload.into(),
-            "--vit-layers".into(),
-            case.layers.to_string(),
-            "--package".into(),
-            package.display().to_string(),
-        ];
-        if case.so400m_flags {
-            args.extend(["--fuse-qkv", "--fp8-scale", "-4"].map(String::from));
-        }
-        let mut runs = Vec::new();
-        for run in 0..repeat.max(1) {
-            eprintln!(
-                "xtask bench compile ({}/{}): ipuc {}",
-                run + 1,
-                repeat.max(1),
-                args.join(" ")
-            );
-            let log = out.join(format!("{name}.{run}.log"));
-            let m = measure(
-                &ipuc,
-                &args,
-                &log,
-                Duration::from_secs(timeout_minutes * 60),
-            )?;
-            let outcome = if m.ok || m.timed_out {
-                m.outcome()
-            } else {
-                format!("{}: {}", m.outcome(), m.error)
-            };
-            eprintln!(
-                "xtask bench compile: {name}: {outcome} in {:.1} s wall, {:.1} s CPU; {}",
-                m.wall, m.cpu, m.stages
-            );
-            let failed = !m.ok;
-            runs.push(m);
-            if failed {
-                break;
-            }
-        }
+        let args = compile_args(case, &out.join(format!("{name}.ipuc")));
+        let runs = measure_runs(&ipuc, &args, out, &name, repeat, timeout)?;
         rows.push((name, runs));
     }
+    print_table(&rows);
+    Ok(())
+}
+
+/// `ipuc compile -v` of a case, its package written to `package`.
+fn compile_args(case: &Case, package: &Path) -> Vec<String> {
+    let mut args = vec![
+        "compile".to_string(),
+        // Stage lines and the `stages:` figures are `-v` output.
+        "-v".into(),
+        "--workload".into(),
+        case.workload.into(),
+        "--vit-layers".into(),
+        case.layers.to_string(),
+        "--package".into(),
+        package.display().to_string(),
+    ];
+    if case.so400m_flags {
+        args.extend(["--fuse-qkv", "--fp8-scale", "-4"].map(String::from));
+    }
+    args
+}
+
+/// Up to `repeat` (at least one) compiles of `args`, logged under `out`;
+/// stops at the first that fails.
+fn measure_runs(
+    ipuc: &Path,
+    args: &[String],
+    out: &Path,
+    name: &str,
+    repeat: usize,
+    timeout: Duration,
+) -> Result<Vec<Measured>> {
+    let mut runs = Vec::new();
+    for run in 0..repeat.max(1) {
+        eprintln!(
+            "xtask bench compile ({}/{}): ipuc {}",
+            run + 1,
+            repeat.max(1),
+            args.join(" ")
+        );
+        let log = out.join(format!("{name}.{run}.log"));
+        let m = measure(ipuc, args, &log, timeout)?;
+        let outcome = if m.ok || m.timed_out {
+            m.outcome()
+        } else {
+            format!("{}: {}", m.outcome(), m.error)
+        };
+        eprintln!(
+            "xtask bench compile: {name}: {outcome} in {:.1} s wall, {:.1} s CPU; {}",
+            m.wall, m.cpu, m.stages
+        );
+        let failed = !m.ok;
+        runs.push(m);
+        if failed {
+            break;
+        }
+    }
+    Ok(runs)
+}
+
+/// The medians of each case's runs (stages, peak RSS, exchange figures)
+/// as a Markdown table, then each case's last stage and exchange lines.
+fn print_table(rows: &[(String, Vec<Measured>)]) {
     println!(
         "| compile | result | runs | wall s | CPU s | planning s | lowering s | placement s | exchange scheduling s | emission s | linking s | packaging s | peak RSS | phases | stored rows | events / lower bound | seeds (larger host, 8–32 threads) |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
-    for (name, runs) in &rows {
+    for (name, runs) in rows {
         let med = |f: &dyn Fn(&Measured) -> Option<f64>| -> String {
             let mut v: Vec<f64> = runs.iter().filter_map(f).collect();
             v.sort_by(f64::total_cmp);
@@ -191,7 +216,7 @@ pub fn bench_compile(
             seeds(name),
         );
     }
-    for (name, runs) in &rows {
+    for (name, runs) in rows {
         if let Some(m) = runs.last() {
             println!("{name}: stages: {}; exchange: {}", m.stages, m.exchange);
             if !m.ok {
@@ -203,7 +228,6 @@ pub fn bench_compile(
         "targets (2 cores): So400m 1 layer ≤ 15 s, 27 layers ≤ 60 s (goal 10 s), peak RSS ≤ 8 GiB.\n\
          seeds (larger host, 8–32 threads): 415 s high-level planning for 2 layers at beam 64; 521 s total."
     );
-    Ok(())
 }
 
 /// The seeds' figure for a case, where they give one (issue #10: a larger

@@ -157,11 +157,7 @@ fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> 
         .arg(&url);
     let out = output_with_timeout(&mut out, page)
         .with_context(|| format!("running {}", browser.display()))?;
-    let mut errors: Vec<String> = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
-        .map(str::to_string)
-        .collect();
+    let mut errors = console_errors(&out.stderr);
     let udd = profile_dir(shots, "dom")?;
     let mut dom = Command::new(browser);
     dom.args(FLAGS)
@@ -176,26 +172,11 @@ fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> 
     let dom = output_with_timeout(&mut dom, page)
         .with_context(|| format!("running {}", browser.display()))?;
     let view = attribute(&String::from_utf8_lossy(&dom.stdout), "data-view");
-    errors.extend(
-        String::from_utf8_lossy(&dom.stderr)
-            .lines()
-            .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
-            .map(str::to_string),
-    );
+    errors.extend(console_errors(&dom.stderr));
     let html = String::from_utf8_lossy(&dom.stdout);
     let rendered = attribute(&html, "data-rendered");
-    let colours = match image::open(&screenshot) {
-        Ok(img) => {
-            let rgb = img.to_rgb8();
-            let mut seen = std::collections::HashSet::new();
-            for p in rgb.pixels().step_by(7) {
-                seen.insert(p.0);
-                if seen.len() > 64 {
-                    break;
-                }
-            }
-            seen.len()
-        }
+    let colours = match colours_in(&screenshot) {
+        Ok(n) => n,
         Err(e) => {
             errors.push(format!("no screenshot: {e}"));
             0
@@ -209,6 +190,29 @@ fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> 
         colours,
         view,
     })
+}
+
+/// The console errors (uncaught exceptions, errors) in Chromium's log.
+fn console_errors(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Distinct colours in a screenshot, counting to 65 at most: a blank or
+/// failed page shows few.
+fn colours_in(screenshot: &Path) -> image::ImageResult<usize> {
+    let rgb = image::open(screenshot)?.to_rgb8();
+    let mut seen = std::collections::HashSet::new();
+    for p in rgb.pixels().step_by(7) {
+        seen.insert(p.0);
+        if seen.len() > 64 {
+            break;
+        }
+    }
+    Ok(seen.len())
 }
 
 /// The value of the first `name="…"` attribute in `html`.
@@ -447,6 +451,33 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)?;
     let run = out.join("run");
     std::fs::create_dir_all(&run)?;
+    let mut failed = write_reports(root, out, &run)?;
+    let mut pages = Vec::new();
+    html_files(out, &mut pages);
+    if pages.is_empty() {
+        bail!("no HTML reports were written under {}", out.display());
+    }
+    let shots = out.join("screenshots");
+    std::fs::create_dir_all(&shots)?;
+    failed += open_pages(&browser, &pages, &shots)?;
+    failed += check_profile_views(&browser, &run, &shots)?;
+    for d in ["chromium-profile-shot", "chromium-profile-dom"] {
+        let _ = std::fs::remove_dir_all(shots.join(d));
+    }
+    println!(
+        "browser-check: {} passed, {failed} failed",
+        pages.len() - failed
+    );
+    if failed > 0 {
+        bail!("{failed} page(s) failed in Chromium");
+    }
+    Ok(())
+}
+
+/// Writes every kind of report under `out`: a small run's (in `run`),
+/// the same package's summarized profile, and the forced memory
+/// rejections'. Returns how many of the run's traces failed their check.
+fn write_reports(root: &Path, out: &Path, run: &Path) -> Result<usize> {
     let ipuc = |args: &[&str]| -> Result<bool> {
         eprintln!("xtask: ipuc {}", args.join(" "));
         let status = Command::new(env!("CARGO"))
@@ -487,7 +518,7 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
     ])? {
         bail!("exec of the small run's package failed");
     }
-    let mut failed = check_trace(&run.join("model.trace.json"))
+    let failed = check_trace(&run.join("model.trace.json"))
         + check_trace(&run.join("summarized.trace.json"));
     // The forced memory rejections the CLI tests use
     // (`host/tests/fixtures/rejections.txt`): the planner's, placement's and
@@ -510,15 +541,16 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
             bail!("the `{case}` case of fixtures/rejections.txt compiled; expected a memory rejection");
         }
     }
-    let mut pages = Vec::new();
-    html_files(out, &mut pages);
-    if pages.is_empty() {
-        bail!("no HTML reports were written under {}", out.display());
-    }
-    let shots = out.join("screenshots");
-    std::fs::create_dir_all(&shots)?;
-    for page in &pages {
-        let c = check_page(&browser, page, &shots)?;
+    Ok(failed)
+}
+
+/// Opens each page in Chromium and prints a line for it; returns how many
+/// failed (a JS error, no render mark, or a screenshot of 8 colours or
+/// fewer).
+fn open_pages(browser: &Path, pages: &[PathBuf], shots: &Path) -> Result<usize> {
+    let mut failed = 0;
+    for page in pages {
+        let c = check_page(browser, page, shots)?;
         let needs_mark = !is_index(page);
         let ok = c.errors.is_empty() && c.colours > 8 && (!needs_mark || c.rendered.is_some());
         if !ok {
@@ -537,16 +569,5 @@ pub fn browser_check(root: &Path, out: &Path) -> Result<()> {
             println!("      {e}");
         }
     }
-    failed += check_profile_views(&browser, &run, &shots)?;
-    for d in ["chromium-profile-shot", "chromium-profile-dom"] {
-        let _ = std::fs::remove_dir_all(shots.join(d));
-    }
-    println!(
-        "browser-check: {} passed, {failed} failed",
-        pages.len() - failed
-    );
-    if failed > 0 {
-        bail!("{failed} page(s) failed in Chromium");
-    }
-    Ok(())
+    Ok(failed)
 }

@@ -496,33 +496,11 @@ fn copy_live_seeds(root: &Path, target: &str, corpus: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Runs every fuzz target (or `only`) for `seconds` each, after
+/// replaying its committed regressions, and prints a table of the runs.
 fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
     let fuzz_dir = root.join("fuzz");
-    // `+nightly` is understood by the rustup proxy (`cargo` on PATH), not by
-    // the toolchain's own cargo binary that `$CARGO` names.
-    let rustup_cargo = "cargo";
-    let have = Command::new(rustup_cargo)
-        .args(["+nightly", "fuzz", "--version"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !have {
-        cargo(root, &["install", "cargo-fuzz", "--locked"])?;
-    }
-    let listing = Command::new(rustup_cargo)
-        .args(["+nightly", "fuzz", "list"])
-        .current_dir(&fuzz_dir)
-        .output()
-        .context("cargo fuzz list")?;
-    let targets: Vec<String> = String::from_utf8_lossy(&listing.stdout)
-        .lines()
-        .map(str::trim)
-        .filter(|t| !t.is_empty() && only.is_none_or(|o| o == *t))
-        .map(String::from)
-        .collect();
-    if targets.is_empty() {
-        bail!("no fuzz targets matched");
-    }
+    let targets = fuzz_targets(root, &fuzz_dir, only)?;
     let logs = root.join("target/fuzz-logs");
     std::fs::create_dir_all(&logs)?;
     let mut rows = Vec::new();
@@ -535,65 +513,12 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
         std::fs::create_dir_all(&artifacts)?;
         copy_live_seeds(root, t, &corpus)?;
         let before = files_in(&artifacts).len();
-        // Committed regressions first: each must run clean.
-        let replay = files_in(&regressions);
-        if !replay.is_empty() {
-            // Given as the corpus (files only), so libFuzzer runs each
-            // once; after `--` cargo-fuzz would add the corpus directory
-            // and libFuzzer would take every argument for a directory.
-            let mut args: Vec<String> = ["+nightly", "fuzz", "run", "-s", "none", t.as_str()]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            args.extend(replay.iter().map(|p| p.display().to_string()));
-            let status = Command::new(rustup_cargo)
-                .args(&args)
-                .current_dir(&fuzz_dir)
-                .status()?;
-            if !status.success() {
-                bail!(
-                    "fuzz target {t}: a committed regression in {} fails again",
-                    regressions.display()
-                );
-            }
-        }
-        eprintln!("xtask fuzz: {t} for {seconds} s");
-        let corpus_s = corpus.display().to_string();
-        let seeds_s = seeds.display().to_string();
-        let mut args = vec![
-            "+nightly",
-            "fuzz",
-            "run",
-            "-s",
-            "none",
-            t.as_str(),
-            &corpus_s,
-        ];
-        if seeds.is_dir() {
-            args.push(&seeds_s);
-        }
-        let max_time = format!("-max_total_time={seconds}");
-        // An input that takes over 10 s is a hang; 2 GiB is an OOM.
-        args.extend([
-            "--",
-            &max_time,
-            "-timeout=10",
-            "-rss_limit_mb=2048",
-            "-print_final_stats=1",
-        ]);
-        let out = Command::new(rustup_cargo)
-            .args(&args)
-            .current_dir(&fuzz_dir)
-            .stdout(std::process::Stdio::inherit())
-            .output()
-            .with_context(|| format!("cargo fuzz run {t}"))?;
-        let log = String::from_utf8_lossy(&out.stderr).into_owned();
-        std::fs::write(logs.join(format!("{t}.log")), &log)?;
+        let replayed = replay_regressions(&fuzz_dir, t, &regressions)?;
+        let (log, status) = fuzz_run(&fuzz_dir, t, seconds, &corpus, &seeds, &logs)?;
         let crashes = files_in(&artifacts).len().saturating_sub(before);
-        if !out.status.success() && crashes == 0 {
+        if !status.success() && crashes == 0 {
             bail!(
-                "fuzz target {t} did not run ({}); see {}",
-                out.status,
+                "fuzz target {t} did not run ({status}); see {}",
                 logs.join(format!("{t}.log")).display()
             );
         }
@@ -602,12 +527,114 @@ fn fuzz(root: &Path, seconds: u64, only: Option<&str>) -> Result<()> {
             executions: executions(&log),
             corpus: files_in(&corpus).len(),
             crashes,
-            regressions: replay.len(),
+            regressions: replayed,
         });
     }
+    print_fuzz_table(&rows, seconds)
+}
+
+// `+nightly` is understood by the rustup proxy (`cargo` on PATH), not by
+// the toolchain's own cargo binary that `$CARGO` names.
+const RUSTUP_CARGO: &str = "cargo";
+
+/// The fuzz targets `cargo fuzz list` names (only `only`, if given),
+/// installing cargo-fuzz first when it is missing.
+fn fuzz_targets(root: &Path, fuzz_dir: &Path, only: Option<&str>) -> Result<Vec<String>> {
+    let have = Command::new(RUSTUP_CARGO)
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have {
+        cargo(root, &["install", "cargo-fuzz", "--locked"])?;
+    }
+    let listing = Command::new(RUSTUP_CARGO)
+        .args(["+nightly", "fuzz", "list"])
+        .current_dir(fuzz_dir)
+        .output()
+        .context("cargo fuzz list")?;
+    let targets: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && only.is_none_or(|o| o == *t))
+        .map(String::from)
+        .collect();
+    if targets.is_empty() {
+        bail!("no fuzz targets matched");
+    }
+    Ok(targets)
+}
+
+/// Committed regressions first: each must run clean. Returns how many
+/// were replayed.
+fn replay_regressions(fuzz_dir: &Path, t: &str, regressions: &Path) -> Result<usize> {
+    let replay = files_in(regressions);
+    if !replay.is_empty() {
+        // Given as the corpus (files only), so libFuzzer runs each
+        // once; after `--` cargo-fuzz would add the corpus directory
+        // and libFuzzer would take every argument for a directory.
+        let mut args: Vec<String> = ["+nightly", "fuzz", "run", "-s", "none", t]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(replay.iter().map(|p| p.display().to_string()));
+        let status = Command::new(RUSTUP_CARGO)
+            .args(&args)
+            .current_dir(fuzz_dir)
+            .status()?;
+        if !status.success() {
+            bail!(
+                "fuzz target {t}: a committed regression in {} fails again",
+                regressions.display()
+            );
+        }
+    }
+    Ok(replay.len())
+}
+
+/// One target fuzzed for `seconds` from its corpus and seeds; its stderr
+/// is kept in `logs`. Returns the log and cargo-fuzz's exit status.
+fn fuzz_run(
+    fuzz_dir: &Path,
+    t: &str,
+    seconds: u64,
+    corpus: &Path,
+    seeds: &Path,
+    logs: &Path,
+) -> Result<(String, std::process::ExitStatus)> {
+    eprintln!("xtask fuzz: {t} for {seconds} s");
+    let corpus_s = corpus.display().to_string();
+    let seeds_s = seeds.display().to_string();
+    let mut args = vec!["+nightly", "fuzz", "run", "-s", "none", t, &corpus_s];
+    if seeds.is_dir() {
+        args.push(&seeds_s);
+    }
+    let max_time = format!("-max_total_time={seconds}");
+    // An input that takes over 10 s is a hang; 2 GiB is an OOM.
+    args.extend([
+        "--",
+        &max_time,
+        "-timeout=10",
+        "-rss_limit_mb=2048",
+        "-print_final_stats=1",
+    ]);
+    let out = Command::new(RUSTUP_CARGO)
+        .args(&args)
+        .current_dir(fuzz_dir)
+        .stdout(std::process::Stdio::inherit())
+        .output()
+        .with_context(|| format!("cargo fuzz run {t}"))?;
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    std::fs::write(logs.join(format!("{t}.log")), &log)?;
+    Ok((log, out.status))
+}
+
+/// The runs as a Markdown table and a count; an error naming the targets
+/// that crashed.
+fn print_fuzz_table(rows: &[FuzzRow], seconds: u64) -> Result<()> {
     println!("| target | executions | corpus | crashes | regressions replayed |");
     println!("|---|---:|---:|---:|---:|");
-    for r in &rows {
+    for r in rows {
         println!(
             "| {} | {} | {} | {} | {} |",
             r.target, r.executions, r.corpus, r.crashes, r.regressions
