@@ -251,7 +251,20 @@ pub fn check(src: &Path, shown: &str, layers: &[&str]) -> Result<Vec<Violation>,
                 .or_insert(line);
         }
     }
-    for cycle in loops(&edges) {
+    out.extend(loop_violations(&edges, &modules));
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// A violation for each loop of the file graph, at the first file's
+/// import of the next.
+fn loop_violations(
+    edges: &BTreeMap<Vec<String>, BTreeMap<Vec<String>, usize>>,
+    modules: &BTreeMap<Vec<String>, String>,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for cycle in loops(edges) {
         let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
         let first = &cycle[0];
         let line = edges[first]
@@ -266,9 +279,7 @@ pub fn check(src: &Path, shown: &str, layers: &[&str]) -> Result<Vec<Violation>,
             why: format!("import loop: {} → {}", names.join(" → "), names[0]),
         });
     }
-    out.sort();
-    out.dedup();
-    Ok(out)
+    out
 }
 
 /// Every loop of the file graph: one cycle through each strongly connected
@@ -547,74 +558,13 @@ pub(crate) fn tokens(text: &str) -> Vec<(usize, String)> {
                 i += 1;
             }
         } else if c == '/' && b.get(i + 1) == Some(&'*') {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    i += 2;
-                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    if b[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-            }
-        } else if c == 'r' && (b.get(i + 1) == Some(&'"') || b.get(i + 1) == Some(&'#')) && {
-            // raw string r"…" / r#"…"#
-            let mut k = i + 1;
-            while b.get(k) == Some(&'#') {
-                k += 1;
-            }
-            b.get(k) == Some(&'"')
-        } {
-            let mut hashes = 0;
-            i += 1;
-            while b[i] == '#' {
-                hashes += 1;
-                i += 1;
-            }
-            i += 1; // opening quote
-            while i < b.len() {
-                if b[i] == '"' && (0..hashes).all(|h| b.get(i + 1 + h) == Some(&'#')) {
-                    i += 1 + hashes;
-                    break;
-                }
-                if b[i] == '\n' {
-                    line += 1;
-                }
-                i += 1;
-            }
+            i = skip_block_comment(&b, i, &mut line);
+        } else if c == 'r' && is_raw_string(&b, i) {
+            i = skip_raw_string(&b, i, &mut line);
         } else if c == '"' {
-            i += 1;
-            while i < b.len() && b[i] != '"' {
-                if b[i] == '\\' {
-                    i += 1;
-                }
-                if b.get(i) == Some(&'\n') {
-                    line += 1;
-                }
-                i += 1;
-            }
-            i += 1;
+            i = skip_string(&b, i, &mut line);
         } else if c == '\'' {
-            // char literal ('a', '\n', '\u{..}') or lifetime ('a).
-            if b.get(i + 2) == Some(&'\'') {
-                i += 3;
-            } else if b.get(i + 1) == Some(&'\\') {
-                i += 2;
-                while i < b.len() && b[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-            } else {
-                i += 1; // lifetime: skip the quote, the ident follows
-            }
+            i = skip_char_or_lifetime_quote(&b, i);
         } else if c.is_alphanumeric() || c == '_' {
             let start = i;
             while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_') {
@@ -632,6 +582,95 @@ pub(crate) fn tokens(text: &str) -> Vec<(usize, String)> {
         }
     }
     out
+}
+
+/// Past a (nested) block comment starting at `i`, counting its lines.
+fn skip_block_comment(b: &[char], mut i: usize, line: &mut usize) -> usize {
+    let mut depth = 0;
+    while i < b.len() {
+        if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+            depth += 1;
+            i += 2;
+        } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            if b[i] == '\n' {
+                *line += 1;
+            }
+            i += 1;
+        }
+    }
+    i
+}
+
+/// Whether the `r` at `i` opens a raw string (`r"…"`, `r#"…"#`).
+fn is_raw_string(b: &[char], i: usize) -> bool {
+    if !(b.get(i + 1) == Some(&'"') || b.get(i + 1) == Some(&'#')) {
+        return false;
+    }
+    let mut k = i + 1;
+    while b.get(k) == Some(&'#') {
+        k += 1;
+    }
+    b.get(k) == Some(&'"')
+}
+
+/// Past the raw string whose `r` is at `i`, counting its lines.
+fn skip_raw_string(b: &[char], mut i: usize, line: &mut usize) -> usize {
+    let mut hashes = 0;
+    i += 1;
+    while b[i] == '#' {
+        hashes += 1;
+        i += 1;
+    }
+    i += 1; // opening quote
+    while i < b.len() {
+        if b[i] == '"' && (0..hashes).all(|h| b.get(i + 1 + h) == Some(&'#')) {
+            i += 1 + hashes;
+            break;
+        }
+        if b[i] == '\n' {
+            *line += 1;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Past the string whose opening quote is at `i` (escapes skipped),
+/// counting its lines.
+fn skip_string(b: &[char], mut i: usize, line: &mut usize) -> usize {
+    i += 1;
+    while i < b.len() && b[i] != '"' {
+        if b[i] == '\\' {
+            i += 1;
+        }
+        if b.get(i) == Some(&'\n') {
+            *line += 1;
+        }
+        i += 1;
+    }
+    i + 1
+}
+
+/// Past a char literal (`'a'`, `'\n'`, `'\u{..}'`) at `i`, or past the
+/// quote of a lifetime (`'a`: its ident follows).
+fn skip_char_or_lifetime_quote(b: &[char], i: usize) -> usize {
+    if b.get(i + 2) == Some(&'\'') {
+        i + 3
+    } else if b.get(i + 1) == Some(&'\\') {
+        let mut i = i + 2;
+        while i < b.len() && b[i] != '\'' {
+            i += 1;
+        }
+        i + 1
+    } else {
+        i + 1
+    }
 }
 
 #[cfg(test)]
