@@ -95,16 +95,15 @@ pub(super) fn plan_and_place<H: CompileHooks>(
         let schedule = lower_plan(run, graph, &plan)?;
         let code_estimate =
             |tile: LogicalTile| code_estimate_of(&plan.code_bytes, tile, fixed_code);
-        let (schedule, mut placements) = place(run, schedule, &code_estimate)?;
-        let exchange = schedule_exchange(run, &schedule, &placements, options)?;
-        match patch_data(run, &schedule, &exchange, &mut placements, &code_estimate) {
+        let placed = place_and_schedule(run, schedule, options, &code_estimate)?;
+        match placed.patch {
             Ok(patch) => {
                 return Ok(Front {
                     plan,
                     optimization,
-                    schedule,
-                    placements,
-                    exchange,
+                    schedule: placed.schedule,
+                    placements: placed.placements,
+                    exchange: placed.exchange,
                     patch,
                     stubs,
                     runtime,
@@ -128,13 +127,7 @@ pub(super) fn plan_and_place<H: CompileHooks>(
                     "re-planning with {allowance} bytes/tile of the data budget kept for Repeat patch tables"
                 ));
             }
-            Err(error) => {
-                return Err(CompileError::PatchData(Box::new(PatchDataFailed {
-                    error,
-                    schedule,
-                    placements,
-                })))
-            }
+            Err(error) => return Err(patch_data_failed(error, placed.schedule, placed.placements)),
         }
     }
 }
@@ -168,15 +161,14 @@ pub(super) fn replace_with_room<H: CompileHooks>(
         let estimate = code_estimate_of(&plan.code_bytes, tile, fixed_code);
         room.get(&tile).map_or(estimate, |&r| r.max(estimate))
     };
-    let (schedule, mut placements) = place(run, schedule, &code_estimate)?;
-    let exchange = schedule_exchange(run, &schedule, &placements, options)?;
-    match patch_data(run, &schedule, &exchange, &mut placements, &code_estimate) {
+    let placed = place_and_schedule(run, schedule, options, &code_estimate)?;
+    match placed.patch {
         Ok(patch) => Ok(Front {
             plan,
             optimization,
-            schedule,
-            placements,
-            exchange,
+            schedule: placed.schedule,
+            placements: placed.placements,
+            exchange: placed.exchange,
             patch,
             stubs,
             runtime,
@@ -184,12 +176,51 @@ pub(super) fn replace_with_room<H: CompileHooks>(
             allowance,
             replans,
         }),
-        Err(error) => Err(CompileError::PatchData(Box::new(PatchDataFailed {
-            error,
-            schedule,
-            placements,
-        }))),
+        Err(error) => Err(patch_data_failed(error, placed.schedule, placed.placements)),
     }
+}
+
+/// A schedule placed with `code_estimate`'s code reservations, its
+/// exchange scheduled and its patch data placed, or why the patch data
+/// does not fit (for the caller to re-plan or report).
+struct PlacedSchedule {
+    schedule: TileSchedule,
+    placements: Vec<TilePlacement>,
+    exchange: ExchangePlan,
+    patch: Result<PatchBases, PatchDataDoesNotFit>,
+}
+
+/// Placement, exchange scheduling and patch data, in that order (each
+/// needs the addresses the one before chose).
+fn place_and_schedule<H: CompileHooks>(
+    run: &mut Run<'_, H>,
+    schedule: TileSchedule,
+    options: &CompileOptions,
+    code_estimate: &dyn Fn(LogicalTile) -> u32,
+) -> Result<PlacedSchedule, CompileError> {
+    let (schedule, mut placements) = place(run, schedule, code_estimate)?;
+    let exchange = schedule_exchange(run, &schedule, &placements, options)?;
+    let patch = patch_data(run, &schedule, &exchange, &mut placements, code_estimate);
+    Ok(PlacedSchedule {
+        schedule,
+        placements,
+        exchange,
+        patch,
+    })
+}
+
+/// The typed error of patch data that does not fit, with the schedule and
+/// placements its report draws.
+fn patch_data_failed(
+    error: PatchDataDoesNotFit,
+    schedule: TileSchedule,
+    placements: Vec<TilePlacement>,
+) -> CompileError {
+    CompileError::PatchData(Box::new(PatchDataFailed {
+        error,
+        schedule,
+        placements,
+    }))
 }
 
 /// The beam search, then any improvement steps.
@@ -230,29 +261,7 @@ fn plan<H: CompileHooks>(
         allowance,
         error,
     })?;
-    let s = plan.stats;
-    run.finish(
-        Stage::Planning,
-        t,
-        &format!(
-            "{} candidates screened, {} body searches, {} cache hits, {} memory rejections{}",
-            s.candidates_screened,
-            s.body_searches,
-            s.cache_hits,
-            s.memory_rejections,
-            match (plan.config.code_charge, plan.config.gemm_far_end) {
-                (CodeCharge::WholeElements, _) => "",
-                (CodeCharge::Span, false) =>
-                    "; no plan fit with code charged in whole elements, so this one charges each \
-                     image up to its fetch guard (placement checks the whole elements)",
-                (CodeCharge::Span, true) =>
-                    "; no plan fit with code charged in whole elements, nor up to each image's \
-                     fetch guard with GEMMs from tile 0 only, so this one charges up to the fetch \
-                     guard and also offers GEMM grids ending at the last tile (placement checks \
-                     the whole elements)",
-            }
-        ),
-    );
+    run.finish(Stage::Planning, t, &planning_summary(&plan));
     if options.optimization_steps == 0 {
         return Ok((plan, None));
     }
@@ -275,6 +284,30 @@ fn plan<H: CompileHooks>(
         ),
     );
     Ok((plan, Some(stats)))
+}
+
+/// The planning stage's line: what the search did, and how code was
+/// charged when the whole-element charge left no plan that fits.
+fn planning_summary(plan: &Plan) -> String {
+    let s = plan.stats;
+    format!(
+        "{} candidates screened, {} body searches, {} cache hits, {} memory rejections{}",
+        s.candidates_screened,
+        s.body_searches,
+        s.cache_hits,
+        s.memory_rejections,
+        match (plan.config.code_charge, plan.config.gemm_far_end) {
+            (CodeCharge::WholeElements, _) => "",
+            (CodeCharge::Span, false) =>
+                "; no plan fit with code charged in whole elements, so this one charges each \
+                 image up to its fetch guard (placement checks the whole elements)",
+            (CodeCharge::Span, true) =>
+                "; no plan fit with code charged in whole elements, nor up to each image's \
+                 fetch guard with GEMMs from tile 0 only, so this one charges up to the fetch \
+                 guard and also offers GEMM grids ending at the last tile (placement checks \
+                 the whole elements)",
+        }
+    )
 }
 
 fn lower_plan<H: CompileHooks>(

@@ -77,28 +77,44 @@ pub(super) fn find_common_gap(
         }
         s += u64::from(w.trailing_ones());
         // Every tile accepts `s`: measure the common free run from it.
-        let mut run = 0u64;
-        loop {
-            let e = s + run;
-            if e >= busy_end {
-                run = cap;
-                break;
-            }
-            let mut b = st.out_bits.window(e);
-            for r in receivers {
-                b |= tiles[r.tile.index()].inc_bits.window(at(e, r));
-            }
-            let z = u64::from(b.trailing_zeros());
-            run += z;
-            if z < 64 || run >= cap {
-                break;
-            }
-        }
+        let run = common_free_run(tiles, st, receivers, s, busy_end, cap);
         if run >= min_len {
             return (s, run.min(cap));
         }
         // Every start up to the busy event ends a run shorter than `min_len`.
         s += run + 1;
+    }
+}
+
+/// The free run common to the sender's outgoing stream and every
+/// receiver's incoming stream (at its route offset) from `s`, read 64
+/// events at a time; `cap` once past `busy_end`, where nothing is busy.
+fn common_free_run(
+    tiles: &[TileState],
+    st: &TileState,
+    receivers: &[Receiver],
+    s: u64,
+    busy_end: u64,
+    cap: u64,
+) -> u64 {
+    let mut run = 0u64;
+    loop {
+        let e = s + run;
+        if e >= busy_end {
+            return cap;
+        }
+        let mut b = st.out_bits.window(e);
+        for r in receivers {
+            // s ≥ earliest guarantees x ≥ 1 for every receiver.
+            b |= tiles[r.tile.index()]
+                .inc_bits
+                .window((e as i64 + r.offset) as u64);
+        }
+        let z = u64::from(b.trailing_zeros());
+        run += z;
+        if z < 64 || run >= cap {
+            return run;
+        }
     }
 }
 
