@@ -57,6 +57,43 @@ fn load_average() -> Option<String> {
     text.split_whitespace().next().map(str::to_string)
 }
 
+/// One line per encoder layer done: a `\r` counter on a terminal, a
+/// debug line (shown with -vv) in piped logs.
+fn layer_progress() -> crate::reference::Progress {
+    let live = std::io::stderr().is_terminal()
+        && crate::output::verbosity() > crate::output::Verbosity::Quiet;
+    Box::new(move |done, of| {
+        if !live {
+            tracing::debug!("reference: encoder layer {done}/{of}");
+            return;
+        }
+        eprint!("\r  encoder layer {done}/{of}");
+        if done == of {
+            eprintln!();
+        }
+        let _ = std::io::stderr().flush();
+    })
+}
+
+/// The forward pass's wall time and rate, and its CPU time with what it
+/// would take on an idle machine.
+fn print_forward_times(out: &crate::reference::SiglipOutputs) {
+    crate::say!(
+        "forward: {:.3} s wall, {:.1} GFLOP (matmul + attention), {:.1} GFLOP/s",
+        out.seconds,
+        out.flops as f64 / 1e9,
+        out.gflops_per_second()
+    );
+    if let Some(cpu) = out.cpu_seconds {
+        let threads = rayon::current_num_threads() as f64;
+        crate::detail!(
+            "forward CPU time: {cpu:.2} s over {threads} thread(s) (≈ {:.2} s wall on an otherwise idle machine; machine load {})",
+            cpu / threads,
+            load_average().unwrap_or_else(|| "unknown".into())
+        );
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let total = Instant::now();
     super::checks::output_file("--output-embedding", &args.output_embedding)?;
@@ -89,42 +126,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         rayon::current_num_threads()
     );
-    // `\r` progress only on a terminal (piped logs get one debug line per
-    // layer, shown with -vv).
-    let live = std::io::stderr().is_terminal()
-        && crate::output::verbosity() > crate::output::Verbosity::Quiet;
-    let progress: crate::reference::Progress = Box::new(move |done, of| {
-        if !live {
-            tracing::debug!("reference: encoder layer {done}/{of}");
-            return;
-        }
-        eprint!("\r  encoder layer {done}/{of}");
-        if done == of {
-            eprintln!();
-        }
-        let _ = std::io::stderr().flush();
-    });
     let out = run_siglip(
         &model,
         weights,
         &pixels,
         (args.numerics, &[]),
-        Some(progress),
+        Some(layer_progress()),
     )?;
-    crate::say!(
-        "forward: {:.3} s wall, {:.1} GFLOP (matmul + attention), {:.1} GFLOP/s",
-        out.seconds,
-        out.flops as f64 / 1e9,
-        out.gflops_per_second()
-    );
-    if let Some(cpu) = out.cpu_seconds {
-        let threads = rayon::current_num_threads() as f64;
-        crate::detail!(
-            "forward CPU time: {cpu:.2} s over {threads} thread(s) (≈ {:.2} s wall on an otherwise idle machine; machine load {})",
-            cpu / threads,
-            load_average().unwrap_or_else(|| "unknown".into())
-        );
-    }
+    print_forward_times(&out);
 
     let pooled = out
         .pooler_output

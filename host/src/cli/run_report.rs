@@ -260,43 +260,49 @@ pub fn print_run_report(
     }
     print_kernel_timing(profile);
     for (i, c) in checks.iter().enumerate() {
-        let wall = c.wall_seconds.max(1e-9);
-        crate::say!(
-            "inference[{i}]: {} simulated cycles, {} words moved by the exchange fabric, {:.2} s wall",
-            c.cycles,
-            c.words_moved,
-            c.wall_seconds,
-        );
-        crate::detail!(
-            "inference[{i}] simulation rate: {:.3} M cycles/s ({:.1} M tile-cycles/s over {} tiles), {:.1} M words/s",
-            c.cycles as f64 / wall / 1e6,
-            c.cycles as f64 * c.tiles as f64 / wall / 1e6,
-            c.tiles,
-            c.words_moved as f64 / wall / 1e6
-        );
-        if let Some(v) = &c.device {
-            for (name, max_abs, cosine, outside) in &v.outputs {
-                crate::say!(
-                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference, {outside} outside"
-                );
-                crate::detail!(
-                    "validation[{i}] {name}: {outside} elements outside atol {atol} / rtol {rtol}"
-                );
-            }
+        print_inference(i, c, atol, rtol);
+    }
+}
+
+/// One inference's cycles, simulation rate and validation against each
+/// reference it ran.
+fn print_inference(i: usize, c: &InferenceCheck, atol: f32, rtol: f32) {
+    let wall = c.wall_seconds.max(1e-9);
+    crate::say!(
+        "inference[{i}]: {} simulated cycles, {} words moved by the exchange fabric, {:.2} s wall",
+        c.cycles,
+        c.words_moved,
+        c.wall_seconds,
+    );
+    crate::detail!(
+        "inference[{i}] simulation rate: {:.3} M cycles/s ({:.1} M tile-cycles/s over {} tiles), {:.1} M words/s",
+        c.cycles as f64 / wall / 1e6,
+        c.cycles as f64 * c.tiles as f64 / wall / 1e6,
+        c.tiles,
+        c.words_moved as f64 / wall / 1e6
+    );
+    if let Some(v) = &c.device {
+        for (name, max_abs, cosine, outside) in &v.outputs {
+            crate::say!(
+                "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the device-numerics reference, {outside} outside"
+            );
+            crate::detail!(
+                "validation[{i}] {name}: {outside} elements outside atol {atol} / rtol {rtol}"
+            );
         }
-        if let Some(v) = &c.fp32 {
-            for (name, max_abs, cosine, _) in &v.outputs {
-                crate::say!(
-                    "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the FP32 reference"
-                );
-            }
+    }
+    if let Some(v) = &c.fp32 {
+        for (name, max_abs, cosine, _) in &v.outputs {
+            crate::say!(
+                "validation[{i}] {name}: max abs error {max_abs:.6}, cosine {cosine:.9} vs the FP32 reference"
+            );
         }
-        if let Some(v) = &c.device {
-            if let Some(what) = &v.non_finite {
-                crate::say!("validation[{i}]: non-finite output: {what}");
-            }
-            crate::say!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
+    }
+    if let Some(v) = &c.device {
+        if let Some(what) = &v.non_finite {
+            crate::say!("validation[{i}]: non-finite output: {what}");
         }
+        crate::say!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
     }
 }
 

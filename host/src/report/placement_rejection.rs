@@ -296,6 +296,23 @@ pub struct PatchDataParts {
     pub sharing_bytes: u32,
 }
 
+/// The linked image's parts in load order: name, class and bytes.
+fn image_parts(parts: &ImageParts) -> [(&'static str, AllocationClass, u32); 3] {
+    [
+        (
+            "runtime and kernel stubs",
+            AllocationClass::Code,
+            parts.runtime,
+        ),
+        (
+            "supervisor program and argument blocks",
+            AllocationClass::Code,
+            parts.program,
+        ),
+        ("exchange rows", AllocationClass::ExchangeTable, parts.rows),
+    ]
+}
+
 /// A late failure: the linked image of `placement`'s tile (`parts`) does
 /// not fit below its code limit (`error`, a `CodeDoesNotFit`). The report's
 /// reported tile shows the image at its real addresses (overlapping the
@@ -312,21 +329,8 @@ pub fn code_rejection(
     // The image replaces the reservation the estimate made for it.
     map.allocations.retain(|a| a.class != AllocationClass::Code);
     let mut at = APPLICATION_LOAD_BASE;
-    let image = [
-        (
-            "runtime and kernel stubs",
-            AllocationClass::Code,
-            parts.runtime,
-        ),
-        (
-            "supervisor program and argument blocks",
-            AllocationClass::Code,
-            parts.program,
-        ),
-        ("exchange rows", AllocationClass::ExchangeTable, parts.rows),
-    ];
     let mut rows = Vec::new();
-    for (name, class, bytes) in image {
+    for (name, class, bytes) in image_parts(&parts) {
         rows.push(static_row(
             schedule,
             name,
@@ -346,19 +350,10 @@ pub fn code_rejection(
         } => (*image_bytes, *free_bytes, Some(*limit)),
         _ => (at - APPLICATION_LOAD_BASE, 0, None),
     };
-    let mut held = vec![
-        live(
-            "runtime and kernel stubs",
-            AllocationClass::Code,
-            parts.runtime,
-        ),
-        live(
-            "supervisor program and argument blocks",
-            AllocationClass::Code,
-            parts.program,
-        ),
-        live("exchange rows", AllocationClass::ExchangeTable, parts.rows),
-    ];
+    let mut held: Vec<_> = image_parts(&parts)
+        .into_iter()
+        .map(|(name, class, bytes)| live(name, class, bytes))
+        .collect();
     if parts.patch_data > 0 {
         held.push(live(
             "patch data (at the top of the code elements)",

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use ipuc_core::ipu21::kernel_abi::ARG_BLOCK_HEADER_WORDS;
 use ipuc_core::ipu21::sram::CLOCK_HZ;
 use ipuc_core::kernel::{decode, decode_header};
-use ipuc_core::package::{Package, StepInfo, TileImage};
+use ipuc_core::package::{Package, StepInfo, TileImage, TileStepTable};
 use ipuc_core::plan::cost::call_cycles;
 
-use crate::device::simulated::RunProfile;
+use crate::device::simulated::{RunProfile, TileTrace};
 use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
 use crate::sim::SampleKind;
 
@@ -116,59 +116,7 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
         else {
             continue;
         };
-        let by_address: BTreeMap<u32, &StepInfo> =
-            table.steps.iter().map(|s| (s.code_address, s)).collect();
-        let waits: Vec<(u64, u64)> = trace
-            .samples
-            .iter()
-            .filter(|s| matches!(s.kind, SampleKind::SyncWait { .. }))
-            .map(|s| (s.start, s.end))
-            .collect();
-        let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
-        let mut samples = Vec::with_capacity(trace.marks.len());
-        for (k, &(address, start)) in trace.marks.iter().enumerate() {
-            let Some(info) = by_address.get(&address) else {
-                continue;
-            };
-            let end = trace
-                .marks
-                .get(k + 1)
-                .map(|m| m.1)
-                .unwrap_or(trace.halt)
-                .max(start);
-            let count = seen.entry(info.step).or_insert(0);
-            let iteration = info.repeat.map(|_| *count);
-            *count += 1;
-            let op = package
-                .steps
-                .operations
-                .get(info.operation as usize)
-                .map(String::as_str)
-                .unwrap_or("?");
-            let mut push = |kind: StepKind, from: u64, to: u64, steps: &mut Steps| {
-                if to > from {
-                    samples.push(CycleSample {
-                        step: steps.id(info.step, iteration, kind, op),
-                        start_cycle: from,
-                        end_cycle: to,
-                    });
-                }
-            };
-            match info.kind {
-                StepKind::Exchange => {
-                    // patch + set-up | wait at the internal sync | the row.
-                    let wait = waits
-                        .iter()
-                        .find(|w| w.0 >= start && w.1 <= end)
-                        .copied()
-                        .unwrap_or((start, start));
-                    push(StepKind::Patch, start, wait.0, &mut steps);
-                    push(StepKind::Sync, wait.0, wait.1, &mut steps);
-                    push(StepKind::Exchange, wait.1, end, &mut steps);
-                }
-                other => push(other, start, end, &mut steps),
-            }
-        }
+        let samples = tile_samples(package, table, trace, &mut steps);
         tiles.push(TileSamples {
             tile: u32::from(trace.tile.get()),
             samples,
@@ -182,4 +130,69 @@ pub fn build_profile(package: &Package, run: &RunProfile, title: &str) -> Profil
         tiles,
         kernels: kernel_kind_timing(package, run),
     }
+}
+
+/// One tile's samples: each step mark of its trace up to the next mark
+/// (or the halt), an exchange step cut into its patch and set-up, its
+/// wait at the internal sync and its row.
+fn tile_samples(
+    package: &Package,
+    table: &TileStepTable,
+    trace: &TileTrace,
+    steps: &mut Steps,
+) -> Vec<CycleSample> {
+    let by_address: BTreeMap<u32, &StepInfo> =
+        table.steps.iter().map(|s| (s.code_address, s)).collect();
+    let waits: Vec<(u64, u64)> = trace
+        .samples
+        .iter()
+        .filter(|s| matches!(s.kind, SampleKind::SyncWait { .. }))
+        .map(|s| (s.start, s.end))
+        .collect();
+    let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut samples = Vec::with_capacity(trace.marks.len());
+    for (k, &(address, start)) in trace.marks.iter().enumerate() {
+        let Some(info) = by_address.get(&address) else {
+            continue;
+        };
+        let end = trace
+            .marks
+            .get(k + 1)
+            .map(|m| m.1)
+            .unwrap_or(trace.halt)
+            .max(start);
+        let count = seen.entry(info.step).or_insert(0);
+        let iteration = info.repeat.map(|_| *count);
+        *count += 1;
+        let op = package
+            .steps
+            .operations
+            .get(info.operation as usize)
+            .map(String::as_str)
+            .unwrap_or("?");
+        let mut push = |kind: StepKind, from: u64, to: u64, steps: &mut Steps| {
+            if to > from {
+                samples.push(CycleSample {
+                    step: steps.id(info.step, iteration, kind, op),
+                    start_cycle: from,
+                    end_cycle: to,
+                });
+            }
+        };
+        match info.kind {
+            StepKind::Exchange => {
+                // patch + set-up | wait at the internal sync | the row.
+                let wait = waits
+                    .iter()
+                    .find(|w| w.0 >= start && w.1 <= end)
+                    .copied()
+                    .unwrap_or((start, start));
+                push(StepKind::Patch, start, wait.0, steps);
+                push(StepKind::Sync, wait.0, wait.1, steps);
+                push(StepKind::Exchange, wait.1, end, steps);
+            }
+            other => push(other, start, end, steps),
+        }
+    }
+    samples
 }
