@@ -13,7 +13,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::package::{
-    Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, StepTables,
+    Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, StepTables, TileImage,
     INFERENCE_CALL,
 };
 
@@ -23,7 +23,8 @@ use crate::codelets::codelet_table;
 use crate::sim::bsp::Progress;
 use crate::sim::fabric::RouteFabric;
 use crate::sim::{
-    CodeletTable, CycleSample, Device, DeviceError, ExchangeFabric, FaultKind, OperandFault, Tile,
+    CodeletTable, CycleSample, Device, DeviceError, DeviceRun, ExchangeFabric, FaultKind,
+    OperandFault, Tile,
 };
 use crate::weights::HostTensor;
 
@@ -300,6 +301,34 @@ impl SimDevice {
         self.load(package, weights)?.infer(inputs)
     }
 
+    /// One tile image in SRAM, with the simulator's codelets and the step
+    /// markers of its table; returns the tile and the bytes loaded.
+    fn load_image(&self, package: &Package, image: &TileImage) -> Result<(Tile, u64)> {
+        let id = PhysicalTile::new(image.physical_tile)
+            .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
+        let mut tile = Tile::new(id);
+        let mut bytes = 0u64;
+        for seg in &image.segments {
+            tile.load(seg.address, &seg.data).with_context(|| {
+                format!("tile {}: loading segment at {:#x}", id.get(), seg.address)
+            })?;
+            bytes += seg.data.len() as u64;
+        }
+        tile.set_codelets(self.codelets.clone());
+        if let Some(table) = package
+            .steps
+            .tiles
+            .iter()
+            .find(|t| t.physical_tile == image.physical_tile)
+        {
+            let mut marks: Vec<u32> = table.steps.iter().map(|s| s.code_address).collect();
+            marks.sort_unstable();
+            marks.dedup();
+            tile.set_markers(Arc::new(marks));
+        }
+        Ok((tile, bytes))
+    }
+
     /// Loads `package` once: every tile image, then the weights through
     /// their bindings. The result runs any number of inferences
     /// ([`LoadedSim::infer`]) without reloading either.
@@ -309,27 +338,8 @@ impl SimDevice {
         let mut entries = Vec::with_capacity(package.tiles.len());
         let mut loaded_bytes = 0u64;
         for (i, image) in package.tiles.iter().enumerate() {
-            let id = PhysicalTile::new(image.physical_tile)
-                .map_err(|_| anyhow!("tile id {} out of range", image.physical_tile))?;
-            let mut tile = Tile::new(id);
-            for seg in &image.segments {
-                tile.load(seg.address, &seg.data).with_context(|| {
-                    format!("tile {}: loading segment at {:#x}", id.get(), seg.address)
-                })?;
-                loaded_bytes += seg.data.len() as u64;
-            }
-            tile.set_codelets(self.codelets.clone());
-            if let Some(table) = package
-                .steps
-                .tiles
-                .iter()
-                .find(|t| t.physical_tile == image.physical_tile)
-            {
-                let mut marks: Vec<u32> = table.steps.iter().map(|s| s.code_address).collect();
-                marks.sort_unstable();
-                marks.dedup();
-                tile.set_markers(Arc::new(marks));
-            }
+            let (tile, bytes) = self.load_image(package, image)?;
+            loaded_bytes += bytes;
             index_of.insert(image.physical_tile, i);
             entries.push(image.entry_point);
             tiles.push(tile);
@@ -354,26 +364,7 @@ impl SimDevice {
             let b = binding_named(package, &t.binding)?;
             bindings.insert(b.name.clone(), b.clone());
         }
-        // Step markers every inference passes (progress only): each marked
-        // address of a tile's table once, a Repeat body's once per iteration.
-        let steps_per_inference = package
-            .steps
-            .tiles
-            .iter()
-            .map(|t| {
-                let marked: BTreeMap<u32, u64> = t
-                    .steps
-                    .iter()
-                    .map(|s| {
-                        (
-                            s.code_address,
-                            s.repeat.map_or(1, |r| u64::from(r.trip_count)),
-                        )
-                    })
-                    .collect();
-                marked.values().sum::<u64>()
-            })
-            .sum();
+        let steps_per_inference = steps_per_inference(&package.steps);
         Ok(LoadedSim {
             device: Device::with_fabric(tiles, self.fabric).with_sync_cycles(self.sync_cycles),
             progress: crate::progress::Progress::quiet(),
@@ -389,6 +380,28 @@ impl SimDevice {
             loaded_bytes,
         })
     }
+}
+
+/// Step markers every inference passes (progress only): each marked
+/// address of a tile's table once, a Repeat body's once per iteration.
+fn steps_per_inference(steps: &StepTables) -> u64 {
+    steps
+        .tiles
+        .iter()
+        .map(|t| {
+            let marked: BTreeMap<u32, u64> = t
+                .steps
+                .iter()
+                .map(|s| {
+                    (
+                        s.code_address,
+                        s.repeat.map_or(1, |r| u64::from(r.trip_count)),
+                    )
+                })
+                .collect();
+            marked.values().sum::<u64>()
+        })
+        .sum()
 }
 
 /// A package resident on the simulated device: tile images and weights are
@@ -478,6 +491,35 @@ impl LoadedSim {
     /// the profile is this inference's alone) and runs until every tile
     /// halts; outputs are read through their bindings.
     pub fn infer(&mut self, inputs: &BTreeMap<String, HostTensor>) -> Result<DeviceOutput> {
+        self.enter_with_inputs(inputs)?;
+        self.inferences += 1;
+        let started = std::time::Instant::now();
+        let run = self.run_with_progress()?;
+        self.check_completion()?;
+        let outputs = self.read_outputs()?;
+        let tiles = self.device.tiles();
+        let profile = RunProfile {
+            tiles: tiles
+                .iter()
+                .map(|t| TileTrace {
+                    tile: t.id(),
+                    samples: t.samples().to_vec(),
+                    marks: t.marks().to_vec(),
+                    halt: t.cycle(),
+                })
+                .collect(),
+            cycles: run.cycles,
+            supersteps: run.supersteps,
+            words_moved: run.words_moved,
+            wall_seconds: started.elapsed().as_secs_f64(),
+        };
+        Ok(DeviceOutput { outputs, profile })
+    }
+
+    /// The supervisors started at their entries (the first inference) or
+    /// the resident program re-entered, the inputs written through their
+    /// bindings and every tile's completion word cleared.
+    fn enter_with_inputs(&mut self, inputs: &BTreeMap<String, HostTensor>) -> Result<()> {
         if self.inferences > 0 {
             self.device
                 .restart(&self.entries)
@@ -509,9 +551,12 @@ impl LoadedSim {
                 .write_u32(layout::COMPLETION_WORD, 0)
                 .with_context(|| format!("tile {}: clearing the completion word", t.id().get()))?;
         }
-        self.inferences += 1;
+        Ok(())
+    }
 
-        let started = std::time::Instant::now();
+    /// Runs to the last halt, showing progress (step markers passed) and
+    /// finishing the stage with the cycles, supersteps and words moved.
+    fn run_with_progress(&mut self) -> Result<DeviceRun> {
         let cpu_started = process_cpu_seconds();
         let name = match self.planned_inferences {
             Some(n) => format!("inference {} of {n}", self.inferences),
@@ -559,8 +604,12 @@ impl LoadedSim {
                 thousands(run.words_moved)
             ));
         }
-        let tiles = self.device.tiles();
-        for t in tiles {
+        Ok(run)
+    }
+
+    /// Every tile ran the completion routine (it sets the completion word).
+    fn check_completion(&self) -> Result<()> {
+        for t in self.device.tiles() {
             let done = t
                 .memory()
                 .read_u32(layout::COMPLETION_WORD)
@@ -573,6 +622,12 @@ impl LoadedSim {
             }
         }
 
+        Ok(())
+    }
+
+    /// The outputs read back through their bindings, as f32.
+    fn read_outputs(&self) -> Result<BTreeMap<String, HostTensor>> {
+        let tiles = self.device.tiles();
         let mut outputs = BTreeMap::new();
         for t in &self.call.outputs {
             let binding = self.binding(&t.binding)?;
@@ -591,22 +646,7 @@ impl LoadedSim {
                 },
             );
         }
-        let profile = RunProfile {
-            tiles: tiles
-                .iter()
-                .map(|t| TileTrace {
-                    tile: t.id(),
-                    samples: t.samples().to_vec(),
-                    marks: t.marks().to_vec(),
-                    halt: t.cycle(),
-                })
-                .collect(),
-            cycles: run.cycles,
-            supersteps: run.supersteps,
-            words_moved: run.words_moved,
-            wall_seconds: started.elapsed().as_secs_f64(),
-        };
-        Ok(DeviceOutput { outputs, profile })
+        Ok(outputs)
     }
 }
 
