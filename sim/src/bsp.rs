@@ -325,6 +325,43 @@ impl Device {
         Ok(())
     }
 
+    /// Runs every live tile for one slice of cycles (in parallel): `None`
+    /// when some tile paused inside the superstep, else each tile's sync
+    /// zone (`None`: halted).
+    fn run_slice(&mut self, cycle_limit: u64) -> Result<Option<Vec<Option<u8>>>, DeviceError> {
+        let slice = self.slice_cycles;
+        let results: Vec<Result<Option<StopReason>, SimFault>> = self
+            .tiles
+            .par_iter_mut()
+            .map(|t| {
+                if t.is_halted() {
+                    Ok(None)
+                } else {
+                    let pause = t.cycle().saturating_add(slice);
+                    t.run_until(cycle_limit, pause).map(Some)
+                }
+            })
+            .collect();
+        let mut zones = Vec::with_capacity(results.len());
+        let mut faults = Vec::new();
+        let mut paused = false;
+        for r in results {
+            match r {
+                Err(f) => faults.push(f),
+                Ok(None | Some(StopReason::Halted)) => zones.push(None),
+                Ok(Some(StopReason::Sync { zone })) => zones.push(Some(zone)),
+                Ok(Some(StopReason::Paused)) => {
+                    paused = true;
+                    zones.push(None);
+                }
+            }
+        }
+        if !faults.is_empty() {
+            return Err(faults_error(faults));
+        }
+        Ok((!paused).then_some(zones))
+    }
+
     /// Run every tile until all halt. `cycle_limit` bounds every tile's clock
     /// (absolute cycles); passing it is a fault on the tile concerned.
     pub fn run(&mut self, cycle_limit: u64) -> Result<DeviceRun, DeviceError> {
@@ -341,40 +378,10 @@ impl Device {
                     (p.report)(&status);
                 }
             }
-            let slice = self.slice_cycles;
-            let results: Vec<Result<Option<StopReason>, SimFault>> = self
-                .tiles
-                .par_iter_mut()
-                .map(|t| {
-                    if t.is_halted() {
-                        Ok(None)
-                    } else {
-                        let pause = t.cycle().saturating_add(slice);
-                        t.run_until(cycle_limit, pause).map(Some)
-                    }
-                })
-                .collect();
-            let mut zones = Vec::with_capacity(results.len());
-            let mut faults = Vec::new();
-            let mut paused = false;
-            for r in results {
-                match r {
-                    Err(f) => faults.push(f),
-                    Ok(None | Some(StopReason::Halted)) => zones.push(None),
-                    Ok(Some(StopReason::Sync { zone })) => zones.push(Some(zone)),
-                    Ok(Some(StopReason::Paused)) => {
-                        paused = true;
-                        zones.push(None);
-                    }
-                }
-            }
-            if !faults.is_empty() {
-                return Err(faults_error(faults));
-            }
-            if paused {
+            let Some(zones) = self.run_slice(cycle_limit)? else {
                 // Some tile is still in this superstep: report, then go on.
                 continue;
-            }
+            };
             let waiting: Vec<(PhysicalTile, u8)> = self
                 .tiles
                 .iter()

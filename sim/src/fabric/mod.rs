@@ -367,6 +367,35 @@ impl FabricError {
     }
 }
 
+/// A fabric error of exchange phase `phase` as the simulator's fault, at
+/// the PC of the failing tile's row call (`pcs`): an uncovered CSR and a
+/// witness fault keep their own kinds.
+fn phase_fault(e: FabricError, phase: u64, pcs: &[(PhysicalTile, u32)]) -> super::SimFault {
+    let tile = e.tile();
+    let pc = pcs.iter().find(|p| p.0 == tile).map_or(0, |p| p.1);
+    let kind = match e {
+        FabricError::Witness(WitnessFault {
+            kind: WitnessFaultKind::UncoveredCsr { csr, value },
+            ..
+        }) => super::FaultKind::ExchangeCsr { phase, csr, value },
+        FabricError::Witness(fault) => super::FaultKind::ExchangeWitness {
+            phase,
+            error: e.class(),
+            fault,
+        },
+        _ => super::FaultKind::Exchange {
+            error: e.class(),
+            detail: format!("exchange phase {phase}: {e}"),
+        },
+    };
+    super::SimFault {
+        tile,
+        context: super::ContextId::SUPERVISOR,
+        pc,
+        kind,
+    }
+}
+
 impl super::ExchangeFabric for RouteFabric {
     fn superstep(&self, step: &mut super::Superstep<'_>) -> Result<(), super::SimFault> {
         let mut pending = Vec::new();
@@ -392,31 +421,7 @@ impl super::ExchangeFabric for RouteFabric {
             .map(|&(i, c)| (step.tiles[i].id(), c.pc))
             .collect();
         let phase = step.index;
-        let fault = |e: FabricError| {
-            let tile = e.tile();
-            let pc = pcs.iter().find(|p| p.0 == tile).map_or(0, |p| p.1);
-            let kind = match e {
-                FabricError::Witness(WitnessFault {
-                    kind: WitnessFaultKind::UncoveredCsr { csr, value },
-                    ..
-                }) => super::FaultKind::ExchangeCsr { phase, csr, value },
-                FabricError::Witness(fault) => super::FaultKind::ExchangeWitness {
-                    phase,
-                    error: e.class(),
-                    fault,
-                },
-                _ => super::FaultKind::Exchange {
-                    error: e.class(),
-                    detail: format!("exchange phase {phase}: {e}"),
-                },
-            };
-            super::SimFault {
-                tile,
-                context: super::ContextId::SUPERVISOR,
-                pc,
-                kind,
-            }
-        };
+        let fault = |e: FabricError| phase_fault(e, phase, &pcs);
         let mut locations = Vec::with_capacity(pending.len());
         for &(i, call) in &pending {
             let tile = step.tiles[i].id();

@@ -189,47 +189,12 @@ pub(super) fn chain_problem(
             }
             break;
         }
-        let fits = part.receivers.iter().all(|r| {
-            let rt = &tiles[r.tile.index()];
-            let p = (start as i64 + r.offset) as u64 + cum + r.lag;
-            // Not on another piece's select or tear-down either: a PIC and
-            // an XPIC at one event make a `sendpicp`, whose absolute source
-            // address a Repeat must patch in every iteration.
-            let pointer_ok = i == 0
-                || !(rt.control_blocked(p)
-                    || rt.strict(p)
-                    || rt.control_crowded(p)
-                    || rt.marks.has(p, XPIC));
-            let dst = part.t.destinations[usize::from(r.index)].address;
-            pointer_ok
-                && rt
-                    .window_clash(
-                        element_mask(dst, part.t.words * 4),
-                        p,
-                        p + words + guard,
-                        false,
-                    )
-                    .is_none()
-        });
+        let fits = receivers_take(tiles, part, (i, start, cum));
         if !fits {
             break;
         }
         cum += words;
-        let ends_here = first.receivers.iter().all(|r| {
-            let rt = &tiles[r.tile.index()];
-            let x = (start as i64 + r.offset) as u64;
-            let end = x + cum;
-            // As for a lone piece: a single-control tile cannot take its
-            // tear-down with one of the chain's own (unmarked) pointer writes.
-            let mut own = 0u64;
-            let clear_of_own = !rt.single_controls
-                || parts[..=i].iter().all(|q| {
-                    let p = x + own + r.lag;
-                    own += q.words();
-                    p != end
-                });
-            clear_of_own && !rt.teardown_blocked(end)
-        });
+        let ends_here = chain_may_end(tiles, &parts[..=i], start, cum);
         if ends_here {
             count = i + 1;
         }
@@ -238,4 +203,61 @@ pub(super) fn chain_problem(
         return Err(start + 1);
     }
     Ok(count)
+}
+
+/// Whether every receiver of `part`, the `i`-th of a chain from `start`
+/// (`cum` events into it), may take it: its pointer write clear of the
+/// receiver's other controls (after the first part) and its destination
+/// elements free while it lands.
+fn receivers_take(
+    tiles: &[TileState],
+    part: &ChainPart<'_>,
+    (i, start, cum): (usize, u64, u64),
+) -> bool {
+    let words = part.words();
+    let guard = u64::from(GUARD_EVENTS);
+    part.receivers.iter().all(|r| {
+        let rt = &tiles[r.tile.index()];
+        let p = (start as i64 + r.offset) as u64 + cum + r.lag;
+        // Not on another piece's select or tear-down either: a PIC and
+        // an XPIC at one event make a `sendpicp`, whose absolute source
+        // address a Repeat must patch in every iteration.
+        let pointer_ok = i == 0
+            || !(rt.control_blocked(p)
+                || rt.strict(p)
+                || rt.control_crowded(p)
+                || rt.marks.has(p, XPIC));
+        let dst = part.t.destinations[usize::from(r.index)].address;
+        pointer_ok
+            && rt
+                .window_clash(
+                    element_mask(dst, part.t.words * 4),
+                    p,
+                    p + words + guard,
+                    false,
+                )
+                .is_none()
+    })
+}
+
+/// Whether a chain of `parts` from `start` may end after its last part
+/// (`cum` events in all): the first part's receivers' tear-downs clear,
+/// and on a single-control tile not on one of the chain's own pointer
+/// writes.
+fn chain_may_end(tiles: &[TileState], parts: &[ChainPart<'_>], start: u64, cum: u64) -> bool {
+    parts[0].receivers.iter().all(|r| {
+        let rt = &tiles[r.tile.index()];
+        let x = (start as i64 + r.offset) as u64;
+        let end = x + cum;
+        // As for a lone piece: a single-control tile cannot take its
+        // tear-down with one of the chain's own (unmarked) pointer writes.
+        let mut own = 0u64;
+        let clear_of_own = !rt.single_controls
+            || parts.iter().all(|q| {
+                let p = x + own + r.lag;
+                own += q.words();
+                p != end
+            });
+        clear_of_own && !rt.teardown_blocked(end)
+    })
 }
