@@ -116,6 +116,73 @@ pub struct PairingReport {
     pub paired_words: u64,
 }
 
+/// The multicast's receivers, tile → first destination index: a receiver
+/// finds its pair partner in constant time, not by a scan of every
+/// destination (wide multicasts have ~1,472).
+fn first_destination_of(t: &crate::exchange::Transfer) -> LookupMap<PhysicalTile, usize> {
+    let mut first = LookupMap::default();
+    for (k, d) in t.destinations.iter().enumerate() {
+        first.entry(d.tile).or_insert(k);
+    }
+    first
+}
+
+/// Why the receiver pair whose lower member is `tile` cannot take
+/// `items` 64-bit items from `source`, if it cannot: the pair is `taken`
+/// by another sender, its members' routes differ, or the format and
+/// pointer controls would coincide with the stream's end.
+fn pair_refusal(
+    source: PhysicalTile,
+    tile: PhysicalTile,
+    items: u32,
+    taken: bool,
+) -> Option<PairedFallback> {
+    if taken {
+        Some(PairedFallback::PairTakenByOtherSender)
+    } else if direction(source, tile) != direction(source, tile.pair_partner()) {
+        Some(PairedFallback::MixedRoutes)
+    } else {
+        let lag = paired_format_lag(tile);
+        (items == lag || items == lag + PAIRED_POINTER_AFTER_FORMAT)
+            .then_some(PairedFallback::CoincidentControls)
+    }
+}
+
+/// Destinations `k` and `pk` of `t` (a receiver pair) take its 64-bit
+/// items: the one whose mux sees the stream first is the early member;
+/// each gets its receive setup (format, the sender's pair as `muxpair`).
+fn pair_receivers(
+    t: &crate::exchange::Transfer,
+    k: u16,
+    pk: u16,
+    setups: &mut BTreeMap<u16, PairedReceiveSetup>,
+) -> ReceiverPair {
+    let (a, b) = (
+        t.destinations[usize::from(k)].tile,
+        t.destinations[usize::from(pk)].tile,
+    );
+    let (early, late) = if mux_time(t.source, a) <= mux_time(t.source, b) {
+        (k, pk)
+    } else {
+        (pk, k)
+    };
+    for (member, format) in [
+        (early, crate::ipu21::exchange_model::INCOMING_FORMAT_EARLY),
+        (late, crate::ipu21::exchange_model::INCOMING_FORMAT_LATE),
+    ] {
+        let tile = t.destinations[usize::from(member)].tile;
+        setups.insert(
+            tile.get(),
+            PairedReceiveSetup {
+                tile,
+                format,
+                muxpair: u32::from(t.source.pair_partner().get()),
+            },
+        );
+    }
+    ReceiverPair { early, late }
+}
+
 /// Decides, for every transfer, which receivers get 64-bit items.
 /// Deterministic: transfers claim receiver pairs in request order.
 pub fn plan_pairing(
@@ -143,17 +210,10 @@ pub fn plan_pairing(
             plan.singles.push(k);
             *report.reasons.entry(why).or_default() += 1;
         };
-        // The multicast's receivers, tile → first destination index: a
-        // receiver finds its pair partner in constant time, not by a scan
-        // of every destination (wide multicasts have ~1,472).
         let receivers: LookupMap<PhysicalTile, usize> = if items < PAIRED_MIN_ITEMS {
             LookupMap::default()
         } else {
-            let mut first = LookupMap::default();
-            for (k, d) in t.destinations.iter().enumerate() {
-                first.entry(d.tile).or_insert(k);
-            }
-            first
+            first_destination_of(t)
         };
         for (k, d) in t.destinations.iter().enumerate() {
             let k = k as u16;
@@ -172,38 +232,14 @@ pub fn plan_pairing(
             }
             let pk = pk as u16;
             let base = d.tile.get();
-            let reason = if claimed.get(&base).is_some_and(|&s| s != t.source) {
-                Some(PairedFallback::PairTakenByOtherSender)
-            } else if direction(t.source, d.tile) != direction(t.source, partner) {
-                Some(PairedFallback::MixedRoutes)
-            } else {
-                let lag = paired_format_lag(d.tile);
-                (items == lag || items == lag + PAIRED_POINTER_AFTER_FORMAT)
-                    .then_some(PairedFallback::CoincidentControls)
-            };
-            if let Some(why) = reason {
+            let taken = claimed.get(&base).is_some_and(|&s| s != t.source);
+            if let Some(why) = pair_refusal(t.source, d.tile, items, taken) {
                 fallback(k, why, &mut plan);
                 fallback(pk, why, &mut plan);
                 continue;
             }
-            let (te, tp) = (mux_time(t.source, d.tile), mux_time(t.source, partner));
-            let (early, late) = if te <= tp { (k, pk) } else { (pk, k) };
             claimed.insert(base, t.source);
-            for (member, format) in [
-                (early, crate::ipu21::exchange_model::INCOMING_FORMAT_EARLY),
-                (late, crate::ipu21::exchange_model::INCOMING_FORMAT_LATE),
-            ] {
-                let tile = t.destinations[usize::from(member)].tile;
-                setups.insert(
-                    tile.get(),
-                    PairedReceiveSetup {
-                        tile,
-                        format,
-                        muxpair: u32::from(t.source.pair_partner().get()),
-                    },
-                );
-            }
-            plan.pairs.push(ReceiverPair { early, late });
+            plan.pairs.push(pair_receivers(t, k, pk, &mut setups));
             report.paired_words += 2 * u64::from(t.words);
         }
         plan.singles.sort_unstable();

@@ -258,11 +258,6 @@ impl Profile {
             return None;
         }
         let kinds = StepKind::ALL.len();
-        // Old step → new step (kept) or → (iteration, kind) (summed).
-        enum To {
-            Kept(u32),
-            Summed(u32, usize),
-        }
         let mut steps = Vec::with_capacity(self.steps.len());
         let map: Vec<To> = self
             .steps
@@ -292,46 +287,7 @@ impl Profile {
         let tiles = self
             .tiles
             .iter()
-            .map(|t| {
-                let mut samples: Vec<CycleSample> = Vec::new();
-                // The iteration being summed: (iteration, first start, cycles per kind).
-                let mut open: Option<(u32, u64, Vec<u64>)> = None;
-                let close = |open: &mut Option<(u32, u64, Vec<u64>)>,
-                             samples: &mut Vec<CycleSample>| {
-                    if let Some((it, mut at, cycles)) = open.take() {
-                        for (kind, c) in cycles.into_iter().enumerate().filter(|(_, c)| *c > 0) {
-                            samples.push(CycleSample {
-                                step: summed_step(it, kind),
-                                start_cycle: at,
-                                end_cycle: at + c,
-                            });
-                            at += c;
-                        }
-                    }
-                };
-                for s in &t.samples {
-                    match map.get(s.step as usize) {
-                        Some(To::Kept(step)) => {
-                            close(&mut open, &mut samples);
-                            samples.push(CycleSample { step: *step, ..*s });
-                        }
-                        Some(To::Summed(it, kind)) => {
-                            if open.as_ref().is_some_and(|o| o.0 != *it) {
-                                close(&mut open, &mut samples);
-                            }
-                            let o =
-                                open.get_or_insert_with(|| (*it, s.start_cycle, vec![0; kinds]));
-                            o.2[*kind] += s.cycles();
-                        }
-                        None => {}
-                    }
-                }
-                close(&mut open, &mut samples);
-                TileSamples {
-                    tile: t.tile,
-                    samples,
-                }
-            })
+            .map(|t| summarize_tile(t, &map, kinds, &summed_step))
             .collect();
         Some(Profile {
             title: self.title.clone(),
@@ -399,5 +355,60 @@ impl Profile {
                 end_cycle,
             })
             .collect()
+    }
+}
+
+/// An old step's place in a summarized profile: a new step (kept) or an
+/// (iteration, kind) summed.
+enum To {
+    Kept(u32),
+    Summed(u32, usize),
+}
+
+/// One tile's samples summarized: kept steps as they are, each later
+/// iteration's samples summed per kind (`kinds` of them) into
+/// `summed_step(iteration, kind)`, laid end to end from the iteration's
+/// first start on the tile.
+fn summarize_tile(
+    t: &TileSamples,
+    map: &[To],
+    kinds: usize,
+    summed_step: &dyn Fn(u32, usize) -> u32,
+) -> TileSamples {
+    let mut samples: Vec<CycleSample> = Vec::new();
+    // The iteration being summed: (iteration, first start, cycles per kind).
+    let mut open: Option<(u32, u64, Vec<u64>)> = None;
+    let close = |open: &mut Option<(u32, u64, Vec<u64>)>, samples: &mut Vec<CycleSample>| {
+        if let Some((it, mut at, cycles)) = open.take() {
+            for (kind, c) in cycles.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+                samples.push(CycleSample {
+                    step: summed_step(it, kind),
+                    start_cycle: at,
+                    end_cycle: at + c,
+                });
+                at += c;
+            }
+        }
+    };
+    for s in &t.samples {
+        match map.get(s.step as usize) {
+            Some(To::Kept(step)) => {
+                close(&mut open, &mut samples);
+                samples.push(CycleSample { step: *step, ..*s });
+            }
+            Some(To::Summed(it, kind)) => {
+                if open.as_ref().is_some_and(|o| o.0 != *it) {
+                    close(&mut open, &mut samples);
+                }
+                let o = open.get_or_insert_with(|| (*it, s.start_cycle, vec![0; kinds]));
+                o.2[*kind] += s.cycles();
+            }
+            None => {}
+        }
+    }
+    close(&mut open, &mut samples);
+    TileSamples {
+        tile: t.tile,
+        samples,
     }
 }

@@ -140,6 +140,36 @@ pub(super) fn element_bit(element: u32) -> Option<u64> {
     1u64.checked_shl(element)
 }
 
+/// Rule 5 on one (tile, element) group of windows, sorted by first
+/// event: no send window overlaps a receive window.
+fn check_group(key: (PhysicalTile, u32), group: &[Window]) -> Result<(), FabricError> {
+    if !(group.iter().any(|w| w.5) && group.iter().any(|w| !w.5)) {
+        return Ok(());
+    }
+    // Sorted by first event: sweep, remembering the latest-ending
+    // window of each kind seen so far.
+    let mut open: [Option<(u32, u32, u32)>; 2] = [None, None];
+    for w in group {
+        let other = open[usize::from(!w.5)];
+        if let Some((a, b, address)) = other.filter(|o| o.1 >= w.2) {
+            let this = (w.4, w.2, w.3);
+            let that = (address, a, b);
+            let (send, receive) = if w.5 { (that, this) } else { (this, that) };
+            return Err(FabricError::ElementConflict {
+                tile: key.0,
+                element: key.1,
+                send,
+                receive,
+            });
+        }
+        let slot = &mut open[usize::from(w.5)];
+        if slot.is_none_or(|o| w.3 > o.1) {
+            *slot = Some((w.2, w.3, w.4));
+        }
+    }
+    Ok(())
+}
+
 /// §2.10 rules 2 and 5 on the phase's actual traffic: no send source or
 /// receive destination in an element of the executing row (with its fetch
 /// look-ahead), and no send and receive sharing an element on one tile
@@ -214,30 +244,7 @@ pub fn check_element_rules(rows: &[SteppedRow], moves: &[MoveRun]) -> Result<(),
         while j < windows.len() && (windows[j].0, windows[j].1) == key {
             j += 1;
         }
-        let group = &windows[i..j];
-        if group.iter().any(|w| w.5) && group.iter().any(|w| !w.5) {
-            // Sorted by first event: sweep, remembering the latest-ending
-            // window of each kind seen so far.
-            let mut open: [Option<(u32, u32, u32)>; 2] = [None, None];
-            for w in group {
-                let other = open[usize::from(!w.5)];
-                if let Some((a, b, address)) = other.filter(|o| o.1 >= w.2) {
-                    let this = (w.4, w.2, w.3);
-                    let that = (address, a, b);
-                    let (send, receive) = if w.5 { (that, this) } else { (this, that) };
-                    return Err(FabricError::ElementConflict {
-                        tile: key.0,
-                        element: key.1,
-                        send,
-                        receive,
-                    });
-                }
-                let slot = &mut open[usize::from(w.5)];
-                if slot.is_none_or(|o| w.3 > o.1) {
-                    *slot = Some((w.2, w.3, w.4));
-                }
-            }
-        }
+        check_group(key, &windows[i..j])?;
         i = j;
     }
     Ok(())
