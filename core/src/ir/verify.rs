@@ -239,9 +239,23 @@ impl<'g> Verifier<'g> {
                 });
             }
         }
-        for seq in 0..s {
-            let aty = self.ty(None, args[c + i + seq])?;
-            let start = c + i + seq * n;
+        self.repeat_sequences(id, &args[c + i..], &operands[c + i..], n)?;
+        self.region(r.body)?;
+        self.repeat_yields(id, r.body, body.yields(), &args[..c])
+    }
+
+    /// Each sequence's `n` operands (one per iteration) have the type of
+    /// its body argument (`args`, the sequence arguments).
+    fn repeat_sequences(
+        &mut self,
+        id: OpId,
+        args: &[ValueId],
+        operands: &[Operand<'g>],
+        n: usize,
+    ) -> IrResult<()> {
+        for (seq, &arg) in args.iter().enumerate() {
+            let aty = self.ty(None, arg)?;
+            let start = seq * n;
             for (iteration, &(value, vty)) in operands[start..start + n].iter().enumerate() {
                 if vty != aty {
                     return Err(IrError::RepeatSequenceType {
@@ -255,21 +269,32 @@ impl<'g> Verifier<'g> {
                 }
             }
         }
-        self.region(r.body)?;
-        if body.yields().len() != c {
+        Ok(())
+    }
+
+    /// The body yields one value per carried argument (`args`), each
+    /// visible in the body `region` and of its argument's type.
+    fn repeat_yields(
+        &mut self,
+        id: OpId,
+        region: RegionId,
+        yields: &[ValueId],
+        args: &[ValueId],
+    ) -> IrResult<()> {
+        if yields.len() != args.len() {
             return Err(IrError::RepeatYieldCount {
                 op: id,
-                expected: c,
-                found: body.yields().len(),
+                expected: args.len(),
+                found: yields.len(),
             });
         }
-        for (index, (&y, &arg)) in body.yields().iter().zip(&args[..c]).enumerate() {
+        for (index, (&y, &arg)) in yields.iter().zip(args).enumerate() {
             let yty = self.ty(Some(id), y)?;
-            if !self.visible(y, r.body) {
+            if !self.visible(y, region) {
                 return Err(IrError::RepeatYieldNotVisible {
                     op: id,
                     value: y,
-                    region: r.body,
+                    region,
                 });
             }
             let aty = self.ty(None, arg)?;
