@@ -168,9 +168,19 @@ pub fn audit(
         });
     }
     if let Some(s) = sharing {
+        a.count_sharing(phases, s);
+    }
+    Ok(a)
+}
+
+impl PatchAudit {
+    /// Row sharing's figures: per phase its patch sites and the most words
+    /// one patches; over all phases the uses, the lists and words patched
+    /// per inference, the rows stored and shared, and the sites by patcher.
+    fn count_sharing(&mut self, phases: &[AuditedPhase<'_>], s: &SharedRows) {
         for (pi, uses) in s.uses.iter().enumerate() {
             let executions = u64::from(phases.get(pi).map_or(1, |p| p.executions));
-            if let Some(p) = a.phases.get_mut(pi) {
+            if let Some(p) = self.phases.get_mut(pi) {
                 for list in uses.iter().filter_map(|u| u.patch.as_ref()) {
                     p.sharing_sites += 1;
                     p.max_sharing_words_per_tile =
@@ -178,14 +188,14 @@ pub fn audit(
                 }
             }
             for u in uses {
-                a.sharing_uses += 1;
+                self.sharing_uses += 1;
                 match &u.patch {
                     Some(list) => {
-                        a.sharing_lists_per_inference += executions;
-                        a.sharing_words_per_inference +=
+                        self.sharing_lists_per_inference += executions;
+                        self.sharing_words_per_inference +=
                             executions.saturating_mul(list.words.len() as u64);
                     }
-                    None if u.shared => a.sharing_unpatched_shared_uses += 1,
+                    None if u.shared => self.sharing_unpatched_shared_uses += 1,
                     None => {}
                 }
             }
@@ -194,21 +204,18 @@ pub fn audit(
         for u in s.uses.iter().flatten() {
             *per_row.entry(u.row).or_default() += 1;
         }
-        a.sharing_stored_rows = s.stored.values().map(Vec::len).sum();
-        a.sharing_shared_rows = per_row.values().filter(|&&n| n > 1).count();
+        self.sharing_stored_rows = s.stored.values().map(Vec::len).sum();
+        self.sharing_shared_rows = per_row.values().filter(|&&n| n > 1).count();
         for list in s.uses.iter().flatten().filter_map(|u| u.patch.as_ref()) {
-            a.sharing_sites += 1;
-            a.sharing_words += list.words.len();
-            a.sharing_max_words = a.sharing_max_words.max(list.words.len());
+            self.sharing_sites += 1;
+            self.sharing_words += list.words.len();
+            self.sharing_max_words = self.sharing_max_words.max(list.words.len());
             if list.patcher == Patcher::Bulk {
-                a.sharing_bulk_sites += 1;
+                self.sharing_bulk_sites += 1;
             }
         }
     }
-    Ok(a)
-}
 
-impl PatchAudit {
     /// Row sharing in one line: stored rows and uses, rows used by more
     /// than one phase, patch lists emitted and applied per inference, words
     /// patched per inference.

@@ -124,6 +124,31 @@ fn graph_label(operation: &str) -> (String, Option<&str>) {
     (label, purpose)
 }
 
+/// The breakdown's category of a step of `step_kind` for an op of
+/// `kind` (its graph op's), `purpose` lowering's own (operand staging),
+/// `seen` when the op already computed in this iteration (its later
+/// steps are K-split partials).
+fn category_of(step_kind: StepKind, kind: &str, purpose: Option<&str>, seen: bool) -> String {
+    match step_kind {
+        StepKind::Sync => "sync wait".to_string(),
+        StepKind::Patch => "patching".to_string(),
+        StepKind::Exchange if seen => format!("exchange: {kind} partials"),
+        StepKind::Exchange => match purpose {
+            Some(p) if p.contains("operand") => format!("exchange: {kind} operands"),
+            _ => format!("exchange: {kind}"),
+        },
+        // Lowering's own steps for an op (operand staging copies).
+        StepKind::Compute if purpose.is_some() => "element-wise: staging copy".to_string(),
+        StepKind::Compute => match (kind, seen) {
+            ("matmul", false) => "gemm".to_string(),
+            ("matmul", true) => "gemm: K-split partial adds".to_string(),
+            ("attention", _) => "attention".to_string(),
+            ("", _) => "compute".to_string(),
+            (k, _) => format!("element-wise: {k}"),
+        },
+    }
+}
+
 /// The breakdown of `profile`'s Repeat iterations (`None` without any).
 pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdown> {
     // Last finish and taking-part tiles of every step.
@@ -164,27 +189,10 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
             .get(&(iteration, label.clone()))
             .copied()
             .unwrap_or(false);
-        let category = match step.kind {
-            StepKind::Sync => "sync wait".to_string(),
-            StepKind::Patch => "patching".to_string(),
-            StepKind::Exchange if seen => format!("exchange: {kind} partials"),
-            StepKind::Exchange => match purpose {
-                Some(p) if p.contains("operand") => format!("exchange: {kind} operands"),
-                _ => format!("exchange: {kind}"),
-            },
-            // Lowering's own steps for an op (operand staging copies).
-            StepKind::Compute if purpose.is_some() => "element-wise: staging copy".to_string(),
-            StepKind::Compute => {
-                computed.insert((iteration, label.clone()), true);
-                match (kind, seen) {
-                    ("matmul", false) => "gemm".to_string(),
-                    ("matmul", true) => "gemm: K-split partial adds".to_string(),
-                    ("attention", _) => "attention".to_string(),
-                    ("", _) => "compute".to_string(),
-                    (k, _) => format!("element-wise: {k}"),
-                }
-            }
-        };
+        let category = category_of(step.kind, kind, purpose, seen);
+        if step.kind == StepKind::Compute && purpose.is_none() {
+            computed.insert((iteration, label.clone()), true);
+        }
         let key = (category, label);
         let entry = rows.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
