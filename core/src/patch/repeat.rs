@@ -10,7 +10,7 @@
 
 use alloc::vec::Vec;
 
-use super::fields::{address_fields, with_address, AddressFieldKind};
+use super::fields::{address_fields, with_address, AddressField, AddressFieldKind};
 use super::PatchError;
 use crate::exchange::{decode_row, ExchangePhase, ScheduledPhase};
 use crate::ipu21::isa::{encode, m, Instruction};
@@ -190,17 +190,14 @@ fn check_iteration_elements(
     Ok(())
 }
 
-/// Builds the Repeat patch tables for `iterations` iterations of a phase
-/// scheduled for iteration 0.
-pub fn repeat_patch_plan(
+/// Each transfer's source stride per iteration (`None`: it does not
+/// move), checked: a whole number of its items, and every iteration's
+/// source span inside SRAM.
+fn source_strides(
     phase: &ExchangePhase,
-    scheduled: &ScheduledPhase,
     iterated: &[IteratedSource],
     iterations: u32,
-) -> Result<RepeatPatchPlan, PatchError> {
-    if iterations == 0 {
-        return Err(PatchError::NoIterations);
-    }
+) -> Result<Vec<Option<i64>>, PatchError> {
     let mut stride_of = alloc::vec![None; phase.transfers.len()];
     for it in iterated {
         let t = phase
@@ -234,6 +231,54 @@ pub fn repeat_patch_plan(
         }
         stride_of[it.transfer] = Some(it.stride_bytes);
     }
+    Ok(stride_of)
+}
+
+/// The send instruction `instr` of `tile`'s row (its source field
+/// `field`) encoded once per iteration, its source moved by `stride`
+/// bytes each time.
+fn iteration_words(
+    tile: PhysicalTile,
+    field: &AddressField,
+    instr: Instruction,
+    stride: i64,
+    iterations: u32,
+) -> Result<Vec<u32>, PatchError> {
+    let mut words = Vec::with_capacity(iterations as usize);
+    for i in 0..iterations {
+        let address =
+            i64::from(field.word_address) + i64::from(i) * stride / i64::from(field.item_bytes);
+        let a = u32::try_from(address).map_err(|_| PatchError::AddressOutOfRange {
+            tile,
+            word_index: field.word_index,
+            iteration: i,
+            address,
+        })?;
+        let enc = encode(&with_address(instr, AddressFieldKind::Send, a)).map_err(|_| {
+            PatchError::AddressOutOfRange {
+                tile,
+                word_index: field.word_index,
+                iteration: i,
+                address,
+            }
+        })?;
+        words.push(enc.words()[0]);
+    }
+    Ok(words)
+}
+
+/// Builds the Repeat patch tables for `iterations` iterations of a phase
+/// scheduled for iteration 0.
+pub fn repeat_patch_plan(
+    phase: &ExchangePhase,
+    scheduled: &ScheduledPhase,
+    iterated: &[IteratedSource],
+    iterations: u32,
+) -> Result<RepeatPatchPlan, PatchError> {
+    if iterations == 0 {
+        return Err(PatchError::NoIterations);
+    }
+    let stride_of = source_strides(phase, iterated, iterations)?;
     check_iteration_elements(phase, scheduled, &stride_of, iterations)?;
     let by_tile = pieces_by_tile(phase, scheduled);
     let mut tables = Vec::new();
@@ -264,27 +309,7 @@ pub fn repeat_patch_plan(
                 .find(|ti| ti.word_index == field.word_index)
                 .map(|ti| ti.instruction)
                 .ok_or(PatchError::ShapeMismatch { tile: row.tile })?;
-            let mut words = Vec::with_capacity(iterations as usize);
-            for i in 0..iterations {
-                let address = i64::from(field.word_address)
-                    + i64::from(i) * stride / i64::from(field.item_bytes);
-                let a = u32::try_from(address).map_err(|_| PatchError::AddressOutOfRange {
-                    tile: row.tile,
-                    word_index: field.word_index,
-                    iteration: i,
-                    address,
-                })?;
-                let enc =
-                    encode(&with_address(instr, AddressFieldKind::Send, a)).map_err(|_| {
-                        PatchError::AddressOutOfRange {
-                            tile: row.tile,
-                            word_index: field.word_index,
-                            iteration: i,
-                            address,
-                        }
-                    })?;
-                words.push(enc.words()[0]);
-            }
+            let words = iteration_words(row.tile, &field, instr, stride, iterations)?;
             tables.push(RepeatPatchTable {
                 tile: row.tile,
                 word_index: field.word_index,
