@@ -367,6 +367,48 @@ pub fn picker_note(r: &MemoryRejection) -> String {
     }
 }
 
+/// The report's one-line verdict: what is short and by how much, the
+/// excess over the budget, or that it fits.
+fn rejection_verdict(r: &MemoryRejection) -> String {
+    if let Some(s) = &r.shortfall {
+        format!(
+            "{} short by {} B",
+            s.what.split(" (").next().unwrap_or(&s.what),
+            thousands(s.needed_bytes.saturating_sub(s.free_bytes))
+        )
+    } else if r.excess_bytes() > 0 {
+        format!("over budget by {} B", thousands(r.excess_bytes()))
+    } else {
+        "fits".to_string()
+    }
+}
+
+/// A late failure's shortfall for the template: what, where, needed
+/// against free, and the parts that hold the room.
+fn shortfall_context(s: &super::memory::Shortfall) -> minijinja::Value {
+    let parts: Vec<_> = s
+        .parts
+        .iter()
+        .map(|p| {
+            minijinja::context! {
+                name => &p.name,
+                color => CLASS_COLORS[class_index(p.class)],
+                class => p.class.name(),
+                bytes => thousands(p.bytes),
+            }
+        })
+        .collect();
+    minijinja::context! {
+        what => &s.what,
+        tile => format!("{} (physical {})", s.tile, physical_tile(s.tile)),
+        needed => thousands(s.needed_bytes),
+        free => thousands(s.free_bytes),
+        short => thousands(s.needed_bytes.saturating_sub(s.free_bytes)),
+        limit => s.limit.map(|l| format!("{l:#x}")),
+        parts,
+    }
+}
+
 /// Renders the memory-rejection report (`templates/rejection.html`): the
 /// reported tile's peak as a bar and by class, the tile picker with each
 /// tile's live bytes over the moments against the budget and the
@@ -377,17 +419,7 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
     let effective = r.effective_bytes();
     let budget = b.tile_bytes.max(1) as f64;
     let title = format!("Memory rejection: {}", r.operation);
-    let verdict = if let Some(s) = &r.shortfall {
-        format!(
-            "{} short by {} B",
-            s.what.split(" (").next().unwrap_or(&s.what),
-            thousands(s.needed_bytes.saturating_sub(s.free_bytes))
-        )
-    } else if r.excess_bytes() > 0 {
-        format!("over budget by {} B", thousands(r.excess_bytes()))
-    } else {
-        "fits".to_string()
-    };
+    let verdict = rejection_verdict(r);
     let mut classes: Vec<ClassRow> = r
         .bytes_by_class()
         .into_iter()
@@ -424,29 +456,7 @@ pub fn render_rejection(r: &MemoryRejection) -> anyhow::Result<String> {
         })
         .collect();
     let data = rejection_data(r)?;
-    let shortfall = r.shortfall.as_ref().map(|s| {
-        let parts: Vec<_> = s
-            .parts
-            .iter()
-            .map(|p| {
-                minijinja::context! {
-                    name => &p.name,
-                    color => CLASS_COLORS[class_index(p.class)],
-                    class => p.class.name(),
-                    bytes => thousands(p.bytes),
-                }
-            })
-            .collect();
-        minijinja::context! {
-            what => &s.what,
-            tile => format!("{} (physical {})", s.tile, physical_tile(s.tile)),
-            needed => thousands(s.needed_bytes),
-            free => thousands(s.free_bytes),
-            short => thousands(s.needed_bytes.saturating_sub(s.free_bytes)),
-            limit => s.limit.map(|l| format!("{l:#x}")),
-            parts,
-        }
-    });
+    let shortfall = r.shortfall.as_ref().map(shortfall_context);
     let picker_note = picker_note(r);
     let body = minijinja::context! {
         verdict,

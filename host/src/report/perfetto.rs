@@ -113,6 +113,14 @@ pub fn render(profile: &Profile) -> String {
             out.push_str("}}");
         }
     }
+    write_iterations(&mut out, profile, &at);
+    out.push_str("\n]}\n");
+    out
+}
+
+/// The Repeat iterations' track: one span per iteration, from its first
+/// start to its last end over all tiles (`at`: cycles to trace time).
+fn write_iterations(out: &mut String, profile: &Profile, at: &dyn Fn(u64) -> u64) {
     let _ = write!(
         out,
         ",\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{REPEAT_PID},\"tid\":0,\"args\":{{\"name\":\"Repeat iterations (first start to last end over all tiles)\"}}}}"
@@ -134,9 +142,9 @@ pub fn render(profile: &Profile) -> String {
             ",\n{{\"ph\":\"X\",\"pid\":{REPEAT_PID},\"tid\":1,\"name\":\"iteration {}\",\"cat\":\"repeat\",\"ts\":",
             it.iteration
         );
-        micros(&mut out, a);
+        micros(out, a);
         out.push_str(",\"dur\":");
-        micros(&mut out, b - a);
+        micros(out, b - a);
         let _ = write!(
             out,
             ",\"args\":{{\"cycles\":{},\"start_cycle\":{},\"end_cycle\":{}}}}}",
@@ -145,6 +153,4 @@ pub fn render(profile: &Profile) -> String {
             it.end_cycle
         );
     }
-    out.push_str("\n]}\n");
-    out
 }
