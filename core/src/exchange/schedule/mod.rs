@@ -175,19 +175,9 @@ pub fn schedule_pieces_avoiding(
     let jobs = split_multicasts(phase, &pairing, &out_load, lower_bound, options);
     let order = static_order(phase, &jobs, &out_load, &in_load);
 
-    let mut tiles: Vec<TileState> = (0..TILE_COUNT)
-        .map(|i| {
-            let tile = PhysicalTile::new(u32::from(i))
-                .map_err(|_| ExchangeError::Internal("tile index out of range"))?;
-            Ok(TileState::new(tile, single_control_tiles.contains(tile)))
-        })
-        .collect::<Result<_>>()?;
+    let mut tiles = tile_states(single_control_tiles)?;
     let mut pieces = Vec::new();
-    let min_piece = u64::from(options.min_piece_words.max(1));
-    let max_piece = options
-        .max_stream_words
-        .map_or(u64::MAX, |w| u64::from(w.max(1)));
-    let min_piece = min_piece.min(max_piece);
+    let (min_piece, max_piece) = piece_bounds(options);
 
     // Remaining (unscheduled) stream load per tile: with `remaining_first`,
     // the next job is the one touching the tile with the most work left.
@@ -215,17 +205,7 @@ pub fn schedule_pieces_avoiding(
             continue;
         }
         let ti = jobs[ji].transfer;
-        let t = &phase.transfers[ti];
-        // A chain is one stream: together at most the stream cap.
-        let mut chain = alloc::vec![ji];
-        let mut chain_words = u64::from(t.words);
-        while let Some(&next) = chain.last().and_then(|&j| chain_next[j].as_ref()) {
-            chain_words += u64::from(phase.transfers[jobs[next].transfer].words);
-            if placed[next] || chain.len() >= MAX_CHAIN || chain_words > max_piece {
-                break;
-            }
-            chain.push(next);
-        }
+        let chain = chain_from(ji, (phase, &jobs), &chain_next, &placed, max_piece);
         if chain.len() > 1 {
             let parts: Vec<ChainPart<'_>> = chain
                 .iter()
@@ -242,21 +222,9 @@ pub fn schedule_pieces_avoiding(
                 continue;
             }
         }
-        if jobs[ji].paired {
-            pieces.push(place_paired(
-                &mut tiles,
-                ti,
-                t,
-                &jobs[ji].destinations,
-                sweep_of[ti],
-            )?);
-            continue;
-        }
-        place_pieces(
+        place_job(
             &mut tiles,
-            t,
-            ti,
-            &jobs[ji].destinations,
+            (phase, &jobs[ji]),
             sweep_of[ti],
             (min_piece, max_piece),
             &mut pieces,
@@ -264,6 +232,68 @@ pub fn schedule_pieces_avoiding(
     }
     pieces.sort_by_key(|p| (p.start, p.transfer, p.offset));
     Ok(pieces)
+}
+
+/// One job on its own: a paired transfer as one piece, any other in
+/// pieces of `bounds` words.
+fn place_job(
+    tiles: &mut [TileState],
+    (phase, job): (&ExchangePhase, &Job),
+    sweep: Option<(i64, u32)>,
+    bounds: (u64, u64),
+    pieces: &mut Vec<Piece>,
+) -> Result<()> {
+    let ti = job.transfer;
+    let t = &phase.transfers[ti];
+    if job.paired {
+        pieces.push(place_paired(tiles, ti, t, &job.destinations, sweep)?);
+        return Ok(());
+    }
+    place_pieces(tiles, t, ti, &job.destinations, sweep, bounds, pieces)
+}
+
+/// Every tile's scheduling state, those in `single_control_tiles` never
+/// to take two controls on one event.
+fn tile_states(single_control_tiles: &TileSet<PhysicalTile>) -> Result<Vec<TileState>> {
+    (0..TILE_COUNT)
+        .map(|i| {
+            let tile = PhysicalTile::new(u32::from(i))
+                .map_err(|_| ExchangeError::Internal("tile index out of range"))?;
+            Ok(TileState::new(tile, single_control_tiles.contains(tile)))
+        })
+        .collect()
+}
+
+/// The shortest and longest piece, in words (the shortest never above
+/// the longest).
+fn piece_bounds(options: ScheduleOptions) -> (u64, u64) {
+    let min_piece = u64::from(options.min_piece_words.max(1));
+    let max_piece = options
+        .max_stream_words
+        .map_or(u64::MAX, |w| u64::from(w.max(1)));
+    (min_piece.min(max_piece), max_piece)
+}
+
+/// Job `ji` and the unplaced jobs chained after it (`chain_next`): a
+/// chain is one stream, so together at most `max_piece` words and
+/// [`MAX_CHAIN`] jobs.
+fn chain_from(
+    ji: usize,
+    (phase, jobs): (&ExchangePhase, &[Job]),
+    chain_next: &[Option<usize>],
+    placed: &[bool],
+    max_piece: u64,
+) -> Vec<usize> {
+    let mut chain = alloc::vec![ji];
+    let mut chain_words = u64::from(phase.transfers[jobs[ji].transfer].words);
+    while let Some(&next) = chain.last().and_then(|&j| chain_next[j].as_ref()) {
+        chain_words += u64::from(phase.transfers[jobs[next].transfer].words);
+        if placed[next] || chain.len() >= MAX_CHAIN || chain_words > max_piece {
+            break;
+        }
+        chain.push(next);
+    }
+    chain
 }
 
 /// Each transfer's source sweep (`(stride, iterations)`), by transfer index.
