@@ -120,6 +120,75 @@ fn package_dtype(d: ipuc_core::ir::DType) -> Result<DType> {
     }
 }
 
+/// `--workload` (or `--vit-small`), if given, names the preset the
+/// package was built from (`preset`; empty for a checkpoint's config, of
+/// `source`).
+fn check_preset(flags: &ModelChecks, preset: &str, source: &str) -> Result<()> {
+    let given_preset = match (&flags.workload, flags.vit_small) {
+        (Some(w), _) => Some(canonical_preset(w)),
+        (None, true) => Some("siglip-small"),
+        (None, false) => None,
+    };
+    if let Some(given) = given_preset {
+        let recorded = if preset.is_empty() {
+            format!("the config of {source}")
+        } else {
+            format!("--workload {preset}")
+        };
+        if given != preset {
+            crate::usage_bail!("{}", contradiction("--workload", given, &recorded));
+        }
+    }
+    Ok(())
+}
+
+/// The numerics flags given agree with the package's: FP8 scales, FP8
+/// weights only, fused QKV.
+fn check_numerics(flags: &ModelChecks, numerics: &ModelNumerics) -> Result<()> {
+    if flags.fp8_scale.is_some() && flags.fp8_scale != numerics.fp8_scale {
+        let recorded = match numerics.fp8_scale {
+            Some(s) => format!("--fp8-scale {s}"),
+            None => "no --fp8-scale (FP16 weights)".into(),
+        };
+        crate::usage_bail!(
+            "{}",
+            contradiction(
+                "--fp8-scale",
+                &format!("{}", flags.fp8_scale.unwrap_or_default()),
+                &recorded
+            )
+        );
+    }
+    let activation_scale = numerics.fp8_activation_scale;
+    if flags.fp8_activation_scale.is_some() && flags.fp8_activation_scale != activation_scale {
+        let recorded = match activation_scale {
+            Some(s) => format!("--fp8-activation-scale {s}"),
+            None => "FP16 GEMM activations".into(),
+        };
+        crate::usage_bail!(
+            "{}",
+            contradiction(
+                "--fp8-activation-scale",
+                &flags.fp8_activation_scale.unwrap_or_default().to_string(),
+                &recorded
+            )
+        );
+    }
+    if flags.fp8_weights_only && activation_scale.is_some() {
+        crate::usage_bail!(
+            "{}",
+            contradiction("--fp8-weights-only", "(set)", "FP8 × FP8 GEMMs")
+        );
+    }
+    if flags.fuse_qkv && !numerics.fuse_qkv {
+        crate::usage_bail!(
+            "{}",
+            contradiction("--fuse-qkv", "(set)", "separate Q/K/V projections")
+        );
+    }
+    Ok(())
+}
+
 /// The workload `exec` runs: the package's model, with every flag given
 /// checked against it. Packages without a description need the flags to
 /// name the model (as before packages described themselves).
@@ -130,25 +199,11 @@ pub fn resolve(
     let Some(d) = description else {
         return from_flags_alone(flags);
     };
-    let given_preset = match (&flags.workload, flags.vit_small) {
-        (Some(w), _) => Some(canonical_preset(w)),
-        (None, true) => Some("siglip-small"),
-        (None, false) => None,
-    };
     let source = match &d.weights {
         WeightOrigin::Random { seed } => format!("random weights from seed {seed}"),
         WeightOrigin::Checkpoint { path, .. } => format!("checkpoint {path}"),
     };
-    if let Some(given) = given_preset {
-        let recorded = if d.preset.is_empty() {
-            format!("the config of {source}")
-        } else {
-            format!("--workload {}", d.preset)
-        };
-        if given != d.preset {
-            crate::usage_bail!("{}", contradiction("--workload", given, &recorded));
-        }
-    }
+    check_preset(flags, &d.preset, &source)?;
     let checkpoint = match (&d.weights, &flags.checkpoint) {
         (WeightOrigin::Random { .. }, Some(dir)) => crate::usage_bail!(
             "{}",
@@ -170,47 +225,8 @@ pub fn resolve(
         d.config.image_size as usize,
         |v| format!("--image-size {v}"),
     )?;
-    if flags.fp8_scale.is_some() && flags.fp8_scale != d.numerics.fp8_scale {
-        let recorded = match d.numerics.fp8_scale {
-            Some(s) => format!("--fp8-scale {s}"),
-            None => "no --fp8-scale (FP16 weights)".into(),
-        };
-        crate::usage_bail!(
-            "{}",
-            contradiction(
-                "--fp8-scale",
-                &format!("{}", flags.fp8_scale.unwrap_or_default()),
-                &recorded
-            )
-        );
-    }
+    check_numerics(flags, &d.numerics)?;
     let activation_scale = d.numerics.fp8_activation_scale;
-    if flags.fp8_activation_scale.is_some() && flags.fp8_activation_scale != activation_scale {
-        let recorded = match activation_scale {
-            Some(s) => format!("--fp8-activation-scale {s}"),
-            None => "FP16 GEMM activations".into(),
-        };
-        crate::usage_bail!(
-            "{}",
-            contradiction(
-                "--fp8-activation-scale",
-                &flags.fp8_activation_scale.unwrap_or_default().to_string(),
-                &recorded
-            )
-        );
-    }
-    if flags.fp8_weights_only && activation_scale.is_some() {
-        crate::usage_bail!(
-            "{}",
-            contradiction("--fp8-weights-only", "(set)", "FP8 × FP8 GEMMs")
-        );
-    }
-    if flags.fuse_qkv && !d.numerics.fuse_qkv {
-        crate::usage_bail!(
-            "{}",
-            contradiction("--fuse-qkv", "(set)", "separate Q/K/V projections")
-        );
-    }
     let seed = match (&d.weights, flags.seed) {
         (WeightOrigin::Random { seed }, Some(given)) if given != *seed => {
             crate::usage_bail!("{}", contradiction("--seed", &given.to_string(), &source))
