@@ -154,7 +154,9 @@ fn schedule_dump(a: DumpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench(a: BenchArgs) -> anyhow::Result<()> {
+/// The bench's flags make a phase: a fanout below the tile count, words
+/// within the bench's source area.
+fn check_bench_args(a: &BenchArgs) -> anyhow::Result<()> {
     if a.fanout >= a.tiles {
         crate::usage_bail!(
             "--fanout {} needs more than {} tiles (each transfer goes to distinct other tiles)",
@@ -171,6 +173,61 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             a.words
         );
     }
+    Ok(())
+}
+
+/// What became of the phase's 64-bit requests, when it has any.
+fn print_pairing(scheduled: &ipuc_core::exchange::ScheduledPhase) {
+    let p = &scheduled.pairing;
+    if p.requested > 0 {
+        let reasons: Vec<String> = p
+            .reasons
+            .iter()
+            .map(|(why, n)| format!("{n} receivers: {}", why.describe()))
+            .collect();
+        println!(
+            "paired: {} of {} 64-bit requests sent as 64-bit items, {} partly, {} fell back to 32-bit ({}); {} words moved as 64-bit items, {} paired pieces",
+            p.paired,
+            p.requested,
+            p.partial,
+            p.fell_back,
+            if reasons.is_empty() { "none".into() } else { reasons.join(", ") },
+            p.paired_words,
+            scheduled.pieces.iter().filter(|x| x.paired).count()
+        );
+    }
+}
+
+/// The schedule's events against the lower bound (and the 64-bit
+/// items' bound where it differs), its pieces and row words.
+fn print_events(scheduled: &ipuc_core::exchange::ScheduledPhase) {
+    let lb = scheduled.lower_bound.max(1);
+    let row_words: usize = scheduled.rows.iter().map(|r| r.words.len()).sum();
+    println!(
+        "events={} lower_bound={} ratio={:.3} pieces={} row_words={} max_row_words={}",
+        scheduled.events,
+        scheduled.lower_bound,
+        f64::from(scheduled.events) / lb as f64,
+        scheduled.pieces.len(),
+        row_words,
+        scheduled
+            .rows
+            .iter()
+            .map(|r| r.words.len())
+            .max()
+            .unwrap_or(0)
+    );
+    if scheduled.lower_bound_events != scheduled.lower_bound {
+        println!(
+            "with 64-bit items: lower_bound_events={} ratio_events={:.3}",
+            scheduled.lower_bound_events,
+            f64::from(scheduled.events) / scheduled.lower_bound_events.max(1) as f64
+        );
+    }
+}
+
+fn bench(a: BenchArgs) -> anyhow::Result<()> {
+    check_bench_args(&a)?;
     let spec = RandomPhaseSpec {
         tiles: a.tiles,
         words: a.words,
@@ -229,51 +286,12 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
             phase.words_delivered()
         );
     }
-    let lb = scheduled.lower_bound.max(1);
-    let row_words: usize = scheduled.rows.iter().map(|r| r.words.len()).sum();
-    println!(
-        "events={} lower_bound={} ratio={:.3} pieces={} row_words={} max_row_words={}",
-        scheduled.events,
-        scheduled.lower_bound,
-        f64::from(scheduled.events) / lb as f64,
-        scheduled.pieces.len(),
-        row_words,
-        scheduled
-            .rows
-            .iter()
-            .map(|r| r.words.len())
-            .max()
-            .unwrap_or(0)
-    );
-    if scheduled.lower_bound_events != scheduled.lower_bound {
-        println!(
-            "with 64-bit items: lower_bound_events={} ratio_events={:.3}",
-            scheduled.lower_bound_events,
-            f64::from(scheduled.events) / scheduled.lower_bound_events.max(1) as f64
-        );
-    }
+    print_events(&scheduled);
     println!(
         "words moved={} (checked; simulated bytes compared={})",
         run.words_moved, compared
     );
-    let p = &scheduled.pairing;
-    if p.requested > 0 {
-        let reasons: Vec<String> = p
-            .reasons
-            .iter()
-            .map(|(why, n)| format!("{n} receivers: {}", why.describe()))
-            .collect();
-        println!(
-            "paired: {} of {} 64-bit requests sent as 64-bit items, {} partly, {} fell back to 32-bit ({}); {} words moved as 64-bit items, {} paired pieces",
-            p.paired,
-            p.requested,
-            p.partial,
-            p.fell_back,
-            if reasons.is_empty() { "none".into() } else { reasons.join(", ") },
-            p.paired_words,
-            scheduled.pieces.iter().filter(|x| x.paired).count()
-        );
-    }
+    print_pairing(&scheduled);
     println!(
         "wall: schedule={:.1}ms check={:.1}ms simulate={:.1}ms ({:.1} Mwords/s simulated fabric)",
         t_schedule.as_secs_f64() * 1e3,
