@@ -378,41 +378,7 @@ impl<'g> Builder<'g> {
             let plan = p.plan.as_ref().ok_or(LowerError::Mismatch {
                 what: "op without plan",
             })?;
-            let mut map = BTreeMap::new();
-            for (i, &v) in op.operands().iter().enumerate() {
-                let (buf, layout) = *self
-                    .vals
-                    .get(&v)
-                    .ok_or(LowerError::UnplacedValue { value: v })?;
-                let slot = Slot::Operand(i as u8);
-                match p.relayouts.iter().find(|r| r.operand as usize == i) {
-                    Some(r) => {
-                        let dtype = self.dtype(v)?;
-                        let class = plan
-                            .operands
-                            .get(i)
-                            .map(|o| o.class)
-                            .unwrap_or(MemoryClass::Standard);
-                        let staging = self.new_buffer(
-                            format!("{} operand {i} staging", origin.label),
-                            BufferRole::Scratch,
-                            dtype,
-                            &r.to,
-                            class,
-                            1,
-                        )?;
-                        let o = StepOrigin {
-                            op: origin.op,
-                            label: format!("{} operand {i} relayout", origin.label),
-                        };
-                        self.emit_relayout(&layout, buf, &r.to, staging, r.elem, &o, out)?;
-                        map.insert(slot, staging);
-                    }
-                    None => {
-                        map.insert(slot, buf);
-                    }
-                }
-            }
+            let mut map = self.stage_operands(op.operands(), p, plan, &origin, out)?;
             let result = op.result().ok_or(LowerError::Mismatch { what: "result" })?;
             let out_buf = if plan.output_is_view {
                 *map.get(&Slot::Operand(0)).ok_or(LowerError::Mismatch {
@@ -448,6 +414,54 @@ impl<'g> Builder<'g> {
             self.vals.insert(result, (out_buf, plan.output));
         }
         Ok(())
+    }
+
+    /// Each operand's buffer by slot: its own, or (when the plan re-lays
+    /// it out) a staging buffer the re-layout fills first.
+    fn stage_operands(
+        &mut self,
+        operands: &[ValueId],
+        p: &PlannedOp,
+        plan: &crate::plan::opplan::OpPlan,
+        origin: &StepOrigin,
+        out: &mut Vec<Step>,
+    ) -> LResult<BTreeMap<Slot, BufferId>> {
+        let mut map = BTreeMap::new();
+        for (i, &v) in operands.iter().enumerate() {
+            let (buf, layout) = *self
+                .vals
+                .get(&v)
+                .ok_or(LowerError::UnplacedValue { value: v })?;
+            let slot = Slot::Operand(i as u8);
+            match p.relayouts.iter().find(|r| r.operand as usize == i) {
+                Some(r) => {
+                    let dtype = self.dtype(v)?;
+                    let class = plan
+                        .operands
+                        .get(i)
+                        .map(|o| o.class)
+                        .unwrap_or(MemoryClass::Standard);
+                    let staging = self.new_buffer(
+                        format!("{} operand {i} staging", origin.label),
+                        BufferRole::Scratch,
+                        dtype,
+                        &r.to,
+                        class,
+                        1,
+                    )?;
+                    let o = StepOrigin {
+                        op: origin.op,
+                        label: format!("{} operand {i} relayout", origin.label),
+                    };
+                    self.emit_relayout(&layout, buf, &r.to, staging, r.elem, &o, out)?;
+                    map.insert(slot, staging);
+                }
+                None => {
+                    map.insert(slot, buf);
+                }
+            }
+        }
+        Ok(map)
     }
 
     fn lower_repeat(

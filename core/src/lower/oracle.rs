@@ -215,8 +215,7 @@ impl<'s> Executor<'s> {
                 ..
             } => {
                 let (m, k, n) = (m as usize, k as usize, n as usize);
-                let a = self.read(op(1)?, t, m * k)?;
-                let b = self.read(op(2)?, t, k * n)?;
+                let (a, b) = (self.read(op(1)?, t, m * k)?, self.read(op(2)?, t, k * n)?);
                 matmul(&a, &b, (m, k, n), b_transposed)
             }
             Kernel::ReduceAdd {
@@ -274,22 +273,14 @@ impl<'s> Executor<'s> {
                 head_dim,
                 scale,
                 ..
-            } => {
-                let [q, k, v] = self.read_qkv(c, q_rows, kv_rows, head_dim)?;
-                let shape = (q_rows as usize, kv_rows as usize, head_dim as usize);
-                attention(&q, &k, &v, shape, scale)
-            }
+            } => self.attention_call(c, (q_rows, kv_rows, head_dim), scale, attention)?,
             Kernel::AttentionPartial {
                 q_rows,
                 kv_rows,
                 head_dim,
                 scale,
                 ..
-            } => {
-                let [q, k, v] = self.read_qkv(c, q_rows, kv_rows, head_dim)?;
-                let shape = (q_rows as usize, kv_rows as usize, head_dim as usize);
-                attention_partial(&q, &k, &v, shape, scale)
-            }
+            } => self.attention_call(c, (q_rows, kv_rows, head_dim), scale, attention_partial)?,
             Kernel::AttentionCombine {
                 q_rows,
                 head_dim,
@@ -345,21 +336,21 @@ impl<'s> Executor<'s> {
             .collect())
     }
 
-    /// An attention call's Q (`q_rows × head_dim`), K and V (`kv_rows ×
-    /// head_dim` each), operands 1 to 3.
-    fn read_qkv(
+    /// An attention call: Q (`q_rows × head_dim`), K and V (`kv_rows ×
+    /// head_dim` each) from operands 1 to 3, then `f` (whole or partial
+    /// attention) over them.
+    fn attention_call(
         &self,
         c: &KernelCall,
-        q_rows: u32,
-        kv_rows: u32,
-        head_dim: u32,
-    ) -> Result<[Vec<f32>; 3], ExecError> {
+        (q_rows, kv_rows, head_dim): (u32, u32, u32),
+        scale: f32,
+        f: AttentionFn,
+    ) -> Result<Vec<f32>, ExecError> {
         let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
-        Ok([
-            self.read(operand(c, 1)?, c.tile, qr * d)?,
-            self.read(operand(c, 2)?, c.tile, kr * d)?,
-            self.read(operand(c, 3)?, c.tile, kr * d)?,
-        ])
+        let q = self.read(operand(c, 1)?, c.tile, qr * d)?;
+        let k = self.read(operand(c, 2)?, c.tile, kr * d)?;
+        let v = self.read(operand(c, 3)?, c.tile, kr * d)?;
+        Ok(f(&q, &k, &v, (qr, kr, d), scale))
     }
 
     /// A strided copy of `rows` rows of `row_bytes` from operand 1 to
@@ -464,6 +455,9 @@ fn layer_norm(x: &[f32], g: &[f32], b: &[f32], (r, cn): (usize, usize), eps: f32
     }
     out
 }
+
+/// [`attention`] or [`attention_partial`].
+type AttentionFn = fn(&[f32], &[f32], &[f32], (usize, usize, usize), f32) -> Vec<f32>;
 
 /// `softmax(q kᵀ · scale) v` for one head.
 fn attention(
