@@ -108,6 +108,7 @@ fn exec_with_summary(
     )?;
     summary.set_run(
         &profile,
+        &model.graph,
         checks
             .iter()
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
