@@ -9,6 +9,7 @@
 //! packs B per call, which costs O(K·N) against O(M·K·N) of arithmetic — one
 //! part in 729 for the encoder — so packing weights once would save < 0.2 %.
 
+use ipuc_target::ipu21::timing::AmpMode;
 use rayon::prelude::*;
 
 /// A strided read-only matrix view: element (r, c) at `offset + r·rs + c·cs`.
@@ -170,25 +171,29 @@ where
     }
 }
 
-/// K elements the AMP accumulates per FP8 micro-group before its FP16
-/// partials are written back (`ipuc_target::ipu21::timing::AmpMode`).
-const FP8_MICRO_GROUP: usize =
-    ipuc_target::ipu21::timing::AmpMode::F8F16Partials.k_micro_group() as usize;
-
-/// `acc[m×n] = round_f16(… round_f16(acc + a·b over micro-group 0) …)`:
-/// FP8 × FP8 products accumulated into **FP16 partials** as ipuc models the
-/// AMP's `f8v8hihov4amp` (`docs/facts/siglip-and-fp8.md` §4; the adder
-/// tree's internal precision is undocumented there): K is walked in
-/// 32-element micro-groups; a micro-group's products are summed exactly
-/// and added to the FP16 partial with one round-to-nearest-even.
+/// `acc[m×n] = round_p(… round_p(acc + a·b over micro-group 0) …)`: a
+/// product accumulated as ipuc models the AMP in `mode`
+/// (`docs/facts/siglip-and-fp8.md` §4; the adder tree's internal precision
+/// is undocumented there): K is walked in the mode's micro-groups (32 K for
+/// FP8 × FP8, 16 otherwise), a micro-group's products are summed in f64
+/// and added to the partial with one rounding to the mode's partials type
+/// (`round_p`: FP16 or F32, to nearest even).
 ///
-/// Exactness is what makes the device and the reference agree bit for bit
-/// whatever their blocking: an FP8 value is an integer multiple of
-/// 2^(scale − 10) with at most 4 significant bits, so a product has at most
-/// 8 and 32 of them span far less than f64's 53 bits — the f64 sum of a
-/// micro-group is exact in any order. `a` and `b` hold the FP8 operands'
-/// decoded values; `acc` holds FP16 values on entry and on exit.
-pub fn fp8_product_f16_partials(
+/// This one definition is what the device's kernels and the
+/// device-numerics reference both call, so they agree bit for bit whatever
+/// their blocking over M and N: an element depends only on its row, its
+/// column and the K sequence. Over K it is associative at micro-group
+/// boundaries — a product continued from stored partials equals one long
+/// product — which is why K splits (each part from zero, parts summed
+/// after) are the only K structure the reference must be told about.
+/// The f64 micro-group sum is exact for FP8 × FP8 (a product has ≤ 8
+/// significant bits, 32 of them span far less than 53) and for FP16
+/// operands whose products' exponents span < 2^27; beyond that it is the
+/// `gemm` crate's sequential order over one micro-group, the same in both
+/// callers. `a` and `b` hold the operands' decoded values; `acc` holds
+/// partials-type values on entry and on exit.
+pub fn amp_product(
+    mode: AmpMode,
     (m, n, k): (usize, usize, usize),
     a: MatRef<'_>,
     b: MatRef<'_>,
@@ -199,6 +204,13 @@ pub fn fp8_product_f16_partials(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
+    let micro_group = mode.k_micro_group() as usize;
+    let round: fn(f64) -> f32 = if mode.partials_bytes() == 2 {
+        round_f64_to_f16
+    } else {
+        // One rounding, f64 → f32, to nearest even.
+        |x| x as f32
+    };
     // The views' elements as f64, keeping their strides (a transposed
     // weight is read in place, as `gemm` does).
     let widen = |v: &MatRef<'_>, rows: usize, cols: usize| -> Vec<f64> {
@@ -214,8 +226,8 @@ pub fn fp8_product_f16_partials(
         Threads::All => gemm::Parallelism::Rayon(rayon::current_num_threads()),
     };
     let mut group = vec![0f64; m * n];
-    for k0 in (0..k).step_by(FP8_MICRO_GROUP) {
-        let kg = FP8_MICRO_GROUP.min(k - k0);
+    for k0 in (0..k).step_by(micro_group) {
+        let kg = micro_group.min(k - k0);
         // SAFETY: `aw` holds every element of the m×k view `a` (relative
         // to its offset) and `bw` every element of the k×n view `b`, so
         // columns k0..k0+kg of `a` and rows k0..k0+kg of `b` are in
@@ -243,7 +255,7 @@ pub fn fp8_product_f16_partials(
                 parallelism,
             );
         }
-        let add = |(o, g): (&mut f32, &f64)| *o = round_f64_to_f16(f64::from(*o) + g);
+        let add = |(o, g): (&mut f32, &f64)| *o = round(f64::from(*o) + g);
         match threads {
             Threads::One => acc[..m * n].iter_mut().zip(&group).for_each(add),
             Threads::All => acc[..m * n]
@@ -361,7 +373,8 @@ mod tests {
         let want = naive_fp16_partials(m, n, k, &a, &b);
         for threads in [Threads::One, Threads::All] {
             let mut c = vec![0f32; m * n];
-            fp8_product_f16_partials(
+            amp_product(
+                AmpMode::F8F16Partials,
                 (m, n, k),
                 MatRef::row_major(&a, 0, k),
                 MatRef::row_major(&b, 0, n),

@@ -199,9 +199,24 @@ fn elementwise(elements: u64, vector: u64, per_cycle_x16: u64) -> u64 {
     worker_cycles(vectors * vector, per_cycle_x16)
 }
 
-/// One head's attention block: q·kᵀ on the AMP (k is the weight stream)
-/// into F32 scores in the scratch, a row-wise softmax pass over them, then
-/// p·v with the probabilities in the operand type, written as `out`.
+/// One head's attention block: the scores on the AMP into F32 in the
+/// scratch, a softmax over them, then p·v with the probabilities in the
+/// operand type, written as `out`. The scores are formed in whichever
+/// orientation costs less, as a codelet with both variants would choose
+/// from the shapes it is given:
+///
+/// * **query-major** `q·kᵀ`: the keys are the AMP's weight stream, query
+///   rows are dealt to the workers, the softmax runs along each row;
+/// * **key-major** `k·qᵀ`: the query block is the weight stream — a short
+///   one when query blocks are small, so far fewer column groups to feed —
+///   key rows are dealt to the workers; the softmax deals keys to the
+///   workers too (each keeps per-query partial maxima and sums, merged in
+///   two extra rendezvous) and writes the probabilities transposed, as
+///   `[q, keys]` rows for p·v (an estimated extra cycle per element,
+///   `TRANSPOSED_WRITE_CYCLES_PER_ELEMENT`).
+///
+/// The orientation changes no value: every score is the same micro-group
+/// sum over the head dimension (`codelets::math::attention_scores`).
 fn attention(
     q_rows: u32,
     kv_rows: u32,
@@ -209,28 +224,43 @@ fn attention(
     (dtype, out): (DType, DType),
     addrs: &OperandAddresses,
 ) -> KernelTiming {
-    let qk = amp_product(
-        q_rows,
-        head_dim,
-        kv_rows,
-        (dtype, dtype, DType::F32),
-        addrs[2],
-    );
-    let pv = amp_product(q_rows, kv_rows, head_dim, (dtype, dtype, out), addrs[3]);
     let scores = u64::from(q_rows) * u64::from(kv_rows);
-    let soft = KernelTiming::new(
+    // Scores written, read back, probabilities written.
+    let memory = 3 * port(scores * 4, addrs[4]);
+    let softmax = |rows: u32, cols: u32, extra: u32| {
+        let per_element = 16 * u64::from(t::SOFTMAX_CYCLES_PER_ELEMENT + extra);
+        rowwise(rows, cols, per_element, 0)
+    };
+    let score_product = |rows: u32, cols: u32, weights: u32| {
+        amp_product(rows, head_dim, cols, (dtype, dtype, DType::F32), weights)
+    };
+    let query_major = score_product(q_rows, kv_rows, addrs[2]).plus(KernelTiming::new(
         0,
-        rowwise(
-            q_rows,
-            kv_rows,
-            16 * u64::from(t::SOFTMAX_CYCLES_PER_ELEMENT),
-            0,
-        ),
-        // Scores written, read back, probabilities written.
-        3 * port(scores * 4, addrs[4]),
+        softmax(q_rows, kv_rows, 0),
+        memory,
         0,
-    );
-    qk.plus(soft).plus(pv)
+    ));
+    // The partial statistics of the six workers, merged per query at the
+    // Add rate, after two extra rendezvous (charged as call overheads).
+    let merge = 2 * SIX_WORKER_CALL_CYCLES
+        + elementwise(
+            2 * WORKERS * u64::from(q_rows),
+            1,
+            16 * u64::from(t::ADD_ELEMENTS_PER_CYCLE),
+        );
+    let key_major = score_product(kv_rows, q_rows, addrs[1]).plus(KernelTiming::new(
+        merge,
+        softmax(kv_rows, q_rows, t::TRANSPOSED_WRITE_CYCLES_PER_ELEMENT),
+        memory,
+        0,
+    ));
+    let scores = if key_major.total < query_major.total {
+        key_major
+    } else {
+        query_major
+    };
+    let pv = amp_product(q_rows, kv_rows, head_dim, (dtype, dtype, out), addrs[3]);
+    scores.plus(pv)
 }
 
 /// Elements per 64-bit vector of `d`.
@@ -570,29 +600,50 @@ mod tests {
     }
 
     /// Attention: two AMP products in the FP16→FP32 mode (F32 scores, then
-    /// p·v from FP16 probabilities), a row-wise softmax over the scores and
-    /// the output's conversion from F32 partials to FP16.
+    /// p·v from FP16 probabilities), a softmax over the scores and the
+    /// output's conversion from F32 partials to FP16 — the scores in the
+    /// cheaper orientation.
     #[test]
     fn attention_is_two_fp32_partials_products_a_softmax_and_a_conversion() {
-        let att = KernelArgs::new(Kernel::Attention {
-            q_rows: 6,
-            kv_rows: 16,
-            head_dim: 64,
-            scale: 0.125,
-            dtype: DType::F16,
-        });
+        let call = |q_rows, kv_rows| {
+            KernelArgs::new(Kernel::Attention {
+                q_rows,
+                kv_rows,
+                head_dim: 64,
+                scale: 0.125,
+                dtype: DType::F16,
+            })
+        };
         let mut addrs = [INTERLEAVED; 6];
-        (addrs[2], addrs[3]) = (STANDARD, STANDARD);
+        (addrs[1], addrs[2], addrs[3]) = (STANDARD, STANDARD, STANDARD);
         let mode = AmpMode::F16F32Partials;
+        // 6 queries × 16 keys: query-major, one row per worker, 16 scores
+        // at the softmax estimate of 6 cycles per element (96 issue slots
+        // of six cycles) — key-major would pay two extra rendezvous.
         let qk = amp_passes(6, 64, 16, mode, STANDARD).total;
         let pv = amp_passes(6, 16, 64, mode, STANDARD).total;
-        // One row per worker, 16 scores at the softmax estimate of 6
-        // cycles per element: 96 issue slots, six cycles each.
         let softmax = 16 * 6 * 6;
         let convert = conversion_cycles(6 * 64 * 6);
         assert_eq!(
-            kernel_timing(&att, &addrs).total,
+            kernel_timing(&call(6, 16), &addrs).total,
             qk + pv + softmax + convert
+        );
+        // 32 queries × 192 keys (So400m's blocks): feeding 2 query column
+        // groups instead of 12 key groups makes key-major cheaper, though
+        // it writes the probabilities transposed (6 + 1 cycles per element,
+        // 32 keys per worker) and merges the workers' statistics.
+        let qk = amp_passes(192, 64, 32, mode, STANDARD).total;
+        let pv = amp_passes(32, 192, 64, mode, STANDARD).total;
+        let softmax = 32 * 32 * 7 * 6;
+        let merge = 2 * SIX_WORKER_CALL_CYCLES + elementwise(2 * 6 * 32, 1, 16 * 16);
+        let convert = conversion_cycles(32 * 64 * 6);
+        let key_major = qk + softmax + merge;
+        let query_major =
+            amp_passes(32, 64, 192, mode, STANDARD).total + rowwise(32, 192, 16 * 6, 0);
+        assert!(key_major < query_major, "{key_major} vs {query_major}");
+        assert_eq!(
+            kernel_timing(&call(32, 192), &addrs).total,
+            key_major + pv + convert
         );
     }
 }

@@ -1,8 +1,9 @@
 //! Key-split attention (each tile holds one key/value block of its head;
 //! partials combined on the query block's first tile), forced on siglip-small
 //! with `min_key_parts = 2`: the planner picks it for every attention, the
-//! schedule oracle matches the FP32 reference, and the package runs on the
-//! simulator and passes validation.
+//! schedule oracle matches the FP32 reference, the package runs on the
+//! simulator and passes validation, and the device-numerics reference told
+//! the package's key splits reproduces the simulator bit for bit.
 
 use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
@@ -10,9 +11,11 @@ use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
 use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};
+use ipuc_core::ir::{OpId, OpKind};
 use ipuc_core::lower::lower;
 use ipuc_core::lower::oracle::Executor;
 use ipuc_core::lower::schedule::{Kernel, Step};
+use ipuc_core::package::KSplit;
 use ipuc_core::plan::opplan::PlanFamily;
 use ipuc_core::plan::{plan_graph, PlanConfig};
 use ipuc_tests::{device_inputs, small_pixels};
@@ -129,11 +132,45 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(
+        &model,
+        weights.clone(),
+        &pixels,
+        (Numerics::Fp32, &[]),
+        None,
+    )
+    .unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
         assert!(*max_abs < 0.05, "{name}: max abs error {max_abs}");
         assert!(*cosine > 0.999, "{name}: cosine {cosine}");
     }
+
+    // The package records both attentions' key splits; followed, the
+    // device-numerics reference is the simulator's result to the bit.
+    let splits = &compiled.package.description.k_splits;
+    let attentions = splits
+        .iter()
+        .filter(|s| {
+            let op = model.graph.op(OpId::new(s.op));
+            op.is_some_and(|o| matches!(o.kind(), OpKind::Attention { .. }))
+        })
+        .count();
+    assert_eq!(attentions, 2, "{splits:?}");
+    let max_abs = |numerics_splits: &[KSplit]| {
+        let device = run_siglip(
+            &model,
+            weights.clone(),
+            &pixels,
+            (Numerics::Device, numerics_splits),
+            None,
+        )
+        .unwrap();
+        let v = compare(&out, &device, 0.2, 0.05).unwrap();
+        v.outputs.iter().map(|o| o.1).fold(0f32, f32::max)
+    };
+    assert_eq!(max_abs(splits), 0.0);
+    // One softmax over all keys rounds differently: the splits matter.
+    assert!(max_abs(&[]) > 0.0);
 }

@@ -560,8 +560,9 @@ fn plan_summary(options: &CompileOptions, front: &Front) -> BTreeMap<String, Sum
         .collect()
 }
 
-/// Every GEMM the plan splits over K, by op (a Repeat body's ops are
-/// planned once for every iteration).
+/// Every product the plan splits over K, by op: GEMMs split over K, and
+/// attentions split over their keys (the `p·v` contraction). A Repeat
+/// body's ops are planned once for every iteration.
 fn k_splits(graph: &Graph, ops: &[PlannedOp]) -> Vec<package::KSplit> {
     let mut splits = Vec::new();
     collect_k_splits(graph, ops, &mut splits);
@@ -574,16 +575,19 @@ fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<package::
         if let Some(body) = &planned.repeat {
             collect_k_splits(graph, &body.ops, splits);
         }
-        let Some(PlanFamily::Gemm { k: parts, .. }) = planned.plan.as_ref().map(|p| &p.family)
-        else {
-            continue;
+        // K: the last dim of a GEMM's `a` (GEMM plans refuse a transposed
+        // `a`); the keys: the second-last dim of an attention's `k`.
+        let (parts, operand, from_end) = match planned.plan.as_ref().map(|p| &p.family) {
+            Some(PlanFamily::Gemm { k: parts, .. }) => (parts, 0, 1),
+            Some(PlanFamily::Attention { key_parts, .. }) => (key_parts, 1, 2),
+            _ => continue,
         };
-        // K is the last dim of `a` (GEMM plans refuse a transposed `a`).
         let k = graph
             .op(planned.op)
-            .and_then(|op| op.operands().first().copied())
+            .and_then(|op| op.operands().get(operand).copied())
             .and_then(|a| graph.ty(a))
-            .and_then(|t| t.shape.dims().last().copied())
+            .map(|t| t.shape.dims())
+            .and_then(|dims| dims.get(dims.len().checked_sub(from_end)?).copied())
             .and_then(|k| u32::try_from(k).ok());
         if let (true, Some(k)) = (*parts > 1, k) {
             splits.push(package::KSplit {

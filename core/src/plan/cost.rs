@@ -47,24 +47,41 @@ pub fn gemm_cycles(
     cycles.0
 }
 
-/// One head's attention block: two AMP products (q·kᵀ into F32 scores, p·v
+/// One head's attention block: two AMP products (the scores into F32, p·v
 /// with the probabilities in the operand type, written as `out`) plus a
 /// softmax over the scores (a key-split partial: the same over one key
-/// block; the row statistics are part of the softmax passes).
+/// block; the row statistics are part of the softmax passes). The scores
+/// are formed in the cheaper orientation, as the simulator's kernel model
+/// (`ipuc_sim::kernel_timing`) charges them: query-major (`q·kᵀ`, the keys
+/// fed as AMP weights) or key-major (`k·qᵀ`, the short query block fed as
+/// weights, the probabilities then written transposed for `p·v`).
 fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
-    S(gemm_cycles(
-        q_rows,
-        head_dim,
-        kv_rows,
-        (dtype, dtype, DType::F32),
-        false,
-    )) + S(gemm_cycles(
-        q_rows,
-        kv_rows,
-        head_dim,
-        (dtype, dtype, out),
-        false,
-    )) + w(q_rows) * w(kv_rows) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
+    let scores = |rows: u32, cols: u32| {
+        S(gemm_cycles(
+            rows,
+            head_dim,
+            cols,
+            (dtype, dtype, DType::F32),
+            false,
+        ))
+    };
+    let elements = w(q_rows) * w(kv_rows);
+    let softmax = elements * w(t::SOFTMAX_CYCLES_PER_ELEMENT);
+    let query_major = scores(q_rows, kv_rows) + softmax;
+    // Plus two worker rendezvous to merge the workers' per-query maxima
+    // and sums (charged as six-worker call overheads).
+    let key_major = scores(kv_rows, q_rows)
+        + softmax
+        + elements * w(t::TRANSPOSED_WRITE_CYCLES_PER_ELEMENT)
+        + w(2 * t::LOCAL_COPY_CALL_CYCLES);
+    query_major.min(key_major)
+        + S(gemm_cycles(
+            q_rows,
+            kv_rows,
+            head_dim,
+            (dtype, dtype, out),
+            false,
+        ))
 }
 
 /// A conversion of `elements` from `from` to `to` at the Cast rate.

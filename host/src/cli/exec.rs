@@ -110,6 +110,7 @@ fn exec_with_summary(
     )?;
     summary.set_run(
         &profile,
+        &model.graph,
         checks
             .iter()
             .map(|c| InferenceSummary::from_check(c, c.words_moved))

@@ -290,13 +290,12 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     )?;
     summary.set_run(
         &profile,
+        &model.graph,
         checks
             .iter()
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
             .collect(),
     );
-    summary.layer_breakdown =
-        crate::report::layer_breakdown::layer_breakdown(&profile, &model.graph);
     if let Some(out) = &args.exec.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the

@@ -198,8 +198,14 @@ pub struct RunSummary {
 impl RunSummary {
     /// Fills the run figures from the last inference's profile and every
     /// inference's check.
-    pub fn set_run(&mut self, profile: &Profile, inferences: Vec<InferenceSummary>) {
+    pub fn set_run(
+        &mut self,
+        profile: &Profile,
+        graph: &ipuc_core::ir::Graph,
+        inferences: Vec<InferenceSummary>,
+    ) {
         self.cropped_cycles = profile.span().map(|(s, e)| e - s);
+        self.layer_breakdown = crate::report::layer_breakdown::layer_breakdown(profile, graph);
         self.cycle_sources = crate::report::CYCLE_SOURCES
             .iter()
             .map(|(part, how)| (part.to_string(), how.to_string()))

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 
-use super::numerics::{round_f16_slice, round_to_dtype};
+use super::numerics::round_to_dtype;
 use super::{ops, Numerics, ReferenceError, Tensor};
 use crate::weights::{canonical_name, HostTensor, Weights};
+use ipuc_core::kernel::AmpProduct;
 use ipuc_core::package::KSplit;
 use ipuc_sim::codelets::math as codelet_math;
 
@@ -140,17 +141,24 @@ impl<'g> Reference<'g> {
     }
 
     /// Follow the compiled program's K splits (`splits`, from its package):
-    /// device numerics then sum each split FP8 × FP8 product as the device
-    /// does. Each split must name a matrix product with its K.
+    /// device numerics then sum each split product as the device does. A
+    /// split names a matrix product with its K, or an attention with its
+    /// key count.
     pub fn with_k_splits(mut self, splits: &[KSplit]) -> Result<Self, ReferenceError> {
         for split in splits {
             let op = OpId::new(split.op);
-            let k = self.graph.op(op).and_then(|o| match o.kind() {
-                OpKind::MatMul(mm) if !mm.transpose_a => {
-                    let a = self.graph.ty(*o.operands().first()?)?;
-                    a.shape.dims().last().copied()
+            let k = self.graph.op(op).and_then(|o| {
+                let operand_dim = |i: usize, from_end: usize| {
+                    let t = self.graph.ty(*o.operands().get(i)?)?;
+                    let dims = t.shape.dims();
+                    dims.get(dims.len().checked_sub(from_end)?).copied()
+                };
+                match o.kind() {
+                    OpKind::MatMul(mm) if !mm.transpose_a => operand_dim(0, 1),
+                    // Keys: the second-last axis of `k`.
+                    OpKind::Attention { .. } => operand_dim(1, 2),
+                    _ => None,
                 }
-                _ => None,
             });
             if k != Some(split.k as usize) {
                 return Err(ReferenceError::KSplit {
@@ -246,18 +254,26 @@ impl<'g> Reference<'g> {
     /// in FP16 partials (the only partials type FP8 has, so whatever the
     /// result type); the FP32 reference and every other product sum in F32.
     fn matmul_product(&self, op: OpId, operands: &[ValueId]) -> ops::Product {
-        let fp8 = |v: &ValueId| {
-            self.graph
-                .ty(*v)
-                .is_some_and(|t| matches!(t.dtype, DType::F8 { .. }))
+        let dtype = |i: usize| {
+            operands
+                .get(i)
+                .and_then(|v| self.graph.ty(*v))
+                .map(|t| t.dtype)
         };
-        if self.numerics == Numerics::Device && operands.iter().all(fp8) {
-            ops::Product::Fp8F16Partials {
-                k_parts: self.k_parts.get(&op).copied().unwrap_or(1),
-            }
-        } else {
-            ops::Product::Exact
+        match (self.numerics, dtype(0), dtype(1)) {
+            (Numerics::Device, Some(a), Some(b)) => ops::Product::Amp {
+                // The partials type depends on the operands only.
+                mode: AmpProduct::of(a, b, DType::F32).mode,
+                k_parts: self.parts_of(op),
+            },
+            _ => ops::Product::Exact,
         }
+    }
+
+    /// How many parts the compiled program splits `op`'s K (a matmul's
+    /// contraction, an attention's keys) into.
+    fn parts_of(&self, op: OpId) -> u32 {
+        self.k_parts.get(&op).copied().unwrap_or(1)
     }
 
     /// Execute one op. `dying` operands are removed from `env` before the
@@ -372,8 +388,11 @@ impl<'g> Reference<'g> {
                 (Arc::new(d), true)
             }
             OpKind::Attention { scale } => {
-                let round = (device && out_ty.dtype == DType::F16)
-                    .then_some(round_f16_slice as ops::Rounder);
+                let dtype = self.graph.ty(op.operands()[0]).map(|t| t.dtype);
+                let device = dtype.filter(|_| device).map(|dtype| ops::DeviceAttention {
+                    dtype,
+                    key_parts: self.parts_of(id),
+                });
                 (
                     Arc::new(ops::attention(
                         operands[0],
@@ -381,7 +400,7 @@ impl<'g> Reference<'g> {
                         operands[2],
                         *scale,
                         &dims,
-                        round,
+                        device,
                     )),
                     true,
                 )

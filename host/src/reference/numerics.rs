@@ -42,8 +42,3 @@ fn unreachable_fp8(format: F8Format) -> Fp8 {
         Err(_) => unreachable!("scale 0 is inside the FP8 metadata range"),
     }
 }
-
-/// Round to FP16 (attention intermediates in device numerics).
-pub fn round_f16_slice(data: &mut [f32]) {
-    round_to_dtype(DType::F16, data);
-}

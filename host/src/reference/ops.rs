@@ -10,7 +10,10 @@ use super::kernels;
 use super::Tensor;
 use crate::gemm::{self, MatRef, Threads};
 use ipuc_core::ipu21::timing::AmpMode;
+use ipuc_core::ir::DType;
+use ipuc_core::kernel::{combine_attention_partials, AmpProduct};
 use ipuc_core::plan::candidates::k_parts as k_parts_of;
+use ipuc_sim::codelets::math as codelet_math;
 
 /// Row-major strides of `dims`.
 pub fn strides(dims: &[usize]) -> Vec<usize> {
@@ -150,13 +153,13 @@ pub fn matmul(
 /// How a matmul accumulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Product {
-    /// In F32 (FP32 reference; the device's float partials).
+    /// In F32 (the FP32 reference).
     Exact,
-    /// FP8 × FP8 into FP16 partials rounded after every micro-group, as the
-    /// device's AMP ([`gemm::fp8_product_f16_partials`]), in `k_parts`
-    /// sequences over K (`ipuc_core::plan::candidates::k_parts`), each from
-    /// zero, summed in F32 in part order — as a K-split plan computes it.
-    Fp8F16Partials { k_parts: u32 },
+    /// As the device's AMP in `mode` ([`gemm::amp_product`]: partials
+    /// rounded after every K micro-group), in `k_parts` sequences over K
+    /// (`ipuc_core::plan::candidates::k_parts`), each from zero, summed in
+    /// F32 in part order — as a K-split plan computes it.
+    Amp { mode: AmpMode, k_parts: u32 },
 }
 
 /// [`matmul`] accumulating as `product` says.
@@ -201,11 +204,13 @@ pub fn matmul_with(
     let a_full = a_lead.len() == lead.len() && a_lead == lead;
     let sa = broadcast_strides(a_lead, lead);
     let sb = broadcast_strides(b_lead, lead);
-    if let Product::Fp8F16Partials { k_parts } = product {
-        // Micro-group sums are exact, so folding or blocking cannot change
-        // a bit; one product per batch index keeps this simple.
+    if let Product::Amp { mode, k_parts } = product {
+        // An element depends only on its row, column and K sequence, so
+        // folding or blocking cannot change a bit; one product per batch
+        // index keeps this simple.
         for (i, c) in out.chunks_mut(m * n).enumerate() {
-            fp8_split_product(
+            amp_split_product(
+                mode,
                 (m, n, k),
                 k_parts,
                 a_view(offset_of(i, lead, &sa) * a_mat),
@@ -238,10 +243,11 @@ pub fn matmul_with(
     out
 }
 
-/// `c = a·b` as the device's FP8 × FP8 product split into `k_parts`
-/// sequences: each part's FP16 partials from zero, the parts summed in F32
-/// in part order (the `ReduceAdd` after a K-split GEMM's reduce-scatter).
-fn fp8_split_product(
+/// `c = a·b` as the device's AMP product in `mode` split into `k_parts`
+/// sequences: each part's partials from zero, the parts summed in F32 in
+/// part order (the `ReduceAdd` after a K-split GEMM's reduce-scatter).
+fn amp_split_product(
+    mode: AmpMode,
     (m, n, k): (usize, usize, usize),
     k_parts: u32,
     a: MatRef<'_>,
@@ -249,18 +255,18 @@ fn fp8_split_product(
     c: &mut [f32],
 ) {
     if k_parts <= 1 {
-        gemm::fp8_product_f16_partials((m, n, k), a, b, c, Threads::All);
+        gemm::amp_product(mode, (m, n, k), a, b, c, Threads::All);
         return;
     }
-    let grain = AmpMode::F8F16Partials.k_micro_group();
     // K and the part count come from a graph and a checked package.
-    let split = k_parts_of(k as u32, grain, k_parts);
+    let split = k_parts_of(k as u32, mode.k_micro_group(), k_parts);
     let mut part = vec![0f32; m * n];
     for p in 0..k_parts {
         let range = split.range(p);
         let (start, len) = (range.start as usize, range.len());
         part.fill(0.0);
-        gemm::fp8_product_f16_partials(
+        gemm::amp_product(
+            mode,
             (m, n, len),
             a.skip_cols(start),
             b.skip_rows(start),
@@ -273,19 +279,28 @@ fn fp8_split_product(
     }
 }
 
-/// How attention rounds its intermediates (device numerics: FP16 scores and
-/// probabilities when the op runs in F16).
-pub type Rounder = fn(&mut [f32]);
+/// Attention as the device computes it: operands in `dtype`, its key axis
+/// split into `key_parts` blocks (`ipuc_core::plan::candidates::k_parts`
+/// with grain 1, as the plan's key layout splits it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceAttention {
+    pub dtype: DType,
+    pub key_parts: u32,
+}
 
 /// Non-causal scaled dot-product attention per leading index:
-/// `softmax(q·kᵀ·scale)·v`, leading dims broadcast to `out_dims`.
+/// `softmax(q·kᵀ·scale)·v`, leading dims broadcast to `out_dims`. In F32
+/// with this module's kernels, or with `device`, through the device's own
+/// attention arithmetic (`ipuc_sim::codelets::math`): a query row's result
+/// depends only on its keys and their split, so the query blocking the
+/// plan chose does not matter.
 pub fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
     scale: f32,
     out_dims: &[usize],
-    round: Option<Rounder>,
+    device: Option<DeviceAttention>,
 ) -> Vec<f32> {
     let (qr, kr, vr, or) = (q.shape.len(), k.shape.len(), v.shape.len(), out_dims.len());
     let (sq, dk) = (q.shape[qr - 2], q.shape[qr - 1]);
@@ -304,28 +319,31 @@ pub fn attention(
         let qo = offset_of(i, lead, &sqs) * sq * dk;
         let ko = offset_of(i, lead, &sks) * sk * dk;
         let vo = offset_of(i, lead, &svs) * sk * dv;
+        let head = (
+            &q.data[qo..qo + sq * dk],
+            &k.data[ko..ko + sk * dk],
+            &v.data[vo..vo + sk * dv],
+        );
+        if let Some(d) = device {
+            o.copy_from_slice(&device_attention_head(d, head, (sq, sk, dk), scale));
+            return;
+        }
         let mut scores = vec![0f32; sq * sk];
         gemm::gemm(
             (sq, sk, dk),
-            MatRef::row_major(&q.data, qo, dk),
-            MatRef::transposed(&k.data, ko, dk),
+            MatRef::row_major(head.0, 0, dk),
+            MatRef::transposed(head.1, 0, dk),
             &mut scores,
             scale,
             threads,
         );
-        if let Some(r) = round {
-            r(&mut scores);
-        }
         for row in scores.chunks_mut(sk) {
             kernels::softmax_row(row);
-        }
-        if let Some(r) = round {
-            r(&mut scores);
         }
         gemm::gemm(
             (sq, dv, sk),
             MatRef::row_major(&scores, 0, sk),
-            MatRef::row_major(&v.data, vo, dv),
+            MatRef::row_major(head.2, 0, dv),
             o,
             1.0,
             threads,
@@ -339,6 +357,43 @@ pub fn attention(
         one_head(0, &mut out, Threads::All);
     }
     out
+}
+
+/// One head, `(q, k, v)` of `sq × d`, `sk × d`, `sk × d`, through the
+/// device's attention kernels: whole keys, or one partial per key block
+/// merged as the device's combine kernel merges them.
+fn device_attention_head(
+    device: DeviceAttention,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    (sq, sk, d): (usize, usize, usize),
+    scale: f32,
+) -> Vec<f32> {
+    let DeviceAttention { dtype, key_parts } = device;
+    let mode = AmpProduct::of(dtype, dtype, DType::F32).mode;
+    if key_parts <= 1 {
+        let scores = codelet_math::attention_scores(mode, (sq, sk, d), q, k, scale);
+        return codelet_math::attention_output(mode, dtype, (sq, sk, d), scores, v);
+    }
+    // The key count and part count come from a graph and a checked package.
+    let split = k_parts_of(sk as u32, 1, key_parts);
+    let mut partials = Vec::with_capacity(key_parts as usize * sq * (d + 2));
+    for p in 0..key_parts {
+        let keys = split.range(p);
+        let (start, len) = (keys.start as usize, keys.len());
+        let (kp, vp) = (
+            &k[start * d..(start + len) * d],
+            &v[start * d..(start + len) * d],
+        );
+        let scores = codelet_math::attention_scores(mode, (sq, len, d), q, kp, scale);
+        partials.extend(codelet_math::attention_partial(
+            mode,
+            dtype,
+            (sq, len, d),
+            scores,
+            vp,
+        ));
+    }
+    combine_attention_partials(&partials, sq, d, key_parts as usize)
 }
 
 /// `[.., S, H·Dh]` → `[.., H, S, Dh]`.

@@ -116,7 +116,7 @@ pub const CYCLE_SOURCES: [(&str, &str); 6] = [
     ),
     (
         "kernel bodies (native codelets)",
-        "modelled: the simulator's kernel timing model (host::sim::kernel_timing)",
+        "modelled: the simulator's kernel timing model (ipuc_sim::kernel_timing): AMP rates per mode, Add, GELU, cast, copy and reduction rates from docs/facts; the FP16→F32 weight feed, softmax, LayerNorm and the transposed probability write are estimates",
     ),
     (
         "global sync latency",

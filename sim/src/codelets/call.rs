@@ -11,7 +11,7 @@ use ipuc_target::package::abi::{
     OperandRole,
 };
 
-use super::elements::{decode as decode_elements, encode, round_in_place};
+use super::elements::{decode as decode_elements, encode};
 use super::error::{CodeletError, CodeletErrorKind};
 use super::math;
 use crate::kernel_timing::kernel_timing;
@@ -216,11 +216,8 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             };
             let av = io.load(1, m * k, a);
             let bv = io.load(2, k * n, b);
-            if AmpProduct::of(a, b, out).mode == AmpMode::F8F16Partials {
-                math::fp8_gemm_accumulate((m, k, n), &av, &bv, b_transposed, &mut acc);
-            } else {
-                math::gemm_accumulate((m, k, n), &av, &bv, b_transposed, &mut acc);
-            }
+            let mode = AmpProduct::of(a, b, out).mode;
+            math::amp_accumulate(mode, (m, k, n), &av, &bv, b_transposed, &mut acc);
             if let Some(bias_type) = args.epilogue.bias {
                 let bias = io.load(3, n, bias_type);
                 let sum = acc.clone();
@@ -309,13 +306,9 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             scale,
             dtype,
         } => {
-            let (qr, kv, hd) = (us(q_rows), us(kv_rows), us(head_dim));
-            let (mut scores, v) = attention_scores(&mut io, (qr, kv, hd), scale, dtype);
-            math::softmax_rows(&mut scores, kv);
-            // The AMP reads the probabilities in the operand type.
-            round_in_place(&mut scores, dtype);
-            let mut out = vec![0.0; qr * hd];
-            math::gemm_accumulate((qr, kv, hd), &scores, &v, false, &mut out);
+            let shape = (us(q_rows), us(kv_rows), us(head_dim));
+            let (mode, scores, v) = attention_scores(&mut io, shape, scale, dtype);
+            let out = math::attention_output(mode, dtype, shape, scores, &v);
             io.store(0, &out, dtype);
         }
         Kernel::AttentionPartial {
@@ -325,25 +318,9 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             scale,
             dtype,
         } => {
-            let (qr, kv, hd) = (us(q_rows), us(kv_rows), us(head_dim));
-            let (mut scores, v) = attention_scores(&mut io, (qr, kv, hd), scale, dtype);
-            // Row statistics in F32; the unnormalised probabilities feed
-            // the AMP in the operand type, as in `Attention`.
-            let mut stats = vec![(0f32, 0f32); qr];
-            for (row, st) in scores.chunks_mut(kv.max(1)).zip(stats.iter_mut()) {
-                let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                row.iter_mut().for_each(|x| *x = (*x - m).exp());
-                *st = (m, row.iter().sum());
-            }
-            round_in_place(&mut scores, dtype);
-            let mut pv = vec![0.0; qr * hd];
-            math::gemm_accumulate((qr, kv, hd), &scores, &v, false, &mut pv);
-            let mut out = Vec::with_capacity(qr * (hd + 2));
-            for (row, (m, l)) in pv.chunks(hd.max(1)).zip(&stats) {
-                out.extend_from_slice(row);
-                out.push(*m);
-                out.push(*l);
-            }
+            let shape = (us(q_rows), us(kv_rows), us(head_dim));
+            let (mode, scores, v) = attention_scores(&mut io, shape, scale, dtype);
+            let out = math::attention_partial(mode, dtype, shape, scores, &v);
             io.store(0, &out, DType::F32);
         }
         Kernel::AttentionCombine {
@@ -366,7 +343,6 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
     }
 }
 
-/// Strided block copy; the source is read whole before any write, so
 /// An elementwise kernel (Add, Mul) over `rows × cols` operands in
 /// `dtype`, B either full or one row broadcast over every row.
 fn elementwise(
@@ -385,24 +361,25 @@ fn elementwise(
 }
 
 /// The attention block both attention kernels start with: Q, K and V
-/// loaded in the operand type, the scores `scale · q·kᵀ` accumulated in F32
-/// and stored in the F32 scratch operand (slot 4). Returns the scores and V.
+/// loaded in the operand type, the scores `scale · q·kᵀ`
+/// ([`math::attention_scores`]) also stored in the F32 scratch operand
+/// (slot 4). Returns the AMP mode, the scores and V.
 fn attention_scores(
     io: &mut Io<'_>,
     (qr, kv, hd): (usize, usize, usize),
     scale: f32,
     dtype: DType,
-) -> (Vec<f32>, Vec<f32>) {
+) -> (AmpMode, Vec<f32>, Vec<f32>) {
     let q = io.load(1, qr * hd, dtype);
     let k = io.load(2, kv * hd, dtype);
     let v = io.load(3, kv * hd, dtype);
-    let mut scores = vec![0.0; qr * kv];
-    math::gemm_accumulate((qr, hd, kv), &q, &k, true, &mut scores);
-    scores.iter_mut().for_each(|s| *s *= scale);
+    let mode = AmpProduct::of(dtype, dtype, DType::F32).mode;
+    let scores = math::attention_scores(mode, (qr, kv, hd), &q, &k, scale);
     io.store(4, &scores, DType::F32);
-    (scores, v)
+    (mode, scores, v)
 }
 
+/// Strided block copy; the source is read whole before any write, so
 /// overlapping source and destination behave like a copy through a buffer.
 fn copy_runs(io: &mut Io<'_>, rows: u32, row_bytes: u32, src_pitch: u32, dst_pitch: u32) {
     let mut staged = Vec::with_capacity(rows as usize * row_bytes as usize);

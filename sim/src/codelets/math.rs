@@ -2,66 +2,113 @@
 //! ABI concerns so tests can compare it with straightforward loops.
 //!
 //! Numerics model the device (`docs/facts/siglip-and-fp8.md` §4): operands
-//! arrive decoded exactly (FP16, scaled FP8), products and sums are formed in
-//! F32 (AMP with float partials) — or, for FP8 × FP8, in FP16 partials
-//! rounded after every 32-K micro-group — and the caller rounds results to
-//! the output type once. Matrix products use the `gemm` crate through the
-//! reference's wrapper on the calling thread (tiles already run in parallel);
-//! transcendental functions use the standard library, independent of the
-//! FP32 reference's fast approximations, so that check shares nothing with
-//! them. The device-numerics reference does use [`layer_norm`] and
-//! [`gelu_tanh`]: once activations are cast to FP8, a last-place F32
-//! difference that flips an FP8 rounding grows over the layers, so the
-//! reference must compute what the device computes.
+//! arrive decoded exactly (FP16, scaled FP8), products accumulate as the AMP
+//! mode does ([`crate::gemm::amp_product`]: F32 or FP16 partials rounded
+//! after every K micro-group), other sums are formed in F32, and the caller
+//! rounds results to the output type once. Products run on the calling
+//! thread (tiles already run in parallel); transcendental functions use the
+//! standard library, independent of the FP32 reference's fast
+//! approximations, so that check shares nothing with them. The
+//! device-numerics reference calls the products, [`layer_norm`],
+//! [`gelu_tanh`] and the attention functions here: once activations are
+//! cast to FP8, a last-place F32 difference that flips an FP8 rounding
+//! grows over the layers, so the reference must compute what the device
+//! computes.
 
-use crate::gemm::{fp8_product_f16_partials, gemm, MatRef, Threads};
+use ipuc_target::ipu21::timing::AmpMode;
+use ipuc_target::package::abi::DType;
 
-/// `acc[m×n] += a[m×k] · b`, with `b` stored `[k, n]` row-major, or `[n, k]`
-/// when `b_transposed` (the PyTorch Linear weight layout).
-pub fn gemm_accumulate(
+use super::elements::round_in_place;
+use crate::gemm::{amp_product, MatRef, Threads};
+
+/// `acc[m×n] += a[m×k] · b` as the AMP in `mode` accumulates
+/// ([`crate::gemm::amp_product`]; `acc` holds partials-type values), with
+/// `b` stored `[k, n]` row-major, or `[n, k]` when `b_transposed` (the
+/// PyTorch Linear weight layout).
+pub fn amp_accumulate(
+    mode: AmpMode,
     (m, k, n): (usize, usize, usize),
     a: &[f32],
     b: &[f32],
     b_transposed: bool,
     acc: &mut [f32],
 ) {
-    if m == 0 || n == 0 || k == 0 {
-        return;
-    }
-    let mut product = vec![0f32; m * n];
     let bv = if b_transposed {
         MatRef::transposed(b, 0, k)
     } else {
         MatRef::row_major(b, 0, n)
     };
-    gemm(
+    amp_product(
+        mode,
         (m, n, k),
         MatRef::row_major(a, 0, k),
         bv,
-        &mut product,
-        1.0,
+        acc,
         Threads::One,
     );
-    for (o, p) in acc.iter_mut().zip(&product) {
-        *o += p;
-    }
 }
 
-/// [`gemm_accumulate`] for FP8 × FP8 operands into FP16 partials
-/// ([`crate::gemm::fp8_product_f16_partials`]): `acc` holds FP16 values.
-pub fn fp8_gemm_accumulate(
-    (m, k, n): (usize, usize, usize),
-    a: &[f32],
-    b: &[f32],
-    b_transposed: bool,
-    acc: &mut [f32],
-) {
-    let bv = if b_transposed {
-        MatRef::transposed(b, 0, k)
-    } else {
-        MatRef::row_major(b, 0, n)
-    };
-    fp8_product_f16_partials((m, n, k), MatRef::row_major(a, 0, k), bv, acc, Threads::One);
+/// The scores every attention kernel starts from: `scale · q·kᵀ` over a
+/// `qr × hd` query block and `kv × hd` keys, the product in `mode`'s F32
+/// partials, then scaled in F32.
+pub fn attention_scores(
+    mode: AmpMode,
+    (qr, kv, hd): (usize, usize, usize),
+    q: &[f32],
+    k: &[f32],
+    scale: f32,
+) -> Vec<f32> {
+    let mut scores = vec![0.0; qr * kv];
+    amp_accumulate(mode, (qr, hd, kv), q, k, true, &mut scores);
+    scores.iter_mut().for_each(|s| *s *= scale);
+    scores
+}
+
+/// Whole-key attention from its scores: softmax per row in F32, the
+/// probabilities rounded to the operand type `dtype` (the AMP reads them
+/// so), then `p·v` in `mode`. Returns `qr × hd` F32 values.
+pub fn attention_output(
+    mode: AmpMode,
+    dtype: DType,
+    (qr, kv, hd): (usize, usize, usize),
+    mut scores: Vec<f32>,
+    v: &[f32],
+) -> Vec<f32> {
+    softmax_rows(&mut scores, kv);
+    round_in_place(&mut scores, dtype);
+    let mut out = vec![0.0; qr * hd];
+    amp_accumulate(mode, (qr, kv, hd), &scores, v, false, &mut out);
+    out
+}
+
+/// One key block's share of key-split attention: per query row the
+/// unnormalised `exp(s − m)·v` (the exponentials rounded to `dtype` for
+/// the AMP), then the row maximum `m` and the exponentials' F32 sum `l` —
+/// `qr × (hd + 2)` F32 values, which
+/// `ipuc_target::package::abi::combine_attention_partials` merges.
+pub fn attention_partial(
+    mode: AmpMode,
+    dtype: DType,
+    (qr, kv, hd): (usize, usize, usize),
+    mut scores: Vec<f32>,
+    v: &[f32],
+) -> Vec<f32> {
+    let mut stats = vec![(0f32, 0f32); qr];
+    for (row, st) in scores.chunks_mut(kv.max(1)).zip(stats.iter_mut()) {
+        let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        row.iter_mut().for_each(|x| *x = (*x - m).exp());
+        *st = (m, row.iter().sum());
+    }
+    round_in_place(&mut scores, dtype);
+    let mut pv = vec![0.0; qr * hd];
+    amp_accumulate(mode, (qr, kv, hd), &scores, v, false, &mut pv);
+    let mut out = Vec::with_capacity(qr * (hd + 2));
+    for (row, (m, l)) in pv.chunks(hd.max(1)).zip(&stats) {
+        out.extend_from_slice(row);
+        out.push(*m);
+        out.push(*l);
+    }
+    out
 }
 
 /// `out[i] = Σ_p parts[p·len + i]`, summed in part order.

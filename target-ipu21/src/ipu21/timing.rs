@@ -140,6 +140,11 @@ pub const LAYER_NORM_CYCLES_PER_ELEMENT_X16: u32 = 3;
 pub const LAYER_NORM_ROW_CYCLES: u32 = 40;
 /// Softmax: cycles per element (estimate: max, exp (~GELU cost), sum and scale passes; no measurement).
 pub const SOFTMAX_CYCLES_PER_ELEMENT: u32 = 6;
+/// Key-major attention writes its probabilities transposed (`[keys, q]`
+/// scores → `[q, keys]` FP16 rows for `p·v`): one extra worker instruction
+/// per element for the 16-bit shuffle, i.e. one tile cycle per element
+/// over six workers (estimate; no measurement).
+pub const TRANSPOSED_WRITE_CYCLES_PER_ELEMENT: u32 = 1;
 /// Patch one word with the supervisor loop, below the bulk threshold
 /// (`docs/facts/seed-vit-repeat-evaluation.txt`: 846 cycles for 24 words ≈ 35/word incl. wrapper).
 pub const PATCH_SCALAR_CYCLES_PER_WORD: u32 = 30;

@@ -52,20 +52,23 @@ const FP8_SCALES: core::ops::RangeInclusive<i8> = -32..=31;
 pub struct Description {
     pub build: Option<BuildFlags>,
     pub model: Option<ModelDescription>,
-    /// Every matrix product the program splits over K, by op: part of the
-    /// device's numerics (an FP8 × FP8 product rounds each part's FP16
-    /// partials apart), so the device-numerics reference follows it.
+    /// Every product the program splits over K, by op: part of the
+    /// device's numerics (each part rounds its partials apart), so the
+    /// device-numerics reference follows it.
     pub k_splits: Vec<KSplit>,
 }
 
-/// A matrix product whose K axis the compiled program accumulates in
-/// `parts` sequences — near-equal runs of whole AMP micro-groups, each
-/// from zero in the product's partials type — summed in F32 in part order.
+/// A product whose K axis the compiled program accumulates in `parts`
+/// sequences, each from zero, then merges in part order: a GEMM's K in
+/// near-equal runs of whole AMP micro-groups, summed in F32; an
+/// attention's keys in near-equal runs of keys, each a partial softmax
+/// that the combine kernel merges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KSplit {
     /// The product's op in the compiled graph.
     pub op: u32,
-    /// Its K extent (a check that the op is the one compiled).
+    /// Its K extent — a GEMM's K, an attention's key count (a check that
+    /// the op is the one compiled).
     pub k: u32,
     /// Parts of K (at least 2).
     pub parts: u32,
