@@ -11,9 +11,11 @@ use ipuc_core::package::KSplit;
 /// What the SigLIP reference produces, with its timing.
 #[derive(Clone, Debug)]
 pub struct SiglipOutputs {
-    /// `[B, tokens, D]` after `post_layernorm`.
+    /// `[B, tokens, D]`: the family's `last_hidden_state` (after the final
+    /// LayerNorm, except CLIP's: the encoder output itself).
     pub last_hidden_state: Tensor,
-    /// `[B, D]` MAP-head embedding (absent without the head).
+    /// `[B, D]`: the family's `pooler_output` (absent for SigLIP without
+    /// its MAP head and ViT without its pooler).
     pub pooler_output: Option<Tensor>,
     /// Matmul + attention FLOPs of the graph.
     pub flops: u64,
