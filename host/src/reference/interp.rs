@@ -250,9 +250,10 @@ impl<'g> Reference<'g> {
         }
     }
 
-    /// How a matmul accumulates: on the device an FP8 × FP8 product runs
-    /// in FP16 partials (the only partials type FP8 has, so whatever the
-    /// result type); the FP32 reference and every other product sum in F32.
+    /// How a matmul accumulates: device numerics as the AMP mode its
+    /// operand types select (FP8 × FP8 in FP16 partials, whatever the
+    /// result type; the rest in F32 partials), in the compiled program's K
+    /// parts; the FP32 reference in F32.
     fn matmul_product(&self, op: OpId, operands: &[ValueId]) -> ops::Product {
         let dtype = |i: usize| {
             operands
@@ -388,7 +389,8 @@ impl<'g> Reference<'g> {
                 (Arc::new(d), true)
             }
             OpKind::Attention { scale } => {
-                let dtype = self.graph.ty(op.operands()[0]).map(|t| t.dtype);
+                let q = op.operands().first().and_then(|&v| self.graph.ty(v));
+                let dtype = q.map(|t| t.dtype);
                 let device = dtype.filter(|_| device).map(|dtype| ops::DeviceAttention {
                     dtype,
                     key_parts: self.parts_of(id),
