@@ -37,6 +37,24 @@ fn assert_valid(schema: &str, doc: &Value) {
 }
 
 /// A 2-layer FP8 package on 16 tiles, compiled once per test.
+/// A float32 NCHW `.npy` of `shape`, every element `value`.
+fn write_pixels_npy(path: &Path, shape: [usize; 4], value: f32) {
+    let dims = shape.map(|d| d.to_string()).join(", ");
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({dims}), }}");
+    // Magic (6) + version (2) + length (2) + header + newline, padded to 64.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for _ in 0..shape.iter().product::<usize>() {
+        bytes.extend_from_slice(&value.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
 fn fp8_package(dir: &Path) -> PathBuf {
     let package = dir.join("model.ipuc");
     let out = ipuc(&[
@@ -141,18 +159,24 @@ fn exit_codes_say_what_happened() {
         let out = ipuc(args);
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
-    // 1: validation FAIL (a zero tolerance), with its result line.
+    // 1: validation FAIL, with its result line. The device matches its
+    // reference bit for bit, so a FAIL takes an output that fails any
+    // tolerance: pixels inside FP16's range whose patch embedding is not.
+    let pixels = dir.join("overflowing.npy");
+    write_pixels_npy(&pixels, [1, 3, 28, 28], 60_000.0);
     let (c, out, err) = code(&[
         "exec",
         p,
         "--reference-run",
-        "--diagnostic-atol",
-        "0",
-        "--diagnostic-rtol",
-        "0",
+        "--input",
+        pixels.to_str().unwrap(),
     ]);
     assert_eq!(c, Some(1), "{out}\n{err}");
     assert!(out.lines().any(|l| l.starts_with("result: FAIL ")), "{out}");
+    assert!(
+        err.contains("non-finite") || out.contains("non-finite"),
+        "{out}\n{err}"
+    );
     // 0 without validation, and the result line says so.
     let (c, out, _) = code(&["exec", p]);
     assert_eq!(c, Some(0));
