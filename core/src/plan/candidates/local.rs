@@ -95,8 +95,9 @@ fn param_choices(cx: &GenCx<'_>, i: usize, req: Layout) -> Vec<OperandPlan> {
 const PARAM_STORAGE_CHUNK_BYTES: u32 = 256;
 
 /// Storage for a broadcast vector parameter: `PARAM_STORAGE_CHUNK_BYTES`
-/// per tile, starting at a tile that depends on the op, so the parameters
-/// of different ops (and their iterated sequences) spread over the chip.
+/// per tile, starting at a tile that depends on the op (a prime stride, so
+/// consecutive ops start far apart), so the parameters of different ops
+/// and their iterated sequences spread over the chip.
 fn compact_storage(cx: &GenCx<'_>, view: &super::TensorView) -> Layout {
     let elem = view.elem().max(1);
     let grain = (PARAM_STORAGE_CHUNK_BYTES / elem).max(1);
