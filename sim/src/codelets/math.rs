@@ -75,9 +75,21 @@ pub fn attention_output(
     v: &[f32],
 ) -> Vec<f32> {
     softmax_rows(&mut scores, kv);
-    round_in_place(&mut scores, dtype);
+    probabilities_times_v(mode, dtype, (qr, kv, hd), scores, v)
+}
+
+/// `p·v` in `mode` with the probabilities (normalised or not) first
+/// rounded to the operand type `dtype`, as the AMP reads them.
+fn probabilities_times_v(
+    mode: AmpMode,
+    dtype: DType,
+    (qr, kv, hd): (usize, usize, usize),
+    mut p: Vec<f32>,
+    v: &[f32],
+) -> Vec<f32> {
+    round_in_place(&mut p, dtype);
     let mut out = vec![0.0; qr * hd];
-    amp_accumulate(mode, (qr, kv, hd), &scores, v, false, &mut out);
+    amp_accumulate(mode, (qr, kv, hd), &p, v, false, &mut out);
     out
 }
 
@@ -95,13 +107,9 @@ pub fn attention_partial(
 ) -> Vec<f32> {
     let mut stats = vec![(0f32, 0f32); qr];
     for (row, st) in scores.chunks_mut(kv.max(1)).zip(stats.iter_mut()) {
-        let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        row.iter_mut().for_each(|x| *x = (*x - m).exp());
-        *st = (m, row.iter().sum());
+        *st = exp_from_max(row);
     }
-    round_in_place(&mut scores, dtype);
-    let mut pv = vec![0.0; qr * hd];
-    amp_accumulate(mode, (qr, kv, hd), &scores, v, false, &mut pv);
+    let pv = probabilities_times_v(mode, dtype, (qr, kv, hd), scores, v);
     let mut out = Vec::with_capacity(qr * (hd + 2));
     for (row, (m, l)) in pv.chunks(hd.max(1)).zip(&stats) {
         out.extend_from_slice(row);
@@ -191,15 +199,23 @@ pub fn softmax_rows(data: &mut [f32], cols: usize) {
         return;
     }
     for row in data.chunks_mut(cols) {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0.0;
-        for v in row.iter_mut() {
-            *v = (*v - max).exp();
-            sum += *v;
-        }
+        let (_, sum) = exp_from_max(row);
         let inv = 1.0 / sum;
         for v in row.iter_mut() {
             *v *= inv;
         }
     }
+}
+
+/// `row[i] = exp(row[i] − m)` for the row maximum `m`; returns `m` and the
+/// exponentials' sum, added in F32 in row order (both softmax kernels'
+/// first passes).
+fn exp_from_max(row: &mut [f32]) -> (f32, f32) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    (max, sum)
 }
