@@ -5,11 +5,11 @@
 //! simulator and passes validation, and the device-numerics reference told
 //! the package's key splits reproduces the simulator bit for bit.
 
-use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
+use ipuc::report::run::compare;
 use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};
 use ipuc_core::ir::{OpId, OpKind};
 use ipuc_core::lower::lower;

@@ -4,11 +4,11 @@
 //! (`--no-outgoing-base`), and packages with a corrupted or stale base that
 //! must fail.
 
-use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
+use ipuc::report::run::compare;
 use ipuc::weights::{weights_for, WeightSource, Weights};
 use ipuc_core::ipu21::isa::{encode, m, Csr, Instruction, MReg};
 use ipuc_core::package::Package;

@@ -4,11 +4,11 @@
 //! simulation fast; the planner, emission and fabric paths are the same as
 //! on the full chip.
 
-use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
+use ipuc::report::run::compare;
 use ipuc::report::trace::build_profile;
 use ipuc::weights::{weights_for, WeightSource};
 use ipuc_core::patch::audit::BaseEligibility;

@@ -5,12 +5,12 @@
 //! GEMM, attention and LayerNorm runs at the real widths; only the token
 //! count and the tile count are small.
 
-use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::input::PixelValues;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
+use ipuc::report::run::compare;
 use ipuc::weights::{weights_for, WeightSource};
 use ipuc_tests::device_inputs;
 

@@ -13,7 +13,6 @@
 
 use std::path::{Path, PathBuf};
 
-use ipuc::cli::run_report::compare;
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::input::{NpyArray, PixelValues};
@@ -21,6 +20,7 @@ use ipuc::model::{
     build_siglip, Family, ModelOptions, SiglipModel, LAST_HIDDEN_STATE, POOLER_OUTPUT,
 };
 use ipuc::reference::{run_siglip, Numerics};
+use ipuc::report::run::compare;
 use ipuc::weights::{weights_for, WeightSource, Weights};
 use ipuc_tests::device_inputs;
 

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::run::{compile_workload, new_summary, BuildArgs};
-use super::run_report::{placed_peak_moment, print_compile_report};
-use super::run_summary::RunSummary;
 use super::workload::{workload_name, WorkloadArgs};
+use crate::report::run::{placed_peak_moment, print_compile_report};
+use crate::report::run_summary::RunSummary;
 
 /// `ipuc compile` flags.
 #[derive(clap::Args, Debug)]

@@ -13,8 +13,8 @@ use super::execute::ExecArgs;
 use super::execute::{execute, fail_unless_passed, print_result_line};
 use super::package_model::{check_weights, resolve, summary_line, ModelChecks};
 use super::run::new_summary;
-use super::run_summary::{InferenceSummary, RunSummary};
 use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
+use crate::report::run_summary::{InferenceSummary, RunSummary};
 
 /// `ipuc exec` flags.
 #[derive(clap::Args, Debug)]

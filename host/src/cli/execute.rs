@@ -12,12 +12,12 @@ use anyhow::{Context, Result};
 
 use super::checks;
 use super::device_args::DeviceArgs;
-use super::run_report::{compare, print_run_report, write_profile, InferenceCheck};
 use crate::device::simulated::{LoadedSim, SimDevice};
 use crate::device::DeviceOutput;
 use crate::input::{write_npy, PixelValues};
 use crate::model::{SiglipModel, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics, SiglipOutputs};
+use crate::report::run::{compare, print_run_report, write_profile, InferenceCheck};
 use crate::report::trace::build_profile;
 use crate::report::Profile;
 use crate::weights::{HostTensor, Weights};

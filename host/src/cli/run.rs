@@ -10,15 +10,15 @@ use super::checks;
 
 use super::execute::{execute, fail_unless_passed, print_result_line, ExecArgs};
 use super::rejection_reports::{with_rejection_report, write_rejection_index};
-use super::run_report::{
-    placed_peak_moment, print_compile_report, print_peak_moment, write_patch_audit, InferenceCheck,
-};
-use super::run_summary::{Flags, InferenceSummary, RunSummary};
 use super::workload::{
     load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
 };
 use crate::compile::{compile, CompileOptions, Compiled};
 use crate::report::placement_map::memory_map_from_placement;
+use crate::report::run::{
+    placed_peak_moment, print_compile_report, print_peak_moment, write_patch_audit, InferenceCheck,
+};
+use crate::report::run_summary::{Flags, InferenceSummary, RunSummary};
 use crate::report::write_memory_map;
 
 /// `ipuc run` flags.

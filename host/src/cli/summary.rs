@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 
-use super::run_summary::{Flags, RunSummary};
 use super::workload::WorkloadArgs;
+use crate::report::run_summary::{Flags, RunSummary};
 
 /// The model flags.
 pub fn model_flags(m: &WorkloadArgs) -> Flags {

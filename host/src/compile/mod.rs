@@ -20,21 +20,12 @@ use crate::report::placement_rejection;
 use ipuc_core::emit::KernelAbi;
 use ipuc_core::ir::Graph;
 use ipuc_core::pipeline::{self, CompileError, CompileHooks, HookError, Linked, Stage};
-use ipuc_core::plan::memory::MemoryRejection;
 use ipuc_core::plan::PlanError;
 use ipuc_core::rows::PhaseJob;
 
 pub use ipuc_core::pipeline::{CompileOptions, CompileReport, Compiled, StageTimes};
 
-/// Every plan the planner tried exceeds the per-tile memory budget. A typed
-/// error (reachable with `anyhow::Error::downcast_ref`) so the CLI can write
-/// the rejection reports and name them in the message: the rejection (its
-/// top dozen allocations, [`ipuc_core::plan::memory::DISPLAYED_ALLOCATIONS`])
-/// then, once written, the reported candidate's report (the first path) and
-/// how many other candidates' reports lie beside it.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}{reports}", reports = crate::report::memory::reports_line(.1))]
-pub struct PlanOverBudget(pub Box<MemoryRejection>, pub Vec<std::path::PathBuf>);
+pub use crate::report::memory::PlanOverBudget;
 
 /// Compiles `graph` into a package, reporting progress on stderr.
 pub fn compile(graph: &Graph, kernels: &dyn KernelAbi, opts: &CompileOptions) -> Result<Compiled> {

@@ -455,6 +455,19 @@ impl MemoryRejection {
     }
 }
 
+/// Every plan the planner tried exceeds the per-tile memory budget. A typed
+/// error (reachable with `anyhow::Error::downcast_ref`) so the CLI can write
+/// the rejection reports and name them in the message: the rejection (its
+/// top dozen allocations, [`ipuc_core::plan::memory::DISPLAYED_ALLOCATIONS`])
+/// then, once written, the reported candidate's report (the first path) and
+/// how many other candidates' reports lie beside it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}{reports}", reports = reports_line(.1))]
+pub struct PlanOverBudget(
+    pub Box<ipuc_core::plan::memory::MemoryRejection>,
+    pub Vec<std::path::PathBuf>,
+);
+
 /// What a rejection error says about its written reports (nothing until
 /// they are written): the reported candidate's report, then how many other
 /// candidates' reports lie beside it.

@@ -23,6 +23,8 @@ pub mod placement_rejection;
 pub mod plan_listing;
 pub mod profile;
 pub mod profile_html;
+pub mod run;
+pub mod run_summary;
 pub mod template;
 pub mod text_table;
 pub mod trace;

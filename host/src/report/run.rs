@@ -9,12 +9,12 @@ use ipuc_core::ipu21::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET}
 use ipuc_core::patch::audit::{BaseEligibility, PatchAudit};
 
 use crate::codelets::AMP_KERNELS;
-use crate::compile::{CompileReport, Compiled};
 use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
 use crate::report::{Profile, CYCLE_SOURCES};
 use ipuc_core::package::{Package, SummaryValue};
+use ipuc_core::pipeline::{CompileReport, Compiled};
 
 /// Device output vs reference for one inference.
 #[derive(Clone, Debug)]

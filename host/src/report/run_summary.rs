@@ -9,10 +9,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::run_report::{InferenceCheck, Validation};
-use crate::compile::PlanOverBudget;
-use crate::report::placement_rejection::PlacementRejected;
-use crate::report::Profile;
+use super::memory::PlanOverBudget;
+use super::placement_rejection::PlacementRejected;
+use super::run::{InferenceCheck, Validation};
+use super::Profile;
 
 /// Why a build did not reach the device.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

@@ -1,9 +1,9 @@
 //! `ipuc hw-check [--target sim|ipu]`: scalar vs six-worker row patcher on
-//! the simulated tile (or, later, hardware). Logic in [`super::hwcheck`].
+//! the simulated tile (or, later, hardware). Logic in [`patcher`].
 
 use anyhow::Result;
 
-use super::hwcheck;
+pub mod patcher;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<()> {
     let _lock = args.device.lock()?;
     match args.target {
         Target::Sim => {
-            let (text, _passed, failed) = hwcheck::report(&hwcheck::SIZES, &runtime)?;
+            let (text, _passed, failed) = patcher::report(&patcher::SIZES, &runtime)?;
             print!("{text}");
             if failed > 0 {
                 return Err(crate::exit::ValidationFailed(format!(
