@@ -14,9 +14,10 @@ use super::workload::{
     load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
 };
 use crate::compile::{compile, CompileOptions, Compiled};
+use crate::report::patch_audit::write_patch_audit;
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::run::{
-    placed_peak_moment, print_compile_report, print_peak_moment, write_patch_audit, InferenceCheck,
+    placed_peak_moment, print_compile_report, print_peak_moment, InferenceCheck,
 };
 use crate::report::run_summary::{Flags, InferenceSummary, RunSummary};
 use crate::report::write_memory_map;

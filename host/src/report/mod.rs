@@ -17,6 +17,7 @@ pub mod memory_html;
 pub mod memory_png;
 pub mod operations;
 pub mod package_view;
+pub mod patch_audit;
 pub mod perfetto;
 pub mod placement_map;
 pub mod placement_rejection;
@@ -135,18 +136,27 @@ impl ProfileFiles {
     /// never writes over another name's files, see [`ProfileFiles::at`])
     /// and says so, once, listing them.
     pub fn announce_replaced(&self) {
-        let existing: Vec<String> = self
-            .all()
-            .iter()
-            .filter(|p| p.exists())
-            .map(|p| p.display().to_string())
-            .collect();
-        if !existing.is_empty() {
-            tracing::warn!(
-                "warning: replacing an earlier run's profile files ({}); give --profile-output another name to keep them",
-                existing.join(", ")
-            );
-        }
+        warn_replacing(
+            self.all().map(|p| p.as_path()),
+            "profile files",
+            "give --profile-output another name to keep them",
+        );
+    }
+}
+
+/// Says, once, which of `paths` an earlier run left and this one replaces
+/// (`what` names them, `keep` says how to keep them).
+fn warn_replacing<'a>(paths: impl IntoIterator<Item = &'a Path>, what: &str, keep: &str) {
+    let existing: Vec<String> = paths
+        .into_iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    if !existing.is_empty() {
+        tracing::warn!(
+            "warning: replacing an earlier run's {what} ({}); {keep}",
+            existing.join(", ")
+        );
     }
 }
 
@@ -186,21 +196,17 @@ pub fn write_profile(out: &Path, profile: &Profile, detail: ProfileDetail) -> Re
 /// `.png`).
 pub fn write_memory_map(path: &Path, map: &MemoryMap) -> Result<()> {
     let html = memory_html::render_memory_map(map)?;
-    let existing: Vec<String> = [
-        path.to_path_buf(),
-        path.with_extension("json"),
-        path.with_extension("png"),
-    ]
-    .iter()
-    .filter(|p| p.exists())
-    .map(|p| p.display().to_string())
-    .collect();
-    if !existing.is_empty() {
-        tracing::warn!(
-            "warning: replacing an earlier run's memory map ({}); give --memory-profile-directory another directory to keep it",
-            existing.join(", ")
-        );
-    }
+    warn_replacing(
+        [
+            path.to_path_buf(),
+            path.with_extension("json"),
+            path.with_extension("png"),
+        ]
+        .iter()
+        .map(|p| p.as_path()),
+        "memory map",
+        "give --memory-profile-directory another directory to keep it",
+    );
     write_file(path, html.as_bytes())?;
     write_file(
         &path.with_extension("json"),

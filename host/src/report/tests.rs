@@ -129,6 +129,16 @@ pub(crate) fn synthetic_profile(tiles: u32, iterations: u32) -> Profile {
     }
 }
 
+/// The rejection at the peak of `map`'s tile 0, for QKV (op 4).
+pub(crate) fn synthetic_rejection(map: &MemoryMap) -> MemoryRejection {
+    MemoryRejection::at_peak(
+        "layer.qkv (op 4)",
+        &map.tiles[0],
+        &map.moments,
+        MemoryBudget::IPU21,
+    )
+}
+
 /// A memory map: code/tables always live, per-layer weights, activations
 /// with staggered liveness; tile 0 holds an oversized QKV weight block.
 pub(crate) fn synthetic_memory_map(tiles: u32) -> MemoryMap {
@@ -803,12 +813,7 @@ fn index_links_every_artifact_relative_to_its_directory() {
 #[test]
 fn rejection_report_names_op_tile_moment_and_excess() {
     let map = synthetic_memory_map(4);
-    let rejection = MemoryRejection::at_peak(
-        "layer.qkv (op 4)",
-        &map.tiles[0],
-        &map.moments,
-        MemoryBudget::IPU21,
-    );
+    let rejection = synthetic_rejection(&map);
     assert_eq!(
         (rejection.peak_tile, rejection.peak_moment.as_str()),
         (0, "attention")
@@ -891,12 +896,7 @@ fn demo_full_size_reports() {
     write_profile(&dir, &profile, ProfileDetail::Auto).unwrap();
     let map = synthetic_memory_map(1472);
     write_memory_map(&dir.join("memory.html"), &map).unwrap();
-    let rejection = MemoryRejection::at_peak(
-        "layer.qkv (op 4)",
-        &map.tiles[0],
-        &map.moments,
-        MemoryBudget::IPU21,
-    );
+    let rejection = synthetic_rejection(&map);
     write_rejection(&dir.join("rejected-op4.html"), &rejection).unwrap();
     eprintln!("demo reports in {}", dir.display());
 }
@@ -1043,12 +1043,7 @@ fn operations_json_labels_simulated_and_modelled_cycles() {
 fn rejection_picker_note_tells_how_many_of_how_many() {
     use super::memory_html::picker_note;
     let map = synthetic_memory_map(6);
-    let mut r = MemoryRejection::at_peak(
-        "layer.qkv (op 4)",
-        &map.tiles[0],
-        &map.moments,
-        MemoryBudget::IPU21,
-    );
+    let mut r = synthetic_rejection(&map);
     r.tiles = map.tiles.clone();
     let over = r.picked_over_budget();
     // Planner: more tiles over budget than the picker holds.

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::tests::{synthetic_memory_map, synthetic_profile};
+use super::tests::{synthetic_memory_map, synthetic_profile, synthetic_rejection};
 use super::*;
 
 /// The harness's JSON for `page` in `scenario`, or `None` without node.
@@ -104,12 +104,7 @@ fn profile_page_zooms_searches_and_keeps_iterations_apart() {
 fn rejection_panels_follow_the_picked_tile() {
     let dir = scratch("rejection");
     let map = synthetic_memory_map(6);
-    let mut r = MemoryRejection::at_peak(
-        "layer.qkv (op 4)",
-        &map.tiles[0],
-        &map.moments,
-        MemoryBudget::IPU21,
-    );
+    let mut r = synthetic_rejection(&map);
     r.tiles = map.tiles.clone();
     let page = dir.join("rejected-op4-0000.html");
     write_rejection(&page, &r).unwrap();
