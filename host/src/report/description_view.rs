@@ -1,7 +1,7 @@
 //! The package's description section as `ipuc inspect` shows it (JSON and
 //! text): what the package was compiled from.
 
-use ipuc_core::package::{BuildFlags, Description, ModelDescription, WeightOrigin};
+use ipuc_core::package::{BuildFlags, Description, ModelConfig, ModelDescription, WeightOrigin};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -14,16 +14,9 @@ pub struct DescriptionView {
 pub struct ModelView {
     /// Empty when the config came from a checkpoint.
     pub preset: String,
-    pub hidden_size: u32,
-    pub intermediate_size: u32,
-    pub num_hidden_layers: u32,
-    pub num_attention_heads: u32,
-    pub num_channels: u32,
-    pub image_size: u32,
-    pub patch_size: u32,
-    pub hidden_act: String,
-    pub layer_norm_eps: f64,
-    pub vision_use_head: bool,
+    /// The tower's shape, its fields at this level of the JSON.
+    #[serde(flatten)]
+    pub config: ModelConfig,
     pub layers: u32,
     pub batch: u32,
     pub fp8_scale: Option<i8>,
@@ -71,16 +64,17 @@ impl DescriptionView {
                 } else {
                     &m.preset
                 };
+                let c = &m.config;
                 out.push(format!(
                     "model: {name}, {} of {} layers, batch {}, image {} (patch {}), width {}, MLP {}, {} heads",
                     m.layers,
-                    m.num_hidden_layers,
+                    c.num_hidden_layers,
                     m.batch,
-                    m.image_size,
-                    m.patch_size,
-                    m.hidden_size,
-                    m.intermediate_size,
-                    m.num_attention_heads
+                    c.image_size,
+                    c.patch_size,
+                    c.hidden_size,
+                    c.intermediate_size,
+                    c.num_attention_heads
                 ));
                 out.push(format!(
                     "numerics: {}, fused QKV {}, activations {}, attention {}",
@@ -127,7 +121,6 @@ impl DescriptionView {
 
 impl ModelView {
     fn of(m: &ModelDescription) -> Self {
-        let c = &m.config;
         let n = &m.numerics;
         let (weights, seed, sha, path) = match &m.weights {
             WeightOrigin::Random { seed } => ("random", Some(*seed), None, None),
@@ -140,16 +133,7 @@ impl ModelView {
         };
         ModelView {
             preset: m.preset.clone(),
-            hidden_size: c.hidden_size,
-            intermediate_size: c.intermediate_size,
-            num_hidden_layers: c.num_hidden_layers,
-            num_attention_heads: c.num_attention_heads,
-            num_channels: c.num_channels,
-            image_size: c.image_size,
-            patch_size: c.patch_size,
-            hidden_act: c.hidden_act.clone(),
-            layer_norm_eps: c.layer_norm_eps,
-            vision_use_head: c.vision_use_head,
+            config: m.config.clone(),
             layers: m.layers,
             batch: m.batch,
             fp8_scale: n.fp8_scale,

@@ -108,7 +108,10 @@ pub struct ModelDescription {
 }
 
 /// The vision tower's shape (HF `SiglipVisionConfig`, image size as built).
+/// With `serde`, its fields serialize under the HF names (`ipuc inspect
+/// --json` flattens them into its model view).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ModelConfig {
     pub hidden_size: u32,
     pub intermediate_size: u32,
