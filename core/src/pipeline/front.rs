@@ -142,42 +142,24 @@ pub(super) fn plan_and_place<H: CompileHooks>(
 /// free), never a silent fallback.
 pub(super) fn replace_with_room<H: CompileHooks>(
     run: &mut Run<'_, H>,
-    front: Front,
+    mut front: Front,
     options: &CompileOptions,
     room: &BTreeMap<LogicalTile, u32>,
 ) -> Result<Front, CompileError> {
-    let Front {
-        plan,
-        optimization,
-        schedule,
-        stubs,
-        runtime,
-        fixed_code,
-        allowance,
-        replans,
-        ..
-    } = front;
     let code_estimate = |tile: LogicalTile| {
-        let estimate = code_estimate_of(&plan.code_bytes, tile, fixed_code);
+        let estimate = code_estimate_of(&front.plan.code_bytes, tile, front.fixed_code);
         room.get(&tile).map_or(estimate, |&r| r.max(estimate))
     };
-    let placed = place_and_schedule(run, schedule, options, &code_estimate)?;
-    match placed.patch {
-        Ok(patch) => Ok(Front {
-            plan,
-            optimization,
-            schedule: placed.schedule,
-            placements: placed.placements,
-            exchange: placed.exchange,
-            patch,
-            stubs,
-            runtime,
-            fixed_code,
-            allowance,
-            replans,
-        }),
-        Err(error) => Err(patch_data_failed(error, placed.schedule, placed.placements)),
-    }
+    let placed = place_and_schedule(run, front.schedule, options, &code_estimate)?;
+    // The plan, its fixed code and allowance stay; what placing chose is new.
+    front.patch = match placed.patch {
+        Ok(patch) => patch,
+        Err(error) => return Err(patch_data_failed(error, placed.schedule, placed.placements)),
+    };
+    front.schedule = placed.schedule;
+    front.placements = placed.placements;
+    front.exchange = placed.exchange;
+    Ok(front)
 }
 
 /// A schedule placed with `code_estimate`'s code reservations, its
