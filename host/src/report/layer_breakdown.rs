@@ -149,9 +149,8 @@ fn category_of(step_kind: StepKind, kind: &str, purpose: Option<&str>, seen: boo
     }
 }
 
-/// The breakdown of `profile`'s Repeat iterations (`None` without any).
-pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdown> {
-    // Last finish and taking-part tiles of every step.
+/// The last finish and the number of taking-part tiles of every step.
+fn step_ends(profile: &Profile) -> (Vec<u64>, Vec<usize>) {
     let mut end = vec![0u64; profile.steps.len()];
     let mut tiles = vec![0usize; profile.steps.len()];
     for s in profile.tiles.iter().flat_map(|t| &t.samples) {
@@ -161,6 +160,41 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
             tiles[i] += 1;
         }
     }
+    (end, tiles)
+}
+
+/// One row from its `(category, operation)` key and its sums over `n`
+/// iterations (cycles, kernel cycles for MAC rates, most tiles); GEMM rows
+/// carry the achieved MAC rate and their mode's peak.
+fn breakdown_row(
+    (category, operation): (String, String),
+    (cycles, kernel, used): (u64, u64, usize),
+    info: Option<&OpInfo>,
+    n: u64,
+) -> BreakdownRow {
+    let gemm = category == "gemm";
+    let rate = (gemm && kernel > 0 && used > 0)
+        .then(|| info.map(|o| o.macs as f64 * n as f64 / (kernel as f64 * used as f64)))
+        .flatten();
+    let mode = if gemm {
+        info.and_then(|o| o.mode)
+    } else {
+        None
+    };
+    BreakdownRow {
+        category,
+        operation,
+        cycles: cycles / n,
+        macs_per_cycle_per_tile: rate,
+        peak_macs_per_cycle: mode.map(|m| m.0),
+        amp_mode: mode.map(|m| m.1.to_string()),
+        tiles: gemm.then_some(used),
+    }
+}
+
+/// The breakdown of `profile`'s Repeat iterations (`None` without any).
+pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdown> {
+    let (end, tiles) = step_ends(profile);
     let infos = op_info(graph);
     let iterations = profile
         .steps
@@ -208,26 +242,9 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
     let rows: Vec<BreakdownRow> = order
         .into_iter()
         .map(|key| {
-            let (cycles, kernel, used) = rows[&key];
-            let gemm = key.0 == "gemm";
+            let sums = rows[&key];
             let info = infos.get(&key.1);
-            let rate = (gemm && kernel > 0 && used > 0)
-                .then(|| info.map(|o| o.macs as f64 * n as f64 / (kernel as f64 * used as f64)))
-                .flatten();
-            let mode = if gemm {
-                info.and_then(|o| o.mode)
-            } else {
-                None
-            };
-            BreakdownRow {
-                category: key.0,
-                operation: key.1,
-                cycles: cycles / n,
-                macs_per_cycle_per_tile: rate,
-                peak_macs_per_cycle: mode.map(|m| m.0),
-                amp_mode: mode.map(|m| m.1.to_string()),
-                tiles: gemm.then_some(used),
-            }
+            breakdown_row(key, sums, info, n)
         })
         .collect();
     Some(LayerBreakdown {

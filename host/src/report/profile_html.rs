@@ -109,13 +109,13 @@ fn op_lane(profile: &Profile, key: &[i64]) -> Vec<[i64; 3]> {
     lane
 }
 
-/// Renders the standalone timeline page.
-pub fn render(profile: &Profile) -> anyhow::Result<String> {
-    profile.validate()?;
+/// Interned operation names and each step's descriptor
+/// ([`TimelineData::ops`], [`TimelineData::steps`]).
+fn step_descriptors(profile: &Profile) -> (Vec<&str>, Vec<[i64; 4]>) {
     let mut ops: Vec<&str> = profile.steps.iter().map(|s| s.operation.as_str()).collect();
     ops.sort_unstable();
     ops.dedup();
-    let steps: Vec<[i64; 4]> = profile
+    let steps = profile
         .steps
         .iter()
         .map(|s| {
@@ -128,37 +128,69 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
             ]
         })
         .collect();
-    let lane_keys: Vec<i64> = steps
-        .iter()
-        .map(|s| if s[3] == 1 { -1 - s[2] } else { s[1] })
-        .collect();
-    let lane = op_lane(profile, &lane_keys);
-    let kind_cycles: std::collections::BTreeMap<u32, [u64; 4]> =
-        profile.iteration_kind_cycles().into_iter().collect();
-    let (span_start, span_end) = profile.span().unwrap_or((0, 0));
-    // Rows in logical order, as in the memory reports (the samples carry
-    // the simulator's physical ids).
+    (ops, steps)
+}
+
+/// The tiles in logical order, as in the memory reports (the samples carry
+/// the simulator's physical ids), each with its logical id.
+fn tiles_in_logical_order(profile: &Profile) -> Vec<(u32, &super::TileSamples)> {
     let mut tiles: Vec<(u32, &super::TileSamples)> = profile
         .tiles
         .iter()
         .map(|t| (logical_tile(t.tile), t))
         .collect();
     tiles.sort_by_key(|(logical, t)| (*logical, t.tile));
-    let samples = tiles
+    tiles
+}
+
+/// A tile's samples as [`TimelineData::samples`]' delta-encoded triples.
+fn delta_samples(t: &super::TileSamples, span_start: u64) -> Vec<i64> {
+    let mut flat = Vec::with_capacity(t.samples.len() * 3);
+    let (mut prev_step, mut prev_end) = (0i64, span_start as i64);
+    for s in &t.samples {
+        flat.push(i64::from(s.step) - prev_step);
+        flat.push(s.start_cycle as i64 - prev_end);
+        flat.push(s.cycles() as i64);
+        prev_step = i64::from(s.step);
+        prev_end = s.end_cycle as i64;
+    }
+    flat
+}
+
+/// [`TimelineData::iterations`]: each iteration's span and tile-cycles per
+/// step kind.
+fn iteration_rows(profile: &Profile) -> Vec<[u64; 7]> {
+    let kind_cycles: std::collections::BTreeMap<u32, [u64; 4]> =
+        profile.iteration_kind_cycles().into_iter().collect();
+    profile
+        .iteration_spans()
         .iter()
-        .map(|(_, t)| {
-            let mut flat = Vec::with_capacity(t.samples.len() * 3);
-            let (mut prev_step, mut prev_end) = (0i64, span_start as i64);
-            for s in &t.samples {
-                flat.push(i64::from(s.step) - prev_step);
-                flat.push(s.start_cycle as i64 - prev_end);
-                flat.push(s.cycles() as i64);
-                prev_step = i64::from(s.step);
-                prev_end = s.end_cycle as i64;
-            }
-            flat
+        .map(|s| {
+            let k = kind_cycles.get(&s.iteration).copied().unwrap_or_default();
+            [
+                u64::from(s.iteration),
+                s.start_cycle,
+                s.end_cycle,
+                k[0],
+                k[1],
+                k[2],
+                k[3],
+            ]
         })
+        .collect()
+}
+
+/// Renders the standalone timeline page.
+pub fn render(profile: &Profile) -> anyhow::Result<String> {
+    profile.validate()?;
+    let (ops, steps) = step_descriptors(profile);
+    let lane_keys: Vec<i64> = steps
+        .iter()
+        .map(|s| if s[3] == 1 { -1 - s[2] } else { s[1] })
         .collect();
+    let lane = op_lane(profile, &lane_keys);
+    let (span_start, span_end) = profile.span().unwrap_or((0, 0));
+    let tiles = tiles_in_logical_order(profile);
     let mut operations = summarize(profile);
     operations.truncate(TABLE_OPERATIONS);
     let data = TimelineData {
@@ -170,24 +202,12 @@ pub fn render(profile: &Profile) -> anyhow::Result<String> {
         steps,
         tiles: tiles.iter().map(|(logical, _)| *logical).collect(),
         physical: tiles.iter().map(|(_, t)| t.tile).collect(),
-        samples,
-        span: [span_start, span_end],
-        iterations: profile
-            .iteration_spans()
+        samples: tiles
             .iter()
-            .map(|s| {
-                let k = kind_cycles.get(&s.iteration).copied().unwrap_or_default();
-                [
-                    u64::from(s.iteration),
-                    s.start_cycle,
-                    s.end_cycle,
-                    k[0],
-                    k[1],
-                    k[2],
-                    k[3],
-                ]
-            })
+            .map(|(_, t)| delta_samples(t, span_start))
             .collect(),
+        span: [span_start, span_end],
+        iterations: iteration_rows(profile),
         summarized: profile.is_summarized(),
         lane,
         operations,
