@@ -307,60 +307,7 @@ fn read_bindings(
     let chip_bytes = u64::from(target.tile_count) * u64::from(target.tile_memory_size);
     for _ in 0..n {
         let offset = r.offset();
-        let kind_code = r.u8("binding kind")?;
-        let kind = BindingKind::from_code(kind_code).ok_or(PackageError::UnknownEnum {
-            offset,
-            field: "binding kind",
-            value: u32::from(kind_code),
-        })?;
-        let dtype_code = r.u8("binding dtype")?;
-        let dtype = DType::from_code(dtype_code).ok_or(PackageError::UnknownEnum {
-            offset: offset + 1,
-            field: "binding dtype",
-            value: u32::from(dtype_code),
-        })?;
-        // FP8 tensors carry their power-of-two scale (value = code · 2^scale);
-        // other dtypes store 0.
-        let scale = r.u8("binding scale")? as i8;
-        let reserved_offset = r.offset();
-        let reserved = r.u8("binding reserved")?;
-        if reserved != 0 {
-            return Err(PackageError::NonZeroReserved {
-                offset: reserved_offset,
-                field: "binding reserved",
-                value: u32::from(reserved),
-            });
-        }
-        let name = r.string("binding name")?;
-        match bindings.last().map(|b| &b.name) {
-            Some(p) if *p == name => {
-                return Err(PackageError::DuplicateName {
-                    offset,
-                    field: "binding name",
-                })
-            }
-            Some(p) if *p > name => {
-                return Err(PackageError::NotAscending {
-                    offset,
-                    field: "binding name",
-                    tile: None,
-                })
-            }
-            _ => {}
-        }
-        let rank = r.count("binding rank", 8)?;
-        let mut shape = Vec::with_capacity(rank);
-        for _ in 0..rank {
-            shape.push(r.u64("binding dimension")?);
-        }
-        let mut binding = Binding {
-            name,
-            kind,
-            dtype,
-            scale,
-            shape,
-            slices: Vec::new(),
-        };
+        let mut binding = read_binding_head(r, bindings.last().map(|b| b.name.as_str()))?;
         let tensor_bytes = binding.byte_size().ok_or(PackageError::ShapeOverflow {
             offset: r.offset(),
             binding_offset: offset,
@@ -372,32 +319,13 @@ fn read_bindings(
                 chip_bytes,
             });
         }
-        let count = r.count("slice count", SLICE_BYTES)?;
-        binding.slices.reserve_exact(count);
-        for _ in 0..count {
-            let slice_offset = r.offset();
-            let s = BindingSlice {
-                file_offset: r.u64("slice file offset")?,
-                tile: r.u32("slice tile")?,
-                tile_address: r.u32("slice tile address")?,
-                size: r.u32("slice size")?,
-            };
-            if binding.slices.last().is_some_and(|p| *p >= s) {
-                return Err(PackageError::NotAscending {
-                    offset: slice_offset,
-                    field: "binding slices",
-                    tile: Some(s.tile),
-                });
-            }
-            check::slice(slice_offset, tiles, &s, tensor_bytes)?;
-            binding.slices.push(s);
-        }
+        binding.slices = read_slices(r, tiles, tensor_bytes)?;
         check::coverage(offset, &binding.slices, tensor_bytes)?;
         let placed = binding
             .slices
             .iter()
             .map(|s| check::PlacedSlice::of(offset, s));
-        match kind {
+        match binding.kind {
             BindingKind::Input => inputs.extend(placed),
             BindingKind::Output => outputs.extend(placed),
             BindingKind::Weight => check::aliasing(placed.collect())?,
@@ -407,6 +335,96 @@ fn read_bindings(
     check::aliasing(inputs)?;
     check::aliasing(outputs)?;
     Ok(bindings)
+}
+
+/// A binding's kind, dtype, scale, name (after `previous`, ascending) and
+/// shape; its slices follow.
+fn read_binding_head(r: &mut ByteReader<'_>, previous: Option<&str>) -> Result<Binding> {
+    let offset = r.offset();
+    let kind_code = r.u8("binding kind")?;
+    let kind = BindingKind::from_code(kind_code).ok_or(PackageError::UnknownEnum {
+        offset,
+        field: "binding kind",
+        value: u32::from(kind_code),
+    })?;
+    let dtype_code = r.u8("binding dtype")?;
+    let dtype = DType::from_code(dtype_code).ok_or(PackageError::UnknownEnum {
+        offset: offset + 1,
+        field: "binding dtype",
+        value: u32::from(dtype_code),
+    })?;
+    // FP8 tensors carry their power-of-two scale (value = code · 2^scale);
+    // other dtypes store 0.
+    let scale = r.u8("binding scale")? as i8;
+    let reserved_offset = r.offset();
+    let reserved = r.u8("binding reserved")?;
+    if reserved != 0 {
+        return Err(PackageError::NonZeroReserved {
+            offset: reserved_offset,
+            field: "binding reserved",
+            value: u32::from(reserved),
+        });
+    }
+    let name = r.string("binding name")?;
+    match previous {
+        Some(p) if p == name => {
+            return Err(PackageError::DuplicateName {
+                offset,
+                field: "binding name",
+            })
+        }
+        Some(p) if p > name.as_str() => {
+            return Err(PackageError::NotAscending {
+                offset,
+                field: "binding name",
+                tile: None,
+            })
+        }
+        _ => {}
+    }
+    let rank = r.count("binding rank", 8)?;
+    let mut shape = Vec::with_capacity(rank);
+    for _ in 0..rank {
+        shape.push(r.u64("binding dimension")?);
+    }
+    Ok(Binding {
+        name,
+        kind,
+        dtype,
+        scale,
+        shape,
+        slices: Vec::new(),
+    })
+}
+
+/// A binding's slices, ascending, each checked against its tile's image and
+/// the tensor's `tensor_bytes`.
+fn read_slices(
+    r: &mut ByteReader<'_>,
+    tiles: &[TileImage],
+    tensor_bytes: u64,
+) -> Result<Vec<BindingSlice>> {
+    let count = r.count("slice count", SLICE_BYTES)?;
+    let mut slices: Vec<BindingSlice> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let slice_offset = r.offset();
+        let s = BindingSlice {
+            file_offset: r.u64("slice file offset")?,
+            tile: r.u32("slice tile")?,
+            tile_address: r.u32("slice tile address")?,
+            size: r.u32("slice size")?,
+        };
+        if slices.last().is_some_and(|p| *p >= s) {
+            return Err(PackageError::NotAscending {
+                offset: slice_offset,
+                field: "binding slices",
+                tile: Some(s.tile),
+            });
+        }
+        check::slice(slice_offset, tiles, &s, tensor_bytes)?;
+        slices.push(s);
+    }
+    Ok(slices)
 }
 
 fn read_host_calls(r: &mut ByteReader<'_>, bindings: &[Binding]) -> Result<Vec<HostCall>> {
