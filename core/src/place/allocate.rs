@@ -27,92 +27,15 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let tile = request.tile;
     let blocked = blocked_spans(tile, &request.reserved)?;
     let spans = validate(request)?;
-
-    // Conflict partners per buffer index (symmetric). Keys are unique
-    // (`validate`), so a sorted key index finds each in log time.
-    let mut by_key: Vec<(BufferId, usize)> = request
-        .buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.key, i))
-        .collect();
-    by_key.sort_unstable();
-    let index_of = |key: BufferId| -> PlaceResult<usize> {
-        by_key
-            .binary_search_by_key(&key, |&(k, _)| k)
-            .map(|at| by_key[at].1)
-            .map_err(|_| PlaceError::UnknownConflictBuffer { tile, buffer: key })
-    };
-    let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
-    for c in &request.conflicts {
-        if c.a == c.b {
-            return Err(PlaceError::SelfConflict { tile, buffer: c.a });
-        }
-        let (a, b) = (index_of(c.a)?, index_of(c.b)?);
-        partners[a].push(b);
-        partners[b].push(a);
-    }
-
-    // Interleaved-class buffers first: they can only use region 1, while
-    // standard buffers may take whatever region 0 or 1 leaves (any order
-    // is correct, as every fit checks all placed buffers live at the time).
-    let mut order: Vec<usize> = (0..request.buffers.len()).collect();
-    order.sort_by_key(|&i| {
-        let b = &request.buffers[i];
-        (
-            b.class != RegionClass::Interleaved,
-            b.first_step,
-            Reverse(b.last_step),
-            Reverse(spans[i]),
-            b.key,
-        )
-    });
-
-    let mut placed: Vec<Option<Range<u32>>> = alloc::vec![None; request.buffers.len()];
-    for &i in &order {
-        let buf = &request.buffers[i];
-        let mut occupied: Vec<Range<u32>> = Vec::new();
-        for (j, r) in placed.iter().enumerate() {
-            if let Some(r) = r {
-                if !r.is_empty() && request.buffers[j].overlaps_in_time(buf) {
-                    occupied.push(r.clone());
-                }
-            }
-        }
-        let live_bytes: u64 = occupied.iter().map(|r| u64::from(r.end - r.start)).sum();
-        for &p in &partners[i] {
-            if let Some(r) = &placed[p] {
-                if !r.is_empty() {
-                    occupied.push(element_span(r));
-                }
-            }
-        }
-        let occupied = merge(occupied);
-        let windows = class_windows(buf.class, &blocked);
-        match first_fit(&windows, &occupied, spans[i], buf.align) {
-            Ok(start) => placed[i] = Some(start..start + spans[i]),
-            Err(largest_free) => {
-                return Err(PlaceError::NoRoom {
-                    tile,
-                    buffer: buf.key,
-                    name: buf.name.clone(),
-                    class: buf.class,
-                    bytes_needed: spans[i],
-                    largest_free,
-                    live_bytes: u32::try_from(live_bytes).unwrap_or(u32::MAX),
-                    first_step: buf.first_step,
-                })
-            }
-        }
-    }
-
+    let partners = conflict_partners(request)?;
+    let placed = fit_buffers(request, &spans, &partners, &blocked)?;
     let mut allocations: Vec<Allocation> = request
         .buffers
         .iter()
         .zip(placed)
         .zip(&spans)
         .map(|((b, r), &span)| {
-            // Invariant: the loop above placed every buffer or returned.
+            // Invariant: `fit_buffers` placed every buffer or returned.
             let range = r.unwrap_or(0..span);
             Allocation {
                 key: b.key,
@@ -165,6 +88,100 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
         constants: Vec::new(),
         peak,
     })
+}
+
+/// Conflict partners per buffer index (symmetric). Keys are unique
+/// (`validate`), so a sorted key index finds each in log time.
+fn conflict_partners(request: &PlacementRequest) -> PlaceResult<Vec<Vec<usize>>> {
+    let tile = request.tile;
+    let mut by_key: Vec<(BufferId, usize)> = request
+        .buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.key, i))
+        .collect();
+    by_key.sort_unstable();
+    let index_of = |key: BufferId| -> PlaceResult<usize> {
+        by_key
+            .binary_search_by_key(&key, |&(k, _)| k)
+            .map(|at| by_key[at].1)
+            .map_err(|_| PlaceError::UnknownConflictBuffer { tile, buffer: key })
+    };
+    let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
+    for c in &request.conflicts {
+        if c.a == c.b {
+            return Err(PlaceError::SelfConflict { tile, buffer: c.a });
+        }
+        let (a, b) = (index_of(c.a)?, index_of(c.b)?);
+        partners[a].push(b);
+        partners[b].push(a);
+    }
+    Ok(partners)
+}
+
+/// Each buffer's byte range (`spans` long), taken in placement order: the
+/// first fit in its class's windows around `blocked` that no buffer live
+/// at the same time occupies and that shares no element with a placed
+/// conflict partner.
+fn fit_buffers(
+    request: &PlacementRequest,
+    spans: &[u32],
+    partners: &[Vec<usize>],
+    blocked: &[Range<u32>],
+) -> PlaceResult<Vec<Option<Range<u32>>>> {
+    // Interleaved-class buffers first: they can only use region 1, while
+    // standard buffers may take whatever region 0 or 1 leaves (any order
+    // is correct, as every fit checks all placed buffers live at the time).
+    let mut order: Vec<usize> = (0..request.buffers.len()).collect();
+    order.sort_by_key(|&i| {
+        let b = &request.buffers[i];
+        (
+            b.class != RegionClass::Interleaved,
+            b.first_step,
+            Reverse(b.last_step),
+            Reverse(spans[i]),
+            b.key,
+        )
+    });
+
+    let mut placed: Vec<Option<Range<u32>>> = alloc::vec![None; request.buffers.len()];
+    for &i in &order {
+        let buf = &request.buffers[i];
+        let mut occupied: Vec<Range<u32>> = Vec::new();
+        for (j, r) in placed.iter().enumerate() {
+            if let Some(r) = r {
+                if !r.is_empty() && request.buffers[j].overlaps_in_time(buf) {
+                    occupied.push(r.clone());
+                }
+            }
+        }
+        let live_bytes: u64 = occupied.iter().map(|r| u64::from(r.end - r.start)).sum();
+        for &p in &partners[i] {
+            if let Some(r) = &placed[p] {
+                if !r.is_empty() {
+                    occupied.push(element_span(r));
+                }
+            }
+        }
+        let occupied = merge(occupied);
+        let windows = class_windows(buf.class, blocked);
+        match first_fit(&windows, &occupied, spans[i], buf.align) {
+            Ok(start) => placed[i] = Some(start..start + spans[i]),
+            Err(largest_free) => {
+                return Err(PlaceError::NoRoom {
+                    tile: request.tile,
+                    buffer: buf.key,
+                    name: buf.name.clone(),
+                    class: buf.class,
+                    bytes_needed: spans[i],
+                    largest_free,
+                    live_bytes: u32::try_from(live_bytes).unwrap_or(u32::MAX),
+                    first_step: buf.first_step,
+                })
+            }
+        }
+    }
+    Ok(placed)
 }
 
 /// Checks every buffer and returns its span (all copies).
