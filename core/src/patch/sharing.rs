@@ -101,12 +101,26 @@ pub fn share_rows(
     phases: &[&[ExchangeRow]],
     repeat_patched: &[TileSet<PhysicalTile>],
 ) -> Result<SharedRows, PatchError> {
+    let (mut groups, shapes) = group_shapes(phases, repeat_patched)?;
+    store_rows(phases, &shapes, &mut groups)
+}
+
+/// Rows grouped by (tile, shape) for [`share_rows`].
+type ShapeGroups = BTreeMap<(PhysicalTile, Vec<u32>), ShapeGroup>;
+/// Per phase, each row's shape (`None`: not shared).
+type RowShapes = Vec<Vec<Option<Vec<u32>>>>;
+
+/// Pass 1: every shareable use of each (tile, shape), and the address words
+/// that differ between those uses; per phase, each row's shape (`None`:
+/// Repeat-patched, private to its phase, or an inactive row).
+fn group_shapes(
+    phases: &[&[ExchangeRow]],
+    repeat_patched: &[TileSet<PhysicalTile>],
+) -> Result<(ShapeGroups, RowShapes), PatchError> {
     let no_tiles = TileSet::new();
     let private_of = |p: usize| repeat_patched.get(p).unwrap_or(&no_tiles);
-    // Pass 1: every shareable use of each (tile, shape), and the address
-    // words that differ between those uses.
-    let mut groups: BTreeMap<(PhysicalTile, Vec<u32>), ShapeGroup> = BTreeMap::new();
-    let mut shapes: Vec<Vec<Option<Vec<u32>>>> = Vec::with_capacity(phases.len());
+    let mut groups: ShapeGroups = BTreeMap::new();
+    let mut shapes: RowShapes = Vec::with_capacity(phases.len());
     for (p, rows) in phases.iter().enumerate() {
         let private = private_of(p);
         let mut phase_shapes = Vec::with_capacity(rows.len());
@@ -151,7 +165,15 @@ pub fn share_rows(
         }
         shapes.push(phase_shapes);
     }
-    // Pass 2: store rows in first-use order and give each use its list.
+    Ok((groups, shapes))
+}
+
+/// Pass 2: store rows in first-use order and give each use its list.
+fn store_rows(
+    phases: &[&[ExchangeRow]],
+    shapes: &[Vec<Option<Vec<u32>>>],
+    groups: &mut ShapeGroups,
+) -> Result<SharedRows, PatchError> {
     let mut out = SharedRows::default();
     for (p, rows) in phases.iter().enumerate() {
         let mut uses = Vec::new();
