@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 
 use super::schedule::*;
 use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
-use crate::ir::{DType, Graph, OpKind, RegionId, ValueId};
+use crate::ir::{DType, Graph, OpKind, RegionId, RepeatView, ValueId};
 use crate::lookup::LookupMap;
 use crate::plan::layout::Layout;
 use crate::plan::memory::{Allocation, TileBytes};
@@ -90,6 +90,10 @@ type LResult<T> = Result<T, LowerError>;
 fn logical(tile: u32) -> LResult<LogicalTile> {
     LogicalTile::new(tile).map_err(LowerError::Tile)
 }
+
+/// A Repeat's carried value: its body argument, the yield that feeds it
+/// back, its buffer and layout.
+type Carried = (ValueId, ValueId, BufferId, Layout);
 
 struct Builder<'g> {
     graph: &'g Graph,
@@ -352,7 +356,7 @@ impl<'g> Builder<'g> {
         &mut self,
         region: RegionId,
         ops: &[PlannedOp],
-        carried: &[(ValueId, ValueId, BufferId, Layout)],
+        carried: &[Carried],
         out: &mut Vec<Step>,
     ) -> LResult<()> {
         let info = RegionInfo::new(self.graph, region)
@@ -476,7 +480,57 @@ impl<'g> Builder<'g> {
             .repeat(p.op)
             .ok_or(LowerError::Mismatch { what: "repeat" })?;
         let trip = rep.trip_count() as u32;
-        // Carried buffers, filled from the initial values before the loop.
+        let carried = self.carry_in(&rep, body, origin, out)?;
+        for (&outer, &arg) in rep.invariants().iter().zip(rep.invariant_args()) {
+            let v = *self
+                .vals
+                .get(&outer)
+                .ok_or(LowerError::UnplacedValue { value: outer })?;
+            self.vals.insert(arg, v);
+        }
+        let mut iterated = Vec::new();
+        for (idx, &arg) in rep.iterated_args().iter().enumerate() {
+            let names = rep
+                .sequence(idx)
+                .iter()
+                .map(|&v| self.source_name(v))
+                .collect();
+            let a = body
+                .iterated
+                .iter()
+                .find(|(v, _)| *v == arg)
+                .map(|(_, a)| a.clone())
+                .ok_or(LowerError::UnplacedValue { value: arg })?;
+            self.source_buffer(arg, &a, BufferRole::Iterated { names })?;
+            iterated.push(self.vals[&arg].0);
+        }
+        let index = self.step_index();
+        let mut steps = Vec::new();
+        self.lower_ops(rep.body(), &body.ops, &carried, &mut steps)?;
+        self.write_back(&carried, origin, &mut steps)?;
+        for (&result, &(_, _, cbuf, layout)) in rep.results().iter().zip(&carried) {
+            self.vals.insert(result, (cbuf, layout));
+        }
+        out.push(Step::Repeat(RepeatStep {
+            index,
+            origin: origin.clone(),
+            trip_count: trip,
+            iterated,
+            carried: carried.iter().map(|c| c.2).collect(),
+            body: steps,
+        }));
+        Ok(())
+    }
+
+    /// A Repeat's carried buffers, filled from the initial values before
+    /// the loop: `(argument, yield, buffer, layout)` each.
+    fn carry_in(
+        &mut self,
+        rep: &RepeatView<'g>,
+        body: &BodyPlan,
+        origin: &StepOrigin,
+        out: &mut Vec<Step>,
+    ) -> LResult<Vec<Carried>> {
         let mut carried = Vec::new();
         for (j, (&init, layout)) in rep
             .carried_inits()
@@ -519,33 +573,17 @@ impl<'g> Builder<'g> {
             self.vals.insert(arg, (cbuf, *layout));
             carried.push((arg, y, cbuf, *layout));
         }
-        for (&outer, &arg) in rep.invariants().iter().zip(rep.invariant_args()) {
-            let v = *self
-                .vals
-                .get(&outer)
-                .ok_or(LowerError::UnplacedValue { value: outer })?;
-            self.vals.insert(arg, v);
-        }
-        let mut iterated = Vec::new();
-        for (idx, &arg) in rep.iterated_args().iter().enumerate() {
-            let names = rep
-                .sequence(idx)
-                .iter()
-                .map(|&v| self.source_name(v))
-                .collect();
-            let a = body
-                .iterated
-                .iter()
-                .find(|(v, _)| *v == arg)
-                .map(|(_, a)| a.clone())
-                .ok_or(LowerError::UnplacedValue { value: arg })?;
-            self.source_buffer(arg, &a, BufferRole::Iterated { names })?;
-            iterated.push(self.vals[&arg].0);
-        }
-        let index = self.step_index();
-        let mut steps = Vec::new();
-        self.lower_ops(rep.body(), &body.ops, &carried, &mut steps)?;
-        // Write back yields that were not produced in place.
+        Ok(carried)
+    }
+
+    /// Writes back the yields that were not produced in place into their
+    /// carried buffers, at the end of the body.
+    fn write_back(
+        &mut self,
+        carried: &[Carried],
+        origin: &StepOrigin,
+        steps: &mut Vec<Step>,
+    ) -> LResult<()> {
         for (j, &(_, y, cbuf, layout)) in carried.iter().enumerate() {
             let (ybuf, ylayout) = *self
                 .vals
@@ -559,19 +597,8 @@ impl<'g> Builder<'g> {
                 op: origin.op,
                 label: format!("{} carried {j} write-back", origin.label),
             };
-            self.emit_relayout(&ylayout, ybuf, &layout, cbuf, elem, &o, &mut steps)?;
+            self.emit_relayout(&ylayout, ybuf, &layout, cbuf, elem, &o, steps)?;
         }
-        for (&result, &(_, _, cbuf, layout)) in rep.results().iter().zip(&carried) {
-            self.vals.insert(result, (cbuf, layout));
-        }
-        out.push(Step::Repeat(RepeatStep {
-            index,
-            origin: origin.clone(),
-            trip_count: trip,
-            iterated,
-            carried: carried.iter().map(|c| c.2).collect(),
-            body: steps,
-        }));
         Ok(())
     }
 
