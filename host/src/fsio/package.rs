@@ -11,7 +11,7 @@ use ipuc_core::package::{Section, DIGEST_BYTES, MAGIC};
 
 use super::error::FsError;
 use super::limits::Limit;
-use super::read::open_regular;
+use super::read::{open_regular, read_rest, within_limit};
 
 /// Bytes of the header (magic, version, reserved) and of a section header
 /// (tag u32, length u64); see `ipuc_core::package`'s format notes.
@@ -41,15 +41,7 @@ pub fn read_package(path: &Path) -> io::Result<Vec<u8>> {
 /// [`read_package`] with the size above which the layout is walked first.
 pub(super) fn read_package_walking_above(path: &Path, read_whole: u64) -> io::Result<Vec<u8>> {
     let (mut file, size) = open_regular(path)?;
-    if size > Limit::PACKAGE.bytes {
-        return Err(FsError::TooLarge {
-            path: path.to_path_buf(),
-            size,
-            limit: Limit::PACKAGE.bytes,
-            why: Limit::PACKAGE.why,
-        }
-        .into());
-    }
+    within_limit(path, size, Limit::PACKAGE)?;
     if size <= read_whole {
         drop(file);
         return super::read_bounded(path, Limit::PACKAGE);
@@ -102,17 +94,8 @@ pub(super) fn read_package_walking_above(path: &Path, read_whole: u64) -> io::Re
             ),
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     std::io::Seek::rewind(&mut file)?;
-    file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 != size {
-        return Err(FsError::Changed {
-            path: path.to_path_buf(),
-            expected: size,
-        }
-        .into());
-    }
-    Ok(bytes)
+    read_rest(&mut file, path, size)
 }
 
 fn read_at(file: &mut std::fs::File, offset: u64, buf: &mut [u8]) -> io::Result<()> {

@@ -35,7 +35,13 @@ pub fn open_regular(path: &Path) -> io::Result<(File, u64)> {
 /// metadata before reading, and again while reading, so a file that grows
 /// meanwhile cannot make the read unbounded).
 pub fn read_bounded(path: &Path, limit: Limit) -> io::Result<Vec<u8>> {
-    let (file, size) = open_regular(path)?;
+    let (mut file, size) = open_regular(path)?;
+    within_limit(path, size, limit)?;
+    read_rest(&mut file, path, size)
+}
+
+/// A file of `size` bytes at `path` is [`FsError::TooLarge`] above `limit`.
+pub(super) fn within_limit(path: &Path, size: u64, limit: Limit) -> io::Result<()> {
     if size > limit.bytes {
         return Err(FsError::TooLarge {
             path: path.to_path_buf(),
@@ -45,7 +51,15 @@ pub fn read_bounded(path: &Path, limit: Limit) -> io::Result<Vec<u8>> {
         }
         .into());
     }
-    // `size` ≤ the limit, which is far below usize::MAX on 64-bit hosts.
+    Ok(())
+}
+
+/// The rest of `file` (at `path`), which its metadata said is `size`
+/// bytes from here: a file that grew or shrank since is
+/// [`FsError::Changed`], so the read stays bounded.
+pub(super) fn read_rest(file: &mut File, path: &Path, size: u64) -> io::Result<Vec<u8>> {
+    // `size` ≤ the caller's limit, which is far below usize::MAX on 64-bit
+    // hosts.
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 != size {
