@@ -400,40 +400,44 @@ fn device_attention_head(
 pub fn split_heads(x: &Tensor, heads: usize) -> Vec<f32> {
     let r = x.shape.len();
     let (s, w) = (x.shape[r - 2], x.shape[r - 1]);
-    let dh = w / heads;
     let lead: usize = x.shape[..r - 2].iter().product();
-    let mut out = vec![0f32; x.data.len()];
-    out.par_chunks_mut(s * w)
-        .enumerate()
-        .take(lead)
-        .for_each(|(l, o)| {
-            let src = &x.data[l * s * w..(l + 1) * s * w];
-            for h in 0..heads {
-                for t in 0..s {
-                    o[(h * s + t) * dh..(h * s + t + 1) * dh]
-                        .copy_from_slice(&src[t * w + h * dh..t * w + (h + 1) * dh]);
-                }
-            }
-        });
-    out
+    move_heads(&x.data, lead, (heads, s, w / heads, w), true)
 }
 
 /// `[.., H, S, Dh]` → `[.., S, H·Dh]`.
 pub fn merge_heads(x: &Tensor) -> Vec<f32> {
     let r = x.shape.len();
     let (heads, s, dh) = (x.shape[r - 3], x.shape[r - 2], x.shape[r - 1]);
-    let w = heads * dh;
     let lead: usize = x.shape[..r - 3].iter().product();
-    let mut out = vec![0f32; x.data.len()];
+    move_heads(&x.data, lead, (heads, s, dh, heads * dh), false)
+}
+
+/// For each of `lead` blocks of `s · w` values, moves every head's
+/// `dh`-wide rows between the token-major `[S, W]` (rows `w` apart) and the
+/// head-major `[H, S, Dh]` layout (`to_heads`: token-major in, head-major
+/// out).
+fn move_heads(
+    data: &[f32],
+    lead: usize,
+    (heads, s, dh, w): (usize, usize, usize, usize),
+    to_heads: bool,
+) -> Vec<f32> {
+    let mut out = vec![0f32; data.len()];
     out.par_chunks_mut(s * w)
         .enumerate()
         .take(lead)
         .for_each(|(l, o)| {
-            let src = &x.data[l * s * w..(l + 1) * s * w];
+            let src = &data[l * s * w..(l + 1) * s * w];
             for h in 0..heads {
                 for t in 0..s {
-                    o[t * w + h * dh..t * w + (h + 1) * dh]
-                        .copy_from_slice(&src[(h * s + t) * dh..(h * s + t + 1) * dh]);
+                    let token_major = t * w + h * dh;
+                    let head_major = (h * s + t) * dh;
+                    let (from, to) = if to_heads {
+                        (token_major, head_major)
+                    } else {
+                        (head_major, token_major)
+                    };
+                    o[to..to + dh].copy_from_slice(&src[from..from + dh]);
                 }
             }
         });

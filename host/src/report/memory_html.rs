@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::html::{embed_json, thousands};
-use super::memory::{AllocationClass, MemoryMap, MemoryRejection};
+use super::memory::{AllocationClass, MemoryMap, MemoryRejection, TileMemoryMap};
 
 const SCRIPT: &str = include_str!("assets/memory.js");
 const CSS: &str = include_str!("assets/memory.css");
@@ -33,16 +33,22 @@ struct MapData<'a> {
     phys: Vec<u32>,
 }
 
-/// Renders the standalone interactive memory map.
-pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
-    map.validate()?;
-    let mut names: Vec<&str> = map
-        .tiles
+/// Every allocation name on `tiles`, sorted and once each (the pages'
+/// allocations name theirs by index into it).
+fn allocation_names(tiles: &[TileMemoryMap]) -> Vec<&str> {
+    let mut names: Vec<&str> = tiles
         .iter()
         .flat_map(|t| t.allocations.iter().map(|a| a.name.as_str()))
         .collect();
     names.sort_unstable();
     names.dedup();
+    names
+}
+
+/// Renders the standalone interactive memory map.
+pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
+    map.validate()?;
+    let names = allocation_names(&map.tiles);
     let mut tiles: Vec<_> = map.tiles.iter().collect();
     tiles.sort_by_key(|t| t.tile);
     let allocs = tiles
@@ -148,13 +154,7 @@ fn rejection_data(r: &MemoryRejection) -> anyhow::Result<Option<String>> {
     if r.tiles.is_empty() {
         return Ok(None);
     }
-    let mut names: Vec<&str> = r
-        .tiles
-        .iter()
-        .flat_map(|t| t.allocations.iter().map(|a| a.name.as_str()))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
+    let names = allocation_names(&r.tiles);
     let tiles = r
         .tiles
         .iter()
