@@ -48,25 +48,13 @@ pub(super) fn item_bytes(sctl: u32) -> u32 {
 /// Steps one tile's row from SRAM (step 1 of the module doc).
 pub(super) fn step_row(call: RowLocation, memory: &impl PhaseMemory) -> Result<Tile, WitnessFault> {
     let tile = call.tile;
-    for (csr, value) in [
-        (Csr::OUTGOING_BASE, call.bases.outgoing),
-        (Csr::INCOMING_BASE, call.bases.incoming),
-    ] {
-        if !value.is_multiple_of(4) || value >= 1 << 20 {
-            return Err(WitnessFault {
-                tile,
-                event: 0,
-                address: None,
-                kind: WitnessFaultKind::UncoveredCsr {
-                    csr: u16::from(csr.0),
-                    value,
-                },
-            });
-        }
-    }
-    let mut wire = Vec::new();
-    let mut controls = Vec::new();
-    let mut stream: Option<Stream> = None;
+    check_bases(call)?;
+    let mut row = RowSteps {
+        call,
+        wire: Vec::new(),
+        controls: Vec::new(),
+        stream: None,
+    };
     let mut pc = call.address;
     let mut t: u32 = 0;
     let mut words = 0u32;
@@ -89,27 +77,86 @@ pub(super) fn step_row(call: RowLocation, memory: &impl PhaseMemory) -> Result<T
             None => ([w0, 0], 1),
         };
         let (instr, len) = decode(&pair[..avail]).map_err(|_| fault(RowFault::Undecodable, t))?;
-        let advance = |n: u32| {
-            t.checked_add(n + 1)
-                .ok_or(fault(RowFault::EventOverflow, t))
-        };
-        let outgoing = call.bases.outgoing;
-        let next_t = match instr {
-            Instruction::Br { r } if r == m::M10 => {
+        match row.step(instr, w0, pc, t)? {
+            Next::Return => {
                 return Ok(Tile {
                     row: SteppedRow {
                         location: call,
                         words: words + 1,
                         events: t,
                     },
-                    wire,
-                    controls,
+                    wire: row.wire,
+                    controls: row.controls,
                 })
             }
+            Next::At(next_t) => t = next_t,
+        }
+        pc = pc.wrapping_add(4 * len as u32);
+        words += len as u32;
+    }
+}
+
+/// The row's bases must be word addresses within the 20-bit range the
+/// facts cover.
+fn check_bases(call: RowLocation) -> Result<(), WitnessFault> {
+    for (csr, value) in [
+        (Csr::OUTGOING_BASE, call.bases.outgoing),
+        (Csr::INCOMING_BASE, call.bases.incoming),
+    ] {
+        if !value.is_multiple_of(4) || value >= 1 << 20 {
+            return Err(WitnessFault {
+                tile: call.tile,
+                event: 0,
+                address: None,
+                kind: WitnessFaultKind::UncoveredCsr {
+                    csr: u16::from(csr.0),
+                    value,
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// After one row instruction: the row returned, or the event the next
+/// instruction starts at.
+enum Next {
+    Return,
+    At(u32),
+}
+
+/// A row being stepped: where it was called, and its wire, controls and
+/// outgoing stream so far.
+struct RowSteps {
+    call: RowLocation,
+    wire: Vec<Burst>,
+    controls: Vec<(u32, Control)>,
+    stream: Option<Stream>,
+}
+
+impl RowSteps {
+    /// Steps `instr` (first word `w0`, at `pc`), which starts at event `t`.
+    fn step(&mut self, instr: Instruction, w0: u32, pc: u32, t: u32) -> Result<Next, WitnessFault> {
+        let tile = self.call.tile;
+        let bases = self.call.bases;
+        let fault = |kind: RowFault, event| WitnessFault {
+            tile,
+            event,
+            address: Some(pc),
+            kind: WitnessFaultKind::Row(kind),
+        };
+        let advance = |n: u32| {
+            t.checked_add(n + 1)
+                .ok_or(fault(RowFault::EventOverflow, t))
+        };
+        let outgoing = bases.outgoing;
+        let (wire, stream, controls) = (&mut self.wire, &mut self.stream, &mut self.controls);
+        Ok(Next::At(match instr {
+            Instruction::Br { r } if r == m::M10 => return Ok(Next::Return),
             Instruction::Delay { n } => advance(n)?,
             Instruction::DelayPic { n, sel, value } => {
                 let end = advance(n)?;
-                controls.push((end, pic(call.bases, sel, value)));
+                controls.push((end, pic(bases, sel, value)));
                 end
             }
             Instruction::DelayXPic { n, paired, value } => {
@@ -136,7 +183,7 @@ pub(super) fn step_row(call: RowLocation, memory: &impl PhaseMemory) -> Result<T
                 } else {
                     outgoing.wrapping_add(addr.wrapping_mul(4))
                 };
-                drive(&mut wire, &mut stream, t, n + 1, first_byte, sctl);
+                drive(wire, stream, t, n + 1, first_byte, sctl);
                 advance(n)?
             }
             Instruction::SendOff { n, delta, sctl } => {
@@ -144,16 +191,16 @@ pub(super) fn step_row(call: RowLocation, memory: &impl PhaseMemory) -> Result<T
                     return Err(fault(RowFault::NonZeroDelta { delta }, t));
                 }
                 let s = stream.ok_or(fault(RowFault::NoStream, t))?;
-                drive(&mut wire, &mut stream, t, n + 1, s.next_byte, sctl);
+                drive(wire, stream, t, n + 1, s.next_byte, sctl);
                 advance(n)?
             }
             Instruction::SendPic { n, sel, value } => {
                 let s = stream.ok_or(fault(RowFault::NoStream, t))?;
-                drive(&mut wire, &mut stream, t, n + 1, s.next_byte, s.sctl);
+                drive(wire, stream, t, n + 1, s.next_byte, s.sctl);
                 let c = match sel {
                     PicTarget::Xpic => Control::Xpic(value),
                     PicTarget::XpicPaired => Control::XpicPaired(value),
-                    PicTarget::PicPointer => pic(call.bases, PicField::Pointer, value),
+                    PicTarget::PicPointer => pic(bases, PicField::Pointer, value),
                     PicTarget::PicFormat => Control::Format(value),
                 };
                 controls.push((t + 1, c));
@@ -174,17 +221,14 @@ pub(super) fn step_row(call: RowLocation, memory: &impl PhaseMemory) -> Result<T
                     // §2.3: a transmitting sendpicp restarts the stream at an
                     // absolute address.
                     let first_byte = addr.wrapping_mul(item_bytes(sctl));
-                    drive(&mut wire, &mut stream, t, n + 1, first_byte, sctl);
+                    drive(wire, stream, t, n + 1, first_byte, sctl);
                 }
                 controls.push((t + 1, xpic(x & (1 << 13) != 0, x & 0x1FFF)));
-                controls.push((t + 1, pic(call.bases, psel, p)));
+                controls.push((t + 1, pic(bases, psel, p)));
                 advance(n)?
             }
             _ => return Err(fault(RowFault::NotExchange { word: w0 }, t)),
-        };
-        t = next_t;
-        pc = pc.wrapping_add(4 * len as u32);
-        words += len as u32;
+        }))
     }
 }
 
