@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 
 use super::profile::Profile;
-use super::profile_html::logical_tile;
+use super::profile_html::tiles_in_logical_order;
 
 /// The trace's own schema name and version (in `otherData`: the Trace Event
 /// Format's fields are fixed).
@@ -71,13 +71,7 @@ pub fn render(profile: &Profile) -> String {
         "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{TILES_PID},\"tid\":0,\"args\":{{\"name\":{}}}}}",
         json_string(&format!("IPU tiles ({label} cycles at {clock} Hz)"))
     );
-    let mut tiles: Vec<(u32, &super::TileSamples)> = profile
-        .tiles
-        .iter()
-        .map(|t| (logical_tile(t.tile), t))
-        .collect();
-    tiles.sort_by_key(|(logical, t)| (*logical, t.tile));
-    for (logical, t) in &tiles {
+    for (logical, t) in &tiles_in_logical_order(profile) {
         // tid 0 means "the process" to some readers: tiles start at 1.
         let tid = logical + 1;
         let _ = write!(

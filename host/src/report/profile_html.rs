@@ -133,7 +133,7 @@ fn step_descriptors(profile: &Profile) -> (Vec<&str>, Vec<[i64; 4]>) {
 
 /// The tiles in logical order, as in the memory reports (the samples carry
 /// the simulator's physical ids), each with its logical id.
-fn tiles_in_logical_order(profile: &Profile) -> Vec<(u32, &super::TileSamples)> {
+pub(crate) fn tiles_in_logical_order(profile: &Profile) -> Vec<(u32, &super::TileSamples)> {
     let mut tiles: Vec<(u32, &super::TileSamples)> = profile
         .tiles
         .iter()
