@@ -6,11 +6,13 @@
 
 use ipuc::compile::{compile, CompileOptions, Compiled};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
-use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
+use ipuc::device::DeviceOutput;
+use ipuc::input::PixelValues;
+use ipuc::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::report::run::compare;
 use ipuc::report::trace::build_profile;
-use ipuc::weights::{weights_for, WeightSource};
+use ipuc::weights::{weights_for, WeightSource, Weights};
 use ipuc_core::patch::audit::BaseEligibility;
 use ipuc_tests::{device_inputs, small_pixels};
 
@@ -29,6 +31,36 @@ fn options(layers: usize) -> (ModelOptions, CompileOptions) {
     )
 }
 
+/// A siglip-small build with seed-7 weights, compiled (its code estimate
+/// checked) and run once on the simulated device with the small pixels.
+struct Run {
+    model: SiglipModel,
+    weights: Weights,
+    compiled: Compiled,
+    pixels: PixelValues,
+    out: DeviceOutput,
+}
+
+fn compile_and_run(model_opts: &ModelOptions, compile_opts: &CompileOptions) -> Run {
+    let model = build_siglip(&VisionConfig::siglip_small(), model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), compile_opts).unwrap();
+    check_code_estimate(&compiled, compile_opts.outgoing_base);
+    let pixels = small_pixels();
+    let inputs = device_inputs(&pixels);
+    let out = SimDevice::for_package(&compiled.package)
+        .unwrap()
+        .run(&compiled.package, &inputs, &weights)
+        .unwrap();
+    Run {
+        model,
+        weights,
+        compiled,
+        pixels,
+        out,
+    }
+}
+
 fn run_and_validate(layers: usize) -> Compiled {
     run_and_validate_on(layers, 64)
 }
@@ -41,16 +73,13 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
     let (model_opts, mut compile_opts) = options(layers);
     compile_opts.tiles = tiles;
     compile_opts.outgoing_base = outgoing_base;
-    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
-    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
-    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-    check_code_estimate(&compiled, outgoing_base);
-    let pixels = small_pixels();
-    let inputs = device_inputs(&pixels);
-    let out = SimDevice::for_package(&compiled.package)
-        .unwrap()
-        .run(&compiled.package, &inputs, &weights)
-        .unwrap();
+    let Run {
+        model,
+        weights,
+        compiled,
+        pixels,
+        out,
+    } = compile_and_run(&model_opts, &compile_opts);
     let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
@@ -167,16 +196,13 @@ fn fp8_weights_match_the_device_numerics_reference() {
     // device must agree to FP16 rounding.
     let (mut model_opts, compile_opts) = options(2);
     model_opts.fp8_scale = Some(-4);
-    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
-    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
-    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-    check_code_estimate(&compiled, true);
-    let pixels = small_pixels();
-    let inputs = device_inputs(&pixels);
-    let out = SimDevice::for_package(&compiled.package)
-        .unwrap()
-        .run(&compiled.package, &inputs, &weights)
-        .unwrap();
+    let Run {
+        model,
+        weights,
+        compiled,
+        pixels,
+        out,
+    } = compile_and_run(&model_opts, &compile_opts);
     let device = run_siglip(
         &model,
         weights.clone(),
