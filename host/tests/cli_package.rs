@@ -327,6 +327,30 @@ fn quiet_prints_only_the_result_and_summary_json_dash_is_stdout() {
     assert!(stdout.starts_with("result: PASS "), "{stdout}");
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 
+    // `reference` ends with its own result line too, the only one under -q.
+    let pixels = dir.join("pixels.npy");
+    write_pixels_npy(&pixels, [1, 3, 28, 28], 0.25);
+    let embedding = dir.join("embedding.npy");
+    let out = ipuc(&[
+        "reference",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "1",
+        "--input",
+        pixels.to_str().unwrap(),
+        "--output-embedding",
+        embedding.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("result: REFERENCE embedding [1, 144] in "),
+        "{stdout}"
+    );
+
     // `--summary-json -`: stdout is exactly the JSON, valid against its schema.
     for args in [
         vec!["exec", p, "--reference-run", "--summary-json", "-"],
