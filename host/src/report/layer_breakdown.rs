@@ -172,11 +172,17 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
     let mut rows: BTreeMap<(String, String), (u64, u64, usize)> = BTreeMap::new();
     let mut order: Vec<(String, String)> = Vec::new();
     let mut computed: BTreeMap<(u32, String), bool> = BTreeMap::new();
+    // Walk the steps in the order they finish, not by index: the profile
+    // numbers a step when it first sees it, so a GEMM's K-split partial
+    // adds (same operation, later in the iteration) can carry a later
+    // number than the next op's steps and would be charged to them.
+    let mut by_finish: Vec<usize> = (0..profile.steps.len())
+        .filter(|&i| tiles[i] > 0)
+        .collect();
+    by_finish.sort_by_key(|&i| (end[i], i));
     let mut last_end = 0u64;
-    for (i, step) in profile.steps.iter().enumerate() {
-        if tiles[i] == 0 {
-            continue;
-        }
+    for i in by_finish {
+        let step = &profile.steps[i];
         let cycles = end[i].saturating_sub(last_end);
         last_end = last_end.max(end[i]);
         let Some(iteration) = step.iteration else {
@@ -280,5 +286,55 @@ impl LayerBreakdown {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::profile::{CycleSample, ProfileStep, TileSamples};
+
+    fn step(kind: StepKind, operation: &str) -> ProfileStep {
+        ProfileStep {
+            kind,
+            operation: operation.to_string(),
+            iteration: Some(0),
+            summed: false,
+        }
+    }
+
+    /// A step numbered after a later one (the profile numbers steps when it
+    /// first meets them) is still charged its own cycles: the breakdown
+    /// walks steps in the order they finish.
+    #[test]
+    fn a_late_numbered_step_is_charged_where_it_ran() {
+        let profile = Profile {
+            title: String::new(),
+            simulated: true,
+            clock_hz: 1,
+            steps: vec![
+                step(StepKind::Compute, "a"),
+                step(StepKind::Patch, "b"),
+                step(StepKind::Compute, "a"),
+            ],
+            tiles: vec![TileSamples {
+                tile: 0,
+                samples: [(0, 0, 100), (2, 100, 900), (1, 900, 910)]
+                    .into_iter()
+                    .map(CycleSample::from)
+                    .collect(),
+            }],
+            kernels: Vec::new(),
+        };
+        let b = layer_breakdown(&profile, &Graph::new()).unwrap();
+        let cycles = |category: &str, op: &str| {
+            b.rows
+                .iter()
+                .find(|r| r.category == category && r.operation == op)
+                .map(|r| r.cycles)
+        };
+        assert_eq!(cycles("patching", "b"), Some(10));
+        assert_eq!(cycles("compute", "a"), Some(900));
+        assert_eq!(b.cycles_per_iteration, 910);
     }
 }
