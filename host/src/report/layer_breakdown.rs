@@ -176,9 +176,7 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
     // numbers a step when it first sees it, so a GEMM's K-split partial
     // adds (same operation, later in the iteration) can carry a later
     // number than the next op's steps and would be charged to them.
-    let mut by_finish: Vec<usize> = (0..profile.steps.len())
-        .filter(|&i| tiles[i] > 0)
-        .collect();
+    let mut by_finish: Vec<usize> = (0..profile.steps.len()).filter(|&i| tiles[i] > 0).collect();
     by_finish.sort_by_key(|&i| (end[i], i));
     let mut last_end = 0u64;
     for i in by_finish {
