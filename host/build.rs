@@ -5,10 +5,19 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The manifest directory as cargo gives it to this run of the script. Not
+/// `env!`: that is fixed when the script is compiled, and cargo reuses a
+/// compiled build script for the same package in another checkout (a copied
+/// or shared target directory), which then reported the other checkout's
+/// commit.
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| ".".into()))
+}
+
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(manifest_dir())
         .output()
         .ok()?;
     out.status
@@ -48,6 +57,6 @@ fn absolute(path: &str) -> PathBuf {
     if p.is_absolute() {
         p
     } else {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(p)
+        manifest_dir().join(p)
     }
 }

@@ -353,3 +353,17 @@ fn long_set_chains_are_followed() {
     src.push_str(".long s199\n");
     assert_eq!(words(&src), vec![200]);
 }
+
+/// #28: a chain written in order is folded as it is defined, so its length
+/// is not limited (5000 here, far past the depth followed for forward
+/// references), while a cycle is still refused.
+#[test]
+fn in_order_set_chains_of_any_length_are_folded() {
+    let mut src = String::from(".set s0, 1\n");
+    for i in 1..5000 {
+        src.push_str(&format!("s{i} = s{} + 1\n", i - 1));
+    }
+    src.push_str(".long s4999\n");
+    assert_eq!(words(&src), vec![5000]);
+    assert!(err(".set a, b\n.set b, a\n.long a").contains("in a cycle"));
+}

@@ -150,6 +150,89 @@ fn exec_needs_only_the_package_and_rejects_a_contradicting_flag() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `ipuc ARGS` run in `dir`.
+fn ipuc_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ipuc"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("running ipuc")
+}
+
+/// A package compiled from a checkpoint named by a relative path runs from
+/// any directory (the path is recorded absolute); a moved checkpoint is a
+/// clear error pointing at --checkpoint, which then finds it, and a
+/// changed one fails its digest check.
+#[test]
+fn exec_finds_the_checkpoint_from_anywhere_and_checks_its_digest() {
+    let dir = scratch("checkpoint");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/siglip/vision-f16");
+    let ck = dir.join("ck");
+    std::fs::create_dir_all(&ck).unwrap();
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(fixture.join(f), ck.join(f)).unwrap();
+    }
+    let out = ipuc_in(
+        &dir,
+        &[
+            "compile",
+            "--checkpoint",
+            "ck",
+            "--planning-tiles",
+            "16",
+            "--package",
+            "ck.ipuc",
+            "-q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let package = dir.join("ck.ipuc");
+    let p = package.to_str().unwrap();
+    let elsewhere = std::env::temp_dir();
+    let out = ipuc_in(&elsewhere, &["exec", p, "--reference-run", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("result: PASS"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let moved = dir.join("moved");
+    std::fs::rename(&ck, &moved).unwrap();
+    let out = ipuc_in(&elsewhere, &["exec", p, "--reference-run", "-q"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("which is not there now: give its new place with --checkpoint DIR"),
+        "{stderr}"
+    );
+    let m = moved.to_str().unwrap();
+    let out = ipuc_in(
+        &elsewhere,
+        &["exec", p, "--reference-run", "-q", "--checkpoint", m],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    // One byte of the weights changed: the digest check names both.
+    let weights = moved.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&weights, bytes).unwrap();
+    let out = ipuc_in(
+        &elsewhere,
+        &["exec", p, "--reference-run", "--checkpoint", m],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("but the package was compiled from SHA-256"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn exit_codes_say_what_happened() {
     let dir = scratch("codes");
@@ -243,6 +326,30 @@ fn quiet_prints_only_the_result_and_summary_json_dash_is_stdout() {
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(stdout.starts_with("result: PASS "), "{stdout}");
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+
+    // `reference` ends with its own result line too, the only one under -q.
+    let pixels = dir.join("pixels.npy");
+    write_pixels_npy(&pixels, [1, 3, 28, 28], 0.25);
+    let embedding = dir.join("embedding.npy");
+    let out = ipuc(&[
+        "reference",
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "1",
+        "--input",
+        pixels.to_str().unwrap(),
+        "--output-embedding",
+        embedding.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("result: REFERENCE embedding [1, 144] in "),
+        "{stdout}"
+    );
 
     // `--summary-json -`: stdout is exactly the JSON, valid against its schema.
     for args in [

@@ -415,10 +415,16 @@ fn numeric_flags_have_checked_ranges() {
     let ok = dir.join("ok.S");
     std::fs::write(&ok, "nop\n").unwrap();
     let out = dir.join("out.bin");
+    // A malformed --defsym is a flag value: a usage error, like clap's own.
     rejects(
         &["asm", s(&ok), "-o", s(&out), "--defsym", "=5"],
-        4,
+        2,
         &["--defsym '=5'", "is not a symbol name"],
+    );
+    rejects(
+        &["asm", s(&ok), "-o", s(&out), "--defsym", "x="],
+        2,
+        &["--defsym 'x='", "value ''"],
     );
 }
 

@@ -100,8 +100,9 @@ fn npy_inputs_are_validated() {
 }
 
 /// #28: JPEG (4:2:0, 4:4:4 and grey, noisy so every IDCT and upsampling
-/// rounding shows) and 16-bit PNG (RGB: PIL keeps the high byte; grey: PIL
-/// clips to 255) preprocess bit for bit as transformers' SigLIP processor
+/// rounding shows), 16-bit PNG (RGB: PIL keeps the high byte; grey: PIL
+/// clips to 255), PNG with transparency (alpha, `tRNS`) and CMYK JPEG
+/// preprocess bit for bit as transformers' SigLIP processor
 /// with PIL (libjpeg-turbo 3.2.0) does; `make_image_fixtures.py` made them.
 #[test]
 fn jpeg_and_16_bit_png_match_pil_bit_for_bit() {
@@ -113,6 +114,15 @@ fn jpeg_and_16_bit_png_match_pil_bit_for_bit() {
         ("stripes", "jpg"),
         ("rgb16", "png"),
         ("gray16", "png"),
+        // Transparency: transformers composites onto white (PIL's integer
+        // alpha_composite); dropping the alpha differs on every one.
+        ("rgba", "png"),
+        ("rgba16", "png"),
+        ("gray_alpha", "png"),
+        ("palette_trns", "png"),
+        ("rgb_trns", "png"),
+        // CMYK: PIL's inverted (Adobe) reading, then its own conversion.
+        ("cmyk", "jpg"),
     ] {
         let ours = PixelValues::from_image(&dir.join(format!("{stem}.{ext}")), 42).unwrap();
         let hf = NpyArray::read(&dir.join(format!("{stem}_{ext}_pixel_values_42.npy"))).unwrap();

@@ -70,8 +70,8 @@ pub fn bench_models(root: &Path, out: &Path, timeout_minutes: u64, extra: &[Stri
         )?;
         rows.push((tower, v));
         let all: Vec<&Value> = rows.iter().map(|r| &r.1).collect();
-        std::fs::write(
-            out.join("summary.json"),
+        crate::atomic::write(
+            &out.join("summary.json"),
             serde_json::to_string_pretty(&all)?,
         )?;
     }

@@ -164,7 +164,7 @@ pub fn bench_sim(root: &Path, out: &Path, repeat: usize, extra: &[String]) -> Re
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
-            std::fs::write(out.join(format!("{}.{run}.log", case.name)), &text)?;
+            crate::atomic::write(&out.join(format!("{}.{run}.log", case.name)), &text)?;
             if !output.status.success() {
                 bail!("{}: ipuc exec failed ({})", case.name, output.status);
             }

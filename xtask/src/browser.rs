@@ -363,6 +363,9 @@ fn check_trace(path: &Path) -> usize {
         if trace["otherData"]["schema"] != "ipuc.trace" {
             bail!("otherData.schema is not ipuc.trace");
         }
+        if trace.get("displayTimeUnit").is_some() {
+            bail!("displayTimeUnit is set: older Perfetto importers take it as the unit of ts");
+        }
         let events = trace["traceEvents"].as_array().context("no traceEvents")?;
         let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> =
             Default::default();

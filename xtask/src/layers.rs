@@ -97,6 +97,7 @@ pub const CRATES: &[Crate] = &[
         name: "xtask",
         src: "xtask/src",
         layers: &[
+            "atomic",
             "layers",
             "sizes",
             "process",

@@ -8,6 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
+mod atomic;
 mod bench_compile;
 mod bench_models;
 mod bench_sim;
@@ -625,7 +626,7 @@ fn fuzz_run(
         .output()
         .with_context(|| format!("cargo fuzz run {t}"))?;
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    std::fs::write(logs.join(format!("{t}.log")), &log)?;
+    atomic::write(&logs.join(format!("{t}.log")), &log)?;
     Ok((log, out.status))
 }
 
@@ -684,7 +685,7 @@ fn bench_reference(root: &Path) -> Result<()> {
         let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
         bytes.extend_from_slice(&(2.0 * unit - 1.0).to_le_bytes());
     }
-    std::fs::write(&input, bytes)?;
+    atomic::write(&input, bytes)?;
     let input = input.to_string_lossy().into_owned();
     let output = dir.join("embedding.npy").to_string_lossy().into_owned();
     ipuc_release(

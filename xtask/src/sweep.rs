@@ -301,7 +301,7 @@ pub fn sweep(
         rows.push(v);
         // Written after every run so a long sweep leaves partial results.
         let path = out.join("summary.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
+        crate::atomic::write(&path, serde_json::to_string_pretty(&rows)?)?;
     }
     print_table(workload, &rows, build, extra);
     println!("summary: {}", out.join("summary.json").display());

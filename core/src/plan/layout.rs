@@ -318,6 +318,44 @@ impl Layout {
         }
     }
 
+    /// The layout of columns `cols` of this tensor *in place*, when they are
+    /// exactly a run of whole column parts: every tile then holds, for the
+    /// window, precisely the block it holds now, so a column slice can be a
+    /// view of the buffer (no bytes move). `None` when the window cuts a
+    /// part, the column split is two-level, or the run is not itself a
+    /// balanced split (checked part by part, at most one pass over the
+    /// parts).
+    pub fn column_window(&self, cols: Range<u32>) -> Option<Layout> {
+        let c = &self.cols;
+        if c.inner != 1 || cols.start >= cols.end || cols.end > c.len {
+            return None;
+        }
+        let first = c.part_of(cols.start);
+        let last = c.part_of(cols.end - 1);
+        if c.range(first).start != cols.start || c.range(last).end != cols.end {
+            return None;
+        }
+        let window = AxisSplit {
+            len: cols.end - cols.start,
+            outer: last - first + 1,
+            ..*c
+        };
+        let shifted = |q: u32| {
+            let r = window.range(q);
+            r.start + cols.start..r.end + cols.start
+        };
+        if (0..window.outer).any(|q| shifted(q) != c.range(first + q)) {
+            return None;
+        }
+        Some(Layout {
+            first_tile: self
+                .first_tile
+                .checked_add(first.checked_mul(c.outer_stride)?)?,
+            cols: window,
+            ..*self
+        })
+    }
+
     /// Tensor rows.
     pub const fn tensor_rows(&self) -> u32 {
         self.rows.len
@@ -527,6 +565,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_column_window_of_whole_parts_is_those_blocks_in_place() {
+        // A fused QKV output: 3456 columns in 108 parts of two 16-column
+        // groups over 12 row blocks, column parts 2 tiles apart.
+        let qkv = Layout {
+            first_tile: 5,
+            rows: AxisSplit::parts(729, 1, 12, 216),
+            cols: AxisSplit::parts(3456, 16, 108, 2),
+            replicas: 1,
+            replica_stride: 0,
+        };
+        let k = qkv.column_window(1152..2304).unwrap();
+        assert_eq!(k.cols.part_count(), 36);
+        assert_eq!(k.first_tile, 5 + 36 * 2);
+        let src: Vec<(u32, Block)> = qkv.placements().collect();
+        for (tile, b) in k.placements() {
+            let shifted = Block {
+                rows: b.rows.clone(),
+                cols: b.cols.start + 1152..b.cols.end + 1152,
+            };
+            assert!(src.contains(&(tile, shifted)), "tile {tile}: {b:?}");
+        }
+        // A window that cuts a part is no view.
+        assert_eq!(qkv.column_window(1150..2304), None);
+        assert_eq!(qkv.column_window(0..0), None);
+        assert_eq!(qkv.column_window(0..3457), None);
     }
 
     #[test]

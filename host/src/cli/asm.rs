@@ -24,8 +24,9 @@ pub struct Args {
     at: u32,
     /// Define an absolute symbol NAME=VALUE for names the file leaves
     /// undefined (repeatable; overrides the runtime layout defaults).
-    #[arg(long = "defsym", value_name = "NAME=VALUE")]
-    defsym: Vec<String>,
+    /// Checked at parse time: a malformed one is a usage error (exit 2).
+    #[arg(long = "defsym", value_name = "NAME=VALUE", value_parser = parse_defsym)]
+    defsym: Vec<(String, i64)>,
 }
 
 /// Link-time symbols `target-ipu21/device-asm/static_runtime.S` expects from the image
@@ -54,7 +55,8 @@ fn parse_defsym(s: &str) -> anyhow::Result<(String, i64)> {
     {
         bail!("--defsym '{s}': '{name}' is not a symbol name (a letter, '_', '.' or '$', then letters, digits, '_', '.' or '$')");
     }
-    let v = super::isa::parse_u32(value).map_err(anyhow::Error::msg)?;
+    let v = super::isa::parse_u32(value)
+        .map_err(|e| anyhow::anyhow!("--defsym '{s}': value '{}': {e}", value.trim()))?;
     Ok((name.to_string(), v as i64))
 }
 
@@ -104,9 +106,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (n, v) in runtime_layout_defaults() {
         opts.defines.insert(n.into(), v as i64);
     }
-    for d in &args.defsym {
-        let (n, v) = parse_defsym(d)?;
-        opts.defines.insert(n, v);
+    for (n, v) in &args.defsym {
+        opts.defines.insert(n.clone(), *v);
     }
     let obj = assemble(&name, &src)?;
     let image = link(&[obj], &opts)?;

@@ -3,7 +3,7 @@
 //! rebuilds the workload from the package, checking any flag given against
 //! what the package records (a contradiction is an error naming both).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use ipuc_core::package::{
@@ -211,7 +211,15 @@ pub fn resolve(
         ),
         (WeightOrigin::Random { .. }, None) => None,
         (WeightOrigin::Checkpoint { .. }, Some(dir)) => Some(dir.clone()),
-        (WeightOrigin::Checkpoint { path, .. }, None) => Some(PathBuf::from(path)),
+        (WeightOrigin::Checkpoint { path, sha256 }, None) => {
+            if !Path::new(path).is_dir() {
+                bail!(
+                    "the package was compiled from checkpoint {path} (model.safetensors SHA-256 {}), which is not there now: give its new place with --checkpoint DIR",
+                    hex::encode(sha256)
+                );
+            }
+            Some(PathBuf::from(path))
+        }
     };
     check_same("--vit-layers", flags.vit_layers, d.layers as usize, |v| {
         format!("--vit-layers {v}")

@@ -150,5 +150,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         write_output(path, &h.shape, &h.data, "last hidden state")?;
     }
     crate::say!("total: {:.2} s", total.elapsed().as_secs_f64());
+    // The one line a script greps (also under -q), as `run` and `compile` end.
+    crate::result_line!(
+        "result: REFERENCE embedding {:?} in {}",
+        pooled.shape,
+        args.output_embedding.display()
+    );
     Ok(())
 }

@@ -177,9 +177,11 @@ pub fn load_model_with_origin(
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
     let weights = checkpoint.bind(&specs)?;
     check_weight_range(&model, &weights, &checkpoint.file().display().to_string())?;
+    // Recorded absolute, so `exec` finds the checkpoint from any directory.
+    let recorded = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
     let origin = WeightOrigin::Checkpoint {
         sha256: checkpoint.sha256(),
-        path: dir.display().to_string(),
+        path: recorded.display().to_string(),
     };
     Ok((model, weights, origin))
 }

@@ -1,7 +1,8 @@
 //! Removes the temporaries of unfinished atomic writes when the process is
 //! interrupted (SIGINT, SIGTERM, SIGHUP), then dies of the same signal as
 //! it would have. SIGKILL cannot be caught: it may leave one hidden
-//! `.NAME.*.tmp` beside the output, never a partial output.
+//! `.NAME.PID.*.tmp` beside the output (removed by the next write to that
+//! path), never a partial output.
 
 use std::ffi::{c_char, CString};
 use std::path::Path;

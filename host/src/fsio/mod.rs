@@ -6,7 +6,8 @@
 //!   `persist`). An error, a full disk or a signal leaves the previous file
 //!   intact; a symlink at the path is replaced, not followed. SIGINT, SIGTERM
 //!   and SIGHUP remove the temporaries being written before the process dies
-//!   ([`cleanup`]); only SIGKILL can leave one (a hidden `.NAME.*.tmp`).
+//!   ([`cleanup`]); only SIGKILL can leave one (a hidden `.NAME.PID.*.tmp`),
+//!   which the next write to that path removes once PID is gone.
 //! - [`check_writable`]: output locations are tried before any long work.
 //! - [`read_bounded`]: inputs must be regular files (a FIFO, device,
 //!   directory or socket is an error naming what it is, never a hang), and

@@ -194,3 +194,24 @@ fn package_whose_sections_lie_is_refused_without_reading_it() {
     let e = read_package(&huge).unwrap_err();
     assert!(matches!(fs_error(&e), FsError::TooLarge { .. }), "{e}");
 }
+
+/// A temporary left by a writer killed with SIGKILL (its process gone) is
+/// removed by the next write to the same path; a live writer's is kept.
+#[test]
+fn the_next_write_removes_a_killed_writers_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.bin");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = dir.path().join(format!(".out.bin.{dead}.abc123.tmp"));
+    std::fs::write(&stale, "cut").unwrap();
+    let live = dir
+        .path()
+        .join(format!(".out.bin.{}.def456.tmp", std::process::id()));
+    std::fs::write(&live, "in flight").unwrap();
+    write_atomic(&out, b"new").unwrap();
+    assert!(!stale.exists(), "a dead writer's temporary stays");
+    assert!(live.exists(), "a live writer's temporary was removed");
+    assert_eq!(std::fs::read(&out).unwrap(), b"new");
+}

@@ -60,10 +60,50 @@ fn without_temporary(e: io::Error) -> io::Error {
     }
 }
 
-/// A temporary beside the final path: hidden, named after it, in the same
-/// directory so the rename never crosses a file system. Its name is
-/// registered for removal on a signal before the file is created, so no
-/// signal can fall between the two and leave it behind.
+/// The temporaries of earlier writes to `name` in `dir` whose writer is
+/// gone (killed by SIGKILL, which no handler sees): each temporary names its
+/// writer's process id, `.NAME.PID.*.tmp`, and one whose process no longer
+/// exists is removed. A live writer's (a concurrent write) is left alone.
+fn remove_dead_writers_temporaries(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .filter(|n| n.ends_with(".tmp"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid > 0 && !process_exists(pid) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    alive || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_exists(_: i32) -> bool {
+    true
+}
+
+/// A temporary beside the final path: hidden, named after it and this
+/// process, in the same directory so the rename never crosses a file
+/// system. Its name is registered for removal on a signal before the file
+/// is created, so no signal can fall between the two and leave it behind;
+/// one left by a SIGKILL is removed by the next write to the same path.
 fn temporary_in(
     dir: &Path,
     path: &Path,
@@ -71,9 +111,11 @@ fn temporary_in(
     let name = path
         .file_name()
         .ok_or_else(|| not_writable(path, "the path names no file"))?;
+    let name = name.to_string_lossy();
+    remove_dead_writers_temporaries(dir, &name);
     let mut registered = None;
     let file = tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.to_string_lossy()))
+        .prefix(&format!(".{name}.{}.", std::process::id()))
         .suffix(".tmp")
         .make_in(dir, |candidate| {
             let pending = cleanup::pending(candidate);

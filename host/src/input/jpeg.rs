@@ -3,7 +3,8 @@
 //! defaults, which PIL keeps — islow IDCT, fancy upsampling, YCbCr (or
 //! grey) converted to RGB by the library. A file that ends before its image
 //! data does is an error, as in PIL ("image file is truncated"), where
-//! libjpeg alone would warn and fill the rest with grey.
+//! libjpeg alone would warn and fill the rest with grey. A four-channel
+//! (CMYK or YCCK) JPEG is read as CMYK and converted as PIL converts it.
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -62,11 +63,20 @@ pub fn decode(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), String> {
         let decompress = mozjpeg::decompress::DecompressBuilder::new()
             .with_err(err)
             .from_mem(bytes)?;
+        use mozjpeg_sys::J_COLOR_SPACE::{JCS_CMYK, JCS_YCCK};
         let (w, h) = decompress.size();
-        if w.saturating_mul(h).saturating_mul(3) > MAX_DECODED_BYTES {
+        let four_channels = matches!(decompress.color_space(), JCS_CMYK | JCS_YCCK);
+        let channels = if four_channels { 4 } else { 3 };
+        if w.saturating_mul(h).saturating_mul(channels) > MAX_DECODED_BYTES {
             return Err(std::io::Error::other(format!(
-                "{w}×{h} pixels: more than {MAX_DECODED_BYTES} bytes of RGB"
+                "{w}×{h} pixels: more than {MAX_DECODED_BYTES} bytes decoded"
             )));
+        }
+        if four_channels {
+            let mut image = decompress.to_colorspace(JCS_CMYK)?;
+            let cmyk = image.read_scanlines::<[u8; 4]>()?;
+            image.finish()?;
+            return Ok((w, h, cmyk.into_iter().flat_map(cmyk_as_pil).collect()));
         }
         let mut image = decompress.rgb()?;
         let pixels = image.read_scanlines::<u8>()?;
@@ -81,4 +91,18 @@ pub fn decode(bytes: &[u8]) -> Result<(usize, usize, Vec<u8>), String> {
             .cloned()
             .unwrap_or_else(|| "libjpeg failed".into())),
     }
+}
+
+/// One CMYK pixel as libjpeg gives it, to RGB as PIL gives it: PIL reads
+/// every CMYK JPEG with Adobe's inverted convention (raw mode `CMYK;I`, so
+/// each of its values is 255 minus libjpeg's), then `convert("RGB")` makes
+/// each channel `(255 − k) − c·(255 − k)/255` with Pillow's rounded integer
+/// division by 255 (`((x >> 8) + x) >> 8` after adding 128).
+fn cmyk_as_pil(raw: [u8; 4]) -> [u8; 3] {
+    let [c, m, y, k] = raw.map(|v| 255 - u32::from(v));
+    let not_k = 255 - k;
+    [c, m, y].map(|v| {
+        let x = v * not_k + 128;
+        (not_k - (((x >> 8) + x) >> 8)) as u8
+    })
 }

@@ -56,7 +56,11 @@ pub fn render(profile: &Profile) -> String {
         "measured"
     };
     let mut out = String::with_capacity(64 + profile.sample_count() * 112);
-    out.push_str("{\"displayTimeUnit\":\"ns\",\"otherData\":{");
+    // No `displayTimeUnit`: the format makes it a display preference, but
+    // Perfetto's JSON importer for years read `"ns"` as the unit of `ts` and
+    // `dur` themselves, which would shrink this microsecond trace a
+    // thousandfold and collapse its sub-microsecond samples.
+    out.push_str("{\"otherData\":{");
     let _ = write!(
         out,
         "\"schema\":\"{}\",\"schema_version\":{},\"title\":{},\"cycles\":\"{label}\",\"clock_hz\":{clock},\"first_cycle\":{span_start},\"summarized\":{},\"time\":\"microseconds of {label} time from first_cycle (cycles / clock_hz); args.cycles is exact\"",

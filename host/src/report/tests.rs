@@ -512,6 +512,9 @@ fn perfetto_trace_is_valid_trace_event_json() {
         serde_json::from_str(&super::perfetto::render(&profile)).unwrap();
     assert_eq!(trace["otherData"]["schema"], "ipuc.trace");
     assert_eq!(trace["otherData"]["summarized"], true);
+    // Older Perfetto importers take `displayTimeUnit: "ns"` as the unit of
+    // `ts`: the trace must not carry one (its times are microseconds).
+    assert!(trace.get("displayTimeUnit").is_none());
     let events = trace["traceEvents"].as_array().unwrap();
     let mut tracks: std::collections::BTreeMap<(u64, u64), Vec<(u64, u64)>> = Default::default();
     let ns = |v: &serde_json::Value| (v.as_f64().unwrap() * 1000.0).round() as u64;

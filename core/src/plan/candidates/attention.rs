@@ -49,27 +49,10 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
         return Err(cx.unsupported("attention with broadcast key/value groups"));
     }
     let t = cx.cfg.tiles;
-    let max_r = (t / groups.max(1)).min(sq).max(1);
-    let mut rs: Vec<u32> = [1u32, 2, 4, 8, 16, 32, 64]
-        .iter()
-        .copied()
-        .filter(|&r| r <= max_r)
-        .chain([max_r])
-        .collect();
-    rs.sort_unstable();
-    rs.dedup();
     let mut plans = Vec::new();
-    for r in rs {
-        let q_layout = Layout::row_split(groups * sq, dh, 0, groups * r);
-        if q_layout.rows.part_count() != groups * r {
+    for r in query_block_options(t, groups, 1, sq) {
+        let Some((q_layout, kv_layout)) = operand_layouts((groups, sq, sk, dh), r, 1) else {
             continue;
-        }
-        let kv_layout = Layout {
-            first_tile: 0,
-            rows: AxisSplit::parts(groups * sk, 1, groups, r),
-            cols: AxisSplit::whole(dh),
-            replicas: r,
-            replica_stride: 1,
         };
         let mut calls = Vec::new();
         let mut scores = Vec::new();
@@ -139,19 +122,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
         if parts < cx.cfg.min_key_parts || parts > sk {
             continue;
         }
-        let max_r = (t / (groups.max(1) * parts)).min(sq);
-        if max_r == 0 {
-            continue;
-        }
-        let mut rs: Vec<u32> = [1u32, 2, 4, 8, 16, 32, 64]
-            .iter()
-            .copied()
-            .filter(|&r| r <= max_r)
-            .chain([max_r])
-            .collect();
-        rs.sort_unstable();
-        rs.dedup();
-        for r in rs {
+        for r in query_block_options(t, groups, parts, sq) {
             if let Some(p) = key_split(cx, scale, (groups, sq, sk, dh), r, parts) {
                 plans.push(p);
             }
@@ -161,7 +132,68 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
 }
 
 /// Key-block counts key-split attention tries.
-const KEY_PARTS: [u32; 3] = [2, 3, 4];
+pub(super) const KEY_PARTS: [u32; 3] = [2, 3, 4];
+
+/// Query-block counts `R` tried for `groups` head groups of `sq` queries
+/// split over `parts` key blocks on `tiles` tiles (none when one block
+/// per group and key part does not fit).
+pub(super) fn query_block_options(tiles: u32, groups: u32, parts: u32, sq: u32) -> Vec<u32> {
+    let max_r = (tiles / (groups.max(1) * parts.max(1))).min(sq);
+    if max_r == 0 {
+        return Vec::new();
+    }
+    let mut rs: Vec<u32> = [1u32, 2, 4, 8, 16, 32, 64]
+        .iter()
+        .copied()
+        .filter(|&r| r <= max_r)
+        .chain([max_r])
+        .collect();
+    rs.sort_unstable();
+    rs.dedup();
+    rs
+}
+
+/// Where attention with `R = r` query blocks and `parts` key blocks reads
+/// its operands, as `(q, k and v)` layouts of the `[groups·sq, dh]` and
+/// `[groups·sk, dh]` tensors. Query block `(g, r)` sits on tile
+/// `s·G·R + g·R + r` for every key block `s` (one copy without a key
+/// split); key/value block `(g, s)` on the same tiles for every query
+/// block `r`. `None` when a split would leave a part empty or run off the
+/// machine.
+pub(super) fn operand_layouts(
+    (groups, sq, sk, dh): (u32, u32, u32, u32),
+    r: u32,
+    parts: u32,
+) -> Option<(Layout, Layout)> {
+    let gr = groups * r;
+    let out = Layout::row_split(groups * sq, dh, 0, gr);
+    if out.rows.part_count() != gr {
+        return None;
+    }
+    let q = Layout {
+        replicas: parts,
+        replica_stride: if parts > 1 { gr } else { 0 },
+        ..out
+    };
+    let kv = Layout {
+        first_tile: 0,
+        rows: AxisSplit {
+            len: groups * sk,
+            grain: 1,
+            outer: groups,
+            outer_stride: r,
+            inner: parts,
+            inner_stride: if parts > 1 { gr } else { 0 },
+        },
+        cols: AxisSplit::whole(dh),
+        replicas: r,
+        replica_stride: 1,
+    };
+    if q.validate().is_err() || kv.validate().is_err() {
+        return None;
+    }
+    Some((q, kv))
+}
 
 /// Key-split attention: `groups × r` query blocks × `parts` key blocks.
 fn key_split(
@@ -173,34 +205,12 @@ fn key_split(
 ) -> Option<OpPlan> {
     let dtype = cx.operand(0).ok()?.view.dtype;
     let gr = groups * r;
-    let out_layout = Layout::row_split(groups * sq, dh, 0, gr);
-    if out_layout.rows.part_count() != gr {
-        return None;
-    }
-    // Queries: block (g, r) on tiles s·GR + g·R + r for every key block s.
-    let q_layout = Layout {
-        replicas: parts,
-        replica_stride: gr,
-        ..out_layout
+    let (q_layout, kv_layout) = operand_layouts((groups, sq, sk, dh), r, parts)?;
+    let out_layout = Layout {
+        replicas: 1,
+        replica_stride: 0,
+        ..q_layout
     };
-    // Keys/values: block (g, s) on tiles s·GR + g·R + r for every query block r.
-    let kv_layout = Layout {
-        first_tile: 0,
-        rows: AxisSplit {
-            len: groups * sk,
-            grain: 1,
-            outer: groups,
-            outer_stride: r,
-            inner: parts,
-            inner_stride: gr,
-        },
-        cols: AxisSplit::whole(dh),
-        replicas: r,
-        replica_stride: 1,
-    };
-    if q_layout.validate().is_err() || kv_layout.validate().is_err() {
-        return None;
-    }
     let row_words = dh + 2;
     let mut partial_calls = Vec::new();
     let mut combine_calls = Vec::new();

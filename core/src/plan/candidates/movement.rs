@@ -92,8 +92,18 @@ pub fn slice(cx: &GenCx<'_>, axis: usize, start: usize, end: usize) -> PlanResul
     } else {
         [start as u32 * inner, 0]
     };
-    let _ = end;
     let mut plans = Vec::new();
+    // Whole column parts of where the operand is: the slice is those
+    // blocks, in place (a fused QKV's q, k and v cost no copy).
+    if is_col {
+        let bounds = u32::try_from(start).ok().zip(u32::try_from(end).ok());
+        if let Some(window) = x.current.zip(bounds).and_then(|(cur, (s, e))| {
+            let w = cur.column_window(s..e)?;
+            Some((cur, w))
+        }) {
+            plans.push(super::views::view_plan(cx, window.0, window.1, "column window"));
+        }
+    }
     for out in output_options(cx) {
         let window = Window {
             dst_origin: [0, 0],

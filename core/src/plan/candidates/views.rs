@@ -14,7 +14,7 @@ use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily};
 
-fn view_plan(cx: &GenCx<'_>, input: Layout, output: Layout, note: &str) -> OpPlan {
+pub(super) fn view_plan(cx: &GenCx<'_>, input: Layout, output: Layout, note: &str) -> OpPlan {
     OpPlan {
         op: cx.op,
         family: PlanFamily::View,
@@ -48,30 +48,31 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
     let (s, width) = (x.view.rows, x.view.cols);
     let dh = width / h.max(1);
     let heads_split = |stride: u32| AxisSplit::parts(width, dh, h, stride);
+    // Replicas carry over: every copy of a head-aligned block is a copy of
+    // the result's block.
     let to_output = |l: &Layout| -> Option<Layout> {
         let aligned =
             l.cols.part_count() == h && (0..h).all(|q| l.cols.range(q) == (q * dh..(q + 1) * dh));
         if !aligned
             || l.rows.inner > 1
             || l.cols.inner > 1
-            || l.replicas > 1
             || (l.rows.grain > 1 && !s.is_multiple_of(l.rows.grain))
         {
             return None;
         }
         Some(Layout {
             first_tile: l.first_tile,
-            rows: AxisSplit {
+            rows: canonical(AxisSplit {
                 len: h * s,
                 grain: l.rows.grain,
                 outer: h,
                 outer_stride: l.cols.outer_stride,
                 inner: l.rows.outer,
                 inner_stride: l.rows.outer_stride,
-            },
+            }),
             cols: AxisSplit::whole(dh),
-            replicas: 1,
-            replica_stride: 0,
+            replicas: l.replicas,
+            replica_stride: l.replica_stride,
         })
     };
     let mut plans = Vec::new();
@@ -95,7 +96,78 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
             plans.push(view_plan(cx, input, out, "head-aligned"));
         }
     }
+    // The layouts self-attention reads its operands in (at its largest
+    // query-block count for each key split): split straight into one of
+    // them, and the one exchange into the split is the attention's too.
+    let tiles = cx.cfg.tiles;
+    for parts in core::iter::once(1).chain(super::attention::KEY_PARTS) {
+        let Some(&r) = super::attention::query_block_options(tiles, h, parts, s).last() else {
+            continue;
+        };
+        let Some((q, kv)) = super::attention::operand_layouts((h, s, s, dh), r, parts) else {
+            continue;
+        };
+        for out in [q, kv] {
+            let Some(input) = head_aligned_source(&out, s, width, h) else {
+                continue;
+            };
+            if Some(input) != x.current && to_output(&input) == Some(out) {
+                plans.push(view_plan(cx, input, out, "attention's layout"));
+            }
+        }
+    }
     Ok(plans)
+}
+
+/// A row split whose two levels place parts exactly as one level would
+/// (`outer_stride = inner·inner_stride`, or one inner part), written as
+/// that one level: layouts are compared field by field, so one placement
+/// must have one form.
+fn canonical(a: AxisSplit) -> AxisSplit {
+    if a.inner == 1 {
+        return AxisSplit {
+            inner_stride: 0,
+            ..a
+        };
+    }
+    match (
+        a.inner.checked_mul(a.inner_stride),
+        a.outer.checked_mul(a.inner),
+    ) {
+        (Some(stride), Some(parts)) if stride == a.outer_stride => {
+            AxisSplit::parts(a.len, a.grain, parts, a.inner_stride)
+        }
+        _ => a,
+    }
+}
+
+/// The `[S, H·Dh]` layout whose head split is `out` (a `[H·S, Dh]`
+/// layout): heads outer with their stride, rows inner — the inverse of
+/// `split_heads`'s mapping, when `out` has that form.
+fn head_aligned_source(out: &Layout, s: u32, width: u32, h: u32) -> Option<Layout> {
+    let r = out.rows;
+    let (per_head, row_stride, head_stride) = if r.inner == 1 {
+        // One level: `H·R` parts, `R` per head.
+        if !r.outer.is_multiple_of(h) {
+            return None;
+        }
+        let per = r.outer / h;
+        (per, r.outer_stride, r.outer_stride.checked_mul(per)?)
+    } else if r.outer == h {
+        (r.inner, r.inner_stride, r.outer_stride)
+    } else {
+        return None;
+    };
+    if out.cols.part_count() != 1 {
+        return None;
+    }
+    Some(Layout {
+        first_tile: out.first_tile,
+        rows: AxisSplit::parts(s, r.grain, per_head, row_stride),
+        cols: AxisSplit::parts(width, width / h.max(1), h, head_stride),
+        replicas: out.replicas,
+        replica_stride: out.replica_stride,
+    })
 }
 
 /// `[H, S, Dh]` → `[S, H·Dh]`: the inverse of [`split_heads`].

@@ -243,6 +243,21 @@ impl Assembler {
         Ok(())
     }
 
+    /// Defines a `.set` symbol. An expression already constant here (its
+    /// symbols are earlier constants) is stored as its value, so a chain
+    /// written in order (`.set s1, s0 + 1`, …) of any length is never
+    /// followed at use; only chains through later or label symbols are
+    /// (up to [`super::expr::MAX_SET_DEPTH`]). Symbols are never redefined,
+    /// so the value is the one every later use would compute; an error
+    /// (e.g. overflow) is left to the use, where it was reported before.
+    fn define_set(&mut self, name: &str, e: Expr, loc: Loc) -> SResult<()> {
+        let value = match e.eval(&ConstEnv(&self.obj, &self.index), 0) {
+            Ok(Some(v)) => Expr::Num(v),
+            _ => e,
+        };
+        self.define(name, SymbolValue::Set(value), loc)
+    }
+
     fn expr(&self, group: &[Token], fallback: Loc) -> SResult<Expr> {
         if group.is_empty() {
             return Err((
@@ -305,7 +320,7 @@ impl Assembler {
         match &head.tok {
             Tok::Ident(name) if matches!(rest.get(1).map(|t| &t.tok), Some(Tok::Equals)) => {
                 let e = self.expr(&rest[2..], end)?;
-                self.define(name, SymbolValue::Set(e), head.loc)
+                self.define_set(name, e, head.loc)
             }
             Tok::Ident(name) if name.starts_with('.') => {
                 self.directive(name, &rest[1..], head.loc, end)
@@ -505,7 +520,7 @@ impl Assembler {
                 count("2", args.len() == 2)?;
                 let (n, l) = Self::name_operand(args[0], end)?;
                 let e = self.expr(args[1], end)?;
-                self.define(&n, SymbolValue::Set(e), l)?;
+                self.define_set(&n, e, l)?;
             }
             ".p2align" | ".align" | ".balign" => {
                 count("1 or 2", (1..=2).contains(&args.len()))?;
