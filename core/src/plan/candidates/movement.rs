@@ -95,13 +95,11 @@ pub fn slice(cx: &GenCx<'_>, axis: usize, start: usize, end: usize) -> PlanResul
     let mut plans = Vec::new();
     // Whole column parts of where the operand is: the slice is those
     // blocks, in place (a fused QKV's q, k and v cost no copy).
-    if is_col {
-        let bounds = u32::try_from(start).ok().zip(u32::try_from(end).ok());
-        if let Some(window) = x.current.zip(bounds).and_then(|(cur, (s, e))| {
-            let w = cur.column_window(s..e)?;
-            Some((cur, w))
-        }) {
-            plans.push(super::views::view_plan(cx, window.0, window.1, "column window"));
+    if let (true, Some(cur), Ok(s), Ok(e)) =
+        (is_col, x.current, u32::try_from(start), u32::try_from(end))
+    {
+        if let Some(window) = cur.column_window(s..e) {
+            plans.push(super::views::view_plan(cx, cur, window, "column window"));
         }
     }
     for out in output_options(cx) {
