@@ -24,10 +24,12 @@ use crate::kernel::KernelAbi;
 use crate::lower::{lower, TileSchedule};
 use crate::place::{place_tile, requests, support_reserved, TilePlacement};
 use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
-use crate::plan::memory::{ALLOCATION_GRANULE, DATA_BUDGET_BYTES};
+use crate::plan::memory::{
+    ALLOCATION_GRANULE, DATA_BUDGET_BYTES, HEADROOM_DATA_BUDGET_BYTES, HEADROOM_PERCENT,
+};
 use crate::plan::{
-    improve_plan, plan_graph_with, BodySearch, Improvement, Plan, PlanConfig, SearchHooks,
-    SearchJobs,
+    improve_plan, plan_graph_with, BodySearch, Improvement, Plan, PlanConfig, PlanError,
+    SearchHooks, SearchJobs,
 };
 use crate::rows::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, PhaseJob};
 use crate::runtime::runtime_objects_from;
@@ -217,13 +219,10 @@ fn plan<H: CompileHooks>(
     // One unit per op of the top region (the total is known once the first
     // op is planned).
     let t = run.start(Stage::Planning, 1);
-    let config = PlanConfig {
+    let config = |budget: u64| PlanConfig {
         beam_width: options.beam_width,
         tiles: options.tiles,
-        budget: options
-            .planner_data_budget
-            .unwrap_or(DATA_BUDGET_BYTES)
-            .saturating_sub(allowance),
+        budget: budget.saturating_sub(allowance),
         fixed_code_bytes: u64::from(fixed_code),
         max_stream_words: options.exchange_stream_words,
         min_key_parts: options.min_key_parts,
@@ -234,11 +233,26 @@ fn plan<H: CompileHooks>(
     let progress = |done, total| {
         hooks.progress(Stage::Planning, u64::from(done), u64::from(total));
     };
-    let search = SearchHooks {
+    let jobs = PlanningJobs(hooks);
+    let search = || SearchHooks {
         progress: Some(&progress),
-        jobs: Some(&PlanningJobs(hooks)),
+        jobs: Some(&jobs),
     };
-    let plan = plan_graph_with(graph, config, search).map_err(|error| CompileError::Plan {
+    // Within the headroom target first; the whole budget only when nothing
+    // fits there (a budget given for testing is taken as it is).
+    let first = options
+        .planner_data_budget
+        .unwrap_or(HEADROOM_DATA_BUDGET_BYTES);
+    let plan = match plan_graph_with(graph, config(first), search()) {
+        Err(PlanError::OutOfMemory(_)) if options.planner_data_budget.is_none() => {
+            hooks.note(&format!(
+                "nothing fits within {HEADROOM_PERCENT} % of the tile budget: planning to the whole budget"
+            ));
+            plan_graph_with(graph, config(DATA_BUDGET_BYTES), search())
+        }
+        other => other,
+    }
+    .map_err(|error| CompileError::Plan {
         attempt,
         allowance,
         error,

@@ -31,6 +31,18 @@ use crate::kernel::TileBlock;
 /// ([`crate::place::support_reserved`]).
 pub const DATA_BUDGET_BYTES: u64 = (TILE_MEMORY_BUDGET - SUPPORT_CHARGE_BYTES) as u64;
 
+/// The share of the tile budget a plan aims to stay within, leaving room
+/// for what the planner cannot see (the seeds' and the 95 %
+/// headroom target). The compiler plans to it first and to the whole
+/// budget only when nothing fits under it.
+pub const HEADROOM_PERCENT: u64 = 95;
+
+/// [`HEADROOM_PERCENT`] of the tile budget, in bytes.
+pub const HEADROOM_BYTES: u64 = TILE_MEMORY_BUDGET as u64 * HEADROOM_PERCENT / 100;
+
+/// The data budget that keeps a tile within [`HEADROOM_BYTES`].
+pub const HEADROOM_DATA_BUDGET_BYTES: u64 = HEADROOM_BYTES - SUPPORT_CHARGE_BYTES as u64;
+
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
 /// `crate::ipu21::sram`): interleaved-class allocations must fit here.
 pub const INTERLEAVED_BUDGET_BYTES: u64 = (LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE) as u64;

@@ -390,9 +390,10 @@ pub fn placed_peak_moment(compiled: &Compiled) -> (u32, u32, u32, String) {
 /// One line: the placed peak against the budget and its 95 % target.
 pub fn print_peak_moment(compiled: &Compiled) {
     let (bytes, tile, step, label) = placed_peak_moment(compiled);
-    let target = u64::from(TILE_MEMORY_BUDGET) * 95 / 100;
+    let target = ipuc_core::plan::memory::HEADROOM_BYTES;
+    let percent = ipuc_core::plan::memory::HEADROOM_PERCENT;
     crate::detail!(
-        "memory peak: {bytes} bytes on tile {tile} at step {step} ({label}); {:.1} % of the {} byte budget ({} the 95 % target of {target} bytes)",
+        "memory peak: {bytes} bytes on tile {tile} at step {step} ({label}); {:.1} % of the {} byte budget ({} the {percent} % target of {target} bytes)",
         f64::from(bytes) * 100.0 / f64::from(TILE_MEMORY_BUDGET),
         TILE_MEMORY_BUDGET,
         if u64::from(bytes) <= target { "within" } else { "ABOVE" },
