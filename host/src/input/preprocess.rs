@@ -6,7 +6,7 @@
 //! 0.5, and lay out channels first (docs/facts/siglip-and-fp8.md §1.6).
 //!
 //! The resize reproduces Pillow's `ImagingResample` for 8-bit images exactly:
-//! a separable convolution (horizontal pass first, each pass rounded to u8)
+//! a separable convolution (each pass rounded to u8, in Pillow's pass order)
 //! whose support widens by the downscale factor (antialiasing), with the
 //! kernel weights quantised to 22-bit fixed point.
 
@@ -242,10 +242,25 @@ fn resize_vertical(src: &Rgb8, out_h: usize) -> Rgb8 {
     }
 }
 
+/// Whether Pillow runs the vertical pass first: Pillow 13's
+/// `ImagingResampleInner` does when the height shrinks by more than twice
+/// as many pixels as the width does (a width that grows counts negative),
+/// to make the horizontal pass cheaper. Each pass rounds to u8, so the
+/// order shows in the result.
+fn vertical_first(src: &Rgb8, out_w: usize, out_h: usize) -> bool {
+    // Image sides are far below 2^62, so the widened differences are exact.
+    let height_drop = src.height as i128 - out_h as i128;
+    let width_drop = src.width as i128 - out_w as i128;
+    height_drop > 0 && height_drop > 2 * width_drop
+}
+
 /// PIL `Image.resize((width, height), BICUBIC)` on an RGB image.
 pub fn resize_bicubic(src: &Rgb8, out_w: usize, out_h: usize) -> Rgb8 {
-    // Pillow runs the horizontal pass first, then the vertical one.
-    resize_vertical(&resize_horizontal(src, out_w), out_h)
+    if vertical_first(src, out_w, out_h) {
+        resize_horizontal(&resize_vertical(src, out_h), out_w)
+    } else {
+        resize_vertical(&resize_horizontal(src, out_w), out_h)
+    }
 }
 
 /// Rescale, normalise and transpose to `[1, 3, H, W]` float32.
@@ -301,5 +316,23 @@ mod tests {
         assert_eq!(v.len(), 3 * 4 * 13);
         let expect = ((77.0f64 / 255.0) as f32 - 0.5) / 0.5;
         assert!(v.iter().all(|&x| x == expect));
+    }
+
+    #[test]
+    fn pass_order_follows_pillow() {
+        let img = |width, height| Rgb8 {
+            width,
+            height,
+            pixels: Vec::new(),
+        };
+        // Height drop 176 > 2 × width drop 76: vertical first.
+        assert!(vertical_first(&img(300, 400), 224, 224));
+        // 78 is not above 2 × 48, nor 96 above 2 × 48: horizontal first.
+        assert!(!vertical_first(&img(90, 120), 42, 42));
+        assert!(!vertical_first(&img(90, 138), 42, 42));
+        assert!(vertical_first(&img(90, 139), 42, 42));
+        // A growing width counts negative; a growing height never goes first.
+        assert!(vertical_first(&img(30, 70), 42, 42));
+        assert!(!vertical_first(&img(30, 30), 42, 42));
     }
 }
