@@ -357,8 +357,12 @@ mod tests {
         .unwrap();
         assert_eq!(r.transfers.len(), 8);
         assert!(r.transfers.iter().all(|t| t.destinations.len() == 7));
-        // Each tile sends 8 words and receives 56.
-        assert_eq!(super::super::opplan::max_endpoint_words(&r.transfers), 56);
+        // Each tile sends 8 words and receives 56, in 7 contiguous pieces.
+        let piece = u64::from(crate::ipu21::timing::EXCHANGE_PIECE_EVENTS);
+        assert_eq!(
+            super::super::opplan::max_endpoint_words(&r.transfers),
+            56 + 7 * piece
+        );
     }
 
     #[test]

@@ -121,6 +121,13 @@ pub const EXCHANGE_ROUTE_START_CYCLES: u32 = 126;
 /// the route/start latency (`docs/facts/ipu21-target.md` §6; replaces the
 /// earlier 600-cycle Poplar `getGlobalSyncCycles`, a multi-IPU figure).
 pub const EXCHANGE_PHASE_CYCLES: u32 = INTERNAL_SYNC_CYCLES + EXCHANGE_ROUTE_START_CYCLES;
+/// Planner charge per exchange piece (one row of a strided transfer, or
+/// one contiguous transfer) at each endpoint, in events: an *estimate*
+/// fitted to ipuc's own exchange scheduler, whose So400m phases run
+/// about 10–25 events per piece above the busiest endpoint's words
+/// (`ipuc exchange schedule-dump`; ipu-stack charges ~160 per fragment,
+/// `docs/facts/ipu21-target.md` §6, for a scheduler that packs less).
+pub const EXCHANGE_PIECE_EVENTS: u32 = 8;
 /// Six-worker local copy call including rendezvous (`docs/facts/ipu21-target.md` §6, measured on IPU21).
 pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
 /// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").

@@ -43,6 +43,9 @@ struct Grid {
     /// K elements per AMP micro-group of the product's mode: K blocks are
     /// whole micro-groups.
     k_grain: u32,
+    /// Columns in 8 bytes of the narrower of the partials and the output:
+    /// the finest column grain the reduce-scatter may cut slices at.
+    slice_grain: u32,
     /// First tile of the grid (0, or the far end: `tiles − rp·cp·kp`).
     base: u32,
 }
@@ -60,9 +63,24 @@ impl Grid {
     fn n_split(&self) -> AxisSplit {
         AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.kp)
     }
-    /// Output columns of the reduce-scatter (`cp·kp` parts, stride 1).
+    /// Output columns of the reduce-scatter (`cp·kp` parts, stride 1),
+    /// nested in the `cp`-way split: part `c·kp + k` lies inside column
+    /// block `c`. The finest grain that nests is taken, so each partner
+    /// reduces an even share: at whole 16-column groups, So400m fc2's 72
+    /// groups over 24 × 5 partners leave 48 partners idle and the rest
+    /// reducing 16 columns where 9.6 would do.
     fn n_fine(&self) -> AxisSplit {
-        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp * self.kp, 1)
+        let parts = self.cp * self.kp;
+        let coarse = self.n_split();
+        let mut grain = self.slice_grain.clamp(1, AMP_COLUMN_GROUP);
+        while grain < AMP_COLUMN_GROUP {
+            let fine = AxisSplit::parts(self.n, grain, parts, 1);
+            if (0..self.cp).all(|c| fine.range(c * self.kp).start == coarse.range(c).start) {
+                return fine;
+            }
+            grain *= 2;
+        }
+        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, parts, 1)
     }
     fn a_layout(&self) -> Layout {
         Layout {
@@ -258,7 +276,14 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                     cp,
                     kp,
                     k_grain,
+                    slice_grain: 0,
                     base: 0,
+                };
+                let partial = partials(&g, product, cx);
+                let narrow = (partial.size_bytes() as u32).min(cx.out.elem()).max(1);
+                let g = Grid {
+                    slice_grain: 8_u32.div_ceil(narrow),
+                    ..g
                 };
                 if g.tiles() > t || kp > k.div_ceil(k_grain) {
                     continue;
@@ -268,7 +293,6 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                 if (g.tiles() as u64) * 4 < usable {
                     continue;
                 }
-                let partial = partials(&g, product, cx);
                 grids.push((
                     g.screen_cycles((a.view.dtype, b.view.dtype, partial)),
                     g.screen_bytes(ea, eb, eo, partial.size_bytes() as u64),
