@@ -12,9 +12,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::cost::{exchange_phase_cycles, kernel_cycles, Cycles};
-use crate::ipu21::timing as t;
 use super::layout::Layout;
 use crate::ipu21::sram::MemoryClass;
+use crate::ipu21::timing as t;
 use crate::ir::{DType, OpId};
 use crate::kernel::{Kernel, TileBlock};
 
@@ -128,11 +128,11 @@ pub fn max_endpoint_words(transfers: &[PlannedTransfer]) -> u64 {
     let mut sent = alloc::vec![0u64; n];
     let mut recv = alloc::vec![0u64; n];
     for t in transfers {
-        let contiguous = t.source_pitch == t.row_bytes
-            && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
+        let contiguous =
+            t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
         let pieces = if contiguous { 1 } else { u64::from(t.rows) };
-        let w = t.rows as u64 * (t.row_bytes / 4) as u64
-            + pieces * u64::from(t::EXCHANGE_PIECE_EVENTS);
+        let w =
+            t.rows as u64 * (t.row_bytes / 4) as u64 + pieces * u64::from(t::EXCHANGE_PIECE_EVENTS);
         if let Some(s) = sent.get_mut(t.source_tile as usize) {
             *s += w;
         }

@@ -602,3 +602,56 @@ fn reduce_scatter(
     calls.sort_by_key(|c| c.tile);
     Ok((partials, received, transfers, calls))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(n: u32, cp: u32, kp: u32, slice_grain: u32) -> Grid {
+        Grid {
+            m: 729,
+            k: 4304,
+            n,
+            rp: 12,
+            cp,
+            kp,
+            k_grain: 32,
+            slice_grain,
+            base: 0,
+        }
+    }
+
+    /// Every reduce-scatter slice lies inside its partners' column block,
+    /// and the finer grain spreads So400m fc2's reduction over all partners.
+    #[test]
+    fn reduce_scatter_slices_nest_at_the_finest_grain() {
+        for (n, cp, kp) in [
+            (1152, 24, 5),
+            (1152, 36, 3),
+            (4304, 90, 2),
+            (3456, 54, 2),
+            (100, 3, 4),
+        ] {
+            for slice_grain in [4, 8, 16] {
+                let g = grid(n, cp, kp, slice_grain);
+                let (coarse, fine) = (g.n_split(), g.n_fine());
+                for c in 0..cp {
+                    let block = coarse.range(c);
+                    for k in 0..kp {
+                        let s = fine.range(c * kp + k);
+                        assert!(
+                            s.is_empty() || (block.start <= s.start && s.end <= block.end),
+                            "n {n} {cp}x{kp} grain {slice_grain}: slice {s:?} outside {block:?}"
+                        );
+                    }
+                }
+            }
+        }
+        // fc2: 72 groups over 24 × 5 partners. Whole groups: 16 columns on
+        // 72 partners, none on 48; 4-column grains: at most 12 on every one.
+        assert_eq!(grid(1152, 24, 5, 16).n_fine().max_extent(), 16);
+        let fine = grid(1152, 24, 5, 4).n_fine();
+        assert_eq!(fine.max_extent(), 12);
+        assert!((0..120).all(|p| !fine.range(p).is_empty()));
+    }
+}
