@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,14 +28,28 @@ pub(super) struct Ended {
 pub(super) fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
     let out = fs::File::create(log.with_extension("out"))?;
     let err = fs::File::create(log)?;
-    let child = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .args(&case.args)
         .envs(case.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
-        .spawn()
-        .context("starting ipuc")?;
+        .stderr(err);
+    // ipuc keeps an inherited SIG_IGN (as `nohup` asks), and a shell that
+    // runs the matrix in the background without job control hands its
+    // children SIGINT ignored: the cases would test the launcher, not
+    // ipuc. The signals the matrix sends start at their default action.
+    // SAFETY: `signal` is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().context("starting ipuc")?;
     let pid = child.id() as libc::pid_t;
     let start = Instant::now();
     let mut landing = case.signal.as_ref().map(|_| Landing::NotSent);
