@@ -22,11 +22,11 @@ fn small_type() -> impl Strategy<Value = TensorType> {
 fn kind() -> impl Strategy<Value = OpKind> {
     prop_oneof![
         Just(OpKind::Add),
-        Just(OpKind::GeluTanh),
+        Just(OpKind::GeluTanh { store: None }),
         Just(OpKind::Softmax),
         Just(OpKind::MergeHeads),
         (0usize..4).prop_map(|heads| OpKind::SplitHeads { heads }),
-        (-1.0f32..2.0).prop_map(|eps| OpKind::LayerNorm { eps }),
+        (-1.0f32..2.0).prop_map(|eps| OpKind::LayerNorm { eps, store: None }),
         (-1.0f32..2.0).prop_map(|scale| OpKind::Attention { scale }),
         (any::<bool>(), any::<bool>(), dtype()).prop_map(|(a, b, out)| OpKind::MatMul(MatMul {
             transpose_a: a,

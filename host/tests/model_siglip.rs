@@ -376,7 +376,7 @@ fn config_json_vision_and_full_siglip() {
             .walk()
             .into_iter()
             .find_map(|op| match model.graph.op(op).unwrap().kind() {
-                OpKind::LayerNorm { eps } => Some(*eps),
+                OpKind::LayerNorm { eps, .. } => Some(*eps),
                 _ => None,
             });
     assert_eq!(eps, Some(1e-5));

@@ -184,6 +184,42 @@ fn conversion_cycles(bytes: u64) -> u64 {
     worker_cycles(per_worker(bytes), 16 * u64::from(t::CAST_BYTES_PER_CYCLE))
 }
 
+/// Bytes (in + out) per element a kernel converts when it stores its
+/// result as `out` rather than in its arithmetic type (a fused cast).
+fn fused_cast_bytes(arith: DType, out: DType) -> u64 {
+    if arith == out {
+        0
+    } else {
+        (arith.size_bytes() + out.size_bytes()) as u64
+    }
+}
+
+/// LayerNorm of `rows × cols` converting `cast_bytes` per element on the
+/// way out: `(merge, compute)`. The cheaper of two codelet variants, as
+/// a codelet with both would choose from its shape:
+///
+/// * rows dealt to the workers, each worker normalising whole rows;
+/// * with fewer rows than workers (a block of one token row), each row's
+///   columns dealt to the workers: partial sums and sums of squares
+///   merged after a rendezvous, the normalisation after a second, both
+///   charged as call overheads (`merge`), as for key-major attention.
+fn layer_norm(rows: u32, cols: u32, cast_bytes: u64) -> (u64, u64) {
+    let per_element = u64::from(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16);
+    let row_cycles = u64::from(t::LAYER_NORM_ROW_CYCLES);
+    let worker = |rows: u64, cols: u64| {
+        rows * ((cols * per_element).div_ceil(16) + row_cycles) * ISSUE_INTERVAL
+            + worker_cycles(rows * cols * cast_bytes, 16 * u64::from(t::CAST_BYTES_PER_CYCLE))
+    };
+    let (rows, cols) = (u64::from(rows), u64::from(cols));
+    let by_rows = (0, worker(per_worker(rows), cols));
+    let by_cols = (2 * SIX_WORKER_CALL_CYCLES, worker(rows, per_worker(cols)));
+    if by_cols.0 + by_cols.1 < by_rows.1 {
+        by_cols
+    } else {
+        by_rows
+    }
+}
+
 /// Row-wise kernel (softmax, LayerNorm): rows dealt to workers, each row
 /// costing `cols · per_element_x16 / 16 + row_overhead` tile cycles.
 fn rowwise(rows: u32, cols: u32, per_element_x16: u64, row_overhead: u64) -> u64 {
@@ -319,24 +355,32 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses) -> KernelTimin
             cols,
             dtype,
             param,
+            out,
             ..
         } => {
-            let compute = rowwise(
-                rows,
-                cols,
-                u64::from(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16),
-                u64::from(t::LAYER_NORM_ROW_CYCLES),
-            );
             let e = x(rows) * x(cols);
             let size = dtype.size_bytes() as u64;
             // Two reads of x (statistics, then normalise), one write.
             let memory = 2 * port(e * size, addrs[1])
-                + port(e * size, addrs[0])
+                + port(e * out.size_bytes() as u64, addrs[0])
                 + 2 * port(x(cols) * param.size_bytes() as u64, addrs[2]);
+            let (merge, compute) = layer_norm(rows, cols, fused_cast_bytes(dtype, out));
+            KernelTiming::new(fixed + merge, compute, memory, 0)
+        }
+        Kernel::Gelu {
+            elements,
+            dtype,
+            out,
+        } => {
+            let e = x(elements);
+            let compute = elementwise(e, vector_of(dtype), 16)
+                * u64::from(t::GELU_CYCLES_PER_ELEMENT)
+                + conversion_cycles(e * fused_cast_bytes(dtype, out));
+            let memory = port(e * dtype.size_bytes() as u64, addrs[1])
+                + port(e * out.size_bytes() as u64, addrs[0]);
             KernelTiming::new(fixed, compute, memory, 0)
         }
-        Kernel::Gelu { elements, dtype }
-        | Kernel::Activation {
+        Kernel::Activation {
             elements, dtype, ..
         } => {
             let e = x(elements);

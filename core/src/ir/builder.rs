@@ -252,12 +252,35 @@ impl GraphBuilder {
         beta: ValueId,
         eps: f32,
     ) -> IrResult<ValueId> {
-        self.single(OpKind::LayerNorm { eps }, &[x, gamma, beta])
+        self.single(OpKind::LayerNorm { eps, store: None }, &[x, gamma, beta])
+    }
+
+    /// LayerNorm whose result is stored as FP8 type `store` (the fused
+    /// `cast(layer_norm(x), store)`; see [`OpKind::GeluTanh`]).
+    pub fn layer_norm_stored_as(
+        &mut self,
+        x: ValueId,
+        gamma: ValueId,
+        beta: ValueId,
+        eps: f32,
+        store: DType,
+    ) -> IrResult<ValueId> {
+        let kind = OpKind::LayerNorm {
+            eps,
+            store: Some(store),
+        };
+        self.single(kind, &[x, gamma, beta])
     }
 
     /// GELU (tanh approximation).
     pub fn gelu_tanh(&mut self, x: ValueId) -> IrResult<ValueId> {
-        self.single(OpKind::GeluTanh, &[x])
+        self.single(OpKind::GeluTanh { store: None }, &[x])
+    }
+
+    /// GELU whose result is stored as FP8 type `store` (the fused
+    /// `cast(gelu_tanh(x), store)`; see [`OpKind::GeluTanh`]).
+    pub fn gelu_tanh_stored_as(&mut self, x: ValueId, store: DType) -> IrResult<ValueId> {
+        self.single(OpKind::GeluTanh { store: Some(store) }, &[x])
     }
 
     /// An element-wise [`Activation`].

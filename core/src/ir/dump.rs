@@ -134,7 +134,12 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
             (false, true) => out.write_str(" {transpose_b}"),
             (true, true) => out.write_str(" {transpose_a, transpose_b}"),
         },
-        OpKind::LayerNorm { eps } => write!(out, " {{eps={eps:?}}}"),
+        OpKind::LayerNorm { eps, store: None } => write!(out, " {{eps={eps:?}}}"),
+        OpKind::LayerNorm {
+            eps,
+            store: Some(t),
+        } => write!(out, " {{eps={eps:?}, store={t:?}}}"),
+        OpKind::GeluTanh { store: Some(t) } => write!(out, " {{store={t:?}}}"),
         OpKind::Attention { scale } => write!(out, " {{scale={scale:?}}}"),
         OpKind::SplitHeads { heads } => write!(out, " {{heads={heads}}}"),
         OpKind::Transpose { perm } => write!(out, " {{perm={perm:?}}}"),
@@ -143,7 +148,7 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
         OpKind::Im2ColPatches { patch } => write!(out, " {{patch={patch}}}"),
         OpKind::Add
         | OpKind::Mul
-        | OpKind::GeluTanh
+        | OpKind::GeluTanh { store: None }
         | OpKind::Activation(_)
         | OpKind::Softmax
         | OpKind::MergeHeads

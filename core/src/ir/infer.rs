@@ -107,6 +107,26 @@ impl Ctx {
         }
     }
 
+    /// The result `ty` of an op with an optional FP8 `store` type: stored
+    /// as that type when given (it must be FP8 with a valid scale).
+    fn stored_as(
+        &self,
+        mut ty: Vec<TensorType>,
+        store: Option<super::types::DType>,
+    ) -> IrResult<Vec<TensorType>> {
+        if let Some(store) = store {
+            if !(store.is_fp8() && store.is_valid()) {
+                return Err(self.attr(format!(
+                    "store must be an FP8 type with a valid scale, found {store:?}"
+                )));
+            }
+            for t in &mut ty {
+                t.dtype = store;
+            }
+        }
+        Ok(ty)
+    }
+
     fn attr(&self, reason: alloc::string::String) -> IrError {
         IrError::InvalidAttribute {
             op: self.op,
@@ -198,8 +218,16 @@ pub(crate) fn infer(
             let dims = cx.broadcast(a, a.1.shape.dims(), b, b.1.shape.dims())?;
             one(TensorType::new(a.1.dtype, dims))
         }
-        OpKind::LayerNorm { eps } => infer_layer_norm(&cx, *eps, operands),
-        OpKind::GeluTanh | OpKind::Activation(_) => {
+        OpKind::LayerNorm { eps, store } => {
+            let ty = infer_layer_norm(&cx, *eps, operands)?;
+            cx.stored_as(ty, *store)
+        }
+        OpKind::GeluTanh { store } => {
+            cx.count(operands, 1)?;
+            cx.arithmetic(operands[0])?;
+            cx.stored_as(vec![operands[0].1.clone()], *store)
+        }
+        OpKind::Activation(_) => {
             cx.count(operands, 1)?;
             cx.arithmetic(operands[0])?;
             one(operands[0].1.clone())

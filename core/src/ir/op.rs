@@ -50,9 +50,18 @@ pub enum OpKind {
     LayerNorm {
         /// Added to the variance; finite and > 0.
         eps: f32,
+        /// See [`OpKind::GeluTanh`]'s `store`.
+        store: Option<DType>,
     },
     /// GELU, tanh approximation: `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-    GeluTanh,
+    GeluTanh {
+        /// `None`: the result has the operand's type. `Some(fp8)`: the
+        /// result is rounded to the operand's type and then stored as this
+        /// FP8 type — exactly `cast(op(x), fp8)`, with the cast an FP8 GEMM
+        /// input needs done where the value is produced instead of in a
+        /// pass of its own (no second kernel call, no re-read, no re-layout).
+        store: Option<DType>,
+    },
     /// An element-wise function other than the tanh GELU (CLIP's
     /// `quick_gelu`, the exact erf GELU of ViT and DINOv2, the ViT pooler's
     /// tanh); see [`Activation`].
@@ -173,7 +182,7 @@ impl OpKind {
             OpKind::MatMul(_) => "matmul",
             OpKind::Add => "add",
             OpKind::LayerNorm { .. } => "layer_norm",
-            OpKind::GeluTanh => "gelu_tanh",
+            OpKind::GeluTanh { .. } => "gelu_tanh",
             OpKind::Activation(f) => f.name(),
             OpKind::Mul => "mul",
             OpKind::Softmax => "softmax",

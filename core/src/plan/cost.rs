@@ -92,6 +92,37 @@ fn cast_cycles(elements: S<u64>, from: DType, to: DType) -> S<u64> {
     )
 }
 
+/// LayerNorm of `rows × cols` stored as `out`: the work of the busiest of
+/// the six workers at one issue every six cycles, with rows dealt to the
+/// workers or — fewer rows than workers, a block of one token row — each
+/// row's columns dealt to them and their partial statistics merged after
+/// two rendezvous (charged as six-worker call overheads): whichever is
+/// cheaper, as the simulator's codelet model charges it. A row on one
+/// worker runs at a sixth of the tile's rate, which a per-tile rate hides.
+fn layer_norm_cycles(rows: u32, cols: u32, dtype: DType, out: DType) -> S<u64> {
+    let workers = S(crate::ipu21::contexts::WORKERS_U64);
+    let per_worker = |units: S<u64>| S(units.0.div_ceil(workers.0));
+    let worker = |rows: S<u64>, cols: S<u64>| {
+        let row = ceil(cols * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16), 16)
+            + w(t::LAYER_NORM_ROW_CYCLES);
+        (rows * row + fused_cast_cycles(rows * cols, dtype, out)) * workers
+    };
+    let by_rows = worker(per_worker(w(rows)), w(cols));
+    let by_cols = w(2 * t::LOCAL_COPY_CALL_CYCLES) + worker(w(rows), per_worker(w(cols)));
+    by_rows.min(by_cols)
+}
+
+/// A conversion fused into the kernel that produces the value: charged at
+/// the Cast rate, like the separate pass it replaces, less its call and
+/// its re-read of the operand.
+fn fused_cast_cycles(elements: S<u64>, arith: DType, out: DType) -> S<u64> {
+    if arith == out {
+        S(0)
+    } else {
+        cast_cycles(elements, arith, out)
+    }
+}
+
 /// Saturating cycle arithmetic: kernel arguments come from argument-block
 /// words (the codelets charge [`kernel_cycles`] of what they decode), so a
 /// hostile block must give a huge count, never a wrapped small one.
@@ -132,13 +163,21 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             ceil(bytes, t::REDUCE_OUTPUT_BYTES_PER_CYCLE)
         }
         Kernel::Add { rows, cols, .. } => ceil(w(rows) * w(cols), t::ADD_ELEMENTS_PER_CYCLE),
-        Kernel::LayerNorm { rows, cols, .. } => {
-            ceil(
-                w(rows) * w(cols) * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16),
-                16,
-            ) + w(rows) * w(t::LAYER_NORM_ROW_CYCLES)
+        Kernel::LayerNorm {
+            rows,
+            cols,
+            dtype,
+            out,
+            ..
+        } => layer_norm_cycles(rows, cols, dtype, out),
+        Kernel::Gelu {
+            elements,
+            dtype,
+            out,
+        } => {
+            w(elements) * w(t::GELU_CYCLES_PER_ELEMENT)
+                + fused_cast_cycles(w(elements), dtype, out)
         }
-        Kernel::Gelu { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
         // erf, sigmoid and tanh each cost about one transcendental, as the
         // tanh GELU does (modelled, not measured).
         Kernel::Activation { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),

@@ -303,6 +303,10 @@ impl Tower {
     /// labelled after its producer (`….layer_norm1.to_fp8`), or after the
     /// GEMM `consumer` when `x` has no producer label (a parameter).
     fn fp8_input(&mut self, x: ValueId, dtype: DType, consumer: &str) -> Result<ValueId, IrError> {
+        if self.b.ty(x)?.dtype == dtype {
+            // Produced in FP8 already (a fused cast).
+            return Ok(x);
+        }
         if let Some(&(_, cast)) = self.fp8_inputs.iter().find(|(v, _)| *v == x) {
             return Ok(cast);
         }
@@ -319,6 +323,30 @@ impl Tower {
         let cast = self.b.label(cast, &label)?;
         self.fp8_inputs.push((x, cast));
         Ok(cast)
+    }
+
+    /// The FP8 type a GEMM with weight `w` reads its activations in, when
+    /// `input` asks for one and the weight is FP8 too.
+    fn fp8_input_type(&self, input: Option<DType>, w: ValueId) -> Result<Option<DType>, IrError> {
+        let weight_is_fp8 = matches!(self.b.ty(w)?.dtype, DType::F8 { .. });
+        Ok(input.filter(|_| weight_is_fp8))
+    }
+
+    /// LayerNorm labelled `name` whose only consumers are GEMMs with
+    /// weight `w`: it stores its result in their FP8 input type when they
+    /// read one (the cast fused into the LayerNorm, no pass of its own).
+    fn layer_norm_for_gemm(
+        &mut self,
+        x: ValueId,
+        [gamma, beta]: [ValueId; 2],
+        w: ValueId,
+        name: &str,
+    ) -> Result<ValueId, IrError> {
+        let y = match self.fp8_input_type(self.gemm_input, w)? {
+            Some(dtype) => self.b.layer_norm_stored_as(x, gamma, beta, self.eps, dtype)?,
+            None => self.b.layer_norm(x, gamma, beta, self.eps)?,
+        };
+        self.b.label(y, name)
     }
 
     /// `slice` labelled `name` (the model's name for the part it takes).
@@ -481,10 +509,9 @@ impl Tower {
         name: &str,
         input: Option<DType>,
     ) -> Result<ValueId, IrError> {
-        let weight_is_fp8 = matches!(self.b.ty(w)?.dtype, DType::F8 { .. });
-        let x = match input {
-            Some(dtype) if weight_is_fp8 => self.fp8_input(x, dtype, name)?,
-            _ => x,
+        let x = match self.fp8_input_type(input, w)? {
+            Some(dtype) => self.fp8_input(x, dtype, name)?,
+            None => x,
         };
         let y = self.b.matmul_transposed(x, w, self.act)?;
         self.b.label(y, name)?;
@@ -620,8 +647,13 @@ impl Tower {
         h: ValueId,
     ) -> Result<ValueId, IrError> {
         let d = self.d;
-        let n1 = self.b.layer_norm(h, a.get(0), a.get(1), self.eps)?;
-        self.b.label(n1, &format!("{LAYER}.layer_norm1"))?;
+        // Every projection's weight has one type; the first stands for all.
+        let n1 = self.layer_norm_for_gemm(
+            h,
+            [a.get(0), a.get(1)],
+            a.get(2),
+            &format!("{LAYER}.layer_norm1"),
+        )?;
         let (q, k, v, next) = if fuse_qkv {
             let qkv = self.linear(
                 n1,
@@ -655,10 +687,12 @@ impl Tower {
         };
         let h = self.b.add(h, o)?;
         self.b.label(h, &format!("{LAYER}.residual_attn"))?;
-        let n2 = self
-            .b
-            .layer_norm(h, a.get(next + 2), a.get(next + 3), self.eps)?;
-        self.b.label(n2, &format!("{LAYER}.layer_norm2"))?;
+        let n2 = self.layer_norm_for_gemm(
+            h,
+            [a.get(next + 2), a.get(next + 3)],
+            a.get(next + 4),
+            &format!("{LAYER}.layer_norm2"),
+        )?;
         let mlp_params = [
             a.get(next + 4),
             a.get(next + 5),
@@ -704,9 +738,11 @@ impl Tower {
     fn mlp(&mut self, x: ValueId, params: [ValueId; 4], prefix: &str) -> Result<ValueId, IrError> {
         let [w1, b1, w2, b2] = params;
         let y = self.linear(x, w1, b1, &format!("{prefix}.fc1"))?;
-        let y = match self.mlp_act {
-            Some(function) => self.b.activation(y, function)?,
-            None => self.b.gelu_tanh(y)?,
+        let y = match (self.mlp_act, self.fp8_input_type(self.gemm_input, w2)?) {
+            (Some(function), _) => self.b.activation(y, function)?,
+            // The cast to fc2's FP8 input fused into the GELU.
+            (None, Some(dtype)) => self.b.gelu_tanh_stored_as(y, dtype)?,
+            (None, None) => self.b.gelu_tanh(y)?,
         };
         self.b.label(y, &format!("{prefix}.gelu"))?;
         self.linear(y, w2, b2, &format!("{prefix}.fc2"))

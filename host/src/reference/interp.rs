@@ -298,6 +298,16 @@ impl<'g> Reference<'g> {
             .ok_or(ReferenceError::Unavailable { value: result })?
             .clone();
         let dims = out_ty.shape.dims().to_vec();
+        // An op that stores its result as FP8 (a fused cast) rounds it to
+        // its arithmetic type first, as the separate cast would have read it.
+        let arith = match op.kind() {
+            OpKind::LayerNorm { store: Some(_), .. } | OpKind::GeluTanh { store: Some(_) } => op
+                .operands()
+                .first()
+                .and_then(|v| self.graph.ty(*v))
+                .map(|t| t.dtype),
+            _ => None,
+        };
         let mut owned: Vec<Tensor> = op
             .operands()
             .iter()
@@ -343,7 +353,7 @@ impl<'g> Reference<'g> {
                     None => (Arc::new(ops::add(&owned[0], &owned[1], &dims)), true),
                 }
             }
-            OpKind::LayerNorm { eps } => {
+            OpKind::LayerNorm { eps, .. } => {
                 let eps = *eps;
                 drop(operands);
                 let mut it = owned.into_iter();
@@ -371,7 +381,7 @@ impl<'g> Reference<'g> {
                 d.iter_mut().for_each(|v| *v = function.apply(*v));
                 (Arc::new(d), true)
             }
-            OpKind::GeluTanh => {
+            OpKind::GeluTanh { .. } => {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);
                 if device {
@@ -424,6 +434,9 @@ impl<'g> Reference<'g> {
         };
         let data = if device && rounds && out_ty.dtype != DType::F32 {
             let mut owned = take_vec(data);
+            if let Some(arith) = arith {
+                round_to_dtype(arith, &mut owned);
+            }
             round_to_dtype(out_ty.dtype, &mut owned);
             Arc::new(owned)
         } else {

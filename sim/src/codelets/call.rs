@@ -11,7 +11,7 @@ use ipuc_target::package::abi::{
     OperandRole,
 };
 
-use super::elements::{decode as decode_elements, encode};
+use super::elements::{decode as decode_elements, encode, round_in_place};
 use super::error::{CodeletError, CodeletErrorKind};
 use super::math;
 use crate::kernel_timing::kernel_timing;
@@ -193,6 +193,18 @@ impl Io<'_> {
     }
 }
 
+impl Io<'_> {
+    /// Stores `values` computed in `arith` as type `stored`: rounded to
+    /// `arith` first, as the separate cast a fused one replaces would
+    /// have read them, so fusing changes no bit.
+    fn store_via(&mut self, slot: usize, values: &mut [f32], arith: DType, stored: DType) {
+        if stored != arith {
+            round_in_place(values, arith);
+        }
+        self.store(slot, values, stored);
+    }
+}
+
 /// Runs the arithmetic; every extent was checked by the caller.
 fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
     let mut io = Io { memory, addrs };
@@ -255,6 +267,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             eps,
             dtype,
             param,
+            out: stored,
         } => {
             let total = us(rows) * us(cols);
             let x = io.load(1, total, dtype);
@@ -262,12 +275,16 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             let beta = io.load(3, us(cols), param);
             let mut out = vec![0.0; total];
             math::layer_norm(&x, &gamma, &beta, eps, &mut out);
-            io.store(0, &out, dtype);
+            io.store_via(0, &mut out, dtype, stored);
         }
-        Kernel::Gelu { elements, dtype } => {
+        Kernel::Gelu {
+            elements,
+            dtype,
+            out,
+        } => {
             let mut x = io.load(1, us(elements), dtype);
             x.iter_mut().for_each(|v| *v = math::gelu_tanh(*v));
-            io.store(0, &x, dtype);
+            io.store_via(0, &mut x, dtype, out);
         }
         Kernel::Activation {
             elements,

@@ -22,7 +22,7 @@
 //! use ipuc_target::ipu21::topology::PhysicalTile;
 //! use ipuc_target::package::abi::{encode, DType, Kernel, KernelArgs, KernelSymbol};
 //! let mut mem = TileMemory::new();
-//! let args = KernelArgs::new(Kernel::Gelu { elements: 2, dtype: DType::F32 });
+//! let args = KernelArgs::new(Kernel::Gelu { elements: 2, dtype: DType::F32, out: DType::F32 });
 //! let block: Vec<u8> = encode(&args).iter().flat_map(|w| w.to_le_bytes()).collect();
 //! mem.load(0x90000, &block).unwrap();
 //! mem.load(0x80000, &[1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();

@@ -52,6 +52,10 @@ impl Bench {
         a
     }
 
+    fn bytes(&self, addr: u32, len: usize) -> Vec<u8> {
+        self.mem.slice(addr, len as u32).unwrap().to_vec()
+    }
+
     fn get(&self, addr: u32, elements: usize, d: DType) -> Vec<f32> {
         decode(
             self.mem
@@ -252,6 +256,7 @@ fn layer_norm_rows() {
         eps: 1e-6,
         dtype: DType::F16,
         param: DType::F32,
+        out: DType::F16,
     });
     b.run(&args, out, &[px, pg, pb]).unwrap();
     let mut want = Vec::new();
@@ -279,6 +284,7 @@ fn gelu_and_softmax() {
         &KernelArgs::new(Kernel::Gelu {
             elements: 64,
             dtype: DType::F16,
+            out: DType::F16,
         }),
         out,
         &[px],
@@ -466,7 +472,73 @@ fn gelu16(n: u32) -> KernelArgs {
     KernelArgs::new(Kernel::Gelu {
         elements: n,
         dtype: DType::F16,
+        out: DType::F16,
     })
+}
+
+/// A LayerNorm or GELU that stores its result as FP8 writes exactly the
+/// bytes the same kernel in FP16 followed by a separate Cast writes: the
+/// fused cast rounds to FP16 first, as the separate pass reads it.
+#[test]
+fn fused_fp8_store_matches_kernel_then_cast() {
+    let fp8 = DType::f143(0);
+    let (rows, cols) = (3usize, 40usize);
+    let mut b = Bench::new();
+    let x = rounded(&values(rows * cols, 7, 6.0), DType::F16);
+    let (g, be) = (values(cols, 8, 1.5), values(cols, 9, 0.5));
+    let px = b.put(&x, DType::F16);
+    let (pg, pb) = (b.put(&g, DType::F32), b.put(&be, DType::F32));
+    let n = rows * cols;
+    let kernels = [
+        (
+            Kernel::LayerNorm {
+                rows: rows as u32,
+                cols: cols as u32,
+                eps: 1e-6,
+                dtype: DType::F16,
+                param: DType::F32,
+                out: DType::F16,
+            },
+            vec![px, pg, pb],
+        ),
+        (
+            Kernel::Gelu {
+                elements: n as u32,
+                dtype: DType::F16,
+                out: DType::F16,
+            },
+            vec![px],
+        ),
+    ];
+    for (kernel, inputs) in kernels {
+        let wide = b.alloc(n * 2);
+        b.run(&KernelArgs::new(kernel.clone()), wide, &inputs).unwrap();
+        let cast = b.alloc(n);
+        let to_fp8 = Kernel::Cast {
+            elements: n as u32,
+            from: DType::F16,
+            to: fp8,
+        };
+        b.run(&KernelArgs::new(to_fp8), cast, &[wide]).unwrap();
+        let fused = b.alloc(n);
+        let stored = match kernel {
+            Kernel::LayerNorm { out, .. } if out == DType::F16 => Kernel::LayerNorm {
+                rows: rows as u32,
+                cols: cols as u32,
+                eps: 1e-6,
+                dtype: DType::F16,
+                param: DType::F32,
+                out: fp8,
+            },
+            _ => Kernel::Gelu {
+                elements: n as u32,
+                dtype: DType::F16,
+                out: fp8,
+            },
+        };
+        b.run(&KernelArgs::new(stored), fused, &inputs).unwrap();
+        assert_eq!(b.bytes(fused, n), b.bytes(cast, n), "{kernel:?}");
+    }
 }
 
 #[test]

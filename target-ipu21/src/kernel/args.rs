@@ -122,8 +122,13 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             eps,
             dtype,
             param,
-        } => alloc::vec![rows, cols, eps.to_bits(), d(dtype), d(param)],
-        Kernel::Gelu { elements, dtype } => alloc::vec![elements, d(dtype)],
+            out,
+        } => alloc::vec![rows, cols, eps.to_bits(), d(dtype), d(param), d(out)],
+        Kernel::Gelu {
+            elements,
+            dtype,
+            out,
+        } => alloc::vec![elements, d(dtype), d(out)],
         Kernel::Activation {
             elements,
             dtype,
@@ -175,9 +180,12 @@ const fn body_words(s: KernelSymbol) -> u32 {
         | KernelSymbol::Mul
         | KernelSymbol::Copy
         | KernelSymbol::AttentionCombine => 4,
-        KernelSymbol::LayerNorm | KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
-        KernelSymbol::GeluTanh => 2,
-        KernelSymbol::Softmax | KernelSymbol::Cast | KernelSymbol::Activation => 3,
+        KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
+        KernelSymbol::LayerNorm => 6,
+        KernelSymbol::Softmax
+        | KernelSymbol::Cast
+        | KernelSymbol::Activation
+        | KernelSymbol::GeluTanh => 3,
     }
 }
 
@@ -227,6 +235,16 @@ impl Fields<'_> {
             return Err(self.bad(i));
         }
         Ok(d)
+    }
+    /// The type a result computed in `arith` is stored as: `arith` itself
+    /// or an FP8 type (a fused cast).
+    fn stored(&self, i: u32, arith: DType) -> Result<DType, AbiError> {
+        let d = self.dtype(i)?;
+        if d == arith || d.is_fp8() {
+            Ok(d)
+        } else {
+            Err(self.bad(i))
+        }
     }
     fn finite(&self, i: u32) -> Result<f32, AbiError> {
         let x = f32::from_bits(self.word(i));
@@ -305,18 +323,24 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
             if eps < 0.0 {
                 return Err(f.bad(4));
             }
+            let dtype = f.arith(5)?;
             Kernel::LayerNorm {
                 rows: w(2),
                 cols: w(3),
                 eps,
-                dtype: f.arith(5)?,
+                dtype,
                 param: f.arith(6)?,
+                out: f.stored(7, dtype)?,
             }
         }
-        KernelSymbol::GeluTanh => Kernel::Gelu {
-            elements: w(2),
-            dtype: f.arith(3)?,
-        },
+        KernelSymbol::GeluTanh => {
+            let dtype = f.arith(3)?;
+            Kernel::Gelu {
+                elements: w(2),
+                dtype,
+                out: f.stored(4, dtype)?,
+            }
+        }
         KernelSymbol::Activation => Kernel::Activation {
             elements: w(2),
             dtype: f.arith(3)?,
@@ -409,10 +433,12 @@ mod tests {
                 eps: 1e-6,
                 dtype: DType::F16,
                 param: DType::F32,
+                out: DType::f143(0),
             },
             Kernel::Gelu {
                 elements: 100,
                 dtype: DType::F32,
+                out: DType::F32,
             },
             Kernel::Softmax {
                 rows: 3,

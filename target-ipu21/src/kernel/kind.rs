@@ -62,17 +62,23 @@ pub enum Kernel {
         cols: u32,
         /// Variance epsilon.
         eps: f32,
-        /// Element type of x/out.
+        /// Element type of x (and of the arithmetic's rounding).
         dtype: DType,
         /// Element type of gamma/beta.
         param: DType,
+        /// Element type of out: `dtype`, or an FP8 type the result is
+        /// converted to after rounding to `dtype` (a fused cast).
+        out: DType,
     },
     /// Element-wise tanh-approximate GELU. Operands: out, x.
     Gelu {
         /// Elements.
         elements: u32,
-        /// Element type.
+        /// Element type of x (and of the arithmetic's rounding).
         dtype: DType,
+        /// Element type of out: `dtype`, or an FP8 type (a fused cast, as
+        /// for [`Kernel::LayerNorm`]).
+        out: DType,
     },
     /// Element-wise [`Activation`] (quick GELU, erf GELU, tanh). Operands: out, x.
     Activation {

@@ -111,9 +111,10 @@ impl KernelArgs {
                 cols,
                 dtype,
                 param,
+                out,
                 ..
             } => alloc::vec![
-                spec(Output, "out", x(rows) * x(cols), dtype),
+                spec(Output, "out", x(rows) * x(cols), out),
                 spec(Input(0), "x", x(rows) * x(cols), dtype),
                 spec(Input(1), "gamma", x(cols), param),
                 spec(Input(2), "beta", x(cols), param),
@@ -133,9 +134,16 @@ impl KernelArgs {
             }
             Kernel::Activation {
                 elements, dtype, ..
-            }
-            | Kernel::Gelu { elements, dtype } => alloc::vec![
+            } => alloc::vec![
                 spec(Output, "out", x(elements), dtype),
+                spec(Input(0), "x", x(elements), dtype),
+            ],
+            Kernel::Gelu {
+                elements,
+                dtype,
+                out,
+            } => alloc::vec![
+                spec(Output, "out", x(elements), out),
                 spec(Input(0), "x", x(elements), dtype),
             ],
             Kernel::Softmax { rows, cols, dtype } => alloc::vec![

@@ -53,6 +53,11 @@ impl DType {
         matches!(self, DType::F32 | DType::F16)
     }
 
+    /// True for the FP8 types.
+    pub const fn is_fp8(self) -> bool {
+        matches!(self, DType::F8 { .. })
+    }
+
     /// True if an FP8 scale is inside the metadata range.
     pub fn is_valid(self) -> bool {
         match self {

@@ -250,6 +250,7 @@ pub fn layer_norm(cx: &GenCx<'_>, eps: f32) -> PlanResult<Vec<OpPlan>> {
                         eps,
                         dtype: x.dtype,
                         param,
+                        out: cx.out.dtype,
                     },
                     operands: vec![
                         at(Slot::Output),

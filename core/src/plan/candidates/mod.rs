@@ -124,11 +124,14 @@ pub fn candidates(
                 }
             })?
         }
-        OpKind::LayerNorm { eps } => local::layer_norm(&cx, *eps)?,
-        OpKind::GeluTanh => local::unary(&cx, |elements, dtype, _| crate::kernel::Kernel::Gelu {
-            elements,
-            dtype,
-        })?,
+        OpKind::LayerNorm { eps, .. } => local::layer_norm(&cx, *eps)?,
+        OpKind::GeluTanh { .. } => {
+            local::unary(&cx, |elements, dtype, out| crate::kernel::Kernel::Gelu {
+                elements,
+                dtype,
+                out,
+            })?
+        }
         OpKind::Cast { to } => {
             let to = *to;
             local::unary(&cx, move |elements, from, _| crate::kernel::Kernel::Cast {
