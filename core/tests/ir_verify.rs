@@ -379,8 +379,13 @@ fn raw_input(g: &mut Graph, name: &str, ty: TensorType) -> ValueId {
 fn verifier_rejects_wrong_result_type() {
     let mut g = Graph::new();
     let x = raw_input(&mut g, "x", f16(&[4, 8]));
-    g.append_op(Graph::TOP, OpKind::GeluTanh { store: None }, vec![x], vec![f16(&[4, 9])])
-        .unwrap();
+    g.append_op(
+        Graph::TOP,
+        OpKind::GeluTanh { store: None },
+        vec![x],
+        vec![f16(&[4, 9])],
+    )
+    .unwrap();
     assert_eq!(
         msg(g.verify().unwrap_err()),
         "op1 (gelu_tanh): result %1 has type f16[4,9], inferred f16[4,8]"
@@ -391,8 +396,13 @@ fn verifier_rejects_wrong_result_type() {
 fn verifier_rejects_use_before_definition() {
     let mut g = Graph::new();
     let future = ValueId::new(1);
-    g.append_op(Graph::TOP, OpKind::GeluTanh { store: None }, vec![future], vec![f16(&[4])])
-        .unwrap();
+    g.append_op(
+        Graph::TOP,
+        OpKind::GeluTanh { store: None },
+        vec![future],
+        vec![f16(&[4])],
+    )
+    .unwrap();
     assert_eq!(raw_input(&mut g, "x", f16(&[4])), future);
     assert_eq!(
         msg(g.verify().unwrap_err()),

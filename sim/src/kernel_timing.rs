@@ -208,7 +208,10 @@ fn layer_norm(rows: u32, cols: u32, cast_bytes: u64) -> (u64, u64) {
     let row_cycles = u64::from(t::LAYER_NORM_ROW_CYCLES);
     let worker = |rows: u64, cols: u64| {
         rows * ((cols * per_element).div_ceil(16) + row_cycles) * ISSUE_INTERVAL
-            + worker_cycles(rows * cols * cast_bytes, 16 * u64::from(t::CAST_BYTES_PER_CYCLE))
+            + worker_cycles(
+                rows * cols * cast_bytes,
+                16 * u64::from(t::CAST_BYTES_PER_CYCLE),
+            )
     };
     let (rows, cols) = (u64::from(rows), u64::from(cols));
     let by_rows = (0, worker(per_worker(rows), cols));

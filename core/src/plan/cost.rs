@@ -103,8 +103,8 @@ fn layer_norm_cycles(rows: u32, cols: u32, dtype: DType, out: DType) -> S<u64> {
     let workers = S(crate::ipu21::contexts::WORKERS_U64);
     let per_worker = |units: S<u64>| S(units.0.div_ceil(workers.0));
     let worker = |rows: S<u64>, cols: S<u64>| {
-        let row = ceil(cols * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16), 16)
-            + w(t::LAYER_NORM_ROW_CYCLES);
+        let row =
+            ceil(cols * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16), 16) + w(t::LAYER_NORM_ROW_CYCLES);
         (rows * row + fused_cast_cycles(rows * cols, dtype, out)) * workers
     };
     let by_rows = worker(per_worker(w(rows)), w(cols));
@@ -175,8 +175,7 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             dtype,
             out,
         } => {
-            w(elements) * w(t::GELU_CYCLES_PER_ELEMENT)
-                + fused_cast_cycles(w(elements), dtype, out)
+            w(elements) * w(t::GELU_CYCLES_PER_ELEMENT) + fused_cast_cycles(w(elements), dtype, out)
         }
         // erf, sigmoid and tanh each cost about one transcendental, as the
         // tanh GELU does (modelled, not measured).

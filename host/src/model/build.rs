@@ -343,7 +343,9 @@ impl Tower {
         name: &str,
     ) -> Result<ValueId, IrError> {
         let y = match self.fp8_input_type(self.gemm_input, w)? {
-            Some(dtype) => self.b.layer_norm_stored_as(x, gamma, beta, self.eps, dtype)?,
+            Some(dtype) => self
+                .b
+                .layer_norm_stored_as(x, gamma, beta, self.eps, dtype)?,
             None => self.b.layer_norm(x, gamma, beta, self.eps)?,
         };
         self.b.label(y, name)

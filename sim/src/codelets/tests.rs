@@ -489,30 +489,27 @@ fn fused_fp8_store_matches_kernel_then_cast() {
     let px = b.put(&x, DType::F16);
     let (pg, pb) = (b.put(&g, DType::F32), b.put(&be, DType::F32));
     let n = rows * cols;
-    let kernels = [
-        (
-            Kernel::LayerNorm {
-                rows: rows as u32,
-                cols: cols as u32,
-                eps: 1e-6,
-                dtype: DType::F16,
-                param: DType::F32,
-                out: DType::F16,
-            },
-            vec![px, pg, pb],
-        ),
-        (
-            Kernel::Gelu {
-                elements: n as u32,
-                dtype: DType::F16,
-                out: DType::F16,
-            },
-            vec![px],
-        ),
+    let layer_norm = |out| Kernel::LayerNorm {
+        rows: rows as u32,
+        cols: cols as u32,
+        eps: 1e-6,
+        dtype: DType::F16,
+        param: DType::F32,
+        out,
+    };
+    let gelu = |out| Kernel::Gelu {
+        elements: n as u32,
+        dtype: DType::F16,
+        out,
+    };
+    let cases = [
+        (layer_norm(DType::F16), layer_norm(fp8), vec![px, pg, pb]),
+        (gelu(DType::F16), gelu(fp8), vec![px]),
     ];
-    for (kernel, inputs) in kernels {
+    for (kernel, stored, inputs) in cases {
         let wide = b.alloc(n * 2);
-        b.run(&KernelArgs::new(kernel.clone()), wide, &inputs).unwrap();
+        b.run(&KernelArgs::new(kernel.clone()), wide, &inputs)
+            .unwrap();
         let cast = b.alloc(n);
         let to_fp8 = Kernel::Cast {
             elements: n as u32,
@@ -521,21 +518,6 @@ fn fused_fp8_store_matches_kernel_then_cast() {
         };
         b.run(&KernelArgs::new(to_fp8), cast, &[wide]).unwrap();
         let fused = b.alloc(n);
-        let stored = match kernel {
-            Kernel::LayerNorm { out, .. } if out == DType::F16 => Kernel::LayerNorm {
-                rows: rows as u32,
-                cols: cols as u32,
-                eps: 1e-6,
-                dtype: DType::F16,
-                param: DType::F32,
-                out: fp8,
-            },
-            _ => Kernel::Gelu {
-                elements: n as u32,
-                dtype: DType::F16,
-                out: fp8,
-            },
-        };
         b.run(&KernelArgs::new(stored), fused, &inputs).unwrap();
         assert_eq!(b.bytes(fused, n), b.bytes(cast, n), "{kernel:?}");
     }
