@@ -41,7 +41,10 @@
 //!
 //! LayerNorm and softmax have no measured figure in the facts; their per
 //! element rates are the planner's estimates (`ipuc_target::ipu21::timing`,
-//! "estimate"), applied per worker. The calibration against the facts'
+//! "estimate"), applied per worker. A LayerNorm block with fewer rows than
+//! workers deals each row's columns to the workers instead, paying two
+//! merge rendezvous. A kernel that stores its result as FP8 (a fused
+//! cast) pays the conversion at the Cast rate. The calibration against the facts'
 //! measured AMP figures is `tests::amp_model_matches_the_measured_figures`.
 
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
@@ -644,6 +647,33 @@ mod tests {
         let seven = kernel_timing(&sm(7), &[INTERLEAVED; 6]).compute;
         assert_eq!(six, 64 * 6 * 6);
         assert_eq!(seven, 2 * six);
+    }
+
+    /// A LayerNorm block of one token row deals its columns to the six
+    /// workers and pays two merge rendezvous; twelve rows are dealt two to
+    /// a worker. Storing FP8 adds the conversion at the Cast rate.
+    #[test]
+    fn layer_norm_deals_short_blocks_by_columns_and_charges_a_fused_cast() {
+        let ln = |rows, out| {
+            KernelArgs::new(Kernel::LayerNorm {
+                rows,
+                cols: 1152,
+                eps: 1e-6,
+                dtype: DType::F16,
+                param: DType::F32,
+                out,
+            })
+        };
+        let one = kernel_timing(&ln(1, DType::F16), &[INTERLEAVED; 6]);
+        // 192 columns per worker: ⌈192·3/16⌉ + 40 issues, six cycles each.
+        assert_eq!(one.compute, (36 + 40) * 6);
+        assert_eq!(one.fixed, 3 * SIX_WORKER_CALL_CYCLES);
+        let twelve = kernel_timing(&ln(12, DType::F16), &[INTERLEAVED; 6]);
+        assert_eq!(twelve.compute, 2 * (216 + 40) * 6);
+        assert_eq!(twelve.fixed, SIX_WORKER_CALL_CYCLES);
+        let stored = kernel_timing(&ln(1, DType::f143(0)), &[INTERLEAVED; 6]);
+        // 192 elements of 2 + 1 bytes per worker at 8 B per tile cycle.
+        assert_eq!(stored.compute - one.compute, 192 * 3 * 6 / 8);
     }
 
     /// Attention: two AMP products in the FP16→FP32 mode (F32 scores, then
