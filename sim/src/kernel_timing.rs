@@ -65,9 +65,9 @@ pub const SIX_WORKER_CALL_CYCLES: u64 = 288;
 /// (`docs/facts/ipu21-target.md` §6, `IPU21_AMP_KERNEL_COSTS.call_cycles`).
 pub const AMP_CALL_CYCLES: u64 = 294;
 /// Standard-memory load/store bandwidth per tile (§6, planning figure).
-pub const STANDARD_BYTES_PER_CYCLE: u64 = 8;
+pub const STANDARD_BYTES_PER_CYCLE: u64 = t::STANDARD_BYTES_PER_CYCLE as u64;
 /// Interleaved-memory load/store bandwidth per tile (§6, planning figure).
-pub const INTERLEAVED_BYTES_PER_CYCLE: u64 = 16;
+pub const INTERLEAVED_BYTES_PER_CYCLE: u64 = t::INTERLEAVED_BYTES_PER_CYCLE as u64;
 
 /// Where a call's cycles go (all modelled).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

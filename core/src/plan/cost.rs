@@ -112,6 +112,17 @@ fn layer_norm_cycles(rows: u32, cols: u32, dtype: DType, out: DType) -> S<u64> {
     by_rows.min(by_cols)
 }
 
+/// An element-wise Add or Mul: the slower of the Add rate and the memory
+/// port moving both operands and the result (element-wise operands live
+/// in standard memory), as the simulator's codelet model charges it; at
+/// the Add rate alone a residual add looked 10× cheaper than it runs.
+fn binary_cycles(rows: u32, cols: u32, broadcast_rows: bool, dtype: DType) -> S<u64> {
+    let elements = w(rows) * w(cols);
+    let b = if broadcast_rows { w(cols) } else { elements };
+    let bytes = (elements + elements + b) * S(dtype.size_bytes() as u64);
+    ceil(elements, t::ADD_ELEMENTS_PER_CYCLE).max(ceil(bytes, t::STANDARD_BYTES_PER_CYCLE))
+}
+
 /// A conversion fused into the kernel that produces the value: charged at
 /// the Cast rate, like the separate pass it replaces, less its call and
 /// its re-read of the operand.
@@ -162,7 +173,18 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
                 w(elements) * S(out.size_bytes() as u64) * w(parts.saturating_sub(1).max(1));
             ceil(bytes, t::REDUCE_OUTPUT_BYTES_PER_CYCLE)
         }
-        Kernel::Add { rows, cols, .. } => ceil(w(rows) * w(cols), t::ADD_ELEMENTS_PER_CYCLE),
+        Kernel::Add {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
+        }
+        | Kernel::Mul {
+            rows,
+            cols,
+            broadcast_rows,
+            dtype,
+        } => binary_cycles(rows, cols, broadcast_rows, dtype),
         Kernel::LayerNorm {
             rows,
             cols,
@@ -180,7 +202,6 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
         // erf, sigmoid and tanh each cost about one transcendental, as the
         // tanh GELU does (modelled, not measured).
         Kernel::Activation { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
-        Kernel::Mul { rows, cols, .. } => ceil(w(rows) * w(cols), t::ADD_ELEMENTS_PER_CYCLE),
         Kernel::Softmax { rows, cols, .. } => w(rows) * w(cols) * w(t::SOFTMAX_CYCLES_PER_ELEMENT),
         Kernel::Cast { elements, from, to } => cast_cycles(w(elements), from, to),
         Kernel::Attention {
@@ -221,16 +242,16 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
 }
 
 /// The planner's estimate for a whole kernel call: [`kernel_cycles`] plus
-/// the bias epilogue, charged like a broadcast Add of the output block
-/// (`docs/facts/ipu21-target.md` §6, Add ≈ elements/16). Accumulating is
-/// free: the AMP loads its partials from the output anyway. A function of
-/// `plan`, not a method of the ABI's `KernelArgs`, so estimates live here only.
+/// the bias epilogue, charged as a broadcast Add of the output block
+/// ([`binary_cycles`]). Accumulating is free: the AMP loads its partials
+/// from the output anyway. A function of `plan`, not a method of the ABI's
+/// `KernelArgs`, so estimates live here only.
 pub fn call_cycles(args: &KernelArgs) -> u64 {
-    let mut c = kernel_cycles(&args.kernel);
-    if let (Kernel::Gemm { m, n, .. }, Some(_)) = (&args.kernel, args.epilogue.bias) {
-        c += (u64::from(*m) * u64::from(*n)).div_ceil(u64::from(t::ADD_ELEMENTS_PER_CYCLE));
+    let mut c = S(kernel_cycles(&args.kernel));
+    if let (Kernel::Gemm { m, n, out, .. }, Some(_)) = (&args.kernel, args.epilogue.bias) {
+        c += binary_cycles(*m, *n, true, *out);
     }
-    c
+    c.0
 }
 
 /// Cycles of one exchange phase in which the busiest tile sends or receives

@@ -132,6 +132,10 @@ pub const EXCHANGE_PIECE_EVENTS: u32 = 8;
 pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
 /// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").
 pub const LOCAL_COPY_BYTES_PER_CYCLE: u32 = 8;
+/// Load/store bandwidth per tile in standard memory (`docs/facts/ipu21-target.md` §6, planning figure "standard load 8 B/cycle").
+pub const STANDARD_BYTES_PER_CYCLE: u32 = 8;
+/// Load/store bandwidth per tile in interleaved memory (§6, "interleaved 16 B/cycle").
+pub const INTERLEAVED_BYTES_PER_CYCLE: u32 = 16;
 /// Element-wise add: elements per cycle over six workers (`docs/facts/ipu21-target.md` §6, "Add ≈ elements/16").
 pub const ADD_ELEMENTS_PER_CYCLE: u32 = 16;
 /// GELU: cycles per element over six workers (`docs/facts/ipu21-target.md` §6, "≈10 cycles/element").
