@@ -11,7 +11,7 @@ use bitvec::vec::BitVec;
 use super::error::{IrError, IrResult};
 use super::id::{OpId, ValueId};
 use super::op::{MatMul, OpKind, Repeat};
-use super::types::{Shape, TensorType};
+use super::types::{DType, Shape, TensorType};
 
 /// An operand as inference sees it.
 pub(crate) type Operand<'a> = (ValueId, &'a TensorType);
@@ -112,7 +112,7 @@ impl Ctx {
     fn stored_as(
         &self,
         mut ty: Vec<TensorType>,
-        store: Option<super::types::DType>,
+        store: Option<DType>,
     ) -> IrResult<Vec<TensorType>> {
         if let Some(store) = store {
             if !(store.is_fp8() && store.is_valid()) {

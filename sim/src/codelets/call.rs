@@ -191,9 +191,7 @@ impl Io<'_> {
             encode(values, d, raw);
         }
     }
-}
 
-impl Io<'_> {
     /// Stores `values` computed in `arith` as type `stored`: rounded to
     /// `arith` first, as the separate cast a fused one replaces would
     /// have read them, so fusing changes no bit.
