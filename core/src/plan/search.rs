@@ -131,8 +131,10 @@ impl SearchCx<'_> {
     }
 }
 
-/// Keeps at most `width` states: Pareto within each signature group, group
-/// leaders first, then by cycles; the lowest-peak state always survives.
+/// Keeps at most `width` states: first the memory front over all groups
+/// ([`split_front`]), then the leaders of the signature groups (each group
+/// Pareto-filtered), then the rest by cycles; the lowest-peak state always
+/// survives.
 fn prune(states: Vec<State>, width: usize) -> Vec<State> {
     let mut groups: BTreeMap<Vec<(ValueId, Option<Layout>)>, Vec<State>> = BTreeMap::new();
     for s in states {
@@ -140,21 +142,11 @@ fn prune(states: Vec<State>, width: usize) -> Vec<State> {
     }
     let mut leaders = Vec::new();
     let mut rest = Vec::new();
-    for (_, mut g) in groups {
+    for (_, g) in groups {
         // Dominance over (cycles, peak so far, static bytes now): static
         // storage (e.g. resident vs streamed weights) weighs on every later
         // moment, so a cheaper-but-heavier branch does not hide a lighter one.
-        g.sort_by_key(|s| (s.cycles.total(), s.peak, s.static_max()));
-        let mut kept: Vec<State> = Vec::new();
-        for s in g {
-            let dominated = kept
-                .iter()
-                .any(|k| k.peak <= s.peak && k.static_max() <= s.static_max());
-            if !dominated {
-                kept.push(s);
-            }
-        }
-        let mut kept = kept.into_iter();
+        let mut kept = split_front(g, usize::MAX, rank).0.into_iter();
         if let Some(first) = kept.next() {
             leaders.push(first);
         }
@@ -167,7 +159,11 @@ fn prune(states: Vec<State>, width: usize) -> Vec<State> {
         .cloned();
     leaders.sort_by_key(|s| (s.cycles.total(), s.peak));
     rest.sort_by_key(|s| (s.cycles.total(), s.peak));
-    let mut out: Vec<State> = leaders.into_iter().chain(rest).take(width.max(1)).collect();
+    let ranked: Vec<State> = leaders.into_iter().chain(rest).collect();
+    // The memory front over all groups first (see [`split_front`]).
+    let (mut out, others) = split_front(ranked, width / MEMORY_FRONT_SHARE, rank);
+    out.extend(others);
+    out.truncate(width.max(1));
     if let Some(l) = lowest {
         if !out.iter().any(|s| s.peak == l.peak && s.cycles == l.cycles) {
             out.pop();
@@ -175,6 +171,47 @@ fn prune(states: Vec<State>, width: usize) -> Vec<State> {
         }
     }
     out
+}
+
+/// A state's (cycles, peak so far, static bytes now).
+fn rank(s: &State) -> (u64, u64, u64) {
+    (s.cycles.total(), s.peak, s.static_max())
+}
+
+/// The share of the beam reserved for the memory front: one state in four.
+const MEMORY_FRONT_SHARE: usize = 4;
+
+/// `items` split into their memory front, cheapest first — up to `room`
+/// items that no cheaper item dominates in memory (no larger peak and no
+/// larger static bytes), by `key` = (cycles, peak, static) — and the rest
+/// in their order.
+///
+/// Over the whole beam the front counters the group leaders' greed: with many
+/// signature groups (the slices and head splits after a fused QKV make
+/// dozens) the leaders of one memory-heavy lineage fill the beam, and an
+/// op that needs the memory later (attention) rejects them all. So400m
+/// lost LayerNorm on 729 tiles with its parameters streamed this way: its
+/// resident twin, 114 KB per tile heavier, led every group and died at
+/// the attention.
+fn split_front<T>(items: Vec<T>, room: usize, key: fn(&T) -> (u64, u64, u64)) -> (Vec<T>, Vec<T>) {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| key(&items[i]));
+    let mut front: Vec<usize> = Vec::new();
+    for i in order {
+        if front.len() >= room {
+            break;
+        }
+        let (_, peak, stat) = key(&items[i]);
+        if !front.iter().any(|&k| {
+            let (_, p, s) = key(&items[k]);
+            p <= peak && s <= stat
+        }) {
+            front.push(i);
+        }
+    }
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    let front = front.iter().filter_map(|&i| slots[i].take()).collect();
+    (front, slots.into_iter().flatten().collect())
 }
 
 /// The best rejection seen, rebuilt as a report on demand.
@@ -723,6 +760,37 @@ fn plan_with(cx: &SearchCx<'_>, graph: &Graph, config: PlanConfig) -> PlanResult
         stats,
         config,
     })
+}
+
+#[cfg(test)]
+mod front_tests {
+    use super::split_front;
+    use alloc::vec::Vec;
+
+    fn key(s: &(u64, u64, u64)) -> (u64, u64, u64) {
+        *s
+    }
+
+    #[test]
+    fn a_lighter_branch_survives_a_cheaper_heavy_lineage() {
+        // A memory-heavy lineage, cheapest in every group, then one lighter
+        // state: it has to come out in the front however many heavy ones lead.
+        let mut beam: Vec<(u64, u64, u64)> = (0..40).map(|i| (100 + i, 530, 420)).collect();
+        beam.push((150, 420, 300));
+        beam.push((160, 425, 310)); // dominated by the one above
+        let (front, rest) = split_front(beam, 8, key);
+        assert_eq!(front, [(100, 530, 420), (150, 420, 300)]);
+        assert_eq!(rest.len(), 40);
+        assert_eq!(rest[0], (101, 530, 420), "the rest keeps its order");
+    }
+
+    #[test]
+    fn the_front_is_capped_cheapest_first() {
+        let beam: Vec<(u64, u64, u64)> = (0..10).map(|i| (i, 100 - i, 100 - i)).collect();
+        let (front, rest) = split_front(beam, 3, key);
+        assert_eq!(front, [(0, 100, 100), (1, 99, 99), (2, 98, 98)]);
+        assert_eq!(rest.len(), 7);
+    }
 }
 
 #[cfg(test)]
