@@ -63,11 +63,20 @@ fuzz_target!(|data: &[u8]| {
             b: BufferId(u32::from(b.u8() % (n + 1))),
         })
         .collect();
+    // Soft pairs: kept apart where the tile has room, else dropped.
+    let apart = (0..b.u8() % 6)
+        .map(|_| ElementConflict {
+            a: BufferId(u32::from(b.u8() % n.max(1))),
+            b: BufferId(u32::from(b.u8() % n.max(1))),
+        })
+        .filter(|c| c.a != c.b)
+        .collect();
     let req = PlacementRequest {
         tile: LogicalTile::new(u32::from(b.u8())).unwrap_or_default(),
         reserved,
         buffers,
         conflicts,
+        apart,
     };
     let placed = match place_tile(&req) {
         Ok(p) => p,

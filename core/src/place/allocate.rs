@@ -3,7 +3,9 @@
 //! Buffers are taken in order of first use (longest-lived and largest first
 //! among equals) and each gets the lowest aligned address, in its class's
 //! preferred window, that no buffer live at an overlapping step occupies and
-//! that shares no effective element with a placed conflict partner.
+//! that shares no effective element with a placed conflict partner — nor,
+//! in a first attempt, with a placed `apart` partner (a tile that does not
+//! fit that way is placed again with the conflicts alone).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -27,8 +29,22 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let tile = request.tile;
     let blocked = blocked_spans(tile, &request.reserved)?;
     let spans = validate(request)?;
-    let partners = conflict_partners(request)?;
-    let placed = fit_buffers(request, &spans, &partners, &blocked)?;
+    let hard = conflict_partners(request, &request.conflicts)?;
+    let placed = if request.apart.is_empty() {
+        fit_buffers(request, &spans, &hard, &blocked)?
+    } else {
+        let mut both = hard.clone();
+        for (b, extra) in both
+            .iter_mut()
+            .zip(conflict_partners(request, &request.apart)?)
+        {
+            b.extend(extra);
+        }
+        match fit_buffers(request, &spans, &both, &blocked) {
+            Ok(placed) => placed,
+            Err(_) => fit_buffers(request, &spans, &hard, &blocked)?,
+        }
+    };
     let mut allocations: Vec<Allocation> = request
         .buffers
         .iter()
@@ -90,9 +106,12 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     })
 }
 
-/// Conflict partners per buffer index (symmetric). Keys are unique
+/// Partners per buffer index under `pairs` (symmetric). Keys are unique
 /// (`validate`), so a sorted key index finds each in log time.
-fn conflict_partners(request: &PlacementRequest) -> PlaceResult<Vec<Vec<usize>>> {
+fn conflict_partners(
+    request: &PlacementRequest,
+    pairs: &[super::request::ElementConflict],
+) -> PlaceResult<Vec<Vec<usize>>> {
     let tile = request.tile;
     let mut by_key: Vec<(BufferId, usize)> = request
         .buffers
@@ -108,7 +127,7 @@ fn conflict_partners(request: &PlacementRequest) -> PlaceResult<Vec<Vec<usize>>>
             .map_err(|_| PlaceError::UnknownConflictBuffer { tile, buffer: key })
     };
     let mut partners: Vec<Vec<usize>> = alloc::vec![Vec::new(); request.buffers.len()];
-    for c in &request.conflicts {
+    for c in pairs {
         if c.a == c.b {
             return Err(PlaceError::SelfConflict { tile, buffer: c.a });
         }

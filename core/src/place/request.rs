@@ -113,4 +113,10 @@ pub struct PlacementRequest {
     pub buffers: Vec<BufferRequest>,
     /// Pairs that must live in different effective elements.
     pub conflicts: Vec<ElementConflict>,
+    /// Pairs better kept in different effective elements, where the tile
+    /// has room: a buffer the tile sends from and one it receives into in
+    /// the same exchange phase. Sharing an element is legal, but then the
+    /// scheduler must keep the two windows apart in time (§2.10 rule 5),
+    /// which serialises the tile's sends and receives.
+    pub apart: Vec<ElementConflict>,
 }

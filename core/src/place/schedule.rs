@@ -2,7 +2,7 @@
 //! built from the schedule's buffers and kernel calls, and the resolution of
 //! a [`BufferRef`] (plus Repeat iteration) to an SRAM address.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
 
 use super::allocate::place_tile;
@@ -11,7 +11,7 @@ use super::map::TilePlacement;
 use super::request::{BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
 use crate::ipu21::topology::LogicalTile;
 use crate::kernel::Kernel;
-use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
+use crate::lower::schedule::{BufferId, BufferRef, ExchangeStep, Step, TileSchedule};
 
 /// Per-tile placement requests for `schedule`. `reserved(tile)` gives the
 /// ranges the runtime, code and exchange tables own on that tile. Tiles
@@ -22,7 +22,8 @@ use crate::lower::schedule::{BufferId, BufferRef, Step, TileSchedule};
 /// [`crate::lower::schedule::Buffer::iteration_stride`] — the one
 /// per-iteration address function. Every AMP call (GEMM, attention) adds an
 /// element conflict between its output and its left operand on its tile
-/// (`docs/facts/ipu21-target.md` §2.10 rule 6).
+/// (`docs/facts/ipu21-target.md` §2.10 rule 6); every exchange phase asks
+/// to keep each tile's send buffers and receive buffers apart (rule 5).
 pub fn requests(
     schedule: &TileSchedule,
     mut reserved: impl FnMut(LogicalTile) -> Vec<ReservedRange>,
@@ -49,6 +50,14 @@ pub fn requests(
         }
     }
     schedule.visit(|step, _| {
+        if let Step::Exchange(x) = step {
+            for (tile, pair) in send_receive_pairs(x) {
+                if let Some(req) = by_tile.get_mut(&tile) {
+                    req.apart.push(pair);
+                }
+            }
+            return;
+        }
         let Step::Compute(c) = step else { return };
         for call in &c.calls {
             let amp = matches!(
@@ -74,10 +83,40 @@ pub fn requests(
         .map(|mut r| {
             r.conflicts.sort();
             r.conflicts.dedup();
+            r.apart.sort();
+            r.apart.dedup();
             r.reserved = reserved(r.tile);
             r
         })
         .collect()
+}
+
+/// Per tile, each (buffer sent from, buffer received into) pair of the
+/// phase `x`.
+fn send_receive_pairs(x: &ExchangeStep) -> Vec<(LogicalTile, ElementConflict)> {
+    let mut sends: BTreeMap<LogicalTile, BTreeSet<BufferId>> = BTreeMap::new();
+    let mut receives: BTreeMap<LogicalTile, BTreeSet<BufferId>> = BTreeMap::new();
+    for t in &x.transfers {
+        sends
+            .entry(t.source_tile)
+            .or_default()
+            .insert(t.source.buffer);
+        for d in &t.destinations {
+            receives.entry(d.tile).or_default().insert(d.at.buffer);
+        }
+    }
+    let mut pairs = Vec::new();
+    for (tile, sent) in &sends {
+        let Some(received) = receives.get(tile) else {
+            continue;
+        };
+        for &a in sent {
+            for &b in received.iter().filter(|&&b| b != a) {
+                pairs.push((*tile, ElementConflict { a, b }));
+            }
+        }
+    }
+    pairs
 }
 
 /// Placement of every tile of a schedule.

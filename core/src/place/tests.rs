@@ -147,6 +147,7 @@ fn standard_fills_region1_then_region0_top_down_and_interleaved_stays_in_region1
             buf(2, 5_000, RegionClass::Interleaved, (0, 9)),
         ],
         conflicts: vec![],
+        apart: vec![],
     };
     let p = place_tile(&req).unwrap();
     check_invariants(&req, &p);
@@ -211,6 +212,7 @@ fn code_end_guard_covers_fetch_lookahead() {
             ),
         ],
         conflicts: vec![],
+        apart: vec![],
     };
     let p = place_tile(&req).unwrap();
     assert_eq!(p.address(BufferId(0)), Some(0x54000));
@@ -292,6 +294,50 @@ fn gemm_left_operand_and_output_get_different_elements() {
     check_invariants(&req, &p);
     // Without the conflict the output would sit right after `a` at 0x80800.
     assert_eq!(p.address(BufferId(1)), Some(0x88000));
+}
+
+#[test]
+fn send_and_receive_buffers_go_apart_where_there_is_room() {
+    let sent = buf(0, 2048, RegionClass::Interleaved, (0, 3));
+    let received = buf(1, 2048, RegionClass::Standard, (0, 3));
+    let apart = vec![ElementConflict {
+        a: BufferId(0),
+        b: BufferId(1),
+    }];
+    // Region 0 full: the received buffer overflows into region 1, outside
+    // the element of the sent one.
+    let full = buf(2, 0x80000 - 0x4C000, RegionClass::Standard, (0, 3));
+    let req = PlacementRequest {
+        tile: lt(9),
+        buffers: vec![sent.clone(), received.clone(), full],
+        apart: apart.clone(),
+        ..Default::default()
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    let (a, b) = (
+        p.allocation(BufferId(0)).unwrap(),
+        p.allocation(BufferId(1)).unwrap(),
+    );
+    assert!(!share_element(&a.range, &b.range));
+    // No room for both apart: placed anyway, sharing the element.
+    let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
+    let filler = buf(2, region1 - 4096, RegionClass::Interleaved, (0, 3));
+    let mut received = received;
+    received.class = RegionClass::Interleaved;
+    let req = PlacementRequest {
+        tile: lt(9),
+        buffers: vec![sent, received, filler],
+        apart,
+        ..Default::default()
+    };
+    let p = place_tile(&req).unwrap();
+    check_invariants(&req, &p);
+    let (a, b) = (
+        p.allocation(BufferId(0)).unwrap(),
+        p.allocation(BufferId(1)).unwrap(),
+    );
+    assert!(share_element(&a.range, &b.range));
 }
 
 /// Found by `cargo xtask fuzz` (placement target): an empty buffer on a
@@ -494,6 +540,7 @@ fn arb_request() -> impl Strategy<Value = PlacementRequest> {
                 reserved: runtime_reserved(),
                 buffers,
                 conflicts,
+                apart: vec![],
             }
         })
 }
