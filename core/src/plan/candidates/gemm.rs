@@ -1,12 +1,15 @@
 //! GEMM plans: `out[M,N] = a[M,K] · b[K,N]` over an `rp × cp × kp` tile grid.
 //!
-//! Tile `(r, c, k)` is `(r·cp + c)·kp + k`, so the `kp` partners reducing one
-//! output block are neighbours. It multiplies row block `r` of `a` (K block
-//! `k`, replicated over `c`) by block `(k, c)` of `b` (replicated over `r`).
-//! With `kp > 1` each tile keeps an F32 partial; a reduce-scatter hands tile
-//! `(r, c, k')` the `k'`-th column slice of every partner's partial, and a
-//! `reduce_add` produces that slice of the output — so the output's columns
-//! are split `cp·kp` ways, which nests exactly inside the `cp`-way split.
+//! Tile `(r, c, k)` is `(c·rp + r)·kp + k`, so the `kp` partners reducing one
+//! output block are neighbours, and so are the `rp·kp` tiles of one column
+//! block. It multiplies row block `r` of `a` (K block `k`, replicated over
+//! `c`) by block `(k, c)` of `b` (replicated over `r`). With `kp > 1` each
+//! tile keeps a partial in the AMP mode's partials type; a reduce-scatter
+//! hands tile `(r, c, k')` the `k'`-th row slice of every partner's partial
+//! (one contiguous piece per partner), and a `reduce_add` produces that
+//! slice of the output — so the output's rows are split `rp·kp` ways, which
+//! nests exactly inside the `rp`-way split, and lie `1` tile apart: a bias
+//! row broadcast over them is one replica run per column block.
 //!
 //! Weights (a parameter `b`) are either *resident* (stored replicated in the
 //! layout the kernels read, costing `rp ×` memory, in standard or interleaved
@@ -43,9 +46,6 @@ struct Grid {
     /// K elements per AMP micro-group of the product's mode: K blocks are
     /// whole micro-groups.
     k_grain: u32,
-    /// Columns in 8 bytes of the narrower of the partials and the output:
-    /// the finest column grain the reduce-scatter may cut slices at.
-    slice_grain: u32,
     /// First tile of the grid (0, or the far end: `tiles − rp·cp·kp`).
     base: u32,
 }
@@ -55,32 +55,20 @@ impl Grid {
         self.rp * self.cp * self.kp
     }
     fn m_split(&self) -> AxisSplit {
-        AxisSplit::parts(self.m, 1, self.rp, self.cp * self.kp)
+        AxisSplit::parts(self.m, 1, self.rp, self.kp)
     }
     fn k_split(&self) -> AxisSplit {
         k_parts(self.k, self.k_grain, self.kp)
     }
     fn n_split(&self) -> AxisSplit {
-        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.kp)
+        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, self.cp, self.rp * self.kp)
     }
-    /// Output columns of the reduce-scatter (`cp·kp` parts, stride 1),
-    /// nested in the `cp`-way split: part `c·kp + k` lies inside column
-    /// block `c`. The finest grain that nests is taken, so each partner
-    /// reduces an even share: at whole 16-column groups, So400m fc2's 72
-    /// groups over 24 × 5 partners leave 48 partners idle and the rest
-    /// reducing 16 columns where 9.6 would do.
-    fn n_fine(&self) -> AxisSplit {
-        let parts = self.cp * self.kp;
-        let coarse = self.n_split();
-        let mut grain = self.slice_grain.clamp(1, AMP_COLUMN_GROUP);
-        while grain < AMP_COLUMN_GROUP {
-            let fine = AxisSplit::parts(self.n, grain, parts, 1);
-            if (0..self.cp).all(|c| fine.range(c * self.kp).start == coarse.range(c).start) {
-                return fine;
-            }
-            grain *= 2;
-        }
-        AxisSplit::parts(self.n, AMP_COLUMN_GROUP, parts, 1)
+    /// Output rows of the reduce-scatter (`rp·kp` parts, stride 1): part
+    /// `r·kp + k` lies inside row block `r` (the parts' bounds are
+    /// `⌊q·m / (rp·kp)⌋`, so every `kp`-th one is a bound of the `rp`-way
+    /// split).
+    fn m_fine(&self) -> AxisSplit {
+        AxisSplit::parts(self.m, 1, self.rp * self.kp, 1)
     }
     fn a_layout(&self) -> Layout {
         Layout {
@@ -88,7 +76,7 @@ impl Grid {
             rows: self.m_split(),
             cols: self.k_split(),
             replicas: self.cp,
-            replica_stride: self.kp,
+            replica_stride: self.rp * self.kp,
         }
     }
     /// `b` as stored: `[K, N]`, or `[N, K]` when transposed.
@@ -103,7 +91,7 @@ impl Grid {
             rows,
             cols,
             replicas: self.rp,
-            replica_stride: self.cp * self.kp,
+            replica_stride: self.kp,
         }
     }
     /// Streamed storage: each replica of a block keeps one row slice of it,
@@ -115,7 +103,7 @@ impl Grid {
             rows: AxisSplit {
                 grain: 1,
                 inner: self.rp,
-                inner_stride: self.cp * self.kp,
+                inner_stride: self.kp,
                 ..req.rows
             },
             replicas: 1,
@@ -135,15 +123,15 @@ impl Grid {
         } else {
             Layout {
                 first_tile: self.base,
-                rows: self.m_split(),
-                cols: self.n_fine(),
+                rows: self.m_fine(),
+                cols: self.n_split(),
                 replicas: 1,
                 replica_stride: 0,
             }
         }
     }
     fn tile(&self, r: u32, c: u32, k: u32) -> u32 {
-        self.base + (r * self.cp + c) * self.kp + k
+        self.base + (c * self.rp + r) * self.kp + k
     }
     /// Slowest tile's kernel cycles (the largest blocks) — for pre-screening.
     fn screen_cycles(&self, types: (DType, DType, DType)) -> u64 {
@@ -154,7 +142,7 @@ impl Grid {
         if self.kp > 1 {
             // Reduce-scatter words and the reduction, roughly.
             let slice_bytes =
-                m as u64 * self.n_fine().max_extent() as u64 * types.2.size_bytes() as u64;
+                self.m_fine().max_extent() as u64 * n as u64 * types.2.size_bytes() as u64;
             let others = self.kp as u64 - 1;
             c += 600 + slice_bytes / 4 * others + slice_bytes * others;
         }
@@ -279,15 +267,9 @@ pub fn plans(cx: &GenCx<'_>, mm: &MatMul) -> PlanResult<Vec<OpPlan>> {
                     cp,
                     kp,
                     k_grain,
-                    slice_grain: 0,
                     base: 0,
                 };
                 let partial = partials(&g, product, cx);
-                let narrow = (partial.size_bytes() as u32).min(cx.out.elem()).max(1);
-                let g = Grid {
-                    slice_grain: 8_u32.div_ceil(narrow),
-                    ..g
-                };
                 if g.tiles() > t || kp > k.div_ceil(k_grain) {
                     continue;
                 }
@@ -514,42 +496,41 @@ fn reduce_scatter(
     out: DType,
 ) -> PlanResult<ReduceScatter> {
     let elem = partial.size_bytes() as u32;
-    let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.n_fine());
+    let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.m_fine());
     let mut partials = Vec::new();
     let mut received = Vec::new();
     let mut transfers = Vec::new();
     let mut calls = Vec::new();
-    for r in 0..g.rp {
-        let mr = m_s.range(r);
-        let rows = mr.len() as u32;
-        for c in 0..g.cp {
-            let nc = n_s.range(c);
-            let pitch = nc.len() as u32 * elem;
+    for c in 0..g.cp {
+        let nc = n_s.range(c);
+        let pitch = nc.len() as u32 * elem;
+        for r in 0..g.rp {
+            let mr = m_s.range(r);
             for kk in 0..g.kp {
                 let tile = g.tile(r, c, kk);
                 let block_tile = cx.tile(tile)?;
-                if rows > 0 && !nc.is_empty() {
+                if !mr.is_empty() && pitch > 0 {
                     partials.push(TileBlock {
                         tile: block_tile,
                         rows: mr.clone(),
                         cols: nc.clone(),
-                        bytes: rows * pitch,
+                        bytes: mr.len() as u32 * pitch,
                     });
                 }
-                // This tile reduces output slice `kk` of block `c`.
-                let slice = fine.range(c * g.kp + kk);
-                let slice_bytes = slice.len() as u32 * elem;
-                let part_bytes = rows * slice_bytes;
+                // This tile reduces output row slice `kk` of block `r`: in
+                // every partner's partial, `rows` whole rows from `src_off`.
+                let slice = fine.range(r * g.kp + kk);
+                let part_bytes = slice.len() as u32 * pitch;
                 if part_bytes == 0 {
                     continue;
                 }
                 received.push(TileBlock {
                     tile: block_tile,
-                    rows: mr.clone(),
-                    cols: 0..slice.len() as u32 * g.kp,
+                    rows: slice.clone(),
+                    cols: 0..nc.len() as u32 * g.kp,
                     bytes: part_bytes * g.kp,
                 });
-                let src_off = (slice.start - nc.start) * elem;
+                let src_off = (slice.start - mr.start) * pitch;
                 for src_k in 0..g.kp {
                     let at = SlotRef {
                         slot: Slot::Scratch(1),
@@ -563,10 +544,10 @@ fn reduce_scatter(
                         calls.push(PlannedCall {
                             tile,
                             kernel: Kernel::Copy {
-                                rows,
-                                row_bytes: slice_bytes,
-                                src_pitch: pitch,
-                                dst_pitch: slice_bytes,
+                                rows: 1,
+                                row_bytes: part_bytes,
+                                src_pitch: part_bytes,
+                                dst_pitch: part_bytes,
                             },
                             operands: vec![at, from],
                         });
@@ -574,13 +555,13 @@ fn reduce_scatter(
                         transfers.push(PlannedTransfer {
                             source_tile: g.tile(r, c, src_k),
                             source: from,
-                            source_pitch: pitch,
-                            rows,
-                            row_bytes: slice_bytes,
+                            source_pitch: part_bytes,
+                            rows: 1,
+                            row_bytes: part_bytes,
                             destinations: vec![PlannedDestination {
                                 tile,
                                 at,
-                                pitch: slice_bytes,
+                                pitch: part_bytes,
                             }],
                         });
                     }
@@ -588,7 +569,7 @@ fn reduce_scatter(
                 calls.push(PlannedCall {
                     tile,
                     kernel: Kernel::ReduceAdd {
-                        elements: rows * slice.len() as u32,
+                        elements: slice.len() as u32 * nc.len() as u32,
                         parts: g.kp,
                         input: partial,
                         out,
@@ -616,51 +597,67 @@ fn reduce_scatter(
 mod tests {
     use super::*;
 
-    fn grid(n: u32, cp: u32, kp: u32, slice_grain: u32) -> Grid {
+    fn grid(m: u32, rp: u32, kp: u32) -> Grid {
         Grid {
-            m: 729,
+            m,
             k: 4304,
-            n,
-            rp: 12,
-            cp,
+            n: 1152,
+            rp,
+            cp: 24,
             kp,
             k_grain: 32,
-            slice_grain,
             base: 0,
         }
     }
 
-    /// Every reduce-scatter slice lies inside its partners' column block,
-    /// and the finer grain spreads So400m fc2's reduction over all partners.
+    /// Every reduce-scatter slice lies inside its partners' row block, so
+    /// each partner sends it as one contiguous run of whole rows.
     #[test]
-    fn reduce_scatter_slices_nest_at_the_finest_grain() {
-        for (n, cp, kp) in [
-            (1152, 24, 5),
-            (1152, 36, 3),
-            (4304, 90, 2),
-            (3456, 54, 2),
-            (100, 3, 4),
+    fn reduce_scatter_slices_nest_in_the_row_blocks() {
+        for (m, rp, kp) in [
+            (729, 8, 5),
+            (729, 12, 3),
+            (729, 6, 3),
+            (16, 3, 4),
+            (5, 4, 3),
         ] {
-            for slice_grain in [4, 8, 16] {
-                let g = grid(n, cp, kp, slice_grain);
-                let (coarse, fine) = (g.n_split(), g.n_fine());
-                for c in 0..cp {
-                    let block = coarse.range(c);
-                    for k in 0..kp {
-                        let s = fine.range(c * kp + k);
-                        assert!(
-                            s.is_empty() || (block.start <= s.start && s.end <= block.end),
-                            "n {n} {cp}x{kp} grain {slice_grain}: slice {s:?} outside {block:?}"
-                        );
-                    }
+            let g = grid(m, rp, kp);
+            let (coarse, fine) = (g.m_split(), g.m_fine());
+            for r in 0..rp {
+                let block = coarse.range(r);
+                let slices: Vec<_> = (0..kp).map(|k| fine.range(r * kp + k)).collect();
+                assert_eq!(slices.first().unwrap().start, block.start, "{m} {rp}x{kp}");
+                assert_eq!(slices.last().unwrap().end, block.end, "{m} {rp}x{kp}");
+                assert!(slices.windows(2).all(|w| w[0].end == w[1].start));
+            }
+        }
+    }
+
+    /// The grid's tiles, its output and a bias row broadcast over the
+    /// output are each one-to-one.
+    #[test]
+    fn grid_tiles_are_distinct_and_the_output_takes_a_broadcast_row() {
+        let g = grid(729, 8, 5);
+        let mut tiles: Vec<u32> = (0..g.rp)
+            .flat_map(|r| (0..g.cp).flat_map(move |c| (0..g.kp).map(move |k| g.tile(r, c, k))))
+            .collect();
+        tiles.sort_unstable();
+        tiles.dedup();
+        assert_eq!(tiles.len() as u32, g.tiles());
+        let out = g.out_layout();
+        out.validate().unwrap();
+        assert_eq!(
+            out.rows.inner, 1,
+            "one-level rows: a bias row broadcasts over them"
+        );
+        for r in 0..g.rp {
+            for c in 0..g.cp {
+                for k in 0..g.kp {
+                    let q = r * g.kp + k;
+                    let tile = out.first_tile + out.rows.tile_offset(q) + out.cols.tile_offset(c);
+                    assert_eq!(tile, g.tile(r, c, k));
                 }
             }
         }
-        // fc2: 72 groups over 24 × 5 partners. Whole groups: 16 columns on
-        // 72 partners, none on 48; 4-column grains: at most 12 on every one.
-        assert_eq!(grid(1152, 24, 5, 16).n_fine().max_extent(), 16);
-        let fine = grid(1152, 24, 5, 4).n_fine();
-        assert_eq!(fine.max_extent(), 12);
-        assert!((0..120).all(|p| !fine.range(p).is_empty()));
     }
 }
