@@ -218,7 +218,11 @@ pub fn print_run_report(
         );
     }
     let spans = profile.iteration_spans();
-    if !spans.is_empty() {
+    if let Some(per_layer) = crate::report::run_summary::cycles_per_layer(&spans) {
+        // Tiles enter the next iteration at different times, so the
+        // iterations' spans (each from its first step's start on any tile
+        // to its last step's end on any tile) overlap: the pace is the
+        // seeds' per-layer figure, the spans are printed beside it.
         let total: u64 = spans.iter().map(|s| s.cycles()).sum();
         let list: Vec<String> = spans
             .iter()
@@ -226,8 +230,9 @@ pub fn print_run_report(
             .map(|s| s.cycles().to_string())
             .collect();
         crate::say!(
-            "simulated Repeat: {} iterations, {} cycles per iteration on average (first: {}{})",
+            "simulated Repeat: {} iterations, {} cycles per layer (every iteration after the first, start to end, over their count); each iteration spans {} cycles on average, overlapping its neighbours (first: {}{})",
             spans.len(),
+            per_layer,
             total / spans.len() as u64,
             list.join(", "),
             if spans.len() > 4 { ", …" } else { "" }
