@@ -412,3 +412,40 @@ fn summarize_tile(
         samples,
     }
 }
+
+/// The seeds' per-layer figure: the Repeat remainder (every iteration after
+/// the first) divided by its iterations; one iteration's own span when there
+/// is only one.
+pub fn cycles_per_layer(spans: &[IterationSpan]) -> Option<u64> {
+    match spans {
+        [] => None,
+        [only] => Some(only.cycles()),
+        [_, rest @ ..] => {
+            let start = rest.iter().map(|s| s.start_cycle).min()?;
+            let end = rest.iter().map(|s| s.end_cycle).max()?;
+            Some(end.saturating_sub(start) / rest.len() as u64)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(iteration: u32, start_cycle: u64, end_cycle: u64) -> IterationSpan {
+        IterationSpan {
+            iteration,
+            start_cycle,
+            end_cycle,
+        }
+    }
+
+    #[test]
+    fn cycles_per_layer_is_the_remainder_over_its_iterations() {
+        assert_eq!(cycles_per_layer(&[]), None);
+        assert_eq!(cycles_per_layer(&[span(0, 10, 110)]), Some(100));
+        // The first (profiled, warm-up) iteration is left out as the seeds do.
+        let spans = [span(0, 0, 500), span(1, 500, 800), span(2, 800, 1100)];
+        assert_eq!(cycles_per_layer(&spans), Some(300));
+    }
+}

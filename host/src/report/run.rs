@@ -218,7 +218,7 @@ pub fn print_run_report(
         );
     }
     let spans = profile.iteration_spans();
-    if let Some(per_layer) = crate::report::run_summary::cycles_per_layer(&spans) {
+    if let Some(per_layer) = crate::report::profile::cycles_per_layer(&spans) {
         // Tiles enter the next iteration at different times, so the
         // iterations' spans (each from its first step's start on any tile
         // to its last step's end on any tile) overlap: the pace is the
