@@ -224,18 +224,12 @@ pub fn print_run_report(
         // to its last step's end on any tile) overlap: the pace is the
         // seeds' per-layer figure, the spans are printed beside it.
         let total: u64 = spans.iter().map(|s| s.cycles()).sum();
-        let list: Vec<String> = spans
-            .iter()
-            .take(4)
-            .map(|s| s.cycles().to_string())
-            .collect();
         crate::say!(
-            "simulated Repeat: {} iterations, {} cycles per layer (every iteration after the first, start to end, over their count); each iteration spans {} cycles on average, overlapping its neighbours (first: {}{})",
+            "simulated Repeat: {} iterations at {} cycles per layer; their spans overlap, {} on average (first {})",
             spans.len(),
             per_layer,
             total / spans.len() as u64,
-            list.join(", "),
-            if spans.len() > 4 { ", …" } else { "" }
+            spans.first().map_or(0, |s| s.cycles()),
         );
     }
     print_kernel_timing(profile);
