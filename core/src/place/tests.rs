@@ -298,46 +298,40 @@ fn gemm_left_operand_and_output_get_different_elements() {
 
 #[test]
 fn send_and_receive_buffers_go_apart_where_there_is_room() {
-    let sent = buf(0, 2048, RegionClass::Interleaved, (0, 3));
-    let received = buf(1, 2048, RegionClass::Standard, (0, 3));
     let apart = vec![ElementConflict {
         a: BufferId(0),
         b: BufferId(1),
     }];
+    // Whether the sent (0) and received (1) buffers share an element.
+    let share = |buffers: Vec<BufferRequest>| {
+        let req = PlacementRequest {
+            tile: lt(9),
+            buffers,
+            apart: apart.clone(),
+            ..Default::default()
+        };
+        let p = place_tile(&req).unwrap();
+        check_invariants(&req, &p);
+        let (a, b) = (
+            p.allocation(BufferId(0)).unwrap(),
+            p.allocation(BufferId(1)).unwrap(),
+        );
+        share_element(&a.range, &b.range)
+    };
+    let sent = buf(0, 2048, RegionClass::Interleaved, (0, 3));
+    let received = buf(1, 2048, RegionClass::Standard, (0, 3));
     // Region 0 full: the received buffer overflows into region 1, outside
     // the element of the sent one.
     let full = buf(2, 0x80000 - 0x4C000, RegionClass::Standard, (0, 3));
-    let req = PlacementRequest {
-        tile: lt(9),
-        buffers: vec![sent.clone(), received.clone(), full],
-        apart: apart.clone(),
-        ..Default::default()
-    };
-    let p = place_tile(&req).unwrap();
-    check_invariants(&req, &p);
-    let (a, b) = (
-        p.allocation(BufferId(0)).unwrap(),
-        p.allocation(BufferId(1)).unwrap(),
-    );
-    assert!(!share_element(&a.range, &b.range));
+    assert!(!share(vec![sent.clone(), received.clone(), full]));
     // No room for both apart: placed anyway, sharing the element.
     let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
     let filler = buf(2, region1 - 4096, RegionClass::Interleaved, (0, 3));
-    let mut received = received;
-    received.class = RegionClass::Interleaved;
-    let req = PlacementRequest {
-        tile: lt(9),
-        buffers: vec![sent, received, filler],
-        apart,
-        ..Default::default()
+    let received = BufferRequest {
+        class: RegionClass::Interleaved,
+        ..received
     };
-    let p = place_tile(&req).unwrap();
-    check_invariants(&req, &p);
-    let (a, b) = (
-        p.allocation(BufferId(0)).unwrap(),
-        p.allocation(BufferId(1)).unwrap(),
-    );
-    assert!(share_element(&a.range, &b.range));
+    assert!(share(vec![sent, received, filler]));
 }
 
 /// Found by `cargo xtask fuzz` (placement target): an empty buffer on a
