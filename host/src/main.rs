@@ -48,6 +48,8 @@ enum Command {
     Exec(ipuc::cli::exec::Args),
     /// Inspect a package
     Inspect(ipuc::cli::inspect::Args),
+    /// Print every modelled kernel rate with its sources (Markdown)
+    Rates(ipuc::cli::rates::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) to stdout: `ipuc man > ipuc.1`
@@ -102,6 +104,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Compile(args) => ipuc::cli::compile::run(args),
         Command::Exec(args) => ipuc::cli::exec::run(args),
         Command::Inspect(args) => ipuc::cli::inspect::run(args),
+        Command::Rates(args) => ipuc::cli::rates::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "ipuc", &mut std::io::stdout());
             Ok(())

@@ -1,20 +1,27 @@
-//! Cycle cost model. Every figure comes from `crate::ipu21::timing`, where
-//! each constant cites its source. Lowering emits exactly the kernel calls and
-//! transfers the plan describes, so costing those calls *is* costing the
-//! program: nothing here re-derives a lowering decision.
+//! Cycle cost model. Every kernel rate comes from `crate::ipu21::rates` at
+//! the chosen end (each names its source and what stands behind it), every
+//! exchange and patch figure from `crate::ipu21::timing`. Lowering emits
+//! exactly the kernel calls and transfers the plan describes, so costing
+//! those calls *is* costing the program: nothing here re-derives a lowering
+//! decision.
 
 use core::num::Saturating as S;
 
+use crate::ipu21::rates::{self, RateEnd};
 use crate::ipu21::timing as t;
 use crate::ir::DType;
 use crate::kernel::{AmpProduct, Kernel, KernelArgs};
 
-/// Cycles of one AMP GEMM call (`docs/facts/ipu21-target.md` §6, per mode
-/// [`t::AmpMode`]): `294 + Σ_{K micro-groups} (⌈m·n_pad·µ / MACs⌉ +
-/// ⌈groups·G/4⌉)`, with µ the mode's K micro-group, `n_pad` the columns
-/// rounded up to 16-column groups and G the mode's per-group weight feed;
-/// plus the conversions the kernel performs ([`AmpProduct`]) at the Cast
-/// rate.
+/// The planner charges the rates ipuc chooses (the simulator can be run at
+/// either end of their sources; the planner ranks plans at one).
+const END: RateEnd = RateEnd::Chosen;
+
+/// Cycles of one AMP GEMM call (`docs/facts/kernel-rates.md`, per mode
+/// [`t::AmpMode`]): `calls·294 + Σ_{K micro-groups} (⌈m·n_pad·µ / MACs⌉ +
+/// feed)`, with µ the mode's K micro-group (K padded to it), `n_pad` the
+/// columns rounded up to 16-column groups and the feed G per 64 K per
+/// column group; plus the conversions the kernel performs
+/// ([`AmpProduct`]) at the Cast rate.
 pub fn gemm_cycles(
     m: u32,
     k: u32,
@@ -24,21 +31,28 @@ pub fn gemm_cycles(
 ) -> u64 {
     let product = AmpProduct::of(a, b, out);
     let mode = product.mode;
-    let groups = S(u64::from(n.div_ceil(t::AMP_COLUMN_GROUP)));
-    let n_pad = groups * w(t::AMP_COLUMN_GROUP);
-    let micro = S(u64::from(k.div_ceil(mode.k_micro_group())));
+    let groups = n.div_ceil(t::AMP_COLUMN_GROUP);
+    let n_pad = w(groups) * w(t::AMP_COLUMN_GROUP);
+    let (micro, calls) = rates::amp_k_geometry(k, mode.k_micro_group(), END);
     let row_term = S((w(m) * n_pad * w(mode.k_micro_group()))
         .0
         .div_ceil(u64::from(mode.macs_per_cycle())));
-    let g = w(mode.feed_cycles_per_group(b_interleaved));
-    let group_term = S((groups * g).0.div_ceil(4));
+    let g = mode.feed_cycles_per_group(b_interleaved, END);
+    let fp8 = mode == t::AmpMode::F8F16Partials;
+    let feed = S(rates::amp_feed_cycles(
+        u64::from(groups),
+        g,
+        mode.k_micro_group(),
+        fp8,
+        END,
+    ));
     let partials = product.partials();
     let converted = [
         (product.convert_a, w(m) * w(k), a, product.operand_type(a)),
         (product.convert_b, w(k) * w(n), b, product.operand_type(b)),
         (product.convert_out, w(m) * w(n), partials, out),
     ];
-    let mut cycles = w(t::AMP_CALL_CYCLES) + micro * (row_term + group_term);
+    let mut cycles = S(calls) * w(rates::AMP_CALL.at(END)) + S(micro) * (row_term + feed);
     for (converts, elements, from, to) in converted {
         if converts {
             cycles += cast_cycles(elements, from, to);
@@ -49,12 +63,14 @@ pub fn gemm_cycles(
 
 /// One head's attention block: two AMP products (the scores into F32, p·v
 /// with the probabilities in the operand type, written as `out`) plus a
-/// softmax over the scores (a key-split partial: the same over one key
-/// block; the row statistics are part of the softmax passes). The scores
-/// are formed in the cheaper orientation, as the simulator's kernel model
-/// (`ipuc_sim::kernel_timing`) charges them: query-major (`q·kᵀ`, the keys
-/// fed as AMP weights) or key-major (`k·qᵀ`, the short query block fed as
-/// weights, the probabilities then written transposed for `p·v`).
+/// softmax over the scores built from its parts (`rates::softmax_x16`, a
+/// per-row cost) and the transposition of the value block the AMP takes
+/// as `p·v`'s weights (a key-split partial: the same over one key block).
+/// The scores are formed in the cheaper orientation, as the simulator's
+/// kernel model (`ipuc_sim::kernel_timing`) charges them: query-major
+/// (`q·kᵀ`, the keys fed as AMP weights) or key-major (`k·qᵀ`, the short
+/// query block fed as weights, the probabilities then written transposed
+/// for `p·v`).
 fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
     let scores = |rows: u32, cols: u32| {
         S(gemm_cycles(
@@ -66,15 +82,20 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
         ))
     };
     let elements = w(q_rows) * w(kv_rows);
-    let softmax = elements * w(t::SOFTMAX_CYCLES_PER_ELEMENT);
-    let query_major = scores(q_rows, kv_rows) + softmax;
+    let softmax = |rows: u32| {
+        x16(elements * w(rates::softmax_x16(DType::F32, dtype, END)))
+            + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
+    };
+    let transpose = |e: S<u64>| x16(e * w(rates::PANEL_TRANSPOSE.at(END)));
+    let query_major = scores(q_rows, kv_rows) + softmax(q_rows);
     // Plus two worker rendezvous to merge the workers' per-query maxima
     // and sums (charged as six-worker call overheads).
     let key_major = scores(kv_rows, q_rows)
-        + softmax
-        + elements * w(t::TRANSPOSED_WRITE_CYCLES_PER_ELEMENT)
-        + w(2 * t::LOCAL_COPY_CALL_CYCLES);
+        + softmax(kv_rows)
+        + transpose(elements)
+        + w(2 * rates::SIX_WORKER_CALL.at(END));
     query_major.min(key_major)
+        + transpose(w(kv_rows) * w(head_dim))
         + S(gemm_cycles(
             q_rows,
             kv_rows,
@@ -86,10 +107,7 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
 
 /// A conversion of `elements` from `from` to `to` at the Cast rate.
 fn cast_cycles(elements: S<u64>, from: DType, to: DType) -> S<u64> {
-    ceil(
-        elements * S((from.size_bytes() + to.size_bytes()) as u64),
-        t::CAST_BYTES_PER_CYCLE,
-    )
+    x16(elements * w(rates::cast_x16(from, to, END)))
 }
 
 /// LayerNorm of `rows × cols` stored as `out`: the work of the busiest of
@@ -102,36 +120,37 @@ fn cast_cycles(elements: S<u64>, from: DType, to: DType) -> S<u64> {
 fn layer_norm_cycles(rows: u32, cols: u32, dtype: DType, out: DType) -> S<u64> {
     let workers = S(crate::ipu21::contexts::WORKERS_U64);
     let per_worker = |units: S<u64>| S(units.0.div_ceil(workers.0));
+    let per_element = w(rates::layer_norm_x16(dtype, END) + rates::cast_x16(dtype, out, END));
     let worker = |rows: S<u64>, cols: S<u64>| {
-        let row =
-            ceil(cols * w(t::LAYER_NORM_CYCLES_PER_ELEMENT_X16), 16) + w(t::LAYER_NORM_ROW_CYCLES);
-        (rows * row + fused_cast_cycles(rows * cols, dtype, out)) * workers
+        let row = x16(cols * per_element) + w(rates::ROW_OVERHEAD_LAYER_NORM.at(END));
+        rows * row * workers
     };
     let by_rows = worker(per_worker(w(rows)), w(cols));
-    let by_cols = w(2 * t::LOCAL_COPY_CALL_CYCLES) + worker(w(rows), per_worker(w(cols)));
+    let by_cols = w(2 * rates::SIX_WORKER_CALL.at(END)) + worker(w(rows), per_worker(w(cols)));
     by_rows.min(by_cols)
 }
 
-/// An element-wise Add or Mul: the slower of the Add rate and the memory
-/// port moving both operands and the result (element-wise operands live
-/// in standard memory), as the simulator's codelet model charges it; at
-/// the Add rate alone a residual add looked 10× cheaper than it runs.
+/// An element-wise Add or Mul: the slower of the element-wise rate and
+/// the memory port moving both operands and the result (element-wise
+/// operands live in standard memory), as the simulator's codelet model
+/// charges it.
 fn binary_cycles(rows: u32, cols: u32, broadcast_rows: bool, dtype: DType) -> S<u64> {
     let elements = w(rows) * w(cols);
     let b = if broadcast_rows { w(cols) } else { elements };
     let bytes = (elements + elements + b) * S(dtype.size_bytes() as u64);
-    ceil(elements, t::ADD_ELEMENTS_PER_CYCLE).max(ceil(bytes, t::STANDARD_BYTES_PER_CYCLE))
+    x16(elements * w(rates::binary_x16(dtype, END))).max(ceil(bytes, rates::STANDARD_PORT.at(END)))
 }
 
 /// A conversion fused into the kernel that produces the value: charged at
 /// the Cast rate, like the separate pass it replaces, less its call and
 /// its re-read of the operand.
 fn fused_cast_cycles(elements: S<u64>, arith: DType, out: DType) -> S<u64> {
-    if arith == out {
-        S(0)
-    } else {
-        cast_cycles(elements, arith, out)
-    }
+    cast_cycles(elements, arith, out)
+}
+
+/// Sixteenths of a cycle to cycles, rounded up.
+fn x16(v: S<u64>) -> S<u64> {
+    ceil(v, 16)
 }
 
 /// Saturating cycle arithmetic: kernel arguments come from argument-block
@@ -151,7 +170,7 @@ fn ceil(v: S<u64>, d: u32) -> S<u64> {
 
 /// Cycles of one kernel call, launch overhead included.
 pub fn kernel_cycles(kernel: &Kernel) -> u64 {
-    let launch = w(t::KERNEL_LAUNCH_CYCLES);
+    let launch = w(rates::KERNEL_LAUNCH.at(END));
     let body = match *kernel {
         Kernel::Gemm {
             m,
@@ -166,13 +185,15 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
         Kernel::ReduceAdd {
             elements,
             parts,
+            input,
             out,
-            ..
-        } => {
-            let bytes =
-                w(elements) * S(out.size_bytes() as u64) * w(parts.saturating_sub(1).max(1));
-            ceil(bytes, t::REDUCE_OUTPUT_BYTES_PER_CYCLE)
-        }
+        } => S(rates::reduce_cycles(
+            u64::from(elements),
+            parts,
+            input,
+            out,
+            END,
+        )),
         Kernel::Add {
             rows,
             cols,
@@ -196,13 +217,14 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             elements,
             dtype,
             out,
-        } => {
-            w(elements) * w(t::GELU_CYCLES_PER_ELEMENT) + fused_cast_cycles(w(elements), dtype, out)
-        }
+        } => x16(w(elements) * w(rates::GELU.at(END))) + fused_cast_cycles(w(elements), dtype, out),
         // erf, sigmoid and tanh each cost about one transcendental, as the
-        // tanh GELU does (modelled, not measured).
-        Kernel::Activation { elements, .. } => w(elements) * w(t::GELU_CYCLES_PER_ELEMENT),
-        Kernel::Softmax { rows, cols, .. } => w(rows) * w(cols) * w(t::SOFTMAX_CYCLES_PER_ELEMENT),
+        // tanh GELU does (the GELU rate, an estimate).
+        Kernel::Activation { elements, .. } => x16(w(elements) * w(rates::GELU.at(END))),
+        Kernel::Softmax { rows, cols, dtype } => {
+            x16(w(rows) * w(cols) * w(rates::softmax_x16(dtype, dtype, END)))
+                + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
+        }
         Kernel::Cast { elements, from, to } => cast_cycles(w(elements), from, to),
         Kernel::Attention {
             q_rows,
@@ -224,18 +246,16 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             parts,
             ..
         } => {
-            // One rescale-and-add pass over every partial row (Add's
-            // rate) plus one exp per query row and part (softmax's rate).
-            ceil(
-                w(q_rows) * (w(head_dim) + S(2)) * w(parts),
-                t::ADD_ELEMENTS_PER_CYCLE,
-            ) + w(q_rows) * w(parts) * w(t::SOFTMAX_CYCLES_PER_ELEMENT)
+            // One rescale-and-add pass over every F32 partial row plus
+            // one exp per query row and part.
+            x16(w(q_rows) * (w(head_dim) + S(2)) * w(parts) * w(rates::binary_x16(DType::F32, END)))
+                + x16(w(q_rows) * w(parts) * w(rates::exp_x16(DType::F32, END)))
         }
         Kernel::Copy {
             rows, row_bytes, ..
         } => {
-            w(t::LOCAL_COPY_CALL_CYCLES)
-                + ceil(w(rows) * w(row_bytes), t::LOCAL_COPY_BYTES_PER_CYCLE)
+            w(rates::SIX_WORKER_CALL.at(END))
+                + ceil(w(rows) * w(row_bytes), rates::LOCAL_COPY.at(END))
         }
     };
     (launch + body).0
@@ -315,26 +335,45 @@ mod tests {
     fn hand_checked_gemm() {
         let (f16, f32, f8) = (DType::F16, DType::F32, DType::f143(-4));
         // 64×64×64 FP16 → FP32 partials, standard weights: 4 micro-groups ×
-        // (⌈64·64·16/32⌉ = 2048 + ⌈4·1063/4⌉ = 1063) + 294 = 12738.
-        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f32), false), 12738);
-        // Interleaved weights: 4 × (2048 + 940) + 294 = 12246.
-        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f32), true), 12246);
-        // An FP16 output adds the partials' conversion: 4096 × 6 B / 8 = 3072.
-        assert_eq!(gemm_cycles(64, 64, 64, (f16, f16, f16), true), 12246 + 3072);
+        // (⌈64·64·16/32⌉ = 2048 + 4 groups × 1280/4 = 1280) + 294.
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f16, f16, f32), false),
+            4 * (2048 + 1280) + 294
+        );
+        // Interleaved weights: G = 1157.
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f16, f16, f32), true),
+            4 * (2048 + 1157) + 294
+        );
+        let interleaved = 4 * (2048 + 1157) + 294;
+        // An FP16 output adds the partials' conversion: 4096 × 0.75.
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f16, f16, f16), true),
+            interleaved + 3072
+        );
         // FP8 weights with FP16 activations: the weights are widened first
-        // (4096 × 3 B / 8 = 1536).
-        assert_eq!(gemm_cycles(64, 64, 64, (f16, f8, f32), true), 12246 + 1536);
+        // at the FP8 cast rate (4096 × 2).
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f16, f8, f32), true),
+            interleaved + 8192
+        );
         // FP8 × FP8 into FP16 partials: 2 micro-groups of 32 K ×
-        // (⌈64·64·32/128⌉ = 1024 + 940) + 294 = 4222.
-        assert_eq!(gemm_cycles(64, 64, 64, (f8, f8, f16), true), 4222);
-        // FP32: a quarter of the FP16-partials rate... 4 × (⌈64·64·16/16⌉ +
-        // ⌈4·2·1063/4⌉) + 294.
+        // (⌈64·64·32/128⌉ = 1024 + 1157) + 294.
+        assert_eq!(
+            gemm_cycles(64, 64, 64, (f8, f8, f16), true),
+            2 * (1024 + 1157) + 294
+        );
+        // FP32: a quarter of the FP16-partials rate, twice the feed.
         assert_eq!(
             gemm_cycles(64, 64, 64, (f32, f32, f32), false),
-            4 * (4096 + 2126) + 294
+            4 * (4096 + 2560) + 294
         );
-        // 20 output columns pad to two groups: 1 × (⌈8·32·16/32⌉ = 128 + ⌈2·1063/4⌉ = 532) + 294 = 954.
-        assert_eq!(gemm_cycles(8, 16, 20, (f16, f16, f32), false), 954);
+        // 20 output columns pad to two groups: 1 × (⌈8·32·16/32⌉ = 128 +
+        // ⌈2·1280/4⌉ = 640) + 294.
+        assert_eq!(
+            gemm_cycles(8, 16, 20, (f16, f16, f32), false),
+            128 + 640 + 294
+        );
         let k = Kernel::Gemm {
             m: 64,
             k: 64,
@@ -345,7 +384,7 @@ mod tests {
             b_transposed: false,
             b_interleaved: false,
         };
-        assert_eq!(kernel_cycles(&k), 12738 + 11);
+        assert_eq!(kernel_cycles(&k), 4 * (2048 + 1280) + 294 + 11);
     }
 
     #[test]
@@ -364,8 +403,8 @@ mod tests {
             let mu = mode.k_micro_group();
             let m = 6400;
             let one = gemm_cycles(m, mu, 16, (a, b, out), true);
-            let feed = u64::from(mode.feed_cycles_per_group(true)).div_ceil(4);
-            let row = one - u64::from(t::AMP_CALL_CYCLES) - feed;
+            let feed = u64::from(mode.feed_cycles_per_group(true, END)).div_ceil(4);
+            let row = one - u64::from(rates::AMP_CALL.at(END)) - feed;
             assert_eq!(
                 u64::from(m) * 16 * u64::from(mu) / row,
                 u64::from(mode.macs_per_cycle()),
@@ -393,7 +432,8 @@ mod tests {
             parts: u32::MAX,
             dtype: DType::F16,
         };
-        assert!(kernel_cycles(&c) > u64::from(u32::MAX) * u64::from(u32::MAX));
+        // Saturated, then taken from sixteenths of a cycle to cycles.
+        assert!(kernel_cycles(&c) >= u64::MAX / 16);
         assert!(exchange_phase_cycles(u64::MAX) >= u64::MAX / 4);
     }
 

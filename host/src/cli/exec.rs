@@ -96,7 +96,11 @@ fn exec_with_summary(
         check_weights(&d.weights, &origin)?;
     }
     summary.model_flops = crate::reference::graph_flops(&model.graph);
-    let (checks, profile) = execute(
+    let super::execute::Execution {
+        checks,
+        profile,
+        band,
+    } = execute(
         package,
         &format!(
             "ipuc exec {} ({}, simulated)",
@@ -116,6 +120,7 @@ fn exec_with_summary(
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
             .collect(),
     );
+    summary.rate_band = band;
     print_result_line(&checks, &workload_name(workload), digest);
     fail_unless_passed(&checks)
 }

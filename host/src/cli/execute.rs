@@ -18,9 +18,12 @@ use crate::input::{write_npy, PixelValues};
 use crate::model::{SiglipModel, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics, SiglipOutputs};
 use crate::report::run::{compare, print_run_report, write_profile, InferenceCheck};
+use crate::report::run_summary::{BandEnd, RateBand};
 use crate::report::trace::build_profile;
 use crate::report::Profile;
 use crate::weights::{HostTensor, Weights};
+use clap::ValueEnum;
+use ipuc_core::ipu21::rates::RateEnd;
 use ipuc_core::package::Package;
 
 /// Execution and validation flags shared by `ipuc run` and `ipuc exec`.
@@ -84,6 +87,36 @@ pub struct ExecArgs {
     #[arg(long, value_name = "CYCLES",
           value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
     pub cycle_budget: Option<u64>,
+    /// Where each modelled kernel rate is taken within its sources
+    /// (`ipuc rates` prints them): `chosen` is the rate ipuc charges (the
+    /// slower where sources disagree), `optimistic` / `conservative` put
+    /// every rate at the fast / slow end of its sources.
+    #[arg(long, value_enum, value_name = "END", default_value_t = KernelRates::Chosen)]
+    pub kernel_rates: KernelRates,
+    /// Also simulate one inference with every kernel rate at its
+    /// optimistic end and one at its conservative end, and print the band
+    /// beside the simulated cycles (no validation; two more simulations).
+    #[arg(long)]
+    pub rate_band: bool,
+}
+
+/// `--kernel-rates`: an end of the kernel rates' sources.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelRates {
+    Optimistic,
+    #[default]
+    Chosen,
+    Conservative,
+}
+
+impl From<KernelRates> for RateEnd {
+    fn from(k: KernelRates) -> RateEnd {
+        match k {
+            KernelRates::Optimistic => RateEnd::Optimistic,
+            KernelRates::Chosen => RateEnd::Chosen,
+            KernelRates::Conservative => RateEnd::Conservative,
+        }
+    }
 }
 
 impl ExecArgs {
@@ -129,14 +162,20 @@ pub fn execute(
     weights: &Weights,
     pixels: &PixelValues,
     args: &ExecArgs,
-) -> Result<(Vec<InferenceCheck>, Profile)> {
+) -> Result<Execution> {
     let references = run_references(package, model, weights, pixels, args)?;
     // Held for the device's lifetime (dropped with this function's locals
     // after the reports).
     let _lock = args.device.lock()?;
-    let mut resident = load(package, weights, args)?;
+    let mut resident = load(package, weights, args, args.kernel_rates.into())?;
     let (checks, out) = infer_and_check(&mut resident, pixels, &references, args)?;
+    drop(resident);
     let profile = build_profile(package, &out.profile, title);
+    let band = if args.rate_band {
+        Some(rate_band(package, weights, pixels, args, &profile)?)
+    } else {
+        None
+    };
     print_run_report(
         package,
         &out,
@@ -152,7 +191,73 @@ pub fn execute(
     if let Some(path) = &args.output_embedding {
         write_embedding(path, &out)?;
     }
-    Ok((checks, profile))
+    Ok(Execution {
+        checks,
+        profile,
+        band,
+    })
+}
+
+/// What [`execute`] measured: every inference's check, the last one's
+/// profile, and the band at the rates' ends when asked for.
+pub struct Execution {
+    pub checks: Vec<InferenceCheck>,
+    pub profile: Profile,
+    pub band: Option<RateBand>,
+}
+
+/// One inference at each end of the kernel rates' sources (not
+/// validated: the rates change cycles, never values), printed beside the
+/// chosen rates' figures.
+fn rate_band(
+    package: &Package,
+    weights: &Weights,
+    pixels: &PixelValues,
+    args: &ExecArgs,
+    chosen: &Profile,
+) -> Result<RateBand> {
+    let at = |end: RateEnd| -> Result<BandEnd> {
+        tracing::info!("rate band: one inference at the {} rates…", end.name());
+        let mut resident = load(package, weights, args, end)?;
+        let out = resident
+            .infer(&pixel_inputs(pixels))
+            .with_context(|| format!("the inference at the {} rates", end.name()))?;
+        let profile = build_profile(package, &out.profile, "rate band");
+        Ok(BandEnd::of(&profile, out.profile.cycles))
+    };
+    let band = RateBand {
+        optimistic: at(RateEnd::Optimistic)?,
+        conservative: at(RateEnd::Conservative)?,
+    };
+    let here = BandEnd::of(chosen, 0);
+    crate::say!(
+        "simulated band: {} cropped cycles at the {} rates (band {}–{}: every kernel rate at its optimistic / conservative end)",
+        here.cropped_cycles,
+        args.kernel_rates.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string()),
+        band.optimistic.cropped_cycles,
+        band.conservative.cropped_cycles,
+    );
+    if let (Some(l), Some(lo), Some(hi)) = (
+        here.cycles_per_layer,
+        band.optimistic.cycles_per_layer,
+        band.conservative.cycles_per_layer,
+    ) {
+        crate::say!("simulated band: {l} cycles per layer (band {lo}–{hi})");
+    }
+    Ok(band)
+}
+
+/// The pixel values as the device's input map.
+fn pixel_inputs(pixels: &PixelValues) -> BTreeMap<String, HostTensor> {
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        PIXEL_VALUES.to_string(),
+        HostTensor {
+            shape: pixels.shape.to_vec(),
+            data: pixels.data.clone(),
+        },
+    );
+    inputs
 }
 
 /// The forward passes on the host that `args` asks for, before the device
@@ -199,9 +304,14 @@ fn log_reference_speed(r: &SiglipOutputs) {
 
 /// The package loaded once on a simulated device set up from `args`
 /// (sync cycles, cycle budget).
-fn load(package: &Package, weights: &Weights, args: &ExecArgs) -> Result<LoadedSim> {
+fn load(
+    package: &Package,
+    weights: &Weights,
+    args: &ExecArgs,
+    rates: RateEnd,
+) -> Result<LoadedSim> {
     let t = Instant::now();
-    let mut sim = SimDevice::for_package(package)?;
+    let mut sim = SimDevice::with_rates(package, rates)?;
     sim.sync_cycles = args.sync_cycles;
     sim.cycle_limit = args
         .cycle_budget
@@ -225,14 +335,7 @@ fn infer_and_check(
     references: &References,
     args: &ExecArgs,
 ) -> Result<(Vec<InferenceCheck>, DeviceOutput)> {
-    let mut inputs = BTreeMap::new();
-    inputs.insert(
-        PIXEL_VALUES.to_string(),
-        HostTensor {
-            shape: pixels.shape.to_vec(),
-            data: pixels.data.clone(),
-        },
-    );
+    let inputs = pixel_inputs(pixels);
     let count = args.reference_inferences;
     let mut last: Option<DeviceOutput> = None;
     let mut checks: Vec<InferenceCheck> = Vec::new();

@@ -10,6 +10,7 @@ pub mod hw_check;
 pub mod inspect;
 pub mod isa;
 pub mod package_model;
+pub mod rates;
 pub mod reference;
 pub mod rejection_reports;
 pub mod run;

@@ -281,7 +281,11 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         compiled.bytes.len(),
         compiled.report.sha256
     );
-    let (checks, profile) = execute(
+    let super::execute::Execution {
+        checks,
+        profile,
+        band,
+    } = execute(
         &shipped,
         &format!("ipuc run {} (simulated)", workload_name(&args.model)),
         &model,
@@ -297,6 +301,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .map(|c| InferenceSummary::from_check(c, c.words_moved))
             .collect(),
     );
+    summary.rate_band = band;
     if let Some(out) = &args.exec.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use ipuc_core::ipu21::rates::RateEnd;
 use ipuc_core::ipu21::sram::layout;
 use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::package::{
@@ -278,10 +279,18 @@ fn tensor_for<'a>(
 }
 
 impl SimDevice {
-    /// The simulator for `package`: a native codelet at every kernel symbol,
-    /// the row-executing exchange fabric, the default cycle limit.
+    /// The simulator for `package`: a native codelet at every kernel symbol
+    /// charging the chosen kernel rates, the row-executing exchange fabric,
+    /// the default cycle limit.
     pub fn for_package(package: &Package) -> Result<SimDevice> {
-        let table = codelet_table(package.kernels.iter().map(|k| (k.name.as_str(), k.address)))?;
+        Self::with_rates(package, RateEnd::Chosen)
+    }
+
+    /// The same with every modelled kernel rate at `rates`'s end of its
+    /// sources (`ipuc_target::ipu21::rates`).
+    pub fn with_rates(package: &Package, rates: RateEnd) -> Result<SimDevice> {
+        let symbols = package.kernels.iter().map(|k| (k.name.as_str(), k.address));
+        let table = codelet_table(symbols, rates)?;
         Ok(SimDevice {
             codelets: Arc::new(table),
             fabric: Box::new(RouteFabric),

@@ -52,6 +52,110 @@ pub struct LayerBreakdown {
     /// Sum of the rows: the average iteration's critical path.
     pub cycles_per_iteration: u64,
     pub rows: Vec<BreakdownRow>,
+    /// Each category family's floor on the whole chip for one layer
+    /// ([`layer_floors`]).
+    #[serde(default)]
+    pub floors: BTreeMap<String, u64>,
+}
+
+/// What one layer (the Repeat body) could not run faster than on the
+/// whole chip, per category family: GEMMs at their AMP mode's peak,
+/// attention's two products at theirs plus its softmax at the sourced
+/// rate, element-wise kernels at their sourced rates
+/// (`ipuc_core::ipu21::rates`, chosen end), all spread evenly over the
+/// 1,472 tiles; every operand byte moved once at the exchange's 4 bytes
+/// per cycle per tile. Views move nothing and cost nothing.
+pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
+    use ipuc_core::ipu21::rates::{self, RateEnd};
+    use ipuc_core::ipu21::timing::{AmpMode, EXCHANGE_BYTES_PER_CYCLE};
+    use ipuc_core::ipu21::topology::TILE_COUNT;
+    use ipuc_core::ir::DType;
+    let end = RateEnd::Chosen;
+    let tiles = f64::from(TILE_COUNT);
+    let mut x16 = BTreeMap::<&str, f64>::new();
+    let mut regions: Vec<_> = Vec::new();
+    if let Some(top) = graph.region(graph.top()) {
+        for &id in top.ops() {
+            if let Some(OpKind::Repeat(rep)) = graph.op(id).map(|o| o.kind()) {
+                regions.push(rep.body);
+            }
+        }
+    }
+    for body in regions {
+        let Some(r) = graph.region(body) else {
+            continue;
+        };
+        for &id in r.ops() {
+            let Some(op) = graph.op(id) else { continue };
+            let ty = |v: Option<&ipuc_core::ir::ValueId>| v.and_then(|&v| graph.ty(v));
+            let elements = |v| ty(v).and_then(|t| t.shape.element_count()).unwrap_or(0) as f64;
+            let out = elements(op.results().first());
+            let in_dtype = ty(op.operands().first()).map_or(DType::F16, |t| t.dtype);
+            let out_dtype = ty(op.results().first()).map_or(DType::F16, |t| t.dtype);
+            let macs = (graph.op_flops(id) / 2) as f64;
+            let (family, cost_x16) = match op.kind() {
+                OpKind::MatMul(_) => {
+                    let mode = match (ty(op.operands().first()), ty(op.operands().get(1))) {
+                        (Some(a), Some(b)) => AmpProduct::of(a.dtype, b.dtype, out_dtype).mode,
+                        _ => AmpMode::F16F16Partials,
+                    };
+                    ("gemm", 16.0 * macs / f64::from(mode.macs_per_cycle()))
+                }
+                OpKind::Attention { .. } => {
+                    let scores = ty(op.operands().first())
+                        .zip(ty(op.operands().get(1)))
+                        .map_or(0.0, |(q, k)| {
+                            let rows = q.shape.element_count().unwrap_or(0)
+                                / q.shape.dim_from_end(0).unwrap_or(1).max(1);
+                            let keys = k.shape.dim_from_end(1).unwrap_or(0);
+                            (rows * keys) as f64
+                        });
+                    let products =
+                        16.0 * macs / f64::from(AmpMode::F16F32Partials.macs_per_cycle());
+                    let softmax = scores * f64::from(rates::softmax_x16(DType::F32, in_dtype, end));
+                    ("attention", products + softmax)
+                }
+                OpKind::LayerNorm { .. } => (
+                    "element-wise",
+                    out * f64::from(
+                        rates::layer_norm_x16(in_dtype, end)
+                            + rates::cast_x16(in_dtype, out_dtype, end),
+                    ),
+                ),
+                OpKind::GeluTanh { .. } | OpKind::Activation(_) => (
+                    "element-wise",
+                    out * f64::from(
+                        rates::GELU.at(end) + rates::cast_x16(in_dtype, out_dtype, end),
+                    ),
+                ),
+                OpKind::Add | OpKind::Mul => (
+                    "element-wise",
+                    out * f64::from(rates::binary_x16(out_dtype, end)),
+                ),
+                OpKind::Softmax => (
+                    "element-wise",
+                    out * f64::from(rates::softmax_x16(in_dtype, in_dtype, end)),
+                ),
+                OpKind::Cast { to } => (
+                    "element-wise",
+                    out * f64::from(rates::cast_x16(in_dtype, *to, end)),
+                ),
+                _ => continue,
+            };
+            *x16.entry(family).or_default() += cost_x16;
+            let bytes: f64 = op
+                .operands()
+                .iter()
+                .filter_map(|&v| graph.ty(v).and_then(|t| t.size_bytes()))
+                .map(|b| b as f64)
+                .sum();
+            *x16.entry("exchange").or_default() +=
+                16.0 * bytes / f64::from(EXCHANGE_BYTES_PER_CYCLE);
+        }
+    }
+    x16.into_iter()
+        .map(|(family, c)| (family.to_string(), (c / 16.0 / tiles).ceil() as u64))
+        .collect()
 }
 
 /// What a graph op is, by its label.
@@ -255,6 +359,7 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
         iterations,
         cycles_per_iteration: rows.iter().map(|r| r.cycles).sum(),
         rows,
+        floors: layer_floors(graph),
     })
 }
 
@@ -274,8 +379,12 @@ impl LayerBreakdown {
         let mut families: Vec<_> = by_category.into_iter().collect();
         families.sort_by_key(|f| std::cmp::Reverse(f.1));
         for (family, cycles) in families {
+            let floor = self
+                .floors
+                .get(family)
+                .map_or(String::new(), |f| format!("  floor {f:>7} on 1472 tiles"));
             out.push(format!(
-                "  {family:<12} {cycles:>9} ({:>4.1} %)",
+                "  {family:<12} {cycles:>9} ({:>4.1} %){floor}",
                 cycles as f64 * 100.0 / total as f64
             ));
         }

@@ -116,7 +116,7 @@ pub const CYCLE_SOURCES: [(&str, &str); 6] = [
     ),
     (
         "kernel bodies (native codelets)",
-        "modelled: the simulator's kernel timing model (ipuc_sim::kernel_timing): AMP rates per mode, Add, GELU, cast, copy and reduction rates from docs/facts; the FP16→F32 weight feed, softmax, LayerNorm and the transposed probability write are estimates",
+        "modelled: the simulator's kernel timing model (ipuc_sim::kernel_timing) at the kernel rates of docs/facts/kernel-rates.md (`ipuc rates`: each with its source, measured, vendor-estimated or an estimate; --rate-band prints both ends)",
     ),
     (
         "global sync latency",

@@ -193,6 +193,40 @@ pub struct RunSummary {
     /// (`report::layer_breakdown`), with each GEMM's achieved MAC rate.
     #[serde(default)]
     pub layer_breakdown: Option<crate::report::layer_breakdown::LayerBreakdown>,
+    /// The same inference with every modelled kernel rate at the
+    /// optimistic and at the conservative end of its sources
+    /// (`--rate-band`).
+    #[serde(default)]
+    pub rate_band: Option<RateBand>,
+}
+
+/// The simulated figures at both ends of the kernel rates' sources.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RateBand {
+    pub optimistic: BandEnd,
+    pub conservative: BandEnd,
+}
+
+/// One end of a [`RateBand`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct BandEnd {
+    /// Simulated cycles to the last halt.
+    pub cycles: u64,
+    /// The cropped span (first to last step).
+    pub cropped_cycles: u64,
+    /// The Repeat's per-layer pace, when it ran.
+    pub cycles_per_layer: Option<u64>,
+}
+
+impl BandEnd {
+    /// The figures of `profile`, whose run took `cycles` to the last halt.
+    pub fn of(profile: &Profile, cycles: u64) -> BandEnd {
+        BandEnd {
+            cycles,
+            cropped_cycles: profile.span().map_or(0, |(s, e)| e - s),
+            cycles_per_layer: super::profile::cycles_per_layer(&profile.iteration_spans()),
+        }
+    }
 }
 
 impl RunSummary {

@@ -3,6 +3,7 @@
 //! its cycles.
 
 use ipuc_target::ipu21::kernel_abi::{ARG_BLOCK_ALIGN, ARG_BLOCK_HEADER_WORDS, ARG_BLOCK_REGISTER};
+use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
@@ -20,7 +21,8 @@ use crate::{CodeletCharge, OperandFault, OperandRule};
 
 /// Runs kernel `symbol` with the MRF `regs` on `memory`; returns what it
 /// costs: the simulator's kernel timing model
-/// ([`crate::kernel_timing::kernel_timing`], modelled) and the address
+/// ([`crate::kernel_timing::kernel_timing`], modelled, every rate at end
+/// `rates` of its sources) and the address
 /// of the argument block, where a report finds the planner's estimate.
 /// Every operand is checked before the call runs: inside SRAM, aligned to
 /// its element, and for AMP kernels the rules of
@@ -29,6 +31,7 @@ use crate::{CodeletCharge, OperandFault, OperandRule};
 /// [`CodeletErrorKind::Operand`] error.
 pub fn run_kernel(
     symbol: KernelSymbol,
+    rates: RateEnd,
     tile: PhysicalTile,
     regs: &[u32; 16],
     memory: &mut TileMemory,
@@ -75,7 +78,7 @@ pub fn run_kernel(
     check_amp_rules(&args, &addrs).map_err(|f| err(CodeletErrorKind::Operand(f)))?;
     execute(&args, &addrs, memory);
     Ok(CodeletCharge {
-        cycles: kernel_timing(&args, &addrs).total,
+        cycles: kernel_timing(&args, &addrs, rates).total,
         arg_block: Some(arg_block),
     })
 }

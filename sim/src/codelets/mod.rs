@@ -19,6 +19,7 @@
 //! ```
 //! use ipuc_sim::codelets::run_kernel;
 //! use ipuc_sim::TileMemory;
+//! use ipuc_target::ipu21::rates::RateEnd;
 //! use ipuc_target::ipu21::topology::PhysicalTile;
 //! use ipuc_target::package::abi::{encode, DType, Kernel, KernelArgs, KernelSymbol};
 //! let mut mem = TileMemory::new();
@@ -28,9 +29,9 @@
 //! mem.load(0x80000, &[1.0f32, -1.0].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
 //! let mut regs = [0u32; 16];
 //! (regs[2], regs[3], regs[8]) = (0x80100, 0x80000, 0x90000);
-//! let charge = run_kernel(KernelSymbol::GeluTanh, PhysicalTile::new(0).unwrap(), &regs, &mut mem).unwrap();
+//! let charge = run_kernel(KernelSymbol::GeluTanh, RateEnd::Chosen, PhysicalTile::new(0).unwrap(), &regs, &mut mem).unwrap();
 //! assert_eq!(charge.arg_block, Some(0x90000));
-//! assert_eq!(charge.cycles, ipuc_sim::kernel_timing::kernel_timing(&args, &[0x80100, 0x80000, 0, 0, 0, 0]).total);
+//! assert_eq!(charge.cycles, ipuc_sim::kernel_timing::kernel_timing(&args, &[0x80100, 0x80000, 0, 0, 0, 0], RateEnd::Chosen).total);
 //! let y = f32::from_le_bytes(mem.slice(0x80100, 4).unwrap().try_into().unwrap());
 //! assert!((y - 0.841192).abs() < 1e-5);
 //! ```
@@ -46,6 +47,7 @@ mod tests;
 
 use std::sync::Arc;
 
+use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::package::abi::KernelSymbol;
 
 pub use call::{run_kernel, AMP_KERNELS, AMP_OPERAND_ALIGN};
@@ -57,12 +59,19 @@ use crate::{Codelet, CodeletCall, CodeletCharge, CodeletFailure, CodeletTable};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NativeKernel {
     symbol: KernelSymbol,
+    rates: RateEnd,
 }
 
 impl NativeKernel {
-    /// The codelet for `symbol`.
+    /// The codelet for `symbol`, charging the chosen rates.
     pub const fn new(symbol: KernelSymbol) -> Self {
-        Self { symbol }
+        Self::at(symbol, RateEnd::Chosen)
+    }
+
+    /// The codelet for `symbol`, charging every rate at `rates`'s end of
+    /// its sources (for the band beside a headline).
+    pub const fn at(symbol: KernelSymbol, rates: RateEnd) -> Self {
+        Self { symbol, rates }
     }
 
     /// Its symbol.
@@ -77,7 +86,9 @@ impl Codelet for NativeKernel {
     }
 
     fn run(&self, call: &mut CodeletCall<'_>) -> Result<CodeletCharge, CodeletFailure> {
-        run_kernel(self.symbol, call.tile, call.regs, call.memory).map_err(|e| match e.kind {
+        run_kernel(self.symbol, self.rates, call.tile, call.regs, call.memory).map_err(|e| match e
+            .kind
+        {
             CodeletErrorKind::Operand(fault) => CodeletFailure::Operand(fault),
             _ => CodeletFailure::Other(e.to_string()),
         })
@@ -92,9 +103,10 @@ pub fn registry() -> Vec<(KernelSymbol, Arc<dyn Codelet>)> {
         .collect()
 }
 
-/// The codelet for symbol name `name` (as in the package's kernel table).
-pub fn codelet_by_name(name: &str) -> Option<Arc<dyn Codelet>> {
-    KernelSymbol::from_name(name).map(|s| Arc::new(NativeKernel::new(s)) as Arc<dyn Codelet>)
+/// The codelet for symbol name `name` (as in the package's kernel table),
+/// charging rates at `rates`'s end.
+pub fn codelet_by_name(name: &str, rates: RateEnd) -> Option<Arc<dyn Codelet>> {
+    KernelSymbol::from_name(name).map(|s| Arc::new(NativeKernel::at(s, rates)) as Arc<dyn Codelet>)
 }
 
 /// A kernel symbol the registry does not implement.
@@ -111,13 +123,14 @@ pub struct UnknownKernel {
 }
 
 /// The simulator's codelet table for a kernel symbol table of
-/// `(name, entry address)` pairs.
+/// `(name, entry address)` pairs, charging rates at `rates`'s end.
 pub fn codelet_table<'a>(
     symbols: impl IntoIterator<Item = (&'a str, u32)>,
+    rates: RateEnd,
 ) -> Result<CodeletTable, UnknownKernel> {
     let mut table = CodeletTable::new();
     for (name, entry) in symbols {
-        let codelet = codelet_by_name(name).ok_or_else(|| UnknownKernel {
+        let codelet = codelet_by_name(name, rates).ok_or_else(|| UnknownKernel {
             name: name.to_owned(),
             entry,
         })?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ipuc_target::ipu21::isa::{encode as encode_instr, Instruction as I, MReg};
 use ipuc_target::ipu21::kernel_abi::{ARG_BLOCK_REGISTER, LINK_REGISTER, OUTPUT_REGISTER};
+use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::kernel::Kernel;
@@ -42,7 +43,11 @@ const CAST_ENTRY: u32 = 0x4D008;
 
 fn tile_with_kernels() -> Tile {
     let mut tile = Tile::new(PhysicalTile::new(3).unwrap());
-    let table = codelet_table([("gemm_amp", GEMM_ENTRY), ("cast", CAST_ENTRY)]).unwrap();
+    let table = codelet_table(
+        [("gemm_amp", GEMM_ENTRY), ("cast", CAST_ENTRY)],
+        RateEnd::Chosen,
+    )
+    .unwrap();
     tile.set_codelets(Arc::new(table));
     tile
 }
@@ -115,11 +120,11 @@ fn supervisor_calls_gemm_then_cast_through_the_register_abi() {
         [
             (
                 "gemm_amp".to_string(),
-                kernel_timing(&gemm, &[acc, a_addr, b_addr, 0, 0, 0]).total
+                kernel_timing(&gemm, &[acc, a_addr, b_addr, 0, 0, 0], RateEnd::Chosen).total
             ),
             (
                 "cast".to_string(),
-                kernel_timing(&cast, &[out16, acc, 0, 0, 0, 0]).total
+                kernel_timing(&cast, &[out16, acc, 0, 0, 0, 0], RateEnd::Chosen).total
             )
         ]
     );

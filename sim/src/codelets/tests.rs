@@ -1,6 +1,7 @@
 //! Every kernel through the register ABI against a straightforward loop,
 //! FP8/FP16 cast behaviour, ABI error reports and the registry.
 
+use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::kernel::Kernel;
 use ipuc_target::kernel::{encode, encode_dtype, GemmEpilogue, KernelArgs, KernelSymbol};
@@ -80,7 +81,13 @@ impl Bench {
             self.regs[3 + i] = a;
         }
         self.regs[8] = at;
-        run_kernel(args.symbol(), phys(7), &self.regs, &mut self.mem)
+        run_kernel(
+            args.symbol(),
+            RateEnd::Chosen,
+            phys(7),
+            &self.regs,
+            &mut self.mem,
+        )
     }
 }
 
@@ -525,6 +532,12 @@ fn fused_fp8_store_matches_kernel_then_cast() {
 
 #[test]
 fn abi_errors_name_tile_kernel_and_address() {
+    fn run_on_tile_1(
+        symbol: KernelSymbol,
+        b: &mut Bench,
+    ) -> Result<crate::CodeletCharge, CodeletError> {
+        run_kernel(symbol, RateEnd::Chosen, phys(1), &b.regs, &mut b.mem)
+    }
     let mut b = Bench::new();
     let x = b.put(&[1.0; 8], DType::F16);
 
@@ -557,13 +570,13 @@ fn abi_errors_name_tile_kernel_and_address() {
 
     // Argument block address misaligned / outside SRAM.
     b.regs[8] = 0x90002;
-    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
+    let e = run_on_tile_1(KernelSymbol::GeluTanh, &mut b).unwrap_err();
     assert_eq!(
         e.kind,
         CodeletErrorKind::ArgBlockMisaligned { addr: 0x90002 }
     );
     b.regs[8] = 0x1000;
-    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
+    let e = run_on_tile_1(KernelSymbol::GeluTanh, &mut b).unwrap_err();
     assert_eq!(
         e.kind,
         CodeletErrorKind::ArgBlockOutsideSram {
@@ -574,7 +587,7 @@ fn abi_errors_name_tile_kernel_and_address() {
 
     // Zeroed memory is not an argument block.
     b.regs[8] = 0xA0000;
-    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
+    let e = run_on_tile_1(KernelSymbol::GeluTanh, &mut b).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -589,7 +602,7 @@ fn abi_errors_name_tile_kernel_and_address() {
         .flat_map(|w| w.to_le_bytes())
         .collect();
     b.mem.load(0xA0000, &block).unwrap();
-    let e = run_kernel(KernelSymbol::Softmax, phys(1), &b.regs, &mut b.mem).unwrap_err();
+    let e = run_on_tile_1(KernelSymbol::Softmax, &mut b).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -606,7 +619,7 @@ fn abi_errors_name_tile_kernel_and_address() {
     words[3] = encode_dtype(DType::f143(0)) | 0x4000_0000;
     let block: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     b.mem.load(0xA0000, &block).unwrap();
-    let e = run_kernel(KernelSymbol::GeluTanh, phys(1), &b.regs, &mut b.mem).unwrap_err();
+    let e = run_on_tile_1(KernelSymbol::GeluTanh, &mut b).unwrap_err();
     assert!(matches!(
         e.kind,
         CodeletErrorKind::ArgBlock {
@@ -643,7 +656,7 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
             "mul"
         ]
     );
-    let table = codelet_table([("gemm_amp", 0x4D000), ("copy", 0x4D008)]).unwrap();
+    let table = codelet_table([("gemm_amp", 0x4D000), ("copy", 0x4D008)], RateEnd::Chosen).unwrap();
     assert_eq!(
         table.get(0x4D000).map(|c| c.name().to_owned()),
         Some("gemm_amp".into())
@@ -652,7 +665,7 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
         table.get(0x4D008).map(|c| c.name().to_owned()),
         Some("copy".into())
     );
-    let err = codelet_table([("conv2d", 0x4D010)]).unwrap_err();
+    let err = codelet_table([("conv2d", 0x4D010)], RateEnd::Chosen).unwrap_err();
     assert_eq!(err.entry, 0x4D010);
     assert!(err.to_string().contains("`conv2d`"));
 }
@@ -732,7 +745,10 @@ fn claimed_interleaved_weights_must_be_at_an_interleaved_address() {
     let standard = b.run(&small_gemm(false), 0x9_0000, &[a, w]).unwrap();
     let w2 = b.put(&[0.0; 16], DType::F16);
     let interleaved = b.run(&small_gemm(false), 0x9_0000, &[a, w2]).unwrap();
-    assert_eq!(standard.cycles - interleaved.cycles, (1063 - 940) / 4 + 1);
+    assert_eq!(
+        standard.cycles - interleaved.cycles,
+        1280u64.div_ceil(4) - 1157u64.div_ceil(4)
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ pub mod contexts;
 pub mod exchange_model;
 pub mod isa;
 pub mod kernel_abi;
+pub mod rates;
 pub mod sram;
 pub mod tile_set;
 pub mod timing;

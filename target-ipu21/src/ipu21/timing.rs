@@ -1,7 +1,9 @@
-//! Cycle costs used by the planner's cost model and the simulator's codelets.
-//! One constant per fact, each with its source. Figures marked "estimate"
-//! have no measurement behind them; they are round numbers chosen to rank
-//! plans, not to predict hardware time.
+//! Cycle costs used by the planner's cost model and the simulator: the AMP's
+//! modes, exchange, sync and patching. Kernel rates (with the ends of their
+//! sources) are in [`super::rates`]. One constant per fact, each with its
+//! source.
+
+use super::rates::{self, RateEnd};
 
 /// An AMP engine mode: the operand type and the partials (accumulator) type,
 /// which together set the engine's rate, its K micro-group and its weight
@@ -14,9 +16,8 @@ pub enum AmpMode {
     F32,
     /// FP16 operands, FP32 partials: 32 MACs/cycle — float partials run on 8
     /// conv units, half the FP16-partials rate (`docs/facts/siglip-and-fp8.md`
-    /// §4, poplibs' cycle model). Weight feed: G, an *estimate* (the same 512
-    /// weight bytes per 16 columns × 16 K as the measured FP16-partials
-    /// kernel; no measurement of this mode's feed exists).
+    /// §4, poplibs' cycle model). Weight feed: G (poplibs loads the same
+    /// 512 weight bytes per 16 columns × 16 K for both partials types).
     F16F32Partials,
     /// FP16 operands, FP16 partials: 64 MACs/cycle and feed G, both
     /// *measured* (`docs/facts/ipu21-target.md` §6, ipu-stack
@@ -25,8 +26,8 @@ pub enum AmpMode {
     /// FP8 × FP8 operands, FP16 partials (the only partials type FP8 allows):
     /// `f8v8hihov4amp`, 128 MACs/cycle (`docs/facts/siglip-and-fp8.md` §4).
     /// The K micro-group is 32: one 512-byte weight set per 16 columns × 32
-    /// K, fed in the FP16 kernel's G (§4, the peer's FP8 kernel), so per
-    /// unit of K both the row term and the feed are half the FP16 kernel's.
+    /// K (§4, the peer's FP8 kernel; poplibs' quarter weight load), fed as
+    /// one FP16 set is ([`super::rates::AMP_FP8_SET_K`]).
     F8F16Partials,
 }
 
@@ -57,14 +58,14 @@ impl AmpMode {
         }
     }
 
-    /// Weight-feed cycles per 16-column group per *four* K micro-groups
-    /// (the facts' G; a micro-group costs G/4), for weights in interleaved
-    /// or standard memory.
-    pub const fn feed_cycles_per_group(self, interleaved: bool) -> u32 {
+    /// Weight-feed cycles per 16-column group per 64 K (the facts' G: four
+    /// 16-K weight sets), for weights in interleaved or standard memory, at
+    /// `end` of the sources ([`super::rates::AMP_FEED_INTERLEAVED`]).
+    pub const fn feed_cycles_per_group(self, interleaved: bool, end: RateEnd) -> u32 {
         let g = if interleaved {
-            AMP_GROUP_CYCLES_INTERLEAVED
+            rates::AMP_FEED_INTERLEAVED.at(end)
         } else {
-            AMP_GROUP_CYCLES_STANDARD
+            rates::AMP_FEED_STANDARD.at(end)
         };
         match self {
             AmpMode::F32 => 2 * g,
@@ -91,18 +92,8 @@ impl AmpMode {
     }
 }
 
-/// Fixed cost of one AMP GEMM kernel call (`docs/facts/ipu21-target.md` §6, measured, ipu-stack `IPU21_AMP_KERNEL_COSTS.call_cycles`).
-pub const AMP_CALL_CYCLES: u32 = 294;
 /// Output columns per AMP column group (`docs/facts/ipu21-target.md` §6).
 pub const AMP_COLUMN_GROUP: u32 = 16;
-/// Weight-feed cycles per 16-column group per four K micro-groups, weights in
-/// interleaved memory (`docs/facts/ipu21-target.md` §6, G = 940, charged G/4
-/// per micro-group; see [`AmpMode::feed_cycles_per_group`]).
-pub const AMP_GROUP_CYCLES_INTERLEAVED: u32 = 940;
-/// Same with weights in standard memory (`docs/facts/ipu21-target.md` §6, G = 1063).
-pub const AMP_GROUP_CYCLES_STANDARD: u32 = 1063;
-/// Supervisor overhead of one kernel launch (`docs/facts/ipu21-target.md` §6, Poplar basic supervisor overhead).
-pub const KERNEL_LAUNCH_CYCLES: u32 = 11;
 /// Exchange payload per tile per cycle (`docs/facts/ipu21-target.md` §6: one 32-bit word per event).
 pub const EXCHANGE_BYTES_PER_CYCLE: u32 = 4;
 /// Latency of one internal (all-tile) sync: the last tile's arrival to the
@@ -128,34 +119,6 @@ pub const EXCHANGE_PHASE_CYCLES: u32 = INTERNAL_SYNC_CYCLES + EXCHANGE_ROUTE_STA
 /// (`ipuc exchange schedule-dump`; ipu-stack charges ~160 per fragment,
 /// `docs/facts/ipu21-target.md` §6, for a scheduler that packs less).
 pub const EXCHANGE_PIECE_EVENTS: u32 = 8;
-/// Six-worker local copy call including rendezvous (`docs/facts/ipu21-target.md` §6, measured on IPU21).
-pub const LOCAL_COPY_CALL_CYCLES: u32 = 288;
-/// Local copy bandwidth (`docs/facts/ipu21-target.md` §6, "local copy 8 B/cycle").
-pub const LOCAL_COPY_BYTES_PER_CYCLE: u32 = 8;
-/// Load/store bandwidth per tile in standard memory (`docs/facts/ipu21-target.md` §6, planning figure "standard load 8 B/cycle").
-pub const STANDARD_BYTES_PER_CYCLE: u32 = 8;
-/// Load/store bandwidth per tile in interleaved memory (§6, "interleaved 16 B/cycle").
-pub const INTERLEAVED_BYTES_PER_CYCLE: u32 = 16;
-/// Element-wise add: elements per cycle over six workers (`docs/facts/ipu21-target.md` §6, "Add ≈ elements/16").
-pub const ADD_ELEMENTS_PER_CYCLE: u32 = 16;
-/// GELU: cycles per element over six workers (`docs/facts/ipu21-target.md` §6, "≈10 cycles/element").
-pub const GELU_CYCLES_PER_ELEMENT: u32 = 10;
-/// Cast: bytes (in + out) per cycle (peer study §3 table, "Cast (in + out bytes)÷8").
-pub const CAST_BYTES_PER_CYCLE: u32 = 8;
-/// Partial-sum reduction: output bytes per cycle (`docs/facts/ipu21-target.md` §6, "reduction output ~1 B/cycle").
-pub const REDUCE_OUTPUT_BYTES_PER_CYCLE: u32 = 1;
-/// LayerNorm: cycles per element (estimate: three vector passes — mean,
-/// variance, scale — at the Add rate plus a per-row rsqrt; no measurement).
-pub const LAYER_NORM_CYCLES_PER_ELEMENT_X16: u32 = 3;
-/// LayerNorm per-row overhead (estimate, see above).
-pub const LAYER_NORM_ROW_CYCLES: u32 = 40;
-/// Softmax: cycles per element (estimate: max, exp (~GELU cost), sum and scale passes; no measurement).
-pub const SOFTMAX_CYCLES_PER_ELEMENT: u32 = 6;
-/// Key-major attention writes its probabilities transposed (`[keys, q]`
-/// scores → `[q, keys]` FP16 rows for `p·v`): one extra worker instruction
-/// per element for the 16-bit shuffle, i.e. one tile cycle per element
-/// over six workers (estimate; no measurement).
-pub const TRANSPOSED_WRITE_CYCLES_PER_ELEMENT: u32 = 1;
 /// Patch one word with the supervisor loop, below the bulk threshold
 /// (`docs/facts/seed-vit-repeat-evaluation.txt`: 846 cycles for 24 words ≈ 35/word incl. wrapper).
 pub const PATCH_SCALAR_CYCLES_PER_WORD: u32 = 30;
