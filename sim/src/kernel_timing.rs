@@ -762,8 +762,8 @@ mod tests {
         let softmax = 32 * ((32 * (softmax_x16 + 48)).div_ceil(16) + 74) * 6;
         let merge = 2 * 288 + elementwise(2 * 6 * 32, 1, 24);
         let key_major = qk + softmax + merge;
-        let query_major = M.amp_passes(32, 64, 192, mode, STANDARD).total
-            + rowwise(32, 192, softmax_x16, 74);
+        let query_major =
+            M.amp_passes(32, 64, 192, mode, STANDARD).total + rowwise(32, 192, softmax_x16, 74);
         assert!(query_major < key_major, "{query_major} vs {key_major}");
         let pv = M.amp_passes(32, 192, 64, mode, STANDARD).total;
         let convert = M.conversion(32 * 64, DType::F32, DType::F16);
@@ -777,8 +777,8 @@ mod tests {
         let softmax = 192 * ((6 * (softmax_x16 + 48)).div_ceil(16) + 74) * 6;
         let merge = 2 * 288 + elementwise(2 * 6 * 6, 1, 24);
         let key_major = qk + softmax + merge;
-        let query_major = M.amp_passes(6, 64, 1152, mode, STANDARD).total
-            + rowwise(6, 1152, softmax_x16, 74);
+        let query_major =
+            M.amp_passes(6, 64, 1152, mode, STANDARD).total + rowwise(6, 1152, softmax_x16, 74);
         let pv = M.amp_passes(6, 1152, 64, mode, STANDARD).total;
         let convert = M.conversion(6 * 64, DType::F32, DType::F16);
         assert_eq!(
