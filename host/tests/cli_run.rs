@@ -101,6 +101,43 @@ fn readme_fp8_example_passes_with_fp32_figures_for_every_inference() {
     );
 }
 
+/// `--rate-band` (#39): the same package simulated with every kernel rate
+/// at the optimistic and the conservative end of its sources; the band
+/// brackets the chosen rates' figure, in the report and the summary.
+#[test]
+fn the_rate_band_brackets_the_chosen_rates() {
+    let summary_path =
+        std::env::temp_dir().join(format!("ipuc-cli-band-summary-{}.json", std::process::id()));
+    let out = ipuc(&[
+        "run",
+        "--summary-json",
+        summary_path.to_str().unwrap(),
+        "--workload",
+        "siglip-small",
+        "--vit-layers",
+        "2",
+        "--planning-tiles",
+        "64",
+        "--rate-band",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("simulated band: "), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
+    std::fs::remove_file(&summary_path).unwrap();
+    let chosen = summary["cropped_cycles"].as_u64().unwrap();
+    let end = |e: &str| summary["rate_band"][e]["cropped_cycles"].as_u64().unwrap();
+    assert!(
+        end("optimistic") < chosen && chosen <= end("conservative"),
+        "{summary}"
+    );
+    // The layer breakdown sets each class beside its floor on the chip.
+    let floors = &summary["layer_breakdown"]["floors"];
+    assert!(floors["gemm"].as_u64().unwrap() > 0, "{summary}");
+    assert!(floors["exchange"].as_u64().unwrap() > 0, "{summary}");
+}
+
 #[test]
 fn zero_inferences_are_rejected_with_the_allowed_range() {
     let out = ipuc(&[
