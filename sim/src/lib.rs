@@ -32,8 +32,8 @@ pub mod cycle;
 mod execute;
 pub mod fabric;
 pub mod fault;
-/// Matrix products shared by the reference and the codelets (neither
-/// imports the other).
+/// Matrix products: the one definition of how an AMP product accumulates,
+/// which the codelets run (and the host's device-numerics reference reads).
 pub mod gemm;
 pub mod kernel_timing;
 pub mod memory;
