@@ -157,8 +157,8 @@ pub fn load_model_with_origin(
         let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
         return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
     };
-    let checkpoint = Checkpoint::open(dir)?;
     let config = load_config(args)?;
+    let checkpoint = Checkpoint::open(dir)?.for_family(config.family);
     let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
     let stored = checkpoint.encoder_layers();
     if layers > stored {
