@@ -60,12 +60,37 @@ fn without_temporary(e: io::Error) -> io::Error {
     }
 }
 
+/// Longest file name most file systems take (Linux `NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// What a temporary's name adds to its stem: `.` + stem + `.` + a process
+/// id (at most 10 digits) + `.` + `tempfile`'s 6 random characters +
+/// `.tmp`.
+const TEMPORARY_EXTRA: usize = 1 + 1 + 10 + 1 + 6 + 4;
+
+/// The part of an output's file name its temporary starts with: the whole
+/// name when the temporary still fits [`NAME_MAX`], else its first bytes
+/// (on a character boundary). A valid 250-byte output name would otherwise
+/// get a temporary the file system refuses ("File name too long");
+/// the random part keeps two truncated names apart.
+pub fn temporary_stem(name: &str) -> &str {
+    let max = NAME_MAX - TEMPORARY_EXTRA;
+    if name.len() <= max {
+        return name;
+    }
+    let mut end = max;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// The temporaries of earlier writes to `name` in `dir` whose writer is
 /// gone (killed by SIGKILL, which no handler sees): each temporary names its
 /// writer's process id, `.NAME.PID.*.tmp`, and one whose process no longer
 /// exists is removed. A live writer's (a concurrent write) is left alone.
 fn remove_dead_writers_temporaries(dir: &Path, name: &str) {
-    let prefix = format!(".{name}.");
+    let prefix = format!(".{}.", temporary_stem(name));
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -115,7 +140,11 @@ fn temporary_in(
     remove_dead_writers_temporaries(dir, &name);
     let mut registered = None;
     let file = tempfile::Builder::new()
-        .prefix(&format!(".{name}.{}.", std::process::id()))
+        .prefix(&format!(
+            ".{}.{}.",
+            temporary_stem(&name),
+            std::process::id()
+        ))
         .suffix(".tmp")
         .make_in(dir, |candidate| {
             let pending = cleanup::pending(candidate);

@@ -119,7 +119,14 @@ pub(super) fn temporaries_beside(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Vec::new();
     };
-    let prefix = format!(".{}.", name.to_string_lossy());
+    // `host/src/fsio/write.rs`'s `temporary_stem`: a name too long for a
+    // temporary beside it is cut to its first 232 bytes.
+    let name = name.to_string_lossy();
+    let mut end = name.len().min(255 - 23);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let prefix = format!(".{}.", &name[..end]);
     fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
