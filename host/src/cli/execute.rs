@@ -87,6 +87,29 @@ pub struct ExecArgs {
 }
 
 impl ExecArgs {
+    /// The files a run writes, by flag: the embedding and every profile file.
+    pub fn output_files(&self) -> Vec<(&'static str, std::path::PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(p) = &self.output_embedding {
+            files.push(("--output-embedding", p.clone()));
+        }
+        if let Some(out) = &self.profile_output {
+            let f = crate::report::ProfileFiles::at(out);
+            for p in [
+                f.profile_json,
+                f.operations_json,
+                f.profile_html,
+                f.trace_json,
+                f.index_html,
+                f.patch_audit,
+                f.phase_patch_audit,
+            ] {
+                files.push(("--profile-output", p));
+            }
+        }
+        files
+    }
+
     /// Checks made before any work (device flags, output paths).
     pub fn check(&self) -> Result<()> {
         self.device.check()?;
