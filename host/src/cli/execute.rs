@@ -80,7 +80,8 @@ pub struct ExecArgs {
     pub sync_cycles: u64,
     /// Simulated cycles one inference may take on any tile before the run
     /// is stopped as a runaway (a typed fault naming tile and PC). Default:
-    /// 16× the package's estimate (+10 M), at most 5·10^10.
+    /// 16× the package's estimate (+10 M), at most 10^9 whatever the
+    /// package claims; this flag sets any budget up to 5·10^10.
     #[arg(long, value_name = "CYCLES",
           value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
     pub cycle_budget: Option<u64>,
