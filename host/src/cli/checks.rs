@@ -32,8 +32,12 @@ pub const MAX_OPTIMIZATION_STEPS: u32 = 1000;
 
 /// `--planning-beam-width`: `1..=`[`MAX_BEAM_WIDTH`].
 pub fn beam_width(s: &str) -> Result<usize, String> {
-    let v = at_least_one(s)
-        .map_err(|_| format!("`{s}` is not a whole number in 1..={MAX_BEAM_WIDTH}"))?;
+    let v: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number (allowed: 1..={MAX_BEAM_WIDTH})"))?;
+    if v == 0 {
+        return Err(format!("0 is out of range (allowed: 1..={MAX_BEAM_WIDTH})"));
+    }
     if v > MAX_BEAM_WIDTH {
         return Err(format!(
             "{v} is out of range (allowed: 1..={MAX_BEAM_WIDTH}: each beam state holds a per-tile memory profile of the chip, about 1.3 MB)"

@@ -368,7 +368,7 @@ impl fmt::Display for PackageError {
             ),
             SliceOutsideSegment { offset, tile, tile_address, size } => write!(
                 f,
-                "byte {offset}: tile {tile}: binding slice {tile_address:#x}+{size} is not inside one writable data segment"
+                "byte {offset}: tile {tile}: binding slice {tile_address:#x}+{size} is not inside one writable tensor or scratch segment"
             ),
             BindingNotCovered { offset, first_missing_byte, tensor_bytes } => write!(
                 f,

@@ -84,11 +84,17 @@ pub(super) fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
             let guarded = case.guarded.first();
             let due = match trigger {
                 Trigger::After(after) => start.elapsed() >= *after,
-                Trigger::Writing { at_least } => guarded.is_some_and(|(path, _)| {
-                    temporaries_beside(path)
-                        .iter()
-                        .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
-                }),
+                Trigger::Writing { file, at_least } => {
+                    case.guarded.get(*file).is_some_and(|(path, _)| {
+                        temporaries_beside(path)
+                            .iter()
+                            .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
+                    })
+                }
+                Trigger::Replaced { file } => case
+                    .guarded
+                    .get(*file)
+                    .is_some_and(|(path, before)| fs::read(path).ok().as_ref() != Some(before)),
             };
             if !signalled && due {
                 // Where it lands, seen just before it is sent (the write
