@@ -176,9 +176,8 @@ pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Re
         };
         if let Some((flag, out, _)) = outs.iter().find(|(_, _, k)| k.as_ref() == Some(&key)) {
             crate::usage_bail!(
-                "{flag} {} is the file {in_flag} {} names: writing it would destroy that input",
-                out.display(),
-                input.display()
+                "{}: writing the output would destroy the input",
+                one_file(flag, out, in_flag, input)
             );
         }
     }
@@ -186,14 +185,27 @@ pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Re
         for (flag_b, b, key_b) in &outs[i + 1..] {
             if flag_a != flag_b && key_a.is_some() && key_a == key_b {
                 crate::usage_bail!(
-                    "{flag_a} {} and {flag_b} {} are the same file: one output would replace the other",
-                    a.display(),
-                    b.display()
+                    "{}: one output would replace the other",
+                    one_file(flag_a, a, flag_b, b)
                 );
             }
         }
     }
     Ok(())
+}
+
+/// "`a` and `b` name one file": the path once when both spell it alike
+/// (errors name each path once), both spellings when they differ.
+fn one_file(flag_a: &str, a: &Path, flag_b: &str, b: &Path) -> String {
+    if a == b {
+        format!("{flag_a} and {flag_b} both name {}", a.display())
+    } else {
+        format!(
+            "{flag_a} {} and {flag_b} {} are one file",
+            a.display(),
+            b.display()
+        )
+    }
 }
 
 /// The files a `--checkpoint` names: `config.json` and `model.safetensors`

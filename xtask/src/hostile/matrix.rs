@@ -108,9 +108,9 @@ impl Matrix {
             Expect::TypedError => self.judge_typed_error(case, ended, stderr, label),
             Expect::UsageOrSuccess => match ended.code {
                 Some(0) => self.successes += 1,
-                Some(2) if stderr.contains("error") => self.typed += 1,
+                Some(2 | 3) if stderr.contains("error") => self.typed += 1,
                 code => self.wrong_code.push(format!(
-                    "{label}: exit {code:?} (wanted 0 or 2): {}",
+                    "{label}: exit {code:?} (wanted 0, 2 or 3): {}",
                     first_line(stderr)
                 )),
             },
@@ -263,8 +263,9 @@ impl Matrix {
         }
         let all_new = matches!(case.expect, Expect::AimedCommit | Expect::Success);
         if all_new && replaced != n {
-            self.partial
-                .push(format!("{label}: {replaced} of {n} files replaced, all were due"));
+            self.partial.push(format!(
+                "{label}: {replaced} of {n} files replaced, all were due"
+            ));
         }
     }
 

@@ -19,6 +19,7 @@ mod cases;
 mod child;
 mod matrix;
 mod reseal;
+mod wide;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -179,15 +180,37 @@ pub fn hostile(root: &Path) -> Result<()> {
     let base_bytes = fs::read(&base)?;
     let base_pkg = package::read(&base_bytes)?;
 
-    let mut typed = cases::not_regular_files(&work, &fixtures, &base)?;
-    typed.extend(cases::sparse_files(&work, &fixtures)?);
-    typed.extend(cases::resealed(&work, &base_bytes, &base_pkg)?);
+    let mut typed = tag(
+        cases::not_regular_files(&work, &fixtures, &base)?,
+        "not a regular file",
+    );
+    typed.extend(tag(cases::sparse_files(&work, &fixtures)?, "sparse file"));
+    typed.extend(wide::checkpoint_families(root, &work)?);
+    typed.extend(tag(
+        cases::resealed(&work, &base_bytes, &base_pkg)?,
+        "re-sealed package",
+    ));
+    typed.extend(wide::resealed_wide(&work, &base_pkg)?);
+    let counting = work.join("counting-loop-on-the-first-tile.ipuc");
+    typed.extend(wide::budget_claim(
+        &work,
+        &package::read(&fs::read(&counting)?)?,
+    )?);
+    typed.extend(wide::same_paths(root, &work, &base)?);
+    typed.extend(wide::numeric_flags(&work, &base));
+    typed.extend(wide::long_names(&work, &base)?);
     let heartbeat = cases::heartbeat(&work);
     let mounted = cases::full_tmpfs(&full).is_some();
     if mounted {
-        typed.extend(cases::full_disk(&work, &full)?);
+        // The set's previous files go in before the disk is filled.
+        typed.extend(wide::full_disk_set(&full)?);
+        typed.extend(tag(cases::full_disk(&work, &full)?, "full disk"));
     }
-    let signals = cases::signals(&bin, &work, &base_bytes)?;
+    let mut signals = tag(
+        cases::signals(&bin, &work, &base_bytes)?,
+        "signal during a package write",
+    );
+    signals.extend(wide::artifact_sets(&work)?);
 
     let mut m = Matrix::default();
     let logs = work.join("logs");
@@ -213,6 +236,17 @@ pub fn hostile(root: &Path) -> Result<()> {
         bail!("the hostile matrix has failures (listed above)");
     }
     Ok(())
+}
+
+/// `cases` counted in `class`.
+fn tag(cases: Vec<Case>, class: &'static str) -> Vec<Case> {
+    cases
+        .into_iter()
+        .map(|mut c| {
+            c.class = class;
+            c
+        })
+        .collect()
 }
 
 /// Runs one case with its stderr to `log` and judges how it ended.

@@ -145,11 +145,14 @@ pub(super) fn moved_slice(p: &Package, from: BindingKind, onto: Onto) -> Option<
     let mut q = p.clone();
     let (dest_tile, dest_address, room, skip) = match onto {
         Onto::Binding(kind) => {
-            let (i, s) = p.bindings.iter().enumerate().find_map(|(i, b)| {
-                (b.kind == kind)
-                    .then(|| b.slices.iter().max_by_key(|s| s.size).map(|s| (i, *s)))
-                    .flatten()
-            })?;
+            // The class's largest slice, so most slices fit onto it.
+            let (i, s) = p
+                .bindings
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.kind == kind)
+                .flat_map(|(i, b)| b.slices.iter().map(move |s| (i, *s)))
+                .max_by_key(|(_, s)| s.size)?;
             (s.tile, s.tile_address, s.size, Some(i))
         }
         Onto::Segment(role) => {
