@@ -38,8 +38,8 @@ pub(super) struct Matrix {
     /// Signals aimed into a set's commit that left the whole new set.
     commit_ok: usize,
     successes: usize,
-    /// Cases per class.
-    classes: BTreeMap<&'static str, usize>,
+    /// Cases per class, and the seconds they took.
+    classes: BTreeMap<&'static str, (usize, f64)>,
     unbounded: Vec<String>,
     leftover_after_kill: usize,
     leftover: Vec<String>,
@@ -53,7 +53,9 @@ impl Matrix {
     /// outputs.
     pub(super) fn judge(&mut self, case: &Case, ended: &Ended, stderr: &str) {
         self.cases += 1;
-        *self.classes.entry(case.class).or_default() += 1;
+        let class = self.classes.entry(case.class).or_default();
+        class.0 += 1;
+        class.1 += ended.seconds;
         let label = format!("{} ({})", case.name, case.args.join(" "));
         self.tally_cost(case, ended, &label);
         self.tally_landing(case, ended);
@@ -288,7 +290,11 @@ impl Matrix {
         list("AIM MISSED", &self.aimed_missed);
         list("NO HEARTBEAT", &self.no_heartbeat);
         let m = self;
-        let classes: Vec<String> = m.classes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        let classes: Vec<String> = m
+            .classes
+            .iter()
+            .map(|(c, (n, s))| format!("{c} {n} ({s:.0} s)"))
+            .collect();
         println!(
             "hostile matrix: {} cases, {} typed errors, {} wrong exit codes, {} hangs, {} aborts, {} silent wrong results, {} partial or lost files, {} mixed sets (by class: {})",
             m.cases,

@@ -587,7 +587,9 @@ pub(super) fn artifact_sets(work: &Path) -> Result<Vec<Case>> {
         }
     }
     // At a time: the old set or the new one, whatever the signal meets.
-    for ms in [1500u64, 3000] {
+    // A run takes 1.5-2.5 s on two cores: these land in its compile and
+    // near its writes.
+    for ms in [1000u64, 2000] {
         let mut c = Case::error(
             format!("SIGTERM after {ms} ms of a run's artifact set"),
             &args,
