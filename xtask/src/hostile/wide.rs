@@ -273,7 +273,8 @@ pub(super) fn same_paths(root: &Path, work: &Path, base: &Path) -> Result<Vec<Ca
     )?;
     let small = ["--workload", "siglip-small", "--vit-layers", "1"];
     // (command, its base arguments with inputs, inputs named there)
-    let runs: Vec<(&str, Vec<String>, Vec<(&str, PathBuf)>)> = vec![
+    type Inputs = Vec<(&'static str, PathBuf)>;
+    let runs: Vec<(&str, Vec<String>, Inputs)> = vec![
         (
             "run",
             ["run", "--input", &s(&npy), "--runtime-source", &s(&runtime)]
