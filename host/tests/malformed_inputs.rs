@@ -142,6 +142,7 @@ fn bad_config_values_name_the_field_and_file() {
 #[test]
 fn huge_and_zero_batches_are_rejected_before_allocating() {
     let emb = scratch("huge-batch").join("emb.npy");
+    let npy = fixtures().join("vision-f16/pixel_values.npy");
     rejects(
         &[
             "reference",
@@ -149,6 +150,8 @@ fn huge_and_zero_batches_are_rejected_before_allocating() {
             "siglip-small",
             "--vit-batch",
             "1099511627776",
+            "--input",
+            s(&npy),
             "--output-embedding",
             s(&emb),
         ],
