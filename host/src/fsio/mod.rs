@@ -33,8 +33,8 @@ pub use limits::Limit;
 pub use package::read_package;
 pub use read::{open_regular, read_bounded, read_string_bounded};
 pub use write::{
-    begin_outputs, check_writable, check_writable_dir, commit_outputs, output_len, temporary_stem,
-    write_atomic, OutputKind, PAUSE_ENV,
+    begin_outputs, check_writable, check_writable_dir, commit_outputs, output_len,
+    remove_with_outputs, temporary_stem, write_atomic, OutputKind, PAUSE_ENV,
 };
 
 #[cfg(test)]

@@ -195,6 +195,9 @@ struct Staged {
 /// The outputs of one run, staged until [`commit_outputs`].
 struct OutputSet {
     staged: Vec<Staged>,
+    /// Files of the previous set this run's set does not replace (an
+    /// earlier run's extra rejection reports), removed at the commit.
+    removals: Vec<PathBuf>,
     /// A write of this set failed: the set is dropped, not committed.
     failed: bool,
 }
@@ -216,8 +219,21 @@ fn lock_set() -> std::sync::MutexGuard<'static, Option<OutputSet>> {
 pub fn begin_outputs() {
     *lock_set() = Some(OutputSet {
         staged: Vec::new(),
+        removals: Vec::new(),
         failed: false,
     });
+}
+
+/// Removes `path` with the open set's commit (at once without a set): a
+/// file of the previous set that the new one has no counterpart for goes
+/// when the new set arrives, not before, so an interrupted run leaves
+/// the previous set whole.
+pub fn remove_with_outputs(path: &Path) -> io::Result<()> {
+    if let Some(set) = lock_set().as_mut() {
+        set.removals.push(path.to_path_buf());
+        return Ok(());
+    }
+    fs::remove_file(path)
 }
 
 /// Renames every staged output into place, signals held back until the
@@ -238,7 +254,7 @@ pub fn commit_outputs() -> io::Result<usize> {
         )));
     }
     let count = set.staged.len();
-    if count == 0 {
+    if count == 0 && set.removals.is_empty() {
         return Ok(0);
     }
     if !cleanup::begin_commit() {
@@ -264,6 +280,17 @@ pub fn commit_outputs() -> io::Result<usize> {
         }
         if !dirs.contains(&dir) {
             dirs.push(dir);
+        }
+    }
+    if result.is_ok() {
+        for path in &set.removals {
+            match fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    result = Err(e);
+                    break;
+                }
+                _ => {}
+            }
         }
     }
     for dir in dirs {
