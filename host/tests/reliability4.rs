@@ -392,3 +392,44 @@ fn a_signal_among_a_runs_outputs_leaves_one_whole_set() {
     ipuc_core::package::read(&now[1]).unwrap();
     assert!(temporaries(&dir).is_empty(), "{:?}", temporaries(&dir));
 }
+
+/// Item 10: an output of the set that cannot be put in place (a directory
+/// where `memory.png` goes) drops the whole set: the previous package,
+/// plan and maps stay, and the run fails as bad input.
+#[test]
+fn an_output_that_cannot_be_placed_drops_the_whole_set() {
+    let dir = scratch("set-fails");
+    let mem = dir.join("mem");
+    std::fs::create_dir_all(mem.join("memory.png")).unwrap();
+    let files = [
+        dir.join("out.ipuc"),
+        dir.join("plan.txt"),
+        mem.join("memory.html"),
+    ];
+    for f in &files {
+        std::fs::write(f, "old").unwrap();
+    }
+    let out = ipuc_within(
+        &[
+            "compile",
+            "--workload",
+            "siglip-small",
+            "--vit-layers",
+            "1",
+            "--planning-tiles",
+            "16",
+            "--package",
+            s(&files[0]),
+            "--plan-output",
+            s(&files[1]),
+            "--memory-profile-directory",
+            s(&mem),
+        ],
+        120,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("memory.png is a directory now"), "{err}");
+    assert_eq!(contents(&files), vec![b"old".to_vec(); 3]);
+    assert!(temporaries(&dir).is_empty() && temporaries(&mem).is_empty());
+}

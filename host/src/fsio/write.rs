@@ -257,6 +257,19 @@ pub fn commit_outputs() -> io::Result<usize> {
     if count == 0 && set.removals.is_empty() {
         return Ok(0);
     }
+    // A rename that must fail (a directory made at an output's path
+    // since it was checked) is found before the first rename, so the set
+    // is dropped whole rather than committed in part.
+    if let Some(s) = set
+        .staged
+        .iter()
+        .find(|s| fs::symlink_metadata(&s.path).is_ok_and(|m| m.is_dir()))
+    {
+        return Err(io::Error::other(format!(
+            "{} is a directory now, so none of this run's outputs replaced its previous file",
+            s.path.display()
+        )));
+    }
     if !cleanup::begin_commit() {
         // A signal is ending the process; dropping the set removes the
         // temporaries.
