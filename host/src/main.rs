@@ -71,7 +71,19 @@ fn main() -> std::process::ExitCode {
         cli.command,
         Command::Run(_) | Command::Exec(_) | Command::Compile(_)
     );
-    match dispatch(cli) {
+    // Every file the command writes is staged and the set renamed into
+    // place as its last step (`fsio::commit_outputs`): also after an error
+    // that left its outputs complete (a rejection's reports, a FAIL's
+    // summary), never after a failed write.
+    ipuc::fsio::begin_outputs();
+    let result = dispatch(cli);
+    let committed = ipuc::fsio::commit_outputs()
+        .map_err(|e| anyhow::Error::new(e).context("committing this run's outputs"));
+    let result = match (result, committed) {
+        (Ok(()), Err(e)) => Err(e),
+        (result, _) => result,
+    };
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");

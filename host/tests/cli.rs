@@ -53,7 +53,7 @@ fn out_of_range_flags_name_the_allowed_range() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         error_line(&o),
-        "error: invalid value '0' for '--planning-beam-width <PLANNING_BEAM_WIDTH>': 0 is out of range (allowed: 1 or more)"
+        "error: invalid value '0' for '--planning-beam-width <PLANNING_BEAM_WIDTH>': 0 is out of range (allowed: 1..=1024)"
     );
     let o = run(&[
         "run",

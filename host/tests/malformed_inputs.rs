@@ -141,17 +141,33 @@ fn bad_config_values_name_the_field_and_file() {
 
 #[test]
 fn huge_and_zero_batches_are_rejected_before_allocating() {
+    let emb = scratch("huge-batch").join("emb.npy");
+    let npy = fixtures().join("vision-f16/pixel_values.npy");
     rejects(
         &[
-            "run",
+            "reference",
             "--workload",
             "siglip-small",
             "--vit-batch",
             "1099511627776",
+            "--input",
+            s(&npy),
+            "--output-embedding",
+            s(&emb),
         ],
         3,
         &["pixel input would need", "batch 1099511627776"],
     );
+    // The device runs batch 1: any other batch is a usage error (#44).
+    for batch in ["2", "2147483648", "1099511627776"] {
+        for cmd in ["run", "compile"] {
+            rejects(
+                &[cmd, "--workload", "siglip-small", "--vit-batch", batch],
+                2,
+                &["--vit-batch", "batch 1 only"],
+            );
+        }
+    }
     rejects(
         &["run", "--workload", "siglip-small", "--vit-batch", "0"],
         2,

@@ -391,7 +391,7 @@ fn config_json_errors_are_clear() {
         (r#"{"hidden_size": 100, "num_attention_heads": 3}"#, "invalid vision config: hidden_size 100 is not divisible by num_attention_heads 3"),
         (r#"{"patch_size": 300}"#, "invalid vision config: patch_size 300 exceeds image_size 224"),
         (r#"{"num_hidden_layers": 0}"#, "invalid vision config: num_hidden_layers must be positive"),
-        (r#"[1, 2]"#, "config.json: expected a JSON object (SiglipVisionConfig or SiglipConfig)"),
+        (r#"[1, 2]"#, "config.json: expected a JSON object (SiglipVisionConfig or SiglipConfig, CLIPVisionConfig or CLIPConfig, ViTConfig, Dinov2Config)"),
     ];
     for (json, text) in cases {
         assert_eq!(

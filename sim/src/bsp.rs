@@ -24,6 +24,17 @@ use super::tile::{StopReason, Tile};
 /// Far above any superstep of a compiled model, so normal runs never pause.
 pub const SLICE_CYCLES: u64 = 1 << 26;
 
+/// The slice a run starts with: a long superstep is cut into slices whose
+/// length follows the wall time each takes (doubled while one takes less
+/// than a quarter of [`SLICE_WALL`], halved while it takes more, within
+/// this and the device's slice), so a progress report — and the host's
+/// heartbeat — comes within about a second however many tiles spin: a
+/// fixed 2^26 cycles on 1472 busy tiles is minutes of wall time.
+pub const FIRST_SLICE_CYCLES: u64 = 1 << 14;
+
+/// The wall time one slice aims at.
+pub const SLICE_WALL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Stalled tiles named in a [`DeviceError::NoProgress`] message.
 const STALLED_LISTED: usize = 8;
 
@@ -328,8 +339,11 @@ impl Device {
     /// Runs every live tile for one slice of cycles (in parallel): `None`
     /// when some tile paused inside the superstep, else each tile's sync
     /// zone (`None`: halted).
-    fn run_slice(&mut self, cycle_limit: u64) -> Result<Option<Vec<Option<u8>>>, DeviceError> {
-        let slice = self.slice_cycles;
+    fn run_slice(
+        &mut self,
+        cycle_limit: u64,
+        slice: u64,
+    ) -> Result<Option<Vec<Option<u8>>>, DeviceError> {
         let results: Vec<Result<Option<StopReason>, SimFault>> = self
             .tiles
             .par_iter_mut()
@@ -366,6 +380,7 @@ impl Device {
     /// (absolute cycles); passing it is a fault on the tile concerned.
     pub fn run(&mut self, cycle_limit: u64) -> Result<DeviceRun, DeviceError> {
         let mut last_report = std::time::Instant::now();
+        let mut slice = FIRST_SLICE_CYCLES.min(self.slice_cycles);
         loop {
             let due = self
                 .progress
@@ -378,8 +393,16 @@ impl Device {
                     (p.report)(&status);
                 }
             }
-            let Some(zones) = self.run_slice(cycle_limit)? else {
-                // Some tile is still in this superstep: report, then go on.
+            let started = std::time::Instant::now();
+            let Some(zones) = self.run_slice(cycle_limit, slice)? else {
+                // Some tile is still in this superstep: report, then go on,
+                // with a slice sized to the wall time this one took.
+                let took = started.elapsed();
+                if took > SLICE_WALL {
+                    slice = (slice / 2).max(1);
+                } else if took < SLICE_WALL / 4 {
+                    slice = slice.saturating_mul(2).min(self.slice_cycles);
+                }
                 continue;
             };
             let waiting: Vec<(PhysicalTile, u8)> = self

@@ -148,7 +148,7 @@ fn cli_writes_outputs_that_match_transformers() {
             vit_batch: None,
             fuse_qkv: false,
             fp8_scale: None,
-            fp8_activation_scale: 0,
+            fp8_activation_scale: None,
             fp8_weights_only: false,
             image_size: None,
             seed: 0,

@@ -319,7 +319,8 @@ fn ci(root: &Path) -> Result<()> {
     )?;
     hw_check(root, "sim")?;
     release_exchange_check(root)?;
-    // About a minute: every case is a small compile or less.
+    // About three minutes on two cores: every case is a small compile, a
+    // small run or less.
     hostile::hostile(root)?;
     eprintln!("xtask ci: all steps passed");
     Ok(())

@@ -98,6 +98,7 @@ pub fn listing(image: &Image) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    super::checks::distinct_files(&[("FILE", &args.file)], &[("-o", &args.output)])?;
     super::checks::output_file("-o", &args.output)?;
     let src = crate::fsio::read_string_bounded(&args.file, crate::fsio::Limit::ASSEMBLY)
         .with_context(|| format!("reading {}", args.file.display()))?;

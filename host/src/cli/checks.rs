@@ -15,17 +15,60 @@ pub const MAX_INFERENCES: i64 = 10_000;
 /// bound, and small enough that a run's cycle count cannot wrap a u64.
 pub const MAX_SYNC_CYCLES: u64 = 1_000_000;
 
-/// A validation tolerance: finite and ≥ 0 (`inf` or NaN would pass every
-/// result, a negative one none).
-pub fn tolerance(s: &str) -> Result<f32, String> {
-    let v: f32 = s
-        .trim()
+/// Widest planner beam (`--planning-beam-width`). Every state of the beam
+/// carries its own per-tile memory profile over the chip's 1472 tiles, and
+/// the beam holds its states and their successors at once: a state costs
+/// about 1.3 MB at 1472 tiles (siglip-small, 2 layers: 0.6 GB peak at
+/// width 256, 1.4 GB at 1024), so 1024 — 16× the default — keeps a
+/// compile within a couple of GB, where 10,000 climbed past 7.6 GB and
+/// aborted.
+pub const MAX_BEAM_WIDTH: usize = 1024;
+
+/// Most local-improvement passes (`--optimization-steps`): each re-plans
+/// every op once, and the search stops at the first pass that improves
+/// nothing, so real plans settle within a few; more would only let a
+/// typo keep a compile busy.
+pub const MAX_OPTIMIZATION_STEPS: u32 = 1000;
+
+/// `--planning-beam-width`: `1..=`[`MAX_BEAM_WIDTH`].
+pub fn beam_width(s: &str) -> Result<usize, String> {
+    let v: usize = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a number (allowed: finite, 0 or more)"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{v} is out of range (allowed: finite, 0 or more)"));
+        .map_err(|_| format!("`{s}` is not a whole number (allowed: 1..={MAX_BEAM_WIDTH})"))?;
+    if v == 0 {
+        return Err(format!("0 is out of range (allowed: 1..={MAX_BEAM_WIDTH})"));
+    }
+    if v > MAX_BEAM_WIDTH {
+        return Err(format!(
+            "{v} is out of range (allowed: 1..={MAX_BEAM_WIDTH}: each beam state holds a per-tile memory profile of the chip, about 1.3 MB)"
+        ));
     }
     Ok(v)
+}
+
+/// A validation tolerance: finite and ≥ 0 (`inf` or NaN would pass every
+/// result, a negative one none). Judged as written (in f64), before the
+/// f32 it is used as: `-1e-300` rounds to `-0` in f32, which a check on
+/// the f32 would take for zero; `1e39` becomes an f32 infinity. `-0` is
+/// zero and accepted.
+pub fn tolerance(s: &str) -> Result<f32, String> {
+    let allowed = "allowed: finite, 0 or more";
+    let wide: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number ({allowed})"))?;
+    if wide.is_nan() || wide < 0.0 {
+        return Err(format!("{s} is out of range ({allowed})"));
+    }
+    let v = wide as f32;
+    if !v.is_finite() {
+        return Err(format!(
+            "{s} is out of range ({allowed}, at most {})",
+            f32::MAX
+        ));
+    }
+    // `-0` becomes `0`, so no negative sign reaches a report.
+    Ok(v.abs())
 }
 
 /// A `usize` of at least 1 (`--planning-beam-width`).
@@ -94,6 +137,90 @@ pub fn input_file(flag: &str, path: &Path) -> Result<()> {
     }
 }
 
+/// Where a write to (or a read of) `path` lands: its directory's device and
+/// inode, and the name in it. An output is renamed into place, so a symlink
+/// at its path is replaced, not followed (its name is the key); an input is
+/// read through its symlinks (its target's name is). Directories are
+/// compared by identity, so a bind mount or `a/../a` does not hide a clash.
+/// `None` when the location does not exist (an input is then missing, which
+/// its own check reports; an output's directory is checked later).
+fn file_key(path: &Path, follow: bool) -> Option<(u64, u64, std::ffi::OsString)> {
+    use std::os::unix::fs::MetadataExt;
+    let resolved = if follow {
+        std::fs::canonicalize(path).ok()?
+    } else {
+        path.to_path_buf()
+    };
+    let name = resolved.file_name()?.to_os_string();
+    let dir = match resolved.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => Path::new(".").to_path_buf(),
+    };
+    let meta = std::fs::metadata(dir).ok()?;
+    Some((meta.dev(), meta.ino(), name))
+}
+
+/// No output is written where an input is read, and no two outputs share a
+/// file: the rename at the end of the run would replace the input with
+/// the output (exit 0, input gone) or one output with another. A usage
+/// error naming both flags, found before any work.
+pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, &Path)]) -> Result<()> {
+    let outs: Vec<_> = outputs
+        .iter()
+        .filter(|(_, p)| *p != Path::new("-"))
+        .map(|&(flag, p)| (flag, p, file_key(p, false)))
+        .collect();
+    for &(in_flag, input) in inputs {
+        let Some(key) = file_key(input, true) else {
+            continue;
+        };
+        if let Some((flag, out, _)) = outs.iter().find(|(_, _, k)| k.as_ref() == Some(&key)) {
+            crate::usage_bail!(
+                "{}: writing the output would destroy the input",
+                one_file(flag, out, in_flag, input)
+            );
+        }
+    }
+    for (i, (flag_a, a, key_a)) in outs.iter().enumerate() {
+        for (flag_b, b, key_b) in &outs[i + 1..] {
+            if flag_a != flag_b && key_a.is_some() && key_a == key_b {
+                crate::usage_bail!(
+                    "{}: one output would replace the other",
+                    one_file(flag_a, a, flag_b, b)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// "`a` and `b` name one file": the path once when both spell it alike
+/// (errors name each path once), both spellings when they differ.
+fn one_file(flag_a: &str, a: &Path, flag_b: &str, b: &Path) -> String {
+    if a == b {
+        format!("{flag_a} and {flag_b} both name {}", a.display())
+    } else {
+        format!(
+            "{flag_a} {} and {flag_b} {} are one file",
+            a.display(),
+            b.display()
+        )
+    }
+}
+
+/// The files a `--checkpoint` names: `config.json` and `model.safetensors`
+/// in a directory, or the weights file itself.
+pub fn checkpoint_files(dir: Option<&Path>) -> Vec<std::path::PathBuf> {
+    match dir {
+        Some(d) if d.is_dir() => vec![
+            d.join(crate::weights::CONFIG_FILE),
+            d.join(crate::weights::WEIGHTS_FILE),
+        ],
+        Some(f) => vec![f.to_path_buf()],
+        None => Vec::new(),
+    }
+}
+
 /// `--runtime-source F.S`: the runtime text to assemble and link instead of
 /// the built-in `target-ipu21/device-asm/static_runtime.S` (read now, before any work).
 pub fn runtime_source(path: Option<&Path>) -> Result<ipuc_core::runtime::RuntimeSource> {
@@ -132,10 +259,16 @@ mod tests {
         assert_eq!(at_least_one_u32("2"), Ok(2));
         assert_eq!(tolerance("0.2"), Ok(0.2));
         assert_eq!(tolerance("0"), Ok(0.0));
-        for bad in ["inf", "NaN", "-1", "-0.001", "x"] {
+        assert_eq!(tolerance("-0"), Ok(0.0));
+        assert!(tolerance("-0").unwrap().is_sign_positive());
+        for bad in ["inf", "NaN", "-1", "-0.001", "x", "-1e-300", "1e39", "-inf"] {
             assert!(tolerance(bad).is_err(), "{bad}");
         }
         assert!(at_least_one_u32("0").is_err());
+        assert_eq!(beam_width("1024"), Ok(1024));
+        for bad in ["0", "1025", "10000", "18446744073709551616", "-1"] {
+            assert!(beam_width(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

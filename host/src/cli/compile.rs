@@ -27,6 +27,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.summary_json.as_deref() == Some(std::path::Path::new("-")) {
         crate::output::reserve_stdout_for_data();
     }
+    let mut outputs = args.build.output_files();
+    outputs.extend(
+        args.summary_json
+            .iter()
+            .map(|p| ("--summary-json", p.clone())),
+    );
+    super::workload::distinct(
+        &super::workload::input_files(
+            &Default::default(),
+            args.model.checkpoint.as_deref(),
+            args.build.runtime_source.as_deref(),
+        ),
+        &outputs,
+    )?;
     args.build.check()?;
     if let Some(path) = args
         .summary_json

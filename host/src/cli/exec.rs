@@ -38,6 +38,19 @@ pub fn run(args: Args) -> Result<()> {
     if args.summary_json.as_deref() == Some(Path::new("-")) {
         crate::output::reserve_stdout_for_data();
     }
+    let mut inputs = vec![("PACKAGE", args.package.clone())];
+    inputs.extend(super::workload::input_files(
+        &args.input,
+        args.model.checkpoint.as_deref(),
+        None,
+    ));
+    let mut outputs = args.exec.output_files();
+    outputs.extend(
+        args.summary_json
+            .iter()
+            .map(|p| ("--summary-json", p.clone())),
+    );
+    super::workload::distinct(&inputs, &outputs)?;
     args.exec.check()?;
     if let Some(path) = args
         .summary_json

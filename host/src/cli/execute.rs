@@ -83,7 +83,8 @@ pub struct ExecArgs {
     pub sync_cycles: u64,
     /// Simulated cycles one inference may take on any tile before the run
     /// is stopped as a runaway (a typed fault naming tile and PC). Default:
-    /// 16× the package's estimate (+10 M), at most 5·10^10.
+    /// 16× the package's estimate (+10 M), at most 10^9 whatever the
+    /// package claims; this flag sets any budget up to 5·10^10.
     #[arg(long, value_name = "CYCLES",
           value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
     pub cycle_budget: Option<u64>,
@@ -120,6 +121,29 @@ impl From<KernelRates> for RateEnd {
 }
 
 impl ExecArgs {
+    /// The files a run writes, by flag: the embedding and every profile file.
+    pub fn output_files(&self) -> Vec<(&'static str, std::path::PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(p) = &self.output_embedding {
+            files.push(("--output-embedding", p.clone()));
+        }
+        if let Some(out) = &self.profile_output {
+            let f = crate::report::ProfileFiles::at(out);
+            for p in [
+                f.profile_json,
+                f.operations_json,
+                f.profile_html,
+                f.trace_json,
+                f.index_html,
+                f.patch_audit,
+                f.phase_patch_audit,
+            ] {
+                files.push(("--profile-output", p));
+            }
+        }
+        files
+    }
+
     /// Checks made before any work (device flags, output paths).
     pub fn check(&self) -> Result<()> {
         self.device.check()?;

@@ -96,6 +96,16 @@ fn print_forward_times(out: &crate::reference::SiglipOutputs) {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let total = Instant::now();
+    let mut outputs = vec![("--output-embedding", args.output_embedding.clone())];
+    outputs.extend(
+        args.output_hidden
+            .iter()
+            .map(|p| ("--output-hidden", p.clone())),
+    );
+    super::workload::distinct(
+        &super::workload::input_files(&args.input, args.model.checkpoint.as_deref(), None),
+        &outputs,
+    )?;
     super::checks::output_file("--output-embedding", &args.output_embedding)?;
     if let Some(path) = &args.output_hidden {
         super::checks::output_file("--output-hidden", path)?;

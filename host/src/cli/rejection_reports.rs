@@ -89,7 +89,8 @@ pub fn write_rejections(
         .collect();
     stale.sort();
     for p in &stale {
-        std::fs::remove_file(p).with_context(|| {
+        // With this run's set, so an interrupted run keeps them.
+        crate::fsio::remove_with_outputs(p).with_context(|| {
             format!(
                 "removing the earlier run's rejection report {}",
                 p.display()

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::checks;
 
@@ -46,16 +46,18 @@ pub struct Args {
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BuildArgs {
-    /// Width of the planner's Pareto beam (1 or more).
-    #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH, value_parser = checks::at_least_one)]
+    /// Width of the planner's Pareto beam (1..=1024).
+    #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH, value_parser = checks::beam_width)]
     pub planning_beam_width: usize,
     /// Tiles the planner may use (1..=1472; the C600 has 1472).
     #[arg(long, default_value_t = ipuc_core::ipu21::topology::TILE_COUNT as u32, value_parser = checks::tile_count)]
     pub planning_tiles: u32,
     /// Local-improvement steps after the beam search: re-plan one op at a
     /// time with the others fixed, keep only improvements (prints the
-    /// estimated cycles before and after).
-    #[arg(long, default_value_t = 0)]
+    /// estimated cycles before and after). At most 1000: the search stops
+    /// at the first pass that improves nothing.
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(checks::MAX_OPTIMIZATION_STEPS)))]
     pub optimization_steps: u32,
     /// Longest piece, in words, one exchange stream carries (the seeds'
     /// B1024 is `--exchange-stream-words 1024`); default: no cap.
@@ -96,6 +98,24 @@ pub struct BuildArgs {
 }
 
 impl BuildArgs {
+    /// The files a build writes, by flag: the package, the plan listing and
+    /// the memory map's three files.
+    pub fn output_files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(p) = &self.package {
+            files.push(("--package", p.clone()));
+        }
+        if let Some(p) = &self.plan_output {
+            files.push(("--plan-output", p.clone()));
+        }
+        if let Some(d) = &self.memory_profile_directory {
+            for name in ["memory.html", "memory.json", "memory.png"] {
+                files.push(("--memory-profile-directory", d.join(name)));
+            }
+        }
+        files
+    }
+
     /// Output paths checked (or, for directories, created) before work.
     pub fn check(&self) -> Result<()> {
         if let Some(path) = &self.package {
@@ -114,17 +134,24 @@ impl BuildArgs {
     }
 }
 
+/// The device compiler's batch: 1. The reference runs any batch; the
+/// planner's broadcasts (position add, MAP-head probe) are written for one
+/// image. Any other `--vit-batch` is a usage error, found before an input
+/// of that batch is sized.
+pub fn device_batch(batch: usize) -> Result<()> {
+    if batch != 1 {
+        crate::usage_bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
+    }
+    Ok(())
+}
+
 /// Builds and compiles the model the flags describe, for `batch` images.
 pub fn compile_workload(
     model: &WorkloadArgs,
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    if batch != 1 {
-        // The reference runs any batch; the planner's broadcasts (position
-        // add, MAP-head probe) are written for one image.
-        bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
-    }
+    device_batch(batch)?;
     let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
     let description = super::package_model::describe_model(model, &siglip, origin)?;
     crate::say!(
@@ -137,7 +164,7 @@ pub fn compile_workload(
             (Some(s), true) => format!("FP8 F143 at scale {s}, FP16 activations"),
             (Some(s), false) => format!(
                 "FP8 F143 at scale {s}, GEMM activations FP8 at scale {}",
-                model.fp8_activation_scale
+                model.fp8_activation_scale.unwrap_or(0)
             ),
             (None, _) => "FP16".into(),
         }
@@ -197,8 +224,27 @@ pub fn run(args: Args) -> Result<()> {
     if args.summary_json.as_deref() == Some(Path::new("-")) {
         crate::output::reserve_stdout_for_data();
     }
+    let mut outputs = args.build.output_files();
+    outputs.extend(args.exec.output_files());
+    outputs.extend(
+        args.summary_json
+            .iter()
+            .map(|p| ("--summary-json", p.clone())),
+    );
+    super::workload::distinct(
+        &super::workload::input_files(
+            &args.input,
+            args.model.checkpoint.as_deref(),
+            args.build.runtime_source.as_deref(),
+        ),
+        &outputs,
+    )?;
     args.build.check()?;
     args.exec.check()?;
+    super::workload::check_flags(&args.model)?;
+    if let Some(batch) = args.model.vit_batch {
+        device_batch(batch)?;
+    }
     if let Some(path) = &args.summary_json {
         if path != Path::new("-") {
             checks::output_file_making_dir("--summary-json", path)?;

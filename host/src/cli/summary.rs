@@ -21,9 +21,7 @@ pub fn model_flags(m: &WorkloadArgs) -> Flags {
         image_size: m.image_size,
         fuse_qkv: m.fuse_qkv,
         fp8_scale: m.fp8_scale,
-        fp8_activation_scale: m
-            .fp8_scale
-            .and((!m.fp8_weights_only).then_some(m.fp8_activation_scale)),
+        fp8_activation_scale: m.activation_scale(),
         ..Flags::default()
     }
 }

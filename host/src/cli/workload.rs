@@ -53,9 +53,11 @@ pub struct WorkloadArgs {
     /// FP8 GEMMs. 0 (max ±240, normal from 2^-7) holds the LayerNorm
     /// outputs that feed QKV and fc1 (unit variance before γ, β) in the
     /// middle of its range; larger values saturate at ±240·2^scale.
-    #[arg(long, allow_hyphen_values = true, default_value_t = 0,
+    /// Default 0; given without `--fp8-scale` (or with
+    /// `--fp8-weights-only`) it would change nothing: a usage error.
+    #[arg(long, allow_hyphen_values = true,
           value_parser = clap::value_parser!(i8).range(-32..=31))]
-    pub fp8_activation_scale: i8,
+    pub fp8_activation_scale: Option<i8>,
     /// With `--fp8-scale`: keep activations FP16 and widen the FP8 weights
     /// to FP16 in every GEMM (FP32 partials): more precise, and slower
     /// (half the FP8 × FP8 rate's work per cycle, plus the conversion).
@@ -72,7 +74,7 @@ pub struct WorkloadArgs {
 }
 
 /// Model input: an image, a `.npy`, or (neither) a seeded synthetic input.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct InputArgs {
     /// PNG/JPEG image, preprocessed as SigLIP does.
     #[arg(long, conflicts_with = "input")]
@@ -80,6 +82,49 @@ pub struct InputArgs {
     /// `pixel_values.npy`, float32 NCHW.
     #[arg(long)]
     pub input: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// The input files given, by flag (for [`super::checks::distinct_files`]).
+    pub fn files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(p) = &self.image {
+            files.push(("--image", p.clone()));
+        }
+        if let Some(p) = &self.input {
+            files.push(("--input", p.clone()));
+        }
+        files
+    }
+}
+
+/// The input files of a run: its image or `.npy`, the checkpoint's files
+/// and any runtime source.
+pub fn input_files(
+    input: &InputArgs,
+    checkpoint: Option<&std::path::Path>,
+    runtime: Option<&std::path::Path>,
+) -> Vec<(&'static str, PathBuf)> {
+    let mut files = input.files();
+    files.extend(
+        super::checks::checkpoint_files(checkpoint)
+            .into_iter()
+            .map(|p| ("--checkpoint", p)),
+    );
+    if let Some(p) = runtime {
+        files.push(("--runtime-source", p.to_path_buf()));
+    }
+    files
+}
+
+/// `distinct_files` over owned paths.
+pub fn distinct(
+    inputs: &[(&'static str, PathBuf)],
+    outputs: &[(&'static str, PathBuf)],
+) -> Result<()> {
+    let i: Vec<(&str, &std::path::Path)> = inputs.iter().map(|(f, p)| (*f, p.as_path())).collect();
+    let o: Vec<(&str, &std::path::Path)> = outputs.iter().map(|(f, p)| (*f, p.as_path())).collect();
+    super::checks::distinct_files(&i, &o)
 }
 
 /// The preset the flags name (`--workload NAME` or `--vit-small`), if any.
@@ -104,8 +149,35 @@ pub fn workload_name(args: &WorkloadArgs) -> String {
     }
 }
 
+/// Flag values that are wrong whatever the model: a zero batch, an
+/// activation scale that would be ignored (usage errors, exit 2).
+pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
+    if args.vit_batch == Some(0) {
+        return Err(ModelError::BatchSize.into());
+    }
+    if let Some(scale) = args.fp8_activation_scale {
+        if args.fp8_scale.is_none() {
+            crate::usage_bail!("--fp8-activation-scale {scale} needs --fp8-scale (without FP8 weights no activation is cast to FP8)");
+        }
+        if args.fp8_weights_only {
+            crate::usage_bail!("--fp8-activation-scale {scale} contradicts --fp8-weights-only, which keeps activations FP16");
+        }
+    }
+    Ok(())
+}
+
+impl WorkloadArgs {
+    /// The FP8 scale GEMM activations are cast at: `None` without FP8
+    /// weights or with `--fp8-weights-only`, else the flag (default 0).
+    pub fn activation_scale(&self) -> Option<i8> {
+        (self.fp8_scale.is_some() && !self.fp8_weights_only)
+            .then_some(self.fp8_activation_scale.unwrap_or(0))
+    }
+}
+
 /// The config of a checkpoint directory or a preset.
 pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
+    check_flags(args)?;
     let mut config = match (preset_name(args), &args.checkpoint) {
         (Some(name), None) => VisionConfig::preset(name)?,
         (None, Some(dir)) => crate::weights::checkpoint_config(dir)?,
@@ -118,7 +190,10 @@ pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
             config.position_image_size = Some(config.image_size);
         }
         config.image_size = size;
-        config.validate()?;
+        // The config itself was valid: what fails now is the flag's value.
+        if let Err(e) = config.validate() {
+            crate::usage_bail!("--image-size {size}: {e}");
+        }
     }
     Ok(config)
 }
@@ -130,7 +205,7 @@ pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
         vit_batch: batch,
         fuse_qkv: args.fuse_qkv,
         fp8_scale: args.fp8_scale,
-        fp8_activation_scale: (!args.fp8_weights_only).then_some(args.fp8_activation_scale),
+        fp8_activation_scale: args.activation_scale(),
         ..ModelOptions::default()
     };
     Ok(build_siglip(&load_config(args)?, &options)?)
@@ -157,8 +232,8 @@ pub fn load_model_with_origin(
         let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
         return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
     };
-    let checkpoint = Checkpoint::open(dir)?;
     let config = load_config(args)?;
+    let checkpoint = Checkpoint::open(dir)?.for_family(config.family);
     let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
     let stored = checkpoint.encoder_layers();
     if layers > stored {

@@ -41,11 +41,20 @@ pub const BUDGET_PER_ESTIMATE: u64 = 16;
 /// Added to every budget, so a tiny package is not cut short by start-up.
 pub const BUDGET_FLOOR: u64 = 10_000_000;
 
+/// The most a default budget gives one inference, whatever the package
+/// claims: its `estimated_cycles` is a number it carries, not one the
+/// program proves, so a package re-sealed to claim 2^62 cycles would
+/// otherwise set its own budget (and a runaway would spin for hours).
+/// The largest model the repository runs (So400m, 27 layers at 378×378)
+/// takes 10.8 M simulated cycles (`docs/reports`); 10^9 is ~90× that,
+/// a few minutes of one spinning tile. `--cycle-budget` raises it.
+pub const MAX_DEFAULT_BUDGET: u64 = 1_000_000_000;
+
 /// A package's cycle budget per inference (every tile's clock restarts at
 /// 0): [`BUDGET_PER_ESTIMATE`] × the package's `estimated_cycles` (its
 /// plan summary), scaled by how much longer than the default a global sync
 /// is modelled (`sync_cycles`), plus [`BUDGET_FLOOR`]; never above
-/// [`DEFAULT_CYCLE_LIMIT`]. A package without an estimate gets that limit.
+/// [`MAX_DEFAULT_BUDGET`], which a package without an estimate gets.
 /// A loop that changes nothing (a branch to itself, a spin on a word no one
 /// writes) is caught sooner by the simulator's progress watch (a typed
 /// `NoProgress` error naming the tiles and PCs, in milliseconds); the
@@ -56,7 +65,7 @@ pub fn cycle_budget(package: &Package, sync_cycles: u64) -> u64 {
     let Some(&ipuc_core::package::SummaryValue::Integer(estimate)) =
         package.plan_summary.get("estimated_cycles")
     else {
-        return DEFAULT_CYCLE_LIMIT;
+        return MAX_DEFAULT_BUDGET;
     };
     let sync_scale = (sync_cycles / crate::sim::cycle::INTERNAL_SYNC_CYCLES).max(1);
     u64::try_from(estimate)
@@ -64,7 +73,7 @@ pub fn cycle_budget(package: &Package, sync_cycles: u64) -> u64 {
         .saturating_mul(BUDGET_PER_ESTIMATE)
         .saturating_mul(sync_scale)
         .saturating_add(BUDGET_FLOOR)
-        .min(DEFAULT_CYCLE_LIMIT)
+        .min(MAX_DEFAULT_BUDGET)
 }
 
 /// What one tile did during a run (simulated cycles).
@@ -685,4 +694,43 @@ fn process_cpu_seconds() -> Option<f64> {
 fn thousands(n: u64) -> String {
     use num_format::{Locale, ToFormattedString};
     n.to_formatted_string(&Locale::en)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipuc_core::package::SummaryValue;
+
+    fn claiming(estimate: Option<i64>) -> Package {
+        let mut p = Package::new("test");
+        if let Some(e) = estimate {
+            p.plan_summary
+                .insert("estimated_cycles".into(), SummaryValue::Integer(e));
+        }
+        p
+    }
+
+    /// #44: the default budget follows a modest estimate, and no claim —
+    /// huge, negative or missing — lifts it past `MAX_DEFAULT_BUDGET`.
+    #[test]
+    fn a_package_cannot_set_its_own_cycle_budget() {
+        let sync = crate::sim::cycle::INTERNAL_SYNC_CYCLES;
+        assert_eq!(
+            cycle_budget(&claiming(Some(100_000)), sync),
+            16 * 100_000 + BUDGET_FLOOR
+        );
+        for claim in [Some(i64::MAX), Some(1 << 62), Some(-1), None] {
+            let budget = cycle_budget(&claiming(claim), sync);
+            assert!(budget <= MAX_DEFAULT_BUDGET, "{claim:?}: {budget}");
+        }
+        assert_eq!(
+            cycle_budget(&claiming(Some(i64::MAX)), sync),
+            MAX_DEFAULT_BUDGET
+        );
+        // A slow modelled sync scales the budget, still within the cap.
+        assert_eq!(
+            cycle_budget(&claiming(Some(1 << 40)), 1_000_000),
+            MAX_DEFAULT_BUDGET
+        );
+    }
 }

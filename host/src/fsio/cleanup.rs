@@ -3,16 +3,36 @@
 //! it would have. SIGKILL cannot be caught: it may leave one hidden
 //! `.NAME.PID.*.tmp` beside the output (removed by the next write to that
 //! path), never a partial output.
+//!
+//! While an output set is committed (its staged temporaries renamed into
+//! place one after another, `write::commit_outputs`), a signal is held
+//! back until the last rename: the handler notes it and returns, and the
+//! commit re-raises it when done, so an interrupted run leaves its
+//! previous set or its new one, never a mix.
 
 use std::ffi::{c_char, CString};
 use std::path::Path;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, Ordering};
 
-/// Writes in flight at once (the host writes a handful of files, one or a
-/// few at a time); a write finding every slot taken is still atomic, only
-/// its temporary is not removed on a signal.
-const SLOTS: usize = 32;
+/// Temporaries registered at once: every output of a run stays staged
+/// until the run commits its set (a rejected compile writes two reports
+/// per rejected candidate, plus its maps and summary); a write finding
+/// every slot taken is still atomic, only its temporary is not removed on
+/// a signal.
+const SLOTS: usize = 1024;
+
+/// No commit in progress: a signal removes the temporaries and ends the
+/// process.
+const IDLE: u8 = 0;
+/// An output set is being renamed into place: a signal waits for it.
+const COMMITTING: u8 = 1;
+/// A signal is ending the process: no commit may start.
+const DYING: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(IDLE);
+/// The last signal received, re-raised when a commit ends.
+static DEFERRED: AtomicI32 = AtomicI32::new(0);
 
 static PENDING: [AtomicPtr<c_char>; SLOTS] = [const { AtomicPtr::new(null_mut()) }; SLOTS];
 
@@ -56,8 +76,38 @@ impl Drop for Pending {
     }
 }
 
+/// Starts a commit: signals are held back until [`end_commit`]. False when
+/// a signal is already ending the process (nothing may be renamed then).
+pub(super) fn begin_commit() -> bool {
+    STATE
+        .compare_exchange(IDLE, COMMITTING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+}
+
+/// Ends a commit, then raises a signal that arrived during it (the handler
+/// then finds no temporary and ends the process as the signal asked).
+pub(super) fn end_commit() {
+    STATE.store(IDLE, Ordering::SeqCst);
+    let signal = DEFERRED.swap(0, Ordering::SeqCst);
+    #[cfg(unix)]
+    if signal != 0 {
+        // SAFETY: raising a signal whose handler is installed (or default).
+        unsafe {
+            libc::raise(signal);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = signal;
+}
+
 #[cfg(unix)]
 extern "C" fn on_signal(signal: libc::c_int) {
+    // Noted before the state is read: a commit ending between the two
+    // re-raises it, or this handler, finding the state idle, proceeds.
+    DEFERRED.store(signal, Ordering::SeqCst);
+    if STATE.compare_exchange(IDLE, DYING, Ordering::SeqCst, Ordering::SeqCst) == Err(COMMITTING) {
+        return;
+    }
     for slot in &PENDING {
         let p = slot.load(Ordering::SeqCst);
         if !p.is_null() {

@@ -8,6 +8,9 @@
 //!   and SIGHUP remove the temporaries being written before the process dies
 //!   ([`cleanup`]); only SIGKILL can leave one (a hidden `.NAME.PID.*.tmp`),
 //!   which the next write to that path removes once PID is gone.
+//! - [`begin_outputs`]/[`commit_outputs`]: a run's outputs are one set,
+//!   staged as synced temporaries and renamed together as its last step
+//!   (signals held back meanwhile), so no run leaves new files beside old.
 //! - [`check_writable`]: output locations are tried before any long work.
 //! - [`read_bounded`]: inputs must be regular files (a FIFO, device,
 //!   directory or socket is an error naming what it is, never a hang), and
@@ -29,7 +32,10 @@ pub use error::{file_kind as describe, FsError};
 pub use limits::Limit;
 pub use package::read_package;
 pub use read::{open_regular, read_bounded, read_string_bounded};
-pub use write::{check_writable, check_writable_dir, write_atomic, OutputKind, PAUSE_ENV};
+pub use write::{
+    begin_outputs, check_writable, check_writable_dir, commit_outputs, output_len,
+    remove_with_outputs, temporary_stem, write_atomic, OutputKind, PAUSE_ENV,
+};
 
 #[cfg(test)]
 mod tests;

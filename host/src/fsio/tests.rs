@@ -215,3 +215,26 @@ fn the_next_write_removes_a_killed_writers_temporary() {
     assert!(live.exists(), "a live writer's temporary was removed");
     assert_eq!(std::fs::read(&out).unwrap(), b"new");
 }
+
+/// #44: a valid output name of 250 (or 255) bytes is written: its hidden
+/// temporary's name is cut to fit `NAME_MAX`, and a later write to the
+/// same name still finds (and removes) a dead writer's temporary.
+#[test]
+fn an_output_name_of_255_bytes_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for len in [250, 255] {
+        let name = "n".repeat(len - 4) + ".npy";
+        let path = dir.path().join(&name);
+        check_writable(&path, OutputKind::File).unwrap();
+        write_atomic(&path, b"data").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"data");
+        let stem = temporary_stem(&name);
+        assert!(stem.len() + 23 <= 255, "{}", stem.len());
+        assert!(name.starts_with(stem));
+    }
+    assert!(leftovers(dir.path()).is_empty());
+    // A multi-byte character straddling the cut is left out whole.
+    let wide = "é".repeat(127);
+    assert!(temporary_stem(&wide).len() < wide.len());
+    assert!(wide.starts_with(temporary_stem(&wide)));
+}

@@ -372,9 +372,15 @@ impl VisionConfig {
                 message: e.to_string(),
             })?;
         if !value.is_object() {
+            // No family yet: name every config class a checkpoint may hold.
             return Err(ModelError::ConfigJson {
                 file: "config.json".into(),
-                message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
+                message: format!(
+                    "expected a JSON object ({})",
+                    [Family::Siglip, Family::Clip, Family::Vit, Family::Dinov2]
+                        .map(Family::config_classes)
+                        .join(", ")
+                ),
             });
         }
         let family = Self::family_of(&value)?;
@@ -384,7 +390,7 @@ impl VisionConfig {
         if !value.is_object() {
             return Err(ModelError::ConfigJson {
                 file: "config.json".into(),
-                message: "expected a JSON object (SiglipVisionConfig or SiglipConfig)".into(),
+                message: format!("expected a JSON object ({})", family.config_classes()),
             });
         }
         let config = match family {

@@ -110,6 +110,17 @@ impl Family {
         }
     }
 
+    /// The transformers config classes a checkpoint of this family is
+    /// saved from, for errors that name what the file should be.
+    pub fn config_classes(self) -> &'static str {
+        match self {
+            Family::Siglip => "SiglipVisionConfig or SiglipConfig",
+            Family::Clip => "CLIPVisionConfig or CLIPConfig",
+            Family::Vit => "ViTConfig",
+            Family::Dinov2 => "Dinov2Config",
+        }
+    }
+
     /// The family of a `model_type` (top level or `vision_config`'s).
     pub fn from_model_type(model_type: &str) -> Option<Family> {
         match model_type {

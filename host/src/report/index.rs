@@ -55,9 +55,10 @@ pub fn render(
                 href,
                 label,
                 what: a.what.clone(),
-                bytes: std::fs::metadata(&a.path)
-                    .map(|m| super::html::thousands(m.len()))
-                    .unwrap_or_else(|_| "missing".into()),
+                // A file of this run is staged until the run commits.
+                bytes: crate::fsio::output_len(&a.path)
+                    .map(super::html::thousands)
+                    .unwrap_or_else(|| "missing".into()),
             }
         })
         .collect();

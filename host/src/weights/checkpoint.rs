@@ -45,6 +45,8 @@ pub struct Checkpoint {
     file: PathBuf,
     bytes: Vec<u8>,
     vision: BTreeMap<String, StoredTensor>,
+    /// The family's config classes, for errors ([`Checkpoint::for_family`]).
+    config_classes: &'static str,
 }
 
 fn dtype_name(d: Dtype) -> String {
@@ -233,7 +235,15 @@ impl Checkpoint {
             file,
             bytes,
             vision,
+            config_classes: crate::model::Family::Siglip.config_classes(),
         })
+    }
+
+    /// The checkpoint of a `family` tower: its errors name that family's
+    /// config classes (SigLIP's until said otherwise).
+    pub fn for_family(mut self, family: crate::model::Family) -> Checkpoint {
+        self.config_classes = family.config_classes();
+        self
     }
 
     /// Encoder layers stored: one more than the deepest
@@ -293,6 +303,7 @@ impl Checkpoint {
                 return Err(WeightError::Unexpected {
                     file: self.file.clone(),
                     tensor: self.vision[name].stored_name.clone(),
+                    config: self.config_classes,
                 });
             }
         }
@@ -401,16 +412,20 @@ impl Checkpoint {
 }
 
 /// The tensor names in a `.safetensors` file's header, reading only the
-/// header (at most 100 MB, the format's limit); `None` when the file cannot
-/// be read or the header is not valid (opening it for binding reports why).
+/// header (at most [`Limit::SAFETENSORS_HEADER`]); `None` when the file
+/// cannot be read or the header is not valid (opening it for binding
+/// reports why). Opened through the one checked opener every checkpoint
+/// file goes through ([`crate::fsio::open_regular`]): a FIFO or device
+/// named `model.safetensors` is refused at once, never waited on.
+///
+/// [`Limit::SAFETENSORS_HEADER`]: crate::fsio::Limit::SAFETENSORS_HEADER
 pub fn header_tensor_names(file: &Path) -> Option<Vec<String>> {
     use std::io::Read;
-    const MAX_HEADER: u64 = 100_000_000;
-    let mut f = std::fs::File::open(file).ok()?;
+    let (mut f, size) = crate::fsio::open_regular(file).ok()?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len).ok()?;
     let n = u64::from_le_bytes(len);
-    if n > MAX_HEADER {
+    if n > crate::fsio::Limit::SAFETENSORS_HEADER.bytes || n > size.saturating_sub(8) {
         return None;
     }
     let mut header = Vec::new();

@@ -75,12 +75,15 @@ pub enum WeightError {
         dtype: String,
     },
     /// A vision-tower tensor the model does not use (a wrong name).
-    #[error("{}: unexpected vision tensor `{tensor}` (not a parameter of this SigLIP configuration)", file.display())]
+    #[error("{}: unexpected vision tensor `{tensor}` (not a parameter of this {config} configuration)", file.display())]
     Unexpected {
         /// The file.
         file: PathBuf,
         /// The tensor as stored.
         tensor: String,
+        /// The family's config classes (`Family::config_classes`), so a
+        /// ViT checkpoint's error does not speak of SigLIP.
+        config: &'static str,
     },
     /// The same parameter is stored both with and without `vision_model.`.
     #[error("{}: tensor `{tensor}` is stored both with and without the `vision_model.` prefix", file.display())]

@@ -239,3 +239,31 @@ fn a_wait_longer_than_a_slice_still_moves_on() {
     assert_eq!(alone.run(NO_BUDGET), Ok(StopReason::Halted));
     assert_eq!(run.cycles, alone.cycle());
 }
+
+#[test]
+fn the_default_slice_starts_small_so_progress_comes_from_the_start() {
+    // #44: with the default slice (2^26 cycles) a long superstep used to
+    // run whole before the first report, minutes of wall time on a busy
+    // chip. Slices now start at `FIRST_SLICE_CYCLES` and follow wall time:
+    // a superstep of a few million cycles reports many times, and runs as
+    // it would unsliced.
+    let program = [I::setzi(reg(1), 1_000_000), I::brnzdec(reg(1), ENTRY + 4)];
+    let reports = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&reports);
+    let mut device = Device::new(vec![device_tile(0, &program)]).with_progress(Progress {
+        every: std::time::Duration::ZERO,
+        report: Box::new(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }),
+    });
+    let run = device.run(NO_BUDGET).unwrap();
+    assert!(
+        run.cycles > 4 * crate::bsp::FIRST_SLICE_CYCLES,
+        "{}",
+        run.cycles
+    );
+    assert!(reports.load(Ordering::SeqCst) >= 4, "{reports:?}");
+    let mut alone = device_tile(0, &program);
+    assert_eq!(alone.run(NO_BUDGET), Ok(StopReason::Halted));
+    assert_eq!(run.cycles, alone.cycle());
+}

@@ -1,12 +1,14 @@
 //! Memory rules the reader applies to each record as it parses it: segments
 //! inside SRAM and disjoint, code only where it can be fetched, binding slices
-//! inside their tile's data segments and covering the tensor, and no SRAM
-//! byte holding two different tensor bytes.
+//! inside their tile's tensor or scratch segments (never code, exchange
+//! rows, argument blocks or runtime state) and covering the tensor, and no
+//! SRAM byte holding two different tensor bytes, whatever classes the two
+//! bindings are.
 
 use alloc::vec::Vec;
 
 use super::error::{PackageError, Result};
-use super::model::{BindingSlice, Segment, TargetFacts, TileImage};
+use super::model::{BindingKind, BindingSlice, Segment, SegmentRole, TargetFacts, TileImage};
 
 /// Instructions are 32-bit words (`docs/facts/ipu21-target.md` §0).
 const INSTRUCTION_BYTES: u32 = 4;
@@ -103,7 +105,11 @@ pub fn is_kernel_address(target: &TargetFacts, address: u32) -> bool {
 }
 
 /// Checks one binding slice: its tile has an image, the range is inside the
-/// tensor and inside one writable, non-executable segment of that tile.
+/// tensor and inside one writable, non-executable segment of that tile
+/// that holds tensors or scratch: the host writes inputs and weights
+/// through bindings, so a slice over the supervisor's argument blocks,
+/// exchange rows, patch tables, host descriptors or runtime state would
+/// let a package's data overwrite its own program.
 pub fn slice(
     offset: usize,
     tiles: &[TileImage],
@@ -133,7 +139,9 @@ pub fn slice(
             tile: s.tile,
         })?;
     let inside = containing_segment(image, s.tile_address, u64::from(s.size)).is_some_and(|seg| {
-        seg.flags.contains(super::model::SegmentFlags::WRITE) && !seg.flags.is_executable()
+        seg.flags.contains(super::model::SegmentFlags::WRITE)
+            && !seg.flags.is_executable()
+            && matches!(seg.role, SegmentRole::Tensor | SegmentRole::Scratch)
     });
     if !inside {
         return Err(PackageError::SliceOutsideSegment {
@@ -174,18 +182,21 @@ pub struct PlacedSlice {
     pub end: u64,
     /// Offset of the slice's binding record (names the binding).
     pub binding_offset: usize,
+    /// The binding's class.
+    pub kind: BindingKind,
     /// `tile_address - file_offset`: slices of one binding with equal
     /// deltas put the same tensor byte at the same SRAM byte.
     pub delta: i128,
 }
 
 impl PlacedSlice {
-    pub fn of(binding_offset: usize, s: &BindingSlice) -> Self {
+    pub fn of(binding_offset: usize, kind: BindingKind, s: &BindingSlice) -> Self {
         PlacedSlice {
             tile: s.tile,
             start: u64::from(s.tile_address),
             end: u64::from(s.tile_address) + u64::from(s.size),
             binding_offset,
+            kind,
             delta: i128::from(s.tile_address) - i128::from(s.file_offset),
         }
     }
@@ -193,7 +204,11 @@ impl PlacedSlice {
 
 /// Slices that share SRAM must hold the same bytes of the same binding
 /// (replication of a range, or a duplicate, is fine; one SRAM byte for two
-/// tensor bytes is not). With every SRAM byte holding at most one tensor
+/// tensor bytes is not). Every pair of classes counts: weights stay
+/// resident across inferences, so one sharing SRAM with another weight,
+/// an input or an output would be overwritten; inputs are written and
+/// outputs read in one host call each, and an input under an output would
+/// hand the host its own pixels back. With every SRAM byte holding at most one tensor
 /// byte, a binding can be no larger than the SRAM its slices cover, so
 /// nothing sized from its shape exceeds what the tiles hold.
 pub fn aliasing(mut placed: Vec<PlacedSlice>) -> Result<()> {
@@ -210,6 +225,8 @@ pub fn aliasing(mut placed: Vec<PlacedSlice>) -> Result<()> {
                         tile: p.tile,
                         tile_address: p.start as u32,
                         other_binding_offset: o.binding_offset,
+                        kind: p.kind.name(),
+                        other_kind: o.kind.name(),
                     });
                 }
                 if p.end > o.end {
@@ -217,6 +234,116 @@ pub fn aliasing(mut placed: Vec<PlacedSlice>) -> Result<()> {
                 }
             }
             _ => reach = Some(p),
+        }
+    }
+    Ok(())
+}
+
+/// The encoder layer a weight binding belongs to: `…encoder.layers.{i}.…`
+/// (SigLIP, CLIP) or `…encoder.layer.{i}.…` (ViT, DINOv2).
+fn layer_of(name: &str) -> Option<u32> {
+    let at = name
+        .find("encoder.layers.")
+        .map(|i| i + "encoder.layers.".len());
+    let at = at.or_else(|| {
+        name.find("encoder.layer.")
+            .map(|i| i + "encoder.layer.".len())
+    })?;
+    let rest = name.get(at..)?;
+    let digits = rest.split('.').next()?;
+    digits.parse().ok()
+}
+
+/// What the program determines, against what the description says of it:
+/// the layers built (the Repeat's iterations and the layer weights bound),
+/// FP8 weights (the bound weights' dtypes and scales), and the batch,
+/// channels and image size (the `pixel_values` input's shape). A package
+/// re-sealed to claim another model would otherwise run and validate
+/// against a reference of the model it only claims to be.
+pub fn description(
+    model: &super::ModelDescription,
+    bindings: &[super::model::Binding],
+    steps: &super::model::StepTables,
+) -> Result<()> {
+    use alloc::string::ToString;
+    let contradiction = |field: &'static str, described: alloc::string::String, program| {
+        Err(PackageError::DescriptionContradictsProgram {
+            field,
+            described,
+            program,
+        })
+    };
+    let trips: alloc::collections::BTreeSet<u32> = steps
+        .tiles
+        .iter()
+        .flat_map(|t| t.steps.iter())
+        .filter_map(|s| s.repeat.map(|r| r.trip_count))
+        .collect();
+    if let Some(&other) = trips.iter().find(|&&t| t != model.layers) {
+        return contradiction(
+            "layers",
+            model.layers.to_string(),
+            alloc::format!("a Repeat of {other} iterations"),
+        );
+    }
+    let weights = || bindings.iter().filter(|b| b.kind == BindingKind::Weight);
+    if let Some(deepest) = weights().filter_map(|b| layer_of(&b.name)).max() {
+        if u64::from(deepest) + 1 != u64::from(model.layers) {
+            return contradiction(
+                "layers",
+                model.layers.to_string(),
+                alloc::format!("weights bound for {} layers", u64::from(deepest) + 1),
+            );
+        }
+    }
+    let fp8 = |d: super::DType| matches!(d, super::DType::F8E4M3 | super::DType::F8E5M2);
+    let claims_fp8 = model
+        .numerics
+        .fp8_operands
+        .contains(super::Fp8Operands::GEMM_WEIGHTS);
+    match (claims_fp8, weights().find(|b| fp8(b.dtype))) {
+        (true, None) => {
+            return contradiction(
+                "FP8 GEMM weights",
+                alloc::format!("at scale {}", model.numerics.fp8_scale.unwrap_or(0)),
+                "no FP8 weight bound".to_string(),
+            )
+        }
+        (false, Some(b)) => {
+            return contradiction(
+                "no FP8 weights",
+                alloc::string::String::new(),
+                alloc::format!("`{}` bound as {}", b.name, b.dtype.name()),
+            )
+        }
+        _ => {}
+    }
+    if let Some(scale) = model.numerics.fp8_scale.filter(|_| claims_fp8) {
+        if let Some(b) = weights().find(|b| fp8(b.dtype) && b.scale != scale) {
+            return contradiction(
+                "FP8 weight scale",
+                scale.to_string(),
+                alloc::format!("`{}` at scale {}", b.name, b.scale),
+            );
+        }
+    }
+    let pixels = bindings
+        .iter()
+        .find(|b| b.kind == BindingKind::Input && b.name == "pixel_values");
+    if let Some(p) = pixels {
+        let c = &model.config;
+        let described = [
+            u64::from(model.batch),
+            u64::from(c.num_channels),
+            u64::from(c.image_size),
+            u64::from(c.image_size),
+        ];
+        if p.shape[..] != described[..] {
+            return contradiction(
+                "batch × channels × image",
+                alloc::format!("{described:?}"),
+                alloc::format!("a pixel_values input of shape {:?}", p.shape),
+            );
         }
     }
     Ok(())

@@ -405,6 +405,15 @@ fn read_model(r: &mut ByteReader<'_>) -> Result<ModelDescription> {
             })
         }
     };
+    // `--workload` and `--checkpoint` exclude each other: a package built
+    // from both could not be run again from its description.
+    if !preset.is_empty() && matches!(weights, WeightOrigin::Checkpoint { .. }) {
+        return Err(invalid(
+            offset,
+            "weight origin",
+            "a checkpoint beside a preset, where a model comes from exactly one",
+        ));
+    }
     Ok(ModelDescription {
         preset,
         config,

@@ -179,6 +179,9 @@ pub enum PackageError {
         tile_address: u32,
         /// Offset of the binding record the other slice belongs to.
         other_binding_offset: usize,
+        /// The classes of the two bindings (`input`, `weight`, `output`).
+        kind: &'static str,
+        other_kind: &'static str,
     },
     /// A binding slice refers to a tile that has no image.
     SliceTileMissing { offset: usize, tile: u32 },
@@ -233,6 +236,30 @@ pub enum PackageError {
         offset: usize,
         field: &'static str,
         reason: &'static str,
+    },
+    /// A count the program determines holds another value (a host call's
+    /// phases or invocations, a Repeat's trip count on another step).
+    CountMismatch {
+        offset: usize,
+        field: &'static str,
+        value: u64,
+        expected: u64,
+        why: &'static str,
+    },
+    /// A count above what any program on the target could need.
+    CountTooLarge {
+        offset: usize,
+        field: &'static str,
+        value: u64,
+        max: u64,
+    },
+    /// The description says one thing and the program another (layers
+    /// against the Repeat's iterations, FP8 against the weights' dtypes,
+    /// batch and image against the input binding).
+    DescriptionContradictsProgram {
+        field: &'static str,
+        described: alloc::string::String,
+        program: alloc::string::String,
     },
 }
 
@@ -325,11 +352,11 @@ impl fmt::Display for PackageError {
                 f,
                 "byte {offset}: the binding declares {tensor_bytes} bytes, more than the {chip_bytes} bytes of SRAM of every tile together"
             ),
-            SlicesAlias { offset, tile, tile_address, other_binding_offset } => {
+            SlicesAlias { offset, tile, tile_address, other_binding_offset, kind, other_kind } => {
                 if offset == other_binding_offset {
-                    write!(f, "byte {offset}: tile {tile}: binding slices share SRAM at {tile_address:#x} but hold different bytes of the tensor")
+                    write!(f, "byte {offset}: tile {tile}: {kind} binding slices share SRAM at {tile_address:#x} but hold different bytes of the tensor")
                 } else {
-                    write!(f, "byte {offset}: tile {tile}: a binding slice shares SRAM at {tile_address:#x} with the binding at byte {other_binding_offset}")
+                    write!(f, "byte {offset}: tile {tile}: a slice of this {kind} binding shares SRAM at {tile_address:#x} with the {other_kind} binding at byte {other_binding_offset}")
                 }
             }
             SliceTileMissing { offset, tile } => {
@@ -341,7 +368,7 @@ impl fmt::Display for PackageError {
             ),
             SliceOutsideSegment { offset, tile, tile_address, size } => write!(
                 f,
-                "byte {offset}: tile {tile}: binding slice {tile_address:#x}+{size} is not inside one writable data segment"
+                "byte {offset}: tile {tile}: binding slice {tile_address:#x}+{size} is not inside one writable tensor or scratch segment"
             ),
             BindingNotCovered { offset, first_missing_byte, tensor_bytes } => write!(
                 f,
@@ -364,6 +391,18 @@ impl fmt::Display for PackageError {
             }
             TrailingBytes { offset, count } => write!(f, "{count} trailing bytes after the package end at byte {offset}"),
             TooLarge { field, length } => write!(f, "`{field}` has {length} entries/bytes, more than fits 32 bits"),
+            CountMismatch { offset, field, value, expected, why } => write!(
+                f,
+                "byte {offset}: `{field}` is {value}, but the program needs {expected}: {why}"
+            ),
+            CountTooLarge { offset, field, value, max } => write!(
+                f,
+                "byte {offset}: `{field}` is {value}, more than the {max} any program on the target could need"
+            ),
+            DescriptionContradictsProgram { field, described, program } => write!(
+                f,
+                "the description says {field} {described}, but the program has {program}"
+            ),
             BadDescription { offset, field, reason } => {
                 write!(f, "byte {offset}: description field `{field}`: {reason}")
             }

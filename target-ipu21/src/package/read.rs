@@ -11,6 +11,12 @@ use super::model::*;
 use super::wire::ByteReader;
 use super::{Section, FORMAT_VERSION, MAGIC};
 
+/// Most iterations a step's Repeat may state. A Repeat runs a model's
+/// layers (27 for So400m; no model that fits the C600's SRAM has
+/// thousands), and reports keep a record per iteration, so a trip count
+/// of 2^32 − 1 would be sized from, not merely shown.
+pub const MAX_TRIP_COUNT: u32 = 1 << 16;
+
 /// Minimum encoded sizes, used to bound counts before allocating.
 const TILE_MIN: usize = 12;
 const SEGMENT_MIN: usize = 16;
@@ -60,6 +66,9 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
             offset: r.offset(),
             count: r.remaining(),
         });
+    }
+    if let Some(model) = &description.model {
+        check::description(model, &bindings, &steps)?;
     }
     Ok(Package {
         target,
@@ -300,10 +309,8 @@ fn read_bindings(
 ) -> Result<Vec<Binding>> {
     let n = r.count("binding count", BINDING_MIN)?;
     let mut bindings: Vec<Binding> = Vec::with_capacity(n);
-    // Inputs (and outputs) may not share SRAM with one another: the host
-    // writes (reads) them all in one host call.
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
+    // No two bindings of any classes share SRAM (`check::aliasing`).
+    let mut placed = Vec::new();
     let chip_bytes = u64::from(target.tile_count) * u64::from(target.tile_memory_size);
     for _ in 0..n {
         let offset = r.offset();
@@ -321,19 +328,15 @@ fn read_bindings(
         }
         binding.slices = read_slices(r, tiles, tensor_bytes)?;
         check::coverage(offset, &binding.slices, tensor_bytes)?;
-        let placed = binding
-            .slices
-            .iter()
-            .map(|s| check::PlacedSlice::of(offset, s));
-        match binding.kind {
-            BindingKind::Input => inputs.extend(placed),
-            BindingKind::Output => outputs.extend(placed),
-            BindingKind::Weight => check::aliasing(placed.collect())?,
-        }
+        placed.extend(
+            binding
+                .slices
+                .iter()
+                .map(|s| check::PlacedSlice::of(offset, binding.kind, s)),
+        );
         bindings.push(binding);
     }
-    check::aliasing(inputs)?;
-    check::aliasing(outputs)?;
+    check::aliasing(placed)?;
     Ok(bindings)
 }
 
@@ -476,6 +479,28 @@ fn read_host_calls(r: &mut ByteReader<'_>, bindings: &[Binding]) -> Result<Vec<H
         }
         let inputs = read_transfers(r, bindings, BindingKind::Input)?;
         let outputs = read_transfers(r, bindings, BindingKind::Output)?;
+        // The host runs each call once per inference: one phase writes its
+        // inputs, one reads its outputs. Other counts would be recorded and
+        // silently ignored, so they are refused.
+        let directions = u32::from(!inputs.is_empty()) + u32::from(!outputs.is_empty());
+        if phases != directions.max(1) {
+            return Err(PackageError::CountMismatch {
+                offset: phases_offset,
+                field: "host call phases",
+                value: u64::from(phases),
+                expected: u64::from(directions.max(1)),
+                why: "one phase writes the call's inputs and one reads its outputs",
+            });
+        }
+        if invocations != 1 {
+            return Err(PackageError::CountMismatch {
+                offset: phases_offset + 4,
+                field: "host call invocations",
+                value: u64::from(invocations),
+                expected: 1,
+                why: "the host runs each call once per inference",
+            });
+        }
         calls.push(HostCall {
             name,
             command,
@@ -550,6 +575,8 @@ fn read_steps(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<StepTables>
     }
     let n_tables = r.count("step table count", STEP_TABLE_MIN)?;
     let mut tables: Vec<TileStepTable> = Vec::with_capacity(n_tables);
+    // Each Repeat's trip count, as its first step states it.
+    let mut trips: BTreeMap<u32, u32> = BTreeMap::new();
     for _ in 0..n_tables {
         let offset = r.offset();
         let physical_tile = r.u32("step table tile")?;
@@ -580,6 +607,27 @@ fn read_steps(r: &mut ByteReader<'_>, tiles: &[TileImage]) -> Result<StepTables>
         for _ in 0..n {
             let step_offset = r.offset();
             let step = read_step(r, physical_tile, operations.len())?;
+            if let Some(scope) = step.repeat {
+                let trip_offset = step_offset + 20;
+                if scope.trip_count > MAX_TRIP_COUNT {
+                    return Err(PackageError::CountTooLarge {
+                        offset: trip_offset,
+                        field: "step repeat trip count",
+                        value: u64::from(scope.trip_count),
+                        max: u64::from(MAX_TRIP_COUNT),
+                    });
+                }
+                let first = *trips.entry(scope.repeat).or_insert(scope.trip_count);
+                if first != scope.trip_count {
+                    return Err(PackageError::CountMismatch {
+                        offset: trip_offset,
+                        field: "step repeat trip count",
+                        value: u64::from(scope.trip_count),
+                        expected: u64::from(first),
+                        why: "every step of one Repeat runs the same iterations",
+                    });
+                }
+            }
             if steps.last().is_some_and(|p| p.step >= step.step) {
                 return Err(PackageError::NotAscending {
                     offset: step_offset,

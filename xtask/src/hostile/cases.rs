@@ -338,6 +338,10 @@ pub(super) fn heartbeat(work: &Path) -> Case {
     let counting = work.join("counting-loop-on-the-first-tile.ipuc");
     Case {
         name: format!("heartbeat of an endless run, then SIGINT after {HEARTBEAT_CASE_SECONDS} s"),
+        class: "heartbeat",
+        code: None,
+        needles: Vec::new(),
+        set: false,
         args: [
             "exec",
             &s(&counting),
@@ -500,7 +504,7 @@ pub(super) fn signals(bin: &Path, work: &Path, base_bytes: &[u8]) -> Result<Vec<
                 sig,
                 format!("{name} aimed {at} of a package over a previous one"),
                 Expect::AimedSignal,
-                Trigger::Writing { at_least },
+                Trigger::Writing { file: 0, at_least },
             ));
         }
     }
@@ -510,6 +514,10 @@ pub(super) fn signals(bin: &Path, work: &Path, base_bytes: &[u8]) -> Result<Vec<
             let aimed = expect == Expect::AimedSignal;
             Case {
                 name,
+                class: "signal during a package write",
+                code: None,
+                needles: Vec::new(),
+                set: false,
                 args: compile_over.clone(),
                 expect,
                 seconds: RUN_SECONDS,

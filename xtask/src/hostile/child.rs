@@ -84,11 +84,17 @@ pub(super) fn run(bin: &Path, case: &Case, log: &Path) -> Result<Ended> {
             let guarded = case.guarded.first();
             let due = match trigger {
                 Trigger::After(after) => start.elapsed() >= *after,
-                Trigger::Writing { at_least } => guarded.is_some_and(|(path, _)| {
-                    temporaries_beside(path)
-                        .iter()
-                        .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
-                }),
+                Trigger::Writing { file, at_least } => {
+                    case.guarded.get(*file).is_some_and(|(path, _)| {
+                        temporaries_beside(path)
+                            .iter()
+                            .any(|t| fs::metadata(t).is_ok_and(|m| m.len() >= *at_least))
+                    })
+                }
+                Trigger::Replaced { file } => case
+                    .guarded
+                    .get(*file)
+                    .is_some_and(|(path, before)| fs::read(path).ok().as_ref() != Some(before)),
             };
             if !signalled && due {
                 // Where it lands, seen just before it is sent (the write
@@ -119,7 +125,14 @@ pub(super) fn temporaries_beside(path: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Vec::new();
     };
-    let prefix = format!(".{}.", name.to_string_lossy());
+    // `host/src/fsio/write.rs`'s `temporary_stem`: a name too long for a
+    // temporary beside it is cut to its first 232 bytes.
+    let name = name.to_string_lossy();
+    let mut end = name.len().min(255 - 23);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let prefix = format!(".{}.", &name[..end]);
     fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())

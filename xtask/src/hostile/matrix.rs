@@ -1,6 +1,7 @@
 //! The matrix's tally: each case's ending judged against what it expects,
 //! the failures listed by kind, and the one-line count that closes a run.
 
+use std::collections::BTreeMap;
 use std::fs;
 
 use ipuc_core::package;
@@ -27,7 +28,18 @@ pub(super) struct Matrix {
     hangs: Vec<String>,
     aborts: Vec<String>,
     partial: Vec<String>,
-    untyped: Vec<String>,
+    /// An exit code other than the case's (or 1/5 for a typed error), or
+    /// an error that does not say what it must.
+    wrong_code: Vec<String>,
+    /// Exit 0 where an error was due: the input accepted and used.
+    silent: Vec<String>,
+    /// Artifact sets left part old, part new.
+    mixed: Vec<String>,
+    /// Signals aimed into a set's commit that left the whole new set.
+    commit_ok: usize,
+    successes: usize,
+    /// Cases per class, and the seconds they took.
+    classes: BTreeMap<&'static str, (usize, f64)>,
     unbounded: Vec<String>,
     leftover_after_kill: usize,
     leftover: Vec<String>,
@@ -41,6 +53,9 @@ impl Matrix {
     /// outputs.
     pub(super) fn judge(&mut self, case: &Case, ended: &Ended, stderr: &str) {
         self.cases += 1;
+        let class = self.classes.entry(case.class).or_default();
+        class.0 += 1;
+        class.1 += ended.seconds;
         let label = format!("{} ({})", case.name, case.args.join(" "));
         self.tally_cost(case, ended, &label);
         self.tally_landing(case, ended);
@@ -93,6 +108,36 @@ impl Matrix {
         }
         match case.expect {
             Expect::TypedError => self.judge_typed_error(case, ended, stderr, label),
+            Expect::UsageOrSuccess => match ended.code {
+                Some(0) => self.successes += 1,
+                Some(2 | 3) if stderr.contains("error") => self.typed += 1,
+                code => self.wrong_code.push(format!(
+                    "{label}: exit {code:?} (wanted 0, 2 or 3): {}",
+                    first_line(stderr)
+                )),
+            },
+            Expect::Success => {
+                if ended.code == Some(0) {
+                    self.successes += 1;
+                } else {
+                    self.wrong_code.push(format!(
+                        "{label}: exit {:?} (wanted 0): {}",
+                        ended.code,
+                        first_line(stderr)
+                    ));
+                }
+            }
+            Expect::AimedCommit => {
+                let landed = ended.landing == Some(Landing::AfterRename);
+                if landed && ended.signal == sent {
+                    self.commit_ok += 1;
+                } else {
+                    self.aimed_missed.push(format!(
+                        "{label}: landed {:?}, ended by {:?} (exit {:?})",
+                        ended.landing, ended.signal, ended.code
+                    ));
+                }
+            }
             Expect::Signal => self.signal_ok += 1,
             Expect::AimedSignal => {
                 let landed = ended.landing == Some(Landing::DuringWrite);
@@ -124,6 +169,30 @@ impl Matrix {
     /// defines them; a validation FAIL (1) or an internal error (5) blames
     /// the wrong thing.
     fn judge_typed_error(&mut self, case: &Case, ended: &Ended, stderr: &str, label: &str) {
+        if ended.code == Some(0) {
+            self.silent.push(format!("{label}: exit 0"));
+            return;
+        }
+        let missing: Vec<&String> = case
+            .needles
+            .iter()
+            .filter(|n| !stderr.contains(n.as_str()))
+            .collect();
+        let wrong = case.code.is_some_and(|c| ended.code != Some(c));
+        if matches!(ended.code, Some(2..=4)) && (wrong || !missing.is_empty()) {
+            self.wrong_code.push(format!(
+                "{label}: exit {:?} (wanted {:?}){}: {}",
+                ended.code,
+                case.code,
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(", missing {missing:?}")
+                },
+                first_line(stderr)
+            ));
+            return;
+        }
         if matches!(ended.code, Some(2..=4)) && stderr.contains("error") {
             self.typed += 1;
             if let Some(path) = repeated_path(&case.args, stderr) {
@@ -131,7 +200,7 @@ impl Matrix {
                     .push(format!("{label}: {path}: {}", first_line(stderr)));
             }
         } else {
-            self.untyped.push(format!(
+            self.wrong_code.push(format!(
                 "{label}: exit {:?}: {}",
                 ended.code,
                 first_line(stderr)
@@ -144,12 +213,30 @@ impl Matrix {
     /// beside it; temporaries found are removed for the next case.
     fn judge_guarded(&mut self, case: &Case, label: &str) {
         let sent = case.signal.as_ref().map(|(s, _)| *s);
+        let mut replaced = 0;
         for (path, before) in &case.guarded {
-            let now = fs::read(path).unwrap_or_default();
-            // Only a signal sent at some time may have let a new package in;
-            // an aimed one lands before the rename, so the old file stays.
-            let intact =
-                now == *before || (case.expect == Expect::Signal && package::read(&now).is_ok());
+            let now = fs::read(path);
+            let lost = now.is_err();
+            let now = now.unwrap_or_default();
+            // A complete new file: a package that reads, or any other
+            // artifact with content.
+            let complete = !lost
+                && if path.extension().is_some_and(|e| e == "ipuc") {
+                    package::read(&now).is_ok()
+                } else {
+                    !now.is_empty()
+                };
+            if now != *before {
+                replaced += 1;
+            }
+            // Old bytes where the run must not replace anything; a
+            // complete new file after a signal sent at some time, an
+            // aimed commit or a success.
+            let may_be_new = matches!(
+                case.expect,
+                Expect::Signal | Expect::AimedCommit | Expect::Success | Expect::UsageOrSuccess
+            );
+            let intact = (now == *before && !lost) || (may_be_new && complete);
             if !intact {
                 self.partial.push(format!(
                     "{label}: {} ({} bytes, was {})",
@@ -171,6 +258,17 @@ impl Matrix {
                 }
             }
         }
+        let n = case.guarded.len();
+        if case.set && replaced != 0 && replaced != n {
+            self.mixed
+                .push(format!("{label}: {replaced} of {n} files replaced"));
+        }
+        let all_new = matches!(case.expect, Expect::AimedCommit | Expect::Success);
+        if all_new && replaced != n {
+            self.partial.push(format!(
+                "{label}: {replaced} of {n} files replaced, all were due"
+            ));
+        }
     }
 
     /// Lists every failure by kind, then the matrix's counts.
@@ -183,17 +281,35 @@ impl Matrix {
         list("HANG", &self.hangs);
         list("ABORT", &self.aborts);
         list("PARTIAL", &self.partial);
-        list("NOT TYPED", &self.untyped);
+        list("WRONG EXIT CODE", &self.wrong_code);
+        list("SILENT WRONG RESULT", &self.silent);
+        list("MIXED SET", &self.mixed);
         list("UNBOUNDED MEMORY", &self.unbounded);
         list("TEMPORARY LEFT", &self.leftover);
         list("REPEATED PATH", &self.repeated_path);
         list("AIM MISSED", &self.aimed_missed);
         list("NO HEARTBEAT", &self.no_heartbeat);
         let m = self;
+        let classes: Vec<String> = m
+            .classes
+            .iter()
+            .map(|(c, (n, s))| format!("{c} {n} ({s:.0} s)"))
+            .collect();
         println!(
-            "hostile matrix: {} cases, {} typed errors ({} naming a path twice), {} heartbeat of an endless run ({} missing), {} signal cases at fractions of a compile ending in the old or a complete new file (landed: {} before the write, {} during it, {} after the rename, {} after the process ended), {} signals aimed into the write that landed there and left the old file ({} missed), {} hangs, {} aborts, {} partial files, {} untyped, {} over {} MB, {} temporaries left (SIGINT/SIGTERM: {}; SIGKILL, which cannot be caught: {}); slowest {:.2} s ({}), peak RSS {} MB ({}); {:.1} s in all",
+            "hostile matrix: {} cases, {} typed errors, {} wrong exit codes, {} hangs, {} aborts, {} silent wrong results, {} partial or lost files, {} mixed sets (by class: {})",
             m.cases,
             m.typed,
+            m.wrong_code.len(),
+            m.hangs.len(),
+            m.aborts.len(),
+            m.silent.len(),
+            m.partial.len(),
+            m.mixed.len(),
+            classes.join(", ")
+        );
+        println!(
+            "  detail: {} successes, {} errors naming a path twice, {} heartbeat of an endless run ({} missing), {} signal cases at fractions of a run ending in the old or a complete new set (landed: {} before the write, {} during it, {} after the rename, {} after the process ended), {} signals aimed into a write that landed there and left the old files, {} aimed into a commit that left the whole new set ({} aims missed), {} over {} MB, {} temporaries left (SIGINT/SIGTERM: {}; SIGKILL, which cannot be caught: {}); slowest {:.2} s ({}), peak RSS {} MB ({}); {:.1} s in all",
+            m.successes,
             m.repeated_path.len(),
             m.heartbeats,
             m.no_heartbeat.len(),
@@ -203,11 +319,8 @@ impl Matrix {
             m.landed_after_rename,
             m.landed_not_sent,
             m.aimed_ok,
+            m.commit_ok,
             m.aimed_missed.len(),
-            m.hangs.len(),
-            m.aborts.len(),
-            m.partial.len(),
-            m.untyped.len(),
             m.unbounded.len(),
             MEMORY_BOUND_KB / 1024,
             m.leftover.len() + m.leftover_after_kill,
@@ -228,7 +341,9 @@ impl Matrix {
         !(self.hangs.is_empty()
             && self.aborts.is_empty()
             && self.partial.is_empty()
-            && self.untyped.is_empty()
+            && self.wrong_code.is_empty()
+            && self.silent.is_empty()
+            && self.mixed.is_empty()
             && self.unbounded.is_empty()
             && self.leftover.is_empty()
             && self.repeated_path.is_empty()

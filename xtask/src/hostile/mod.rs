@@ -19,6 +19,7 @@ mod cases;
 mod child;
 mod matrix;
 mod reseal;
+mod wide;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -50,8 +51,18 @@ const HEARTBEAT_CASE_SECONDS: u64 = HEARTBEAT_SECONDS + 3;
 /// What a case must end in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Expect {
-    /// Exit 1 or 2 with a message.
+    /// Exit 2, 3 or 4 with an `error:` line (the case's `code` and
+    /// `needles` when it names them); exit 0 is a silent wrong result.
     TypedError,
+    /// Exit 0, or a usage error (2) when the value is out of range: a
+    /// numeric flag at an edge value.
+    UsageOrSuccess,
+    /// Exit 0, its guarded outputs replaced by complete files.
+    Success,
+    /// A signal aimed into the commit of an output set (after its first
+    /// rename): held back until the last rename, then it ends the
+    /// process, and every file of the set is new.
+    AimedCommit,
     /// A signal was sent: killed by it, or finished first; either way the
     /// guarded output is the old file or a valid new package.
     Signal,
@@ -68,9 +79,11 @@ enum Expect {
 enum Trigger {
     /// This long after the start.
     After(Duration),
-    /// As soon as a temporary beside the first guarded output holds at
-    /// least this many bytes (0: as soon as it exists).
-    Writing { at_least: u64 },
+    /// As soon as a temporary beside guarded output `file` holds at least
+    /// this many bytes (0: as soon as it exists).
+    Writing { file: usize, at_least: u64 },
+    /// As soon as guarded output `file` holds other bytes than before.
+    Replaced { file: usize },
 }
 
 /// Where a signal landed, seen from outside at the moment it was sent.
@@ -88,12 +101,20 @@ enum Landing {
 
 struct Case {
     name: String,
+    /// The class the matrix counts the case in.
+    class: &'static str,
     args: Vec<String>,
     expect: Expect,
+    /// The exit code a typed error must have, when one is right.
+    code: Option<i32>,
+    /// Text stderr must hold (what the error must say).
+    needles: Vec<String>,
     seconds: u64,
     /// Outputs whose previous bytes must survive (or, for signal cases,
     /// be replaced by a valid package).
     guarded: Vec<(PathBuf, Vec<u8>)>,
+    /// The guarded outputs are one artifact set: all old or all new.
+    set: bool,
     /// A signal and when to send it.
     signal: Option<(i32, Trigger)>,
     /// Extra environment for the child.
@@ -104,13 +125,29 @@ impl Case {
     fn error(name: impl Into<String>, args: &[&str]) -> Case {
         Case {
             name: name.into(),
+            class: "",
             args: args.iter().map(|s| s.to_string()).collect(),
             expect: Expect::TypedError,
+            code: None,
+            needles: Vec::new(),
             seconds: ERROR_SECONDS,
             guarded: Vec::new(),
+            set: false,
             signal: None,
             env: Vec::new(),
         }
+    }
+
+    /// A typed error with exit `code` whose message holds each needle.
+    fn exits(mut self, code: i32, needles: &[&str]) -> Case {
+        self.code = Some(code);
+        self.needles = needles.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    fn expect(mut self, expect: Expect) -> Case {
+        self.expect = expect;
+        self
     }
 
     fn guard(mut self, path: &Path) -> Case {
@@ -143,15 +180,37 @@ pub fn hostile(root: &Path) -> Result<()> {
     let base_bytes = fs::read(&base)?;
     let base_pkg = package::read(&base_bytes)?;
 
-    let mut typed = cases::not_regular_files(&work, &fixtures, &base)?;
-    typed.extend(cases::sparse_files(&work, &fixtures)?);
-    typed.extend(cases::resealed(&work, &base_bytes, &base_pkg)?);
+    let mut typed = tag(
+        cases::not_regular_files(&work, &fixtures, &base)?,
+        "not a regular file",
+    );
+    typed.extend(tag(cases::sparse_files(&work, &fixtures)?, "sparse file"));
+    typed.extend(wide::checkpoint_families(root, &work)?);
+    typed.extend(tag(
+        cases::resealed(&work, &base_bytes, &base_pkg)?,
+        "re-sealed package",
+    ));
+    typed.extend(wide::resealed_wide(&work, &base_pkg)?);
+    let counting = work.join("counting-loop-on-the-first-tile.ipuc");
+    typed.extend(wide::budget_claim(
+        &work,
+        &package::read(&fs::read(&counting)?)?,
+    )?);
+    typed.extend(wide::same_paths(root, &work, &base)?);
+    typed.extend(wide::numeric_flags(&work, &base));
+    typed.extend(wide::long_names(&work, &base)?);
     let heartbeat = cases::heartbeat(&work);
     let mounted = cases::full_tmpfs(&full).is_some();
     if mounted {
-        typed.extend(cases::full_disk(&work, &full)?);
+        // The set's previous files go in before the disk is filled.
+        typed.extend(wide::full_disk_set(&full)?);
+        typed.extend(tag(cases::full_disk(&work, &full)?, "full disk"));
     }
-    let signals = cases::signals(&bin, &work, &base_bytes)?;
+    let mut signals = tag(
+        cases::signals(&bin, &work, &base_bytes)?,
+        "signal during a package write",
+    );
+    signals.extend(wide::artifact_sets(&work)?);
 
     let mut m = Matrix::default();
     let logs = work.join("logs");
@@ -177,6 +236,17 @@ pub fn hostile(root: &Path) -> Result<()> {
         bail!("the hostile matrix has failures (listed above)");
     }
     Ok(())
+}
+
+/// `cases` counted in `class`.
+fn tag(cases: Vec<Case>, class: &'static str) -> Vec<Case> {
+    cases
+        .into_iter()
+        .map(|mut c| {
+            c.class = class;
+            c
+        })
+        .collect()
 }
 
 /// Runs one case with its stderr to `log` and judges how it ended.

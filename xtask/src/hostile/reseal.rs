@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use ipuc_core::ipu21::isa::{encode, Imm16Op, Instruction, MReg};
-use ipuc_core::package::{self, BindingKind, Package, DIGEST_BYTES};
+use ipuc_core::package::{self, BindingKind, Package, SegmentRole, DIGEST_BYTES};
 
 /// Re-seals `body` (package bytes without their digest).
 fn reseal(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {
@@ -127,4 +127,63 @@ pub(super) fn huge_output(bytes: &[u8], p: &Package) -> Result<Vec<u8>> {
         body[at..at + 8].copy_from_slice(&dim0.to_le_bytes());
         Ok(())
     })
+}
+
+/// What a re-sealed binding slice is moved onto.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Onto {
+    /// A slice of another binding of this class.
+    Binding(BindingKind),
+    /// The start of a segment of this role (code, rows, state, …).
+    Segment(SegmentRole),
+}
+
+/// The base package with one slice of a `from` binding moved onto `onto`
+/// (same size or smaller, so only the sharing is wrong), re-sealed; `None`
+/// when the package has no such pair.
+pub(super) fn moved_slice(p: &Package, from: BindingKind, onto: Onto) -> Option<Vec<u8>> {
+    let mut q = p.clone();
+    let (dest_tile, dest_address, room, skip) = match onto {
+        Onto::Binding(kind) => {
+            // The class's largest slice, so most slices fit onto it.
+            let (i, s) = p
+                .bindings
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.kind == kind)
+                .flat_map(|(i, b)| b.slices.iter().map(move |s| (i, *s)))
+                .max_by_key(|(_, s)| s.size)?;
+            (s.tile, s.tile_address, s.size, Some(i))
+        }
+        Onto::Segment(role) => {
+            let (tile, seg) = p.tiles.iter().find_map(|t| {
+                t.segments
+                    .iter()
+                    .find(|s| s.role == role)
+                    .map(|s| (t.physical_tile, s))
+            })?;
+            (tile, seg.address, seg.memory_size, None)
+        }
+    };
+    let (bi, si) = p.bindings.iter().enumerate().find_map(|(i, b)| {
+        if b.kind != from || Some(i) == skip {
+            return None;
+        }
+        b.slices
+            .iter()
+            .position(|s| s.size <= room)
+            .map(|si| (i, si))
+    })?;
+    let slice = &mut q.bindings[bi].slices[si];
+    slice.tile = dest_tile;
+    slice.tile_address = dest_address;
+    package::write_unvalidated(&q).ok()
+}
+
+/// The base package with `edit` applied to its structure, re-sealed
+/// without validation (`None` if it no longer encodes).
+pub(super) fn edited(p: &Package, edit: impl FnOnce(&mut Package)) -> Option<Vec<u8>> {
+    let mut q = p.clone();
+    edit(&mut q);
+    package::write_unvalidated(&q).ok()
 }

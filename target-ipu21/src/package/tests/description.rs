@@ -85,6 +85,8 @@ fn a_described_package_round_trips_and_a_checkpoint_origin_too() {
         read_sealed(&write(&p).unwrap()).unwrap().description,
         p.description
     );
+    // A checkpoint's package names no preset (the two exclude each other).
+    p.description.model.as_mut().unwrap().preset = String::new();
     p.description.model.as_mut().unwrap().weights = WeightOrigin::Checkpoint {
         sha256: [0xAB; 32],
         path: "/models/siglip".to_string(),

@@ -6,6 +6,7 @@ mod bytes;
 mod description;
 mod mutations;
 mod records;
+mod round4;
 
 use alloc::string::ToString;
 use alloc::vec;
@@ -76,7 +77,8 @@ pub(super) fn sample() -> Package {
     });
     p.bindings.push(Binding {
         name: "w.qkv".to_string(),
-        scale: 0,
+        // The described FP8 weight scale (`description::sample`).
+        scale: -4,
         kind: BindingKind::Weight,
         dtype: DType::F8E4M3,
         shape: vec![16],
@@ -131,7 +133,8 @@ pub(super) fn sample() -> Package {
     ];
     let repeat = Some(RepeatScope {
         repeat: 0,
-        trip_count: 27,
+        // The described model's layers (`description::sample`).
+        trip_count: 2,
     });
     for t in [0, 2] {
         p.steps.tiles.push(TileStepTable {
