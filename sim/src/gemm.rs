@@ -642,7 +642,7 @@ mod tests {
     fn value(rng: &mut Rng, kind: Values) -> f32 {
         use ipuc_target::numeric::{F8Format, Fp8};
         let r = rng.next();
-        if r % 11 == 0 {
+        if r.is_multiple_of(11) {
             return if r & 0x100 == 0 { 0.0 } else { -0.0 };
         }
         match kind {
@@ -759,6 +759,50 @@ mod tests {
         assert!(
             exact > 500 && in_order > 300 && crate_only > 100,
             "{exact} exact, {in_order} in order, {crate_only} crate only"
+        );
+    }
+
+    /// Throughput of the So400m tile product (91×48×576, F143 × F143,
+    /// transposed weights) on one thread: `--ignored --nocapture`.
+    #[test]
+    #[ignore = "timing, not a check"]
+    fn amp_product_throughput() {
+        let mut rng = Rng(7);
+        let (m, n, k) = (91, 48, 576);
+        // Finite values only (code 0x80 is NaN, which takes the crate path).
+        let mut finite = || loop {
+            let v = value(&mut rng, Values::F143(-4));
+            if !v.is_nan() {
+                break v;
+            }
+        };
+        let a: Vec<f32> = (0..m * k).map(|_| finite()).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| finite()).collect();
+        let mut acc = vec![0f32; m * n];
+        let calls = 4000;
+        let before = std::env::var_os("AMP_BENCH_BEFORE_42").is_some();
+        let start = std::time::Instant::now();
+        for _ in 0..calls {
+            let f = if before {
+                amp_product_before_42
+            } else {
+                amp_product
+            };
+            f(
+                AmpMode::F8F16Partials,
+                (m, n, k),
+                MatRef::row_major(&a, 0, k),
+                MatRef::transposed(&b, 0, k),
+                &mut acc,
+                Threads::One,
+            );
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let macs = (calls * m * n * k) as f64;
+        println!(
+            "{:.2} GMAC/s ({:.1} µs per call)",
+            macs / secs / 1e9,
+            secs / calls as f64 * 1e6
         );
     }
 

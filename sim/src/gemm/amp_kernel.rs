@@ -207,7 +207,7 @@ pub(super) fn sums_are_exact(
     }
 }
 
-/// Operands widened to f64 and packed: `a` row-major `m × k`, `b`
+/// Operands widened to f64 and packed: `a` in row panels (see [`pack`]), `b`
 /// row-major `k × np` with the columns padded with zeros to a multiple of
 /// [`NR`].
 #[derive(Default)]
@@ -233,15 +233,23 @@ thread_local! {
 fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed: &mut Packed) {
     let np = n.next_multiple_of(NR);
     packed.np = np;
+    // `a` in row panels: MR rows at a time (then single rows), each panel
+    // K-major — the panel of rows i0.. at i0·k, element (r, p) at p·R + r —
+    // so the kernel broadcasts a panel's R values from one pointer.
     let aw = &mut packed.a;
     aw.clear();
-    for i in 0..m {
-        let row = a.offset + i * a.rs;
-        if a.cs == 1 {
-            aw.extend(a.data[row..row + k].iter().map(|&x| f64::from(x)));
-        } else {
-            aw.extend((0..k).map(|p| f64::from(a.data[row + p * a.cs])));
+    aw.resize(m * k, 0.0);
+    let at = |i: usize, p: usize| f64::from(a.data[a.offset + i * a.rs + p * a.cs]);
+    let mut i0 = 0;
+    while i0 < m {
+        let rows = if i0 + MR <= m { MR } else { 1 };
+        let panel = &mut aw[i0 * k..(i0 + rows) * k];
+        for (r, i) in (i0..i0 + rows).enumerate() {
+            for p in 0..k {
+                panel[p * rows + r] = at(i, p);
+            }
         }
+        i0 += rows;
     }
     let bw = &mut packed.b;
     bw.clear();
@@ -403,25 +411,27 @@ mod avx2 {
         work: &mut [f64],
     ) {
         let (k, np) = (shape.k, shape.np);
+        // This block's panel: element (r, p) at p·R + r.
         let a = &packed.a[i0 * k..(i0 + R) * k];
         assert!(j0 + NR <= np && packed.b.len() >= k * np && work.len() >= (R - 1) * np + j0 + NR);
-        let b = packed.b.as_ptr();
+        let (ap, bp) = (a.as_ptr(), packed.b.as_ptr());
         let mut k0 = 0;
         while k0 < k {
             let kg = shape.micro_group.min(k - k0);
             let mut s = [[_mm256_setzero_pd(); 2]; R];
             for p in k0..k0 + kg {
-                // SAFETY: p < k and j0 + NR ≤ np, so both loads are inside
-                // `packed.b` (length ≥ k·np, asserted above).
-                let (b0, b1) = unsafe {
-                    let row = b.add(p * np + j0);
-                    (_mm256_loadu_pd(row), _mm256_loadu_pd(row.add(4)))
-                };
-                for (r, s) in s.iter_mut().enumerate() {
-                    let x = _mm256_set1_pd(a[r * k + p]);
-                    // Exact: see the module note.
-                    s[0] = _mm256_fmadd_pd(x, b0, s[0]);
-                    s[1] = _mm256_fmadd_pd(x, b1, s[1]);
+                // SAFETY: p < k, r < R and j0 + NR ≤ np, so every read is
+                // inside the panel (R·k long) or `packed.b` (≥ k·np,
+                // asserted above).
+                unsafe {
+                    let row = bp.add(p * np + j0);
+                    let (b0, b1) = (_mm256_loadu_pd(row), _mm256_loadu_pd(row.add(4)));
+                    for (r, s) in s.iter_mut().enumerate() {
+                        let x = _mm256_broadcast_sd(&*ap.add(p * R + r));
+                        // Exact or in the crate's order: see the module note.
+                        s[0] = _mm256_fmadd_pd(x, b0, s[0]);
+                        s[1] = _mm256_fmadd_pd(x, b1, s[1]);
+                    }
                 }
             }
             if from_product(shape, kg) {
@@ -433,7 +443,7 @@ mod avx2 {
                         _mm256_storeu_pd(l.as_mut_ptr().add(4), s[1]);
                     }
                 }
-                negative_zero_sums(&mut lanes, a, &packed.b, (k, np), (k0, kg), j0);
+                negative_zero_sums(&mut lanes, a, &packed.b, np, (k0, kg), j0);
                 for (l, s) in lanes.iter().zip(s.iter_mut()) {
                     // SAFETY: as above.
                     unsafe {
@@ -503,13 +513,13 @@ mod avx2 {
 
 /// Where the crate would start from the first product, a zero sum is −0
 /// exactly when every product is −0 (RNE: x + y is −0 only for −0 + −0);
-/// the kernel above, from +0, made them +0.
+/// the kernel above, from +0, made them +0. `a` is the block's panel.
 #[cold]
 fn negative_zero_sums<const R: usize>(
     s: &mut [[f64; NR]; R],
     a: &[f64],
     b: &[f64],
-    (k, np): (usize, usize),
+    np: usize,
     (k0, kg): (usize, usize),
     j0: usize,
 ) {
@@ -517,7 +527,7 @@ fn negative_zero_sums<const R: usize>(
         for (c, s) in s.iter_mut().enumerate() {
             if *s == 0.0 {
                 let all_negative_zero = (k0..k0 + kg).all(|p| {
-                    let product = a[r * k + p] * b[p * np + j0 + c];
+                    let product = a[p * R + r] * b[p * np + j0 + c];
                     product.to_bits() == (-0f64).to_bits()
                 });
                 if all_negative_zero {
