@@ -239,14 +239,15 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
     let aw = &mut packed.a;
     aw.clear();
     aw.resize(m * k, 0.0);
-    let at = |i: usize, p: usize| f64::from(a.data[a.offset + i * a.rs + p * a.cs]);
     let mut i0 = 0;
     while i0 < m {
         let rows = if i0 + MR <= m { MR } else { 1 };
         let panel = &mut aw[i0 * k..(i0 + rows) * k];
-        for (r, i) in (i0..i0 + rows).enumerate() {
-            for p in 0..k {
-                panel[p * rows + r] = at(i, p);
+        // Written in order (the reads walk `rows` streams of `a`).
+        for (p, dst) in panel.chunks_exact_mut(rows).enumerate() {
+            let base = a.offset + i0 * a.rs + p * a.cs;
+            for (r, d) in dst.iter_mut().enumerate() {
+                *d = f64::from(a.data[base + r * a.rs]);
             }
         }
         i0 += rows;
