@@ -189,9 +189,12 @@ where
 /// The f64 micro-group sum is exact for FP8 × FP8 (a product has ≤ 8
 /// significant bits, 32 of them span far less than 53) and for FP16
 /// operands whose products' exponents span < 2^27; beyond that it is the
-/// `gemm` crate's sequential order over one micro-group, the same in both
-/// callers. `a` and `b` hold the operands' decoded values; `acc` holds
-/// partials-type values on entry and on exit.
+/// `gemm` crate's order over one micro-group, the same in both callers.
+/// Where it gives the same bits (exact sums, or the crate's in-order
+/// routes; see [`amp_kernel`]) a kernel of ipuc's own runs instead of the
+/// crate (#42: the FP16 rounding and the per-micro-group crate calls were
+/// two thirds of a run). `a` and `b` hold the operands' decoded values;
+/// `acc` holds partials-type values on entry and on exit.
 pub fn amp_product(
     mode: AmpMode,
     (m, n, k): (usize, usize, usize),
@@ -204,13 +207,65 @@ pub fn amp_product(
     if m == 0 || n == 0 || k == 0 {
         return;
     }
+    // Soundness of both kernels' reads: every index stays in bounds.
+    assert!(
+        a.last_index(m, k).is_some_and(|i| i < a.data.len()),
+        "amp lhs view out of bounds"
+    );
+    assert!(
+        b.last_index(k, n).is_some_and(|i| i < b.data.len()),
+        "amp rhs view out of bounds"
+    );
+    let partials = Partials::of(mode);
     let micro_group = mode.k_micro_group() as usize;
-    let round: fn(f64) -> f32 = if mode.partials_bytes() == 2 {
-        round_f64_to_f16
+    let route = amp_kernel::available()
+        .then(|| amp_kernel::route(micro_group, (m, n, k), &a, &b))
+        .flatten();
+    if let Some(first) = route {
+        amp_kernel::amp_product(
+            partials,
+            micro_group,
+            first,
+            (m, n, k),
+            &a,
+            &b,
+            acc,
+            threads,
+        );
     } else {
-        // One rounding, f64 → f32, to nearest even.
-        |x| x as f32
-    };
+        amp_product_gemm_crate(partials, micro_group, (m, n, k), a, b, acc, threads);
+    }
+}
+
+/// The partials type of an AMP mode: what every micro-group's sum is
+/// rounded to when added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Partials {
+    F16,
+    F32,
+}
+
+impl Partials {
+    fn of(mode: AmpMode) -> Self {
+        if mode.partials_bytes() == 2 {
+            Partials::F16
+        } else {
+            Partials::F32
+        }
+    }
+}
+
+/// [`amp_product`] with each micro-group summed by the `gemm` crate: the
+/// definition of the order when sums may round. Bounds were checked.
+fn amp_product_gemm_crate(
+    partials: Partials,
+    micro_group: usize,
+    (m, n, k): (usize, usize, usize),
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    acc: &mut [f32],
+    threads: Threads,
+) {
     // The views' elements as f64, keeping their strides (a transposed
     // weight is read in place, as `gemm` does).
     let widen = |v: &MatRef<'_>, rows: usize, cols: usize| -> Vec<f64> {
@@ -255,49 +310,501 @@ pub fn amp_product(
                 parallelism,
             );
         }
-        let add = |(o, g): (&mut f32, &f64)| *o = round(f64::from(*o) + g);
+        // A plain loop over a `match`ed mode (not a function pointer per
+        // element) lets the rounding vectorise.
+        let add = |o: &mut [f32], g: &[f64]| match partials {
+            Partials::F16 => o.iter_mut().zip(g).for_each(|(o, g)| {
+                *o = round_f64_to_f16_lane(f64::from(*o) + g) as f32;
+            }),
+            Partials::F32 => o.iter_mut().zip(g).for_each(|(o, g)| {
+                *o = (f64::from(*o) + g) as f32;
+            }),
+        };
         match threads {
-            Threads::One => acc[..m * n].iter_mut().zip(&group).for_each(add),
+            Threads::One => add(&mut acc[..m * n], &group),
             Threads::All => acc[..m * n]
-                .par_iter_mut()
-                .zip(group.par_iter())
-                .for_each(add),
+                .par_chunks_mut(4096)
+                .zip(group.par_chunks(4096))
+                .for_each(|(o, g)| add(o, g)),
         }
     }
 }
 
 /// `x` rounded to the nearest FP16 value, ties to even (±∞ from 65520 on),
-/// in one rounding: `half::f16::from_f64` goes through f32 first, a double
-/// rounding (65519.999 becomes ∞), and runs a per-value software path
-/// while the FP8 products above round ~10⁸ partials per So400m layer.
-/// Tested against an exact nearest-neighbour search in `tests`.
-fn round_f64_to_f16(x: f64) -> f32 {
+/// in one rounding, returned as the f64 holding it (NaN for NaN).
+///
+/// `half::f16::from_f64` goes through f32 first, a double rounding
+/// (65519.999 becomes ∞), and runs a per-value software path while the FP8
+/// products round ~10⁸ partials per So400m layer. This version has no
+/// branches — both candidate roundings are computed and one is selected —
+/// so a loop over partials vectorises. It is the pre-#42 scalar function
+/// (kept in `tests` as `round_f64_to_f16_scalar`) with its `if`s turned
+/// into selects, proved equal to it there.
+#[inline(always)]
+pub(crate) fn round_f64_to_f16_lane(x: f64) -> f64 {
     const MIN_NORMAL: f64 = 6.103_515_625e-5; // 2^-14
     const SUBNORMAL_STEP: f64 = 16_777_216.0; // 2^24
-    if x.is_nan() {
-        return f32::NAN;
-    }
+                                              // Subnormals are multiples of 2^-24.
+    let subnormal = (x * SUBNORMAL_STEP).round_ties_even() / SUBNORMAL_STEP;
+    // Normals: keep 10 of f64's 52 fraction bits, rounding the 42 dropped
+    // bits to nearest, ties to even (a carry moves into the exponent).
+    let bits = x.to_bits();
+    let dropped = 42;
+    let half = (1u64 << (dropped - 1)) - 1 + ((bits >> dropped) & 1);
+    let normal = f64::from_bits(bits.wrapping_add(half) & !((1u64 << dropped) - 1));
     let r = if x.abs() < MIN_NORMAL {
-        // Subnormals are multiples of 2^-24.
-        (x * SUBNORMAL_STEP).round_ties_even() / SUBNORMAL_STEP
+        subnormal
     } else {
-        // Keep 10 of f64's 52 fraction bits, rounding the 42 dropped bits
-        // to nearest, ties to even (a carry moves into the exponent).
-        let bits = x.to_bits();
-        let dropped = 42;
-        let half = (1u64 << (dropped - 1)) - 1 + ((bits >> dropped) & 1);
-        f64::from_bits((bits + half) & !((1u64 << dropped) - 1))
+        normal
     };
-    if r.abs() > 65_504.0 {
-        f32::INFINITY.copysign(x as f32)
+    let r = if r.abs() > 65_504.0 {
+        f64::INFINITY.copysign(x)
     } else {
-        r as f32
+        r
+    };
+    if x.is_nan() {
+        f64::NAN
+    } else {
+        r
     }
 }
+
+mod amp_kernel;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pre-#42 rounding, verbatim: the oracle the branch-free
+    /// [`round_f64_to_f16_lane`] must equal bit for bit.
+    fn round_f64_to_f16_scalar(x: f64) -> f32 {
+        const MIN_NORMAL: f64 = 6.103_515_625e-5; // 2^-14
+        const SUBNORMAL_STEP: f64 = 16_777_216.0; // 2^24
+        if x.is_nan() {
+            return f32::NAN;
+        }
+        let r = if x.abs() < MIN_NORMAL {
+            (x * SUBNORMAL_STEP).round_ties_even() / SUBNORMAL_STEP
+        } else {
+            let bits = x.to_bits();
+            let dropped = 42;
+            let half = (1u64 << (dropped - 1)) - 1 + ((bits >> dropped) & 1);
+            f64::from_bits((bits + half) & !((1u64 << dropped) - 1))
+        };
+        if r.abs() > 65_504.0 {
+            f32::INFINITY.copysign(x as f32)
+        } else {
+            r as f32
+        }
+    }
+
+    /// The pre-#42 `amp_product`, verbatim but for its name and the
+    /// rounding oracle: every micro-group summed by the `gemm` crate.
+    fn amp_product_before_42(
+        mode: AmpMode,
+        (m, n, k): (usize, usize, usize),
+        a: MatRef<'_>,
+        b: MatRef<'_>,
+        acc: &mut [f32],
+        threads: Threads,
+    ) {
+        assert!(acc.len() >= m * n, "gemm output {} < {m}×{n}", acc.len());
+        if m == 0 || n == 0 || k == 0 {
+            return;
+        }
+        let micro_group = mode.k_micro_group() as usize;
+        let round: fn(f64) -> f32 = if mode.partials_bytes() == 2 {
+            round_f64_to_f16_scalar
+        } else {
+            |x| x as f32
+        };
+        let widen = |v: &MatRef<'_>, rows: usize, cols: usize| -> Vec<f64> {
+            let end = v.last_index(rows, cols).map_or(v.offset, |i| i + 1);
+            v.data[v.offset..end]
+                .iter()
+                .map(|&x| f64::from(x))
+                .collect()
+        };
+        let (aw, bw) = (widen(&a, m, k), widen(&b, k, n));
+        let parallelism = match threads {
+            Threads::One => gemm::Parallelism::None,
+            Threads::All => gemm::Parallelism::Rayon(rayon::current_num_threads()),
+        };
+        let mut group = vec![0f64; m * n];
+        for k0 in (0..k).step_by(micro_group) {
+            let kg = micro_group.min(k - k0);
+            // SAFETY: as in the original: the widened views cover every
+            // element read.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    kg,
+                    group.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    false,
+                    aw.as_ptr().add(k0 * a.cs),
+                    a.cs as isize,
+                    a.rs as isize,
+                    bw.as_ptr().add(k0 * b.rs),
+                    b.cs as isize,
+                    b.rs as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    parallelism,
+                );
+            }
+            let add = |(o, g): (&mut f32, &f64)| *o = round(f64::from(*o) + g);
+            match threads {
+                Threads::One => acc[..m * n].iter_mut().zip(&group).for_each(add),
+                Threads::All => acc[..m * n]
+                    .par_iter_mut()
+                    .zip(group.par_iter())
+                    .for_each(add),
+            }
+        }
+    }
+
+    /// xorshift64: seeded, reproducible test data.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn same_f32(x: f32, y: f32) -> bool {
+        x.to_bits() == y.to_bits()
+    }
+
+    /// Inputs where the rounding can go wrong: every FP16 value, the
+    /// midpoints between neighbours (ties) and one f64 ulp either side,
+    /// over both signs, plus the subnormal/normal and overflow edges.
+    fn rounding_edge_inputs() -> Vec<f64> {
+        let mut xs = Vec::new();
+        for bits in 0..0x7C00u16 {
+            let v = half::f16::from_bits(bits).to_f64();
+            let next = half::f16::from_bits(bits + 1).to_f64();
+            let mid = if bits + 1 == 0x7C00 {
+                65_520.0
+            } else {
+                (v + next) / 2.0
+            };
+            for x in [v, mid, mid.next_down(), mid.next_up(), v.next_up()] {
+                xs.push(x);
+                xs.push(-x);
+            }
+        }
+        xs.extend([
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7FF0_0000_0000_0001),
+            f64::from_bits(0xFFFF_FFFF_FFFF_FFFF),
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            -5e-324,
+            1e300,
+            -1e300,
+        ]);
+        xs
+    }
+
+    #[test]
+    fn lane_rounding_equals_the_scalar_rounding_on_every_edge() {
+        for x in rounding_edge_inputs() {
+            let (got, want) = (round_f64_to_f16_lane(x) as f32, round_f64_to_f16_scalar(x));
+            assert!(
+                same_f32(got, want),
+                "{x:e} ({:#x}): {got:e} vs {want:e}",
+                x.to_bits()
+            );
+        }
+    }
+
+    /// The exact kernel's four-lane rounding against the scalar oracle.
+    fn check_vector_rounding(mut xs: Vec<f64>) {
+        xs.resize(xs.len().next_multiple_of(4), 0.0);
+        let mut got = xs.clone();
+        if !amp_kernel::round_f16_lanes(&mut got) {
+            return; // no AVX2 + FMA: the kernel never runs here
+        }
+        for (x, g) in xs.iter().zip(&got) {
+            let (g, want) = (*g as f32, round_f64_to_f16_scalar(*x));
+            assert!(
+                same_f32(g, want),
+                "{x:e} ({:#x}): {g:e} vs {want:e}",
+                x.to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn vector_rounding_equals_the_scalar_rounding() {
+        check_vector_rounding(rounding_edge_inputs());
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        check_vector_rounding(
+            (0..2_000_000u64)
+                .map(|i| {
+                    let bits = rng.next();
+                    if i % 2 == 0 {
+                        f64::from_bits(bits)
+                    } else {
+                        let exp = 1023 - 40 + (bits >> 52) % 64;
+                        f64::from_bits((bits & (1 << 63)) | (exp << 52) | (bits & ((1 << 52) - 1)))
+                    }
+                })
+                .collect(),
+        );
+        check_vector_rounding(
+            (0..=u32::MAX)
+                .step_by(509)
+                .map(|b| f64::from(f32::from_bits(b)))
+                .collect(),
+        );
+    }
+
+    #[test]
+    fn lane_rounding_equals_the_scalar_rounding_on_random_bits() {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for i in 0..4_000_000u64 {
+            let bits = rng.next();
+            // Half fully random bit patterns, half in the exponent range
+            // partial sums live in (2^-40 .. 2^24), both signs.
+            let x = if i % 2 == 0 {
+                f64::from_bits(bits)
+            } else {
+                let exp = 1023 - 40 + (bits >> 52) % 64;
+                f64::from_bits((bits & (1 << 63)) | (exp << 52) | (bits & ((1 << 52) - 1)))
+            };
+            let (got, want) = (round_f64_to_f16_lane(x) as f32, round_f64_to_f16_scalar(x));
+            assert!(
+                same_f32(got, want),
+                "{x:e} ({bits:#x}): {got:e} vs {want:e}"
+            );
+        }
+    }
+
+    /// Every f32 value (as the f64 it widens to) in a strided sweep of all
+    /// 2^32 patterns; `--ignored` runs all of them.
+    fn lane_rounding_over_f32(step: usize) {
+        for bits in (0..=u32::MAX).step_by(step) {
+            let x = f64::from(f32::from_bits(bits));
+            let (got, want) = (round_f64_to_f16_lane(x) as f32, round_f64_to_f16_scalar(x));
+            assert!(
+                same_f32(got, want),
+                "{x:e} ({bits:#x}): {got:e} vs {want:e}"
+            );
+        }
+    }
+
+    #[test]
+    fn lane_rounding_equals_the_scalar_rounding_over_f32_sweep() {
+        lane_rounding_over_f32(251);
+    }
+
+    #[test]
+    #[ignore = "exhaustive over 2^32 f32 patterns: ~a minute"]
+    fn lane_rounding_equals_the_scalar_rounding_over_every_f32() {
+        lane_rounding_over_f32(1);
+    }
+
+    /// Operand values of one kind, with signed zeros mixed in.
+    #[derive(Clone, Copy, Debug)]
+    enum Values {
+        /// Scaled F143 FP8 (always exact sums).
+        F143(i8),
+        /// Scaled F152 FP8 (exact or not, depending on the data).
+        F152(i8),
+        /// FP16 in a narrow range (exact sums).
+        F16Narrow,
+        /// FP16 over the whole range with subnormals (sums round; the
+        /// crate path).
+        F16Wide,
+        /// Mostly ±0, a few ±1: zero sums of every sign.
+        Zeros,
+    }
+
+    fn value(rng: &mut Rng, kind: Values) -> f32 {
+        use ipuc_target::numeric::{F8Format, Fp8};
+        let r = rng.next();
+        if r.is_multiple_of(11) {
+            return if r & 0x100 == 0 { 0.0 } else { -0.0 };
+        }
+        match kind {
+            Values::F143(s) => Fp8::new(F8Format::F143, s)
+                .unwrap()
+                .decode((r >> 8) as u8 & 0x7F | ((r >> 20) as u8 & 0x80)),
+            Values::F152(s) => {
+                let c = (r >> 8) as u8;
+                let c = if c == 0x80 { 0 } else { c };
+                Fp8::new(F8Format::F152, s).unwrap().decode(c)
+            }
+            Values::F16Narrow => {
+                let v = ((r >> 8) % 4096) as f32 / 256.0 - 8.0;
+                half::f16::from_f32(v).to_f32()
+            }
+            Values::F16Wide => {
+                let bits = ((r >> 8) as u16) & 0x7BFF | ((r >> 40) as u16 & 0x8000);
+                half::f16::from_bits(bits).to_f32()
+            }
+            Values::Zeros => match r % 5 {
+                0 => 1.0,
+                1 => -1.0,
+                2 => -0.0,
+                _ => 0.0,
+            },
+        }
+    }
+
+    /// The new `amp_product` against the pre-#42 one on seeded random
+    /// shapes (the crate's dispatch edges: M or N of 1, M·N around 256,
+    /// K ≤ 2 and K mod the micro-group in {1, 2}), layouts, modes,
+    /// thread settings, operand kinds and starting partials.
+    #[test]
+    fn amp_product_equals_the_pre_42_product() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let dims = [
+            1usize, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 40, 65, 91, 130,
+        ];
+        let ks = [
+            1usize, 2, 3, 16, 17, 18, 31, 32, 33, 34, 63, 64, 65, 66, 97, 130,
+        ];
+        let kinds = [
+            Values::F143(-4),
+            Values::F143(0),
+            Values::F143(7),
+            Values::F152(-4),
+            Values::F152(0),
+            Values::F16Narrow,
+            Values::F16Wide,
+            Values::Zeros,
+        ];
+        let (mut exact, mut in_order, mut crate_only) = (0, 0, 0);
+        for case in 0..2500 {
+            let (m, n, k) = (
+                dims[rng.below(dims.len())],
+                dims[rng.below(dims.len())],
+                ks[rng.below(ks.len())],
+            );
+            let kind = kinds[rng.below(kinds.len())];
+            let mode = match kind {
+                Values::F143(_) | Values::F152(_) => AmpMode::F8F16Partials,
+                _ => [
+                    AmpMode::F16F32Partials,
+                    AmpMode::F32,
+                    AmpMode::F16F16Partials,
+                ][rng.below(3)],
+            };
+            let pad = rng.below(3);
+            let a: Vec<f32> = (0..m * k + pad).map(|_| value(&mut rng, kind)).collect();
+            let b: Vec<f32> = (0..k * n + pad).map(|_| value(&mut rng, kind)).collect();
+            let av = if rng.below(4) == 0 {
+                MatRef::transposed(&a, pad, m)
+            } else {
+                MatRef::row_major(&a, pad, k)
+            };
+            let bv = if rng.below(2) == 0 {
+                MatRef::transposed(&b, pad, k)
+            } else {
+                MatRef::row_major(&b, pad, n)
+            };
+            let start: Vec<f32> = (0..m * n)
+                .map(|_| match rng.below(4) {
+                    0 => 0.0,
+                    1 => -0.0,
+                    _ => half::f16::from_f32(value(&mut rng, Values::F16Narrow)).to_f32(),
+                })
+                .collect();
+            let threads = if rng.below(3) == 0 {
+                Threads::All
+            } else {
+                Threads::One
+            };
+            let mut want = start.clone();
+            amp_product_before_42(mode, (m, n, k), av, bv, &mut want, threads);
+            let mut got = start.clone();
+            amp_product(mode, (m, n, k), av, bv, &mut got, threads);
+            let group = mode.k_micro_group() as usize;
+            if amp_kernel::sums_are_exact(group, (m, n, k), &av, &bv) {
+                exact += 1;
+            } else if amp_kernel::route(group, (m, n, k), &av, &bv).is_some() {
+                in_order += 1;
+            } else {
+                crate_only += 1;
+            }
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    same_f32(*g, *w),
+                    "case {case} {kind:?} {mode:?} {m}×{n}×{k} ({av:?}, {bv:?}) element {i}: {g:e} vs {w:e}"
+                );
+            }
+        }
+        // Every route was exercised: exact sums, rounding sums the crate
+        // adds in K order, and rounding sums it splits over lanes.
+        assert!(
+            exact > 500 && in_order > 300 && crate_only > 100,
+            "{exact} exact, {in_order} in order, {crate_only} crate only"
+        );
+    }
+
+    /// Throughput of the So400m tile product (91×48×576, F143 × F143,
+    /// transposed weights) on one thread: `--ignored --nocapture`.
+    #[test]
+    #[ignore = "timing, not a check"]
+    fn amp_product_throughput() {
+        let mut rng = Rng(7);
+        let (m, n, k) = (91, 48, 576);
+        // Finite values only (code 0x80 is NaN, which takes the crate path).
+        let mut finite = || loop {
+            let v = value(&mut rng, Values::F143(-4));
+            if !v.is_nan() {
+                break v;
+            }
+        };
+        let a: Vec<f32> = (0..m * k).map(|_| finite()).collect();
+        let b: Vec<f32> = (0..k * n).map(|_| finite()).collect();
+        let mut acc = vec![0f32; m * n];
+        let calls = 4000;
+        let before = std::env::var_os("AMP_BENCH_BEFORE_42").is_some();
+        let start = std::time::Instant::now();
+        for _ in 0..calls {
+            let f = if before {
+                amp_product_before_42
+            } else {
+                amp_product
+            };
+            f(
+                AmpMode::F8F16Partials,
+                (m, n, k),
+                MatRef::row_major(&a, 0, k),
+                MatRef::transposed(&b, 0, k),
+                &mut acc,
+                Threads::One,
+            );
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let macs = (calls * m * n * k) as f64;
+        println!(
+            "{:.2} GMAC/s ({:.1} µs per call)",
+            macs / secs / 1e9,
+            secs / calls as f64 * 1e6
+        );
+    }
 
     fn naive(m: usize, n: usize, k: usize, a: &MatRef<'_>, b: &MatRef<'_>) -> Vec<f32> {
         let mut c = vec![0f32; m * n];
@@ -417,7 +924,7 @@ mod tests {
     }
 
     #[test]
-    fn fast_fp16_rounding_is_exact() {
+    fn lane_fp16_rounding_is_exact() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = || {
             state ^= state << 13;
@@ -449,7 +956,7 @@ mod tests {
             f64::from_bits((bits & (1 << 63)) | (exp << 52) | (bits & ((1 << 52) - 1)))
         })) {
             let want = nearest_f16(x);
-            let got = round_f64_to_f16(x);
+            let got = round_f64_to_f16_lane(x) as f32;
             assert!(
                 got.to_bits() == want.to_bits() || (got == 0.0 && want == 0.0),
                 "{x:e}: {got:e} vs {want:e}"

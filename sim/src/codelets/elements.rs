@@ -39,20 +39,34 @@ pub fn decode_into(bytes: &[u8], d: DType, out: &mut Vec<f32>) {
         DType::F16 => {
             // Whole slices through `half`'s converter (F16C vectors where
             // the CPU has them, the same conversion `f16_bits_to_f32` makes
-            // one value at a time; exact either way).
+            // one value at a time; exact either way), staged through a
+            // stack buffer rather than a heap copy of the input.
             use half::slice::HalfFloatSliceExt;
-            let halves: Vec<half::f16> = bytes
-                .chunks_exact(2)
-                .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
-                .collect();
+            const CHUNK: usize = 256;
             let start = out.len();
-            out.resize(start + halves.len(), 0.0);
-            halves.convert_to_f32_slice(&mut out[start..]);
+            out.resize(start + bytes.len() / 2, 0.0);
+            let mut halves = [half::f16::ZERO; CHUNK];
+            for (src, dst) in bytes.chunks(2 * CHUNK).zip(out[start..].chunks_mut(CHUNK)) {
+                let h = &mut halves[..dst.len()];
+                for (h, c) in h.iter_mut().zip(src.chunks_exact(2)) {
+                    *h = half::f16::from_bits(u16::from_le_bytes([c[0], c[1]]));
+                }
+                h.convert_to_f32_slice(dst);
+            }
         }
         DType::F8 { .. } => {
             let Some(f) = fp8(d) else { return };
-            let table: Vec<f32> = (0..=255u8).map(|c| f.decode(c)).collect();
-            out.extend(bytes.iter().map(|&c| table[c as usize]));
+            // A fixed-size table indexed by a byte: no bounds checks, so
+            // the gather loop unrolls (it was one value per iteration).
+            let mut table = [0f32; 256];
+            for (c, t) in table.iter_mut().enumerate() {
+                *t = f.decode(c as u8);
+            }
+            let start = out.len();
+            out.resize(start + bytes.len(), 0.0);
+            for (o, &c) in out[start..].iter_mut().zip(bytes) {
+                *o = table[usize::from(c)];
+            }
         }
     }
 }

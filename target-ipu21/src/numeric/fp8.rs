@@ -130,6 +130,7 @@ impl Fp8 {
 
     /// Value of `code`: table lookup times 2^scale. Exact: every table entry
     /// times any scale in range stays a normal `f32`.
+    #[inline]
     pub fn decode(self, code: u8) -> f32 {
         self.format.unit_table()[usize::from(code)] * pow2(i32::from(self.scale))
     }
@@ -137,6 +138,7 @@ impl Fp8 {
     /// Nearest code to `x` (ties to even), following §3.4: NaN/±Inf → NaN,
     /// values below half the smallest subnormal → +0 (no negative zero),
     /// overflow per `overflow`.
+    #[inline]
     pub fn encode(self, x: f32, overflow: Overflow) -> u8 {
         encode_scaled(self.format, i32::from(self.scale), x, overflow)
     }
@@ -153,6 +155,7 @@ impl Fp8 {
     }
 
     /// Round `x` to the nearest value this format represents.
+    #[inline]
     pub fn quantize(self, x: f32, overflow: Overflow) -> f32 {
         self.decode(self.encode(x, overflow))
     }
@@ -166,82 +169,56 @@ fn pow2(e: i32) -> f32 {
 /// Core of `Fp8::encode`: value = sig · 2^exp2 decomposed from the `f32`,
 /// the scale folded into the exponent (dividing by 2^scale is exact), then
 /// rounded once to the format's quantum.
+///
+/// Written without data-dependent branches but for NaN, zero and overflow
+/// (#42: the simulator encodes every FP8 activation and the host every FP8
+/// weight, and the round-up decision mispredicted on real data). The
+/// branchy original is kept in `tests` as the oracle it is proved equal to.
+#[inline]
 fn encode_scaled(format: F8Format, scale: i32, x: f32, overflow: Overflow) -> u8 {
-    if !x.is_finite() {
-        return FP8_NAN;
-    }
     let bits = x.to_bits();
-    let negative = bits >> 31 == 1;
     let magnitude = bits & 0x7FFF_FFFF;
-    if magnitude == 0 {
-        return 0x00;
+    if magnitude >= 0x7F80_0000 {
+        return FP8_NAN; // ±∞ and NaN
     }
     let biased = (magnitude >> 23) as i32;
     let fraction = magnitude & 0x007F_FFFF;
-    let (sig, exp2) = if biased == 0 {
-        (fraction, -149)
+    let sig = if biased == 0 {
+        fraction
     } else {
-        (fraction | 0x0080_0000, biased - 150)
+        fraction | 0x0080_0000
     };
-    let exp2 = exp2 - scale;
+    let exp2 = biased.max(1) - 150 - scale;
     let man = format.mantissa_bits() as i32;
-    // floor(log2(value)); sig != 0 here because magnitude != 0.
-    let exponent = (31 - sig.leading_zeros() as i32) + exp2;
-    let min_normal_exponent = 1 - format.bias();
-    let mut quantum_exp = exponent.max(min_normal_exponent) - man;
-    let shift = exp2 - quantum_exp;
-    let mut q: u32 = if shift >= 0 {
-        // shift ≤ man − (bit length − 1) ≤ 3: no overflow of u32.
-        sig << shift
-    } else {
-        let r = (-shift) as u32;
-        if r >= 32 {
-            0 // sig < 2^24 < half of one quantum
-        } else {
-            let kept = sig >> r;
-            let rest = sig & ((1u32 << r) - 1);
-            let half = 1u32 << (r - 1);
-            if rest > half || (rest == half && kept & 1 == 1) {
-                kept + 1
-            } else {
-                kept
-            }
-        }
-    };
+    // floor(log2(value)) (for sig = 0 any value: q below is 0).
+    let exponent = (31 - (sig | 1).leading_zeros() as i32) + exp2;
+    let quantum_exp = exponent.max(1 - format.bias()) - man;
+    // Dropped bits: ≥ 20 for every f32 and scale in range (a 24-bit sig
+    // keeps ≤ man + 1 bits); from 25 on the result is 0, so clamp there.
+    let r = ((quantum_exp - exp2) as u32).min(25);
+    let kept = sig >> r;
+    let rest = sig & ((1u32 << r) - 1);
+    let half = 1u32 << (r - 1);
+    let q = kept + u32::from(rest > half || (rest == half && kept & 1 == 1));
     if q == 0 {
-        return 0x00;
+        return 0x00; // no negative zero
     }
-    let implicit = 1u32 << man;
-    if q >= implicit << 1 {
-        // Rounding carried into the next binade: q is exactly 2^(man+1).
-        q >>= 1;
-        quantum_exp += 1;
+    // Rounding may carry into the next binade (q = 2^(man+1)).
+    let carry = q >> (man + 1);
+    let (q, quantum_exp) = (q >> carry, quantum_exp + carry as i32);
+    // A subnormal has quantum_exp = 1 − bias − man, so field 1 and
+    // (1 << man) + q − (1 << man) = q: the formula covers both.
+    let field = quantum_exp + man + format.bias();
+    let negative = bits >> 31 == 1;
+    if field > format.max_exponent_field() {
+        return match overflow {
+            Overflow::Nan => FP8_NAN,
+            Overflow::Saturate => 0x7F | if negative { 0x80 } else { 0 },
+        };
     }
-    let code = if q < implicit {
-        q // subnormal: exponent field 0
-    } else {
-        let field = quantum_exp + man + format.bias();
-        if field > format.max_exponent_field() {
-            return match overflow {
-                Overflow::Nan => FP8_NAN,
-                Overflow::Saturate => {
-                    if negative {
-                        0xFF
-                    } else {
-                        0x7F
-                    }
-                }
-            };
-        }
-        ((field as u32) << man) | (q - implicit)
-    };
-    // `code` < 0x80 here: field ≤ max field and q − implicit < implicit.
-    let code = code as u8;
-    if negative {
-        code | 0x80
-    } else {
-        code
-    }
+    // < 0x80: field ≤ max field and q − 2^man < 2^man.
+    let code = (((field as u32) << man) + q - (1u32 << man)) as u8;
+    code | if negative { 0x80 } else { 0 }
 }
 
 /// Decode one code at scale 0 by building the `f32` bits directly (§3.2).
@@ -280,3 +257,133 @@ const fn build_table(man: u32, bias: i32) -> [f32; 256] {
 
 static F143_TABLE: [f32; 256] = build_table(3, 8);
 static F152_TABLE: [f32; 256] = build_table(2, 16);
+
+#[cfg(test)]
+mod encode_tests {
+    use super::*;
+
+    /// The pre-#42 `encode_scaled`, verbatim: the oracle.
+    fn encode_scaled_before_42(format: F8Format, scale: i32, x: f32, overflow: Overflow) -> u8 {
+        if !x.is_finite() {
+            return FP8_NAN;
+        }
+        let bits = x.to_bits();
+        let negative = bits >> 31 == 1;
+        let magnitude = bits & 0x7FFF_FFFF;
+        if magnitude == 0 {
+            return 0x00;
+        }
+        let biased = (magnitude >> 23) as i32;
+        let fraction = magnitude & 0x007F_FFFF;
+        let (sig, exp2) = if biased == 0 {
+            (fraction, -149)
+        } else {
+            (fraction | 0x0080_0000, biased - 150)
+        };
+        let exp2 = exp2 - scale;
+        let man = format.mantissa_bits() as i32;
+        // floor(log2(value)); sig != 0 here because magnitude != 0.
+        let exponent = (31 - sig.leading_zeros() as i32) + exp2;
+        let min_normal_exponent = 1 - format.bias();
+        let mut quantum_exp = exponent.max(min_normal_exponent) - man;
+        let shift = exp2 - quantum_exp;
+        let mut q: u32 = if shift >= 0 {
+            // shift ≤ man − (bit length − 1) ≤ 3: no overflow of u32.
+            sig << shift
+        } else {
+            let r = (-shift) as u32;
+            if r >= 32 {
+                0 // sig < 2^24 < half of one quantum
+            } else {
+                let kept = sig >> r;
+                let rest = sig & ((1u32 << r) - 1);
+                let half = 1u32 << (r - 1);
+                if rest > half || (rest == half && kept & 1 == 1) {
+                    kept + 1
+                } else {
+                    kept
+                }
+            }
+        };
+        if q == 0 {
+            return 0x00;
+        }
+        let implicit = 1u32 << man;
+        if q >= implicit << 1 {
+            // Rounding carried into the next binade: q is exactly 2^(man+1).
+            q >>= 1;
+            quantum_exp += 1;
+        }
+        let code = if q < implicit {
+            q // subnormal: exponent field 0
+        } else {
+            let field = quantum_exp + man + format.bias();
+            if field > format.max_exponent_field() {
+                return match overflow {
+                    Overflow::Nan => FP8_NAN,
+                    Overflow::Saturate => {
+                        if negative {
+                            0xFF
+                        } else {
+                            0x7F
+                        }
+                    }
+                };
+            }
+            ((field as u32) << man) | (q - implicit)
+        };
+        // `code` < 0x80 here: field ≤ max field and q − implicit < implicit.
+        let code = code as u8;
+        if negative {
+            code | 0x80
+        } else {
+            code
+        }
+    }
+
+    fn check(format: F8Format, scale: i8, bits: impl Iterator<Item = u32>) {
+        for b in bits {
+            let x = f32::from_bits(b);
+            for overflow in [Overflow::Saturate, Overflow::Nan] {
+                let got = encode_scaled(format, i32::from(scale), x, overflow);
+                let want = encode_scaled_before_42(format, i32::from(scale), x, overflow);
+                assert_eq!(
+                    got, want,
+                    "{format:?} scale {scale} {x:e} ({b:#x}) {overflow:?}"
+                );
+            }
+        }
+    }
+
+    /// Every scale and both formats over a strided sweep of all f32
+    /// patterns (the stride is odd, so every low-bit pattern is visited),
+    /// plus every pattern in the FP8 formats' reach at scale −4 and 0.
+    #[test]
+    fn branch_free_encode_equals_the_original() {
+        for format in [F8Format::F143, F8Format::F152] {
+            for scale in SCALE_MIN..=SCALE_MAX {
+                check(format, scale, (0..=u32::MAX).step_by(40_009));
+            }
+            for scale in [-4, 0] {
+                // |x| from 2^-40 to 2^24, both signs, every pattern.
+                let lo = 0x2B80_0000u32; // 2^-40
+                let hi = 0x4B80_0000u32; // 2^24
+                check(
+                    format,
+                    scale,
+                    (lo..hi).step_by(61).flat_map(|b| [b, b | 0x8000_0000]),
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "exhaustive over 2^32 patterns × 2 formats × 3 scales: minutes"]
+    fn branch_free_encode_equals_the_original_everywhere() {
+        for format in [F8Format::F143, F8Format::F152] {
+            for scale in [SCALE_MIN, -4, SCALE_MAX] {
+                check(format, scale, 0..=u32::MAX);
+            }
+        }
+    }
+}
