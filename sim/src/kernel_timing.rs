@@ -51,7 +51,7 @@ use ipuc_target::ipu21::rates::{self, RateEnd};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
-use ipuc_target::package::abi::{AmpProduct, DType, Kernel, KernelArgs};
+use ipuc_target::package::abi::{attention_mode, AmpProduct, DType, Kernel, KernelArgs};
 
 use super::cycle::ISSUE_INTERVAL;
 
@@ -214,8 +214,9 @@ impl Model {
         rowwise(rows, cols, per_element, row)
     }
 
-    /// One head's attention block: the scores on the AMP into F32 in the
-    /// scratch, a softmax over them, then p·v with the probabilities in
+    /// One head's attention block: the scores on the AMP in the
+    /// attention's mode (`attention_mode`: FP16 into FP16 partials), a
+    /// softmax over them in that type, then p·v with the probabilities in
     /// the operand type, written as `out`. The scores are formed in
     /// whichever orientation costs less, as a codelet with both variants
     /// would choose from the shapes it is given:
@@ -243,13 +244,21 @@ impl Model {
         (dtype, out): (DType, DType),
         addrs: &OperandAddresses,
     ) -> KernelTiming {
+        // Both products in the attention's mode (FP16 into FP16 partials
+        // for FP16 attention): the scores and probabilities are that type.
+        let mode = attention_mode(dtype);
+        let partials = if mode.partials_bytes() == 2 {
+            DType::F16
+        } else {
+            DType::F32
+        };
         let scores = u64::from(q_rows) * u64::from(kv_rows);
         // Scores written, read back, probabilities written.
-        let memory = 3 * self.port(scores * 4, addrs[4]);
+        let memory = 3 * self.port(scores * partials.size_bytes() as u64, addrs[4]);
         let score_product = |rows: u32, cols: u32, weights: u32| {
-            self.amp_product((rows, head_dim, cols), (dtype, dtype, DType::F32), weights)
+            self.amp_passes(rows, head_dim, cols, mode, weights)
         };
-        let softmax_types = (DType::F32, dtype);
+        let softmax_types = (partials, dtype);
         let query_major = score_product(q_rows, kv_rows, addrs[2]).plus(KernelTiming::new(
             0,
             self.softmax(q_rows, kv_rows, softmax_types, 0),
@@ -286,9 +295,10 @@ impl Model {
             1,
             rates::PANEL_TRANSPOSE.at(self.end),
         );
+        let convert = self.conversion(u64::from(q_rows) * u64::from(head_dim), partials, out);
         let pv = self
-            .amp_product((q_rows, kv_rows, head_dim), (dtype, dtype, out), addrs[3])
-            .plus(KernelTiming::new(0, values, 0, 0));
+            .amp_passes(q_rows, kv_rows, head_dim, mode, addrs[3])
+            .plus(KernelTiming::new(0, values + convert, 0, 0));
         scores.plus(pv)
     }
 }
@@ -723,13 +733,11 @@ mod tests {
         assert_eq!(stored.compute - one.compute, 192 * 2 * 6);
     }
 
-    /// Attention: two AMP products in the FP16→FP32 mode (F32 scores, then
-    /// p·v from FP16 probabilities), the softmax over the scores built
-    /// from its parts, the value block transposed for `p·v` and the
-    /// output's conversion from F32 partials to FP16 — the scores in the
-    /// cheaper orientation.
+    /// Attention: two AMP products in the attention's FP16→FP16 mode, the
+    /// FP16 softmax over the scores built from its parts, the value block
+    /// transposed for `p·v` — the scores in the cheaper orientation.
     #[test]
-    fn attention_is_two_fp32_partials_products_a_softmax_and_two_transposes() {
+    fn attention_is_two_fp16_products_a_softmax_and_two_transposes() {
         let call = |q_rows, kv_rows| {
             KernelArgs::new(Kernel::Attention {
                 q_rows,
@@ -741,17 +749,16 @@ mod tests {
         };
         let mut addrs = [INTERLEAVED; 6];
         (addrs[1], addrs[2], addrs[3]) = (STANDARD, STANDARD, STANDARD);
-        let mode = AmpMode::F16F32Partials;
-        let softmax_x16 = u64::from(rates::softmax_x16(DType::F32, DType::F16, C));
+        let mode = AmpMode::F16F16Partials;
+        let softmax_x16 = u64::from(rates::softmax_x16(DType::F16, DType::F16, C));
         let values = |kv: u64| worker_cost(per_worker(kv * 64), 48);
         // 6 queries × 16 keys: query-major, one row per worker.
         let qk = M.amp_passes(6, 64, 16, mode, STANDARD).total;
         let pv = M.amp_passes(6, 16, 64, mode, STANDARD).total;
         let softmax = ((16 * softmax_x16).div_ceil(16) + 74) * 6;
-        let convert = M.conversion(6 * 64, DType::F32, DType::F16);
         assert_eq!(
             kernel_timing(&call(6, 16), &addrs, C).total,
-            qk + pv + softmax + convert + values(16)
+            qk + pv + softmax + values(16)
         );
         // 32 queries × 192 keys: key-major feeds 2 query column groups
         // instead of 12 key groups, but writes the probabilities transposed
@@ -766,10 +773,9 @@ mod tests {
             M.amp_passes(32, 64, 192, mode, STANDARD).total + rowwise(32, 192, softmax_x16, 74);
         assert!(query_major < key_major, "{query_major} vs {key_major}");
         let pv = M.amp_passes(32, 192, 64, mode, STANDARD).total;
-        let convert = M.conversion(32 * 64, DType::F32, DType::F16);
         assert_eq!(
             kernel_timing(&call(32, 192), &addrs, C).total,
-            query_major + pv + convert + values(192)
+            query_major + pv + values(192)
         );
         // With one key per worker row (6 queries × 1152 keys), feeding the
         // 72 key groups costs more than the transposed write: key-major.
@@ -780,10 +786,9 @@ mod tests {
         let query_major =
             M.amp_passes(6, 64, 1152, mode, STANDARD).total + rowwise(6, 1152, softmax_x16, 74);
         let pv = M.amp_passes(6, 1152, 64, mode, STANDARD).total;
-        let convert = M.conversion(6 * 64, DType::F32, DType::F16);
         assert_eq!(
             kernel_timing(&call(6, 1152), &addrs, C).total,
-            key_major.min(query_major) + pv + convert + values(1152)
+            key_major.min(query_major) + pv + values(1152)
         );
     }
 }

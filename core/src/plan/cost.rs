@@ -10,18 +10,15 @@ use core::num::Saturating as S;
 use crate::ipu21::rates::{self, RateEnd};
 use crate::ipu21::timing as t;
 use crate::ir::DType;
-use crate::kernel::{AmpProduct, Kernel, KernelArgs};
+use crate::kernel::{attention_mode, AmpProduct, Kernel, KernelArgs};
 
 /// The planner charges the rates ipuc chooses (the simulator can be run at
 /// either end of their sources; the planner ranks plans at one).
 const END: RateEnd = RateEnd::Chosen;
 
 /// Cycles of one AMP GEMM call (`docs/facts/kernel-rates.md`, per mode
-/// [`t::AmpMode`]): `calls·294 + Σ_{K micro-groups} (⌈m·n_pad·µ / MACs⌉ +
-/// feed)`, with µ the mode's K micro-group (K padded to it), `n_pad` the
-/// columns rounded up to 16-column groups and the feed G per 64 K per
-/// column group; plus the conversions the kernel performs
-/// ([`AmpProduct`]) at the Cast rate.
+/// [`t::AmpMode`]): the AMP passes and feed ([`amp_cycles`]) plus the
+/// conversions the kernel performs ([`AmpProduct`]) at the Cast rate.
 pub fn gemm_cycles(
     m: u32,
     k: u32,
@@ -30,7 +27,26 @@ pub fn gemm_cycles(
     b_interleaved: bool,
 ) -> u64 {
     let product = AmpProduct::of(a, b, out);
-    let mode = product.mode;
+    let partials = product.partials();
+    let converted = [
+        (product.convert_a, w(m) * w(k), a, product.operand_type(a)),
+        (product.convert_b, w(k) * w(n), b, product.operand_type(b)),
+        (product.convert_out, w(m) * w(n), partials, out),
+    ];
+    let mut cycles = amp_cycles(m, k, n, product.mode, b_interleaved);
+    for (converts, elements, from, to) in converted {
+        if converts {
+            cycles += cast_cycles(elements, from, to);
+        }
+    }
+    cycles.0
+}
+
+/// The AMP passes of one product in `mode`: `calls·294 + Σ_{K
+/// micro-groups} (⌈m·n_pad·µ / MACs⌉ + feed)`, with µ the mode's K
+/// micro-group (K padded to it), `n_pad` the columns rounded up to
+/// 16-column groups and the feed G per 64 K per column group.
+fn amp_cycles(m: u32, k: u32, n: u32, mode: t::AmpMode, b_interleaved: bool) -> S<u64> {
     let groups = n.div_ceil(t::AMP_COLUMN_GROUP);
     let n_pad = w(groups) * w(t::AMP_COLUMN_GROUP);
     let (micro, calls) = rates::amp_k_geometry(k, mode.k_micro_group(), END);
@@ -46,44 +62,30 @@ pub fn gemm_cycles(
         fp8,
         END,
     ));
-    let partials = product.partials();
-    let converted = [
-        (product.convert_a, w(m) * w(k), a, product.operand_type(a)),
-        (product.convert_b, w(k) * w(n), b, product.operand_type(b)),
-        (product.convert_out, w(m) * w(n), partials, out),
-    ];
-    let mut cycles = S(calls) * w(rates::AMP_CALL.at(END)) + S(micro) * (row_term + feed);
-    for (converts, elements, from, to) in converted {
-        if converts {
-            cycles += cast_cycles(elements, from, to);
-        }
-    }
-    cycles.0
+    S(calls) * w(rates::AMP_CALL.at(END)) + S(micro) * (row_term + feed)
 }
 
-/// One head's attention block: two AMP products (the scores into F32, p·v
-/// with the probabilities in the operand type, written as `out`) plus a
-/// softmax over the scores built from its parts (`rates::softmax_x16`, a
-/// per-row cost) and the transposition of the value block the AMP takes
-/// as `p·v`'s weights (a key-split partial: the same over one key block).
-/// The scores are formed in the cheaper orientation, as the simulator's
-/// kernel model (`ipuc_sim::kernel_timing`) charges them: query-major
-/// (`q·kᵀ`, the keys fed as AMP weights) or key-major (`k·qᵀ`, the short
-/// query block fed as weights, the probabilities then written transposed
-/// for `p·v`).
+/// One head's attention block: two AMP products in the attention's mode
+/// (`attention_mode`: FP16 into FP16 partials), a softmax over the scores
+/// in that type built from its parts (`rates::softmax_x16`, a per-row
+/// cost), the transposition of the value block the AMP takes as `p·v`'s
+/// weights and the output's conversion to `out` (a key-split partial: the
+/// same over one key block). The scores are formed in the cheaper
+/// orientation, as the simulator's kernel model (`ipuc_sim::kernel_timing`)
+/// charges them: query-major (`q·kᵀ`, the keys fed as AMP weights) or
+/// key-major (`k·qᵀ`, the short query block fed as weights, the
+/// probabilities then written transposed for `p·v`).
 fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
-    let scores = |rows: u32, cols: u32| {
-        S(gemm_cycles(
-            rows,
-            head_dim,
-            cols,
-            (dtype, dtype, DType::F32),
-            false,
-        ))
+    let mode = attention_mode(dtype);
+    let partials = if mode.partials_bytes() == 2 {
+        DType::F16
+    } else {
+        DType::F32
     };
+    let scores = |rows: u32, cols: u32| amp_cycles(rows, head_dim, cols, mode, false);
     let elements = w(q_rows) * w(kv_rows);
     let softmax = |rows: u32| {
-        x16(elements * w(rates::softmax_x16(DType::F32, dtype, END)))
+        x16(elements * w(rates::softmax_x16(partials, dtype, END)))
             + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
     };
     let transpose = |e: S<u64>| x16(e * w(rates::PANEL_TRANSPOSE.at(END)));
@@ -96,13 +98,8 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
         + w(2 * rates::SIX_WORKER_CALL.at(END));
     query_major.min(key_major)
         + transpose(w(kv_rows) * w(head_dim))
-        + S(gemm_cycles(
-            q_rows,
-            kv_rows,
-            head_dim,
-            (dtype, dtype, out),
-            false,
-        ))
+        + amp_cycles(q_rows, kv_rows, head_dim, mode, false)
+        + cast_cycles(w(q_rows) * w(head_dim), partials, out)
 }
 
 /// A conversion of `elements` from `from` to `to` at the Cast rate.

@@ -11,7 +11,7 @@ use super::Tensor;
 use crate::gemm::{self, MatRef, Threads};
 use ipuc_core::ipu21::timing::AmpMode;
 use ipuc_core::ir::DType;
-use ipuc_core::kernel::{combine_attention_partials, AmpProduct};
+use ipuc_core::kernel::{attention_mode, combine_attention_partials};
 use ipuc_core::plan::candidates::k_parts as k_parts_of;
 use ipuc_sim::codelets::math as codelet_math;
 
@@ -369,7 +369,7 @@ fn device_attention_head(
     scale: f32,
 ) -> Vec<f32> {
     let DeviceAttention { dtype, key_parts } = device;
-    let mode = AmpProduct::of(dtype, dtype, DType::F32).mode;
+    let mode = attention_mode(dtype);
     if key_parts <= 1 {
         let scores = codelet_math::attention_scores(mode, (sq, sk, d), q, k, scale);
         return codelet_math::attention_output(mode, dtype, (sq, sk, d), scores, v);

@@ -110,9 +110,14 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             let keys = k.shape.dim_from_end(1).unwrap_or(0);
                             (rows * keys) as f64
                         });
-                    let products =
-                        16.0 * macs / f64::from(AmpMode::F16F32Partials.macs_per_cycle());
-                    let softmax = scores * f64::from(rates::softmax_x16(DType::F32, in_dtype, end));
+                    let mode = ipuc_core::kernel::attention_mode(in_dtype);
+                    let partials = if mode.partials_bytes() == 2 {
+                        DType::F16
+                    } else {
+                        DType::F32
+                    };
+                    let products = 16.0 * macs / f64::from(mode.macs_per_cycle());
+                    let softmax = scores * f64::from(rates::softmax_x16(partials, in_dtype, end));
                     ("attention", products + softmax)
                 }
                 OpKind::LayerNorm { .. } => (

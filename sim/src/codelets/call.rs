@@ -8,8 +8,8 @@ use ipuc_target::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::package::abi::{
-    decode, decode_header, AbiError, AmpProduct, DType, Kernel, KernelArgs, KernelSymbol,
-    OperandRole,
+    attention_mode, decode, decode_header, AbiError, AmpProduct, DType, Kernel, KernelArgs,
+    KernelSymbol, OperandRole,
 };
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
@@ -391,7 +391,7 @@ fn attention_scores(
     let q = io.load(1, qr * hd, dtype);
     let k = io.load(2, kv * hd, dtype);
     let v = io.load(3, kv * hd, dtype);
-    let mode = AmpProduct::of(dtype, dtype, DType::F32).mode;
+    let mode = attention_mode(dtype);
     let scores = math::attention_scores(mode, (qr, kv, hd), &q, &k, scale);
     io.store(4, &scores, DType::F32);
     (mode, scores, v)

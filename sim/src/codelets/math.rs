@@ -18,6 +18,8 @@
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::package::abi::DType;
 
+use ipuc_target::numeric::round_to_f16;
+
 use super::elements::round_in_place;
 use crate::gemm::{amp_product, MatRef, Threads};
 
@@ -49,8 +51,9 @@ pub fn amp_accumulate(
 }
 
 /// The scores every attention kernel starts from: `scale · q·kᵀ` over a
-/// `qr × hd` query block and `kv × hd` keys, the product in `mode`'s F32
-/// partials, then scaled in F32.
+/// `qr × hd` query block and `kv × hd` keys, the product in `mode`'s
+/// partials, then scaled in the partials' type
+/// (`ipuc_target::kernel::attention_mode`: FP16 for FP16 attention).
 pub fn attention_scores(
     mode: AmpMode,
     (qr, kv, hd): (usize, usize, usize),
@@ -60,13 +63,32 @@ pub fn attention_scores(
 ) -> Vec<f32> {
     let mut scores = vec![0.0; qr * kv];
     amp_accumulate(mode, (qr, hd, kv), q, k, true, &mut scores);
-    scores.iter_mut().for_each(|s| *s *= scale);
+    let half = half_partials(mode);
+    scores
+        .iter_mut()
+        .for_each(|s| *s = in_partials(half, *s * scale));
     scores
 }
 
-/// Whole-key attention from its scores: softmax per row in F32, the
-/// probabilities rounded to the operand type `dtype` (the AMP reads them
-/// so), then `p·v` in `mode`. Returns `qr × hd` F32 values.
+/// Whether `mode` accumulates in FP16: the attention's scores, softmax and
+/// output are then FP16 values.
+fn half_partials(mode: AmpMode) -> bool {
+    mode.partials_bytes() == 2
+}
+
+/// `v` rounded to FP16 when `half`, else as it is (F32).
+fn in_partials(half: bool, v: f32) -> f32 {
+    if half {
+        round_to_f16(v)
+    } else {
+        v
+    }
+}
+
+/// Whole-key attention from its scores: softmax per row in the scores'
+/// type ([`attention_softmax_row`]), the probabilities rounded to the
+/// operand type `dtype` (the AMP reads them so), then `p·v` in `mode`.
+/// Returns `qr × hd` F32 values.
 pub fn attention_output(
     mode: AmpMode,
     dtype: DType,
@@ -74,8 +96,25 @@ pub fn attention_output(
     mut scores: Vec<f32>,
     v: &[f32],
 ) -> Vec<f32> {
-    softmax_rows(&mut scores, kv);
+    if kv > 0 {
+        let half = half_partials(mode);
+        for row in scores.chunks_mut(kv) {
+            attention_softmax_row(half, row);
+        }
+    }
     probabilities_times_v(mode, dtype, (qr, kv, hd), scores, v)
+}
+
+/// One attention row's softmax as poplibs builds it: the maximum, each
+/// `exp(s − m)` (in FP16 when `half`: the difference and the exponential
+/// each rounded to FP16), their sum in F32, its inverse (rounded to FP16
+/// when `half`) and the normalising multiply, rounded likewise.
+fn attention_softmax_row(half: bool, row: &mut [f32]) {
+    let (_, sum) = exp_from_max_in(half, row);
+    let inv = in_partials(half, 1.0 / sum);
+    for v in row.iter_mut() {
+        *v = in_partials(half, *v * inv);
+    }
 }
 
 /// `p·v` in `mode` with the probabilities (normalised or not) first
@@ -106,8 +145,9 @@ pub fn attention_partial(
     v: &[f32],
 ) -> Vec<f32> {
     let mut stats = vec![(0f32, 0f32); qr];
+    let half = half_partials(mode);
     for (row, st) in scores.chunks_mut(kv.max(1)).zip(stats.iter_mut()) {
-        *st = exp_from_max(row);
+        *st = exp_from_max_in(half, row);
     }
     let pv = probabilities_times_v(mode, dtype, (qr, kv, hd), scores, v);
     let mut out = Vec::with_capacity(qr * (hd + 2));
@@ -211,10 +251,17 @@ pub fn softmax_rows(data: &mut [f32], cols: usize) {
 /// exponentials' sum, added in F32 in row order (both softmax kernels'
 /// first passes).
 fn exp_from_max(row: &mut [f32]) -> (f32, f32) {
+    exp_from_max_in(false, row)
+}
+
+/// [`exp_from_max`] in FP16 when `half`: `s − m` and its exponential each
+/// rounded to FP16 (poplibs' half subtract and `f16v2exp`); the sum stays
+/// F32 (poplibs reduces the row sums to FLOAT).
+fn exp_from_max_in(half: bool, row: &mut [f32]) -> (f32, f32) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
     for v in row.iter_mut() {
-        *v = (*v - max).exp();
+        *v = in_partials(half, in_partials(half, *v - max).exp());
         sum += *v;
     }
     (max, sum)

@@ -444,13 +444,15 @@ fn attention_head_matches_naive_softmax_attention() {
             );
         }
     }
+    // The scores are FP16 (FP16 partials, scaled in FP16): within two
+    // roundings of the exact value.
     assert_close(
         &b.get(scratch, qr * kv, DType::F32),
         &want_scores,
-        1e-5,
-        1e-5,
+        1e-3,
+        2e-3,
     );
-    assert_close(&b.get(out, qr * hd, DType::F16), &want, 2e-3, 5e-3);
+    assert_close(&b.get(out, qr * hd, DType::F16), &want, 3e-3, 8e-3);
 }
 
 #[test]

@@ -1,11 +1,12 @@
 //! Which AMP mode a product kernel runs in and what its codelet converts to
 //! get there. The hardware's rule (`docs/facts/siglip-and-fp8.md` §4): both
 //! operands share one input type — FP8 only with FP8 — and FP8 accumulates
-//! only into FP16 partials. Our codelets accumulate FP16 products in FP32
-//! partials (the precise choice), so an FP16 product runs at the
-//! FP16→FP32 rate. An operand of another type is converted first, and
-//! partials of another type than the output are converted last; both
-//! conversions are work the kernel does, so both cost models charge them.
+//! only into FP16 partials. Our GEMM codelets accumulate FP16 products in
+//! FP32 partials (the precise choice), so an FP16 GEMM runs at the
+//! FP16→FP32 rate; attention is FP16 throughout ([`attention_mode`]). An
+//! operand of another type is converted first, and partials of another
+//! type than the output are converted last; both conversions are work the
+//! kernel does, so both cost models charge them.
 
 use crate::ipu21::timing::AmpMode;
 use crate::numeric::DType;
@@ -55,6 +56,20 @@ impl AmpProduct {
         } else {
             DType::F16
         }
+    }
+}
+
+/// The AMP mode of an attention block's products for operands of `dtype`
+/// (`q·kᵀ` and `p·v`): FP16 operands into FP16 partials — attention is
+/// FP16 on the device (`docs/facts/siglip-and-fp8.md` §4, the seeds' runs),
+/// its scores and softmax FP16 as poplibs runs a half softmax — and F32
+/// operands into F32. One definition for the codelets, both cost models
+/// and the device-numerics reference.
+pub fn attention_mode(dtype: DType) -> AmpMode {
+    if dtype == DType::F32 {
+        AmpMode::F32
+    } else {
+        AmpMode::F16F16Partials
     }
 }
 

@@ -15,8 +15,8 @@ use crate::ipu21::kernel_abi as abi;
 use crate::kernel::{self, KernelAbi};
 
 pub use crate::kernel::{
-    combine_attention_partials, decode, decode_header, encode, encode_dtype, AbiError, AmpProduct,
-    GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
+    attention_mode, combine_attention_partials, decode, decode_header, encode, encode_dtype,
+    AbiError, AmpProduct, GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
 };
 pub use crate::numeric::DType;
 
