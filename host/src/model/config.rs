@@ -464,6 +464,31 @@ impl VisionConfig {
                 ),
             });
         }
+        // Rows of FP16 or FP8 elements move between tiles as whole 32-bit
+        // words. The MLP width and an odd patch's `C·p·p` are padded with
+        // zeros where the graph is built (they stay inside one GEMM pair);
+        // the width is every activation's, with LayerNorms over it.
+        if !self.hidden_size.is_multiple_of(4) {
+            return Err(ModelError::UnsupportedOption {
+                family: self.family.display_name(),
+                what: format!(
+                    "hidden_size {} (ipuc needs a multiple of 4: rows of FP16 and FP8 \
+                     elements move between tiles as whole 32-bit words)",
+                    self.hidden_size
+                ),
+            });
+        }
+        let head_dim = self.hidden_size / self.num_attention_heads;
+        if !head_dim.is_multiple_of(2) {
+            return Err(ModelError::UnsupportedOption {
+                family: self.family.display_name(),
+                what: format!(
+                    "hidden_size {} / num_attention_heads {} = head dim {head_dim} (ipuc needs \
+                     an even head dim: a head's rows of FP16 elements move as whole 32-bit words)",
+                    self.hidden_size, self.num_attention_heads
+                ),
+            });
+        }
         if self.patch_size > self.image_size {
             return Err(ModelError::InvalidConfig {
                 reason: format!(

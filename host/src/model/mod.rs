@@ -34,7 +34,7 @@ pub use build::{build_siglip, LAYER};
 pub use config::{Footprint, VisionConfig, DEVICE_SRAM_BYTES, SUPPORTED_ACTIVATIONS};
 pub use family::{Family, SUPPORTED_MODEL_TYPES};
 pub use params::{
-    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, PositionResample,
+    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, PositionResample, ZeroPad,
     VISION_PREFIX,
 };
 pub use positions::interpolate_positions;
