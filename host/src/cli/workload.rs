@@ -157,8 +157,20 @@ pub fn load_model_with_origin(
         let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
         return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
     };
-    let checkpoint = Checkpoint::open(dir)?;
+    // The config first: it says when the directory is missing, and a
+    // --vit-layers beyond its layers is a usage error (as for presets)
+    // before the weights are looked at.
     let config = load_config(args)?;
+    if let Some(requested) = args.vit_layers {
+        if requested == 0 || requested > config.num_hidden_layers {
+            return Err(ModelError::LayerCount {
+                requested,
+                available: config.num_hidden_layers,
+            }
+            .into());
+        }
+    }
+    let checkpoint = Checkpoint::open(dir)?;
     let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
     let stored = checkpoint.encoder_layers();
     if layers > stored {
@@ -175,7 +187,9 @@ pub fn load_model_with_origin(
     }
     let model = build_model(args, batch)?;
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
-    let weights = checkpoint.bind(&specs)?;
+    let weights = checkpoint
+        .bind(&specs)
+        .map_err(|e| e.for_family(model.config.family))?;
     check_weight_range(&model, &weights, &checkpoint.file().display().to_string())?;
     // Recorded absolute, so `exec` finds the checkpoint from any directory.
     let recorded = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());

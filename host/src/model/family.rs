@@ -100,6 +100,17 @@ impl Family {
         }
     }
 
+    /// The transformers config classes of this family's checkpoints, as
+    /// messages name them.
+    pub fn config_classes(self) -> &'static str {
+        match self {
+            Family::Siglip => "SiglipVisionConfig or SiglipConfig",
+            Family::Clip => "CLIPVisionConfig or CLIPConfig",
+            Family::Vit => "ViTConfig",
+            Family::Dinov2 => "Dinov2Config",
+        }
+    }
+
     /// The name papers and HF use (`SigLIP`, `CLIP`, `ViT`, `DINOv2`).
     pub fn display_name(self) -> &'static str {
         match self {

@@ -139,8 +139,16 @@ pub enum ModelError {
     #[error("{family}: {what} is not supported")]
     UnsupportedOption { family: &'static str, what: String },
     /// A preset name that does not exist.
-    #[error("unknown workload \"{name}\" (known: {})", VisionConfig::PRESETS.join(", "))]
-    UnknownPreset { name: String },
+    #[error(
+        "unknown workload \"{name}\" ({}known: {})",
+        .suggestion.map(|s| format!("did you mean \"{s}\"? ")).unwrap_or_default(),
+        VisionConfig::PRESETS.join(", ")
+    )]
+    UnknownPreset {
+        name: String,
+        /// The closest preset name, if one is close.
+        suggestion: Option<&'static str>,
+    },
     /// `vit_layers` outside 1..=config layers.
     #[error(
         "--vit-layers {requested} is outside 1..={available} (the config has {available} layers)"

@@ -293,6 +293,7 @@ impl Checkpoint {
                 return Err(WeightError::Unexpected {
                     file: self.file.clone(),
                     tensor: self.vision[name].stored_name.clone(),
+                    config: "config",
                 });
             }
         }

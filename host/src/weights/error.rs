@@ -75,12 +75,15 @@ pub enum WeightError {
         dtype: String,
     },
     /// A vision-tower tensor the model does not use (a wrong name).
-    #[error("{}: unexpected vision tensor `{tensor}` (not a parameter of this SigLIP configuration)", file.display())]
+    #[error("{}: unexpected vision tensor `{tensor}` (not a parameter of the {config} in config.json)", file.display())]
     Unexpected {
         /// The file.
         file: PathBuf,
         /// The tensor as stored.
         tensor: String,
+        /// The config class the parameters were built from (e.g.
+        /// `ViTConfig`; "config" when the binder was not told).
+        config: &'static str,
     },
     /// The same parameter is stored both with and without `vision_model.`.
     #[error("{}: tensor `{tensor}` is stored both with and without the `vision_model.` prefix", file.display())]
@@ -100,4 +103,19 @@ pub enum WeightError {
         /// C-order element index of the first bad value.
         index: usize,
     },
+}
+
+impl WeightError {
+    /// The error with `family`'s config classes in its message (the binder
+    /// sees parameter names, not the config they came from).
+    pub fn for_family(self, family: crate::model::Family) -> Self {
+        match self {
+            WeightError::Unexpected { file, tensor, .. } => WeightError::Unexpected {
+                file,
+                tensor,
+                config: family.config_classes(),
+            },
+            other => other,
+        }
+    }
 }

@@ -131,7 +131,9 @@ pub enum WeightSource {
 pub fn weights_for(model: &SiglipModel, source: &WeightSource) -> Result<Weights, WeightError> {
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
     match source {
-        WeightSource::Checkpoint(path) => Checkpoint::open(path)?.bind(&specs),
+        WeightSource::Checkpoint(path) => Checkpoint::open(path)?
+            .bind(&specs)
+            .map_err(|e| e.for_family(model.config.family)),
         WeightSource::Random { seed } => Ok(random_weights(*seed, &specs)),
     }
 }
