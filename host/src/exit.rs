@@ -148,7 +148,10 @@ mod tests {
         assert_eq!(code_of(&fail), VALIDATION_FAILED);
         let usage = anyhow::Error::new(UsageError("--seed 3".into())).context("model");
         assert_eq!(code_of(&usage), USAGE);
-        let preset = anyhow::Error::new(ModelError::UnknownPreset { name: "foo".into() });
+        let preset = anyhow::Error::new(ModelError::UnknownPreset {
+            name: "foo".into(),
+            suggestion: None,
+        });
         assert_eq!(code_of(&preset), USAGE);
         let io = anyhow::Error::new(std::io::Error::other("gone")).context("reading x");
         assert_eq!(code_of(&io), BAD_INPUT);

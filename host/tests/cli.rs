@@ -434,3 +434,43 @@ fn build_flags_change_what_is_built() {
     );
     assert!(!stderr(&o).contains("compile:"));
 }
+
+/// Issue #43: checkpoint and workload mistakes say what to do.
+#[test]
+fn checkpoint_and_workload_mistakes_say_what_to_do() {
+    let o = run(&["compile", "--checkpoint", "./no-such-dir"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        error_line(&o),
+        "error: ./no-such-dir: no such directory (--checkpoint takes a local HF checkpoint directory with config.json and model.safetensors)"
+    );
+    let o = run(&["compile", "--checkpoint", "google/siglip-base-patch16-224"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(
+        error_line(&o),
+        "error: google/siglip-base-patch16-224: no such directory; it looks like a Hugging Face Hub ID: download it first (e.g. with `huggingface-cli download google/siglip-base-patch16-224 --local-dir DIR`) and pass --checkpoint DIR"
+    );
+    // More layers than the checkpoint's config has: a usage error, as for presets.
+    let vit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/towers/vit-f32");
+    let o = run(&[
+        "compile",
+        "--checkpoint",
+        vit.to_str().unwrap(),
+        "--vit-layers",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        error_line(&o),
+        "error: --vit-layers 5 is outside 1..=2 (the config has 2 layers)"
+    );
+    let o = run(&["compile", "--workload", "siglip-smal"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        error_line(&o).starts_with(
+            "error: unknown workload \"siglip-smal\" (did you mean \"siglip-small\"? known: "
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

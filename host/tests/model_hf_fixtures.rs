@@ -38,6 +38,7 @@ fn run(dir: &Path, options: impl Fn(usize) -> ModelOptions, numerics: Numerics) 
             shape: p.shape.clone(),
             sources: p.sources.clone(),
             resample: p.resample,
+            pad: p.pad.clone(),
         })
         .collect();
     let weights = Checkpoint::open(&dir.join("model.safetensors"))

@@ -189,6 +189,11 @@ fn layer_count_and_batch_are_validated() {
         VisionConfig::preset("siglip-huge").unwrap_err().to_string(),
         "unknown workload \"siglip-huge\" (known: siglip-so400m, siglip-small, siglip-vit-benchmark, clip-vit-l14-336, vit-b16-224, dinov2-l14-224)"
     );
+    // A near miss names the preset it most likely meant.
+    assert_eq!(
+        VisionConfig::preset("dinov2-l14").unwrap_err().to_string(),
+        "unknown workload \"dinov2-l14\" (did you mean \"dinov2-l14-224\"? known: siglip-so400m, siglip-small, siglip-vit-benchmark, clip-vit-l14-336, vit-b16-224, dinov2-l14-224)"
+    );
 }
 
 #[test]
@@ -392,6 +397,8 @@ fn config_json_errors_are_clear() {
         (r#"{"patch_size": 300}"#, "invalid vision config: patch_size 300 exceeds image_size 224"),
         (r#"{"num_hidden_layers": 0}"#, "invalid vision config: num_hidden_layers must be positive"),
         (r#"[1, 2]"#, "config.json: expected a JSON object (SiglipVisionConfig or SiglipConfig, CLIPVisionConfig or CLIPConfig, ViTConfig, Dinov2Config)"),
+        (r#"{"model_type": "siglip", "vision_config": 3}"#, "config.json: expected a JSON object (SiglipVisionConfig or SiglipConfig)"),
+        (r#"{"model_type": "clip", "vision_config": 3}"#, "config.json: expected a JSON object (CLIPVisionConfig or CLIPConfig)"),
     ];
     for (json, text) in cases {
         assert_eq!(

@@ -126,3 +126,52 @@ fn dinov2_position_table_is_drawn_at_518_and_interpolated_to_224() {
     assert_eq!(table.data.len(), 257 * 1024);
     assert!(table.data.iter().all(|v| v.is_finite()));
 }
+
+/// Issue #43: the widths the device cannot lay out are refused by their
+/// config key (exit 4); an MLP width and an odd patch's `C·p·p` that are
+/// not multiples of 4 are padded with zeros instead (`tests/tests/towers_props.rs`
+/// runs such towers).
+#[test]
+fn widths_that_cannot_move_as_words_are_named() {
+    assert_eq!(
+        err(r#"{"model_type": "vit", "hidden_size": 18, "num_attention_heads": 3}"#),
+        "ViT: hidden_size 18 (ipuc needs a multiple of 4: rows of FP16 and FP8 elements move between tiles as whole 32-bit words) is not supported"
+    );
+    assert!(
+        err(r#"{"model_type": "dinov2", "hidden_size": 36, "num_attention_heads": 4}"#)
+            .starts_with("DINOv2: hidden_size 36 / num_attention_heads 4 = head dim 9")
+    );
+    let config = VisionConfig::from_json(
+        r#"{"model_type": "clip_vision_model", "hidden_size": 36, "num_attention_heads": 3,
+            "intermediate_size": 37, "image_size": 10, "patch_size": 5}"#,
+    )
+    .unwrap();
+    let model = build_siglip(&config, &ModelOptions::default()).unwrap();
+    let shape = |name: &str| model.parameter(name).unwrap().shape.clone();
+    assert_eq!(
+        shape("vision_model.embeddings.patch_embedding.weight"),
+        [36, 76]
+    );
+    assert_eq!(
+        shape("vision_model.encoder.layers.0.mlp.fc1.weight"),
+        [40, 36]
+    );
+    assert_eq!(
+        shape("vision_model.encoder.layers.0.mlp.fc2.weight"),
+        [36, 40]
+    );
+}
+
+#[test]
+fn zero_pad_appends_zero_columns_then_zero_rows() {
+    let pad = ipuc::model::ZeroPad {
+        stored: vec![2, 1, 3],
+    };
+    assert_eq!(
+        pad.widen(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 4]),
+        [1.0, 2.0, 3.0, 0.0, 4.0, 5.0, 6.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    // A bias: one column per row.
+    let bias = ipuc::model::ZeroPad { stored: vec![3] };
+    assert_eq!(bias.widen(&[1.0, 2.0, 3.0], &[4]), [1.0, 2.0, 3.0, 0.0]);
+}

@@ -150,6 +150,11 @@ fn corrupt_header_and_unexpected_or_non_finite_tensors() {
         msg.contains("vision_model.encoder.layers.0.mlp.fc3.weight"),
         "{msg}"
     );
+    // The family's own config classes, not another family's.
+    assert!(
+        msg.ends_with("(not a parameter of the SiglipVisionConfig or SiglipConfig in config.json)"),
+        "{msg}"
+    );
 
     let mut list = tensors();
     let t = list

@@ -418,7 +418,14 @@ fn proptest(root: &Path, cases: u32, seed: Option<u64>) -> Result<()> {
             "--test",
             "isa_roundtrip",
         ],
-        &["-p", "ipuc-tests", "--test", "exchange_props"],
+        &[
+            "-p",
+            "ipuc-tests",
+            "--test",
+            "exchange_props",
+            "--test",
+            "towers_props",
+        ],
     ];
     for suite in suites {
         let mut args = vec!["test", "--release"];

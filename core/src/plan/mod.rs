@@ -45,7 +45,7 @@ pub mod planned;
 pub mod relayout;
 
 pub use cost::Cycles;
-pub use error::{PlanError, PlanResult};
+pub use error::{OpRef, PlanError, PlanResult};
 pub use improve::{improve_plan, Improvement};
 pub mod region;
 pub mod search;

@@ -24,7 +24,7 @@ use super::context::{
     BodyFrontier, BodySearch, BoundaryKey, Memo, PlanConfig, PlanStats, SearchCx, SearchJobs,
 };
 use super::cost::Cycles;
-use super::error::{PlanError, PlanResult};
+use super::error::{OpRef, PlanError, PlanResult};
 use super::layout::Layout;
 use super::memory::{self, Allocation, AllocationKind, MemoryRejection, TileBytes};
 use super::opplan::OpPlan;
@@ -96,8 +96,8 @@ impl SearchCx<'_> {
                 .ty(v)
                 .ok_or(PlanError::MalformedGraph { what: "value" })?
                 .clone();
-            let view = TensorView::of(&ty).ok_or(PlanError::Unsupported {
-                op,
+            let view = TensorView::of(&ty).ok_or_else(|| PlanError::Unsupported {
+                op: OpRef::of(self.graph, op),
                 op_name: o.mnemonic(),
                 reason: "dimension exceeds u32",
             })?;
@@ -327,7 +327,7 @@ fn run_region(cx: &SearchCx<'_>, info: &RegionInfo, start: State) -> Result<Vec<
                 return Err(PlanError::OutOfMemory(alloc::boxed::Box::new((*r).clone())));
             }
             return Err(PlanError::NoCandidate {
-                op,
+                op: OpRef::of(cx.graph, op),
                 op_name: o.mnemonic(),
             });
         }

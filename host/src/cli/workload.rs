@@ -232,7 +232,19 @@ pub fn load_model_with_origin(
         let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
         return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
     };
+    // The config first: it says when the directory is missing, and a
+    // --vit-layers beyond its layers is a usage error (as for presets)
+    // before the weights are looked at.
     let config = load_config(args)?;
+    if let Some(requested) = args.vit_layers {
+        if requested == 0 || requested > config.num_hidden_layers {
+            return Err(ModelError::LayerCount {
+                requested,
+                available: config.num_hidden_layers,
+            }
+            .into());
+        }
+    }
     let checkpoint = Checkpoint::open(dir)?.for_family(config.family);
     let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
     let stored = checkpoint.encoder_layers();

@@ -7,7 +7,7 @@ use ipuc_core::ir::{
 };
 
 use super::family::Family;
-use super::params::{layer_name, ParameterRole, ParameterSpec, PositionResample};
+use super::params::{layer_name, ParameterRole, ParameterSpec, PositionResample, ZeroPad};
 use super::{
     ModelError, ModelOptions, SiglipModel, VisionConfig, LAST_HIDDEN_STATE, PIXEL_VALUES,
     POOLER_OUTPUT,
@@ -148,17 +148,44 @@ impl Tower {
             t.b.input(PIXEL_VALUES, TensorType::new(DType::F32, [batch, c, s, s]))?;
         let cols = t.b.im2col_patches(pixels, p)?;
         t.b.label(cols, "embeddings.patchify")?;
+        // An odd patch makes `C·p·p` odd, and a row of an odd number of
+        // FP16 or FP8 elements is not a whole number of the words the
+        // exchange moves, so no GEMM layout could be reached. Both operands
+        // get columns up to a multiple of 4: the weight zeros (added when
+        // it is bound), the pixels a copy of their first columns (here, in
+        // F32, where any column count moves; the compiler takes no
+        // constants). Each extra product is a finite pixel times zero, an
+        // exact zero, so the result is unchanged.
+        let k = c * p * p;
+        let k_padded = k.next_multiple_of(4);
+        let cols = if k_padded == k {
+            cols
+        } else {
+            let extra =
+                t.slice_named(cols, 2, 0, k_padded - k, "embeddings.patchify.pad_columns")?;
+            let y = t.b.concat(&[cols, extra], 2)?;
+            t.b.label(y, "embeddings.patchify.padded")?
+        };
         let cols = t.cast_to(cols, t.act)?;
         let patch = match family {
             Family::Siglip | Family::Clip => "embeddings.patch_embedding",
             Family::Vit | Family::Dinov2 => "embeddings.patch_embeddings.projection",
         };
-        let pw = t.single(
-            &format!("{patch}.weight"),
-            vec![t.d, c, p, p],
-            ParameterRole::GemmWeight,
-        )?;
-        let pw = t.b.reshape(pw, [t.d, c * p * p])?;
+        let pw = if k_padded == k {
+            let pw = t.single(
+                &format!("{patch}.weight"),
+                vec![t.d, c, p, p],
+                ParameterRole::GemmWeight,
+            )?;
+            t.b.reshape(pw, [t.d, k])?
+        } else {
+            t.padded(
+                &format!("{patch}.weight"),
+                vec![t.d, k_padded],
+                vec![t.d, c, p, p],
+                ParameterRole::GemmWeight,
+            )?
+        };
         t.b.label(pw, "embeddings.patch_embedding.weight_matrix")?;
         let x = if family == Family::Clip {
             let y = t.b.matmul_transposed(cols, pw, t.act)?;
@@ -224,6 +251,15 @@ impl Tower {
     }
 }
 
+/// The MLP width the graph uses for `f`: the next multiple of 4. Rows of
+/// FP16 or FP8 elements move between tiles as whole 32-bit words, so fc2's
+/// K (and fc1's output rows) must be; the extra fc1 rows and bias are zero,
+/// every activation maps 0 to 0, and fc2's extra columns are zero, so they
+/// add exact zeros.
+fn mlp_width(f: usize) -> usize {
+    f.next_multiple_of(4)
+}
+
 struct Tower {
     b: GraphBuilder,
     params: Vec<ParameterSpec>,
@@ -254,12 +290,14 @@ fn mlp_activation(hidden_act: &str) -> Option<Activation> {
     }
 }
 
-/// One per-layer tensor: its name suffix, shape, role and checkpoint parts.
+/// One per-layer tensor: its name suffix, shape, role and checkpoint parts
+/// (and its stored shape when it is padded, see [`ZeroPad`]).
 struct LayerSlot {
     suffix: String,
     shape: Vec<usize>,
     role: ParameterRole,
     parts: Vec<String>,
+    pad: Option<ZeroPad>,
 }
 
 /// Body arguments of one layer, by position in the slot list.
@@ -484,7 +522,26 @@ impl Tower {
             pattern: None,
             sources: vec![name],
             resample: None,
+            pad: None,
         });
+        Ok(value)
+    }
+
+    /// A run-once parameter of `shape`, stored as `stored` and padded with
+    /// zeros when bound (see [`ZeroPad`]).
+    fn padded(
+        &mut self,
+        suffix: &str,
+        shape: Vec<usize>,
+        stored: Vec<usize>,
+        role: ParameterRole,
+    ) -> Result<ValueId, IrError> {
+        let value = self.single(suffix, shape.clone(), role)?;
+        if shape != stored {
+            if let Some(spec) = self.params.last_mut() {
+                spec.pad = Some(ZeroPad { stored });
+            }
+        }
         Ok(value)
     }
 
@@ -530,6 +587,13 @@ impl Tower {
             suffix,
             shape,
             role,
+            pad: None,
+        };
+        // The MLP's width padded to whole words (see `mlp_width`).
+        let fp = mlp_width(f);
+        let padded = |suffix: String, shape: Vec<usize>, stored: Vec<usize>, role| LayerSlot {
+            pad: (shape != stored).then_some(ZeroPad { stored }),
+            ..slot(suffix, shape, role)
         };
         let (w, b) = (
             |stem: &str| format!("{stem}.weight"),
@@ -545,12 +609,14 @@ impl Tower {
                 shape: vec![3 * d, d],
                 role: GemmWeight,
                 parts: vec![w(n.q), w(n.k), w(n.v)],
+                pad: None,
             });
             slots.push(LayerSlot {
                 suffix: b(n.qkv),
                 shape: vec![3 * d],
                 role: GemmBias,
                 parts: vec![b(n.q), b(n.k), b(n.v)],
+                pad: None,
             });
         } else {
             for stem in [n.q, n.k, n.v] {
@@ -563,9 +629,9 @@ impl Tower {
             slot(b(n.out), vec![d], GemmBias),
             slot(w(n.norm2), vec![d], NormScale),
             slot(b(n.norm2), vec![d], NormBias),
-            slot(w(n.fc1), vec![f, d], GemmWeight),
-            slot(b(n.fc1), vec![f], GemmBias),
-            slot(w(n.fc2), vec![d, f], GemmWeight),
+            padded(w(n.fc1), vec![fp, d], vec![f, d], GemmWeight),
+            padded(b(n.fc1), vec![fp], vec![f], GemmBias),
+            padded(w(n.fc2), vec![d, fp], vec![d, f], GemmWeight),
             slot(b(n.fc2), vec![d], GemmBias),
         ]);
         // LayerScale last, so every other slot keeps SigLIP's position.
@@ -609,6 +675,7 @@ impl Tower {
                         .map(|part| layer_name(&self.family.layer_pattern(part), layer))
                         .collect(),
                     resample: None,
+                    pad: slot.pad.clone(),
                 });
             }
         }
@@ -765,9 +832,10 @@ impl Tower {
         let out_b = self.single("head.attention.out_proj.bias", vec![d], GemmBias)?;
         let ln_w = self.single("head.layernorm.weight", vec![d], NormScale)?;
         let ln_b = self.single("head.layernorm.bias", vec![d], NormBias)?;
-        let fc1_w = self.single("head.mlp.fc1.weight", vec![f, d], GemmWeight)?;
-        let fc1_b = self.single("head.mlp.fc1.bias", vec![f], GemmBias)?;
-        let fc2_w = self.single("head.mlp.fc2.weight", vec![d, f], GemmWeight)?;
+        let fp = mlp_width(f);
+        let fc1_w = self.padded("head.mlp.fc1.weight", vec![fp, d], vec![f, d], GemmWeight)?;
+        let fc1_b = self.padded("head.mlp.fc1.bias", vec![fp], vec![f], GemmBias)?;
+        let fc2_w = self.padded("head.mlp.fc2.weight", vec![d, fp], vec![d, f], GemmWeight)?;
         let fc2_b = self.single("head.mlp.fc2.bias", vec![d], GemmBias)?;
 
         // The query comes from the probe alone ([1, 1, D]); it broadcasts

@@ -247,6 +247,25 @@ impl VisionConfig {
         "dinov2-l14-224",
     ];
 
+    /// The preset a mistyped `name` most likely meant: one it begins
+    /// (`vit-b16`), else the closest by edit distance within a quarter of
+    /// the name's length (`siglip-smal`), not just any name of the family
+    /// (`siglip-huge` suggests nothing).
+    fn closest_preset(name: &str) -> Option<&'static str> {
+        let lower = name.to_ascii_lowercase();
+        if lower.len() >= 3 {
+            if let Some(&p) = Self::PRESETS.iter().find(|p| p.starts_with(&lower)) {
+                return Some(p);
+            }
+        }
+        Self::PRESETS
+            .iter()
+            .map(|&p| (strsim::normalized_damerau_levenshtein(&lower, p), p))
+            .filter(|&(score, _)| score >= 0.75)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, p)| p)
+    }
+
     /// A named preset.
     pub fn preset(name: &str) -> Result<Self, ModelError> {
         match name {
@@ -256,7 +275,10 @@ impl VisionConfig {
             "clip-vit-l14-336" => Ok(Self::clip_vit_l14_336()),
             "vit-b16-224" => Ok(Self::vit_b16_224()),
             "dinov2-l14-224" => Ok(Self::dinov2_l14_224()),
-            _ => Err(ModelError::UnknownPreset { name: name.into() }),
+            _ => Err(ModelError::UnknownPreset {
+                name: name.into(),
+                suggestion: Self::closest_preset(name),
+            }),
         }
     }
 
@@ -423,6 +445,12 @@ impl VisionConfig {
 
     /// Read `dir/config.json` (see [`VisionConfig::from_json`]).
     pub fn from_checkpoint_dir(dir: &std::path::Path) -> Result<Self, ModelError> {
+        if !dir.exists() {
+            return Err(ModelError::Io {
+                path: dir.display().to_string(),
+                message: missing_checkpoint(dir),
+            });
+        }
         let path = dir.join("config.json");
         let text =
             crate::fsio::read_string_bounded(&path, crate::fsio::Limit::CONFIG).map_err(|e| {
@@ -466,6 +494,31 @@ impl VisionConfig {
             return Err(ModelError::InvalidConfig {
                 reason: format!(
                     "hidden_size {} is not divisible by num_attention_heads {}",
+                    self.hidden_size, self.num_attention_heads
+                ),
+            });
+        }
+        // Rows of FP16 or FP8 elements move between tiles as whole 32-bit
+        // words. The MLP width and an odd patch's `C·p·p` are padded with
+        // zeros where the graph is built (they stay inside one GEMM pair);
+        // the width is every activation's, with LayerNorms over it.
+        if !self.hidden_size.is_multiple_of(4) {
+            return Err(ModelError::UnsupportedOption {
+                family: self.family.display_name(),
+                what: format!(
+                    "hidden_size {} (ipuc needs a multiple of 4: rows of FP16 and FP8 \
+                     elements move between tiles as whole 32-bit words)",
+                    self.hidden_size
+                ),
+            });
+        }
+        let head_dim = self.hidden_size / self.num_attention_heads;
+        if !head_dim.is_multiple_of(2) {
+            return Err(ModelError::UnsupportedOption {
+                family: self.family.display_name(),
+                what: format!(
+                    "hidden_size {} / num_attention_heads {} = head dim {head_dim} (ipuc needs \
+                     an even head dim: a head's rows of FP16 elements move as whole 32-bit words)",
                     self.hidden_size, self.num_attention_heads
                 ),
             });
@@ -632,5 +685,29 @@ impl VisionConfig {
     /// Head width D/H.
     pub fn head_dim(&self) -> usize {
         self.hidden_size / self.num_attention_heads
+    }
+}
+
+/// Why a `--checkpoint` path that does not exist is not there, and what to
+/// do: a value shaped like a Hugging Face Hub ID (`owner/name`, not a path
+/// on disk) has to be downloaded first, since ipuc reads only local files.
+fn missing_checkpoint(dir: &std::path::Path) -> String {
+    let text = dir.to_string_lossy();
+    let mut parts = text.split('/');
+    let (owner, name, rest) = (parts.next(), parts.next(), parts.next());
+    let hub_part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('.')
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    match (owner, name, rest) {
+        (Some(owner), Some(name), None) if hub_part(owner) && hub_part(name) => format!(
+            "no such directory; it looks like a Hugging Face Hub ID: download it first (e.g. \
+             with `huggingface-cli download {text} --local-dir DIR`) and pass --checkpoint DIR"
+        ),
+        _ => "no such directory (--checkpoint takes a local HF checkpoint directory with \
+              config.json and model.safetensors)"
+            .into(),
     }
 }

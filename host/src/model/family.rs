@@ -100,6 +100,17 @@ impl Family {
         }
     }
 
+    /// The transformers config classes of this family's checkpoints, as
+    /// messages name them.
+    pub fn config_classes(self) -> &'static str {
+        match self {
+            Family::Siglip => "SiglipVisionConfig or SiglipConfig",
+            Family::Clip => "CLIPVisionConfig or CLIPConfig",
+            Family::Vit => "ViTConfig",
+            Family::Dinov2 => "Dinov2Config",
+        }
+    }
+
     /// The name papers and HF use (`SigLIP`, `CLIP`, `ViT`, `DINOv2`).
     pub fn display_name(self) -> &'static str {
         match self {
@@ -107,17 +118,6 @@ impl Family {
             Family::Clip => "CLIP",
             Family::Vit => "ViT",
             Family::Dinov2 => "DINOv2",
-        }
-    }
-
-    /// The transformers config classes a checkpoint of this family is
-    /// saved from, for errors that name what the file should be.
-    pub fn config_classes(self) -> &'static str {
-        match self {
-            Family::Siglip => "SiglipVisionConfig or SiglipConfig",
-            Family::Clip => "CLIPVisionConfig or CLIPConfig",
-            Family::Vit => "ViTConfig",
-            Family::Dinov2 => "Dinov2Config",
         }
     }
 

@@ -34,7 +34,7 @@ pub use build::{build_siglip, LAYER};
 pub use config::{Footprint, VisionConfig, DEVICE_SRAM_BYTES, SUPPORTED_ACTIVATIONS};
 pub use family::{Family, SUPPORTED_MODEL_TYPES};
 pub use params::{
-    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, PositionResample,
+    layer_name, layer_pattern, tower_name, ParameterRole, ParameterSpec, PositionResample, ZeroPad,
     VISION_PREFIX,
 };
 pub use positions::interpolate_positions;
@@ -139,8 +139,16 @@ pub enum ModelError {
     #[error("{family}: {what} is not supported")]
     UnsupportedOption { family: &'static str, what: String },
     /// A preset name that does not exist.
-    #[error("unknown workload \"{name}\" (known: {})", VisionConfig::PRESETS.join(", "))]
-    UnknownPreset { name: String },
+    #[error(
+        "unknown workload \"{name}\" ({}known: {})",
+        .suggestion.map(|s| format!("did you mean \"{s}\"? ")).unwrap_or_default(),
+        VisionConfig::PRESETS.join(", ")
+    )]
+    UnknownPreset {
+        name: String,
+        /// The closest preset name, if one is close.
+        suggestion: Option<&'static str>,
+    },
     /// `vit_layers` outside 1..=config layers.
     #[error(
         "--vit-layers {requested} is outside 1..={available} (the config has {available} layers)"

@@ -41,6 +41,42 @@ pub struct PositionResample {
     pub to_side: usize,
 }
 
+/// A parameter stored smaller than the graph's: zero rows and columns are
+/// appended so that every row is a whole number of 32-bit words in any
+/// storage type. An odd row of FP16 or FP8 elements cannot be moved by the
+/// exchange (it moves words), so no GEMM layout could be reached: the
+/// patch embedding's `C·p·p` inputs are odd for an odd patch size, and an
+/// MLP width need not be a multiple of 4 (transformers' SigLIP test config
+/// has 37). The padded products are exact zeros, so results are unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZeroPad {
+    /// The single source's stored shape (e.g. the conv's `[D, C, p, p]`):
+    /// its first dim is its rows, the rest one row each (a vector is a
+    /// column).
+    pub stored: Vec<usize>,
+}
+
+impl ZeroPad {
+    fn matrix(shape: &[usize]) -> (usize, usize) {
+        let rows = shape.first().copied().unwrap_or(1);
+        (rows, shape.iter().skip(1).product())
+    }
+
+    /// `data` (of the stored shape) as a tensor of `shape`: each row
+    /// widened by trailing zeros, then zero rows appended.
+    pub fn widen(&self, data: &[f32], shape: &[usize]) -> Vec<f32> {
+        let (_, columns) = Self::matrix(&self.stored);
+        let (rows, width) = Self::matrix(shape);
+        let mut out = Vec::with_capacity(rows.saturating_mul(width));
+        for row in data.chunks(columns.max(1)) {
+            out.extend_from_slice(row);
+            out.extend(std::iter::repeat_n(0.0, width.saturating_sub(columns)));
+        }
+        out.resize(rows.saturating_mul(width), 0.0);
+        out
+    }
+}
+
 /// One graph parameter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParameterSpec {
@@ -69,6 +105,10 @@ pub struct ParameterSpec {
     /// size: its shape then follows `from_side`, and it is resized to
     /// `shape` when bound.
     pub resample: Option<PositionResample>,
+    /// Set when the (single) source is stored with fewer rows or columns:
+    /// its shape then follows `stored`, and it is padded with zeros to
+    /// `shape` when bound.
+    pub pad: Option<ZeroPad>,
 }
 
 impl ParameterSpec {

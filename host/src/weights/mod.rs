@@ -17,7 +17,7 @@ mod random;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::model::{interpolate_positions, ParameterSpec, PositionResample, SiglipModel};
+use crate::model::{interpolate_positions, ParameterSpec, PositionResample, SiglipModel, ZeroPad};
 
 pub use checkpoint::{
     checkpoint_config, encoder_layer_index, header_tensor_names, Checkpoint, CONFIG_FILE,
@@ -42,6 +42,10 @@ pub struct WeightSpec {
     /// A DINOv2 position table stored for another image size: the single
     /// source has `[1, 1 + from_side², D]` and is resized to `shape`.
     pub resample: Option<PositionResample>,
+    /// A tensor stored with fewer rows or columns (an odd patch's `C·p·p`,
+    /// an MLP width not a multiple of 4): the single source has the pad's
+    /// stored shape and is padded with zeros to `shape`.
+    pub pad: Option<ZeroPad>,
 }
 
 impl WeightSpec {
@@ -53,13 +57,17 @@ impl WeightSpec {
             name,
             shape,
             resample: None,
+            pad: None,
         }
     }
 
     /// Shape of each stored source part: the spec's shape with axis 0
-    /// split evenly over the parts, or a resampled table's stored shape;
-    /// `None` if the parts cannot split it.
+    /// split evenly over the parts, or a resampled table's or padded
+    /// weight's stored shape; `None` if the parts cannot split it.
     pub fn part_shape(&self) -> Option<Vec<usize>> {
+        if let Some(pad) = &self.pad {
+            return (self.sources.len() == 1).then(|| pad.stored.clone());
+        }
         if let Some(r) = self.resample {
             let [1, _, width] = self.shape[..] else {
                 return None;
@@ -71,8 +79,12 @@ impl WeightSpec {
     }
 
     /// The stored data `data` (of [`WeightSpec::part_shape`] parts) as the
-    /// parameter: resampled when the spec says so, else unchanged.
+    /// parameter: resampled or widened when the spec says so, else
+    /// unchanged.
     pub fn convert(&self, data: Vec<f32>) -> Vec<f32> {
+        if let Some(pad) = &self.pad {
+            return pad.widen(&data, &self.shape);
+        }
         match (self.resample, self.shape.last()) {
             (Some(r), Some(&width)) => interpolate_positions(&data, width, r.from_side, r.to_side),
             _ => data,
@@ -98,6 +110,7 @@ impl From<&ParameterSpec> for WeightSpec {
             shape: p.shape.clone(),
             sources: p.sources.clone(),
             resample: p.resample,
+            pad: p.pad.clone(),
         }
     }
 }

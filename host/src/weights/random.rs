@@ -185,6 +185,7 @@ mod tests {
             shape: vec![8, 3],
             sources: vec![q.into(), k.into()],
             resample: None,
+            pad: None,
         };
         let w = random_weights(3, &[fused, spec(q, &[4, 3]), spec(k, &[4, 3])]);
         let f = &w

@@ -18,7 +18,7 @@ pub use gemm::k_parts;
 
 use alloc::vec::Vec;
 
-use super::error::{PlanError, PlanResult};
+use super::error::{OpRef, PlanError, PlanResult};
 use super::layout::{Layout, LayoutError};
 use super::opplan::OpPlan;
 use crate::ipu21::topology::LogicalTile;
@@ -97,13 +97,15 @@ pub fn candidates(
     let o = graph
         .op(op)
         .ok_or(PlanError::MalformedGraph { what: "op" })?;
-    let out_view = TensorView::of(out).ok_or(PlanError::Unsupported {
-        op,
+    let op_ref = OpRef::of(graph, op);
+    let out_view = TensorView::of(out).ok_or_else(|| PlanError::Unsupported {
+        op: op_ref.clone(),
         op_name: o.mnemonic(),
         reason: "dimension exceeds u32",
     })?;
     let cx = GenCx {
         op,
+        op_ref: &op_ref,
         op_name: o.mnemonic(),
         operands,
         out: out_view,
@@ -154,7 +156,7 @@ pub fn candidates(
         | OpKind::Constant { .. }
         | OpKind::Repeat(_) => {
             return Err(PlanError::Unsupported {
-                op,
+                op: op_ref.clone(),
                 op_name: o.mnemonic(),
                 reason: "not a planned operation",
             })
@@ -162,19 +164,23 @@ pub fn candidates(
     };
     if plans.is_empty() {
         return Err(PlanError::NoCandidate {
-            op,
+            op: op_ref.clone(),
             op_name: o.mnemonic(),
         });
     }
     for p in &plans {
-        p.output
-            .validate()
-            .map_err(|error| PlanError::Layout { op, error })?;
+        p.output.validate().map_err(|error| PlanError::Layout {
+            op: op_ref.clone(),
+            error,
+        })?;
         for operand in &p.operands {
             operand
                 .layout
                 .validate()
-                .map_err(|error| PlanError::Layout { op, error })?;
+                .map_err(|error| PlanError::Layout {
+                    op: op_ref.clone(),
+                    error,
+                })?;
         }
     }
     Ok(plans)
@@ -183,6 +189,8 @@ pub fn candidates(
 /// Shared context of one generator call.
 pub(crate) struct GenCx<'a> {
     pub op: OpId,
+    /// The op with its model name, for errors.
+    pub op_ref: &'a OpRef,
     pub op_name: &'static str,
     pub operands: &'a [OperandInfo],
     pub out: TensorView,
@@ -195,14 +203,14 @@ impl GenCx<'_> {
     /// index (a tile past the machine is a layout error of this op).
     pub fn tile(&self, tile: u32) -> PlanResult<LogicalTile> {
         LogicalTile::new(tile).map_err(|_| PlanError::Layout {
-            op: self.op,
+            op: self.op_ref.clone(),
             error: LayoutError::TileOutOfRange { max_tile: tile },
         })
     }
 
     pub fn unsupported(&self, reason: &'static str) -> PlanError {
         PlanError::Unsupported {
-            op: self.op,
+            op: self.op_ref.clone(),
             op_name: self.op_name,
             reason,
         }

@@ -76,7 +76,7 @@ fn axis_in_view(dims: &[usize], axis: usize) -> Option<(bool, u32)> {
 
 fn unaligned(cx: &GenCx<'_>, e: crate::plan::relayout::Unaligned) -> PlanError {
     PlanError::UnalignedTransfer {
-        op: cx.op,
+        op: cx.op_ref.clone(),
         row_bytes: e.row_bytes,
     }
 }
@@ -189,7 +189,7 @@ pub fn im2col(cx: &GenCx<'_>, p: usize) -> PlanResult<Vec<OpPlan>> {
     let run = p * elem;
     if run % 4 != 0 {
         return Err(PlanError::UnalignedTransfer {
-            op: cx.op,
+            op: cx.op_ref.clone(),
             row_bytes: run,
         });
     }
