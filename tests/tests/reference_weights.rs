@@ -152,7 +152,7 @@ fn corrupt_header_and_unexpected_or_non_finite_tensors() {
     );
     // The family's own config classes, not another family's.
     assert!(
-        msg.ends_with("(not a parameter of the SiglipVisionConfig or SiglipConfig in config.json)"),
+        msg.ends_with("(not a parameter of this SiglipVisionConfig or SiglipConfig configuration)"),
         "{msg}"
     );
 
