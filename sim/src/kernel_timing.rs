@@ -51,7 +51,9 @@ use ipuc_target::ipu21::rates::{self, RateEnd};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
-use ipuc_target::package::abi::{attention_mode, AmpProduct, DType, Kernel, KernelArgs};
+use ipuc_target::package::abi::{
+    attention_mode, partials_type, AmpProduct, DType, Kernel, KernelArgs,
+};
 
 use super::cycle::ISSUE_INTERVAL;
 
@@ -247,11 +249,7 @@ impl Model {
         // Both products in the attention's mode (FP16 into FP16 partials
         // for FP16 attention): the scores and probabilities are that type.
         let mode = attention_mode(dtype);
-        let partials = if mode.partials_bytes() == 2 {
-            DType::F16
-        } else {
-            DType::F32
-        };
+        let partials = partials_type(mode);
         let scores = u64::from(q_rows) * u64::from(kv_rows);
         // Scores written, read back, probabilities written.
         let memory = 3 * self.port(scores * partials.size_bytes() as u64, addrs[4]);

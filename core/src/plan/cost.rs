@@ -10,7 +10,7 @@ use core::num::Saturating as S;
 use crate::ipu21::rates::{self, RateEnd};
 use crate::ipu21::timing as t;
 use crate::ir::DType;
-use crate::kernel::{attention_mode, AmpProduct, Kernel, KernelArgs};
+use crate::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
 
 /// The planner charges the rates ipuc chooses (the simulator can be run at
 /// either end of their sources; the planner ranks plans at one).
@@ -77,11 +77,7 @@ fn amp_cycles(m: u32, k: u32, n: u32, mode: t::AmpMode, b_interleaved: bool) -> 
 /// probabilities then written transposed for `p·v`).
 fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
     let mode = attention_mode(dtype);
-    let partials = if mode.partials_bytes() == 2 {
-        DType::F16
-    } else {
-        DType::F32
-    };
+    let partials = partials_type(mode);
     let scores = |rows: u32, cols: u32| amp_cycles(rows, head_dim, cols, mode, false);
     let elements = w(q_rows) * w(kv_rows);
     let softmax = |rows: u32| {

@@ -22,7 +22,6 @@ use crate::report::run_summary::{BandEnd, RateBand};
 use crate::report::trace::build_profile;
 use crate::report::Profile;
 use crate::weights::{HostTensor, Weights};
-use clap::ValueEnum;
 use ipuc_core::ipu21::rates::RateEnd;
 use ipuc_core::package::Package;
 
@@ -257,7 +256,7 @@ fn rate_band(
     crate::say!(
         "simulated band: {} cropped cycles at the {} rates (band {}–{}: every kernel rate at its optimistic / conservative end)",
         here.cropped_cycles,
-        args.kernel_rates.to_possible_value().map_or_else(String::new, |v| v.get_name().to_string()),
+        RateEnd::from(args.kernel_rates).name(),
         band.optimistic.cropped_cycles,
         band.conservative.cropped_cycles,
     );

@@ -111,11 +111,7 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             (rows * keys) as f64
                         });
                     let mode = ipuc_core::kernel::attention_mode(in_dtype);
-                    let partials = if mode.partials_bytes() == 2 {
-                        DType::F16
-                    } else {
-                        DType::F32
-                    };
+                    let partials = ipuc_core::kernel::partials_type(mode);
                     let products = 16.0 * macs / f64::from(mode.macs_per_cycle());
                     let softmax = scores * f64::from(rates::softmax_x16(partials, in_dtype, end));
                     ("attention", products + softmax)

@@ -51,11 +51,16 @@ impl AmpProduct {
 
     /// The partials' element type.
     pub fn partials(&self) -> DType {
-        if self.mode.partials_bytes() == 4 {
-            DType::F32
-        } else {
-            DType::F16
-        }
+        partials_type(self.mode)
+    }
+}
+
+/// The element type `mode` accumulates its partials in: F32 or FP16.
+pub fn partials_type(mode: AmpMode) -> DType {
+    if mode.partials_bytes() == 4 {
+        DType::F32
+    } else {
+        DType::F16
     }
 }
 

@@ -34,7 +34,7 @@ mod kind;
 mod operands;
 
 pub use abi::KernelAbi;
-pub use amp::{attention_mode, AmpProduct};
+pub use amp::{attention_mode, partials_type, AmpProduct};
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
 pub use attention::combine_attention_partials;
 pub use block::TileBlock;

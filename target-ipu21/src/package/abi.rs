@@ -16,7 +16,8 @@ use crate::kernel::{self, KernelAbi};
 
 pub use crate::kernel::{
     attention_mode, combine_attention_partials, decode, decode_header, encode, encode_dtype,
-    AbiError, AmpProduct, GemmEpilogue, Kernel, KernelArgs, KernelSymbol, OperandRole,
+    partials_type, AbiError, AmpProduct, GemmEpilogue, Kernel, KernelArgs, KernelSymbol,
+    OperandRole,
 };
 pub use crate::numeric::DType;
 
