@@ -108,6 +108,26 @@ proptest! {
         let graph = b.finish().unwrap();
         prop_assert!(graph.verify().is_ok());
         prop_assert_eq!(graph.dump(), graph.clone().dump());
+        // The text form reads back to the same graph (the filetests' premise).
+        let reparsed = Graph::parse(&graph.dump());
+        prop_assert!(reparsed.is_ok(), "{}\n{:?}", graph.dump(), reparsed.err());
+        prop_assert_eq!(reparsed.unwrap().dump(), graph.dump());
+    }
+
+    /// Any text, and a valid dump with one character removed or replaced:
+    /// the parser answers with a graph or a located error, never a panic.
+    #[test]
+    fn parser_never_panics(text in "\\PC{0,200}", cut in 0usize..400, with in "\\PC?") {
+        let _ = Graph::parse(&text);
+        let dump = SAMPLE_DUMP;
+        let mut at = cut % dump.len();
+        while !dump.is_char_boundary(at) { at -= 1; }
+        let mut end = at + dump[at..].chars().next().map_or(0, char::len_utf8);
+        if end > dump.len() { end = dump.len(); }
+        let mutated = format!("{}{}{}", &dump[..at], with, &dump[end..]);
+        if let Err(e) = Graph::parse(&mutated) {
+            prop_assert!(e.line >= 1 && e.column >= 1);
+        }
     }
 
     /// Arbitrary raw graphs (dangling ids, bad types, bogus Repeats): the
@@ -144,3 +164,26 @@ proptest! {
         let _ = g.walk();
     }
 }
+
+/// A dump with every kind of line (Repeat, labels, attributes, outputs).
+const SAMPLE_DUMP: &str = "\
+graph {
+  %0 = input \"x\" : f16[1,4,8]
+  %1 = parameter \"l0.w\" : f143<-4>[8,8]
+  %2 = parameter \"l1.w\" : f143<-4>[8,8]
+  %3 = parameter \"ln.g\" : f16[8]
+  %13 = repeat x2 carried(%0) invariants(%3) sequences([%1 %2]) {
+    ^r1 carried(%4: f16[1,4,8]) invariant(%5: f16[8]) iterated(%6: f143<-4>[8,8]):
+      %7 = layer_norm %4, %5, %5 {eps=1e-6} : f16[1,4,8]
+      %8 = matmul %7, %6 {transpose_b} : f16[1,4,8]
+      %9 = split_heads %8 {heads=2} : f16[1,2,4,4]
+      %10 = attention %9, %9, %9 {scale=0.5} : f16[1,2,4,4]
+      %11 = merge_heads %10 : f16[1,4,8]
+      %12 = add %4, %11 : f16[1,4,8]  # residual
+    yield %12
+  } : f16[1,4,8]
+  %14 = slice %13 {axis=1, 0..1} : f16[1,1,8]
+  %15 = cast %14 : f32[1,1,8]
+  output \"first\" = %15
+}
+";

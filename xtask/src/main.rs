@@ -140,6 +140,13 @@ enum Task {
         #[arg(long)]
         target: Option<String>,
     },
+    /// The filetests (`filetests/*.ir`: IR text in, expected verify / plan /
+    /// compile output checked); `--bless` rewrites the expectations from
+    /// what the compiler prints now (review the diff before committing).
+    Filetests {
+        #[arg(long)]
+        bless: bool,
+    },
     /// Every property test with N cases (CI runs them with small, seeded
     /// defaults): sets IPUC_PROPTEST_CASES (and PROPTEST_CASES) and runs
     /// the property suites in release.
@@ -174,6 +181,7 @@ fn main() -> Result<()> {
         Task::BrowserCheck { out, .. } => browser::browser_check(&root, &root.join(out)),
         Task::Fuzz { seconds, target } => fuzz(&root, seconds, target.as_deref()),
         Task::Proptest { cases, seed } => proptest(&root, cases, seed),
+        Task::Filetests { bless } => filetests(&root, bless),
         Task::Bench {
             what,
             out,
@@ -395,6 +403,21 @@ fn ipuc_release(root: &Path, args: &[&str]) -> Result<()> {
 
 fn hw_check(root: &Path, target: &str) -> Result<()> {
     ipuc_release(root, &["hw-check", "--target", target])
+}
+
+/// Runs the filetests, rewriting their expectations with `bless`.
+fn filetests(root: &Path, bless: bool) -> Result<()> {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["test", "-p", "ipuc-core", "--test", "filetests"])
+        .current_dir(root);
+    if bless {
+        cmd.env("IPUC_BLESS", "1");
+    }
+    let status = cmd.status().context("starting cargo test")?;
+    if !status.success() {
+        bail!("filetests failed ({status}); `cargo xtask filetests --bless` rewrites them");
+    }
+    Ok(())
 }
 
 /// Runs the property suites with `cases` cases each.

@@ -3,7 +3,9 @@
 //! One line per op, `%result = mnemonic operands {attrs} : types`, Repeat
 //! bodies indented under their Repeat with the argument kinds spelled out;
 //! an op's label, if any, follows as `# label`.
-//! Output depends only on the graph (ids are printed as they are).
+//! Output depends only on the graph (ids are printed as they are), and
+//! [`Graph::parse`](super::Graph::parse) reads it back: every attribute
+//! is printed, in full, or stated by the result type.
 
 use alloc::string::String;
 use core::fmt::{self, Write};
@@ -126,8 +128,7 @@ fn list(out: &mut impl Write, values: &[ValueId], sep: &str) -> fmt::Result {
 fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
     match kind {
         OpKind::Input { name, .. } | OpKind::Parameter { name, .. } => write!(out, " \"{name}\""),
-        OpKind::Constant { values, .. } if values.len() <= 8 => write!(out, " {values:?}"),
-        OpKind::Constant { values, .. } => write!(out, " [{} values]", values.len()),
+        OpKind::Constant { values, .. } => write!(out, " {values:?}"),
         OpKind::MatMul(mm) => match (mm.transpose_a, mm.transpose_b) {
             (false, false) => Ok(()),
             (true, false) => out.write_str(" {transpose_a}"),
@@ -138,8 +139,8 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
         OpKind::LayerNorm {
             eps,
             store: Some(t),
-        } => write!(out, " {{eps={eps:?}, store={t:?}}}"),
-        OpKind::GeluTanh { store: Some(t) } => write!(out, " {{store={t:?}}}"),
+        } => write!(out, " {{eps={eps:?}, store={t}}}"),
+        OpKind::GeluTanh { store: Some(t) } => write!(out, " {{store={t}}}"),
         OpKind::Attention { scale } => write!(out, " {{scale={scale:?}}}"),
         OpKind::SplitHeads { heads } => write!(out, " {{heads={heads}}}"),
         OpKind::Transpose { perm } => write!(out, " {{perm={perm:?}}}"),

@@ -43,7 +43,7 @@
 //! Layout: ids (`id`), dtypes/shapes (`types`), op kinds (`op`), the graph
 //! arenas and Repeat view (`graph`), shape rules (`infer`), the checked
 //! builder (`builder`), the verifier (`verify`), errors (`error`) and the
-//! text dump (`dump`), FLOP counts (`flops`).
+//! text dump (`dump`) and its parser (`parse`), FLOP counts (`flops`).
 
 mod builder;
 mod dump;
@@ -53,6 +53,7 @@ mod graph;
 mod id;
 mod infer;
 mod op;
+mod parse;
 mod types;
 mod verify;
 
@@ -62,4 +63,5 @@ pub use graph::{Graph, GraphOutput, Op, Region, RepeatView, Value, ValueDef};
 pub use id::{OpId, RegionId, ValueId};
 pub use infer::broadcast_dims;
 pub use op::{Activation, MatMul, OpKind, Repeat};
+pub use parse::{ParseError, ParseErrorKind};
 pub use types::{DType, Shape, TensorType};
