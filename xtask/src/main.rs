@@ -12,6 +12,7 @@ mod atomic;
 mod bench_compile;
 mod bench_models;
 mod bench_sim;
+mod bench_speed;
 mod browser;
 mod hostile;
 mod layers;
@@ -62,9 +63,13 @@ enum Task {
     /// and CPU time, words moved and words/s per package (medians of
     /// `--repeat` runs; by default the full-width So400m at 56 and 112 px);
     /// `models` = the CLIP, ViT and DINOv2 presets at full depth (fused
-    /// QKV, FP8 -4), one table row per tower.
+    /// QKV, FP8 -4), one table row per tower; `speed` = one model (So400m
+    /// at `--layers`, fused QKV, FP8 -4) stage by stage — compile, exec,
+    /// device-numerics and FP32 references, the validated run — with wall
+    /// time, CPU time, peak RSS, a fixed CPU workload for ratios, the
+    /// digest and cycles, and a `perf` profile (#42).
     Bench {
-        /// What to benchmark: `reference`, `so400m`, `compile`, `sim` or `models`.
+        /// What to benchmark: `reference`, `so400m`, `compile`, `sim`, `models` or `speed`.
         what: String,
         /// Output directory (default `target/bench/<what>`: summaries,
         /// logs, packages, profiles).
@@ -86,6 +91,18 @@ enum Task {
         /// `-- vit-b16-224 --vit-layers 2`.
         #[arg(last = true)]
         extra: Vec<String>,
+        /// `speed`: the preset to measure.
+        #[arg(long, default_value = "siglip-so400m")]
+        workload: String,
+        /// `speed`: this `ipuc` binary instead of building the release one.
+        #[arg(long)]
+        ipuc: Option<PathBuf>,
+        /// `speed`: no `perf record` of the validated run.
+        #[arg(long)]
+        no_perf: bool,
+        /// `speed`: skip the validated run (and the profile).
+        #[arg(long)]
+        skip_run: bool,
     },
     /// The seeds' depth sweep: `ipuc run` of So400m (or `--workload`; fused
     /// QKV, FP8 -4 unless told otherwise; --reference-run --reference-fp32)
@@ -189,6 +206,10 @@ fn main() -> Result<()> {
             layers,
             repeat,
             extra,
+            workload,
+            ipuc,
+            no_perf,
+            skip_run,
         } => {
             let out = root.join(out.unwrap_or_else(|| PathBuf::from("target/bench").join(&what)));
             match what.as_str() {
@@ -196,11 +217,23 @@ fn main() -> Result<()> {
                 "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
                 "sim" => bench_sim::bench_sim(&root, &out, repeat, &extra),
                 "models" => bench_models::bench_models(&root, &out, timeout_minutes, &extra),
+                "speed" => bench_speed::bench_speed(
+                    &root,
+                    &out,
+                    &bench_speed::Options {
+                        workload,
+                        layers,
+                        ipuc,
+                        no_perf,
+                        skip_run,
+                        extra,
+                    },
+                ),
                 "compile" => {
                     bench_compile::bench_compile(&root, &out, timeout_minutes, repeat, &extra)
                 }
                 other => {
-                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim, models)")
+                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim, models, speed)")
                 }
             }
         }
