@@ -107,6 +107,7 @@ pub const CRATES: &[Crate] = &[
             "bench_sim",
             "sweep",
             "bench_models",
+            "bench_speed",
             "main",
         ],
     },
@@ -118,6 +119,24 @@ pub const ALLOWED_DEPENDENCIES: &[(&str, &str, &[&str])] = &[
     ("ipuc-core", "core/Cargo.toml", &["ipuc-target"]),
     ("ipuc-sim", "sim/Cargo.toml", &["ipuc-target"]),
 ];
+
+/// Folders that must not name some paths at all, and why: the
+/// device-numerics reference is a second implementation of
+/// `docs/facts/device-numerics.md`, so it may not borrow the simulator's
+/// arithmetic (`ipuc_sim`, and the host's `gemm` / `codelets` / `sim`
+/// re-exports of it) or the planner's splits (`ipuc_core::plan`).
+pub const INDEPENDENT: &[(&str, &[&str], &str)] = &[(
+    "host/src/reference",
+    &[
+        "ipuc_sim",
+        "ipuc_core::plan",
+        "ipuc_core::lower",
+        "crate::gemm",
+        "crate::codelets",
+        "crate::sim",
+    ],
+    "the reference shares no code with the simulator or the planner it checks",
+)];
 
 /// One upward import, import loop or forbidden dependency.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -146,6 +165,9 @@ pub fn check_workspace(root: &Path) -> Result<Vec<Violation>, String> {
     for c in CRATES {
         out.extend(check(&root.join(c.src), c.src, c.layers)?);
     }
+    for (folder, forbidden, why) in INDEPENDENT {
+        out.extend(independence(&root.join(folder), folder, forbidden, why)?);
+    }
     for (name, manifest, allowed) in ALLOWED_DEPENDENCIES {
         let text =
             std::fs::read_to_string(root.join(manifest)).map_err(|e| format!("{manifest}: {e}"))?;
@@ -157,6 +179,56 @@ pub fn check_workspace(root: &Path) -> Result<Vec<Violation>, String> {
                     from: name.to_string(),
                     to: dep,
                     why: format!("{name} may depend only on {allowed:?} of the ipuc crates"),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every non-test path under `dir` that starts with one of `forbidden`
+/// (`a::b` prefixes, whole segments).
+fn independence(
+    dir: &Path,
+    shown: &str,
+    forbidden: &[&str],
+    why: &str,
+) -> Result<Vec<Violation>, String> {
+    let mut files = Vec::new();
+    collect(dir, &mut files)?;
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(dir).unwrap_or(&file);
+        if is_test_file(rel) {
+            continue;
+        }
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let tokens = without_test_items(tokens(&text));
+        for (i, (line, t)) in tokens.iter().enumerate() {
+            if !is_ident(t) || (i > 0 && tokens[i - 1].1 == "::") {
+                continue;
+            }
+            // The path starting here, as far as `::` joins identifiers.
+            let mut path = t.clone();
+            let mut j = i + 1;
+            while tokens.get(j).is_some_and(|(_, s)| s == "::")
+                && tokens.get(j + 1).is_some_and(|(_, s)| is_ident(s))
+            {
+                path = format!("{path}::{}", tokens[j + 1].1);
+                j += 2;
+            }
+            let hit = forbidden
+                .iter()
+                .find(|f| path == **f || path.starts_with(&format!("{f}::")));
+            if let Some(f) = hit {
+                out.push(Violation {
+                    file: format!("{shown}/{}", rel.display()),
+                    line: *line,
+                    from: shown.to_string(),
+                    to: (*f).to_string(),
+                    why: why.to_string(),
                 });
             }
         }

@@ -31,8 +31,10 @@ struct Cli {
 enum Task {
     /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase, the hostile-input matrix.
     Ci,
-    /// Fails on an upward import between core's layers (or a two-file import loop inside one),
-    /// or on host's device/sim naming an ipuc_core module other than package, ipu21, numeric.
+    /// Fails on an upward import between a crate's layers (the order ARCHITECTURE.md
+    /// documents), an import loop among a crate's files of any length, an ipuc crate
+    /// the simulator or core may not depend on, or the device-numerics reference naming
+    /// the simulator or the planner.
     Layers,
     /// Files over 800 lines and non-test functions over 80 lines in every
     /// checked crate, longest first, with their counts (a report, not a gate).
@@ -312,7 +314,7 @@ fn check_layers(root: &Path) -> Result<()> {
     }
     if !violations.is_empty() {
         bail!(
-            "xtask layers: {} import(s) break a crate's layer order, close a loop or cross the device boundary",
+            "xtask layers: {} import(s) break a crate's layer order, close a loop, cross the device boundary or break the reference's independence",
             violations.len()
         );
     }
@@ -326,6 +328,12 @@ fn check_layers(root: &Path) -> Result<()> {
     eprintln!(
         "xtask layers: ipuc-sim and ipuc-core depend on ipuc-target alone of the ipuc crates"
     );
+    for (folder, forbidden, _) in layers::INDEPENDENT {
+        eprintln!(
+            "xtask layers: {folder} names none of {}",
+            forbidden.join(", ")
+        );
+    }
     Ok(())
 }
 

@@ -7,12 +7,10 @@ use std::sync::Arc;
 
 use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 
-use super::numerics::round_to_dtype;
+use super::device;
 use super::{ops, Numerics, ReferenceError, Tensor};
 use crate::weights::{canonical_name, HostTensor, Weights};
-use ipuc_core::kernel::AmpProduct;
 use ipuc_core::package::KSplit;
-use ipuc_sim::codelets::math as codelet_math;
 
 /// A graph with its parameters bound (and, for device numerics, already
 /// rounded to their storage dtypes), ready to run on inputs.
@@ -125,7 +123,7 @@ impl<'g> Reference<'g> {
                 });
             }
             if numerics == Numerics::Device {
-                round_to_dtype(ty.dtype, &mut data);
+                device::round_in_place(ty.dtype, &mut data);
             }
             params.insert(value, Tensor::new(shape, data));
         }
@@ -209,7 +207,7 @@ impl<'g> Reference<'g> {
             let mut t = supplied.clone();
             if self.numerics == Numerics::Device && ty.dtype != DType::F32 {
                 let mut data = t.data.to_vec();
-                round_to_dtype(ty.dtype, &mut data);
+                device::round_in_place(ty.dtype, &mut data);
                 t.data = Arc::new(data);
             }
             if let Some(id) = op.result() {
@@ -262,9 +260,9 @@ impl<'g> Reference<'g> {
                 .map(|t| t.dtype)
         };
         match (self.numerics, dtype(0), dtype(1)) {
-            (Numerics::Device, Some(a), Some(b)) => ops::Product::Amp {
+            (Numerics::Device, Some(a), Some(b)) => ops::Product::Device {
                 // The partials type depends on the operands only.
-                mode: AmpProduct::of(a, b, DType::F32).mode,
+                how: device::Accumulation::of_matmul(a, b),
                 k_parts: self.parts_of(op),
             },
             _ => ops::Product::Exact,
@@ -367,7 +365,7 @@ impl<'g> Reference<'g> {
                     // for bit instead of flipping where two F32 orders
                     // differ in the last place.
                     let src = d.clone();
-                    codelet_math::layer_norm(&src, &g.data, &b.data, eps, &mut d);
+                    device::layer_norm(&src, &g.data, &b.data, eps, &mut d);
                 } else {
                     super::kernels::layer_norm_in_place(&mut d, &g.data, &b.data, eps);
                 }
@@ -385,7 +383,7 @@ impl<'g> Reference<'g> {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);
                 if device {
-                    d.iter_mut().for_each(|v| *v = codelet_math::gelu_tanh(*v));
+                    d.iter_mut().for_each(|v| *v = device::gelu_tanh(*v));
                 } else {
                     super::kernels::gelu_in_place(&mut d);
                 }
@@ -435,9 +433,9 @@ impl<'g> Reference<'g> {
         let data = if device && rounds && out_ty.dtype != DType::F32 {
             let mut owned = take_vec(data);
             if let Some(arith) = arith {
-                round_to_dtype(arith, &mut owned);
+                device::round_in_place(arith, &mut owned);
             }
-            round_to_dtype(out_ty.dtype, &mut owned);
+            device::round_in_place(out_ty.dtype, &mut owned);
             Arc::new(owned)
         } else {
             data

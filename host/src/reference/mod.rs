@@ -32,18 +32,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod device;
 mod error;
 mod interp;
 pub mod kernels;
-mod numerics;
 pub mod ops;
+pub mod products;
 mod siglip;
 
 use std::sync::Arc;
 
 pub use error::ReferenceError;
 pub use interp::{graph_flops, NonFinite, Progress, Reference};
-pub use numerics::{round_to_dtype, DEVICE_FP8_OVERFLOW};
 pub use siglip::{process_cpu_seconds, run_siglip, SiglipOutputs};
 
 /// How the reference treats dtypes.

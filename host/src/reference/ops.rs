@@ -6,14 +6,11 @@
 
 use rayon::prelude::*;
 
+use super::device::{self, Accumulation};
 use super::kernels;
+use super::products::{self, Mat};
 use super::Tensor;
-use crate::gemm::{self, MatRef, Threads};
-use ipuc_core::ipu21::timing::AmpMode;
 use ipuc_core::ir::DType;
-use ipuc_core::kernel::{attention_mode, combine_attention_partials};
-use ipuc_core::plan::candidates::k_parts as k_parts_of;
-use ipuc_sim::codelets::math as codelet_math;
 
 /// Row-major strides of `dims`.
 pub fn strides(dims: &[usize]) -> Vec<usize> {
@@ -155,11 +152,11 @@ pub fn matmul(
 pub enum Product {
     /// In F32 (the FP32 reference).
     Exact,
-    /// As the device's AMP in `mode` ([`gemm::amp_product`]: partials
-    /// rounded after every K micro-group), in `k_parts` sequences over K
-    /// (`ipuc_core::plan::candidates::k_parts`), each from zero, summed in
-    /// F32 in part order — as a K-split plan computes it.
-    Amp { mode: AmpMode, k_parts: u32 },
+    /// As the device's AMP accumulates ([`device::split_product`]: partials
+    /// rounded after every K micro-group), in `k_parts` sequences over K,
+    /// each from zero, summed in F32 in part order — as a K-split plan
+    /// computes it.
+    Device { how: Accumulation, k_parts: u32 },
 }
 
 /// [`matmul`] accumulating as `product` says.
@@ -186,16 +183,16 @@ pub fn matmul_with(
     let b_mat = k * n;
     let a_view = |off: usize| {
         if transpose_a {
-            MatRef::transposed(&a.data, off, m)
+            Mat::transposed(&a.data, off, m)
         } else {
-            MatRef::row_major(&a.data, off, k)
+            Mat::rows(&a.data, off, k)
         }
     };
     let b_view = |off: usize| {
         if transpose_b {
-            MatRef::transposed(&b.data, off, k)
+            Mat::transposed(&b.data, off, k)
         } else {
-            MatRef::row_major(&b.data, off, n)
+            Mat::rows(&b.data, off, n)
         }
     };
     let mut out = vec![0f32; batch * m * n];
@@ -204,38 +201,28 @@ pub fn matmul_with(
     let a_full = a_lead.len() == lead.len() && a_lead == lead;
     let sa = broadcast_strides(a_lead, lead);
     let sb = broadcast_strides(b_lead, lead);
-    if let Product::Amp { mode, k_parts } = product {
+    if let Product::Device { how, k_parts } = product {
         // An element depends only on its row, column and K sequence, so
         // folding or blocking cannot change a bit; one product per batch
         // index keeps this simple.
         for (i, c) in out.chunks_mut(m * n).enumerate() {
-            amp_split_product(
-                mode,
+            c.copy_from_slice(&device::split_product(
+                how,
                 (m, n, k),
-                k_parts,
+                k_parts as usize,
                 a_view(offset_of(i, lead, &sa) * a_mat),
                 b_view(offset_of(i, lead, &sb) * b_mat),
-                c,
-            );
+            ));
         }
         return out;
     }
     if b_batch == 1 && !transpose_a && a_full {
-        gemm::gemm(
-            (batch * m, n, k),
-            a_view(0),
-            b_view(0),
-            &mut out,
-            1.0,
-            Threads::All,
-        );
+        products::product((batch * m, n, k), a_view(0), b_view(0), &mut out, 1.0, true);
         return out;
     }
-    gemm::batched(
+    products::batched(
         batch,
-        m,
-        n,
-        k,
+        (m, n, k),
         |i| a_view(offset_of(i, lead, &sa) * a_mat),
         |i| b_view(offset_of(i, lead, &sb) * b_mat),
         &mut out,
@@ -243,45 +230,8 @@ pub fn matmul_with(
     out
 }
 
-/// `c = a·b` as the device's AMP product in `mode` split into `k_parts`
-/// sequences: each part's partials from zero, the parts summed in F32 in
-/// part order (the `ReduceAdd` after a K-split GEMM's reduce-scatter).
-fn amp_split_product(
-    mode: AmpMode,
-    (m, n, k): (usize, usize, usize),
-    k_parts: u32,
-    a: MatRef<'_>,
-    b: MatRef<'_>,
-    c: &mut [f32],
-) {
-    if k_parts <= 1 {
-        gemm::amp_product(mode, (m, n, k), a, b, c, Threads::All);
-        return;
-    }
-    // K and the part count come from a graph and a checked package.
-    let split = k_parts_of(k as u32, mode.k_micro_group(), k_parts);
-    let mut part = vec![0f32; m * n];
-    for p in 0..k_parts {
-        let range = split.range(p);
-        let (start, len) = (range.start as usize, range.len());
-        part.fill(0.0);
-        gemm::amp_product(
-            mode,
-            (m, n, len),
-            a.skip_cols(start),
-            b.skip_rows(start),
-            &mut part,
-            Threads::All,
-        );
-        for (o, v) in c.iter_mut().zip(&part) {
-            *o += v;
-        }
-    }
-}
-
 /// Attention as the device computes it: operands in `dtype`, its key axis
-/// split into `key_parts` blocks (`ipuc_core::plan::candidates::k_parts`
-/// with grain 1, as the plan's key layout splits it).
+/// split into `key_parts` blocks ([`device::attention_head`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceAttention {
     pub dtype: DType,
@@ -290,8 +240,8 @@ pub struct DeviceAttention {
 
 /// Non-causal scaled dot-product attention per leading index:
 /// `softmax(q·kᵀ·scale)·v`, leading dims broadcast to `out_dims`. In F32
-/// with this module's kernels, or with `device`, through the device's own
-/// attention arithmetic (`ipuc_sim::codelets::math`): a query row's result
+/// with this module's kernels, or with `device`, through the device's
+/// attention arithmetic ([`device::attention_head`]): a query row's result
 /// depends only on its keys and their split, so the query blocking the
 /// plan chose does not matter.
 pub fn attention(
@@ -315,7 +265,7 @@ pub fn attention(
     if sq * dv == 0 {
         return out;
     }
-    let one_head = |i: usize, o: &mut [f32], threads: Threads| {
+    let one_head = |i: usize, o: &mut [f32], parallel: bool| {
         let qo = offset_of(i, lead, &sqs) * sq * dk;
         let ko = offset_of(i, lead, &sks) * sk * dk;
         let vo = offset_of(i, lead, &svs) * sk * dv;
@@ -325,75 +275,44 @@ pub fn attention(
             &v.data[vo..vo + sk * dv],
         );
         if let Some(d) = device {
-            o.copy_from_slice(&device_attention_head(d, head, (sq, sk, dk), scale));
+            o.copy_from_slice(&device::attention_head(
+                d.dtype,
+                d.key_parts as usize,
+                head,
+                (sq, sk, dk),
+                scale,
+            ));
             return;
         }
         let mut scores = vec![0f32; sq * sk];
-        gemm::gemm(
+        products::product(
             (sq, sk, dk),
-            MatRef::row_major(head.0, 0, dk),
-            MatRef::transposed(head.1, 0, dk),
+            Mat::rows(head.0, 0, dk),
+            Mat::transposed(head.1, 0, dk),
             &mut scores,
             scale,
-            threads,
+            parallel,
         );
         for row in scores.chunks_mut(sk) {
             kernels::softmax_row(row);
         }
-        gemm::gemm(
+        products::product(
             (sq, dv, sk),
-            MatRef::row_major(&scores, 0, sk),
-            MatRef::row_major(head.2, 0, dv),
+            Mat::rows(&scores, 0, sk),
+            Mat::rows(head.2, 0, dv),
             o,
             1.0,
-            threads,
+            parallel,
         );
     };
     if batch > 1 {
         out.par_chunks_mut(sq * dv)
             .enumerate()
-            .for_each(|(i, o)| one_head(i, o, Threads::One));
+            .for_each(|(i, o)| one_head(i, o, false));
     } else {
-        one_head(0, &mut out, Threads::All);
+        one_head(0, &mut out, true);
     }
     out
-}
-
-/// One head, `(q, k, v)` of `sq × d`, `sk × d`, `sk × d`, through the
-/// device's attention kernels: whole keys, or one partial per key block
-/// merged as the device's combine kernel merges them.
-fn device_attention_head(
-    device: DeviceAttention,
-    (q, k, v): (&[f32], &[f32], &[f32]),
-    (sq, sk, d): (usize, usize, usize),
-    scale: f32,
-) -> Vec<f32> {
-    let DeviceAttention { dtype, key_parts } = device;
-    let mode = attention_mode(dtype);
-    if key_parts <= 1 {
-        let scores = codelet_math::attention_scores(mode, (sq, sk, d), q, k, scale);
-        return codelet_math::attention_output(mode, dtype, (sq, sk, d), scores, v);
-    }
-    // The key count and part count come from a graph and a checked package.
-    let split = k_parts_of(sk as u32, 1, key_parts);
-    let mut partials = Vec::with_capacity(key_parts as usize * sq * (d + 2));
-    for p in 0..key_parts {
-        let keys = split.range(p);
-        let (start, len) = (keys.start as usize, keys.len());
-        let (kp, vp) = (
-            &k[start * d..(start + len) * d],
-            &v[start * d..(start + len) * d],
-        );
-        let scores = codelet_math::attention_scores(mode, (sq, len, d), q, kp, scale);
-        partials.extend(codelet_math::attention_partial(
-            mode,
-            dtype,
-            (sq, len, d),
-            scores,
-            vp,
-        ));
-    }
-    combine_attention_partials(&partials, sq, d, key_parts as usize)
 }
 
 /// `[.., S, H·Dh]` → `[.., H, S, Dh]`.

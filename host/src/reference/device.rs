@@ -1,0 +1,433 @@
+//! The device's arithmetic, written from `docs/facts/device-numerics.md`
+//! alone: FP16 and FP8 rounding, the AMP's products (partials rounded after
+//! every K micro-group), K splits, the attention kernels' rounding points,
+//! LayerNorm and the tanh GELU. It imports nothing from the simulator or the
+//! planner (the `layers` check enforces it), so the device-numerics
+//! reference agreeing with a simulated run to max abs 0 means two
+//! implementations of one written contract agree, not one implementation
+//! with itself. Where they disagree, the contract decides.
+//!
+//! Products use the `gemm` crate in f64 over one micro-group at a time: a
+//! micro-group's products are exact in f64 (FP8 × FP8 always; FP16 × FP16
+//! whenever their exponents span less than 2^53, i.e. in every tower we
+//! run), so the order the crate adds them in cannot change a bit.
+
+use half::f16;
+use rayon::prelude::*;
+
+use ipuc_core::ir::DType;
+use ipuc_core::numeric::F8Format;
+
+use super::products::{f64_product, Mat};
+
+/// Nearest FP16 value of `x` (ties to even, overflow to ±∞, subnormals
+/// kept), as an f32 (contract §1).
+pub fn round_f16(x: f32) -> f32 {
+    f16::from_f32(x).to_f32()
+}
+
+/// Nearest value of the partials type, from an exact f64 (one rounding).
+fn round_partial(half: bool, x: f64) -> f32 {
+    if half {
+        f16::from_f64(x).to_f32()
+    } else {
+        x as f32
+    }
+}
+
+/// The largest finite magnitude, the smallest normal exponent and the
+/// mantissa bits of an FP8 format at scale 0 (contract §2).
+fn fp8_limits(format: F8Format) -> (f64, i32, i32) {
+    match format {
+        F8Format::F143 => (240.0, -7, 3),
+        F8Format::F152 => (57344.0, -15, 2),
+    }
+}
+
+/// Nearest value of FP8 `format` at metadata `scale` (value = code · 2^scale):
+/// ties to even, overflow saturates to ±max, NaN and ±∞ give NaN, and zero
+/// has one sign (contract §2).
+pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
+    if !x.is_finite() {
+        return f32::NAN;
+    }
+    let (max, min_exp, mantissa) = fp8_limits(format);
+    let unit = 2f64.powi(i32::from(scale));
+    let y = f64::from(x) / unit;
+    if y == 0.0 {
+        return 0.0;
+    }
+    let exp = (y.abs().log2().floor() as i32).max(min_exp);
+    // `log2` may be one off at a binade's edge; the grid is the same either
+    // side except at the bottom, which the `max` above fixes.
+    let quantum = 2f64.powi(exp - mantissa);
+    let rounded = (y / quantum).round_ties_even() * quantum;
+    let saturated = rounded.clamp(-max, max);
+    let value = (saturated * unit) as f32;
+    if value == 0.0 {
+        0.0
+    } else {
+        value
+    }
+}
+
+/// Every element rounded to `dtype` (F32: unchanged).
+pub fn round_in_place(dtype: DType, data: &mut [f32]) {
+    match dtype {
+        DType::F32 => {}
+        DType::F16 => data
+            .par_chunks_mut(1 << 15)
+            .for_each(|c| c.iter_mut().for_each(|v| *v = round_f16(*v))),
+        DType::F8 { format, scale } => data
+            .par_chunks_mut(1 << 15)
+            .for_each(|c| c.iter_mut().for_each(|v| *v = round_fp8(format, scale, *v))),
+    }
+}
+
+/// How an AMP product accumulates (contract §3): its partials type and its
+/// K micro-group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accumulation {
+    /// FP16 partials (else F32).
+    pub half: bool,
+    /// K elements per micro-group.
+    pub micro_group: usize,
+}
+
+impl Accumulation {
+    /// A matmul's accumulation from its operand types: FP8 × FP8 into FP16
+    /// partials, 32 K per group; anything else into F32 partials, 16 K.
+    pub fn of_matmul(a: DType, b: DType) -> Self {
+        let fp8 = |d: DType| matches!(d, DType::F8 { .. });
+        if fp8(a) && fp8(b) {
+            Accumulation {
+                half: true,
+                micro_group: 32,
+            }
+        } else {
+            Accumulation {
+                half: false,
+                micro_group: 16,
+            }
+        }
+    }
+
+    /// Attention's two products for operands of `dtype`: FP16 partials
+    /// (16 K) unless the operands are F32.
+    pub fn of_attention(dtype: DType) -> Self {
+        Accumulation {
+            half: dtype != DType::F32,
+            micro_group: 16,
+        }
+    }
+}
+
+/// `acc[m×n] = round_p(… round_p(acc + Σ_{k ∈ group 0} a·b) …)` over K
+/// `range` of `a` (m × K) and `b` (K × n) (contract §3). `acc` holds
+/// partials-type values.
+pub fn amp_product(
+    how: Accumulation,
+    (m, n): (usize, usize),
+    range: std::ops::Range<usize>,
+    a: Mat<'_>,
+    b: Mat<'_>,
+    acc: &mut [f32],
+) {
+    let group = how.micro_group.max(1);
+    let mut start = range.start;
+    let (mut lhs, mut rhs, mut sum) = (Vec::new(), Vec::new(), vec![0f64; m * n]);
+    while start < range.end {
+        let len = group.min(range.end - start);
+        lhs.clear();
+        lhs.extend(
+            (0..m)
+                .flat_map(|r| (0..len).map(move |c| (r, c)))
+                .map(|(r, c)| f64::from(a.at(r, start + c))),
+        );
+        rhs.clear();
+        rhs.extend(
+            (0..len)
+                .flat_map(|r| (0..n).map(move |c| (r, c)))
+                .map(|(r, c)| f64::from(b.at(start + r, c))),
+        );
+        f64_product((m, n, len), &lhs, &rhs, &mut sum);
+        for (p, s) in acc.iter_mut().zip(&sum) {
+            *p = round_partial(how.half, f64::from(*p) + s);
+        }
+        start += len;
+    }
+}
+
+/// The K range of part `p` of `parts` (contract §4): K in whole units of
+/// `grain`, part `p` starting at unit ⌊p·units/parts⌋.
+pub fn k_part(k: usize, grain: usize, parts: usize, p: usize) -> std::ops::Range<usize> {
+    let grain = grain.max(1);
+    let units = k.div_ceil(grain);
+    let parts = parts.max(1);
+    let start = (p * units / parts * grain).min(k);
+    let end = ((p + 1) * units / parts * grain).min(k);
+    start..end
+}
+
+/// `c[m×n] = a · b` as a product split into `parts` K parts: each part's
+/// partials from zero, the parts added in F32 in part order (contract §4).
+pub fn split_product(
+    how: Accumulation,
+    (m, n, k): (usize, usize, usize),
+    parts: usize,
+    a: Mat<'_>,
+    b: Mat<'_>,
+) -> Vec<f32> {
+    let mut c = vec![0f32; m * n];
+    if parts <= 1 {
+        amp_product(how, (m, n), 0..k, a, b, &mut c);
+        return c;
+    }
+    let mut part = vec![0f32; m * n];
+    for p in 0..parts {
+        part.fill(0.0);
+        amp_product(
+            how,
+            (m, n),
+            k_part(k, how.micro_group, parts, p),
+            a,
+            b,
+            &mut part,
+        );
+        c.iter_mut().zip(&part).for_each(|(c, v)| *c += v);
+    }
+    c
+}
+
+/// One head's attention `softmax(q·kᵀ·scale)·v` with `(sq, sk, d)` shapes,
+/// operands of `dtype`, the keys in `key_parts` blocks (contract §5).
+pub fn attention_head(
+    dtype: DType,
+    key_parts: usize,
+    (q, k, v): (&[f32], &[f32], &[f32]),
+    (sq, sk, d): (usize, usize, usize),
+    scale: f32,
+) -> Vec<f32> {
+    let how = Accumulation::of_attention(dtype);
+    let parts = key_parts.max(1);
+    let mut blocks = Vec::with_capacity(parts);
+    for p in 0..parts {
+        let keys = k_part(sk, 1, parts, p);
+        let (kb, vb) = (
+            &k[keys.start * d..keys.end * d],
+            &v[keys.start * d..keys.end * d],
+        );
+        let len = keys.len();
+        let mut scores = vec![0f32; sq * len];
+        amp_product(
+            how,
+            (sq, len),
+            0..d,
+            Mat::rows(q, 0, d),
+            Mat::transposed(kb, 0, d),
+            &mut scores,
+        );
+        scores
+            .iter_mut()
+            .for_each(|s| *s = in_partials(how.half, *s * scale));
+        blocks.push((scores, vb, len));
+    }
+    if parts == 1 {
+        let (mut p, vb, len) = blocks.swap_remove(0);
+        for row in p.chunks_mut(len.max(1)) {
+            let (_, sum) = exponentials(how.half, row);
+            let inv = in_partials(how.half, 1.0 / sum);
+            row.iter_mut()
+                .for_each(|e| *e = in_partials(how.half, *e * inv));
+        }
+        return probabilities_times_values(how, dtype, p, vb, (sq, len, d));
+    }
+    combine(how, dtype, blocks, (sq, d))
+}
+
+/// Key-split attention: per block, unnormalised `exp(s − m)·v` with the
+/// row's block maximum `m` and F32 sum `l`; then
+/// `Σ e^{m_p − M}·o_p / Σ e^{m_p − M}·l_p` per row, `M` the largest `m_p`.
+fn combine(
+    how: Accumulation,
+    dtype: DType,
+    blocks: Vec<(Vec<f32>, &[f32], usize)>,
+    (sq, d): (usize, usize),
+) -> Vec<f32> {
+    let mut partials = Vec::with_capacity(blocks.len());
+    for (mut p, vb, len) in blocks {
+        // An empty block (more parts than keys) contributes o = 0, m = 0,
+        // l = 0 for every row (contract §5).
+        let mut stats = vec![(0f32, 0f32); sq];
+        for (row, st) in p.chunks_mut(len.max(1)).zip(stats.iter_mut()) {
+            *st = exponentials(how.half, row);
+        }
+        let o = probabilities_times_values(how, dtype, p, vb, (sq, len, d));
+        partials.push((o, stats));
+    }
+    let mut out = vec![0f32; sq * d];
+    for (i, acc) in out.chunks_mut(d.max(1)).enumerate().take(sq) {
+        let top = partials
+            .iter()
+            .map(|(_, s)| s[i].0)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let mut total = 0f32;
+        for (o, stats) in &partials {
+            let (m, l) = stats[i];
+            let weight = libm::expf(m - top);
+            total += weight * l;
+            acc.iter_mut()
+                .zip(&o[i * d..(i + 1) * d])
+                .for_each(|(a, x)| *a += weight * x);
+        }
+        if total > 0.0 {
+            acc.iter_mut().for_each(|a| *a /= total);
+        }
+    }
+    out
+}
+
+/// `row[i] = exp(row[i] − max)`, the difference and the exponential each
+/// in the partials type; returns the maximum and the F32 sum in row order.
+fn exponentials(half: bool, row: &mut [f32]) -> (f32, f32) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for e in row.iter_mut() {
+        *e = in_partials(half, in_partials(half, *e - max).exp());
+        sum += *e;
+    }
+    (max, sum)
+}
+
+/// `p·v` with `p` first rounded to the operand type `dtype`.
+fn probabilities_times_values(
+    how: Accumulation,
+    dtype: DType,
+    mut p: Vec<f32>,
+    v: &[f32],
+    (sq, sk, d): (usize, usize, usize),
+) -> Vec<f32> {
+    round_in_place(dtype, &mut p);
+    let mut out = vec![0f32; sq * d];
+    amp_product(
+        how,
+        (sq, d),
+        0..sk,
+        Mat::rows(&p, 0, sk),
+        Mat::rows(v, 0, d),
+        &mut out,
+    );
+    out
+}
+
+fn in_partials(half: bool, x: f32) -> f32 {
+    if half {
+        round_f16(x)
+    } else {
+        x
+    }
+}
+
+/// LayerNorm of each `gamma.len()`-wide row (contract §6): mean and biased
+/// variance summed in F32 in row order, `(x − μ)·(1/√(var + ε))·γ + β`
+/// evaluated left to right in F32.
+pub fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], eps: f32, out: &mut [f32]) {
+    let cols = gamma.len();
+    if cols == 0 {
+        return;
+    }
+    for (o, row) in out.chunks_mut(cols).zip(x.chunks(cols)) {
+        let mean = row.iter().fold(0f32, |s, v| s + v) / cols as f32;
+        let var = row.iter().fold(0f32, |s, v| s + (v - mean) * (v - mean)) / cols as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for (((o, v), g), b) in o.iter_mut().zip(row).zip(gamma).zip(beta) {
+            *o = (v - mean) * inv * g + b;
+        }
+    }
+}
+
+/// The tanh GELU in F32 with the C library's `tanhf` (contract §6).
+pub fn gelu_tanh(x: f32) -> f32 {
+    let u = 0.797_884_6_f32 * (x + 0.044_715 * x * x * x);
+    0.5 * x * (1.0 + u.tanh())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp8_rounding_matches_the_facts_spot_checks() {
+        // docs/facts/siglip-and-fp8.md §3.2 (scale 0, ties to even).
+        for (x, want) in [
+            (7.25, 7.0),
+            (7.75, 8.0),
+            (8.5, 8.0),
+            (9.5, 10.0),
+            (245.0, 240.0),
+            (1e9, 240.0),
+        ] {
+            assert_eq!(round_fp8(F8Format::F143, 0, x), want, "{x}");
+        }
+        assert_eq!(round_fp8(F8Format::F143, -4, 15.5), 15.0);
+        assert_eq!(
+            round_fp8(F8Format::F143, 0, 2f32.powi(-11)),
+            0.0,
+            "half the least subnormal, a tie to zero"
+        );
+        assert_eq!(
+            round_fp8(F8Format::F143, 0, 3.0 * 2f32.powi(-11)),
+            2f32.powi(-9)
+        );
+        assert_eq!(round_fp8(F8Format::F152, 0, 60000.0), 57344.0);
+        assert!(round_fp8(F8Format::F152, 0, f32::INFINITY).is_nan());
+        assert_eq!(round_fp8(F8Format::F143, 0, -1e-9).to_bits(), 0, "one zero");
+    }
+
+    #[test]
+    fn k_parts_cover_k_in_whole_groups() {
+        let ranges: Vec<_> = (0..3).map(|p| k_part(100, 16, 3, p)).collect();
+        assert_eq!(ranges, [0..32, 32..64, 64..100]);
+        assert_eq!(
+            k_part(5, 1, 8, 0),
+            0..0,
+            "more parts than keys: empty parts"
+        );
+    }
+
+    #[test]
+    fn fp16_partials_round_after_every_group() {
+        // 2048 + 1 + 1: in FP16 partials each 1 is lost when added alone
+        // (2049 is not an FP16), but kept when one group holds both.
+        let a = [1.0f32; 3];
+        let b = [2048.0f32, 1.0, 1.0];
+        let mut one_group = [0f32];
+        let how = Accumulation {
+            half: true,
+            micro_group: 32,
+        };
+        amp_product(
+            how,
+            (1, 1),
+            0..3,
+            Mat::rows(&a, 0, 3),
+            Mat::rows(&b, 0, 1),
+            &mut one_group,
+        );
+        assert_eq!(one_group[0], 2050.0);
+        let mut per_element = [0f32];
+        let how = Accumulation {
+            half: true,
+            micro_group: 1,
+        };
+        amp_product(
+            how,
+            (1, 1),
+            0..3,
+            Mat::rows(&a, 0, 3),
+            Mat::rows(&b, 0, 1),
+            &mut per_element,
+        );
+        assert_eq!(per_element[0], 2048.0);
+    }
+}
