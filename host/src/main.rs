@@ -201,7 +201,10 @@ mod tests {
             }
             let help = cmd.clone().render_long_help().to_string();
             for family in ["SigLIP", "CLIP", "ViT", "DINOv2"] {
-                assert!(help.contains(family), "`{path} --help` lacks {family}:\n{help}");
+                assert!(
+                    help.contains(family),
+                    "`{path} --help` lacks {family}:\n{help}"
+                );
             }
         }
     }

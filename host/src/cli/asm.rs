@@ -215,7 +215,10 @@ mod runtime_tests {
     #[test]
     fn at_default_is_the_load_base_and_shown_once() {
         use clap::Args as _;
-        assert_eq!(super::super::isa::parse_u32(DEFAULT_AT), Ok(APPLICATION_LOAD_BASE));
+        assert_eq!(
+            super::super::isa::parse_u32(DEFAULT_AT),
+            Ok(APPLICATION_LOAD_BASE)
+        );
         let help = Args::augment_args(clap::Command::new("asm"))
             .render_help()
             .to_string();

@@ -410,6 +410,12 @@ fn write_index(
             what: format!("the package (SHA-256 {})", compiled.report.sha256),
         });
     }
+    if let Some(p) = &args.build.plan_output {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "the chosen plan: one line per op, its grid and estimated cycles (text)".into(),
+        });
+    }
     if let Some(p) = args.summary_json.as_ref().filter(|p| p.as_os_str() != "-") {
         artifacts.push(Artifact {
             path: p.clone(),

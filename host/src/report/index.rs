@@ -39,8 +39,9 @@ fn absolute(p: &Path) -> PathBuf {
         std::env::current_dir().map_or_else(|_| p.to_path_buf(), |d| d.join(p))
     };
     match (joined.parent(), joined.file_name()) {
-        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
-            .map_or_else(|_| joined.clone(), |d| d.join(name)),
+        (Some(parent), Some(name)) => {
+            std::fs::canonicalize(parent).map_or_else(|_| joined.clone(), |d| d.join(name))
+        }
         _ => joined,
     }
 }
@@ -93,10 +94,7 @@ fn href(dir: &Path, path: &Path) -> (String, String) {
     let (d, p) = (absolute(dir), absolute(path));
     match relative(&d, &p) {
         Some(rel) => (url_path(&rel), rel.display().to_string()),
-        None => (
-            format!("file://{}", url_path(&p).trim_start_matches('/')),
-            p.display().to_string(),
-        ),
+        None => (format!("file://{}", p.display()), p.display().to_string()),
     }
 }
 

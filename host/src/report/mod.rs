@@ -189,7 +189,10 @@ pub fn write_profile(out: &Path, profile: &Profile, detail: ProfileDetail) -> Re
         )?,
     )?;
     write_file(&files.profile_html, html.as_bytes())?;
-    write_file(&files.trace_json, &gzip(perfetto::render(&written).as_bytes())?)?;
+    write_file(
+        &files.trace_json,
+        &gzip(perfetto::render(&written).as_bytes())?,
+    )?;
     Ok(files)
 }
 

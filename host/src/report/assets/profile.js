@@ -73,7 +73,8 @@
       : total;
     document.getElementById("iterstat").innerHTML =
       `<b>${n}</b> Repeat iterations at <b>${fmt(pace)}</b> cycles per layer` +
-      (rest.length ? ` <span class="muted">(the pace of iterations ${rest[0][0]}–${rest[rest.length - 1][0]}; their spans overlap, mean ${fmt(total / n)})</span>` : "") +
+      (rest.length ? ` <span class="muted">(the pace of ${rest.length === 1 ? "iteration " + rest[0][0] : `iterations ${rest[0][0]}–${rest[rest.length - 1][0]}`}, as the run report gives it; ` +
+        `the iterations' own spans overlap, mean ${fmt(total / n)})</span>` : "") +
       (D.summarized ? ` <span class="muted">(iteration ${D.iterations[0][0]} in detail; iterations ${D.iterations[1][0]}–${D.iterations[n - 1][0]} summarized: ` +
         `per tile each its own span, its compute, exchange, sync and patch cycles laid end to end; --profile-detail full keeps every step)</span>` : "");
   }
@@ -488,6 +489,13 @@
     }, 300);
   }
 
+  // `#sources`: the page opened with its "Where the cycles come from"
+  // table first, under the header (the timeline, which fills the window,
+  // follows it), so the table is on screen without scrolling.
+  const sources = document.getElementById("cycle-sources");
+  if (sources && new URLSearchParams(location.hash.slice(1)).has("sources")) {
+    document.querySelector("header").after(sources);
+  }
   window.addEventListener("resize", () => { resize(); redraw(); });
   resize();
   group = fitGroup();
