@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::ipu21::asm::{assemble_and_link, APPLICATION_LOAD_BASE};
+    use ipuc_core::ipu21::asm::assemble_and_link;
 
     #[test]
     fn listing_shows_labels_addresses_words_and_text() {
@@ -167,6 +167,7 @@ mod tests {
 #[cfg(test)]
 mod runtime_tests {
     use super::*;
+    use ipuc_core::ipu21::asm::APPLICATION_LOAD_BASE;
 
     #[test]
     fn defsym_needs_a_symbol_name() {

@@ -50,7 +50,6 @@ pub fn misplaced_flags(cmd: &clap::Command) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Args as _;
 
     fn command<A: clap::Args>(name: &'static str) -> clap::Command {
         A::augment_args(clap::Command::new(name))

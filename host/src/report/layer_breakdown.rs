@@ -395,29 +395,40 @@ impl PerLayer {
     /// One line (under 120 characters for any run that fits the chip):
     /// the breakdown's figure as the sum it is, beside the Repeat's.
     pub fn line(&self) -> String {
-        format!("  vs the Repeat's {}: {}", self.pace, self.sums())
+        format!(
+            "  = {}; the Repeat's {} = {}",
+            self.breakdown_sum(),
+            self.pace,
+            self.pace_sum()
+        )
     }
 
     /// Both figures as the sums they are: `breakdown = (iteration 0 +
     /// iterations 1.. − rounding) / iterations; pace = iterations 1.. /
     /// (iterations − 1)`.
     pub fn sums(&self) -> String {
-        let m = self.iterations - 1;
-        let later = if m == 1 {
-            "iteration 1".to_string()
-        } else {
-            format!("iterations 1-{m}")
+        format!(
+            "{} = {}; {} = {}",
+            self.breakdown,
+            self.breakdown_sum(),
+            self.pace,
+            self.pace_sum()
+        )
+    }
+
+    fn breakdown_sum(&self) -> String {
+        let later = match self.iterations - 1 {
+            1 => "iteration 1".to_string(),
+            m => format!("iterations 1-{m}"),
         };
         format!(
-            "{} = ({} iteration 0 + {} {later} - {} rounding) / {}; {} = {} / {m}",
-            self.breakdown,
-            self.first,
-            self.paced,
-            self.rounding,
-            self.iterations,
-            self.pace,
-            self.paced,
+            "({} iteration 0 + {} {later} - {} rounding) / {}",
+            self.first, self.paced, self.rounding, self.iterations
         )
+    }
+
+    fn pace_sum(&self) -> String {
+        format!("{} / {}", self.paced, self.iterations - 1)
     }
 }
 
@@ -561,7 +572,7 @@ mod tests {
         assert_eq!((r.breakdown, r.first, r.rounding), (131, 130, 1));
         assert_eq!(
             r.line(),
-            "  vs the Repeat's 133: 131 = (130 iteration 0 + 133 iteration 1 - 1 rounding) / 2; 133 = 133 / 1"
+            "  = (130 iteration 0 + 133 iteration 1 - 1 rounding) / 2; the Repeat's 133 = 133 / 1"
         );
         // So400m-sized figures still fit a 120-character line.
         let big = PerLayer {
@@ -569,7 +580,7 @@ mod tests {
             pace: 460_313,
             paced: 11_968_138,
             breakdown: 460_290,
-            first: 4_600_000,
+            first: 460_000,
             rounding: 26,
         };
         assert!(big.line().chars().count() <= 120, "{}", big.line());

@@ -603,10 +603,14 @@ fn templated_profile_page_has_its_elements() {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
     assert!(html.contains("<h2>Where the cycles come from</h2>"));
+    // Its prose wraps (`table.prose`: `white-space: normal`), where every
+    // other table keeps its cells on one line.
+    assert!(html.contains("<table class=\"prose\">"));
+    assert!(html.contains("table.prose td { white-space: normal;"));
     for (part, _) in super::profile::CYCLE_SOURCES {
         assert!(
             html.contains(&format!(
-                "<tr><td>{}</td>",
+                "<tr><td class=\"l\">{}</td>",
                 html::escape(part).replace('\'', "&#x27;")
             )),
             "{part}"

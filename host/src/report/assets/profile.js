@@ -489,8 +489,8 @@
     }, 300);
   }
 
-  // `#sources`: the page opened with its "Where the cycles come from"
-  // table first, under the header (the timeline, which fills the window,
+  // `#sources`: the page opened with its table of cycle sources
+  // first, under the header (the timeline, which fills the window,
   // follows it), so the table is on screen without scrolling.
   const sources = document.getElementById("cycle-sources");
   if (sources && new URLSearchParams(location.hash.slice(1)).has("sources")) {
