@@ -99,6 +99,18 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The report names where each file went.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (what, file) in [
+        ("memory map: ", dir.join("memory").join("memory.html")),
+        ("package: ", dir.join("model.ipuc")),
+        ("index: ", dir.join("model.index.html")),
+    ] {
+        assert!(
+            stdout.contains(&format!("{what}{}", file.display())),
+            "{what}: {stdout}"
+        );
+    }
 
     let profile = json(&dir.join("model.ipuprof"));
     assert_valid("profile", &profile, &dir.join("model.ipuprof"));
