@@ -5,19 +5,22 @@ use clap::{CommandFactory, Parser};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// ipuc — compile SigLIP vision transformers for the Graphcore IPU21 and run them
-/// on the embedded simulator (all figures are simulated unless a hardware
-/// backend says otherwise).
+/// ipuc — compile Hugging Face vision towers (SigLIP, CLIP, ViT, DINOv2) for
+/// the Graphcore IPU21, run them on the embedded simulator and check them
+/// against an FP32 reference (every cycle figure is simulated: there is no
+/// hardware backend).
 #[derive(Parser)]
-#[command(name = "ipuc", version = ipuc::VERSION_LONG, about, after_help = ipuc::exit::TABLE)]
+#[command(name = "ipuc", version = ipuc::VERSION_LONG, after_help = ipuc::exit::TABLE)]
 struct Cli {
     /// Print only the `result:` line and errors (no report, no progress).
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, conflicts_with = "verbose",
+          help_heading = ipuc::cli::headings::LOGGING)]
     quiet: bool,
     /// More output: `-v` the full report and every stage line, `-vv` debug
     /// diagnostics. `RUST_LOG` (e.g. `RUST_LOG=info`) sets the diagnostics
     /// filter directly.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count,
+          help_heading = ipuc::cli::headings::LOGGING)]
     verbose: u8,
     #[command(subcommand)]
     command: Command,
@@ -35,7 +38,8 @@ enum Command {
     Topology(ipuc::cli::topology::Args),
     /// Exchange scheduler tools
     Exchange(ipuc::cli::exchange::Args),
-    /// Run the FP32 reference of a SigLIP vision tower
+    /// Run the FP32 reference of a vision tower (SigLIP, CLIP, ViT, DINOv2)
+    /// and write its outputs as `.npy`
     Reference(ipuc::cli::reference::Args),
     /// Compile and run on the device (simulator); validate against the
     /// reference with --reference-run (without it nothing is validated:
@@ -58,7 +62,7 @@ enum Command {
 
 /// Errors are printed as one chain of causes (`error: what: why`), without a
 /// backtrace: they are user-facing diagnostics, not crashes. The exit code
-/// says what happened ([`ipuc::exit`], the table in `--help`); `run`,
+/// says what happened (`ipuc::exit`, the table in `--help`); `run`,
 /// `exec` and `compile` end with one `result:` line on stdout either way.
 fn main() -> std::process::ExitCode {
     quiet_broken_pipe();
@@ -138,5 +142,70 @@ fn quiet_broken_pipe() {
     // signal's disposition to SIG_DFL has no other precondition.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every subcommand, recursively, with its path (`ipuc run`, …).
+    fn commands() -> Vec<(String, clap::Command)> {
+        fn walk(path: String, cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+            for sub in cmd.get_subcommands() {
+                walk(format!("{path} {}", sub.get_name()), sub, out);
+            }
+            out.push((path, cmd.clone()));
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut out = Vec::new();
+        walk("ipuc".into(), &cmd, &mut out);
+        out
+    }
+
+    /// `run`, `exec` and `compile` group every flag, the global `-q`/`-v`
+    /// included, under one of the headings.
+    #[test]
+    fn every_run_exec_and_compile_flag_has_a_heading() {
+        for (path, cmd) in commands() {
+            if !["ipuc run", "ipuc exec", "ipuc compile"].contains(&path.as_str()) {
+                continue;
+            }
+            let misplaced = ipuc::cli::headings::misplaced_flags(&cmd);
+            assert!(misplaced.is_empty(), "`{path}`: {misplaced:#?}");
+            let help = cmd.clone().render_help().to_string();
+            assert!(help.contains("\nLogging:\n"), "`{path} --help`:\n{help}");
+        }
+    }
+
+    /// Help is for users: no rustdoc link syntax (``[`NAME`]``), which clap
+    /// copies from doc comments verbatim, in any command's help.
+    #[test]
+    fn no_help_text_has_rustdoc_links() {
+        for (path, cmd) in commands() {
+            let help = cmd.clone().render_long_help().to_string();
+            for bad in ["[`", "`]", "](", "[crate::", "[super::"] {
+                assert!(!help.contains(bad), "`{path} --help` has `{bad}`:\n{help}");
+            }
+        }
+    }
+
+    /// The top-level and `reference` help name the four families, not
+    /// SigLIP alone.
+    #[test]
+    fn help_names_every_family() {
+        for (path, cmd) in commands() {
+            if !["ipuc", "ipuc reference"].contains(&path.as_str()) {
+                continue;
+            }
+            let help = cmd.clone().render_long_help().to_string();
+            for family in ["SigLIP", "CLIP", "ViT", "DINOv2"] {
+                assert!(
+                    help.contains(family),
+                    "`{path} --help` lacks {family}:\n{help}"
+                );
+            }
+        }
     }
 }

@@ -303,7 +303,7 @@ fn seed_aliases_and_profile_file() {
     // Its viewer is named after it, as the seeds name it.
     assert!(dir.join("out/model.html").is_file());
     assert!(dir.join("out/model.operations.json").is_file());
-    assert!(dir.join("out/model.trace.json").is_file());
+    assert!(dir.join("out/model.trace.json.gz").is_file());
     assert!(dir.join("out/model.index.html").is_file());
     assert!(
         !stderr(&o).contains("replacing"),
@@ -328,7 +328,7 @@ fn seed_aliases_and_profile_file() {
     let o2 = profile_run("other.ipuprof");
     assert!(o2.status.success(), "{}", stderr(&o2));
     assert!(!stderr(&o2).contains("replacing"), "{}", stderr(&o2));
-    assert!(dir.join("out/other.html").is_file() && dir.join("out/other.trace.json").is_file());
+    assert!(dir.join("out/other.html").is_file() && dir.join("out/other.trace.json.gz").is_file());
     assert_eq!(
         std::fs::read(dir.join("out/model.operations.json")).unwrap(),
         first
@@ -337,7 +337,7 @@ fn seed_aliases_and_profile_file() {
     assert!(o3.status.success(), "{}", stderr(&o3));
     assert!(
         stderr(&o3).contains("warning: replacing an earlier run's profile files (")
-            && stderr(&o3).contains("model.trace.json"),
+            && stderr(&o3).contains("model.trace.json.gz"),
         "{}",
         stderr(&o3)
     );

@@ -99,6 +99,18 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    // The report names where each file went.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (what, file) in [
+        ("memory map: ", dir.join("memory").join("memory.html")),
+        ("package: ", dir.join("model.ipuc")),
+        ("index: ", dir.join("model.index.html")),
+    ] {
+        assert!(
+            stdout.contains(&format!("{what}{}", file.display())),
+            "{what}: {stdout}"
+        );
+    }
 
     let profile = json(&dir.join("model.ipuprof"));
     assert_valid("profile", &profile, &dir.join("model.ipuprof"));
@@ -108,9 +120,19 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
         &json(&dir.join("model.operations.json")),
         &dir.join("model.operations.json"),
     );
-    // The Perfetto trace: Trace Event Format JSON, its schema in otherData,
-    // one complete event per profile sample.
-    let trace = json(&dir.join("model.trace.json"));
+    // The Perfetto trace: gzipped Trace Event Format JSON, its schema in
+    // otherData, one complete event per profile sample.
+    let gz = std::fs::read(dir.join("model.trace.json.gz")).unwrap();
+    assert_eq!(&gz[..2], b"\x1f\x8b", "a gzip stream");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    assert!(
+        gz.len() * 5 < text.len(),
+        "gzip should shrink the trace at least 5-fold: {} -> {}",
+        text.len(),
+        gz.len()
+    );
+    let trace: Value = serde_json::from_slice(&text).unwrap();
     assert_eq!(trace["otherData"]["schema"], "ipuc.trace");
     let samples: usize = profile["tiles"]
         .as_array()
@@ -157,7 +179,7 @@ fn every_file_of_a_run_matches_its_schema_and_the_index_links_them_all() {
     for file in [
         "model.ipuprof",
         "model.html",
-        "model.trace.json",
+        "model.trace.json.gz",
         "model.operations.json",
         "memory/memory.html",
         "memory/memory.json",

@@ -109,6 +109,24 @@ pub struct PageCheck {
     /// A profile page's view after load (`data-view`: first and last
     /// cycle on screen).
     pub view: Option<String>,
+    /// A profile page's op-lane labels drawn, and how many overlap the
+    /// next one (`data-lane-labels`: `x0,x1` extents left to right).
+    pub lane_labels: Option<(usize, usize)>,
+}
+
+/// Labels in `data-lane-labels` (`x0,x1 x0,x1 …`) and how many of them
+/// overlap the label after them.
+fn lane_label_overlaps(extents: &str) -> (usize, usize) {
+    let mut spans: Vec<(i64, i64)> = extents
+        .split_whitespace()
+        .filter_map(|p| {
+            let (a, b) = p.split_once(',')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect();
+    spans.sort();
+    let overlaps = spans.windows(2).filter(|w| w[0].1 > w[1].0).count();
+    (spans.len(), overlaps)
 }
 
 fn profile_dir(out: &Path, name: &str) -> Result<PathBuf> {
@@ -175,6 +193,7 @@ fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> 
     errors.extend(console_errors(&dom.stderr));
     let html = String::from_utf8_lossy(&dom.stdout);
     let rendered = attribute(&html, "data-rendered");
+    let lane_labels = attribute(&html, "data-lane-labels").map(|e| lane_label_overlaps(&e));
     let colours = match colours_in(&screenshot) {
         Ok(n) => n,
         Err(e) => {
@@ -189,6 +208,7 @@ fn check_view(browser: &Path, page: &Path, view: Option<&str>, shots: &Path) -> 
         errors,
         colours,
         view,
+        lane_labels,
     })
 }
 
@@ -326,6 +346,9 @@ fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize
         ("model.html", format!("op={}", op.replace(' ', "%20"))),
         ("model.html", "q=self_attn".to_string()),
         ("summarized.html", "q=mlp.fc1".to_string()),
+        // Scrolled to the "Where the cycles come from" table: its prose
+        // wraps inside the page.
+        ("model.html", "sources".to_string()),
     ] {
         let c = check_view(browser, &run.join(page), Some(&view), shots)?;
         let span = |v: &Option<String>| -> Option<f64> {
@@ -334,12 +357,17 @@ fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize
         };
         let zoomed = !view.starts_with("op=")
             || matches!((span(&c.view), span(&whole)), (Some(z), Some(w)) if z < w / 4.0);
-        let ok = c.errors.is_empty() && c.rendered.is_some() && c.colours > 8 && zoomed;
+        let overlapping = c.lane_labels.map_or(0, |l| l.1);
+        let ok = c.errors.is_empty()
+            && c.rendered.is_some()
+            && c.colours > 8
+            && zoomed
+            && overlapping == 0;
         if !ok {
             failed += 1;
         }
         println!(
-            "{}  {page}#{view}  rendered={}  view={} (whole run {})  screenshot {}",
+            "{}  {page}#{view}  rendered={}  op-lane labels overlapping={overlapping}  view={} (whole run {})  screenshot {}",
             if ok { "ok  " } else { "FAIL" },
             c.rendered.as_deref().unwrap_or("-"),
             c.view.as_deref().unwrap_or("-"),
@@ -353,13 +381,17 @@ fn check_profile_views(browser: &Path, run: &Path, shots: &Path) -> Result<usize
     Ok(failed)
 }
 
-/// A Perfetto trace as Perfetto reads it: Trace Event Format JSON with
+/// A Perfetto trace as Perfetto reads it: gzipped Trace Event Format JSON with
 /// `traceEvents`, its schema in `otherData`, complete events that never
 /// overlap on one thread (Perfetto drops slices that overlap rather than
 /// nest). Returns 1 (and prints why) when it is not, else 0.
 fn check_trace(path: &Path) -> usize {
     let problem = (|| -> Result<String> {
-        let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+        let gz = std::fs::read(path)?;
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text)
+            .context("not a gzip stream")?;
+        let trace: serde_json::Value = serde_json::from_slice(&text)?;
         if trace["otherData"]["schema"] != "ipuc.trace" {
             bail!("otherData.schema is not ipuc.trace");
         }
@@ -391,8 +423,10 @@ fn check_trace(path: &Path) -> usize {
             }
         }
         Ok(format!(
-            "{slices} slices on {} tracks, none overlapping",
-            tracks.len()
+            "{slices} slices on {} tracks, none overlapping; {} bytes gzipped, {} as JSON",
+            tracks.len(),
+            gz.len(),
+            text.len()
         ))
     })();
     match problem {
@@ -521,8 +555,8 @@ fn write_reports(root: &Path, out: &Path, run: &Path) -> Result<usize> {
     ])? {
         bail!("exec of the small run's package failed");
     }
-    let failed = check_trace(&run.join("model.trace.json"))
-        + check_trace(&run.join("summarized.trace.json"));
+    let failed = check_trace(&run.join("model.trace.json.gz"))
+        + check_trace(&run.join("summarized.trace.json.gz"));
     // The forced memory rejections the CLI tests use
     // (`host/tests/fixtures/rejections.txt`): the planner's, placement's and
     // a late one (patch data), each writing its reports.
@@ -555,17 +589,24 @@ fn open_pages(browser: &Path, pages: &[PathBuf], shots: &Path) -> Result<usize> 
     for page in pages {
         let c = check_page(browser, page, shots)?;
         let needs_mark = !is_index(page);
-        let ok = c.errors.is_empty() && c.colours > 8 && (!needs_mark || c.rendered.is_some());
+        let overlapping = c.lane_labels.map_or(0, |l| l.1);
+        let ok = c.errors.is_empty()
+            && c.colours > 8
+            && (!needs_mark || c.rendered.is_some())
+            && overlapping == 0;
         if !ok {
             failed += 1;
         }
         println!(
-            "{}  {}  rendered={}  colours={}{}  screenshot {}",
+            "{}  {}  rendered={}  colours={}{}{}  screenshot {}",
             if ok { "ok  " } else { "FAIL" },
             c.page.display(),
             c.rendered.as_deref().unwrap_or("-"),
             c.colours,
             if c.colours > 64 { "+" } else { "" },
+            c.lane_labels.map_or(String::new(), |(n, o)| format!(
+                "  op-lane labels={n} overlapping={o}"
+            )),
             c.screenshot.display()
         );
         for e in &c.errors {

@@ -346,7 +346,7 @@ fn print_artefacts(out: &Path) {
             "profile",
             &[
                 "profile.html",
-                "trace.json",
+                "trace.json.gz",
                 "operations.json",
                 "patch-audit.txt",
                 "phase-patch-audit.txt",

@@ -5,8 +5,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions, APPLICATION_LOAD_BASE};
+use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions};
 use ipuc_core::ipu21::sram::{ELEMENT_SIZE, TILE_MEMORY_BASE, TILE_MEMORY_END};
+
+/// `--at`'s default, as `--help` shows it once: the application load base
+/// (`APPLICATION_LOAD_BASE`; a test keeps the two equal).
+const DEFAULT_AT: &str = "0x4C010";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -18,9 +22,9 @@ pub struct Args {
     /// Print an address / word / disassembly listing.
     #[arg(long)]
     listing: bool,
-    /// Load address, 4-byte aligned, inside tile SRAM (default: the
-    /// application load base 0x4C010).
-    #[arg(long, value_parser = super::isa::parse_u32, default_value_t = APPLICATION_LOAD_BASE)]
+    /// Load address, 4-byte aligned, inside tile SRAM (unless given: the
+    /// application load base).
+    #[arg(long, value_parser = super::isa::parse_u32, default_value = DEFAULT_AT)]
     at: u32,
     /// Define an absolute symbol NAME=VALUE for names the file leaves
     /// undefined (repeatable; overrides the runtime layout defaults).
@@ -163,6 +167,7 @@ mod tests {
 #[cfg(test)]
 mod runtime_tests {
     use super::*;
+    use ipuc_core::ipu21::asm::APPLICATION_LOAD_BASE;
 
     #[test]
     fn defsym_needs_a_symbol_name() {
@@ -205,5 +210,21 @@ mod runtime_tests {
         assert_eq!(parse_defsym("a=0x10").unwrap(), ("a".to_string(), 16));
         assert_eq!(parse_defsym("b=7").unwrap(), ("b".to_string(), 7));
         assert!(parse_defsym("c").is_err());
+    }
+
+    /// `--at`'s default is the load base, and `--help` shows it once.
+    #[test]
+    fn at_default_is_the_load_base_and_shown_once() {
+        use clap::Args as _;
+        assert_eq!(
+            super::super::isa::parse_u32(DEFAULT_AT),
+            Ok(APPLICATION_LOAD_BASE)
+        );
+        let help = Args::augment_args(clap::Command::new("asm"))
+            .render_help()
+            .to_string();
+        let at = &help[help.find("--at").unwrap()..help.find("--defsym").unwrap()];
+        assert_eq!(at.matches("default").count(), 1, "{at}");
+        assert!(at.contains("[default: 0x4C010]"), "{at}");
     }
 }

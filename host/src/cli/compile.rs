@@ -19,7 +19,7 @@ pub struct Args {
     /// Write a machine-readable summary here (`-`: stdout): the command
     /// line, version, flags, runtime and package digests, compile figures
     /// or the rejection (`host/schemas/summary.schema.json`).
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub summary_json: Option<PathBuf>,
 }
 

@@ -10,9 +10,11 @@ use anyhow::{Context, Result};
 
 /// Device flags shared by `ipuc run` and `ipuc hw-check`.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = super::headings::DEVICE)]
 pub struct DeviceArgs {
-    /// Poplar SDK directory: always refused with the reason there is no
-    /// hardware backend ([`NO_HARDWARE_BACKEND`]); the simulator needs none.
+    /// Poplar SDK directory: always refused, with the reason: ipuc has no
+    /// hardware backend (no public Poplar API loads raw tile images, and
+    /// its kernels are simulator codelets); the simulator needs no SDK.
     #[arg(long, value_name = "DIR")]
     pub sdk: Option<PathBuf>,
     /// Take an exclusive lock on this file while the device is open (waits

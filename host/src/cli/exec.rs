@@ -30,7 +30,7 @@ pub struct Args {
     /// Write a machine-readable summary here (`-`: stdout): the command
     /// line, version, the package's model and build flags, its digest, the
     /// result and cycles (`host/schemas/summary.schema.json`).
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub summary_json: Option<PathBuf>,
 }
 

@@ -29,34 +29,68 @@ use ipuc_core::package::Package;
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExecArgs {
     #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
     pub device: DeviceArgs,
     /// Validate every inference against the device-numerics reference (the
     /// graph's own casts: FP8/FP16 weights, FP16 activations): PASS/FAIL at
     /// --diagnostic-atol / --diagnostic-rtol.
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::VALIDATION)]
     pub reference_run: bool,
     /// Also report max abs error and cosine against the FP32 reference for
     /// every output of every inference (not the PASS criterion).
-    #[arg(long, requires = "reference_run")]
+    #[arg(long, requires = "reference_run", help_heading = super::headings::VALIDATION)]
     pub reference_fp32: bool,
     /// Resident inferences on one loaded package (weights uploaded once),
     /// each validated with --reference-run (1..=10000).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=checks::MAX_INFERENCES))]
+    #[arg(long, default_value_t = 1, help_heading = super::headings::VALIDATION, value_parser = clap::value_parser!(u32).range(1..=checks::MAX_INFERENCES))]
     pub reference_inferences: u32,
     /// Absolute tolerance of the validation: |device − ref| ≤ atol + rtol·|ref|
     /// (finite, ≥ 0).
-    #[arg(long, default_value_t = 0.2, value_parser = checks::tolerance)]
+    #[arg(long, default_value_t = 0.2, help_heading = super::headings::VALIDATION, value_parser = checks::tolerance)]
     pub diagnostic_atol: f32,
     /// Relative tolerance of the validation (finite, ≥ 0).
-    #[arg(long, default_value_t = 0.05, value_parser = checks::tolerance)]
+    #[arg(long, default_value_t = 0.05, help_heading = super::headings::VALIDATION, value_parser = checks::tolerance)]
     pub diagnostic_rtol: f32,
+    /// Cycles a global sync takes after the last tile arrives (modelled).
+    /// The default is Poplar's `getMaxIPUSyncDelay` bound, the figure the
+    /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
+    /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
+    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES, help_heading = super::headings::DEVICE,
+          value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
+    pub sync_cycles: u64,
+    /// Simulated cycles one inference may take on any tile before the run
+    /// is stopped as a runaway (a typed fault naming tile and PC). Default:
+    /// 16× the package's estimate (+10 M), at most 10^9 whatever the
+    /// package claims; this flag sets any budget up to 5·10^10.
+    #[arg(long, value_name = "CYCLES", help_heading = super::headings::DEVICE,
+          value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
+    pub cycle_budget: Option<u64>,
+    /// Where each modelled kernel rate is taken within its sources
+    /// (`ipuc rates` prints them): `chosen` is the rate ipuc charges (the
+    /// slower where sources disagree), `optimistic` / `conservative` put
+    /// every rate at the fast / slow end of its sources.
+    #[arg(long, value_enum, value_name = "END", default_value_t = KernelRates::Chosen, help_heading = super::headings::DEVICE)]
+    pub kernel_rates: KernelRates,
+    /// Also simulate one inference with every kernel rate at its
+    /// optimistic end and one at its conservative end, and print the band
+    /// beside the simulated cycles (no validation; two more simulations).
+    #[arg(long, help_heading = super::headings::DEVICE)]
+    pub rate_band: bool,
+}
+
+/// The files `ipuc run` and `ipuc exec` write from a run: every flag here
+/// is listed under the Outputs help heading (set once, on the struct).
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = super::headings::OUTPUTS)]
+pub struct OutputArgs {
     /// Write the per-tile profile here: `F.ipuprof` (or `F.json`) names the
-    /// profile file, with its viewer `F.html`, the Perfetto trace
-    /// `F.trace.json` (opens in ui.perfetto.dev) and `F.operations.json`
+    /// profile file, with its viewer `F.html`, the gzipped Perfetto trace
+    /// `F.trace.json.gz` (opens in ui.perfetto.dev) and `F.operations.json`
     /// beside it (`run` adds `F.index.html` and the patch audits), so runs
     /// with other names never share a file; any other path is the run's
     /// directory, which receives `profile.json`, `profile.html`,
-    /// `trace.json`, `operations.json` (and `index.html`). Files of an
+    /// `trace.json.gz`, `operations.json` (and `index.html`). Files of an
     /// earlier run at the same paths are replaced, and the replacement
     /// announced.
     #[arg(long)]
@@ -73,31 +107,6 @@ pub struct ExecArgs {
     /// class token) as `.npy`.
     #[arg(long)]
     pub output_embedding: Option<PathBuf>,
-    /// Cycles a global sync takes after the last tile arrives (modelled).
-    /// Default: 126, Poplar's `getMaxIPUSyncDelay` bound, the figure the
-    /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
-    /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
-    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES,
-          value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
-    pub sync_cycles: u64,
-    /// Simulated cycles one inference may take on any tile before the run
-    /// is stopped as a runaway (a typed fault naming tile and PC). Default:
-    /// 16× the package's estimate (+10 M), at most 10^9 whatever the
-    /// package claims; this flag sets any budget up to 5·10^10.
-    #[arg(long, value_name = "CYCLES",
-          value_parser = clap::value_parser!(u64).range(1..=crate::device::simulated::DEFAULT_CYCLE_LIMIT))]
-    pub cycle_budget: Option<u64>,
-    /// Where each modelled kernel rate is taken within its sources
-    /// (`ipuc rates` prints them): `chosen` is the rate ipuc charges (the
-    /// slower where sources disagree), `optimistic` / `conservative` put
-    /// every rate at the fast / slow end of its sources.
-    #[arg(long, value_enum, value_name = "END", default_value_t = KernelRates::Chosen)]
-    pub kernel_rates: KernelRates,
-    /// Also simulate one inference with every kernel rate at its
-    /// optimistic end and one at its conservative end, and print the band
-    /// beside the simulated cycles (no validation; two more simulations).
-    #[arg(long)]
-    pub rate_band: bool,
 }
 
 /// `--kernel-rates`: an end of the kernel rates' sources.
@@ -123,10 +132,10 @@ impl ExecArgs {
     /// The files a run writes, by flag: the embedding and every profile file.
     pub fn output_files(&self) -> Vec<(&'static str, std::path::PathBuf)> {
         let mut files = Vec::new();
-        if let Some(p) = &self.output_embedding {
+        if let Some(p) = &self.outputs.output_embedding {
             files.push(("--output-embedding", p.clone()));
         }
-        if let Some(out) = &self.profile_output {
+        if let Some(out) = &self.outputs.profile_output {
             let f = crate::report::ProfileFiles::at(out);
             for p in [
                 f.profile_json,
@@ -146,10 +155,10 @@ impl ExecArgs {
     /// Checks made before any work (device flags, output paths).
     pub fn check(&self) -> Result<()> {
         self.device.check()?;
-        if let Some(out) = &self.profile_output {
+        if let Some(out) = &self.outputs.profile_output {
             check_profile_output(out)?;
         }
-        if let Some(path) = &self.output_embedding {
+        if let Some(path) = &self.outputs.output_embedding {
             checks::output_file("--output-embedding", path)?;
         }
         Ok(())
@@ -208,10 +217,10 @@ pub fn execute(
         args.diagnostic_rtol,
     );
     print_layer_breakdown(&profile, model);
-    if let Some(dir) = &args.profile_output {
-        write_profile(dir, &profile, args.profile_detail)?;
+    if let Some(dir) = &args.outputs.profile_output {
+        write_profile(dir, &profile, args.outputs.profile_detail)?;
     }
-    if let Some(path) = &args.output_embedding {
+    if let Some(path) = &args.outputs.output_embedding {
         write_embedding(path, &out)?;
     }
     Ok(Execution {
@@ -395,11 +404,18 @@ fn infer_and_check(
 /// (indented four spaces) with -v; all of it is in the summary.
 fn print_layer_breakdown(profile: &Profile, model: &SiglipModel) {
     if let Some(b) = crate::report::layer_breakdown::layer_breakdown(profile, &model.graph) {
-        for l in b.lines() {
+        for (i, l) in b.lines().into_iter().enumerate() {
             if l.starts_with("    ") {
                 crate::detail!("{l}");
             } else {
                 crate::say!("{l}");
+            }
+            // Under the headline: how its figure and the Repeat's per-layer
+            // figure (printed above) add up.
+            if i == 0 {
+                if let Some(r) = b.reconcile(&profile.iteration_spans()) {
+                    crate::say!("{}", r.line());
+                }
             }
         }
     }

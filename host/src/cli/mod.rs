@@ -6,6 +6,7 @@ pub mod device_args;
 pub mod exchange;
 pub mod exec;
 pub mod execute;
+pub mod headings;
 pub mod hw_check;
 pub mod inspect;
 pub mod isa;

@@ -16,6 +16,7 @@ use crate::model::{ModelOptions, SiglipModel, VisionConfig};
 /// `ipuc exec`'s model flags: all optional, since the package names its
 /// model; each one given must agree with the package.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = super::headings::MODEL)]
 pub struct ModelChecks {
     /// Preset the package must have been compiled from (checked; a
     /// package without a model description needs this or --checkpoint).
@@ -39,13 +40,13 @@ pub struct ModelChecks {
     #[arg(long)]
     pub fuse_qkv: bool,
     /// FP8 scale (checked against the package).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS)]
     pub fp8_scale: Option<i8>,
     /// FP8 activation scale of FP8 × FP8 GEMMs (checked against the package).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS)]
     pub fp8_activation_scale: Option<i8>,
     /// FP16 activations with FP8 weights (checked against the package).
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::NUMERICS)]
     pub fp8_weights_only: bool,
     /// Image size (checked against the package).
     #[arg(long)]

@@ -1,4 +1,4 @@
-//! `ipuc reference`: run the host FP32 reference of a SigLIP vision tower on
+//! `ipuc reference`: run the host FP32 reference of a vision tower on
 //! an image or a `pixel_values.npy`, write the outputs as `.npy`, report wall
 //! time and GFLOP/s.
 
@@ -20,14 +20,16 @@ pub struct Args {
     pub model: WorkloadArgs,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Where to write the MAP-head embedding `[B, D]` (.npy).
-    #[arg(long)]
+    /// Where to write the pooled embedding `[B, D]` (.npy): the family's
+    /// `pooler_output` (SigLIP's MAP head, CLIP's post_layernorm class
+    /// token, ViT's tanh pooler, DINOv2's class token).
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub output_embedding: PathBuf,
     /// Where to write the last hidden state after the final LayerNorm (.npy).
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub output_hidden: Option<PathBuf>,
     /// fp32 (exact) or device (FP8 weights / FP16 activations as the IPU casts).
-    #[arg(long, default_value = "fp32")]
+    #[arg(long, default_value = "fp32", help_heading = super::headings::NUMERICS)]
     pub numerics: Numerics,
 }
 

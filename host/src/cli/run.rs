@@ -39,12 +39,13 @@ pub struct Args {
     /// runtime-source and package digests, result, rejection stage and op,
     /// planning/compile seconds, peak bytes/tile, cycles, errors; written
     /// also when compilation is rejected. `cargo xtask sweep` collects these.
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub summary_json: Option<PathBuf>,
 }
 
 /// Compilation flags shared by `ipuc run` and `ipuc compile`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = super::headings::PLANNING)]
 pub struct BuildArgs {
     /// Width of the planner's Pareto beam (1..=1024).
     #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH, value_parser = checks::beam_width)]
@@ -68,19 +69,19 @@ pub struct BuildArgs {
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<PathBuf>,
     /// Write the package here.
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub package: Option<PathBuf>,
     /// Write the exact per-tile memory placement here (`memory.html`,
     /// `memory.json`, `memory.png`); a plan rejected for memory, by the
     /// planner or by placement, writes one report per rejected candidate
     /// (`rejected-op<N>-<k>.html` + `.json`, by op and candidate) here, or in the current
     /// directory without this flag.
-    #[arg(long)]
+    #[arg(long, help_heading = super::headings::OUTPUTS)]
     pub memory_profile_directory: Option<PathBuf>,
     /// Write the chosen plan here as text: one line per op (a Repeat's body
     /// indented), its implementation (grid, weight mode, parts) and the
     /// planner's estimated cycles.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", help_heading = super::headings::OUTPUTS)]
     pub plan_output: Option<PathBuf>,
     /// Build the table-based program: Repeat patch tables for every moving
     /// send word instead of a per-iteration `$OUTGOING_BASE` for uniform
@@ -200,8 +201,8 @@ pub fn compile_workload(
             &compiled.placements,
         );
         write_memory_map(&path, &map)?;
-        tracing::info!(
-            "memory map written to {} (+ memory.json, memory.png: all {} tiles)",
+        crate::say!(
+            "memory map: {} (+ memory.json, memory.png: all {} tiles)",
             path.display(),
             map.tiles.len() + map.unused_tiles.len()
         );
@@ -210,12 +211,12 @@ pub fn compile_workload(
         let text = crate::report::plan_listing(&siglip.graph, &compiled.report);
         crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing the plan to {}", path.display()))?;
-        tracing::info!("plan written to {}", path.display());
+        crate::say!("plan: {}", path.display());
     }
     if let Some(path) = &build.package {
         crate::fsio::write_atomic(path, &compiled.bytes)
             .with_context(|| format!("writing the package to {}", path.display()))?;
-        tracing::info!("package written to {}", path.display());
+        crate::say!("package: {}", path.display());
     }
     Ok((siglip, weights, compiled))
 }
@@ -261,7 +262,7 @@ pub fn run(args: Args) -> Result<()> {
     )?;
     let result = run_with_summary(&args, &mut summary);
     let result = super::summary::finish(&mut summary, args.summary_json.as_deref(), result);
-    if let (Err(err), Some(out)) = (&result, &args.exec.profile_output) {
+    if let (Err(err), Some(out)) = (&result, &args.exec.outputs.profile_output) {
         // A rejected run still gets its index: the rejection reports (and
         // the summary) are its artifacts.
         if let Some(index) = write_rejection_index(
@@ -348,7 +349,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .collect(),
     );
     summary.rate_band = band;
-    if let Some(out) = &args.exec.profile_output {
+    if let Some(out) = &args.exec.outputs.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
         // index can link it with its size.
@@ -359,7 +360,11 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         {
             summary.write(path)?;
         }
-        let index = write_index(args, &compiled, &checks, out)?;
+        let per_layer = summary
+            .layer_breakdown
+            .as_ref()
+            .and_then(|b| b.reconcile(&profile.iteration_spans()));
+        let index = write_index(args, &compiled, &checks, per_layer, out)?;
         crate::say!(
             "index: {} (links every artifact of this run)",
             index.display()
@@ -378,6 +383,7 @@ fn write_index(
     args: &Args,
     compiled: &Compiled,
     checks: &[InferenceCheck],
+    per_layer: Option<crate::report::layer_breakdown::PerLayer>,
     out: &std::path::Path,
 ) -> Result<PathBuf> {
     use crate::report::index::{self, Artifact};
@@ -404,19 +410,25 @@ fn write_index(
             what: format!("the package (SHA-256 {})", compiled.report.sha256),
         });
     }
+    if let Some(p) = &args.build.plan_output {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "the chosen plan: one line per op, its grid and estimated cycles (text)".into(),
+        });
+    }
     if let Some(p) = args.summary_json.as_ref().filter(|p| p.as_os_str() != "-") {
         artifacts.push(Artifact {
             path: p.clone(),
             what: "the run's machine-readable summary (JSON)".into(),
         });
     }
-    if let Some(p) = &args.exec.output_embedding {
+    if let Some(p) = &args.exec.outputs.output_embedding {
         artifacts.push(Artifact {
             path: p.clone(),
             what: "pooled embedding (.npy, float32)".into(),
         });
     }
-    let stats = vec![
+    let mut stats = vec![
         ("workload".to_string(), workload_name(&args.model)),
         ("tiles".to_string(), compiled.report.tiles.to_string()),
         ("validation".to_string(), validation_verdict(checks)),
@@ -425,6 +437,17 @@ fn write_index(
             compiled.report.sha256[..16].to_string(),
         ),
     ];
+    if let Some(r) = per_layer {
+        stats.push((
+            "cycles per layer".to_string(),
+            format!(
+                "{} (the Repeat's pace; the layer breakdown's {}: {})",
+                r.pace,
+                r.breakdown,
+                r.sums()
+            ),
+        ));
+    }
     index::write(
         &format!("ipuc run {}", workload_name(&args.model)),
         &stats,
@@ -443,7 +466,7 @@ fn profile_artifacts(files: &crate::report::ProfileFiles) -> Vec<crate::report::
         },
         Artifact {
             path: files.trace_json.clone(),
-            what: "the same timeline as a Chrome/Perfetto trace (open in ui.perfetto.dev)".into(),
+            what: "the same timeline as a Chrome/Perfetto trace, gzipped (open it as it is in ui.perfetto.dev)".into(),
         },
         Artifact {
             path: files.operations_json.clone(),

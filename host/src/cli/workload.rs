@@ -13,6 +13,7 @@ use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, Weigh
 
 /// Model selection and build options (the seeds' flags).
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = super::headings::MODEL)]
 pub struct WorkloadArgs {
     /// Preset: `siglip-small` (28×28, width 144, 2 heads), `siglip-so400m`
     /// (378×378, 27 layers; `siglip-vit-benchmark` is the seeds' name for
@@ -47,7 +48,7 @@ pub struct WorkloadArgs {
     /// FP16). The projections' and MLPs' activations are then cast to FP8
     /// too (`--fp8-activation-scale`) and those GEMMs run FP8 × FP8 into
     /// FP16 partials, as the seeds run them; attention stays FP16.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS)]
     pub fp8_scale: Option<i8>,
     /// With `--fp8-scale`: the F143 scale of the activations cast for FP8 ×
     /// FP8 GEMMs. 0 (max ±240, normal from 2^-7) holds the LayerNorm
@@ -55,13 +56,13 @@ pub struct WorkloadArgs {
     /// middle of its range; larger values saturate at ±240·2^scale.
     /// Default 0; given without `--fp8-scale` (or with
     /// `--fp8-weights-only`) it would change nothing: a usage error.
-    #[arg(long, allow_hyphen_values = true,
+    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS,
           value_parser = clap::value_parser!(i8).range(-32..=31))]
     pub fp8_activation_scale: Option<i8>,
     /// With `--fp8-scale`: keep activations FP16 and widen the FP8 weights
     /// to FP16 in every GEMM (FP32 partials): more precise, and slower
     /// (half the FP8 × FP8 rate's work per cycle, plus the conversion).
-    #[arg(long, requires = "fp8_scale")]
+    #[arg(long, requires = "fp8_scale", help_heading = super::headings::NUMERICS)]
     pub fp8_weights_only: bool,
     /// Override the config's image size in pixels (≥ the patch size; tokens
     /// = (size / patch)²), e.g. `--image-size 56` for a full-width So400m
@@ -75,6 +76,7 @@ pub struct WorkloadArgs {
 
 /// Model input: an image, a `.npy`, or (neither) a seeded synthetic input.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = super::headings::MODEL)]
 pub struct InputArgs {
     /// PNG/JPEG image, preprocessed as SigLIP does.
     #[arg(long, conflicts_with = "input")]

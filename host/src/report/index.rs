@@ -26,17 +26,75 @@ struct Row {
     bytes: String,
 }
 
-/// `path` as a link from a page in `dir`: relative when inside `dir`,
-/// else absolute (`file://`).
-fn href(dir: &Path, path: &Path) -> (String, String) {
-    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let (d, p) = (abs(dir), abs(path));
-    match p.strip_prefix(&d) {
-        Ok(rel) => {
-            let s = rel.display().to_string();
-            (s.clone(), s)
+/// `p` made absolute without needing it to exist yet (a file of this run
+/// is staged until the run commits): its directory resolved through
+/// symlinks, then its name.
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map_or_else(|_| p.to_path_buf(), |d| d.join(p))
+    };
+    match (joined.parent(), joined.file_name()) {
+        (Some(parent), Some(name)) => {
+            std::fs::canonicalize(parent).map_or_else(|_| joined.clone(), |d| d.join(name))
         }
-        Err(_) => (format!("file://{}", p.display()), p.display().to_string()),
+        _ => joined,
+    }
+}
+
+/// `to` relative to the directory `from` (both absolute): `..` for each
+/// of `from`'s components past their common prefix, then the rest of `to`.
+/// `None` when they share no root (another drive on Windows).
+fn relative(from: &Path, to: &Path) -> Option<PathBuf> {
+    let (f, t): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return None;
+    }
+    let mut rel = PathBuf::new();
+    for _ in common..f.len() {
+        rel.push("..");
+    }
+    for c in &t[common..] {
+        rel.push(c.as_os_str());
+    }
+    Some(rel)
+}
+
+/// A relative path as a URL path: each component's bytes percent-encoded
+/// except RFC 3986's unreserved characters, joined by `/`.
+pub fn url_path(rel: &Path) -> String {
+    rel.components()
+        .map(|c| {
+            let mut s = String::new();
+            for &b in c.as_os_str().as_encoded_bytes() {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    s.push(b as char);
+                } else {
+                    s.push_str(&format!("%{b:02X}"));
+                }
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `path` as a link from a page in `dir` and its label: always relative
+/// (`../mem/memory.html` for a file beside the page's directory), so the
+/// links keep working when the folder holding them moves, and
+/// URL-encoded (a space or `#` in a name is not read as a URL's syntax).
+/// Only a path with no root in common with `dir` is an absolute `file://`
+/// URL.
+fn href(dir: &Path, path: &Path) -> (String, String) {
+    let (d, p) = (absolute(dir), absolute(path));
+    match relative(&d, &p) {
+        Some(rel) => (url_path(&rel), rel.display().to_string()),
+        None => (format!("file://{}", p.display()), p.display().to_string()),
     }
 }
 

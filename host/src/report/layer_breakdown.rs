@@ -56,6 +56,11 @@ pub struct LayerBreakdown {
     /// ([`layer_floors`]).
     #[serde(default)]
     pub floors: BTreeMap<String, u64>,
+    /// The critical-path cycles charged to Repeat steps over all
+    /// iterations, before the rows are divided by `iterations` (each row
+    /// rounded down): what [`LayerBreakdown::reconcile`] adds up.
+    #[serde(skip)]
+    pub charged_cycles: u64,
 }
 
 /// What one layer (the Repeat body) could not run faster than on the
@@ -348,6 +353,7 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
         }
     }
     let n = u64::from(iterations);
+    let charged_cycles = rows.values().map(|r| r.0).sum();
     let rows: Vec<BreakdownRow> = order
         .into_iter()
         .map(|key| {
@@ -361,10 +367,99 @@ pub fn layer_breakdown(profile: &Profile, graph: &Graph) -> Option<LayerBreakdow
         cycles_per_iteration: rows.iter().map(|r| r.cycles).sum(),
         rows,
         floors: layer_floors(graph),
+        charged_cycles,
     })
 }
 
+/// The two per-layer figures a run prints, reconciled: the Repeat's pace
+/// ([`super::profile::cycles_per_layer`]) and the breakdown's sum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerLayer {
+    /// Iterations in all.
+    pub iterations: u64,
+    /// The Repeat's figure: `paced` over `iterations − 1`.
+    pub pace: u64,
+    /// Iterations 1.. from their first start to their last end.
+    pub paced: u64,
+    /// The breakdown's figure.
+    pub breakdown: u64,
+    /// What the breakdown charged besides `paced`: iteration 0's critical
+    /// path up to iteration 1's first start (negative if less).
+    pub first: i64,
+    /// Cycles the rows lost rounding down (`charged − iterations ×
+    /// breakdown`).
+    pub rounding: u64,
+}
+
+impl PerLayer {
+    /// One line (under 120 characters for any run that fits the chip):
+    /// the breakdown's figure as the sum it is, beside the Repeat's.
+    pub fn line(&self) -> String {
+        format!(
+            "  = {}; the Repeat's {} = {}",
+            self.breakdown_sum(),
+            self.pace,
+            self.pace_sum()
+        )
+    }
+
+    /// Both figures as the sums they are: `breakdown = (iteration 0 +
+    /// iterations 1.. − rounding) / iterations; pace = iterations 1.. /
+    /// (iterations − 1)`.
+    pub fn sums(&self) -> String {
+        format!(
+            "{} = {}; {} = {}",
+            self.breakdown,
+            self.breakdown_sum(),
+            self.pace,
+            self.pace_sum()
+        )
+    }
+
+    fn breakdown_sum(&self) -> String {
+        let later = match self.iterations - 1 {
+            1 => "iteration 1".to_string(),
+            m => format!("iterations 1-{m}"),
+        };
+        format!(
+            "({} iteration 0 + {} {later} - {} rounding) / {}",
+            self.first, self.paced, self.rounding, self.iterations
+        )
+    }
+
+    fn pace_sum(&self) -> String {
+        format!("{} / {}", self.paced, self.iterations - 1)
+    }
+}
+
 impl LayerBreakdown {
+    /// The breakdown's per-layer figure against the Repeat's pace over
+    /// `spans` (the same profile's iterations): the breakdown averages the
+    /// critical path over every iteration, the first included, and rounds
+    /// each row down; the pace leaves the first iteration out and measures
+    /// iterations 1.. from the first start to the last end. `None` with
+    /// fewer than two iterations (the two figures are then one span).
+    pub fn reconcile(&self, spans: &[super::IterationSpan]) -> Option<PerLayer> {
+        let n = u64::from(self.iterations);
+        if n < 2 || spans.len() as u64 != n {
+            return None;
+        }
+        let rest = &spans[1..];
+        let start = rest.iter().map(|s| s.start_cycle).min()?;
+        let end = rest.iter().map(|s| s.end_cycle).max()?;
+        let paced = end.saturating_sub(start);
+        Some(PerLayer {
+            iterations: n,
+            pace: paced / (n - 1),
+            paced,
+            breakdown: self.cycles_per_iteration,
+            first: self.charged_cycles as i64 - paced as i64,
+            rounding: self
+                .charged_cycles
+                .saturating_sub(n * self.cycles_per_iteration),
+        })
+    }
+
     /// Per category, then per row, as text lines (the run report's).
     pub fn lines(&self) -> Vec<String> {
         let mut by_category: BTreeMap<&str, u64> = BTreeMap::new();
@@ -418,6 +513,78 @@ impl LayerBreakdown {
 mod tests {
     use super::*;
     use crate::report::profile::{CycleSample, ProfileStep, TileSamples};
+
+    /// Two iterations that overlap (tiles skew) and rows that do not
+    /// divide evenly: the breakdown's figure is exactly the sum the line
+    /// gives, and the Repeat's figure is `cycles_per_layer`'s.
+    #[test]
+    fn the_two_per_layer_figures_reconcile() {
+        let step = |kind, op: &str, iteration| ProfileStep {
+            kind,
+            operation: op.to_string(),
+            iteration: Some(iteration),
+            summed: false,
+        };
+        let profile = Profile {
+            title: String::new(),
+            simulated: true,
+            clock_hz: 1,
+            steps: vec![
+                step(StepKind::Compute, "a", 0),
+                step(StepKind::Exchange, "b", 0),
+                step(StepKind::Compute, "a", 1),
+                step(StepKind::Exchange, "b", 1),
+            ],
+            tiles: vec![
+                TileSamples {
+                    tile: 0,
+                    samples: [(0, 10, 110), (1, 110, 141), (2, 141, 240), (3, 240, 263)]
+                        .into_iter()
+                        .map(CycleSample::from)
+                        .collect(),
+                },
+                TileSamples {
+                    tile: 1,
+                    samples: [(0, 10, 130), (2, 130, 251)]
+                        .into_iter()
+                        .map(CycleSample::from)
+                        .collect(),
+                },
+            ],
+            kernels: Vec::new(),
+        };
+        let b = layer_breakdown(&profile, &Graph::new()).unwrap();
+        let spans = profile.iteration_spans();
+        let r = b.reconcile(&spans).unwrap();
+        assert_eq!(
+            Some(r.pace),
+            crate::report::profile::cycles_per_layer(&spans)
+        );
+        assert_eq!(r.breakdown, b.cycles_per_iteration);
+        assert_eq!(
+            (r.first + r.paced as i64 - r.rounding as i64) as u64,
+            r.breakdown * r.iterations
+        );
+        // Iteration 1 starts (130) before iteration 0 ends (141); the
+        // critical path charges 263 cycles, 130 of them before iteration 1
+        // starts, and the exchange row's 23 loses 1 halving.
+        assert_eq!((r.paced, r.pace), (263 - 130, 133));
+        assert_eq!((r.breakdown, r.first, r.rounding), (131, 130, 1));
+        assert_eq!(
+            r.line(),
+            "  = (130 iteration 0 + 133 iteration 1 - 1 rounding) / 2; the Repeat's 133 = 133 / 1"
+        );
+        // So400m-sized figures still fit a 120-character line.
+        let big = PerLayer {
+            iterations: 27,
+            pace: 460_313,
+            paced: 11_968_138,
+            breakdown: 460_290,
+            first: 460_000,
+            rounding: 26,
+        };
+        assert!(big.line().chars().count() <= 120, "{}", big.line());
+    }
 
     fn step(kind: StepKind, operation: &str) -> ProfileStep {
         ProfileStep {

@@ -59,7 +59,8 @@ pub struct ProfileFiles {
     pub profile_json: PathBuf,
     pub operations_json: PathBuf,
     pub profile_html: PathBuf,
-    /// The Chrome/Perfetto trace ([`perfetto`]).
+    /// The Chrome/Perfetto trace ([`perfetto`]), gzipped
+    /// (`trace.json.gz`): Perfetto and chrome://tracing open it as it is.
     pub trace_json: PathBuf,
     /// The run's artifact index ([`index`]).
     pub index_html: PathBuf,
@@ -71,11 +72,11 @@ impl ProfileFiles {
     /// `out` ending in `.ipuprof` (the seeds' profile file) or `.json` names
     /// the profile file, and every other file is named after it beside it
     /// (`model.ipuprof` → `model.html`, as the seeds name the viewer, and
-    /// `model.operations.json`, `model.trace.json`, `model.index.html`,
+    /// `model.operations.json`, `model.trace.json.gz`, `model.index.html`,
     /// `model.patch-audit.txt`, `model.phase-patch-audit.txt`), so runs
     /// with different names share a directory without sharing a file;
     /// anything else is the run's own directory, which receives
-    /// `profile.json`, `profile.html`, `operations.json`, `trace.json`,
+    /// `profile.json`, `profile.html`, `operations.json`, `trace.json.gz`,
     /// `index.html` and the patch audits.
     pub fn at(out: &Path) -> Self {
         let named = out
@@ -93,7 +94,7 @@ impl ProfileFiles {
                     profile_json: out.to_path_buf(),
                     operations_json: beside(".operations.json"),
                     profile_html: beside(".html"),
-                    trace_json: beside(".trace.json"),
+                    trace_json: beside(".trace.json.gz"),
                     index_html: beside(".index.html"),
                     patch_audit: beside(".patch-audit.txt"),
                     phase_patch_audit: beside(".phase-patch-audit.txt"),
@@ -103,7 +104,7 @@ impl ProfileFiles {
                 profile_json: out.join("profile.json"),
                 operations_json: out.join("operations.json"),
                 profile_html: out.join("profile.html"),
-                trace_json: out.join("trace.json"),
+                trace_json: out.join("trace.json.gz"),
                 index_html: out.join("index.html"),
                 patch_audit: out.join("patch-audit.txt"),
                 phase_patch_audit: out.join("phase-patch-audit.txt"),
@@ -167,8 +168,9 @@ fn write_file(path: &Path, contents: &[u8]) -> Result<()> {
     crate::fsio::write_atomic(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Writes the profile, its viewer, `operations.json` and the Perfetto trace
-/// (see [`ProfileFiles::at`] for where): the profile, viewer and trace at
+/// Writes the profile, its viewer, `operations.json` and the gzipped
+/// Perfetto trace (see [`ProfileFiles::at`] for where): the profile, viewer
+/// and trace at
 /// `detail` ([`Profile::for_writing`]), `operations.json` summed over every
 /// sample.
 pub fn write_profile(out: &Path, profile: &Profile, detail: ProfileDetail) -> Result<ProfileFiles> {
@@ -187,8 +189,23 @@ pub fn write_profile(out: &Path, profile: &Profile, detail: ProfileDetail) -> Re
         )?,
     )?;
     write_file(&files.profile_html, html.as_bytes())?;
-    write_file(&files.trace_json, perfetto::render(&written).as_bytes())?;
+    write_file(
+        &files.trace_json,
+        &gzip(perfetto::render(&written).as_bytes())?,
+    )?;
     Ok(files)
+}
+
+/// `bytes` gzipped (the trace: JSON of many near-identical events, which
+/// compresses about 15-fold).
+pub fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 8),
+        flate2::Compression::default(),
+    );
+    gz.write_all(bytes)?;
+    Ok(gz.finish()?)
 }
 
 /// Writes the interactive memory map to `path` (HTML), its data next to it

@@ -1,6 +1,7 @@
-//! The profile as a Chrome/Perfetto trace (`model.trace.json`): the JSON
+//! The profile as a Chrome/Perfetto trace (`model.trace.json.gz`): the JSON
 //! Object Format of the Trace Event Format, which ui.perfetto.dev and
-//! chrome://tracing open.
+//! chrome://tracing open; written gzipped (`report::gzip`), which both
+//! read as it is.
 //!
 //! One process holds one thread per tile (named by logical id, physical id
 //! beside it, sorted by logical id), one complete event (`"ph": "X"`) per

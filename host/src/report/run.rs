@@ -333,7 +333,8 @@ pub fn print_kernel_timing(profile: &Profile) {
     );
 }
 
-/// Writes `profile.json`, `operations.json` and `profile.html` under `dir`.
+/// Writes the profile's files ([`crate::report::write_profile`]) and says
+/// where they went.
 pub fn write_profile(
     out: &Path,
     profile: &Profile,
@@ -341,7 +342,7 @@ pub fn write_profile(
 ) -> Result<()> {
     let files = crate::report::write_profile(out, profile, detail)?;
     crate::say!(
-        "profile: {} (timeline), {} (Perfetto trace)",
+        "profile: {} (timeline), {} (Perfetto trace, gzipped)",
         files.profile_html.display(),
         files.trace_json.display()
     );

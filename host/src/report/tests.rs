@@ -603,10 +603,14 @@ fn templated_profile_page_has_its_elements() {
         assert!(html.contains(&format!("id=\"{id}\"")), "missing #{id}");
     }
     assert!(html.contains("<h2>Where the cycles come from</h2>"));
+    // Its prose wraps (`table.prose`: `white-space: normal`), where every
+    // other table keeps its cells on one line.
+    assert!(html.contains("<table class=\"prose\">"));
+    assert!(html.contains("table.prose td { white-space: normal;"));
     for (part, _) in super::profile::CYCLE_SOURCES {
         assert!(
             html.contains(&format!(
-                "<tr><td>{}</td>",
+                "<tr><td class=\"l\">{}</td>",
                 html::escape(part).replace('\'', "&#x27;")
             )),
             "{part}"
@@ -761,7 +765,7 @@ fn profile_output_names_a_file_or_a_directory() {
     assert_eq!(f.profile_json, Path::new("out/model.ipuprof"));
     assert_eq!(f.profile_html, Path::new("out/model.html"));
     assert_eq!(f.operations_json, Path::new("out/model.operations.json"));
-    assert_eq!(f.trace_json, Path::new("out/model.trace.json"));
+    assert_eq!(f.trace_json, Path::new("out/model.trace.json.gz"));
     assert_eq!(f.index_html, Path::new("out/model.index.html"));
     assert_eq!(f.patch_audit, Path::new("out/model.patch-audit.txt"));
     // Two names in one directory share no file.
@@ -772,7 +776,7 @@ fn profile_output_names_a_file_or_a_directory() {
     let d = ProfileFiles::at(Path::new("out"));
     assert_eq!(d.profile_json, Path::new("out/profile.json"));
     assert_eq!(d.profile_html, Path::new("out/profile.html"));
-    assert_eq!(d.trace_json, Path::new("out/trace.json"));
+    assert_eq!(d.trace_json, Path::new("out/trace.json.gz"));
     assert_eq!(d.index_html, Path::new("out/index.html"));
 }
 
@@ -811,6 +815,81 @@ fn index_links_every_artifact_relative_to_its_directory() {
     assert!(html.contains("timeline &lt;per tile&gt;"), "escaped");
     assert!(html.contains("\"Segoe UI\""), "CSS not escaped");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The hrefs of `<a href="…">` in `html`, minijinja's `&#x2f;` read as `/`.
+fn hrefs(html: &str) -> Vec<String> {
+    html.split("<a href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(|h| h.replace("&#x2f;", "/"))
+        .collect()
+}
+
+/// A URL path's percent escapes decoded (ASCII names only, as in the test).
+fn url_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// Files outside the index's directory are linked relative too (`../`),
+/// names are URL-encoded (a space, `#`, `%`), and the links still resolve
+/// after the folder holding the run is moved.
+#[test]
+fn index_links_are_relative_and_url_encoded_and_survive_a_move() {
+    let root = scratch_dir("index-move");
+    let run = root.join("runs/a run #1");
+    std::fs::create_dir_all(run.join("profile")).unwrap();
+    std::fs::create_dir_all(run.join("mem 100%")).unwrap();
+    let files = [
+        run.join("profile/profile.html"),
+        run.join("mem 100%/memory.html"),
+        run.join("model?.ipuc"),
+    ];
+    for f in &files {
+        std::fs::write(f, "x").unwrap();
+    }
+    let artifacts: Vec<_> = files
+        .iter()
+        .map(|f| super::index::Artifact {
+            path: f.clone(),
+            what: "a file".into(),
+        })
+        .collect();
+    let index = run.join("profile/index.html");
+    super::index::write("ipuc run", &[], &index, &artifacts).unwrap();
+    let html = std::fs::read_to_string(&index).unwrap();
+    let links = hrefs(&html);
+    assert_eq!(
+        links,
+        [
+            "profile.html",
+            "../mem%20100%25/memory.html",
+            "../model%3F.ipuc"
+        ],
+        "{html}"
+    );
+    assert!(!html.contains("file:"), "{html}");
+    // Move the whole run elsewhere: every link still names a file.
+    let moved = root.join("elsewhere/b");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&run, &moved).unwrap();
+    for l in &links {
+        let target = moved.join("profile").join(url_decode(l));
+        assert!(target.is_file(), "{l} -> {}", target.display());
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]

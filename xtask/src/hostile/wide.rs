@@ -535,7 +535,7 @@ pub(super) fn artifact_sets(work: &Path) -> Result<Vec<Case>> {
         dir.join("out.ipuc"),
         dir.join("p.ipuprof"),
         dir.join("p.html"),
-        dir.join("p.trace.json"),
+        dir.join("p.trace.json.gz"),
         dir.join("p.operations.json"),
         dir.join("emb.npy"),
         dir.join("summary.json"),

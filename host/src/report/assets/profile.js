@@ -64,8 +64,17 @@
     legend.insertAdjacentHTML("beforeend",
       `<span class="muted">darker shade = odd Repeat iteration</span>`);
     const total = D.iterations.reduce((a, x) => a + (x[2] - x[1]), 0), n = D.iterations.length;
+    // The pace per layer, as the run report prints it: iterations 1..n-1
+    // from their first start to their last end, over n - 1 (the first is
+    // left out); tiles skew, so each iteration's own span is longer.
+    const rest = D.iterations.slice(1);
+    const pace = rest.length
+      ? Math.floor((Math.max(...rest.map((x) => x[2])) - Math.min(...rest.map((x) => x[1]))) / rest.length)
+      : total;
     document.getElementById("iterstat").innerHTML =
-      `<b>${n}</b> Repeat iterations, mean <b>${fmt(total / n)}</b> cycles/iteration` +
+      `<b>${n}</b> Repeat iterations at <b>${fmt(pace)}</b> cycles per layer` +
+      (rest.length ? ` <span class="muted">(the pace of ${rest.length === 1 ? "iteration " + rest[0][0] : `iterations ${rest[0][0]}–${rest[rest.length - 1][0]}`}, as the run report gives it; ` +
+        `the iterations' own spans overlap, mean ${fmt(total / n)})</span>` : "") +
       (D.summarized ? ` <span class="muted">(iteration ${D.iterations[0][0]} in detail; iterations ${D.iterations[1][0]}–${D.iterations[n - 1][0]} summarized: ` +
         `per tile each its own span, its compute, exchange, sync and patch cycles laid end to end; --profile-detail full keeps every step)</span>` : "");
   }
@@ -199,24 +208,44 @@
     // The op lane: one block per run of an operation's steps.
     const ly = AXIS + BAND;
     ctx.fillStyle = "#fff"; ctx.fillRect(LEFT, ly, W - LEFT, LANE);
+    // Blocks overlap in time (tiles skew), so the blocks are drawn first and
+    // the labels after them, left to right, each only where it clears the
+    // label before it: a label that would overlap another is left out.
+    const labels = [];
     D.lane.forEach((b, k) => {
       const x0 = LEFT + (b[1] - v0) * sc, x1 = LEFT + (b[2] - v0) * sc;
       if (x1 < LEFT || x0 > W) return;
       const a = Math.max(x0, LEFT), e = Math.min(x1, W);
       const on = b[0] >= 0 && hl[b[0]];
-      ctx.fillStyle = b[0] < 0 ? "#d9cdea" : on ? "#3b7dd8" : k & 1 ? "#c4cbd4" : "#dde2e8";
+      const fill = b[0] < 0 ? "#d9cdea" : on ? "#3b7dd8" : k & 1 ? "#c4cbd4" : "#dde2e8";
+      ctx.fillStyle = fill;
       ctx.fillRect(a, ly + dpr, Math.max(1, e - a - (e - a > 3 ? 1 : 0)), LANE - 3 * dpr);
-      // The longest label that fits: the name, else its last part.
+      labels.push([b, a, e, on, fill]);
+    });
+    let labelEnd = -Infinity;
+    const drawn = [];
+    labels.sort((p, q) => p[1] - q[1]);
+    for (const [b, a, e, on, fill] of labels) {
+      const x = Math.max(a, labelEnd) + 3 * dpr;
+      // The longest label that fits its block from x: the name, else its
+      // last part.
       const names = b[0] < 0 ? [`iteration ${-1 - b[0]} (summed)`, `it ${-1 - b[0]} Σ`, `${-1 - b[0]}`]
         : [shortName(D.ops[b[0]]), D.ops[b[0]].split(".").slice(-2).join(".")];
-      const name = names.find((n) => ctx.measureText(n).width + 6 * dpr < e - a);
-      if (name) {
-        ctx.save(); ctx.beginPath(); ctx.rect(a, ly, e - a, LANE); ctx.clip();
-        ctx.fillStyle = on ? "#fff" : "#1d2330"; ctx.textAlign = "left";
-        ctx.fillText(name, a + 3 * dpr, ly + LANE / 2);
-        ctx.restore();
-      }
-    });
+      const name = names.find((n) => x + ctx.measureText(n).width + 3 * dpr < e);
+      if (!name) continue;
+      const w = ctx.measureText(name).width;
+      // Behind the text, the block's own colour: a later block drawn over
+      // this part of the lane does not show through it.
+      ctx.fillStyle = fill;
+      ctx.fillRect(x - 2 * dpr, ly + 3 * dpr, w + 4 * dpr, LANE - 7 * dpr);
+      ctx.fillStyle = on ? "#fff" : "#1d2330"; ctx.textAlign = "left";
+      ctx.fillText(name, x, ly + LANE / 2);
+      labelEnd = x + w + 6 * dpr;
+      drawn.push(`${Math.round(x)},${Math.round(x + w)}`);
+    }
+    // For `cargo xtask browser-check`: the op-lane labels drawn, as
+    // `x0,x1` extents in canvas pixels (none may overlap the next).
+    document.body.dataset.laneLabels = drawn.join(" ");
     // Time axis (cycles from the start of the cropped span).
     ctx.fillStyle = "#5f6b7a"; ctx.strokeStyle = "#c4cbd4"; ctx.textAlign = "left";
     const target = (v1 - v0) / Math.max(2, pw / (90 * dpr));
@@ -460,6 +489,13 @@
     }, 300);
   }
 
+  // `#sources`: the page opened with its table of cycle sources
+  // first, under the header (the timeline, which fills the window,
+  // follows it), so the table is on screen without scrolling.
+  const sources = document.getElementById("cycle-sources");
+  if (sources && new URLSearchParams(location.hash.slice(1)).has("sources")) {
+    document.querySelector("header").after(sources);
+  }
   window.addEventListener("resize", () => { resize(); redraw(); });
   resize();
   group = fitGroup();
