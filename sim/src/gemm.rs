@@ -179,10 +179,11 @@ where
 /// and added to the partial with one rounding to the mode's partials type
 /// (`round_p`: FP16 or F32, to nearest even).
 ///
-/// This one definition is what the device's kernels and the
-/// device-numerics reference both call, so they agree bit for bit whatever
+/// The device's kernels all call it, so they agree bit for bit whatever
 /// their blocking over M and N: an element depends only on its row, its
-/// column and the K sequence. Over K it is associative at micro-group
+/// column and the K sequence (the host's device-numerics reference
+/// implements the same contract, `docs/facts/device-numerics.md`, on its
+/// own). Over K it is associative at micro-group
 /// boundaries — a product continued from stored partials equals one long
 /// product — which is why K splits (each part from zero, parts summed
 /// after) are the only K structure the reference must be told about.

@@ -32,8 +32,8 @@ pub mod cycle;
 mod execute;
 pub mod fabric;
 pub mod fault;
-/// Matrix products: the one definition of how an AMP product accumulates,
-/// which the codelets run (and the host's device-numerics reference reads).
+/// Matrix products: how an AMP product accumulates
+/// (`docs/facts/device-numerics.md` §3), which the codelets run.
 pub mod gemm;
 pub mod kernel_timing;
 pub mod memory;

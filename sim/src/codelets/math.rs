@@ -8,12 +8,11 @@
 //! rounds results to the output type once. Products run on the calling
 //! thread (tiles already run in parallel); transcendental functions use the
 //! standard library, independent of the FP32 reference's fast
-//! approximations, so that check shares nothing with them. The
-//! device-numerics reference calls the products, [`layer_norm`],
-//! [`gelu_tanh`] and the attention functions here: once activations are
-//! cast to FP8, a last-place F32 difference that flips an FP8 rounding
-//! grows over the layers, so the reference must compute what the device
-//! computes.
+//! approximations. Every rounding point here is written down in
+//! `docs/facts/device-numerics.md`, which the host's device-numerics
+//! reference implements on its own: once activations are cast to FP8, a
+//! last-place F32 difference that flips an FP8 rounding grows over the
+//! layers, so both must compute exactly what the contract says.
 
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::package::abi::DType;
