@@ -420,7 +420,14 @@ fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<ImagePr
     let patch = config.patch_size.max(1);
     let fits = |n: usize| n >= size && n / patch == size / patch;
     let processor = match processor.nominal_size() {
-        Some((h, w)) if fits(h) && fits(w) => processor,
+        Some((h, w)) if fits(h) && fits(w) => {
+            if (h, w) != (size, size) {
+                crate::detail!(
+                    "preprocessing: the top-left {size}×{size} of its {w}×{h} output, all the {patch}-px patches read"
+                );
+            }
+            processor
+        }
         nominal => {
             let p = processor.resized_to(size);
             if let Some((h, w)) = nominal {
