@@ -39,7 +39,10 @@ fn checkpoint(name: &str, tower: &str, processor: Option<&str>) -> PathBuf {
         std::fs::copy(fixtures().join("towers").join(tower).join(f), dir.join(f)).unwrap();
     }
     if let Some(case) = processor {
-        let src = fixtures().join("processors").join(case).join("preprocessor_config.json");
+        let src = fixtures()
+            .join("processors")
+            .join(case)
+            .join("preprocessor_config.json");
         std::fs::copy(src, dir.join("preprocessor_config.json")).unwrap();
     }
     dir
@@ -57,7 +60,13 @@ fn image_through_the_checkpoints_processor_equals_transformers_pixels() {
     let image = fixtures().join("processors/images/portrait.png");
     let pixels = fixtures().join("processors/dinov2-bit/portrait.npy");
     let (from_image, from_pixels) = (dir.join("image.npy"), dir.join("pixels.npy"));
-    let common = ["reference", "--checkpoint", dir.to_str().unwrap(), "--image-size", "28"];
+    let common = [
+        "reference",
+        "--checkpoint",
+        dir.to_str().unwrap(),
+        "--image-size",
+        "28",
+    ];
     let run = |input: &[&str], out: &Path| {
         let mut args = common.to_vec();
         args.extend_from_slice(input);
@@ -131,5 +140,8 @@ fn options_ipuc_does_not_implement_are_named_errors() {
     let o = ipuc(&args);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(4), "{err}");
-    assert!(err.contains("`image_processor_type`") && err.contains("DeiTImageProcessor"), "{err}");
+    assert!(
+        err.contains("`image_processor_type`") && err.contains("DeiTImageProcessor"),
+        "{err}"
+    );
 }

@@ -284,10 +284,20 @@ fn exec_of_a_written_package_matches_the_run() {
     assert!(cycles(&r).is_some(), "{r}");
     assert_eq!(cycles(&r), cycles(&e), "run:\n{r}\nexec:\n{e}");
     assert!(e.contains("validation[0]: PASS"), "{e}");
-    assert!(r.contains("hidden state: wrote last_hidden_state [1, 4, 144]"), "{r}");
+    assert!(
+        r.contains("hidden state: wrote last_hidden_state [1, 4, 144]"),
+        "{r}"
+    );
     let hidden = hidden.expect("run wrote --output-hidden-state");
     assert_eq!(hidden.shape, [1, 4, 144]);
     assert!(hidden.data.iter().all(|v| v.is_finite()));
-    assert_eq!(Some(&hidden), again.as_ref(), "exec writes the run's hidden state");
-    assert_eq!(pooled.expect("run wrote --output-embedding").shape, [1, 144]);
+    assert_eq!(
+        Some(&hidden),
+        again.as_ref(),
+        "exec writes the run's hidden state"
+    );
+    assert_eq!(
+        pooled.expect("run wrote --output-embedding").shape,
+        [1, 144]
+    );
 }

@@ -29,7 +29,10 @@ fn cases() -> Vec<(String, Vec<PathBuf>)> {
                 .filter(|p| p.extension().is_some_and(|e| e == "npy"))
                 .collect();
             npys.sort();
-            (dir.file_name().unwrap().to_string_lossy().into_owned(), npys)
+            (
+                dir.file_name().unwrap().to_string_lossy().into_owned(),
+                npys,
+            )
         })
         .collect();
     cases.sort();
@@ -41,7 +44,8 @@ fn every_processor_matches_transformers_bit_for_bit() {
     let cases = cases();
     assert!(cases.len() >= 9, "{cases:?}");
     let mut failures = Vec::new();
-    let mut table = String::from("| case | processor | images bit-exact | max abs |\n|---|---|---|---|\n");
+    let mut table =
+        String::from("| case | processor | images bit-exact | max abs |\n|---|---|---|---|\n");
     for (case, npys) in &cases {
         let dir = fixtures().join(case);
         let processor = ImageProcessor::from_file(&dir.join(PREPROCESSOR_FILE)).unwrap();
@@ -58,7 +62,10 @@ fn every_processor_matches_transformers_bit_for_bit() {
                 .map(|(a, b)| (a - b).abs())
                 .fold(0f32, f32::max);
             worst = worst.max(err);
-            let same = data.iter().map(|v| v.to_bits()).eq(want.data.iter().map(|v| v.to_bits()));
+            let same = data
+                .iter()
+                .map(|v| v.to_bits())
+                .eq(want.data.iter().map(|v| v.to_bits()));
             if same {
                 exact += 1;
             } else {

@@ -231,8 +231,14 @@ fn interpolated_positions_match_transformers() {
             .iter()
             .find_map(|p| p.resample)
             .unwrap_or_else(|| panic!("{name}: no position table is interpolated"));
-        let reference =
-            run_siglip(&model, weights.clone(), &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let reference = run_siglip(
+            &model,
+            weights.clone(),
+            &pixels,
+            (Numerics::Fp32, &[]),
+            None,
+        )
+        .unwrap();
         let compile_opts = CompileOptions {
             beam_width: 4,
             tiles: 32,

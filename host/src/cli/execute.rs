@@ -423,12 +423,7 @@ fn print_layer_breakdown(profile: &Profile, model: &SiglipModel) {
 
 /// The device's output `name` as `.npy` float32, written atomically with
 /// the run's other outputs (whose error names the flag and the file).
-fn write_output(
-    path: &std::path::Path,
-    out: &DeviceOutput,
-    name: &str,
-    flag: &str,
-) -> Result<()> {
+fn write_output(path: &std::path::Path, out: &DeviceOutput, name: &str, flag: &str) -> Result<()> {
     let t = out
         .outputs
         .get(name)
@@ -436,7 +431,11 @@ fn write_output(
     write_npy(path, &t.shape, &t.data).context(flag.to_string())?;
     crate::say!(
         "{}: wrote {name} {:?} float32 to {}",
-        if name == POOLER_OUTPUT { "embedding" } else { "hidden state" },
+        if name == POOLER_OUTPUT {
+            "embedding"
+        } else {
+            "hidden state"
+        },
         t.shape,
         path.display()
     );

@@ -121,5 +121,7 @@ fn over_white(rgb: [u8; 3], alpha: u8) -> [u8; 3] {
 pub fn preprocess_image(path: &Path, size: usize) -> anyhow::Result<Vec<f32>> {
     use super::processor::{ImageProcessor, ProcessorClass};
     let img = decode_image(path)?;
-    Ok(ImageProcessor::class_default(ProcessorClass::Siglip, size).apply(&img).2)
+    Ok(ImageProcessor::class_default(ProcessorClass::Siglip, size)
+        .apply(&img)
+        .2)
 }

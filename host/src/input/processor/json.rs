@@ -214,7 +214,10 @@ impl Keys<'_> {
         match self.present("resample") {
             None => Ok(default),
             Some(v) => v.as_u64().and_then(Resample::from_pil).ok_or_else(|| {
-                self.fail("resample", format!("{v} is not a PIL filter number (0..=5)"))
+                self.fail(
+                    "resample",
+                    format!("{v} is not a PIL filter number (0..=5)"),
+                )
             }),
         }
     }
@@ -313,9 +316,11 @@ fn build(keys: &Keys, class: ProcessorClass) -> Result<ImageProcessor, Processor
         Some(Resize::ShortestEdge(_)) => {
             return Err(keys.fail("crop_size", "a crop needs `height` and `width`"))
         }
-        None if do_crop => Some(default.crop.ok_or_else(|| {
-            keys.fail("crop_size", "absent, but `do_center_crop` is true")
-        })?),
+        None if do_crop => Some(
+            default
+                .crop
+                .ok_or_else(|| keys.fail("crop_size", "absent, but `do_center_crop` is true"))?,
+        ),
         None => None,
     };
     let factor = match keys.present("rescale_factor") {

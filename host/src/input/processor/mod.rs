@@ -284,7 +284,10 @@ fn resized_size(r: Resize, width: usize, height: usize) -> (usize, usize) {
 /// padded with zeros to at least the crop, placed at `⌈(new − old)/2⌉`.
 fn center_crop(img: &Rgb8, height: usize, width: usize) -> Rgb8 {
     let (new_h, new_w) = (img.height.max(height), img.width.max(width));
-    let (pad_top, pad_left) = ((new_h - img.height).div_ceil(2), (new_w - img.width).div_ceil(2));
+    let (pad_top, pad_left) = (
+        (new_h - img.height).div_ceil(2),
+        (new_w - img.width).div_ceil(2),
+    );
     // The window in padded coordinates (offsets from the original image's
     // floor-halved margins, moved by the padding).
     let top = (img.height as i64 - height as i64).div_euclid(2) + pad_top as i64;

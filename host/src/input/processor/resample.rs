@@ -283,9 +283,19 @@ pub fn resize(src: &Rgb8, out_w: usize, out_h: usize, filter: Resample) -> Rgb8 
         return nearest(src, out_w, out_h);
     };
     if vertical_first(src, out_w, out_h) {
-        horizontal(&vertical(src, out_h, filter, support), out_w, filter, support)
+        horizontal(
+            &vertical(src, out_h, filter, support),
+            out_w,
+            filter,
+            support,
+        )
     } else {
-        vertical(&horizontal(src, out_w, filter, support), out_h, filter, support)
+        vertical(
+            &horizontal(src, out_w, filter, support),
+            out_h,
+            filter,
+            support,
+        )
     }
 }
 

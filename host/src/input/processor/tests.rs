@@ -66,14 +66,18 @@ fn options_ipuc_does_not_implement_are_named() {
             "do_pad": false, "data_format": "channels_first"}"#,
     )
     .unwrap();
-    assert_eq!(p, ImageProcessor::class_default(ProcessorClass::Siglip, 224));
+    assert_eq!(
+        p,
+        ImageProcessor::class_default(ProcessorClass::Siglip, 224)
+    );
 }
 
 #[test]
 fn legacy_int_sizes_follow_get_size_dict() {
     // CLIP: an int `size` is the shortest edge, an int crop square.
-    let clip = parse(r#"{"feature_extractor_type": "CLIPFeatureExtractor", "size": 30, "crop_size": 20}"#)
-        .unwrap();
+    let clip =
+        parse(r#"{"feature_extractor_type": "CLIPFeatureExtractor", "size": 30, "crop_size": 20}"#)
+            .unwrap();
     assert_eq!(clip.resize.unwrap().0, Resize::ShortestEdge(30));
     assert_eq!(clip.crop, Some((20, 20)));
     // ViT: square (default_to_square); SigLIP's PIL processor is not.
@@ -81,8 +85,8 @@ fn legacy_int_sizes_follow_get_size_dict() {
     assert_eq!(vit.nominal_size(), Some((30, 30)));
     let siglip = parse(r#"{"image_processor_type": "SiglipImageProcessor", "size": 30}"#).unwrap();
     assert_eq!(siglip.resize.unwrap().0, Resize::ShortestEdge(30));
-    let listed = parse(r#"{"image_processor_type": "SiglipImageProcessor", "size": [30, 20]}"#)
-        .unwrap();
+    let listed =
+        parse(r#"{"image_processor_type": "SiglipImageProcessor", "size": [30, 20]}"#).unwrap();
     assert_eq!(listed.nominal_size(), Some((30, 20)));
 }
 
@@ -118,6 +122,8 @@ fn resizing_to_the_model_keeps_the_crop_ratio() {
     let dino = ImageProcessor::family_default(Family::Dinov2, 224).resized_to(112);
     assert_eq!(dino.resize.unwrap().0, Resize::ShortestEdge(128));
     assert_eq!(dino.crop, Some((112, 112)));
-    let siglip = ImageProcessor::preset("siglip-so400m").unwrap().resized_to(56);
+    let siglip = ImageProcessor::preset("siglip-so400m")
+        .unwrap()
+        .resized_to(56);
     assert_eq!(siglip.nominal_size(), Some((56, 56)));
 }
