@@ -36,7 +36,7 @@ pub const HALF: [f32; 3] = [0.5; 3];
 /// transformers' `OPENAI_CLIP_MEAN`.
 pub const CLIP_MEAN: [f32; 3] = [0.481_454_66, 0.457_827_5, 0.408_210_73];
 /// transformers' `OPENAI_CLIP_STD`.
-pub const CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_58, 0.275_777_1];
+pub const CLIP_STD: [f32; 3] = [0.268_629_54, 0.261_302_6, 0.275_777_1];
 /// transformers' `IMAGENET_DEFAULT_MEAN` (DINOv2's `BitImageProcessor`).
 pub const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 /// transformers' `IMAGENET_DEFAULT_STD`.
