@@ -234,7 +234,9 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
 
 /// Issue #13 item 6 at the command line: `ipuc exec` of a package written
 /// by `ipuc run --package` reports the same simulated cycles and the same
-/// validation as the run that wrote it.
+/// validation as the run that wrote it, and (issue #43 item 3) both write
+/// the device's `last_hidden_state` with `--output-hidden-state`, the same
+/// bytes, beside the pooled embedding.
 #[test]
 fn exec_of_a_written_package_matches_the_run() {
     let dir = std::env::temp_dir().join(format!("ipuc-cli-exec-{}", std::process::id()));
@@ -247,13 +249,24 @@ fn exec_of_a_written_package_matches_the_run() {
         "1",
         "--reference-run",
     ];
+    let (run_hidden, exec_hidden) = (dir.join("run-hidden.npy"), dir.join("exec-hidden.npy"));
+    let embedding = dir.join("embedding.npy");
     let mut run_args = vec!["run", "--planning-tiles", "64", "--package"];
     run_args.push(package.to_str().unwrap());
     run_args.extend(common);
+    run_args.extend([
+        "--output-hidden-state",
+        run_hidden.to_str().unwrap(),
+        "--output-embedding",
+        embedding.to_str().unwrap(),
+    ]);
     let run = ipuc(&run_args);
     let mut exec_args = vec!["exec", package.to_str().unwrap()];
     exec_args.extend(common);
+    exec_args.extend(["--output-hidden-state", exec_hidden.to_str().unwrap()]);
     let exec = ipuc(&exec_args);
+    let read = |p: &std::path::Path| ipuc::input::NpyArray::read(p).ok();
+    let (hidden, again, pooled) = (read(&run_hidden), read(&exec_hidden), read(&embedding));
     std::fs::remove_dir_all(&dir).unwrap();
     let stdout = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
     let (r, e) = (stdout(&run), stdout(&exec));
@@ -271,4 +284,20 @@ fn exec_of_a_written_package_matches_the_run() {
     assert!(cycles(&r).is_some(), "{r}");
     assert_eq!(cycles(&r), cycles(&e), "run:\n{r}\nexec:\n{e}");
     assert!(e.contains("validation[0]: PASS"), "{e}");
+    assert!(
+        r.contains("hidden state: wrote last_hidden_state [1, 4, 144]"),
+        "{r}"
+    );
+    let hidden = hidden.expect("run wrote --output-hidden-state");
+    assert_eq!(hidden.shape, [1, 4, 144]);
+    assert!(hidden.data.iter().all(|v| v.is_finite()));
+    assert_eq!(
+        Some(&hidden),
+        again.as_ref(),
+        "exec writes the run's hidden state"
+    );
+    assert_eq!(
+        pooled.expect("run wrote --output-embedding").shape,
+        [1, 144]
+    );
 }

@@ -2,7 +2,9 @@
 //! the committed tiny checkpoints (tests/fixtures/towers, made by
 //! make_tower_fixtures.py with transformers 5.24):
 //! * the FP32 reference reproduces `last_hidden_state` and `pooler_output`
-//!   within 1e-4, separate and fused QKV;
+//!   within 1e-4, separate and fused QKV, also for towers of every family
+//!   run at a larger size than their position tables (bicubic
+//!   interpolation as `interpolate_pos_encoding=True`, within 1e-5);
 //! * each checkpoint compiles, runs end to end on the simulated IPU21 (64
 //!   tiles, the encoder a Repeat) and passes validation against the FP32
 //!   reference with the seeds' tolerances (atol 0.2, rtol 0.05), and its
@@ -25,12 +27,27 @@ use ipuc::weights::{weights_for, WeightSource, Weights};
 use ipuc_tests::device_inputs;
 
 /// Fixture, family, pixel size the HF forward ran at.
-const FIXTURES: [(&str, Family, usize); 5] = [
+const FIXTURES: [(&str, Family, usize); 9] = [
     ("clip-vision-f32", Family::Clip, 28),
     ("clip-full-f16", Family::Clip, 42),
     ("vit-f32", Family::Vit, 28),
     ("dinov2-interp-f32", Family::Dinov2, 42),
     ("dinov2-bf16", Family::Dinov2, 28),
+    // Position tables for a 4×4 grid run at a larger size with
+    // `interpolate_pos_encoding=True` (make_interp_fixtures.py).
+    ("siglip-interp-f32", Family::Siglip, 24),
+    ("clip-interp-f32", Family::Clip, 24),
+    ("vit-interp-f32", Family::Vit, 28),
+    ("dinov2-interp-up-f32", Family::Dinov2, 24),
+];
+
+/// The fixtures whose position tables are interpolated (issue #43 item 4).
+const INTERPOLATED: [&str; 5] = [
+    "dinov2-interp-f32",
+    "siglip-interp-f32",
+    "clip-interp-f32",
+    "vit-interp-f32",
+    "dinov2-interp-up-f32",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -43,7 +60,7 @@ fn load(name: &str, size: usize, options: ModelOptions) -> (SiglipModel, Weights
     let dir = fixture(name);
     let mut config = ipuc::weights::checkpoint_config(&dir).unwrap();
     if config.image_size != size {
-        // As `--image-size`: DINOv2 interpolates its stored positions.
+        // As `--image-size`: the stored positions are interpolated.
         config.position_image_size = Some(config.image_size);
         config.image_size = size;
     }
@@ -197,6 +214,55 @@ fn fp8_towers_equal_the_device_numerics_reference_bit_for_bit() {
                 splits.len()
             );
             assert!(quantised > 1e-3, "{name} {output}: {quantised}");
+        }
+    }
+}
+
+/// `--image-size` in every family (issue #43 item 4): the position table,
+/// interpolated once when the weights are bound, gives transformers'
+/// `interpolate_pos_encoding=True` outputs: the FP32 reference within 1e-5,
+/// the device (FP16) within 1e-2.
+#[test]
+fn interpolated_positions_match_transformers() {
+    for (name, _, size) in FIXTURES.iter().filter(|f| INTERPOLATED.contains(&f.0)) {
+        let (model, weights, pixels) = load(name, *size, ModelOptions::default());
+        let resample = model
+            .parameters
+            .iter()
+            .find_map(|p| p.resample)
+            .unwrap_or_else(|| panic!("{name}: no position table is interpolated"));
+        let reference = run_siglip(
+            &model,
+            weights.clone(),
+            &pixels,
+            (Numerics::Fp32, &[]),
+            None,
+        )
+        .unwrap();
+        let compile_opts = CompileOptions {
+            beam_width: 4,
+            tiles: 32,
+            name: name.to_string(),
+            ..CompileOptions::default()
+        };
+        let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+        let device = SimDevice::for_package(&compiled.package)
+            .unwrap()
+            .run(&compiled.package, &device_inputs(&pixels), &weights)
+            .unwrap();
+        for (output, ours) in [
+            (LAST_HIDDEN_STATE, &reference.last_hidden_state),
+            (POOLER_OUTPUT, reference.pooler_output.as_ref().unwrap()),
+        ] {
+            let want = hf(name, output);
+            let r = max_abs_diff(&ours.data, &want.data);
+            let d = max_abs_diff(&device.outputs[output].data, &want.data);
+            eprintln!(
+                "{name} ({}×{} → {}×{} positions) {output}: max |Δ| vs transformers: reference {r:.2e}, device {d:.2e}",
+                resample.from_side, resample.from_side, resample.to_side, resample.to_side
+            );
+            assert!(r <= 1e-5, "{name} {output}: reference {r}");
+            assert!(d <= 1e-2, "{name} {output}: device {d}");
         }
     }
 }

@@ -208,14 +208,22 @@ fn one_file(flag_a: &str, a: &Path, flag_b: &str, b: &Path) -> String {
     }
 }
 
-/// The files a `--checkpoint` names: `config.json` and `model.safetensors`
-/// in a directory, or the weights file itself.
+/// The files a `--checkpoint` names: `config.json`, `model.safetensors`
+/// and any `preprocessor_config.json` in a directory, or the weights file
+/// itself.
 pub fn checkpoint_files(dir: Option<&Path>) -> Vec<std::path::PathBuf> {
     match dir {
-        Some(d) if d.is_dir() => vec![
-            d.join(crate::weights::CONFIG_FILE),
-            d.join(crate::weights::WEIGHTS_FILE),
-        ],
+        Some(d) if d.is_dir() => {
+            let mut files = vec![
+                d.join(crate::weights::CONFIG_FILE),
+                d.join(crate::weights::WEIGHTS_FILE),
+            ];
+            let processor = d.join(crate::input::processor::PREPROCESSOR_FILE);
+            if processor.exists() {
+                files.push(processor);
+            }
+            files
+        }
         Some(f) => vec![f.to_path_buf()],
         None => Vec::new(),
     }

@@ -1,7 +1,8 @@
 //! Executing a package on the simulated device and validating it: the
 //! references `--reference-run`/`--reference-fp32` ask for, the package
 //! loaded once, each inference compared with them, the run report and the
-//! files `--profile-output`/`--output-embedding` name. `ipuc run` and
+//! files `--profile-output`/`--output-embedding`/`--output-hidden-state`
+//! name. `ipuc run` and
 //! `ipuc exec` share it.
 
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ use super::device_args::DeviceArgs;
 use crate::device::simulated::{LoadedSim, SimDevice};
 use crate::device::DeviceOutput;
 use crate::input::{write_npy, PixelValues};
-use crate::model::{SiglipModel, PIXEL_VALUES, POOLER_OUTPUT};
+use crate::model::{SiglipModel, LAST_HIDDEN_STATE, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics, SiglipOutputs};
 use crate::report::run::{compare, print_run_report, write_profile, InferenceCheck};
 use crate::report::run_summary::{BandEnd, RateBand};
@@ -107,6 +108,12 @@ pub struct OutputArgs {
     /// class token) as `.npy`.
     #[arg(long)]
     pub output_embedding: Option<PathBuf>,
+    /// Write the device's last hidden state (`last_hidden_state` `[B,
+    /// tokens, D]`: SigLIP after post_layernorm, CLIP the encoder output,
+    /// ViT and DINOv2 after the final layernorm; patch features) as `.npy`,
+    /// validated with the pooled output under --reference-run.
+    #[arg(long, value_name = "F.npy")]
+    pub output_hidden_state: Option<PathBuf>,
 }
 
 /// `--kernel-rates`: an end of the kernel rates' sources.
@@ -135,6 +142,9 @@ impl ExecArgs {
         if let Some(p) = &self.outputs.output_embedding {
             files.push(("--output-embedding", p.clone()));
         }
+        if let Some(p) = &self.outputs.output_hidden_state {
+            files.push(("--output-hidden-state", p.clone()));
+        }
         if let Some(out) = &self.outputs.profile_output {
             let f = crate::report::ProfileFiles::at(out);
             for p in [
@@ -160,6 +170,9 @@ impl ExecArgs {
         }
         if let Some(path) = &self.outputs.output_embedding {
             checks::output_file("--output-embedding", path)?;
+        }
+        if let Some(path) = &self.outputs.output_hidden_state {
+            checks::output_file("--output-hidden-state", path)?;
         }
         Ok(())
     }
@@ -221,7 +234,10 @@ pub fn execute(
         write_profile(dir, &profile, args.outputs.profile_detail)?;
     }
     if let Some(path) = &args.outputs.output_embedding {
-        write_embedding(path, &out)?;
+        write_output(path, &out, POOLER_OUTPUT, "--output-embedding")?;
+    }
+    if let Some(path) = &args.outputs.output_hidden_state {
+        write_output(path, &out, LAST_HIDDEN_STATE, "--output-hidden-state")?;
     }
     Ok(Execution {
         checks,
@@ -421,16 +437,21 @@ fn print_layer_breakdown(profile: &Profile, model: &SiglipModel) {
     }
 }
 
-/// The pooled embedding as `.npy` float32 (whose error names the file).
-fn write_embedding(path: &std::path::Path, out: &DeviceOutput) -> Result<()> {
+/// The device's output `name` as `.npy` float32, written atomically with
+/// the run's other outputs (whose error names the flag and the file).
+fn write_output(path: &std::path::Path, out: &DeviceOutput, name: &str, flag: &str) -> Result<()> {
     let t = out
         .outputs
-        .get(POOLER_OUTPUT)
-        .context("the package has no pooled embedding output")?;
-    write_npy(path, &t.shape, &t.data).context("--output-embedding")?;
+        .get(name)
+        .with_context(|| format!("{flag}: the package has no `{name}` output"))?;
+    write_npy(path, &t.shape, &t.data).context(flag.to_string())?;
     crate::say!(
-        "embedding: wrote {} {:?} float32 to {}",
-        POOLER_OUTPUT,
+        "{}: wrote {name} {:?} float32 to {}",
+        if name == POOLER_OUTPUT {
+            "embedding"
+        } else {
+            "hidden state"
+        },
         t.shape,
         path.display()
     );

@@ -428,6 +428,12 @@ fn write_index(
             what: "pooled embedding (.npy, float32)".into(),
         });
     }
+    if let Some(p) = &args.exec.outputs.output_hidden_state {
+        artifacts.push(Artifact {
+            path: p.clone(),
+            what: "last hidden state (.npy, float32)".into(),
+        });
+    }
     let mut stats = vec![
         ("workload".to_string(), workload_name(&args.model)),
         ("tiles".to_string(), compiled.report.tiles.to_string()),

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
+use crate::input::processor::{ImageProcessor, PREPROCESSOR_FILE};
 use crate::input::PixelValues;
-use crate::model::{build_siglip, Family, ModelError, ModelOptions, SiglipModel, VisionConfig};
+use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
 use ipuc_core::package::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
@@ -78,7 +79,10 @@ pub struct WorkloadArgs {
 #[derive(clap::Args, Debug, Clone, Default)]
 #[command(next_help_heading = super::headings::MODEL)]
 pub struct InputArgs {
-    /// PNG/JPEG image, preprocessed as SigLIP does.
+    /// PNG/JPEG image, preprocessed as transformers' image processor for the
+    /// model does it: the checkpoint's `preprocessor_config.json` (SigLIP,
+    /// CLIP, ViT or DINOv2's BiT processor: resize, centre crop, rescale,
+    /// normalise), a preset's published one, or the family's default.
     #[arg(long, conflicts_with = "input")]
     pub image: Option<PathBuf>,
     /// `pixel_values.npy`, float32 NCHW.
@@ -186,9 +190,10 @@ pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
         _ => return Err(ModelError::ModelChoice.into()),
     };
     if let Some(size) = args.image_size {
-        // DINOv2 interpolates its stored position table to any size (as HF
-        // does on every forward); the other families' tables must match.
-        if config.family == Family::Dinov2 && config.position_image_size.is_none() {
+        // The stored position table is interpolated to the new grid, as
+        // transformers does with `interpolate_pos_encoding=True` (DINOv2 on
+        // every forward).
+        if config.position_image_size.is_none() {
             config.position_image_size = Some(config.image_size);
         }
         config.image_size = size;
@@ -335,13 +340,6 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
     config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
     if let Some(path) = &input.image {
         super::checks::input_file("--image", path)?;
-        if config.family != Family::Siglip {
-            bail!(
-                "--image {} preprocesses as SigLIP's image processor does; {} resizes and normalises differently, so give its pixel values with --input pixel_values.npy",
-                path.display(),
-                config.family.display_name()
-            );
-        }
         if channels != 3 {
             bail!(
                 "--image {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",
@@ -349,7 +347,10 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
             );
         }
         match args.vit_batch {
-            None | Some(1) => return PixelValues::from_image(path, size),
+            None | Some(1) => {
+                let processor = image_processor(args, &config)?;
+                return PixelValues::from_image_with(path, &processor, size, config.patch_size);
+            }
             Some(batch) => bail!("--image gives one image but --vit-batch is {batch}"),
         }
     }
@@ -388,6 +389,59 @@ fn check_fp16_range(pixels: &PixelValues, source: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The image processor `--image` goes through: the checkpoint's
+/// `preprocessor_config.json` (the family's default, with a warning, when
+/// it has none), a preset's published processor, or the family's default
+/// for a preset without one. Its output is set to the model's size when it
+/// makes another patch grid (`--image-size`, or a checkpoint whose
+/// processor disagrees with its config), saying so.
+fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<ImageProcessor> {
+    let size = config.image_size;
+    let default = || ImageProcessor::family_default(config.family, size);
+    let processor = match (&args.checkpoint, preset_name(args)) {
+        (Some(dir), _) => {
+            let file = dir.join(PREPROCESSOR_FILE);
+            if file.exists() {
+                ImageProcessor::from_file(&file)?
+            } else {
+                let p = default();
+                tracing::warn!(
+                    "warning: {} has no {PREPROCESSOR_FILE}; --image is preprocessed by {}'s default processor at {size} px ({})",
+                    dir.display(),
+                    config.family.display_name(),
+                    p.describe()
+                );
+                p
+            }
+        }
+        (None, Some(name)) => ImageProcessor::preset(name).unwrap_or_else(default),
+        (None, None) => default(),
+    };
+    let patch = config.patch_size.max(1);
+    let fits = |n: usize| n >= size && n / patch == size / patch;
+    let processor = match processor.nominal_size() {
+        Some((h, w)) if fits(h) && fits(w) => {
+            if (h, w) != (size, size) {
+                crate::detail!(
+                    "preprocessing: the top-left {size}×{size} of its {w}×{h} output, all the {patch}-px patches read"
+                );
+            }
+            processor
+        }
+        nominal => {
+            let p = processor.resized_to(size);
+            if let Some((h, w)) = nominal {
+                crate::say!(
+                    "preprocessing: the processor makes {w}×{h} images; the model takes {size}×{size}, so its sizes are scaled to {size}"
+                );
+            }
+            p
+        }
+    };
+    crate::detail!("preprocessing: {}", processor.describe());
+    Ok(processor)
 }
 
 /// `--vit-batch` seeded synthetic images in [-1, 1].

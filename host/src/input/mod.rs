@@ -1,10 +1,11 @@
-//! Model inputs and outputs on disk: `--image FILE` (PNG/JPEG with SigLIP
-//! preprocessing) or `--input pixel_values.npy` (float32 NCHW), and `.npy`
-//! output files.
+//! Model inputs and outputs on disk: `--image FILE` (PNG/JPEG, preprocessed
+//! by the checkpoint's own image processor, [`processor`]) or `--input
+//! pixel_values.npy` (float32 NCHW), and `.npy` output files.
 
 mod jpeg;
 pub mod npy;
 pub mod preprocess;
+pub mod processor;
 
 use std::path::Path;
 
@@ -21,12 +22,47 @@ pub struct PixelValues {
 
 impl PixelValues {
     /// Load and preprocess an image for a model with `image_size` square
-    /// inputs and 3 channels (batch 1).
+    /// inputs and 3 channels (batch 1) with SigLIP's default processor.
     pub fn from_image(path: &Path, image_size: usize) -> anyhow::Result<PixelValues> {
         let data = preprocess::preprocess_image(path, image_size)?;
         Ok(PixelValues {
             shape: [1, 3, image_size, image_size],
             data,
+        })
+    }
+
+    /// Load an image and preprocess it with `processor` for a model with
+    /// `image_size` square inputs and patches of `patch` pixels (batch 1).
+    /// An output larger than the model's input whose patch grid is the
+    /// same (SigLIP So400m's processor makes 384 px for a 378 px model) is
+    /// cut to its top-left `image_size` pixels: exactly what the patch
+    /// convolution reads of it in transformers.
+    pub fn from_image_with(
+        path: &Path,
+        processor: &processor::ImageProcessor,
+        image_size: usize,
+        patch: usize,
+    ) -> anyhow::Result<PixelValues> {
+        let img = preprocess::decode_image(path)?;
+        let (h, w, data) = processor.apply(&img);
+        let side = |n: usize| n >= image_size && n / patch.max(1) == image_size / patch.max(1);
+        if !(side(h) && side(w)) {
+            anyhow::bail!(
+                "--image {}: the image processor ({}) makes a {w}×{h} image of it; the model takes {image_size}×{image_size}",
+                path.display(),
+                processor.describe()
+            );
+        }
+        let mut cut = Vec::with_capacity(3 * image_size * image_size);
+        for c in 0..3 {
+            for y in 0..image_size {
+                let row = (c * h + y) * w;
+                cut.extend_from_slice(&data[row..row + image_size]);
+            }
+        }
+        Ok(PixelValues {
+            shape: [1, 3, image_size, image_size],
+            data: cut,
         })
     }
 

@@ -431,36 +431,36 @@ impl Tower {
     }
 
     /// The position table as the graph adds it (`[tokens, D]` or ViT's and
-    /// DINOv2's `[1, tokens, D]`); DINOv2's is resampled from the stored
-    /// grid when the image size differs.
+    /// DINOv2's `[1, tokens, D]`), resampled from the stored grid when the
+    /// image size differs (`--image-size`, as transformers'
+    /// `interpolate_pos_encoding`).
     fn positions(&mut self, config: &VisionConfig) -> Result<ValueId, IrError> {
         let tokens = config.num_tokens();
-        match self.family {
+        let value = match self.family {
             Family::Siglip | Family::Clip => self.single(
                 "embeddings.position_embedding.weight",
                 vec![tokens, self.d],
                 ParameterRole::PositionEmbedding,
-            ),
-            Family::Vit | Family::Dinov2 => {
-                let value = self.single(
-                    "embeddings.position_embeddings",
-                    vec![1, tokens, self.d],
-                    ParameterRole::PositionEmbedding,
-                )?;
-                let from_side = config
-                    .position_image_size
-                    .map_or(config.patches_per_side(), |s| s / config.patch_size);
-                if from_side != config.patches_per_side() {
-                    if let Some(spec) = self.params.last_mut() {
-                        spec.resample = Some(PositionResample {
-                            from_side,
-                            to_side: config.patches_per_side(),
-                        });
-                    }
-                }
-                Ok(value)
+            )?,
+            Family::Vit | Family::Dinov2 => self.single(
+                "embeddings.position_embeddings",
+                vec![1, tokens, self.d],
+                ParameterRole::PositionEmbedding,
+            )?,
+        };
+        let from_side = config
+            .position_image_size
+            .map_or(config.patches_per_side(), |s| s / config.patch_size);
+        if from_side != config.patches_per_side() {
+            if let Some(spec) = self.params.last_mut() {
+                spec.resample = Some(PositionResample {
+                    class_rows: usize::from(self.family.has_class_token()),
+                    from_side,
+                    to_side: config.patches_per_side(),
+                });
             }
         }
+        Ok(value)
     }
 
     /// `name.{weight,bias}` LayerNorm of `x`, labelled `name`.

@@ -76,9 +76,10 @@ pub struct VisionConfig {
     /// Which tower (from `model_type`; SigLIP when absent).
     #[serde(skip)]
     pub family: Family,
-    /// DINOv2: the image size the stored position table was trained for,
-    /// when it differs from `image_size` (the table is then interpolated
-    /// bicubically, as HF does on every forward).
+    /// The image size the stored position table was trained for, when it
+    /// differs from `image_size` (`--image-size`; DINOv2's presets): the
+    /// table is then interpolated bicubically, as transformers does with
+    /// `interpolate_pos_encoding=True` (DINOv2 on every forward).
     #[serde(skip)]
     pub position_image_size: Option<usize>,
 }
@@ -532,12 +533,11 @@ impl VisionConfig {
             });
         }
         if let Some(size) = self.position_image_size {
-            if self.family != Family::Dinov2 || size < self.patch_size {
+            if size < self.patch_size {
                 return Err(ModelError::InvalidConfig {
                     reason: format!(
-                        "a position table for {size}-pixel images (patch {}) cannot be interpolated ({} interpolates no positions)",
+                        "a position table for {size}-pixel images (patch {}) has no patch positions to interpolate",
                         self.patch_size,
-                        self.family.display_name()
                     ),
                 });
             }
@@ -670,13 +670,13 @@ impl VisionConfig {
     }
 
     /// Rows of the stored position table: [`num_tokens`](Self::num_tokens),
-    /// or for DINOv2 with [`position_image_size`](Self::position_image_size)
-    /// the class row plus that size's patch grid.
+    /// or with [`position_image_size`](Self::position_image_size) that
+    /// size's patch grid (plus the class row).
     pub fn stored_positions(&self) -> usize {
         match self.position_image_size {
             Some(size) => {
                 let side = size / self.patch_size.max(1);
-                side * side + 1
+                side * side + usize::from(self.family.has_class_token())
             }
             None => self.num_tokens(),
         }

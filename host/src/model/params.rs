@@ -31,10 +31,14 @@ pub enum ParameterRole {
 }
 
 /// A position table stored for another image size, resized when bound
-/// (DINOv2, see [`crate::model::interpolate_positions`]): the source is
-/// `[1, 1 + from_side², D]`, the parameter `[1, 1 + to_side², D]`.
+/// (`--image-size`, see [`crate::model::interpolate_positions`]): the
+/// source has `class_rows + from_side²` rows, the parameter `class_rows +
+/// to_side²` (in its shape's second-to-last dimension).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PositionResample {
+    /// Rows before the patch grid, kept as they are: 1 (the class token's)
+    /// for CLIP, ViT and DINOv2, 0 for SigLIP.
+    pub class_rows: usize,
     /// Patches per side of the stored table.
     pub from_side: usize,
     /// Patches per side the model runs at.

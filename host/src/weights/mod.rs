@@ -39,8 +39,8 @@ pub struct WeightSpec {
     /// normally; q, k, v for a fused QKV projection. Each part has the
     /// spec's shape with axis 0 divided by the part count.
     pub sources: Vec<String>,
-    /// A DINOv2 position table stored for another image size: the single
-    /// source has `[1, 1 + from_side², D]` and is resized to `shape`.
+    /// A position table stored for another image size: the single source
+    /// has `class_rows + from_side²` rows and is resized to `shape`.
     pub resample: Option<PositionResample>,
     /// A tensor stored with fewer rows or columns (an odd patch's `C·p·p`,
     /// an MLP width not a multiple of 4): the single source has the pad's
@@ -69,11 +69,17 @@ impl WeightSpec {
             return (self.sources.len() == 1).then(|| pad.stored.clone());
         }
         if let Some(r) = self.resample {
-            let [1, _, width] = self.shape[..] else {
+            let rows = r
+                .from_side
+                .checked_mul(r.from_side)?
+                .checked_add(r.class_rows)?;
+            let mut shape = self.shape.clone();
+            let n = shape.len();
+            if n < 2 || shape[..n - 2].iter().any(|&d| d != 1) {
                 return None;
-            };
-            let rows = r.from_side.checked_mul(r.from_side)?.checked_add(1)?;
-            return (self.sources.len() == 1).then(|| vec![1, rows, width]);
+            }
+            shape[n - 2] = rows;
+            return (self.sources.len() == 1).then_some(shape);
         }
         self.split_shape()
     }
@@ -86,7 +92,9 @@ impl WeightSpec {
             return pad.widen(&data, &self.shape);
         }
         match (self.resample, self.shape.last()) {
-            (Some(r), Some(&width)) => interpolate_positions(&data, width, r.from_side, r.to_side),
+            (Some(r), Some(&width)) => {
+                interpolate_positions(&data, width, r.class_rows, (r.from_side, r.to_side))
+            }
             _ => data,
         }
     }
