@@ -24,7 +24,10 @@ impl PixelValues {
     /// Load and preprocess an image for a model with `image_size` square
     /// inputs and 3 channels (batch 1) with SigLIP's default processor.
     pub fn from_image(path: &Path, image_size: usize) -> anyhow::Result<PixelValues> {
-        let data = preprocess::preprocess_image(path, image_size)?;
+        let img = preprocess::decode_image(path)?;
+        let siglip =
+            processor::ImageProcessor::class_default(processor::ProcessorClass::Siglip, image_size);
+        let (_, _, data) = siglip.apply(&img);
         Ok(PixelValues {
             shape: [1, 3, image_size, image_size],
             data,

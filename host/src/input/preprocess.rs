@@ -114,14 +114,3 @@ fn over_white(rgb: [u8; 3], alpha: u8) -> [u8; 3] {
         ((((x >> 8) + x) >> 8) >> FRACTION_BITS) as u8
     })
 }
-
-/// The SigLIP default preprocessing of an image file to `[1, 3, size,
-/// size]` (`SiglipImageProcessor` at `size`: bicubic resize, mean = std =
-/// 0.5).
-pub fn preprocess_image(path: &Path, size: usize) -> anyhow::Result<Vec<f32>> {
-    use super::processor::{ImageProcessor, ProcessorClass};
-    let img = decode_image(path)?;
-    Ok(ImageProcessor::class_default(ProcessorClass::Siglip, size)
-        .apply(&img)
-        .2)
-}
