@@ -12,7 +12,6 @@
 //! whenever their exponents span less than 2^53, i.e. in every tower we
 //! run), so the order the crate adds them in cannot change a bit.
 
-use half::f16;
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
@@ -23,13 +22,46 @@ use super::products::{f64_product, Mat};
 /// Nearest FP16 value of `x` (ties to even, overflow to ±∞, subnormals
 /// kept), as an f32 (contract §1).
 pub fn round_f16(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
+    round_f16_exact(f64::from(x))
+}
+
+/// Nearest FP16 value of an f64, in **one** rounding (contract §1). Not
+/// `half::f16::from_f64`: on x86 with F16C it goes through f32 first, and
+/// that double rounding moves values that sit just off an FP16 midpoint.
+fn round_f16_exact(x: f64) -> f32 {
+    if x.is_nan() {
+        return f32::NAN;
+    }
+    let r = round_to_grid(x, 10, -14);
+    if r.abs() > 65504.0 {
+        return if r > 0.0 { f32::INFINITY } else { f32::NEG_INFINITY };
+    }
+    r as f32
+}
+
+/// `x` to the nearest multiple of its binade's quantum, ties to even, for a
+/// format with `mantissa` fraction bits whose normal binades start at
+/// 2^`min_exp` (below it the subnormal quantum 2^(min_exp − mantissa)).
+/// Exact: every step is a power-of-two scaling or an integer rounding of
+/// an f64, and the exponent is read from the bits, not from `log2`.
+fn round_to_grid(x: f64, mantissa: i32, min_exp: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let biased = ((x.to_bits() >> 52) & 0x7ff) as i32;
+    // f64 subnormals are far below every grid here: they round to zero.
+    if biased == 0 {
+        return 0.0 * x.signum();
+    }
+    let exp = (biased - 1023).max(min_exp);
+    let quantum = 2f64.powi(exp - mantissa);
+    (x / quantum).round_ties_even() * quantum
 }
 
 /// Nearest value of the partials type, from an exact f64 (one rounding).
 fn round_partial(half: bool, x: f64) -> f32 {
     if half {
-        f16::from_f64(x).to_f32()
+        round_f16_exact(x)
     } else {
         x as f32
     }
@@ -53,17 +85,9 @@ pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
     }
     let (max, min_exp, mantissa) = fp8_limits(format);
     let unit = 2f64.powi(i32::from(scale));
-    let y = f64::from(x) / unit;
-    if y == 0.0 {
-        return 0.0;
-    }
-    let exp = (y.abs().log2().floor() as i32).max(min_exp);
-    // `log2` may be one off at a binade's edge; the grid is the same either
-    // side except at the bottom, which the `max` above fixes.
-    let quantum = 2f64.powi(exp - mantissa);
-    let rounded = (y / quantum).round_ties_even() * quantum;
-    let saturated = rounded.clamp(-max, max);
-    let value = (saturated * unit) as f32;
+    let rounded = round_to_grid(f64::from(x) / unit, mantissa, min_exp);
+    let value = (rounded.clamp(-max, max) * unit) as f32;
+    // One zero: a negative value that rounds to zero is +0.
     if value == 0.0 {
         0.0
     } else {
@@ -382,6 +406,18 @@ mod tests {
         assert_eq!(round_fp8(F8Format::F152, 0, 60000.0), 57344.0);
         assert!(round_fp8(F8Format::F152, 0, f32::INFINITY).is_nan());
         assert_eq!(round_fp8(F8Format::F143, 0, -1e-9).to_bits(), 0, "one zero");
+    }
+
+    #[test]
+    fn fp16_partials_round_once_from_f64() {
+        // Just above the midpoint of 1 and 1 + 2^-10: one rounding goes up;
+        // through f32 the 2^-40 is lost, the tie goes to even (down).
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(round_partial(true, x), 1.0 + 2f32.powi(-10));
+        assert_eq!(round_partial(true, 65519.99), 65504.0);
+        assert_eq!(round_partial(true, 65520.0), f32::INFINITY);
+        assert_eq!(round_partial(true, 3.0 * 2f64.powi(-26)), 2f32.powi(-24), "subnormal, above the tie");
+        assert_eq!(round_partial(true, 2f64.powi(-25)), 0.0, "the tie below the least subnormal goes to zero");
     }
 
     #[test]
