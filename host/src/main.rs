@@ -66,6 +66,7 @@ enum Command {
 /// `exec` and `compile` end with one `result:` line on stdout either way.
 fn main() -> std::process::ExitCode {
     quiet_broken_pipe();
+    no_transparent_huge_pages();
     ipuc::fsio::cleanup::install();
     let cli = Cli::parse();
     let verbosity = ipuc::output::verbosity_of(cli.quiet, cli.verbose);
@@ -129,6 +130,24 @@ fn dispatch(cli: Cli) -> anyhow::Result<()> {
             clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
             Ok(())
         }
+    }
+}
+
+/// Transparent huge pages off for this process (#42). With the system
+/// setting `always`, the first touch of any 2 MiB-aligned stretch of a
+/// fresh allocation — each simulated tile's memory, the compiler's
+/// per-tile arrays — makes the kernel zero all 2 MiB of it, touched or
+/// not: measured on a 2-layer So400m `exec`, system time 4.2 s → 0.6 s and
+/// peak RSS 1.47 → 0.88 GB with them off, user time unchanged. (mimalloc's
+/// `no_thp` feature only stops it asking for huge pages; its `allow_thp=0`
+/// option does this same `prctl`, but only from the environment.) Nothing
+/// computed depends on it.
+fn no_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE takes plain integers and only sets a flag
+    // of this process's memory map.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 

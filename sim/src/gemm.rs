@@ -372,6 +372,8 @@ pub(crate) fn round_f64_to_f16_lane(x: f64) -> f64 {
 
 mod amp_kernel;
 
+pub use amp_kernel::release_buffers;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -761,6 +763,39 @@ mod tests {
             exact > 500 && in_order > 300 && crate_only > 100,
             "{exact} exact, {in_order} in order, {crate_only} crate only"
         );
+    }
+
+    /// Products deep enough that the kernel splits `b` into several column
+    /// bands and the parallel path into several multi-band row tasks
+    /// (`amp_kernel`'s cache blocking) against the pre-#42 product.
+    #[test]
+    fn banded_products_equal_the_pre_42_product() {
+        let mut rng = Rng(0x5851_F42D_4C95_7F2D);
+        for (case, (m, n, k, kind, mode)) in [
+            (71, 100, 2100, Values::F143(-4), AmpMode::F8F16Partials),
+            (130, 41, 4500, Values::F143(0), AmpMode::F8F16Partials),
+            (37, 72, 2050, Values::F16Narrow, AmpMode::F16F16Partials),
+            (66, 90, 3001, Values::F16Narrow, AmpMode::F16F32Partials),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let a: Vec<f32> = (0..m * k).map(|_| value(&mut rng, kind)).collect();
+            let b: Vec<f32> = (0..k * n).map(|_| value(&mut rng, kind)).collect();
+            let (av, bv) = (MatRef::row_major(&a, 0, k), MatRef::transposed(&b, 0, k));
+            for threads in [Threads::One, Threads::All] {
+                let mut want = vec![0f32; m * n];
+                amp_product_before_42(mode, (m, n, k), av, bv, &mut want, threads);
+                let mut got = vec![0f32; m * n];
+                amp_product(mode, (m, n, k), av, bv, &mut got, threads);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        same_f32(*g, *w),
+                        "case {case} {threads:?} element {i}: {g:e} vs {w:e}"
+                    );
+                }
+            }
+        }
     }
 
     /// Throughput of the So400m tile product (91×48×576, F143 × F143,

@@ -34,6 +34,11 @@ use super::{MatRef, Partials, Threads};
 const NR: usize = 8;
 /// Output rows per register block.
 const MR: usize = 4;
+/// Output rows per cache band ([`avx2::run`]): a multiple of [`MR`].
+const BAND: usize = 16;
+/// Bytes of `packed.b` a column band may take ([`avx2::run`]): well
+/// inside a core's L2, beside the band's A panels.
+const B_BAND_BYTES: usize = 512 * 1024;
 
 /// Whether this kernel may run here: it needs AVX2 and FMA, and the order
 /// it mirrors is that of the `gemm` crate's FMA kernels, which the crate
@@ -230,6 +235,13 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
+/// Frees this thread's kept buffers (a large product's packed operands
+/// stay for the next call; a caller done with large products, such as a
+/// reference forward pass, hands them back).
+pub fn release_buffers() {
+    SCRATCH.with_borrow_mut(|slot| *slot = Scratch::default());
+}
+
 fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed: &mut Packed) {
     let np = n.next_multiple_of(NR);
     packed.np = np;
@@ -304,7 +316,11 @@ pub fn amp_product(
             partials,
             first,
         };
-        let rows_per_task = MR * 4;
+        // A few tasks per thread, each whole bands of rows, so a task
+        // reuses every column band of `packed.b` over many rows
+        // ([`avx2::run`]) instead of streaming all of it per 16 rows.
+        let tasks = rayon::current_num_threads().max(1) * 4;
+        let rows_per_task = m.div_ceil(tasks).next_multiple_of(BAND).max(BAND);
         match threads {
             Threads::One => run(&shape, packed, 0, work),
             Threads::All => work
@@ -320,12 +336,14 @@ pub fn amp_product(
             }
         }
     };
-    match threads {
-        Threads::One => SCRATCH.with_borrow_mut(body),
-        // A thread waiting in the parallel loop may run another product
-        // (rayon steals work), which must not find the buffers borrowed.
-        Threads::All => body(&mut Scratch::default()),
-    }
+    // The buffers are taken out of the thread's slot for the call and put
+    // back after it: a thread waiting in the parallel loop may run another
+    // product (rayon steals work), which then finds the slot empty (and
+    // allocates its own) rather than borrowed. Reusing them spares the
+    // kernel zeroing fresh pages for every large product.
+    let mut scratch = SCRATCH.with_borrow_mut(std::mem::take);
+    body(&mut scratch);
+    SCRATCH.with_borrow_mut(|slot| *slot = scratch);
 }
 
 /// Which micro-groups the crate sums from their first product ([`Order`]):
@@ -378,25 +396,38 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use super::{from_product, negative_zero_sums, Packed, Shape, MR, NR};
+    use super::{from_product, negative_zero_sums, Packed, Shape, BAND, B_BAND_BYTES, MR, NR};
     use crate::gemm::Partials;
 
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn run(shape: &Shape, packed: &Packed, row0: usize, work: &mut [f64]) {
         let np = shape.np;
         let rows = work.len() / np;
-        let mut r = 0;
-        while r + MR <= rows {
-            for j0 in (0..np).step_by(NR) {
-                block::<MR>(shape, packed, row0 + r, j0, &mut work[r * np..]);
+        // Column bands of `packed.b` that stay in L2 while every row of
+        // this task passes over them, and inside each, bands of BAND rows:
+        // each NR-column strip (K·NR f64s) is read once per row band while
+        // it is still in L1, instead of once per MR rows. Each output
+        // block is computed alone over all of K, so the order of blocks
+        // changes no bits.
+        let strips = (B_BAND_BYTES / (shape.k.max(1) * NR * 8)).max(1);
+        for jb in (0..np).step_by(strips * NR) {
+            let jend = (jb + strips * NR).min(np);
+            let mut r = 0;
+            while r + MR <= rows {
+                let band = (rows - r).min(BAND) / MR * MR;
+                for j0 in (jb..jend).step_by(NR) {
+                    for rb in (r..r + band).step_by(MR) {
+                        block::<MR>(shape, packed, row0 + rb, j0, &mut work[rb * np..]);
+                    }
+                }
+                r += band;
             }
-            r += MR;
-        }
-        while r < rows {
-            for j0 in (0..np).step_by(NR) {
-                block::<1>(shape, packed, row0 + r, j0, &mut work[r * np..]);
+            while r < rows {
+                for j0 in (jb..jend).step_by(NR) {
+                    block::<1>(shape, packed, row0 + r, j0, &mut work[r * np..]);
+                }
+                r += 1;
             }
-            r += 1;
         }
     }
 
