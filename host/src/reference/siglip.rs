@@ -55,11 +55,7 @@ pub fn run_siglip(
     let input = Tensor::new(pixels.shape.to_vec(), pixels.data.clone());
     let cpu_start = process_cpu_seconds();
     let start = Instant::now();
-    let out = reference.run(&[(PIXEL_VALUES, input)]);
-    // The AMP kernel keeps its last product's buffers (tens of MB for an
-    // MLP product) for the next call; none follows here.
-    crate::gemm::release_buffers();
-    let mut out = out?;
+    let mut out = reference.run(&[(PIXEL_VALUES, input)])?;
     let seconds = start.elapsed().as_secs_f64();
     let cpu_seconds = match (cpu_start, process_cpu_seconds()) {
         (Some(a), Some(b)) => Some(b - a),
