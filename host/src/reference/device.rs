@@ -34,7 +34,11 @@ fn round_f16_exact(x: f64) -> f32 {
     }
     let r = round_to_grid(x, 10, -14);
     if r.abs() > 65504.0 {
-        return if r > 0.0 { f32::INFINITY } else { f32::NEG_INFINITY };
+        return if r > 0.0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
     }
     r as f32
 }
@@ -416,8 +420,16 @@ mod tests {
         assert_eq!(round_partial(true, x), 1.0 + 2f32.powi(-10));
         assert_eq!(round_partial(true, 65519.99), 65504.0);
         assert_eq!(round_partial(true, 65520.0), f32::INFINITY);
-        assert_eq!(round_partial(true, 3.0 * 2f64.powi(-26)), 2f32.powi(-24), "subnormal, above the tie");
-        assert_eq!(round_partial(true, 2f64.powi(-25)), 0.0, "the tie below the least subnormal goes to zero");
+        assert_eq!(
+            round_partial(true, 3.0 * 2f64.powi(-26)),
+            2f32.powi(-24),
+            "subnormal, above the tie"
+        );
+        assert_eq!(
+            round_partial(true, 2f64.powi(-25)),
+            0.0,
+            "the tie below the least subnormal goes to zero"
+        );
     }
 
     #[test]
