@@ -372,8 +372,6 @@ pub(crate) fn round_f64_to_f16_lane(x: f64) -> f64 {
 
 mod amp_kernel;
 
-pub use amp_kernel::release_buffers;
-
 #[cfg(test)]
 mod tests {
     use super::*;

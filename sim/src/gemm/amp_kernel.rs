@@ -235,13 +235,6 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
-/// Frees this thread's kept buffers (a large product's packed operands
-/// stay for the next call; a caller done with large products, such as a
-/// reference forward pass, hands them back).
-pub fn release_buffers() {
-    SCRATCH.with_borrow_mut(|slot| *slot = Scratch::default());
-}
-
 fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed: &mut Packed) {
     let np = n.next_multiple_of(NR);
     packed.np = np;
