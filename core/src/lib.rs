@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use ipuc_core::ir::{DType, GraphBuilder, TensorType};
-//! use ipuc_core::package;
+//! use ipuc_target::package;
 //! use ipuc_core::pipeline::{compile, CompileOptions};
 //!
 //! // y = gelu(x · wᵀ)
@@ -73,9 +73,8 @@ pub mod place;
 pub mod plan;
 pub mod rows;
 
-/// What the compiler shares with the device, from `ipuc-target` (the
-/// simulator depends on that crate alone), under the paths they always had.
-pub use ipuc_target::{ipu21, kernel, lookup, numeric, package, runtime};
+pub mod asm;
+pub mod runtime;
 
 /// Every error type of the public API is a `core::error::Error`, so an
 /// embedding toolchain (or the std host's `anyhow`) keeps the typed error
@@ -94,16 +93,16 @@ mod error_types {
         is_error::<crate::exchange::RowDecodeError>();
         is_error::<crate::exchange::ReceiveError>();
         is_error::<crate::exchange::CheckError>();
-        is_error::<crate::ipu21::asm::AsmError>();
-        is_error::<crate::ipu21::isa::IsaError>();
-        is_error::<crate::ipu21::topology::TileOutOfRange>();
+        is_error::<crate::asm::AsmError>();
+        is_error::<ipuc_target::ipu21::isa::IsaError>();
+        is_error::<ipuc_target::ipu21::topology::TileOutOfRange>();
         is_error::<crate::ir::IrError>();
-        is_error::<crate::kernel::AbiError>();
+        is_error::<ipuc_target::kernel::AbiError>();
         is_error::<crate::lower::LowerError>();
         is_error::<crate::lower::check::ScheduleError>();
         is_error::<crate::lower::oracle::ExecError>();
-        is_error::<crate::numeric::ScaleOutOfRange>();
-        is_error::<crate::package::PackageError>();
+        is_error::<ipuc_target::numeric::ScaleOutOfRange>();
+        is_error::<ipuc_target::package::PackageError>();
         is_error::<crate::patch::PatchError>();
         is_error::<crate::pipeline::BindingError>();
         is_error::<crate::pipeline::CompileError>();

@@ -1,7 +1,7 @@
 //! Assembler error messages (each checked exactly) and linker relocations.
 
-use ipuc_core::ipu21::asm::*;
-use ipuc_core::ipu21::isa::NOP_WORD;
+use ipuc_core::asm::*;
+use ipuc_target::ipu21::isa::NOP_WORD;
 
 fn err(src: &str) -> String {
     match assemble_and_link("t.S", src, APPLICATION_LOAD_BASE) {

@@ -125,7 +125,7 @@ fn run(header: &Header, graph: &Graph) -> String {
             let result = compile_with(
                 graph,
                 &options,
-                &ipuc_core::package::NativeKernelAbi,
+                &ipuc_target::package::NativeKernelAbi,
                 &hooks,
             );
             for line in hooks.0.lock().unwrap().iter() {

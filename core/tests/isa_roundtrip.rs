@@ -1,8 +1,8 @@
 //! Property tests: `decode(encode(i)) == i` for random valid operands of every
 //! form; the decoder is exact on arbitrary words; disassembly reassembles.
 
-use ipuc_core::ipu21::asm::assemble_words;
-use ipuc_core::ipu21::isa::*;
+use ipuc_core::asm::assemble_words;
+use ipuc_target::ipu21::isa::*;
 use proptest::prelude::*;
 
 fn mreg() -> impl Strategy<Value = MReg> {

@@ -3,8 +3,8 @@
 //! gives an instruction that re-encodes to `word` and disassembles with the
 //! vector's mnemonic, and the vector's assembly text assembles back to `word`.
 
-use ipuc_core::ipu21::asm::assemble_words;
-use ipuc_core::ipu21::isa::{decode, encode, Instruction, IsaError};
+use ipuc_core::asm::assemble_words;
+use ipuc_target::ipu21::isa::{decode, encode, Instruction, IsaError};
 
 const FIXTURE: &str = include_str!("fixtures/isa-vectors.tsv");
 

@@ -2,7 +2,7 @@
 //! rounding checked against a brute-force nearest-value search, and the
 //! boundary values named in docs/facts/siglip-and-fp8.md §3.
 
-use ipuc_core::numeric::{f16_bits_to_f32, F8Format, Fp8, Overflow, FP8_NAN};
+use ipuc_target::numeric::{f16_bits_to_f32, F8Format, Fp8, Overflow, FP8_NAN};
 
 const FORMATS: [F8Format; 2] = [F8Format::F143, F8Format::F152];
 const SCALES: [i8; 7] = [-32, -14, -4, -1, 0, 5, 31];
@@ -300,7 +300,7 @@ fn f16_paths_are_exact_in_the_documented_scale_ranges() {
 
 #[test]
 fn f16_rounding_is_nearest_even() {
-    use ipuc_core::numeric::{f32_to_f16_bits, round_to_f16};
+    use ipuc_target::numeric::{f32_to_f16_bits, round_to_f16};
     assert_eq!(round_to_f16(1.0 + 2f32.powi(-11)), 1.0); // tie → even
     assert_eq!(
         round_to_f16(1.0 + 3.0 * 2f32.powi(-11)),

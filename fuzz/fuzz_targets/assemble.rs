@@ -1,7 +1,7 @@
 //! Assembler + linker on arbitrary UTF-8: never panics; errors format.
 #![no_main]
 
-use ipuc_core::ipu21::asm::assemble_and_link;
+use ipuc_core::asm::assemble_and_link;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

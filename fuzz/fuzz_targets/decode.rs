@@ -2,7 +2,7 @@
 //! decodes re-encodes to exactly the same words.
 #![no_main]
 
-use ipuc_core::ipu21::isa::{decode, encode};
+use ipuc_target::ipu21::isa::{decode, encode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

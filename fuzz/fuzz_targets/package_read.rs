@@ -5,7 +5,7 @@
 //! bytes (one encoding per package).
 #![no_main]
 
-use ipuc_core::package;
+use ipuc_target::package;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -8,7 +8,7 @@
 use ipuc_core::exchange::{
     check_phase, schedule_unchecked, Destination, ExchangePhase, ScheduleOptions, Transfer, Width,
 };
-use ipuc_core::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::topology::PhysicalTile;
 use libfuzzer_sys::fuzz_target;
 
 mod bytes;

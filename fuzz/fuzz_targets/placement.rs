@@ -11,8 +11,8 @@ use ipuc_core::place::{
     blocked_span, place_tile, share_element, support_reserved, BufferId, BufferRequest,
     ElementConflict, PlaceError, PlacementRequest, RegionClass, ReservedKind, ReservedRange,
 };
-use ipuc_core::ipu21::topology::LogicalTile;
-use ipuc_core::ipu21::sram::{
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::sram::{
     EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, TILE_MEMORY_BUDGET,
 };
 use libfuzzer_sys::fuzz_target;

@@ -5,7 +5,7 @@
 
 use ipuc_core::exchange::{decode_row, replay, RowBases, TileRowView};
 use ipuc_core::patch::{address_fields, row_shape};
-use ipuc_core::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::topology::PhysicalTile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use ipuc_core::ipu21::asm::{AsmError, AsmErrorKind};
+use ipuc_core::asm::{AsmError, AsmErrorKind};
 use ipuc_core::pipeline::{CompileError, LinkError};
 
 use crate::compile::PlanOverBudget;
@@ -103,7 +103,7 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 _ => INTERNAL,
             };
         }
-        if cause.is::<std::io::Error>() || cause.is::<ipuc_core::package::PackageError>() {
+        if cause.is::<std::io::Error>() || cause.is::<ipuc_target::package::PackageError>() {
             return BAD_INPUT;
         }
     }

@@ -26,9 +26,3 @@ pub const VERSION_LONG: &str = concat!(
     env!("IPUC_PROFILE"),
     " build)"
 );
-
-/// The simulator crate under its old names: tiles and fabric (`sim`), the
-/// native kernels (`codelets`) and the matrix products the reference shares
-/// with them (`gemm`).
-pub use ipuc_sim as sim;
-pub use ipuc_sim::{codelets, gemm};

@@ -6,9 +6,9 @@
 //! device (`sim`), since it reads the compiler's exchange requests.
 
 use ipuc_core::exchange::{ExchangePhase, ExchangeRow};
-use ipuc_core::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
-use crate::sim::fabric::{RowLocation, SparseTileMemory};
+use ipuc_sim::fabric::{RowLocation, SparseTileMemory};
 
 /// Where benchmarks and tests place each tile's row (region 0, its own element).
 pub const DEFAULT_ROW_ADDRESS: u32 = 0x5_0000;
@@ -75,7 +75,7 @@ pub fn build_image(
         calls.push(RowLocation {
             tile: r.tile,
             address: row_address,
-            bases: ipuc_core::ipu21::exchange_model::RowBases::ZERO,
+            bases: ipuc_target::ipu21::exchange_model::RowBases::ZERO,
         });
     }
     Ok((mem, calls))
@@ -99,7 +99,7 @@ pub fn verify_image(
         for d in &t.destinations {
             for (k, chunk) in src.chunks(4).enumerate() {
                 let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                use crate::sim::fabric::PhaseMemory;
+                use ipuc_sim::fabric::PhaseMemory;
                 if !expected.write_u32(d.tile, d.address + 4 * k as u32, w) {
                     return Err("destination span not mapped".into());
                 }

@@ -104,7 +104,7 @@ fn exec_needs_only_the_package_and_rejects_a_contradicting_flag() {
     // The digest exec prints is the package digest compile printed.
     let bytes = std::fs::read(&package).unwrap();
     assert!(
-        stdout.contains(&ipuc_core::package::digest_hex(&bytes)),
+        stdout.contains(&ipuc_target::package::digest_hex(&bytes)),
         "{stdout}"
     );
     // Default lines stay short.
@@ -387,7 +387,7 @@ fn quiet_prints_only_the_result_and_summary_json_dash_is_stdout() {
     assert_eq!(summary["flags"]["vit_layers"], 2);
     assert_eq!(
         summary["package_sha256"],
-        ipuc_core::package::digest_hex(&std::fs::read(&package).unwrap())
+        ipuc_target::package::digest_hex(&std::fs::read(&package).unwrap())
     );
     // The report went to stderr instead.
     assert!(

@@ -343,7 +343,7 @@ fn bad_assembly_is_an_error_at_file_line_col() {
 
 #[test]
 fn tampered_packages_are_rejected() {
-    use ipuc_core::package::{self, Package};
+    use ipuc_target::package::{self, Package};
     let dir = scratch("package");
     let bytes = package::write(&Package::new("malformed-suite")).unwrap();
     let digest = package::digest_hex(&bytes);
@@ -568,7 +568,7 @@ fn special_files_and_oversized_inputs_are_refused_at_once() {
         &["model.safetensors", "after the last tensor's data"],
     );
     let pkg = sparse.join("big.ipuc");
-    std::fs::write(&pkg, ipuc_core::package::MAGIC).unwrap();
+    std::fs::write(&pkg, ipuc_target::package::MAGIC).unwrap();
     std::fs::OpenOptions::new()
         .write(true)
         .open(&pkg)

@@ -389,7 +389,7 @@ fn a_signal_among_a_runs_outputs_leaves_one_whole_set() {
     );
     let now = contents(&files);
     assert!(now.iter().all(|b| b != b"old"), "a mixed set");
-    ipuc_core::package::read(&now[1]).unwrap();
+    ipuc_target::package::read(&now[1]).unwrap();
     assert!(temporaries(&dir).is_empty(), "{:?}", temporaries(&dir));
 }
 

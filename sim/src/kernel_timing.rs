@@ -51,9 +51,8 @@ use ipuc_target::ipu21::rates::{self, RateEnd};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
-use ipuc_target::package::abi::{
-    attention_mode, partials_type, AmpProduct, DType, Kernel, KernelArgs,
-};
+use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
+use ipuc_target::numeric::DType;
 
 use super::cycle::ISSUE_INTERVAL;
 

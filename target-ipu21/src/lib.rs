@@ -1,11 +1,11 @@
 //! ipuc-target: what the compiler and the device share, and nothing else.
 //!
-//! The IPU21 target facts, ISA, assembler and linker (`ipu21`), the static
-//! runtime (`runtime`), IPU numerics and element types (`numeric`), the
-//! kernel ABI (`kernel`) and the package format (`package`), plus the
-//! fixed-seed lookup map (`lookup`). The compiler (`ipuc-core`) re-exports
-//! every module under the same path; the simulator (`ipuc-sim`) depends on
-//! this crate alone, so Cargo keeps the planner, lowering, scheduling and
+//! The IPU21 target facts and ISA encode/decode (`ipu21`), IPU numerics and
+//! element types (`numeric`), the kernel ABI (`kernel`) and the package
+//! format (`package`), plus the fixed-seed lookup map (`lookup`). The
+//! assembler and the static runtime's linking are the compiler's
+//! (`ipuc_core::asm`, `ipuc_core::runtime`); the simulator (`ipuc-sim`)
+//! depends on this crate alone, so Cargo keeps the planner, lowering, scheduling and
 //! the reference out of the device. `no_std` + `alloc`; bad input is a typed
 //! error, never a panic.
 #![no_std]
@@ -37,4 +37,3 @@ pub mod kernel;
 pub mod lookup;
 pub mod numeric;
 pub mod package;
-pub mod runtime;

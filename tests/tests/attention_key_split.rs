@@ -14,10 +14,11 @@ use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, We
 use ipuc_core::ir::{OpId, OpKind};
 use ipuc_core::lower::lower;
 use ipuc_core::lower::oracle::Executor;
-use ipuc_core::lower::schedule::{Kernel, Step};
-use ipuc_core::package::KSplit;
+use ipuc_core::lower::schedule::Step;
 use ipuc_core::plan::opplan::PlanFamily;
 use ipuc_core::plan::{plan_graph, PlanConfig};
+use ipuc_target::kernel::Kernel;
+use ipuc_target::package::KSplit;
 use ipuc_tests::{device_inputs, small_pixels};
 
 fn model(layers: usize) -> ipuc::model::SiglipModel {

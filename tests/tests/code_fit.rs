@@ -14,8 +14,8 @@
 
 use ipuc::device::simulated::kernel_abi;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
-use ipuc_core::package::SegmentRole;
 use ipuc_core::pipeline::{compile_with, CompileOptions, Sequential};
+use ipuc_target::package::SegmentRole;
 
 #[test]
 fn a_small_plan_links_every_image_below_its_data() {

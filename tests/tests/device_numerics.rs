@@ -5,13 +5,13 @@
 //! for bit, so a disagreement names the part (the end-to-end runs compare
 //! only whole models).
 
-use ipuc::codelets::math as sim_math;
-use ipuc::gemm::{amp_product, MatRef, Threads};
 use ipuc::reference::device::{self, Accumulation};
 use ipuc::reference::products::Mat;
-use ipuc_core::ipu21::timing::AmpMode;
 use ipuc_core::ir::DType;
-use ipuc_core::numeric::{round_to_f16, F8Format, Fp8, Overflow};
+use ipuc_sim::codelets::math as sim_math;
+use ipuc_sim::gemm::{amp_product, MatRef, Threads};
+use ipuc_target::ipu21::timing::AmpMode;
+use ipuc_target::numeric::{round_to_f16, F8Format, Fp8, Overflow};
 use proptest::prelude::*;
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -124,7 +124,7 @@ proptest! {
                 let s = sim_math::attention_scores(mode, (sq, keys.len(), d), &q, kb, scale);
                 partials.extend(sim_math::attention_partial(mode, dtype, (sq, keys.len(), d), s, vb));
             }
-            ipuc_core::kernel::combine_attention_partials(&partials, sq, d, parts)
+            ipuc_target::kernel::combine_attention_partials(&partials, sq, d, parts)
         };
         prop_assert_eq!(bits(&ours), bits(&sim));
     }

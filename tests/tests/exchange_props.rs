@@ -7,18 +7,18 @@
 //! `IPUC_PROPTEST_WORDS=N`).
 
 use ipuc::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
-use ipuc::sim::fabric::execute_phase;
-use ipuc::sim::fabric::RowLocation;
 use ipuc_core::exchange::{
     check_phase, check_phase_with_bases, decode_row, random_phase, schedule_phase,
     schedule_phase_sweeping, ControlKind, ExchangePhase, ExchangeRow, RandomPhaseSpec, RowBases,
     ScheduleOptions, SourceSweep,
 };
-use ipuc_core::ipu21::isa::Instruction;
-use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::patch::relocate::rebase_row;
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
+use ipuc_sim::fabric::execute_phase;
+use ipuc_sim::fabric::RowLocation;
+use ipuc_target::ipu21::isa::Instruction;
+use ipuc_target::ipu21::topology::PhysicalTile;
 use proptest::prelude::*;
 
 fn env(name: &str, default: u64) -> u64 {

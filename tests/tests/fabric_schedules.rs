@@ -6,15 +6,15 @@ use ipuc_core::exchange::{
     check_phase, decode_row, random_phase, replay, schedule_phase, Destination, ExchangePhase,
     RandomPhaseSpec, ReceiveError, ScheduleOptions, TileRowView, Transfer, Width,
 };
-use ipuc_core::ipu21::exchange_model::{RowBases, XPIC_NEUTRAL};
-use ipuc_core::ipu21::isa::Csr;
-use ipuc_core::ipu21::isa::{encode, m, Instruction, MReg, SyncZone};
-use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
-use ipuc_core::ipu21::topology::{LogicalTile, PhysicalTile};
+use ipuc_target::ipu21::exchange_model::{RowBases, XPIC_NEUTRAL};
+use ipuc_target::ipu21::isa::Csr;
+use ipuc_target::ipu21::isa::{encode, m, Instruction, MReg, SyncZone};
+use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
+use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
 
-use ipuc::sim::fabric::*;
-use ipuc::sim::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
-use ipuc::sim::{Device, DeviceError, FaultKind, Tile};
+use ipuc_sim::fabric::*;
+use ipuc_sim::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
+use ipuc_sim::{Device, DeviceError, FaultKind, Tile};
 
 const ROW: u32 = 0x5_0000;
 
@@ -188,8 +188,8 @@ fn patched_row_words_in_sram_take_effect() {
     moved.transfers[0].source_address += 0x1000;
     let decoded = decode_row(&rows[0].1).unwrap();
     for ti in &decoded.instructions {
-        if let ipuc_core::ipu21::isa::Instruction::Send { n, addr, sctl } = ti.instruction {
-            let w = encode(&ipuc_core::ipu21::isa::Instruction::Send {
+        if let ipuc_target::ipu21::isa::Instruction::Send { n, addr, sctl } = ti.instruction {
+            let w = encode(&ipuc_target::ipu21::isa::Instruction::Send {
                 n,
                 addr: addr + 0x400,
                 sctl,
@@ -367,7 +367,7 @@ fn selecting_a_silent_source_is_a_receive_error() {
 }
 
 /// The exchange fault detail of a run that must fail on `tile`.
-fn exchange_fault(dev: &mut Device, tile: PhysicalTile) -> (ipuc::sim::ExchangeError, String) {
+fn exchange_fault(dev: &mut Device, tile: PhysicalTile) -> (ipuc_sim::ExchangeError, String) {
     match dev.run(10_000_000) {
         Err(DeviceError::Fault(f)) => {
             assert_eq!(f.tile, tile, "{f:?}");
@@ -400,7 +400,7 @@ fn a_row_outside_executable_memory_is_an_error() {
         }
     });
     let (class, detail) = exchange_fault(&mut dev, bad);
-    assert_eq!(class, ipuc::sim::ExchangeError::ClashIfetch);
+    assert_eq!(class, ipuc_sim::ExchangeError::ClashIfetch);
     assert!(
         detail.contains("exchange phase 0")
             && detail.contains("row 0xa0000..")
@@ -418,7 +418,7 @@ fn a_send_source_in_the_rows_element_is_an_error() {
     let s = schedule_phase(&phase, ScheduleOptions::default()).unwrap();
     let mut dev = device(&phase, &rows_of(&s));
     let (class, detail) = exchange_fault(&mut dev, phys(2));
-    assert_eq!(class, ipuc::sim::ExchangeError::ClashIfetch);
+    assert_eq!(class, ipuc_sim::ExchangeError::ClashIfetch);
     assert!(
         detail.contains("send source 0x51000")
             && detail.contains("executing row 0x50000..")
@@ -452,7 +452,7 @@ fn the_fetch_look_ahead_past_the_row_counts() {
 /// Re-points every PIC pointer control of `row` by `delta_words`.
 fn move_receives(row: &mut [u32], delta_words: i64) {
     let shift = |v: u32| u32::try_from(i64::from(v) + delta_words).unwrap();
-    use ipuc_core::ipu21::isa::PicField;
+    use ipuc_target::ipu21::isa::PicField;
     let decoded = decode_row(row).unwrap();
     for ti in &decoded.instructions {
         let moved = match ti.instruction {
@@ -467,11 +467,11 @@ fn move_receives(row: &mut [u32], delta_words: i64) {
             },
             Instruction::SendPic {
                 n,
-                sel: ipuc_core::ipu21::isa::PicTarget::PicPointer,
+                sel: ipuc_target::ipu21::isa::PicTarget::PicPointer,
                 value,
             } => Instruction::SendPic {
                 n,
-                sel: ipuc_core::ipu21::isa::PicTarget::PicPointer,
+                sel: ipuc_target::ipu21::isa::PicTarget::PicPointer,
                 value: shift(value),
             },
             Instruction::SendPicP {
@@ -523,7 +523,7 @@ fn a_send_and_a_receive_in_one_element_at_once_is_an_element_conflict() {
     move_receives(&mut rows[0].1, (0x6_2000 - 0x9_0000) / 4);
     let mut dev = device(&phase, &rows);
     let (class, detail) = exchange_fault(&mut dev, phys(0));
-    assert_eq!(class, ipuc::sim::ExchangeError::ClashInstr);
+    assert_eq!(class, ipuc_sim::ExchangeError::ClashInstr);
     assert!(
         detail.contains("send source 0x60000")
             && detail.contains("receive destination 0x62000")
@@ -561,7 +561,7 @@ fn the_witness_and_the_compile_time_replay_agree_move_for_move() {
         paired += s.pairing.paired;
         let rows: Vec<_> = s.active_rows().cloned().collect();
         let (memory, calls) = ipuc::phase_image::build_image(&phase, &rows, ROW, k as u32).unwrap();
-        let run = ipuc::sim::witness::witness_phase(&calls, &memory).unwrap();
+        let run = ipuc_sim::witness::witness_phase(&calls, &memory).unwrap();
         let decoded: Vec<_> = rows.iter().map(|r| decode_row(&r.words).unwrap()).collect();
         let views: Vec<TileRowView<'_>> = rows
             .iter()
@@ -657,8 +657,8 @@ fn stepping_steady_events_in_bulk_changes_nothing() {
             let runs = match (bulk, single) {
                 (Ok(b), Ok(s)) => {
                     assert_eq!(
-                        ipuc::sim::witness::expand(&b),
-                        ipuc::sim::witness::expand(&s),
+                        ipuc_sim::witness::expand(&b),
+                        ipuc_sim::witness::expand(&s),
                         "spec {k} variant {variant}"
                     );
                     b

@@ -10,7 +10,7 @@ use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::reference::{Numerics, Reference, Tensor};
 use ipuc::weights::{HostTensor, Weights};
 use ipuc_core::ir::{DType, Graph, GraphBuilder, TensorType};
-use ipuc_core::package::KSplit;
+use ipuc_target::package::KSplit;
 
 const M: usize = 12;
 /// Three 32-K micro-groups: the partials are rounded to FP16 twice on the way.

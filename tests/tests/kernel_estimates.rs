@@ -1,19 +1,19 @@
-//! The simulator's kernel timing model (`ipuc::sim::kernel_timing`, the
+//! The simulator's kernel timing model (`ipuc_sim::kernel_timing`, the
 //! device's) beside the planner's cost model (`ipuc_core::plan::cost`, the
 //! compiler's): independent by construction, so only a suite that sees both
 //! crates compares them.
 
-use ipuc::sim::kernel_timing::kernel_timing as sim_timing;
-use ipuc_core::ipu21::rates::RateEnd;
-use ipuc_core::kernel::{Kernel, KernelArgs};
-use ipuc_core::numeric::DType;
 use ipuc_core::plan::cost::call_cycles;
+use ipuc_sim::kernel_timing::kernel_timing as sim_timing;
+use ipuc_target::ipu21::rates::RateEnd;
+use ipuc_target::kernel::{Kernel, KernelArgs};
+use ipuc_target::numeric::DType;
 
 /// The simulator's model at the rates the planner charges.
 fn kernel_timing(
     args: &KernelArgs,
-    addrs: &ipuc::sim::kernel_timing::OperandAddresses,
-) -> ipuc::sim::kernel_timing::KernelTiming {
+    addrs: &ipuc_sim::kernel_timing::OperandAddresses,
+) -> ipuc_sim::kernel_timing::KernelTiming {
     sim_timing(args, addrs, RateEnd::Chosen)
 }
 

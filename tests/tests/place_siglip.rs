@@ -3,14 +3,15 @@
 //! the code/row element guards, the AMP element rule and the Repeat stride.
 
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
-use ipuc_core::ipu21::sram::layout;
-use ipuc_core::ipu21::topology::LogicalTile;
-use ipuc_core::lower::schedule::{BufferRole, Kernel, MemoryClass, Step, TileSchedule};
+use ipuc_core::lower::schedule::{BufferRole, MemoryClass, Step, TileSchedule};
 use ipuc_core::lower::{check::check, lower};
 use ipuc_core::place::{
     place_schedule, share_element, PlaceError, ReservedKind, ReservedRange, REGION0, REGION1,
 };
 use ipuc_core::plan::{plan_graph, PlanConfig};
+use ipuc_target::ipu21::sram::layout;
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::Kernel;
 
 fn schedule(layers: usize) -> TileSchedule {
     let opts = ModelOptions {
@@ -205,8 +206,8 @@ fn placement_renders_as_a_valid_memory_map() {
 /// and the charged peak stays within the budget (placement fails otherwise).
 #[test]
 fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
-    use ipuc_core::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     use ipuc_core::place::support_reserved;
+    use ipuc_target::ipu21::sram::{SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     let opts = ModelOptions {
         vit_layers: Some(27),
         ..ModelOptions::default()
@@ -247,7 +248,7 @@ fn siglip_small_27_layers_on_32_tiles_places_within_the_estimate() {
 #[test]
 fn a_code_image_that_does_not_fit_gets_a_rejection_report() {
     use ipuc::report::placement_rejection::{code_rejection, ImageParts};
-    use ipuc_core::ipu21::sram::APPLICATION_LOAD_BASE;
+    use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
     let s = schedule(1);
     let placed = place_schedule(&s, reserved).unwrap();
     let tile = &placed.tiles[0];

@@ -10,8 +10,8 @@ use ipuc::model::{build_siglip, ModelOptions, SiglipModel, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics};
 use ipuc::report::run::compare;
 use ipuc::weights::{weights_for, WeightSource, Weights};
-use ipuc_core::ipu21::isa::{encode, m, Csr, Instruction, MReg};
-use ipuc_core::package::Package;
+use ipuc_target::ipu21::isa::{encode, m, Csr, Instruction, MReg};
+use ipuc_target::package::Package;
 use ipuc_tests::{device_inputs, small_pixels};
 
 fn model(config: &VisionConfig, layers: usize) -> (SiglipModel, Weights) {

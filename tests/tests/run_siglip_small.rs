@@ -126,7 +126,7 @@ fn check_code_estimate(compiled: &Compiled, outgoing_base: bool) {
 /// both figures, and the AMP GEMMs — whose simulator model follows the
 /// measured figures (`docs/facts/ipu21-target.md` §6) — stay within 10 % of
 /// the planner (the gap is the six-worker row split; see
-/// `ipuc::sim::kernel_timing`). The table is printed for the record.
+/// `ipuc_sim::kernel_timing`). The table is printed for the record.
 fn check_kernel_timing(layers: usize, compiled: &Compiled, out: &ipuc::device::DeviceOutput) {
     let profile = build_profile(&compiled.package, &out.profile, "test");
     assert!(!profile.kernels.is_empty());
@@ -237,8 +237,8 @@ fn the_same_inputs_give_a_byte_identical_package() {
     assert_eq!(a.bytes, b.bytes);
     // The reader accepts what the compiler wrote, and re-encoding what it
     // read gives the same bytes (one package, one encoding).
-    let read = ipuc_core::package::read(&a.bytes).unwrap();
-    assert_eq!(ipuc_core::package::write(&read).unwrap(), a.bytes);
+    let read = ipuc_target::package::read(&a.bytes).unwrap();
+    assert_eq!(ipuc_target::package::write(&read).unwrap(), a.bytes);
 }
 
 /// Bytes the linked image had to fit in before code, rows and data shared
@@ -297,11 +297,11 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
         // Patch data (read only by the patchers, like the rows they
         // patch) may sit at the top of the code's last element, 64 bytes
         // above the image; every other data starts a later element.
-        let is_patch = |s: &&ipuc_core::package::Segment| {
+        let is_patch = |s: &&ipuc_target::package::Segment| {
             matches!(
                 s.role,
-                ipuc_core::package::SegmentRole::RepeatPatchTable
-                    | ipuc_core::package::SegmentRole::SharingPatchList
+                ipuc_target::package::SegmentRole::RepeatPatchTable
+                    | ipuc_target::package::SegmentRole::SharingPatchList
             )
         };
         let data_start = tile
@@ -484,10 +484,10 @@ fn a_package_file_executes_like_the_package_that_was_written() {
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
     let path = std::env::temp_dir().join(format!("ipuc-exec-test-{}.pkg", std::process::id()));
     std::fs::write(&path, &compiled.bytes).unwrap();
-    let shipped = ipuc_core::package::read(&std::fs::read(&path).unwrap()).unwrap();
+    let shipped = ipuc_target::package::read(&std::fs::read(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).unwrap();
     let inputs = device_inputs(&small_pixels());
-    let run = |p: &ipuc_core::package::Package| {
+    let run = |p: &ipuc_target::package::Package| {
         SimDevice::for_package(p)
             .unwrap()
             .run(p, &inputs, &weights)
@@ -514,11 +514,11 @@ fn a_package_file_executes_like_the_package_that_was_written() {
 /// absolute `setzi $m2, A` (outside the Repeat frame) to `to(A)` in the
 /// package's supervisor code; returns the tile and the new address.
 fn corrupt_first_amp_output(
-    package: &mut ipuc_core::package::Package,
+    package: &mut ipuc_target::package::Package,
     to: impl Fn(u32) -> u32,
 ) -> (u16, u32) {
-    use ipuc_core::ipu21::isa::{decode, encode, Instruction};
-    use ipuc_core::package::SegmentRole;
+    use ipuc_target::ipu21::isa::{decode, encode, Instruction};
+    use ipuc_target::package::SegmentRole;
     let gemm = package
         .kernels
         .iter()
@@ -571,15 +571,15 @@ fn corrupt_first_amp_output(
 #[test]
 fn a_package_breaking_amp_rule_6_is_a_typed_device_error() {
     use ipuc::device::simulated::KernelOperandError;
-    use ipuc::sim::{OperandFault, OperandRule};
+    use ipuc_sim::{OperandFault, OperandRule};
     let (model_opts, compile_opts) = options(1);
     let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
     let inputs = device_inputs(&small_pixels());
-    let run = |p: &ipuc_core::package::Package| {
-        let bytes = ipuc_core::package::write(p).unwrap();
-        let shipped = ipuc_core::package::read(&bytes).unwrap();
+    let run = |p: &ipuc_target::package::Package| {
+        let bytes = ipuc_target::package::write(p).unwrap();
+        let shipped = ipuc_target::package::read(&bytes).unwrap();
         SimDevice::for_package(&shipped)
             .unwrap()
             .run(&shipped, &inputs, &weights)

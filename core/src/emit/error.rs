@@ -2,8 +2,8 @@
 
 use core::fmt;
 
-use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::place::Unplaced;
+use ipuc_target::ipu21::topology::{LogicalTile, TileOutOfRange};
 
 /// Why a schedule could not be turned into tile programs.
 #[derive(Clone, Debug, PartialEq)]

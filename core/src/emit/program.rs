@@ -13,14 +13,14 @@ use core::fmt::Write;
 
 use super::tables::{PatchAddresses, PatchData};
 use super::EmitError;
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::{LogicalTile, PhysicalTile};
-use crate::kernel::KernelAbi;
-use crate::lookup::LookupMap;
 use crate::lower::{KernelCall, RepeatFrame, RepeatStep, Step, StepIndex, TileSchedule};
 use crate::place::{address, BufferAddresses};
 use crate::rows::ExchangePlan;
 use crate::runtime::symbols;
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
+use ipuc_target::kernel::KernelAbi;
+use ipuc_target::lookup::LookupMap;
 
 /// Everything emission reads.
 pub struct EmitInput<'a> {

@@ -16,9 +16,9 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::StepIndex;
 use crate::rows::ExchangePlan;
+use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
 
 /// Bytes per table word.
 const WORD: u32 = 4;

@@ -12,7 +12,7 @@ use super::replay::{
     replay_each, run_index_at, run_source_word, validate_bases, RowBases, TileRowView, WordMove,
 };
 use super::request::ExchangePhase;
-use crate::ipu21::topology::{PhysicalTile, TILE_COUNT};
+use ipuc_target::ipu21::topology::{PhysicalTile, TILE_COUNT};
 
 /// What a successful check saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -475,9 +475,9 @@ mod tests {
     use super::*;
     use crate::exchange::random::{random_phase, RandomPhaseSpec, SplitMix64};
     use crate::exchange::request::{Destination, Transfer, Width};
-    use crate::ipu21::topology::LogicalTile;
     use alloc::collections::BTreeMap;
     use alloc::format;
+    use ipuc_target::ipu21::topology::LogicalTile;
 
     /// The reference: every promised word listed and sorted.
     fn compare_words(phase: &ExchangePhase, moves: &[WordMove]) -> Result<()> {

@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use super::error::RowDecodeError;
-use crate::ipu21::exchange_model::XPIC_NEUTRAL;
-use crate::ipu21::isa::{decode, m, Instruction, PicField, PicTarget};
+use ipuc_target::ipu21::exchange_model::XPIC_NEUTRAL;
+use ipuc_target::ipu21::isa::{decode, m, Instruction, PicField, PicTarget};
 
 /// A contiguous run of items one instruction puts on the fabric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,12 +14,12 @@ use alloc::vec::Vec;
 
 use super::error::{ExchangeError, Result};
 use super::timeline::{ControlEvent, OutgoingMessage, TileTimeline};
-use crate::ipu21::exchange_model::{
+use ipuc_target::ipu21::exchange_model::{
     DELAYPIC_MAX_EVENTS, DELAYXPIC_MAX_EVENTS, DELAY_MAX_EVENTS, SENDOFF_MAX_ITEMS,
     SENDPIC_MAX_ITEMS, SEND_MAX_ITEMS,
 };
-use crate::ipu21::isa::{encode, m, Instruction, PicField, PicTarget};
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::isa::{encode, m, Instruction, PicField, PicTarget};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// One tile's encoded exchange row for one phase.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -3,8 +3,8 @@
 
 use core::fmt;
 
-use crate::ipu21::isa::IsaError;
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::isa::IsaError;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// Result alias of the exchange layer.
 pub type Result<T> = core::result::Result<T, ExchangeError>;

@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use ipuc_core::exchange::{schedule_phase, Destination, ExchangePhase, Transfer, Width};
-//! use ipuc_core::ipu21::topology::LogicalTile;
+//! use ipuc_target::ipu21::topology::LogicalTile;
 //! let tile = |l| LogicalTile::new(l).unwrap().physical();
 //! let phase = ExchangePhase {
 //!     transfers: vec![Transfer {
@@ -83,8 +83,8 @@ pub use timeline::{
     build_timelines, paired_source_event, ControlEvent, OutgoingMessage, TileTimeline,
 };
 
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// A scheduled phase: one row per physical tile (inactive tiles get the
 /// one-word `br $m10` row).

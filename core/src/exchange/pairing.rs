@@ -34,11 +34,11 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use super::request::{ExchangePhase, Width};
-use crate::ipu21::exchange_model::{
+use ipuc_target::ipu21::exchange_model::{
     paired_format_lag, PAIRED_MIN_ITEMS, PAIRED_POINTER_AFTER_FORMAT,
 };
-use crate::ipu21::topology::{direction, mux_time, PhysicalTile};
-use crate::lookup::LookupMap;
+use ipuc_target::ipu21::topology::{direction, mux_time, PhysicalTile};
+use ipuc_target::lookup::LookupMap;
 
 /// Why a receiver of a 64-bit request got 32-bit items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -167,8 +167,14 @@ fn pair_receivers(
         (pk, k)
     };
     for (member, format) in [
-        (early, crate::ipu21::exchange_model::INCOMING_FORMAT_EARLY),
-        (late, crate::ipu21::exchange_model::INCOMING_FORMAT_LATE),
+        (
+            early,
+            ipuc_target::ipu21::exchange_model::INCOMING_FORMAT_EARLY,
+        ),
+        (
+            late,
+            ipuc_target::ipu21::exchange_model::INCOMING_FORMAT_LATE,
+        ),
     ] {
         let tile = t.destinations[usize::from(member)].tile;
         setups.insert(

@@ -5,9 +5,11 @@
 
 use super::error::{ExchangeError, Result};
 use super::request::{element_mask, ExchangePhase};
-use crate::ipu21::exchange_model::SENDPICP_ALIGN_BYTES;
-use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD, TILE_MEMORY_BASE};
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::exchange_model::SENDPICP_ALIGN_BYTES;
+use ipuc_target::ipu21::sram::{
+    EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD, TILE_MEMORY_BASE,
+};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// Checks that `tile`'s row of `row_bytes` bytes may be placed at `row_address`.
 pub fn check_row_placement(

@@ -3,8 +3,8 @@
 use alloc::vec::Vec;
 
 use super::request::{Destination, ExchangePhase, Transfer, Width};
-use crate::ipu21::sram::TILE_MEMORY_END;
-use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
+use ipuc_target::ipu21::sram::TILE_MEMORY_END;
+use ipuc_target::ipu21::topology::{LogicalTile, TILE_COUNT};
 
 /// Shape of a random phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

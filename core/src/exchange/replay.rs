@@ -38,14 +38,14 @@ use alloc::vec::Vec;
 
 use super::decode::{ControlKind, DecodedRow, SendRun};
 use super::error::ReceiveError;
-use crate::ipu21::exchange_model::{
+use ipuc_target::ipu21::exchange_model::{
     pic_lag, GUARD_EVENTS, PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
 };
-use crate::ipu21::isa::Csr;
-use crate::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
-use crate::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
+use ipuc_target::ipu21::isa::Csr;
+use ipuc_target::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use ipuc_target::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
-pub use crate::ipu21::exchange_model::{RowBases, WordMove, BASE_LIMIT};
+pub use ipuc_target::ipu21::exchange_model::{RowBases, WordMove, BASE_LIMIT};
 
 /// Are the base values `bases` covered by the model for `row` on `tile`?
 /// (A function, not a method: `RowBases` is a target fact in `ipuc-target`.)

@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use super::error::ExchangeError;
-use crate::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::sram::{effective_element, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// Item width a transfer asks for.
 ///
@@ -84,7 +84,7 @@ impl ExchangePhase {
     pub fn validate(&self) -> Result<(), ExchangeError> {
         // (tile, start, end, transfer, is_write) spans for overlap checks.
         let mut spans: Vec<(u16, u32, u32, usize, bool)> = Vec::new();
-        let mut seen = alloc::vec![0usize; usize::from(crate::ipu21::topology::TILE_COUNT)];
+        let mut seen = alloc::vec![0usize; usize::from(ipuc_target::ipu21::topology::TILE_COUNT)];
         for (index, t) in self.transfers.iter().enumerate() {
             if t.words == 0 {
                 return Err(ExchangeError::EmptyTransfer { transfer: index });
@@ -163,7 +163,7 @@ impl ExchangePhase {
     /// Words each physical tile sends (as a sender, once per multicast) and
     /// receives, indexed by physical id.
     pub fn loads(&self) -> (Vec<u64>, Vec<u64>) {
-        let n = usize::from(crate::ipu21::topology::TILE_COUNT);
+        let n = usize::from(ipuc_target::ipu21::topology::TILE_COUNT);
         let (mut out, mut inc) = (alloc::vec![0u64; n], alloc::vec![0u64; n]);
         for t in &self.transfers {
             out[t.source.index()] += u64::from(t.words);

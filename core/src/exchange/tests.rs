@@ -4,7 +4,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::*;
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 fn tile(l: u32) -> PhysicalTile {
     LogicalTile::new(l).unwrap().physical()
@@ -403,12 +403,13 @@ fn checker_rejects_broken_paired_rows() {
         .iter()
         .find(|i| i.word_index == f.word_index)
         .unwrap();
-    let crate::ipu21::isa::Instruction::DelayPic { n, .. } = ti.instruction else {
+    let ipuc_target::ipu21::isa::Instruction::DelayPic { n, .. } = ti.instruction else {
         panic!("format written by {:?}", ti.instruction)
     };
-    r.words[f.word_index] = crate::ipu21::isa::encode(&crate::ipu21::isa::Instruction::Delay { n })
-        .unwrap()
-        .words()[0];
+    r.words[f.word_index] =
+        ipuc_target::ipu21::isa::encode(&ipuc_target::ipu21::isa::Instruction::Delay { n })
+            .unwrap()
+            .words()[0];
     assert!(matches!(
         check_phase(&phase, &rows),
         Err(ExchangeError::Receive(ReceiveError::FormatMismatch { .. }))
@@ -493,7 +494,7 @@ fn worked_example_needs_its_incoming_base() {
 
 #[test]
 fn outgoing_base_relocates_send_but_not_sendpicp() {
-    use crate::ipu21::isa::{encode, Instruction, PicField};
+    use ipuc_target::ipu21::isa::{encode, Instruction, PicField};
     let phase = ExchangePhase {
         transfers: vec![unicast(0, 0x60000, 100, 2, 0x70000)],
     };
@@ -544,7 +545,7 @@ fn outgoing_base_relocates_send_but_not_sendpicp() {
         addr,
         sctl,
         psel: PicField::Pointer,
-        xpic: crate::ipu21::exchange_model::XPIC_NEUTRAL,
+        xpic: ipuc_target::ipu21::exchange_model::XPIC_NEUTRAL,
         pic: 0,
     });
     let with = |t: PhysicalTile| RowBases {
@@ -738,7 +739,7 @@ fn short_runs_from_one_sender_stream_back_to_back() {
     let selects = row
         .controls
         .iter()
-        .filter(|c| matches!(c.kind, ControlKind::Xpic(v) if v != crate::ipu21::exchange_model::XPIC_NEUTRAL))
+        .filter(|c| matches!(c.kind, ControlKind::Xpic(v) if v != ipuc_target::ipu21::exchange_model::XPIC_NEUTRAL))
         .count();
     assert!(selects <= 2 * 8, "{selects} selects for 8 senders");
 }

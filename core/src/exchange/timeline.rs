@@ -8,11 +8,11 @@ use alloc::vec::Vec;
 use super::error::{ExchangeError, Result};
 use super::piece::Piece;
 use super::request::ExchangePhase;
-use crate::ipu21::exchange_model::{
+use ipuc_target::ipu21::exchange_model::{
     paired_format_lag, pic_lag, GUARD_EVENTS, MIN_SENDER_ROW_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
     PAIRED_ROW_TAIL_EVENTS, SCTL_PAIRED, XPIC_NEUTRAL,
 };
-use crate::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
+use ipuc_target::ipu21::topology::{direction, mux_time, PhysicalTile, TILE_COUNT};
 
 /// Event at which the early member of a receiving pair selects a paired
 /// stream whose sender starts at `start` (§2.6): `max(T(s,d), T(s,d^2))`

@@ -13,7 +13,7 @@ use super::id::{OpId, RegionId, ValueId};
 use super::infer::{infer, Operand};
 use super::op::{Activation, MatMul, OpKind, Repeat};
 use super::types::{DType, Shape, TensorType};
-use crate::lookup::LookupMap;
+use ipuc_target::lookup::LookupMap;
 
 /// Builds a [`Graph`]; see the [module docs](super) for an example.
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::id::RegionId;
-pub use crate::numeric::Activation;
+pub use ipuc_target::numeric::Activation;
 
 use super::types::{DType, Shape, TensorType};
 

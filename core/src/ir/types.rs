@@ -3,7 +3,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-pub use crate::numeric::DType;
+pub use ipuc_target::numeric::DType;
 
 /// Dimensions of a tensor, outermost first. Rank 0 is a scalar.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]

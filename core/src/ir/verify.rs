@@ -12,7 +12,7 @@ use super::id::{OpId, RegionId, ValueId};
 use super::infer::{infer, Operand};
 use super::op::{OpKind, Repeat};
 use super::types::TensorType;
-use crate::lookup::LookupMap;
+use ipuc_target::lookup::LookupMap;
 
 impl Graph {
     /// Check every rule; the first violation is returned. A graph that

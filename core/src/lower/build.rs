@@ -10,16 +10,18 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::schedule::*;
-use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::ir::{DType, Graph, OpKind, RegionId, RepeatView, ValueId};
-use crate::lookup::LookupMap;
 use crate::plan::layout::Layout;
 use crate::plan::memory::{Allocation, TileBytes};
 use crate::plan::opplan::{PlannedCall, PlannedTransfer, Slot, SlotRef, Stage};
 use crate::plan::region::RegionInfo;
 use crate::plan::relayout::{relayout, Window};
 use crate::plan::search::yield_in_place;
+use crate::plan::TileBlock;
 use crate::plan::{BodyPlan, Plan, PlannedOp};
+use ipuc_target::ipu21::topology::{LogicalTile, TileOutOfRange};
+use ipuc_target::kernel::Kernel;
+use ipuc_target::lookup::LookupMap;
 
 /// Why lowering failed (a plan inconsistent with its graph).
 #[derive(Clone, Debug, PartialEq, Eq)]

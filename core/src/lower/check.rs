@@ -3,7 +3,8 @@
 //! it; transfers move whole words and never target their sender.
 
 use super::schedule::*;
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::Kernel;
 
 /// What is wrong with a schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]

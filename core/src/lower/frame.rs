@@ -8,7 +8,7 @@
 use alloc::vec::Vec;
 
 use super::{Buffer, BufferId, RepeatStep, TileSchedule};
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// One tile's frame layout for one Repeat.
 pub(crate) struct RepeatFrame {

@@ -12,7 +12,8 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::schedule::*;
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::Kernel;
 
 /// Why execution stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -290,7 +291,7 @@ impl<'s> Executor<'s> {
                 let (qr, d, np) = (q_rows as usize, head_dim as usize, parts as usize);
                 let w = d + 2;
                 let partials = self.read(op(1)?, t, np * qr * w)?;
-                crate::kernel::combine_attention_partials(&partials, qr, d, np)
+                ipuc_target::kernel::combine_attention_partials(&partials, qr, d, np)
             }
             Kernel::Copy {
                 rows,

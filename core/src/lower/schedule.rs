@@ -25,10 +25,13 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-pub use crate::ipu21::sram::{MemoryClass, AMP_BUFFER_ALIGN, BASE_BUFFER_ALIGN, MAX_BUFFER_ALIGN};
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::DType;
-pub use crate::kernel::{Kernel, TileBlock};
+use crate::plan::TileBlock;
+pub use ipuc_target::ipu21::sram::{
+    MemoryClass, AMP_BUFFER_ALIGN, BASE_BUFFER_ALIGN, MAX_BUFFER_ALIGN,
+};
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::Kernel;
 
 /// Index of a buffer in [`TileSchedule::buffers`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

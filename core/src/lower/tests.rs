@@ -109,7 +109,7 @@ fn lowered_residual_mlp_computes_the_reference_result() {
 #[test]
 fn amp_calls_meet_rule_6_after_lowering() {
     use super::schedule::{MemoryClass, Step, AMP_BUFFER_ALIGN};
-    use crate::kernel::Kernel;
+    use ipuc_target::kernel::Kernel;
     let (g, plan) = small_repeat();
     let s = super::lower(&g, &plan).unwrap();
     let mut amp_calls = 0;

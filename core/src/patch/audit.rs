@@ -12,7 +12,7 @@ use super::repeat::RepeatPatchPlan;
 use super::sharing::{Patcher, SharedRows};
 use super::PatchError;
 use crate::exchange::ExchangeRow;
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// One phase's rows and (inside a Repeat) its patch plan.
 #[derive(Clone, Copy, Debug)]

@@ -4,8 +4,8 @@
 use alloc::vec::Vec;
 
 use crate::exchange::{decode_row, RowDecodeError};
-use crate::ipu21::exchange_model::SCTL_PAIRED;
-use crate::ipu21::isa::{encode, Instruction, PicField, PicTarget};
+use ipuc_target::ipu21::exchange_model::SCTL_PAIRED;
+use ipuc_target::ipu21::isa::{encode, Instruction, PicField, PicTarget};
 
 /// What an address field addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

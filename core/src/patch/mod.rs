@@ -22,8 +22,8 @@ pub mod sharing;
 use core::fmt;
 
 use crate::exchange::RowDecodeError;
-use crate::ipu21::isa::IsaError;
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::isa::IsaError;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 pub use fields::{address_fields, row_shape, AddressField, AddressFieldKind};
 

@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 use super::fields::{address_fields, with_address, AddressFieldKind};
 use super::PatchError;
 use crate::exchange::{decode_row, validate_bases, ReceiveError, RowBases};
-use crate::ipu21::exchange_model::SCTL_PAIRED;
-use crate::ipu21::isa::{encode, Instruction};
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::exchange_model::SCTL_PAIRED;
+use ipuc_target::ipu21::isa::{encode, Instruction};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// `words` (a row with absolute addresses) re-encoded for a tile holding
 /// `bases`. Fails when a relative address would be negative or not fit its
@@ -70,12 +70,13 @@ pub fn rebase_row(
         };
         let a = u32::try_from(relative).map_err(|_| out_of_range.clone())?;
         // Fields are re-read from `out`: a `sendpicp` carries two fields.
-        let (current, _) = crate::ipu21::isa::decode(&out[ti.word_index..]).map_err(|error| {
-            decode(crate::exchange::RowDecodeError::Isa {
-                index: ti.word_index,
-                error,
-            })
-        })?;
+        let (current, _) =
+            ipuc_target::ipu21::isa::decode(&out[ti.word_index..]).map_err(|error| {
+                decode(crate::exchange::RowDecodeError::Isa {
+                    index: ti.word_index,
+                    error,
+                })
+            })?;
         let enc = encode(&with_address(current, field.kind, a)).map_err(|_| out_of_range)?;
         for (k, w) in enc.words().iter().enumerate() {
             out[ti.word_index + k] = *w;

@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 use super::fields::{address_fields, with_address, AddressField, AddressFieldKind};
 use super::PatchError;
 use crate::exchange::{decode_row, ExchangePhase, ScheduledPhase};
-use crate::ipu21::isa::{encode, m, Instruction};
-use crate::ipu21::sram::{TILE_MEMORY_BASE, TILE_MEMORY_END};
-use crate::ipu21::topology::PhysicalTile;
+use ipuc_target::ipu21::isa::{encode, m, Instruction};
+use ipuc_target::ipu21::sram::{TILE_MEMORY_BASE, TILE_MEMORY_END};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// A transfer whose source moves by `stride_bytes` per iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl RepeatPatchCall {
         Ok(alloc::vec![
             Instruction::setzi(m::M2, self.word_address),
             Instruction::setzi(m::M3, self.table_address),
-            Instruction::ld32(m::M4, m::M11, crate::ipu21::isa::MReg::ZERO, 0),
+            Instruction::ld32(m::M4, m::M11, ipuc_target::ipu21::isa::MReg::ZERO, 0),
             Instruction::setzi(m::M5, self.iterations),
             Instruction::call(m::M9, patch_word_entry),
         ])
@@ -90,7 +90,8 @@ fn pieces_by_tile(
     phase: &ExchangePhase,
     scheduled: &ScheduledPhase,
 ) -> Vec<Vec<(u64, u64, usize)>> {
-    let mut by_tile = alloc::vec![Vec::new(); usize::from(crate::ipu21::topology::TILE_COUNT)];
+    let mut by_tile =
+        alloc::vec![Vec::new(); usize::from(ipuc_target::ipu21::topology::TILE_COUNT)];
     for p in &scheduled.pieces {
         if let Some(t) = phase.transfers.get(p.transfer) {
             by_tile[t.source.index()].push((p.start, p.start + u64::from(p.words), p.transfer));
@@ -122,14 +123,14 @@ fn check_iteration_elements(
     iterations: u32,
 ) -> Result<(), PatchError> {
     use crate::exchange::{element_mask, paired_source_event};
-    use crate::ipu21::exchange_model::{
+    use ipuc_target::ipu21::exchange_model::{
         paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
     };
-    use crate::ipu21::topology::mux_time;
+    use ipuc_target::ipu21::topology::mux_time;
     let guard = u64::from(GUARD_EVENTS);
     // Receive windows per tile: (start, end, element mask).
     let mut receives: Vec<Vec<(u64, u64, u64)>> =
-        alloc::vec![Vec::new(); usize::from(crate::ipu21::topology::TILE_COUNT)];
+        alloc::vec![Vec::new(); usize::from(ipuc_target::ipu21::topology::TILE_COUNT)];
     let mut moved = false;
     for p in &scheduled.pieces {
         let Some(t) = phase.transfers.get(p.transfer) else {

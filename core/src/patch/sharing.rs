@@ -15,14 +15,14 @@ use alloc::vec::Vec;
 use super::fields::{address_fields, row_shape};
 use super::PatchError;
 use crate::exchange::ExchangeRow;
-use crate::ipu21::isa::{m, Instruction};
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
-use crate::ipu21::topology::PhysicalTile;
+use crate::runtime::PATCH_BULK_THRESHOLD_WORDS;
+use ipuc_target::ipu21::isa::{m, Instruction};
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// From this many words a sharing patch list is applied by six workers:
 /// the runtime dispatcher's threshold, defined once in
-/// [`crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS`] and linked into the
+/// [`crate::runtime::PATCH_BULK_THRESHOLD_WORDS`] and linked into the
 /// runtime as `ipuc_bulk_patch_min_words`.
 pub const BULK_PATCH_MIN_WORDS: usize = PATCH_BULK_THRESHOLD_WORDS as usize;
 
@@ -32,7 +32,7 @@ pub enum Patcher {
     /// `patch_row`: scalar supervisor loop.
     Scalar,
     /// Six-worker bulk patcher (worker `w` patches entries `w, w+6, …`; the
-    /// count is [`crate::ipu21::contexts::WORKERS`]).
+    /// count is [`ipuc_target::ipu21::contexts::WORKERS`]).
     Bulk,
 }
 

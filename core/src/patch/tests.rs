@@ -12,8 +12,8 @@ use crate::exchange::{
     check_phase, schedule_phase, Destination, ExchangePhase, ExchangeRow, ScheduleOptions,
     Transfer, Width,
 };
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::{LogicalTile, PhysicalTile};
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
 
 fn tile(l: u32) -> PhysicalTile {
     LogicalTile::new(l).unwrap().physical()

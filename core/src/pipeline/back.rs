@@ -18,14 +18,14 @@ use super::patch_data::{check_below, code_estimate_of, data_segments};
 use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
 
 use crate::emit::{emit_program, program_tiles, EmitInput, EmittedProgram, KernelAbi, PatchData};
-use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
-use crate::lookup::LookupMap;
-use crate::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
 use crate::plan::opplan::PlanFamily;
 use crate::plan::PlannedOp;
+use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::lookup::LookupMap;
+use ipuc_target::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 
 /// Emission, linking, packaging and the report.
 pub(super) fn emit_link_package<H: CompileHooks>(

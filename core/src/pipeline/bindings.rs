@@ -13,12 +13,13 @@ use alloc::vec::Vec;
 use super::error::BindingError;
 
 use crate::ir::{DType as IrType, Graph, ValueId};
-use crate::lower::{Buffer, BufferRole, TileBlock, TileSchedule};
-use crate::numeric::F8Format;
-use crate::package::{
+use crate::lower::{Buffer, BufferRole, TileSchedule};
+use crate::place::BufferAddresses;
+use crate::plan::TileBlock;
+use ipuc_target::numeric::F8Format;
+use ipuc_target::package::{
     Binding, BindingKind, BindingSlice, DType, HostCall, HostTransfer, INFERENCE_CALL,
 };
-use crate::place::BufferAddresses;
 
 type Result<T> = core::result::Result<T, BindingError>;
 

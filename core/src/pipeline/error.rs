@@ -9,14 +9,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::asm::AsmError;
 use crate::emit::EmitError;
-use crate::ipu21::asm::AsmError;
-use crate::ipu21::topology::{LogicalTile, TileOutOfRange};
 use crate::lower::{LowerError, TileSchedule};
-use crate::package::PackageError;
 use crate::place::{PlaceError, PlacementRequest, TilePlacement};
 use crate::plan::PlanError;
 use crate::rows::RowsError;
+use ipuc_target::ipu21::topology::{LogicalTile, TileOutOfRange};
+use ipuc_target::package::PackageError;
 
 /// What a host hook may fail with (e.g. writing a developer dump).
 pub type HookError = Box<dyn core::error::Error + Send + Sync>;

@@ -16,11 +16,9 @@ use super::link::{fixed_code_bytes, kernel_stubs};
 use super::patch_data::{code_estimate_of, place_patch_data, PatchBases};
 use super::{CompileHooks, CompileOptions, Placed, Run, Stage};
 
+use crate::asm::Object;
 use crate::exchange::ScheduleOptions;
-use crate::ipu21::asm::Object;
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::Graph;
-use crate::kernel::KernelAbi;
 use crate::lower::{lower, TileSchedule};
 use crate::place::{place_tile, requests, support_reserved, TilePlacement};
 use crate::plan::code::{CodeCharge, SENDER_BUDGET_PERCENT};
@@ -33,6 +31,8 @@ use crate::plan::{
 };
 use crate::rows::{assemble_exchange, exchange_jobs, ExchangeOptions, ExchangePlan, PhaseJob};
 use crate::runtime::runtime_objects_from;
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::KernelAbi;
 
 /// How many times the table-based program (`outgoing_base: false`) may
 /// re-plan to make room for its Repeat patch tables; the default program

@@ -7,18 +7,18 @@ use alloc::vec::Vec;
 
 use super::error::LinkError;
 
+use crate::asm::{assemble, Image, Object};
 use crate::emit::{
     area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram, KernelAbi,
 };
-use crate::ipu21::asm::{assemble, Image, Object};
-use crate::ipu21::sram::APPLICATION_LOAD_BASE;
-use crate::ipu21::topology::{LogicalTile, PhysicalTile};
 use crate::lower::{Step, StepIndex, TileSchedule};
-use crate::package::{
+use crate::runtime::{link_with_runtime_objects, symbols};
+use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
+use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
+use ipuc_target::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,
 };
-use crate::runtime::{link_with_runtime_objects, symbols};
 
 /// One tile's linked image.
 #[derive(Clone, Debug)]

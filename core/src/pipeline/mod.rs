@@ -20,8 +20,8 @@
 //! let graph = b.finish()?;
 //! let options = CompileOptions { tiles: 4, ..CompileOptions::default() };
 //! let package = compile(&graph, &options).unwrap();
-//! let bytes = ipuc_core::package::write(&package).unwrap();
-//! assert_eq!(ipuc_core::package::read(&bytes).unwrap(), package);
+//! let bytes = ipuc_target::package::write(&package).unwrap();
+//! assert_eq!(ipuc_target::package::read(&bytes).unwrap(), package);
 //! # Ok::<(), ipuc_core::ir::IrError>(())
 //! ```
 
@@ -49,16 +49,16 @@ pub use link::{
 pub use patch_data::{check_below, data_segments, place_patch_data, PatchBases};
 
 use crate::emit::KernelAbi;
-use crate::ipu21::topology::{LogicalTile, TILE_COUNT};
 use crate::ir::Graph;
-use crate::lookup::LookupMap;
 use crate::lower::{BufferId, TileSchedule};
-use crate::package::{NativeKernelAbi, Package};
 use crate::place::BufferAddresses;
 use crate::place::TilePlacement;
 use crate::plan::{Improvement, PlanStats, DEFAULT_BEAM_WIDTH};
 use crate::rows::{ExchangePlan, ExchangeSummary, PhaseJob};
 use crate::runtime::RuntimeSource;
+use ipuc_target::ipu21::topology::{LogicalTile, TILE_COUNT};
+use ipuc_target::lookup::LookupMap;
+use ipuc_target::package::{NativeKernelAbi, Package};
 
 /// Compiler settings (the seeds' planning flags).
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ pub struct CompileOptions {
     pub min_key_parts: u32,
     /// The model the graph was built from, recorded in the package's
     /// description section (`None` for a graph built by hand).
-    pub model: Option<crate::package::ModelDescription>,
+    pub model: Option<ipuc_target::package::ModelDescription>,
 }
 
 impl Default for CompileOptions {

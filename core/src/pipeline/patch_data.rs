@@ -9,18 +9,18 @@ use alloc::vec::Vec;
 
 use super::error::PatchDataDoesNotFit;
 use crate::emit::{program_tiles, PatchAddresses, PatchData};
-use crate::ipu21::sram::{
-    layout, APPLICATION_LOAD_BASE, BASE_BUFFER_ALIGN, EXECUTABLE_MEMORY_LIMIT,
-    SUPERVISOR_FETCH_LOOKAHEAD,
-};
-use crate::ipu21::topology::LogicalTile;
-use crate::lookup::LookupMap;
 use crate::lower::{BufferRole, TileSchedule};
-use crate::package::{Segment, SegmentRole};
 use crate::place::{
     element_bounds, place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement,
 };
 use crate::rows::ExchangePlan;
+use ipuc_target::ipu21::sram::{
+    layout, APPLICATION_LOAD_BASE, BASE_BUFFER_ALIGN, EXECUTABLE_MEMORY_LIMIT,
+    SUPERVISOR_FETCH_LOOKAHEAD,
+};
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::lookup::LookupMap;
+use ipuc_target::package::{Segment, SegmentRole};
 
 /// Patch-data block bases by logical tile.
 #[derive(Clone, Debug, Default)]
@@ -243,7 +243,7 @@ pub fn data_segments(schedule: &TileSchedule, placement: &TilePlacement) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ipu21::sram::TILE_MEMORY_BUDGET;
+    use ipuc_target::ipu21::sram::TILE_MEMORY_BUDGET;
 
     fn sharing(bytes: u32) -> PatchData {
         let mut data = PatchData::default();

@@ -8,8 +8,8 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::ir::{DType, GraphBuilder, TensorType};
-use crate::package;
 use crate::plan::PlanError;
+use ipuc_target::package;
 
 fn graph() -> Graph {
     let mut b = GraphBuilder::new();
@@ -211,8 +211,8 @@ fn a_failing_hook_is_returned() {
 /// the new addresses, and the compile finishes from there.
 #[test]
 fn a_tile_placed_again_with_more_room_for_code_keeps_it_and_links() {
-    use crate::ipu21::sram::APPLICATION_LOAD_BASE;
     use crate::place::ReservedKind;
+    use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
     let g = graph();
     let opts = options();
     let hooks = Sequential;

@@ -4,8 +4,8 @@
 use alloc::string::String;
 use core::fmt;
 
-use crate::ipu21::topology::LogicalTile;
 use crate::lower::{BufferId, BufferRef, TileSchedule};
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// Where placement put each buffer: the byte address of `buffer`'s block on
 /// logical `tile` (the start of iteration 0 for iterated buffers).

@@ -16,14 +16,14 @@ use super::error::{PlaceError, PlaceResult};
 use super::map::{Allocation, MemoryPeak, ReservedEntry, TilePlacement};
 use super::regions::{blocked_span, blocked_spans, class_windows, element_span, first_fit, merge};
 use super::request::{BufferId, BufferRequest, PlacementRequest, RegionClass};
-use crate::ipu21::sram::TILE_MEMORY_BUDGET;
+use ipuc_target::ipu21::sram::TILE_MEMORY_BUDGET;
 
 /// Places every buffer of one tile.
 ///
 /// The tile is charged, at every step, the blocked bytes of its reserved
 /// ranges plus the span (all copies, alignment padding) of every buffer
 /// live then — the same quantity the planner's estimator bounds
-/// ([`crate::ipu21::sram::SUPPORT_CHARGE_BYTES`] + its per-tile peak). A
+/// ([`ipuc_target::ipu21::sram::SUPPORT_CHARGE_BYTES`] + its per-tile peak). A
 /// peak above [`TILE_MEMORY_BUDGET`] is [`PlaceError::OverBudget`].
 pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let tile = request.tile;

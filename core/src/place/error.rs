@@ -7,7 +7,7 @@ use core::fmt;
 use core::ops::Range;
 
 use super::request::{BufferId, RegionClass};
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// Why a tile's buffers could not be placed.
 #[derive(Clone, Debug, PartialEq, Eq)]

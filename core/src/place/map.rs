@@ -10,8 +10,8 @@ use super::error::{PlaceError, PlaceResult};
 use super::regions::first_fit;
 use super::regions::{class_windows, merge};
 use super::request::{BufferId, RegionClass, ReservedKind};
-use crate::ipu21::sram::TILE_MEMORY_BUDGET;
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::sram::TILE_MEMORY_BUDGET;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// A reserved range as placed on the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,7 +195,7 @@ impl TilePlacement {
     /// §1.2, §2.10 rules 2–3). At least the planner's code estimate fits,
     /// as placement kept those elements free.
     pub fn code_limit(&self) -> u32 {
-        use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD};
+        use ipuc_target::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD};
         let lowest = self
             .allocations
             .iter()
@@ -225,7 +225,7 @@ impl TilePlacement {
     /// [`PlaceError::CodeDoesNotFit`] naming the tile, the bytes needed and
     /// the bytes free.
     pub fn check_code(&self, image_bytes: u32) -> PlaceResult<()> {
-        use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+        use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
         let limit = self.code_limit();
         let free = limit.saturating_sub(APPLICATION_LOAD_BASE);
         if image_bytes > free {

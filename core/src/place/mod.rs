@@ -21,7 +21,7 @@
 //!   different effective elements.
 //!
 //! ```
-//! use ipuc_core::ipu21::topology::LogicalTile;
+//! use ipuc_target::ipu21::topology::LogicalTile;
 //! use ipuc_core::place::{place_tile, BufferId, BufferRequest, PlacementRequest, RegionClass};
 //! let weights = BufferRequest {
 //!     key: BufferId(0), name: "fc1.weight".into(), bytes: 1000, copies: 4,

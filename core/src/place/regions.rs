@@ -1,11 +1,11 @@
 //! The address windows each region class may use on a tile, after the
 //! reserved ranges (with their element guards) are taken out.
 
-use crate::ipu21::topology::LogicalTile;
 use alloc::vec::Vec;
 use core::ops::Range;
+use ipuc_target::ipu21::topology::LogicalTile;
 
-use crate::ipu21::sram::{
+use ipuc_target::ipu21::sram::{
     effective_element, ELEMENT_SIZE, EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE,
     INTERLEAVED_ELEMENT_SIZE, LOADER_REACHABLE_LIMIT, SUPERVISOR_FETCH_LOOKAHEAD, TILE_MEMORY_BASE,
     TILE_MEMORY_END,
@@ -61,18 +61,18 @@ pub fn blocked_span(reserved: &ReservedRange) -> Range<u32> {
 }
 
 /// The ranges every tile keeps for the runtime (ipuc's layout,
-/// `crate::ipu21::sram::layout`): the code area from the bottom of region 0
+/// `ipuc_target::ipu21::sram::layout`): the code area from the bottom of region 0
 /// (runtime, kernel stubs, generated program, argument blocks, exchange
 /// rows: `image_bytes` from the load address, the planner's estimate of the
 /// tile's linked image) and the runtime state block at the top of region 0.
 /// Their blocked bytes are exactly
-/// [`code_charge_bytes`](crate::ipu21::sram::code_charge_bytes)`(image_bytes)`
-/// plus [`SUPPORT_CHARGE_BYTES`](crate::ipu21::sram::SUPPORT_CHARGE_BYTES),
+/// [`code_charge_bytes`](ipuc_target::ipu21::sram::code_charge_bytes)`(image_bytes)`
+/// plus [`SUPPORT_CHARGE_BYTES`](ipuc_target::ipu21::sram::SUPPORT_CHARGE_BYTES),
 /// the charges the planner's per-tile usage includes. An estimate past
-/// [`MAX_IMAGE_BYTES`](crate::ipu21::sram::MAX_IMAGE_BYTES) is clamped to it
+/// [`MAX_IMAGE_BYTES`](ipuc_target::ipu21::sram::MAX_IMAGE_BYTES) is clamped to it
 /// (the planner never accepts one, as the code charge is undefined there).
 pub fn support_reserved(image_bytes: u32) -> Vec<ReservedRange> {
-    use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE, MAX_IMAGE_BYTES};
+    use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE, MAX_IMAGE_BYTES};
     alloc::vec![
         ReservedRange {
             name: "code, argument blocks and exchange rows".into(),
@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn support_ranges_block_exactly_the_code_and_state_charges() {
-        use crate::ipu21::sram::{code_charge_bytes, layout, SUPPORT_CHARGE_BYTES};
+        use ipuc_target::ipu21::sram::{code_charge_bytes, layout, SUPPORT_CHARGE_BYTES};
         for image in [0, 20_000, 49_872, 100_000] {
             let blocked = blocked_spans(LogicalTile::default(), &support_reserved(image)).unwrap();
             let bytes: u32 = blocked.iter().map(|r| r.end - r.start).sum();

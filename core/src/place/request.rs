@@ -1,17 +1,17 @@
 //! What placement needs to know about one tile: its reserved ranges and the
 //! logical buffers that live there, address-free.
 
-use crate::ipu21::topology::LogicalTile;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ops::Range;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 pub use crate::lower::BufferId;
 
 /// Region class of a buffer: the lowering's [`MemoryClass`] (standard
 /// buffers fill region 0's data area first, then overflow to region 1;
 /// interleaved buffers use region 1 only).
-pub use crate::ipu21::sram::MemoryClass as RegionClass;
+pub use ipuc_target::ipu21::sram::MemoryClass as RegionClass;
 
 /// What a reserved range holds; decides how far data must keep away from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

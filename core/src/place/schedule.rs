@@ -9,9 +9,9 @@ use super::allocate::place_tile;
 use super::error::PlaceResult;
 use super::map::TilePlacement;
 use super::request::{BufferRequest, ElementConflict, PlacementRequest, ReservedRange};
-use crate::ipu21::topology::LogicalTile;
-use crate::kernel::Kernel;
 use crate::lower::schedule::{BufferId, BufferRef, ExchangeStep, Step, TileSchedule};
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::Kernel;
 
 /// Per-tile placement requests for `schedule`. `reserved(tile)` gives the
 /// ranges the runtime, code and exchange tables own on that tile. Tiles

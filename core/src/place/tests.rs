@@ -9,9 +9,9 @@ use alloc::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::DType;
+use ipuc_target::ipu21::sram::{EXECUTABLE_MEMORY_LIMIT, INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT};
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// Logical tile `n` (tests name tiles by number).
 fn lt(n: u32) -> LogicalTile {
@@ -60,7 +60,7 @@ fn runtime_reserved() -> Vec<ReservedRange> {
 
 /// Checks every invariant placement promises for `req`.
 fn check_invariants(req: &PlacementRequest, placed: &TilePlacement) {
-    assert!(placed.peak.bytes <= crate::ipu21::sram::TILE_MEMORY_BUDGET);
+    assert!(placed.peak.bytes <= ipuc_target::ipu21::sram::TILE_MEMORY_BUDGET);
     let blocked: Vec<_> = req.reserved.iter().map(regions::blocked_span).collect();
     for b in &req.buffers {
         let a = placed.allocation(b.key).expect("every buffer placed");
@@ -563,7 +563,7 @@ proptest! {
 
 #[test]
 fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
-    use crate::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use ipuc_target::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     // Two buffers that fit SRAM physically (region 0 data area + region 1)
     // but whose span plus the support and code charges exceeds the budget
     // by 40 bytes at step 3, where both are live.
@@ -618,7 +618,7 @@ fn a_peak_over_the_budget_is_an_error_naming_tile_step_and_live_buffers() {
 
 #[test]
 fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
-    use crate::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+    use ipuc_target::ipu21::sram::{code_charge_bytes, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
     let reserved_bytes = SUPPORT_CHARGE_BYTES + code_charge_bytes(0).unwrap();
     let req = PlacementRequest {
         tile: lt(4),
@@ -666,10 +666,10 @@ fn constant_blocks_are_charged_at_every_step_and_avoid_every_buffer() {
 /// storage the planner chose late were missing from earlier moments.)
 #[test]
 fn placement_never_charges_more_than_the_estimate() {
-    use crate::ipu21::sram::SUPPORT_CHARGE_BYTES;
     use crate::place::{place_schedule, support_reserved};
     use crate::plan::tests::{projected_residual_mlp, residual_mlp};
     use crate::plan::{code::CodeCharge, plan_graph, PlanConfig};
+    use ipuc_target::ipu21::sram::SUPPORT_CHARGE_BYTES;
     let graphs = [
         projected_residual_mlp(64, 128, 256, 4),
         residual_mlp(32, 128, 256, 5, DType::F16),

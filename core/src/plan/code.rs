@@ -5,7 +5,7 @@
 //! emits verbatim ([`super::opplan::Stage`], [`super::relayout`]).
 //!
 //! The image is charged in every moment's per-tile usage as the whole
-//! elements it blocks ([`crate::ipu21::sram::code_charge_bytes`]), and
+//! elements it blocks ([`ipuc_target::ipu21::sram::code_charge_bytes`]), and
 //! placement keeps exactly those elements free for code, so a plan the
 //! planner accepts fits placement's budget; when no plan fits that way the
 //! planner tries once more charging only the bytes the image spans
@@ -30,11 +30,11 @@
 use alloc::vec::Vec;
 
 use super::opplan::{PlannedCall, PlannedTransfer, Stage};
-use crate::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
-use crate::ipu21::sram::{code_charge_bytes, code_span_bytes, TILE_MEMORY_BUDGET};
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::LogicalTile;
-use crate::kernel::{encode as encode_args, KernelArgs};
+use ipuc_target::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
+use ipuc_target::ipu21::sram::{code_charge_bytes, code_span_bytes, TILE_MEMORY_BUDGET};
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::{encode as encode_args, KernelArgs};
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
 const INSTRUCTION_BYTES: u64 = 4;

@@ -17,9 +17,9 @@ use super::memory::{MemoryRejection, DATA_BUDGET_BYTES};
 use super::opplan::{OpPlan, Slot};
 use super::planned::BodyPlan;
 use super::relayout::{relayout, Window};
-use crate::ipu21::sram::SUPPORT_CHARGE_BYTES;
 use crate::ir::{Graph, OpId, OpKind, RegionId, ValueDef, ValueId};
-use crate::lookup::LookupMap;
+use ipuc_target::ipu21::sram::SUPPORT_CHARGE_BYTES;
+use ipuc_target::lookup::LookupMap;
 
 /// Default beam width (`--planning-beam-width`).
 pub const DEFAULT_BEAM_WIDTH: usize = 64;

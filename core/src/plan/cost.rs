@@ -1,16 +1,19 @@
-//! Cycle cost model. Every kernel rate comes from `crate::ipu21::rates` at
+//! Cycle cost model. Every kernel rate comes from `ipuc_target::ipu21::rates` at
 //! the chosen end (each names its source and what stands behind it), every
-//! exchange and patch figure from `crate::ipu21::timing`. Lowering emits
+//! exchange and patch figure from [`super::charges`]. Lowering emits
 //! exactly the kernel calls and transfers the plan describes, so costing
 //! those calls *is* costing the program: nothing here re-derives a lowering
 //! decision.
 
 use core::num::Saturating as S;
 
-use crate::ipu21::rates::{self, RateEnd};
-use crate::ipu21::timing as t;
+use ipuc_target::ipu21::rates::{self, RateEnd};
+use ipuc_target::ipu21::timing as t;
+
+use super::charges as c;
 use crate::ir::DType;
-use crate::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
+use crate::runtime::PATCH_BULK_THRESHOLD_WORDS;
+use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
 
 /// The planner charges the rates ipuc chooses (the simulator can be run at
 /// either end of their sources; the planner ranks plans at one).
@@ -111,7 +114,7 @@ fn cast_cycles(elements: S<u64>, from: DType, to: DType) -> S<u64> {
 /// cheaper, as the simulator's codelet model charges it. A row on one
 /// worker runs at a sixth of the tile's rate, which a per-tile rate hides.
 fn layer_norm_cycles(rows: u32, cols: u32, dtype: DType, out: DType) -> S<u64> {
-    let workers = S(crate::ipu21::contexts::WORKERS_U64);
+    let workers = S(ipuc_target::ipu21::contexts::WORKERS_U64);
     let per_worker = |units: S<u64>| S(units.0.div_ceil(workers.0));
     let per_element = w(rates::layer_norm_x16(dtype, END) + rates::cast_x16(dtype, out, END));
     let worker = |rows: S<u64>, cols: S<u64>| {
@@ -272,7 +275,7 @@ pub fn call_cycles(args: &KernelArgs) -> u64 {
 /// sync and the route/start latency (`docs/facts/ipu21-target.md` §6). This is a planning bound; the
 /// exchange scheduler's phase length is checked against it by its tests.
 pub fn exchange_phase_cycles(max_words: u64) -> u64 {
-    (w(t::EXCHANGE_PHASE_CYCLES) + floor_div(S(max_words) * S(4), t::EXCHANGE_BYTES_PER_CYCLE)).0
+    (w(c::EXCHANGE_PHASE_CYCLES) + floor_div(S(max_words) * S(4), t::EXCHANGE_BYTES_PER_CYCLE)).0
 }
 
 /// Cycles to patch `words` instruction words before an exchange row: the
@@ -282,11 +285,11 @@ pub fn exchange_phase_cycles(max_words: u64) -> u64 {
 pub fn patch_cycles(words: u32) -> u64 {
     if words == 0 {
         0
-    } else if words < t::PATCH_BULK_THRESHOLD_WORDS {
-        (w(t::PATCH_SCALAR_CALL_CYCLES) + w(words) * w(t::PATCH_SCALAR_CYCLES_PER_WORD)).0
+    } else if words < PATCH_BULK_THRESHOLD_WORDS {
+        (w(c::PATCH_SCALAR_CALL_CYCLES) + w(words) * w(c::PATCH_SCALAR_CYCLES_PER_WORD)).0
     } else {
-        t::PATCH_BULK_CALL_CYCLES as u64
-            + (words as u64 * t::PATCH_BULK_CYCLES_PER_WORD_X100 as u64).div_ceil(100)
+        c::PATCH_BULK_CALL_CYCLES as u64
+            + (words as u64 * c::PATCH_BULK_CYCLES_PER_WORD_X100 as u64).div_ceil(100)
     }
 }
 

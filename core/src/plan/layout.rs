@@ -16,9 +16,9 @@
 
 use core::ops::Range;
 
-use crate::ipu21::topology::TILE_COUNT as TILE_COUNT_U16;
+use ipuc_target::ipu21::topology::TILE_COUNT as TILE_COUNT_U16;
 
-/// Tiles on the machine as `u32` (`crate::ipu21::topology::TILE_COUNT`).
+/// Tiles on the machine as `u32` (`ipuc_target::ipu21::topology::TILE_COUNT`).
 pub const TILE_COUNT: u32 = TILE_COUNT_U16 as u32;
 
 /// A balanced split of one axis of `len` elements, in units of `grain`

@@ -17,14 +17,14 @@ use core::fmt;
 
 use super::layout::Layout;
 use super::layout::TILE_COUNT;
-use crate::ipu21::sram::MemoryClass;
-use crate::ipu21::sram::{
+use crate::plan::TileBlock;
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::ipu21::sram::{
     INTERLEAVED_BASE, LOADER_REACHABLE_LIMIT, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET,
 };
-use crate::kernel::TileBlock;
 
 /// Per-tile bytes available to planned data and code: the tile budget minus
-/// the fixed support charge (the runtime state, `crate::ipu21::sram`). Each
+/// the fixed support charge (the runtime state, `ipuc_target::ipu21::sram`). Each
 /// tile's estimated linked image is charged inside this budget, as the
 /// bytes it spans up to its fetch guard (`plan::code::charge`); placement
 /// rounds that up to the whole elements it reserves
@@ -44,14 +44,14 @@ pub const HEADROOM_BYTES: u64 = TILE_MEMORY_BUDGET as u64 * HEADROOM_PERCENT / 1
 pub const HEADROOM_DATA_BUDGET_BYTES: u64 = HEADROOM_BYTES - SUPPORT_CHARGE_BYTES as u64;
 
 /// Per-tile bytes of the interleaved region (region 1 up to the loader limit,
-/// `crate::ipu21::sram`): interleaved-class allocations must fit here.
+/// `ipuc_target::ipu21::sram`): interleaved-class allocations must fit here.
 pub const INTERLEAVED_BUDGET_BYTES: u64 = (LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE) as u64;
 
 /// Allocation granule: every block is charged rounded up to the largest
-/// alignment lowering gives a buffer ([`crate::ipu21::sram::MAX_BUFFER_ALIGN`],
+/// alignment lowering gives a buffer ([`ipuc_target::ipu21::sram::MAX_BUFFER_ALIGN`],
 /// AMP operands and interleaved data), so a charged block is never smaller
 /// than placement's span (`copies × round_up(bytes, align)`).
-pub const ALLOCATION_GRANULE: u64 = crate::ipu21::sram::MAX_BUFFER_ALIGN as u64;
+pub const ALLOCATION_GRANULE: u64 = ipuc_target::ipu21::sram::MAX_BUFFER_ALIGN as u64;
 
 fn granule(bytes: u64) -> u64 {
     bytes.div_ceil(ALLOCATION_GRANULE) * ALLOCATION_GRANULE

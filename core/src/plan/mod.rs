@@ -31,7 +31,9 @@
 //! [`state`] and [`search`] (the beam and the Repeat-region cache), and
 //! [`listing`] (the chosen plan, one line per op).
 
+pub mod block;
 pub mod candidates;
+pub mod charges;
 pub mod code;
 pub mod context;
 pub mod cost;
@@ -44,6 +46,7 @@ pub mod opplan;
 pub mod planned;
 pub mod relayout;
 
+pub use block::TileBlock;
 pub use cost::Cycles;
 pub use error::{OpRef, PlanError, PlanResult};
 pub use improve::{improve_plan, Improvement};

@@ -13,10 +13,10 @@ use alloc::vec::Vec;
 
 use super::cost::{exchange_phase_cycles, kernel_cycles, Cycles};
 use super::layout::Layout;
-use crate::ipu21::sram::MemoryClass;
-use crate::ipu21::timing as t;
 use crate::ir::{DType, OpId};
-use crate::kernel::{Kernel, TileBlock};
+use crate::plan::TileBlock;
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::kernel::Kernel;
 
 /// A data slot an op's stages refer to; lowering binds slots to buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -120,7 +120,7 @@ pub fn max_tile_cycles(calls: &[PlannedCall]) -> u64 {
 }
 
 /// Busiest endpoint: max over tiles of words sent (once per multicast) or
-/// received, plus [`t::EXCHANGE_PIECE_EVENTS`] per piece it sends or
+/// received, plus [`super::charges::EXCHANGE_PIECE_EVENTS`] per piece it sends or
 /// receives (a strided transfer moves one piece per row), in exchange
 /// events (one word each).
 pub fn max_endpoint_words(transfers: &[PlannedTransfer]) -> u64 {
@@ -131,8 +131,8 @@ pub fn max_endpoint_words(transfers: &[PlannedTransfer]) -> u64 {
         let contiguous =
             t.source_pitch == t.row_bytes && t.destinations.iter().all(|d| d.pitch == t.row_bytes);
         let pieces = if contiguous { 1 } else { u64::from(t.rows) };
-        let w =
-            t.rows as u64 * (t.row_bytes / 4) as u64 + pieces * u64::from(t::EXCHANGE_PIECE_EVENTS);
+        let w = t.rows as u64 * (t.row_bytes / 4) as u64
+            + pieces * u64::from(super::charges::EXCHANGE_PIECE_EVENTS);
         if let Some(s) = sent.get_mut(t.source_tile as usize) {
             *s += w;
         }

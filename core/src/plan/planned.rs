@@ -9,8 +9,8 @@ use super::cost::Cycles;
 use super::layout::Layout;
 use super::memory::Allocation;
 use super::opplan::OpPlan;
-use crate::ipu21::sram::MemoryClass;
 use crate::ir::{OpId, ValueId};
+use ipuc_target::ipu21::sram::MemoryClass;
 
 /// An operand re-laid out into a staging buffer before its op runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use super::cost::Cycles;
 use super::layout::{Block, Layout};
 use super::opplan::{PlannedCall, PlannedDestination, PlannedTransfer, Slot, SlotRef, Stage};
-use crate::kernel::Kernel;
+use ipuc_target::kernel::Kernel;
 
 /// Which rectangle of the source lands where in the destination: destination
 /// rows/cols `[dst_origin, dst_origin + extent)` receive source
@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(r.transfers.len(), 8);
         assert!(r.transfers.iter().all(|t| t.destinations.len() == 7));
         // Each tile sends 8 words and receives 56, in 7 contiguous pieces.
-        let piece = u64::from(crate::ipu21::timing::EXCHANGE_PIECE_EVENTS);
+        let piece = u64::from(crate::plan::charges::EXCHANGE_PIECE_EVENTS);
         assert_eq!(
             super::super::opplan::max_endpoint_words(&r.transfers),
             56 + 7 * piece

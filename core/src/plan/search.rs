@@ -31,8 +31,8 @@ use super::opplan::OpPlan;
 use super::planned::{BodyPlan, PlannedOp};
 use super::region::RegionInfo;
 use super::state::{Mode, Reject, State};
-use crate::ipu21::sram::MemoryClass;
 use crate::ir::{Graph, OpId, OpKind, ValueDef, ValueId};
+use ipuc_target::ipu21::sram::MemoryClass;
 
 /// The chosen plan of a whole graph.
 #[derive(Clone, Debug)]

@@ -9,14 +9,14 @@ use super::relocate::OutgoingBase;
 use super::schedule::{ExchangeOptions, ScheduledJob};
 use super::{exchange_jobs, RowsError, WORD};
 use crate::exchange::{CheckReport, ExchangeRow, ScheduledPhase};
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::PhysicalTile;
 use crate::lower::{StepIndex, TileSchedule};
 use crate::patch::audit::{audit, AuditedPhase, PatchAudit};
 use crate::patch::relocate::OutgoingBaseSummary;
 use crate::patch::repeat::{RepeatPatchPlan, RepeatPatchTable};
 use crate::patch::sharing::{share_rows, SharedRows, SharingPatchList};
 use crate::place::BufferAddresses;
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// How one tile runs one phase.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,13 +7,13 @@ use alloc::vec::Vec;
 
 use super::{RowsError, WORD};
 use crate::exchange::{Destination, ExchangePhase as WirePhase, Transfer as WireTransfer, Width};
-use crate::ipu21::topology::LogicalTile;
 use crate::lower::{
     Buffer, BufferId, BufferRef, BufferRole, ExchangeStep, RepeatFrame, RepeatStep, Step,
     StepIndex, TileSchedule,
 };
 use crate::patch::repeat::IteratedSource;
 use crate::place::{address, BufferAddresses};
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// Per-iteration byte stride of `at`'s buffer on `tile`, when it is iterated.
 fn iterated_stride(buffer: &Buffer, tile: LogicalTile) -> Option<u32> {

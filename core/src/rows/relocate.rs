@@ -15,11 +15,11 @@ use crate::exchange::{
     check_iterations, decode_checked, DecodedRow, ExchangeError, ExchangeRow, IterationRows,
     RowBases,
 };
-use crate::ipu21::topology::PhysicalTile;
 use crate::patch::relocate::{
     classify_row, rebase_row, OutgoingBaseSummary, RelocatedSender, RowRelocation,
 };
 use crate::patch::repeat::{phase_for_iteration, RepeatPatchTable};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// A relocated sender's base: the frame slot holding `base + i·stride`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

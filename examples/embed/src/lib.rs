@@ -19,8 +19,8 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use ipuc_core::ir::{DType, Graph, GraphBuilder, IrError, TensorType};
-use ipuc_core::package::{self, Package, PackageError};
 use ipuc_core::pipeline::{compile, CompileError, CompileOptions};
+use ipuc_target::package::{self, Package, PackageError};
 
 /// `y = gelu(x · wᵀ)` for `x: [1, 8, 32]`, `w: [16, 32]`, in FP16.
 pub fn small_graph() -> Result<Graph, IrError> {

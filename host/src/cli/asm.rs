@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use ipuc_core::ipu21::asm::{assemble, link, Image, LinkOptions};
-use ipuc_core::ipu21::sram::{ELEMENT_SIZE, TILE_MEMORY_BASE, TILE_MEMORY_END};
+use ipuc_core::asm::{assemble, link, Image, LinkOptions};
+use ipuc_target::ipu21::sram::{ELEMENT_SIZE, TILE_MEMORY_BASE, TILE_MEMORY_END};
 
 /// `--at`'s default, as `--help` shows it once: the application load base
 /// (`APPLICATION_LOAD_BASE`; a test keeps the two equal).
@@ -33,7 +33,7 @@ pub struct Args {
     defsym: Vec<(String, i64)>,
 }
 
-/// Link-time symbols `target-ipu21/device-asm/static_runtime.S` expects from the image
+/// Link-time symbols `device-asm/static_runtime.S` expects from the image
 /// builder. `ipuc asm` supplies these defaults (taken from
 /// `core::runtime::link_symbols`) so the runtime assembles and lists on its
 /// own; they apply only to names the source leaves undefined.
@@ -146,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::ipu21::asm::assemble_and_link;
+    use ipuc_core::asm::assemble_and_link;
 
     #[test]
     fn listing_shows_labels_addresses_words_and_text() {
@@ -167,7 +167,7 @@ mod tests {
 #[cfg(test)]
 mod runtime_tests {
     use super::*;
-    use ipuc_core::ipu21::asm::APPLICATION_LOAD_BASE;
+    use ipuc_core::asm::APPLICATION_LOAD_BASE;
 
     #[test]
     fn defsym_needs_a_symbol_name() {
@@ -182,18 +182,12 @@ mod runtime_tests {
     /// The static runtime on main assembles and links with the layout defaults.
     #[test]
     fn static_runtime_assembles_with_layout_defaults() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../target-ipu21/device-asm/static_runtime.S"
-        );
-        let Ok(src) = std::fs::read_to_string(path) else {
-            return;
-        };
+        let src = ipuc_core::runtime::SOURCE;
         let mut opts = LinkOptions::at(APPLICATION_LOAD_BASE);
         for (n, v) in runtime_layout_defaults() {
             opts.defines.insert(n.into(), v as i64);
         }
-        let obj = assemble("static_runtime.S", &src).unwrap_or_else(|e| panic!("{e}"));
+        let obj = assemble("static_runtime.S", src).unwrap_or_else(|e| panic!("{e}"));
         let image = link(&[obj], &opts).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             image.symbol("ipuc_static_start"),

@@ -90,7 +90,7 @@ pub fn at_least_one_u32(s: &str) -> Result<u32, String> {
 
 /// A logical tile count `1..=1472` (`--planning-tiles`).
 pub fn tile_count(s: &str) -> Result<u32, String> {
-    let max = u32::from(ipuc_core::ipu21::topology::TILE_COUNT);
+    let max = u32::from(ipuc_target::ipu21::topology::TILE_COUNT);
     let v: u64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a whole number (allowed: 1..={max})"))?;
@@ -230,7 +230,7 @@ pub fn checkpoint_files(dir: Option<&Path>) -> Vec<std::path::PathBuf> {
 }
 
 /// `--runtime-source F.S`: the runtime text to assemble and link instead of
-/// the built-in `target-ipu21/device-asm/static_runtime.S` (read now, before any work).
+/// the built-in `device-asm/static_runtime.S` (read now, before any work).
 pub fn runtime_source(path: Option<&Path>) -> Result<ipuc_core::runtime::RuntimeSource> {
     let Some(path) = path else {
         return Ok(ipuc_core::runtime::RuntimeSource::builtin());

@@ -10,7 +10,7 @@ use ipuc_core::plan::code::SENDER_BUDGET_PERCENT;
 use ipuc_core::rows::ExchangeOptions;
 
 use crate::phase_image::{build_image, verify_image, DEFAULT_ROW_ADDRESS};
-use crate::sim::fabric::execute_phase;
+use ipuc_sim::fabric::execute_phase;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -62,8 +62,8 @@ pub fn run(args: Args) -> Result<()> {
     let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =
-        ipuc_core::package::read(&bytes).with_context(|| args.package.display().to_string())?;
-    let digest = ipuc_core::package::digest_hex(&bytes);
+        ipuc_target::package::read(&bytes).with_context(|| args.package.display().to_string())?;
+    let digest = ipuc_target::package::digest_hex(&bytes);
     crate::say!(
         "package: {} ({} bytes)",
         args.package.display(),
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<()> {
 
 fn exec_with_summary(
     args: &Args,
-    package: &ipuc_core::package::Package,
+    package: &ipuc_target::package::Package,
     workload: &super::workload::WorkloadArgs,
     digest: &str,
     summary: &mut RunSummary,

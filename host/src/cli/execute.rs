@@ -23,8 +23,8 @@ use crate::report::run_summary::{BandEnd, RateBand};
 use crate::report::trace::build_profile;
 use crate::report::Profile;
 use crate::weights::{HostTensor, Weights};
-use ipuc_core::ipu21::rates::RateEnd;
-use ipuc_core::package::Package;
+use ipuc_target::ipu21::rates::RateEnd;
+use ipuc_target::package::Package;
 
 /// Execution and validation flags shared by `ipuc run` and `ipuc exec`.
 #[derive(clap::Args, Debug, Clone)]
@@ -57,7 +57,7 @@ pub struct ExecArgs {
     /// The default is Poplar's `getMaxIPUSyncDelay` bound, the figure the
     /// planner uses too (`docs/facts/ipu21-target.md` §6; no public IPU21
     /// measurement exists). Range 0..=1000000, so cycle counts cannot wrap.
-    #[arg(long, default_value_t = crate::sim::cycle::INTERNAL_SYNC_CYCLES, help_heading = super::headings::DEVICE,
+    #[arg(long, default_value_t = ipuc_sim::cycle::INTERNAL_SYNC_CYCLES, help_heading = super::headings::DEVICE,
           value_parser = clap::value_parser!(u64).range(0..=checks::MAX_SYNC_CYCLES))]
     pub sync_cycles: u64,
     /// Simulated cycles one inference may take on any tile before the run

@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(long)]
     pub slices: bool,
     /// Show only this physical tile (0..=1471), with its segments.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..i64::from(ipuc_core::ipu21::topology::TILE_COUNT)))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..i64::from(ipuc_target::ipu21::topology::TILE_COUNT)))]
     pub tile: Option<u32>,
 }
 
@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 pub fn render(args: &Args) -> anyhow::Result<String> {
     let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading {}", args.package.display()))?;
-    let package = ipuc_core::package::read(&bytes)
+    let package = ipuc_target::package::read(&bytes)
         .with_context(|| format!("{} is not a valid ipuc package", args.package.display()))?;
     if let Some(t) = args.tile.filter(|&t| package.tile(t).is_none()) {
         anyhow::bail!(
@@ -67,7 +67,7 @@ pub fn render(args: &Args) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::package::*;
+    use ipuc_target::package::*;
 
     fn package() -> Package {
         let mut p = Package::new("ipuc test");
@@ -231,8 +231,8 @@ mod tests {
             "{e}"
         );
         // A cut body sealed again: the section check behind the digest.
-        let body = &bytes[..bytes.len() - ipuc_core::package::DIGEST_BYTES - 3];
-        std::fs::write(&path, ipuc_core::package::seal(body.to_vec())).unwrap();
+        let body = &bytes[..bytes.len() - ipuc_target::package::DIGEST_BYTES - 3];
+        std::fs::write(&path, ipuc_target::package::seal(body.to_vec())).unwrap();
         let e = format!("{:#}", render(&args(path.clone(), false)).unwrap_err());
         assert!(
             e.contains("is not a valid ipuc package") && e.contains("reaches past the end"),

@@ -1,8 +1,8 @@
 //! `ipuc isa asm|disasm`: the IPU21 instruction encoder/decoder on the command line.
 
 use anyhow::Context;
-use ipuc_core::ipu21::asm::assemble_words;
-use ipuc_core::ipu21::isa::decode;
+use ipuc_core::asm::assemble_words;
+use ipuc_target::ipu21::isa::decode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

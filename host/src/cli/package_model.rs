@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use ipuc_core::package::{
+use ipuc_target::package::{
     DType, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
 };
 

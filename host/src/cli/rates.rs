@@ -3,9 +3,9 @@
 //! Markdown. `docs/facts/kernel-rates.md` is this output (a test keeps
 //! them equal), so the table a reader finds is the one the code charges.
 
-use ipuc_core::ipu21::rates::{self, Evidence, RateEnd, SOURCES, TABLE};
-use ipuc_core::ipu21::timing::AmpMode;
 use ipuc_core::ir::DType;
+use ipuc_target::ipu21::rates::{self, Evidence, RateEnd, SOURCES, TABLE};
+use ipuc_target::ipu21::timing::AmpMode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {}

@@ -51,7 +51,7 @@ pub struct BuildArgs {
     #[arg(long, default_value_t = ipuc_core::plan::DEFAULT_BEAM_WIDTH, value_parser = checks::beam_width)]
     pub planning_beam_width: usize,
     /// Tiles the planner may use (1..=1472; the C600 has 1472).
-    #[arg(long, default_value_t = ipuc_core::ipu21::topology::TILE_COUNT as u32, value_parser = checks::tile_count)]
+    #[arg(long, default_value_t = ipuc_target::ipu21::topology::TILE_COUNT as u32, value_parser = checks::tile_count)]
     pub planning_tiles: u32,
     /// Local-improvement steps after the beam search: re-plan one op at a
     /// time with the others fixed, keep only improvements (prints the
@@ -65,7 +65,7 @@ pub struct BuildArgs {
     #[arg(long, value_name = "W", value_parser = checks::at_least_one_u32)]
     pub exchange_stream_words: Option<u32>,
     /// Assemble and link this static runtime (`.S`) on every tile instead of
-    /// the built-in `target-ipu21/device-asm/static_runtime.S`.
+    /// the built-in `device-asm/static_runtime.S`.
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<PathBuf>,
     /// Write the package here.
@@ -321,7 +321,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
     summary.tiles = compiled.report.tiles as u32;
     // What is tested is what is shipped: execute the package bytes (the ones
     // written with --package), read back through the validating reader.
-    let shipped = ipuc_core::package::read(&compiled.bytes)
+    let shipped = ipuc_target::package::read(&compiled.bytes)
         .context("reading back the package just written")?;
     tracing::info!(
         "device: executing the package read back from its {} bytes (sha256 {})",

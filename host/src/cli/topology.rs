@@ -1,7 +1,7 @@
 //! `ipuc topology` (issue #3): C600 tile numbering and the route timing model.
 
 use anyhow::Context;
-use ipuc_core::ipu21::topology::{route, LogicalTile};
+use ipuc_target::ipu21::topology::{route, LogicalTile};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

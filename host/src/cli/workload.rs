@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use crate::input::processor::{ImageProcessor, PREPROCESSOR_FILE};
 use crate::input::PixelValues;
 use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
-use ipuc_core::package::WeightOrigin;
+use ipuc_target::package::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
 

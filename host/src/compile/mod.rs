@@ -280,7 +280,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// instructions by kind: [rows, send, sendoff, delay, one-word control
 /// (delaypic, delayxpic, sendpic), sendpicp, other].
 fn row_instruction_counts(rows: &[ipuc_core::exchange::ExchangeRow]) -> [u64; 7] {
-    use ipuc_core::ipu21::isa::{decode, Instruction as I};
+    use ipuc_target::ipu21::isa::{decode, Instruction as I};
     let mut c = [0u64; 7];
     c[0] = rows.len() as u64;
     for row in rows {

@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 use ipuc_core::exchange::{Destination, ExchangePhase, Transfer, Width};
-use ipuc_core::ipu21::topology::PhysicalTile;
 use ipuc_core::lower::StepIndex;
 use ipuc_core::patch::repeat::IteratedSource;
 use ipuc_core::rows::PhaseJob;
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 /// Writes `jobs` in the dump format.
 pub fn write_jobs(jobs: &[PhaseJob]) -> String {

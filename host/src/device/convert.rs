@@ -3,8 +3,8 @@
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
-use ipuc_core::numeric::{f16_bits_to_f32, f32_to_f16_bits, F8Format, Fp8, Overflow};
-use ipuc_core::package::DType;
+use ipuc_target::numeric::{f16_bits_to_f32, f32_to_f16_bits, F8Format, Fp8, Overflow};
+use ipuc_target::package::DType;
 
 fn fp8(dtype: DType, scale: i8) -> Result<Option<Fp8>> {
     let format = match dtype {

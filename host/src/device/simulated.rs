@@ -10,24 +10,24 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use ipuc_core::ipu21::rates::RateEnd;
-use ipuc_core::ipu21::sram::layout;
-use ipuc_core::ipu21::topology::PhysicalTile;
-use ipuc_core::package::{
+use ipuc_target::ipu21::rates::RateEnd;
+use ipuc_target::ipu21::sram::layout;
+use ipuc_target::ipu21::topology::PhysicalTile;
+use ipuc_target::package::{
     Binding, BindingKind, BindingSlice, HostCall, NativeKernelAbi, Package, StepTables, TileImage,
     INFERENCE_CALL,
 };
 
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
-use crate::codelets::codelet_table;
-use crate::sim::bsp::Progress;
-use crate::sim::fabric::RouteFabric;
-use crate::sim::{
+use crate::weights::HostTensor;
+use ipuc_sim::bsp::Progress;
+use ipuc_sim::codelets::codelet_table;
+use ipuc_sim::fabric::RouteFabric;
+use ipuc_sim::{
     CodeletTable, CycleSample, Device, DeviceError, DeviceRun, ExchangeFabric, FaultKind,
     OperandFault, Tile,
 };
-use crate::weights::HostTensor;
 
 /// Default bound on every tile's clock: a runaway program faults instead of
 /// spinning forever.
@@ -62,12 +62,12 @@ pub const MAX_DEFAULT_BUDGET: u64 = 1_000_000_000;
 /// reaches its end) with a typed `CycleLimit` fault naming tile and PC, in
 /// seconds instead of minutes.
 pub fn cycle_budget(package: &Package, sync_cycles: u64) -> u64 {
-    let Some(&ipuc_core::package::SummaryValue::Integer(estimate)) =
+    let Some(&ipuc_target::package::SummaryValue::Integer(estimate)) =
         package.plan_summary.get("estimated_cycles")
     else {
         return MAX_DEFAULT_BUDGET;
     };
-    let sync_scale = (sync_cycles / crate::sim::cycle::INTERNAL_SYNC_CYCLES).max(1);
+    let sync_scale = (sync_cycles / ipuc_sim::cycle::INTERNAL_SYNC_CYCLES).max(1);
     u64::try_from(estimate)
         .unwrap_or(0)
         .saturating_mul(BUDGET_PER_ESTIMATE)
@@ -304,7 +304,7 @@ impl SimDevice {
             codelets: Arc::new(table),
             fabric: Box::new(RouteFabric),
             cycle_limit: DEFAULT_CYCLE_LIMIT,
-            sync_cycles: crate::sim::cycle::INTERNAL_SYNC_CYCLES,
+            sync_cycles: ipuc_sim::cycle::INTERNAL_SYNC_CYCLES,
         })
     }
 
@@ -465,7 +465,7 @@ impl LoadedSim {
                     })
                     .context("simulated device")
                 }
-                kind => anyhow::Error::new(DeviceError::Fault(crate::sim::SimFault { kind, ..f }))
+                kind => anyhow::Error::new(DeviceError::Fault(ipuc_sim::SimFault { kind, ..f }))
                     .context("simulated device"),
             },
             e => anyhow::Error::new(e).context("simulated device"),
@@ -699,7 +699,7 @@ fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::package::SummaryValue;
+    use ipuc_target::package::SummaryValue;
 
     fn claiming(estimate: Option<i64>) -> Package {
         let mut p = Package::new("test");
@@ -714,7 +714,7 @@ mod tests {
     /// huge, negative or missing — lifts it past `MAX_DEFAULT_BUDGET`.
     #[test]
     fn a_package_cannot_set_its_own_cycle_budget() {
-        let sync = crate::sim::cycle::INTERNAL_SYNC_CYCLES;
+        let sync = ipuc_sim::cycle::INTERNAL_SYNC_CYCLES;
         assert_eq!(
             cycle_budget(&claiming(Some(100_000)), sync),
             16 * 100_000 + BUDGET_FLOOR

@@ -2,8 +2,8 @@
 //! is read. Where the chip bounds what is useful, the limit is derived from
 //! it; the others are generous caps for text and containers, said so.
 
-use ipuc_core::ipu21::sram::TILE_MEMORY_SIZE;
-use ipuc_core::ipu21::topology::TILE_COUNT;
+use ipuc_target::ipu21::sram::TILE_MEMORY_SIZE;
+use ipuc_target::ipu21::topology::TILE_COUNT;
 
 /// Every tile's SRAM: 1472 × 638,976 = 940,572,672 bytes (the same figure
 /// as `model::config::DEVICE_SRAM_BYTES`, which the model checks use).

@@ -2,19 +2,19 @@
 //! [`Limit::PACKAGE`] and its section headers are walked with 12-byte reads
 //! before the file is read whole, so a file whose declared section lengths
 //! do not add up to its size is refused in milliseconds. The bytes read are
-//! then validated by `ipuc_core::package::read` (digest first).
+//! then validated by `ipuc_target::package::read` (digest first).
 
 use std::io::{self, Read};
 use std::path::Path;
 
-use ipuc_core::package::{Section, DIGEST_BYTES, MAGIC};
+use ipuc_target::package::{Section, DIGEST_BYTES, MAGIC};
 
 use super::error::FsError;
 use super::limits::Limit;
 use super::read::{open_regular, read_rest, within_limit};
 
 /// Bytes of the header (magic, version, reserved) and of a section header
-/// (tag u32, length u64); see `ipuc_core::package`'s format notes.
+/// (tag u32, length u64); see `ipuc_target::package`'s format notes.
 const HEADER_BYTES: u64 = 12;
 const SECTION_HEADER_BYTES: u64 = 12;
 /// Sections in a package of this format version.

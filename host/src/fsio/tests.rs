@@ -131,7 +131,7 @@ fn oversized_file_is_refused_from_metadata() {
 
 /// A package body with the given sections (tag, declared length, body).
 fn package_file(dir: &Path, name: &str, declared: &[u64], pad_to: u64) -> std::path::PathBuf {
-    let mut bytes = ipuc_core::package::MAGIC.to_vec();
+    let mut bytes = ipuc_target::package::MAGIC.to_vec();
     bytes.extend_from_slice(&2u16.to_le_bytes());
     bytes.extend_from_slice(&0u16.to_le_bytes());
     for (tag, &len) in (1u32..).zip(declared) {
@@ -178,7 +178,7 @@ fn package_whose_sections_lie_is_refused_without_reading_it() {
         "{e}"
     );
     // A real package walks to its end (every section of the format).
-    let bytes = ipuc_core::package::write(&ipuc_core::package::Package::new("walk")).unwrap();
+    let bytes = ipuc_target::package::write(&ipuc_target::package::Package::new("walk")).unwrap();
     let real = dir.path().join("real.ipuc");
     std::fs::write(&real, &bytes).unwrap();
     assert_eq!(

@@ -4,8 +4,8 @@
 //! Defaults for absent fields are the HF class defaults
 //! (`configuration_siglip.py`, docs/facts/siglip-and-fp8.md §1.1).
 
-use ipuc_core::ipu21::sram::TILE_MEMORY_SIZE;
-use ipuc_core::ipu21::topology::TILE_COUNT;
+use ipuc_target::ipu21::sram::TILE_MEMORY_SIZE;
+use ipuc_target::ipu21::topology::TILE_COUNT;
 use serde::Deserialize;
 
 use super::family::{Family, SUPPORTED_MODEL_TYPES};

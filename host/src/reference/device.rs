@@ -15,7 +15,7 @@
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
-use ipuc_core::numeric::F8Format;
+use ipuc_target::numeric::F8Format;
 
 use super::products::{f64_product, Mat};
 

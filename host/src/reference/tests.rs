@@ -236,18 +236,18 @@ fn device_numerics_round_parameters_and_results() {
         .unwrap()
         .run(&[("x", Tensor::new(vec![1, 8], xv.clone()))])
         .unwrap();
-    let fp8 = ipuc_core::numeric::Fp8::new(ipuc_core::numeric::F8Format::F143, -4).unwrap();
+    let fp8 = ipuc_target::numeric::Fp8::new(ipuc_target::numeric::F8Format::F143, -4).unwrap();
     for o in 0..8 {
         let mut e = 0f64;
         let mut d = 0f64;
         for k in 0..8 {
             let xk = f64::from(xv[k]);
             e += xk * f64::from(wv[o * 8 + k]);
-            let xq = f64::from(ipuc_core::numeric::round_to_f16(xv[k]));
-            d +=
-                xq * f64::from(fp8.quantize(wv[o * 8 + k], ipuc_core::numeric::Overflow::Saturate));
+            let xq = f64::from(ipuc_target::numeric::round_to_f16(xv[k]));
+            d += xq
+                * f64::from(fp8.quantize(wv[o * 8 + k], ipuc_target::numeric::Overflow::Saturate));
         }
-        let d = f64::from(ipuc_core::numeric::round_to_f16(d as f32));
+        let d = f64::from(ipuc_target::numeric::round_to_f16(d as f32));
         assert!((f64::from(exact["y"].data[o]) - e).abs() < 1e-6);
         assert!(
             (f64::from(device["y"].data[o]) - d).abs() < 1e-3 * d.abs().max(1e-3),

@@ -1,7 +1,7 @@
 //! The package's description section as `ipuc inspect` shows it (JSON and
 //! text): what the package was compiled from.
 
-use ipuc_core::package::{BuildFlags, Description, ModelConfig, ModelDescription, WeightOrigin};
+use ipuc_target::package::{BuildFlags, Description, ModelConfig, ModelDescription, WeightOrigin};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -14,7 +14,7 @@ pub fn package_hash_line(bytes: &[u8]) -> String {
     format!(
         "package: {} bytes, SHA-256 {}",
         bytes.len(),
-        ipuc_core::package::digest_hex(bytes)
+        ipuc_target::package::digest_hex(bytes)
     )
 }
 
@@ -31,8 +31,8 @@ mod tests {
         );
         // Too short to be a package: the hash of all of it.
         assert!(package_hash_line(b"abc").starts_with("package: 3 bytes, SHA-256 ba7816bf"));
-        let p = ipuc_core::package::write(&ipuc_core::package::Package::new("t")).unwrap();
-        let body = &p[..p.len() - ipuc_core::package::DIGEST_BYTES];
+        let p = ipuc_target::package::write(&ipuc_target::package::Package::new("t")).unwrap();
+        let body = &p[..p.len() - ipuc_target::package::DIGEST_BYTES];
         assert!(package_hash_line(&p).ends_with(&sha256_hex(body)));
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use ipuc_core::ir::{Graph, OpKind};
-use ipuc_core::kernel::AmpProduct;
+use ipuc_target::kernel::AmpProduct;
 use serde::{Deserialize, Serialize};
 
 use super::{Profile, StepKind};
@@ -67,14 +67,14 @@ pub struct LayerBreakdown {
 /// whole chip, per category family: GEMMs at their AMP mode's peak,
 /// attention's two products at theirs plus its softmax at the sourced
 /// rate, element-wise kernels at their sourced rates
-/// (`ipuc_core::ipu21::rates`, chosen end), all spread evenly over the
+/// (`ipuc_target::ipu21::rates`, chosen end), all spread evenly over the
 /// 1,472 tiles; every operand byte moved once at the exchange's 4 bytes
 /// per cycle per tile. Views move nothing and cost nothing.
 pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
-    use ipuc_core::ipu21::rates::{self, RateEnd};
-    use ipuc_core::ipu21::timing::{AmpMode, EXCHANGE_BYTES_PER_CYCLE};
-    use ipuc_core::ipu21::topology::TILE_COUNT;
     use ipuc_core::ir::DType;
+    use ipuc_target::ipu21::rates::{self, RateEnd};
+    use ipuc_target::ipu21::timing::{AmpMode, EXCHANGE_BYTES_PER_CYCLE};
+    use ipuc_target::ipu21::topology::TILE_COUNT;
     let end = RateEnd::Chosen;
     let tiles = f64::from(TILE_COUNT);
     let mut x16 = BTreeMap::<&str, f64>::new();
@@ -115,8 +115,8 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             let keys = k.shape.dim_from_end(1).unwrap_or(0);
                             (rows * keys) as f64
                         });
-                    let mode = ipuc_core::kernel::attention_mode(in_dtype);
-                    let partials = ipuc_core::kernel::partials_type(mode);
+                    let mode = ipuc_target::kernel::attention_mode(in_dtype);
+                    let partials = ipuc_target::kernel::partials_type(mode);
                     let products = 16.0 * macs / f64::from(mode.macs_per_cycle());
                     let softmax = scores * f64::from(rates::softmax_x16(partials, in_dtype, end));
                     ("attention", products + softmax)

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
-use ipuc_core::ipu21::sram;
+use ipuc_target::ipu21::sram;
 use serde::{Deserialize, Serialize};
 
 /// The per-tile budget the planner checks against.

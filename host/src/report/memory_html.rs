@@ -112,13 +112,13 @@ pub fn render_memory_map(map: &MemoryMap) -> anyhow::Result<String> {
 /// Physical C600 tile id of logical tile `tile` (the topology's mapping,
 /// the one the package's tile images use); `tile` itself if out of range.
 pub fn physical_tile(tile: u32) -> u32 {
-    ipuc_core::ipu21::topology::LogicalTile::new(tile)
+    ipuc_target::ipu21::topology::LogicalTile::new(tile)
         .map_or(tile, |t| u32::from(t.physical().get()))
 }
 
 /// Physical id of every logical tile of the C600, by logical id.
 fn physical_ids() -> Vec<u32> {
-    (0..u32::from(ipuc_core::ipu21::topology::TILE_COUNT))
+    (0..u32::from(ipuc_target::ipu21::topology::TILE_COUNT))
         .map(physical_tile)
         .collect()
 }

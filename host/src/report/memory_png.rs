@@ -227,7 +227,7 @@ pub fn render(map: &MemoryMap) -> Result<Vec<u8>> {
         span: f64::from(b.memory_end.saturating_sub(b.memory_base).max(1)),
         band: layout.band_h,
     };
-    let region1 = u64::from(ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
+    let region1 = u64::from(ipuc_target::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
     let region1_y = (region1 > u64::from(b.memory_base) && region1 < u64::from(b.memory_end))
         .then(|| scale.y(region1) as i32);
     let moments = map.moments.len();
@@ -306,7 +306,7 @@ fn draw_address_axes(
     b: &super::memory::MemoryBudget,
     region1_y: Option<i32>,
 ) {
-    let region1 = u64::from(ipuc_core::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
+    let region1 = u64::from(ipuc_target::ipu21::sram::EXECUTABLE_MEMORY_LIMIT);
     for row in 0..layout.rows {
         let top = (TOP + row * layout.row_h()) as i32;
         text(

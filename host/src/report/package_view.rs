@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use ipuc_core::package::{Package, SegmentFlags, SegmentRole, SummaryValue, FORMAT_VERSION};
+use ipuc_target::package::{Package, SegmentFlags, SegmentRole, SummaryValue, FORMAT_VERSION};
 use serde::Serialize;
 
 use super::text_table::{grouped, Align, TextTable};
@@ -127,7 +127,7 @@ fn flags_text(f: SegmentFlags) -> String {
 
 impl TileView {
     /// One tile image's figures and segments.
-    fn of(tile: &ipuc_core::package::TileImage) -> Self {
+    fn of(tile: &ipuc_target::package::TileImage) -> Self {
         let mut by_role = BTreeMap::new();
         for s in &tile.segments {
             *by_role.entry(s.role.name()).or_insert(0) += u64::from(s.memory_size);
@@ -168,7 +168,7 @@ impl TileView {
 
 impl BindingView {
     /// One binding, its slices and how many tiles they sit on.
-    fn of(b: &ipuc_core::package::Binding) -> Self {
+    fn of(b: &ipuc_target::package::Binding) -> Self {
         BindingView {
             name: b.name.clone(),
             kind: b.kind.name(),
@@ -197,7 +197,7 @@ impl BindingView {
 
 /// Repeat id → its trip count and body steps on the first tile that
 /// has it.
-fn repeats_of(steps: &ipuc_core::package::StepTables) -> BTreeMap<u32, RepeatView> {
+fn repeats_of(steps: &ipuc_target::package::StepTables) -> BTreeMap<u32, RepeatView> {
     let mut repeats: BTreeMap<u32, RepeatView> = BTreeMap::new();
     for table in &steps.tiles {
         let mut here: BTreeMap<u32, RepeatView> = BTreeMap::new();
@@ -222,7 +222,7 @@ impl PackageView {
         let t = package.target;
         let tiles = package.tiles.iter().map(TileView::of).collect();
         let bindings = package.bindings.iter().map(BindingView::of).collect();
-        let range = |t: &ipuc_core::package::HostTransfer| {
+        let range = |t: &ipuc_target::package::HostTransfer| {
             format!(
                 "{}[{}..{}]",
                 t.binding,
@@ -246,7 +246,7 @@ impl PackageView {
             format_version: FORMAT_VERSION,
             producer: package.producer.clone(),
             bytes: bytes.len() as u64,
-            sha256: ipuc_core::package::digest_hex(bytes),
+            sha256: ipuc_target::package::digest_hex(bytes),
             target: TargetView {
                 tile_count: t.tile_count,
                 tile_memory_base: t.tile_memory_base,

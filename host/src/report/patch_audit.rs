@@ -193,8 +193,8 @@ pub fn write_patch_audit(out: &Path, audit: &PatchAudit) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ipuc_core::ipu21::topology::PhysicalTile;
     use ipuc_core::patch::audit::PhaseAudit;
+    use ipuc_target::ipu21::topology::PhysicalTile;
 
     #[test]
     fn phase_audit_text_counts_phases_and_names_the_worst_sharing_tile() {

@@ -171,7 +171,7 @@ pub fn memory_map_from_placement(
     // Every other tile of the C600 holds nothing.
     let used: std::collections::BTreeSet<u32> =
         placements.iter().map(|p| u32::from(p.tile.get())).collect();
-    let unused_tiles = (0..u32::from(ipuc_core::ipu21::topology::TILE_COUNT))
+    let unused_tiles = (0..u32::from(ipuc_target::ipu21::topology::TILE_COUNT))
         .filter(|t| !used.contains(t))
         .collect();
     MemoryMap {

@@ -14,10 +14,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use ipuc_core::ipu21::sram::{APPLICATION_LOAD_BASE, EXECUTABLE_MEMORY_LIMIT, TILE_MEMORY_BUDGET};
-use ipuc_core::ipu21::topology::LogicalTile;
 use ipuc_core::lower::TileSchedule;
 use ipuc_core::place::{blocked_span, PlaceError, PlacementRequest, TilePlacement};
+use ipuc_target::ipu21::sram::{
+    APPLICATION_LOAD_BASE, EXECUTABLE_MEMORY_LIMIT, TILE_MEMORY_BUDGET,
+};
+use ipuc_target::ipu21::topology::LogicalTile;
 
 use super::memory::{
     reports_line, AllocationClass, LiveAllocation, MemoryBudget, MemoryRejection, Shortfall,

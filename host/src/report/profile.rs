@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-pub use ipuc_core::package::StepKind;
+pub use ipuc_target::package::StepKind;
 
 /// One step of the global program order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

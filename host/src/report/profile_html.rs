@@ -76,7 +76,7 @@ fn kernel_rows(profile: &Profile) -> Vec<KernelRow<'_>> {
 
 /// Logical id of physical C600 tile `tile` (itself if out of range).
 pub(crate) fn logical_tile(tile: u32) -> u32 {
-    ipuc_core::ipu21::topology::PhysicalTile::new(tile)
+    ipuc_target::ipu21::topology::PhysicalTile::new(tile)
         .map_or(tile, |t| u32::from(t.logical().get()))
 }
 

@@ -5,15 +5,15 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use ipuc_core::ipu21::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
+use ipuc_target::ipu21::sram::{CLOCK_HZ, SUPPORT_CHARGE_BYTES, TILE_MEMORY_BUDGET};
 
-use crate::codelets::AMP_KERNELS;
 use crate::device::DeviceOutput;
 use crate::model::{LAST_HIDDEN_STATE, POOLER_OUTPUT};
 use crate::reference::SiglipOutputs;
 use crate::report::{Profile, CYCLE_SOURCES};
-use ipuc_core::package::{Package, SummaryValue};
 use ipuc_core::pipeline::{CompileReport, Compiled};
+use ipuc_sim::codelets::AMP_KERNELS;
+use ipuc_target::package::{Package, SummaryValue};
 
 /// Device output vs reference for one inference.
 #[derive(Clone, Debug)]

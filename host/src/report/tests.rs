@@ -633,7 +633,7 @@ fn templated_profile_page_has_its_elements() {
     assert_eq!((logical.len(), physical.len()), (8, 8));
     for (l, ph) in logical.iter().zip(physical) {
         let ph =
-            ipuc_core::ipu21::topology::PhysicalTile::new(ph.as_u64().unwrap() as u32).unwrap();
+            ipuc_target::ipu21::topology::PhysicalTile::new(ph.as_u64().unwrap() as u32).unwrap();
         assert_eq!(l.as_u64().unwrap(), u64::from(ph.logical().get()));
     }
     assert!(
@@ -689,7 +689,7 @@ fn templated_memory_page_has_its_elements() {
     assert_eq!(
         phys[1],
         u32::from(
-            ipuc_core::ipu21::topology::LogicalTile::new(1)
+            ipuc_target::ipu21::topology::LogicalTile::new(1)
                 .unwrap()
                 .physical()
                 .get()
@@ -934,7 +934,7 @@ fn rejection_report_names_op_tile_moment_and_excess() {
     assert_eq!(
         t0["physical"],
         u32::from(
-            ipuc_core::ipu21::topology::LogicalTile::new(0)
+            ipuc_target::ipu21::topology::LogicalTile::new(0)
                 .unwrap()
                 .physical()
                 .get()

@@ -8,15 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use ipuc_core::ipu21::kernel_abi::ARG_BLOCK_HEADER_WORDS;
-use ipuc_core::ipu21::sram::CLOCK_HZ;
-use ipuc_core::kernel::{decode, decode_header};
-use ipuc_core::package::{Package, StepInfo, TileImage, TileStepTable};
 use ipuc_core::plan::cost::call_cycles;
+use ipuc_target::ipu21::kernel_abi::ARG_BLOCK_HEADER_WORDS;
+use ipuc_target::ipu21::sram::CLOCK_HZ;
+use ipuc_target::kernel::{decode, decode_header};
+use ipuc_target::package::{Package, StepInfo, TileImage, TileStepTable};
 
 use crate::device::simulated::{RunProfile, TileTrace};
 use crate::report::{CycleSample, KernelKindTiming, Profile, ProfileStep, StepKind, TileSamples};
-use crate::sim::SampleKind;
+use ipuc_sim::SampleKind;
 
 /// Per kernel kind over all tiles: calls, planner estimate, the cycles the
 /// simulator's kernel timing model charged. The estimate is the planner's

@@ -7,10 +7,11 @@ use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::ipu21::sram::{effective_element, in_sram, INTERLEAVED_BASE};
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
-use ipuc_target::package::abi::{
-    attention_mode, decode, decode_header, AbiError, AmpProduct, DType, Kernel, KernelArgs,
-    KernelSymbol, OperandRole,
+use ipuc_target::kernel::{
+    attention_mode, decode, decode_header, AbiError, AmpProduct, Kernel, KernelArgs, KernelSymbol,
+    OperandRole,
 };
+use ipuc_target::numeric::DType;
 
 use super::elements::{decode as decode_elements, encode, round_in_place};
 use super::error::{CodeletError, CodeletErrorKind};
@@ -349,7 +350,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
         } => {
             let (qr, hd, np) = (us(q_rows), us(head_dim), us(parts));
             let partials = io.load(1, np * qr * (hd + 2), DType::F32);
-            let out = ipuc_target::package::abi::combine_attention_partials(&partials, qr, hd, np);
+            let out = ipuc_target::kernel::combine_attention_partials(&partials, qr, hd, np);
             io.store(0, &out, dtype);
         }
         Kernel::Copy {

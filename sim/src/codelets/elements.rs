@@ -5,8 +5,8 @@
 //! the device with NANOO clear (`docs/facts/siglip-and-fp8.md` §3.4, the same
 //! choice as the reference's device numerics).
 
+use ipuc_target::numeric::DType;
 use ipuc_target::numeric::{f16_bits_to_f32, f32_to_f16_bits, Fp8, Overflow};
-use ipuc_target::package::abi::DType;
 
 /// FP8 overflow behaviour of device casts (NANOO clear: saturate).
 pub const DEVICE_FP8_OVERFLOW: Overflow = Overflow::Saturate;

@@ -1,7 +1,7 @@
 //! Codelet errors: every one names the tile, the kernel and the address at fault.
 
 use ipuc_target::ipu21::topology::PhysicalTile;
-use ipuc_target::package::abi::AbiError;
+use ipuc_target::kernel::AbiError;
 
 use crate::OperandFault;
 

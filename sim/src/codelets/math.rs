@@ -15,7 +15,7 @@
 //! layers, so both must compute exactly what the contract says.
 
 use ipuc_target::ipu21::timing::AmpMode;
-use ipuc_target::package::abi::DType;
+use ipuc_target::numeric::DType;
 
 use ipuc_target::numeric::round_to_f16;
 
@@ -135,7 +135,7 @@ fn probabilities_times_v(
 /// unnormalised `exp(s − m)·v` (the exponentials rounded to `dtype` for
 /// the AMP), then the row maximum `m` and the exponentials' F32 sum `l` —
 /// `qr × (hd + 2)` F32 values, which
-/// `ipuc_target::package::abi::combine_attention_partials` merges.
+/// `ipuc_target::kernel::combine_attention_partials` merges.
 pub fn attention_partial(
     mode: AmpMode,
     dtype: DType,

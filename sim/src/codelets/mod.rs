@@ -12,7 +12,7 @@
 //! planner's cost model).
 //!
 //! The registry maps kernel symbol names (the package's kernel symbol table,
-//! [`ipuc_target::package::abi::KernelSymbol::name`]) to codelets; [`codelet_table`]
+//! [`ipuc_target::kernel::KernelSymbol::name`]) to codelets; [`codelet_table`]
 //! turns a tile's `(name, entry address)` pairs into the simulator's
 //! [`CodeletTable`].
 //!
@@ -21,7 +21,8 @@
 //! use ipuc_sim::TileMemory;
 //! use ipuc_target::ipu21::rates::RateEnd;
 //! use ipuc_target::ipu21::topology::PhysicalTile;
-//! use ipuc_target::package::abi::{encode, DType, Kernel, KernelArgs, KernelSymbol};
+//! use ipuc_target::kernel::{encode, Kernel, KernelArgs, KernelSymbol};
+//! use ipuc_target::numeric::DType;
 //! let mut mem = TileMemory::new();
 //! let args = KernelArgs::new(Kernel::Gelu { elements: 2, dtype: DType::F32, out: DType::F32 });
 //! let block: Vec<u8> = encode(&args).iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -48,7 +49,7 @@ mod tests;
 use std::sync::Arc;
 
 use ipuc_target::ipu21::rates::RateEnd;
-use ipuc_target::package::abi::KernelSymbol;
+use ipuc_target::kernel::KernelSymbol;
 
 pub use call::{run_kernel, AMP_KERNELS, AMP_OPERAND_ALIGN};
 pub use error::{CodeletError, CodeletErrorKind};

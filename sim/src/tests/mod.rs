@@ -1,11 +1,10 @@
 //! Simulator tests: per-instruction semantics, faults, scheduling, codelets
 //! and the device. Programs are built from `Instruction` values and encoded
-//! with `core::ipu21::isa`, so they exercise the real decoder.
+//! with `ipuc_target::ipu21::isa`, so they exercise the real decoder.
 
 mod device;
 mod faults;
 mod progress;
-mod runtime;
 mod scheduling;
 mod semantics;
 

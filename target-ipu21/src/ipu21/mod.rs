@@ -1,7 +1,6 @@
 //! IPU21 target facts: geometry, instruction encodings, routes. Every
 //! constant cites its source (see `docs/facts/ipu21-target.md`).
 
-pub mod asm;
 pub mod contexts;
 pub mod exchange_model;
 pub mod isa;

@@ -2,24 +2,13 @@
 //! (`crate::ipu21::kernel_abi`) as emission needs it, and the name of the
 //! host call every inference goes through. A device that runs packages
 //! needs only these and the package itself, never the compiler's stages.
-//!
-//! The package's kernel ABI is also its vocabulary: what a kernel call
-//! computes ([`Kernel`], the family each symbol names), its argument block
-//! ([`KernelArgs`], [`encode`]/[`decode`]) and the operand element types
-//! ([`DType`] — the kernels' element type, not a binding's
-//! [`super::DType`]). A device reads them from here.
+//! What a kernel call computes, its argument block and operand types are
+//! the kernel ABI's vocabulary, in [`crate::kernel`].
 
 use alloc::vec::Vec;
 
 use crate::ipu21::kernel_abi as abi;
-use crate::kernel::{self, KernelAbi};
-
-pub use crate::kernel::{
-    attention_mode, combine_attention_partials, decode, decode_header, encode, encode_dtype,
-    partials_type, AbiError, AmpProduct, GemmEpilogue, Kernel, KernelArgs, KernelSymbol,
-    OperandRole,
-};
-pub use crate::numeric::DType;
+use crate::kernel::{self, Kernel, KernelAbi, KernelArgs, KernelSymbol};
 
 /// Name of the host call that writes an inference's inputs and reads its
 /// outputs (`HostCall::name`).

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use ipuc_core::package::{self, Package};
+use ipuc_target::package::{self, Package};
 
 use super::reseal::{aliased_output, counting_loop, huge_output, self_loop};
 use super::{

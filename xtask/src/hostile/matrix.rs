@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 
-use ipuc_core::package;
+use ipuc_target::package;
 
 use super::child::{temporaries_beside, Ended};
 use super::{Case, Expect, Landing, MEMORY_BOUND_KB};

@@ -27,7 +27,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use ipuc_core::package;
+use ipuc_target::package;
 
 use matrix::Matrix;
 

@@ -4,8 +4,8 @@
 //! digest and no sense.
 
 use anyhow::{bail, Context, Result};
-use ipuc_core::ipu21::isa::{encode, Imm16Op, Instruction, MReg};
-use ipuc_core::package::{self, BindingKind, Package, SegmentRole, DIGEST_BYTES};
+use ipuc_target::ipu21::isa::{encode, Imm16Op, Instruction, MReg};
+use ipuc_target::package::{self, BindingKind, Package, SegmentRole, DIGEST_BYTES};
 
 /// Re-seals `body` (package bytes without their digest).
 fn reseal(bytes: &[u8], edit: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ipuc_core::package::{
+use ipuc_target::package::{
     BindingKind, Fp8Operands, Package, SegmentRole, SummaryValue, WeightOrigin,
 };
 
@@ -157,7 +157,7 @@ pub(super) fn resealed_wide(work: &Path, base: &Package) -> Result<Vec<Case>> {
         )?);
     }
     type Edit = Box<dyn Fn(&mut Package)>;
-    let model = |edit: Box<dyn Fn(&mut ipuc_core::package::ModelDescription)>| -> Edit {
+    let model = |edit: Box<dyn Fn(&mut ipuc_target::package::ModelDescription)>| -> Edit {
         Box::new(move |p: &mut Package| {
             if let Some(m) = p.description.model.as_mut() {
                 edit(m)
@@ -259,10 +259,7 @@ pub(super) fn same_paths(root: &Path, work: &Path, base: &Path) -> Result<Vec<Ca
     };
     let fixture = root.join("tests/fixtures/siglip/vision-f16");
     let npy = copy(&fixture.join("pixel_values.npy"), "x.npy")?;
-    let runtime = copy(
-        &root.join("target-ipu21/device-asm/static_runtime.S"),
-        "rt.S",
-    )?;
+    let runtime = copy(&root.join("device-asm/static_runtime.S"), "rt.S")?;
     let package = copy(base, "in.ipuc")?;
     let ck = dir.join("ck");
     fs::create_dir_all(&ck)?;

@@ -22,7 +22,7 @@
 
 use alloc::vec::Vec;
 
-use crate::lookup::LookupMap;
+use ipuc_target::lookup::LookupMap;
 
 use super::bitmap::EventBits;
 use super::error::{ExchangeError, Result};
@@ -35,11 +35,11 @@ use super::piece::Piece;
 use super::request::{element_mask, ExchangePhase, Transfer};
 use super::timeline::paired_source_event;
 use super::windows::WindowIndex;
-use crate::ipu21::exchange_model::{
+use ipuc_target::ipu21::exchange_model::{
     paired_format_lag, pic_lag, GUARD_EVENTS, PAIRED_POINTER_AFTER_FORMAT,
 };
-use crate::ipu21::tile_set::TileSet;
-use crate::ipu21::topology::{mux_time, PhysicalTile, TILE_COUNT};
+use ipuc_target::ipu21::tile_set::TileSet;
+use ipuc_target::ipu21::topology::{mux_time, PhysicalTile, TILE_COUNT};
 
 mod tile_state;
 use tile_state::*;

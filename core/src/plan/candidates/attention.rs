@@ -16,15 +16,16 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::GenCx;
-use crate::ipu21::sram::MemoryClass;
 use crate::ir::DType;
-use crate::kernel::{Kernel, TileBlock};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{
     OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, ScratchPlan,
     Slot, SlotRef, Stage,
 };
+use crate::plan::TileBlock;
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::kernel::Kernel;
 
 /// Candidate attention plans.
 pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
@@ -111,7 +112,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
                 dtype: DType::F32,
                 blocks: Arc::new(scores),
                 class: MemoryClass::Standard,
-                align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
+                align: ipuc_target::ipu21::sram::BASE_BUFFER_ALIGN,
             }],
             stages,
             cost,
@@ -301,7 +302,7 @@ fn key_split(
         dtype: DType::F32,
         blocks: Arc::new(blocks),
         class,
-        align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
+        align: ipuc_target::ipu21::sram::BASE_BUFFER_ALIGN,
     };
     Some(OpPlan {
         op: cx.op,

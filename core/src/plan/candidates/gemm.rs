@@ -22,10 +22,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::GenCx;
-use crate::ipu21::sram::MemoryClass;
-use crate::ipu21::timing::AMP_COLUMN_GROUP;
 use crate::ir::{DType, MatMul};
-use crate::kernel::{AmpProduct, Kernel, TileBlock};
 use crate::plan::cost::{gemm_cycles, Cycles};
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
@@ -33,6 +30,10 @@ use crate::plan::opplan::{
     OpPlan, OperandPlan, PlanFamily, PlannedCall, PlannedDestination, PlannedTransfer, ScratchPlan,
     Slot, SlotRef, Stage,
 };
+use crate::plan::TileBlock;
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::ipu21::timing::AMP_COLUMN_GROUP;
+use ipuc_target::kernel::{AmpProduct, Kernel};
 
 /// The grid and its derived layouts.
 #[derive(Clone, Copy, Debug)]
@@ -187,7 +188,7 @@ fn options(len: u32, grain: u32, limit: u32, per_part: &[u32]) -> Vec<u32> {
 /// How a GEMM splits K into `parts` runs of whole `grain`s (the product
 /// mode's micro-group), as `docs/facts/device-numerics.md` §4 defines it
 /// for the products a package records as split
-/// ([`crate::package::KSplit`]); the host's reference implements that rule
+/// ([`ipuc_target::package::KSplit`]); the host's reference implements that rule
 /// on its own.
 pub const fn k_parts(k: u32, grain: u32, parts: u32) -> AxisSplit {
     AxisSplit::parts(k, grain, parts, 1)
@@ -422,14 +423,14 @@ fn build(cx: &GenCx<'_>, mm: &MatMul, g: Grid, mode: WeightMode) -> PlanResult<O
             dtype: partial_dtype,
             blocks: Arc::new(partials),
             class: MemoryClass::Interleaved,
-            align: crate::ipu21::sram::AMP_BUFFER_ALIGN,
+            align: ipuc_target::ipu21::sram::AMP_BUFFER_ALIGN,
         });
         scratch.push(ScratchPlan {
             name: "received partials",
             dtype: partial_dtype,
             blocks: Arc::new(received),
             class: MemoryClass::Standard,
-            align: crate::ipu21::sram::BASE_BUFFER_ALIGN,
+            align: ipuc_target::ipu21::sram::BASE_BUFFER_ALIGN,
         });
         stages.push(Stage::Exchange(exchange));
         stages.push(Stage::Compute(reduce));

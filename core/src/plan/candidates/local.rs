@@ -5,12 +5,12 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
-use crate::ipu21::sram::MemoryClass;
 use crate::ir::DType;
-use crate::kernel::Kernel;
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily, PlannedCall, Slot, SlotRef, Stage};
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::kernel::Kernel;
 
 fn at(slot: Slot) -> SlotRef {
     SlotRef { slot, offset: 0 }

@@ -21,8 +21,8 @@ use alloc::vec::Vec;
 use super::error::{OpRef, PlanError, PlanResult};
 use super::layout::{Layout, LayoutError};
 use super::opplan::OpPlan;
-use crate::ipu21::topology::LogicalTile;
 use crate::ir::{DType, Graph, OpId, OpKind, TensorType};
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// A value seen as the row-major matrix `[rows, cols]` the planner lays out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -119,7 +119,7 @@ pub fn candidates(
         OpKind::Activation(function) => {
             let function = *function;
             local::unary(&cx, move |elements, dtype, _| {
-                crate::kernel::Kernel::Activation {
+                ipuc_target::kernel::Kernel::Activation {
                     elements,
                     dtype,
                     function,
@@ -127,19 +127,17 @@ pub fn candidates(
             })?
         }
         OpKind::LayerNorm { eps, .. } => local::layer_norm(&cx, *eps)?,
-        OpKind::GeluTanh { .. } => {
-            local::unary(&cx, |elements, dtype, out| crate::kernel::Kernel::Gelu {
+        OpKind::GeluTanh { .. } => local::unary(&cx, |elements, dtype, out| {
+            ipuc_target::kernel::Kernel::Gelu {
                 elements,
                 dtype,
                 out,
-            })?
-        }
+            }
+        })?,
         OpKind::Cast { to } => {
             let to = *to;
-            local::unary(&cx, move |elements, from, _| crate::kernel::Kernel::Cast {
-                elements,
-                from,
-                to,
+            local::unary(&cx, move |elements, from, _| {
+                ipuc_target::kernel::Kernel::Cast { elements, from, to }
             })?
         }
         OpKind::Softmax => local::softmax(&cx)?,

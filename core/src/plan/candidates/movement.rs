@@ -6,8 +6,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
-use crate::ipu21::sram::MemoryClass;
-use crate::kernel::Kernel;
 use crate::plan::error::{PlanError, PlanResult};
 use crate::plan::layout::Layout;
 use crate::plan::opplan::{
@@ -15,6 +13,8 @@ use crate::plan::opplan::{
     SlotRef,
 };
 use crate::plan::relayout::{relayout, Relayout, Window};
+use ipuc_target::ipu21::sram::MemoryClass;
+use ipuc_target::kernel::Kernel;
 
 fn move_plan(
     cx: &GenCx<'_>,

@@ -8,11 +8,11 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{row_part_options, GenCx};
-use crate::ipu21::sram::MemoryClass;
 use crate::plan::cost::Cycles;
 use crate::plan::error::PlanResult;
 use crate::plan::layout::{AxisSplit, Layout};
 use crate::plan::opplan::{OpPlan, OperandPlan, PlanFamily};
+use ipuc_target::ipu21::sram::MemoryClass;
 
 pub(super) fn view_plan(cx: &GenCx<'_>, input: Layout, output: Layout, note: &str) -> OpPlan {
     OpPlan {

@@ -17,8 +17,8 @@ use super::memory::{self, Allocation, AllocationKind, MemoryRejection, TileBytes
 use super::opplan::{OpPlan, PlanFamily};
 use super::planned::{BodyPlan, OperandRelayout, PlannedOp, StorageChoice};
 use super::region::{RegionInfo, SourceKind};
-use crate::ipu21::sram::MemoryClass;
 use crate::ir::{OpId, ValueId};
+use ipuc_target::ipu21::sram::MemoryClass;
 
 mod apply;
 mod check;

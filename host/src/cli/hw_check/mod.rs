@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten)]
     pub device: super::device_args::DeviceArgs,
     /// Assemble and link this static runtime (`.S`) instead of the built-in
-    /// `target-ipu21/device-asm/static_runtime.S` (the seeds' `--runtime-source`).
+    /// `device-asm/static_runtime.S` (the seeds' `--runtime-source`).
     #[arg(long, value_name = "F.S")]
     pub runtime_source: Option<std::path::PathBuf>,
 }

@@ -6,7 +6,7 @@
 //!
 //! * every SRAM byte starts as deterministic pseudo-random background, so a
 //!   stray write anywhere shows up;
-//! * the static runtime (`target-ipu21/device-asm/static_runtime.S`, assembled and linked
+//! * the static runtime (`device-asm/static_runtime.S`, assembled and linked
 //!   by our assembler) at `0x4C010`, followed by a small harness program;
 //! * a row buffer in the executable region (`ROW`) of `4n + 16` words whose
 //!   `n` destinations are distinct odd word positions in shuffled order, so
@@ -31,11 +31,11 @@
 use std::fmt::Write as _;
 
 use anyhow::{bail, Context as _, Result};
-use ipuc_core::ipu21::asm::{assemble, Image};
-use ipuc_core::ipu21::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
+use ipuc_core::asm::{assemble, Image};
 use ipuc_core::runtime::{self, symbols, RuntimeSource};
+use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE, TILE_MEMORY_BASE, TILE_MEMORY_SIZE};
 
-use crate::sim::{Device, Tile};
+use ipuc_sim::{Device, Tile};
 
 /// List sizes checked (issue #2): around the dispatch threshold (24), around
 /// multiples of six, the seed's worst Repeat-body list (78) and a long list.
@@ -218,7 +218,7 @@ pub fn build_tile(n: u32, patcher: Patcher, list: &PatchList, rt: &RuntimeSource
             image.end()
         );
     }
-    let mut tile = Tile::new(ipuc_core::ipu21::topology::PhysicalTile::new(u32::from(
+    let mut tile = Tile::new(ipuc_target::ipu21::topology::PhysicalTile::new(u32::from(
         TILE,
     ))?);
     let mut rng = Rng::new(0xB4C6_0000 + u64::from(n));
@@ -289,7 +289,7 @@ pub fn run_case_with(
     for (off, value) in list.offsets.iter().zip(&list.values) {
         set_word(&mut expected, ROW + off, *value);
     }
-    for k in 0..ipuc_core::ipu21::contexts::WORKERS_U32 {
+    for k in 0..ipuc_target::ipu21::contexts::WORKERS_U32 {
         let identity = (u32::from(TILE) << 3) | k;
         set_word(
             &mut expected,
@@ -592,7 +592,7 @@ mod tests {
             .iter()
             .find(|l| l.text == text)
             .expect("instruction in listing");
-        let word = ipuc_core::ipu21::asm::assemble_words(replacement, line.address).unwrap()[0];
+        let word = ipuc_core::asm::assemble_words(replacement, line.address).unwrap()[0];
         tile.memory_mut().write_u32(line.address, word).unwrap();
     }
 

@@ -4,7 +4,7 @@
 use alloc::string::String;
 use core::fmt;
 
-use crate::ipu21::isa::IsaError;
+use ipuc_target::ipu21::isa::IsaError;
 
 pub use super::syntax::Loc;
 

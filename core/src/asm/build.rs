@@ -6,7 +6,7 @@ use alloc::string::{String, ToString};
 
 use super::error::{AsmErrorKind, Loc};
 use super::object::MAX_OPERANDS;
-use crate::ipu21::isa::{
+use ipuc_target::ipu21::isa::{
     AReg, Csr, Imm12Op, Imm16Op, Instruction, MReg, PicField, PicTarget, RegOp, SyncZone,
 };
 
@@ -165,7 +165,7 @@ fn is_reg(op: &ROp<'_>) -> bool {
 fn isa(
     mnemonic: &'static str,
     loc: Loc,
-) -> impl Fn(crate::ipu21::isa::IsaError) -> (Loc, AsmErrorKind) {
+) -> impl Fn(ipuc_target::ipu21::isa::IsaError) -> (Loc, AsmErrorKind) {
     move |error| (loc, AsmErrorKind::Isa { mnemonic, error })
 }
 

@@ -4,7 +4,7 @@
 
 use core::ops::Range;
 
-use crate::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::LogicalTile;
 
 /// One tile's block of a buffer: the rectangle of the value's 2-D view
 /// (`[rows, cols]`, leading dims folded into rows) it holds, stored

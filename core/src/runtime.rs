@@ -1,15 +1,15 @@
-//! The static runtime (`target-ipu21/device-asm/static_runtime.S`), assembled by our own
+//! The static runtime (`device-asm/static_runtime.S`), assembled by our own
 //! assembler and linked in front of a tile's supervisor program.
 //!
 //! The source is embedded as text; nothing binary is committed. Layout
-//! addresses the runtime needs come from [`crate::ipu21::sram::layout`] as
+//! addresses the runtime needs come from [`ipuc_target::ipu21::sram::layout`] as
 //! link-time symbols (and the bulk-patch threshold from
-//! [`crate::ipu21::timing`]), so the `.S` file and the Rust constants cannot
+//! [`ipuc_target::ipu21::timing`]), so the `.S` file and the Rust constants cannot
 //! drift.
 //!
 //! ```
-//! use ipuc_target::runtime::{link_with_runtime, symbols};
-//! use ipuc_target::ipu21::asm::assemble;
+//! use ipuc_core::runtime::{link_with_runtime, symbols};
+//! use ipuc_core::asm::assemble;
 //! let program = assemble("main.S", "
 //!         .globl ipuc_program
 //! ipuc_program:
@@ -23,17 +23,22 @@
 use alloc::format;
 use alloc::string::String;
 
-use crate::ipu21::asm::{
+use crate::asm::{
     assemble, link, link_refs, AsmError, AsmErrorKind, Image, LinkOptions, Loc, Object,
 };
-use crate::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
-use crate::ipu21::timing::PATCH_BULK_THRESHOLD_WORDS;
+use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 
 /// The runtime's assembly source.
-pub const SOURCE: &str = include_str!("../device-asm/static_runtime.S");
+pub const SOURCE: &str = ipuc_device_asm::STATIC_RUNTIME;
 
 /// File name used in assembler error locations.
 pub const SOURCE_NAME: &str = "target-ipu21/device-asm/static_runtime.S";
+/// Patch lists of at least this many words go to the six-worker bulk
+/// patcher, shorter ones to the supervisor's loop (seed report, "lists of
+/// at least 24 words"). Linked into the runtime as
+/// `ipuc_bulk_patch_min_words`, so the dispatcher and the planner's charge
+/// read one definition.
+pub const PATCH_BULK_THRESHOLD_WORDS: u32 = 24;
 
 /// Entry-point symbols (ABI documented at the top of the `.S` file).
 pub mod symbols {
@@ -212,8 +217,8 @@ pub fn link_with_runtime_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ipu21::isa::{decode, Imm16Op, Instruction};
     use alloc::string::ToString;
+    use ipuc_target::ipu21::isa::{decode, Imm16Op, Instruction};
 
     fn runtime_error(text: &str) -> AsmError {
         runtime_objects_from(&RuntimeSource {

@@ -8,9 +8,9 @@ use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::{Expr, ExprParser, SymbolEnv};
 use super::lexer::{Lexer, Tok, Token};
 use super::object::*;
-use crate::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
-use crate::ipu21::sram::TILE_MEMORY_SIZE;
-use crate::lookup::LookupMap;
+use ipuc_target::ipu21::isa::{encode, AReg, Csr, IsaError, MReg, SyncZone, NOP_WORD};
+use ipuc_target::ipu21::sram::TILE_MEMORY_SIZE;
+use ipuc_target::lookup::LookupMap;
 
 /// Largest `.p2align` exponent / `.align` byte count accepted (64 KiB).
 const MAX_ALIGN_LOG2: i64 = 16;

@@ -1,11 +1,16 @@
 //! The static runtime's routines on the simulator: start-up, the Repeat word
 //! patcher, the dispatcher around 24 words, and completion.
 
-use ipuc_target::ipu21::asm::{assemble, Image};
-use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
-use ipuc_target::runtime::{link_with_runtime, symbols};
+//!
+//! Lives here rather than in `ipuc-sim` because assembling and linking the
+//! runtime needs the compiler's assembler, and the simulator may not depend
+//! on `ipuc-core` in any section (`cargo xtask layers`).
 
-use crate::{ContextId, Device, Tile};
+use ipuc_core::asm::{assemble, Image};
+use ipuc_core::runtime::{link_with_runtime, symbols};
+use ipuc_sim::{ContextId, Device, Tile};
+use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
+use ipuc_target::ipu21::topology::PhysicalTile;
 
 const TABLE: u32 = 0x9_0000;
 const WORD: u32 = 0x6_0000;
@@ -15,7 +20,7 @@ fn build(program: &str) -> (Tile, Image) {
     let src = format!("        .globl ipuc_program\nipuc_program:\n{program}");
     let obj = assemble("test.S", &src).unwrap();
     let image = link_with_runtime(&[obj]).unwrap();
-    let mut tile = Tile::new(super::phys(3));
+    let mut tile = Tile::new(PhysicalTile::new(3).expect("a C600 tile"));
     tile.load(image.base, &image.to_le_bytes()).unwrap();
     tile.start_supervisor(APPLICATION_LOAD_BASE);
     (tile, image)

@@ -10,13 +10,13 @@ use super::build::{build, ROp, ROps, RVal};
 use super::error::{AsmError, AsmErrorKind, Loc};
 use super::expr::SymbolEnv;
 use super::object::*;
-use crate::ipu21::isa::{
+use ipuc_target::ipu21::isa::{
     decode, encode, CsrContext, Instruction, SyncZone, NOP_WORD, SENDPICP_ALIGN,
 };
-use crate::lookup::LookupMap;
+use ipuc_target::lookup::LookupMap;
 
 /// Default link base: where tile images start (defined in `target::sram`).
-pub use crate::ipu21::sram::APPLICATION_LOAD_BASE;
+pub use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkOptions {

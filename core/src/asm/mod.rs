@@ -1,4 +1,4 @@
-//! Assembler and linker for the IPU21 instruction subset of [`super::isa`],
+//! Assembler and linker for the IPU21 instruction subset of [`ipuc_target::ipu21::isa`],
 //! enough for the static runtime: labels (local `.L…` too), `.text`,
 //! `.data`, `.section`, `.globl`, `.type`, `.size`, `.p2align`/`.align`,
 //! `.set`/`=`, `.long`, `.space`, `.supervisor`/`.worker`, integer
@@ -9,7 +9,7 @@
 //! `sendpicp n, addr, sctl, psel, xpic, pic` (two words, 8-byte aligned).
 //!
 //! ```
-//! use ipuc_target::ipu21::asm::{assemble, link, LinkOptions};
+//! use ipuc_core::asm::{assemble, link, LinkOptions};
 //! let obj = assemble("demo.S", "start: setzi $m0, done\n br $m0\ndone: sync SYNCZONE_LOCAL").unwrap();
 //! let image = link(&[obj], &LinkOptions::default()).unwrap();
 //! assert_eq!(image.words, [0x1904C018, 0x43000000, 0x41800002]);

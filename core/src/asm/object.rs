@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 
 use super::syntax::Expr;
 pub use super::syntax::Loc;
-use crate::ipu21::isa::{AReg, Csr, MReg};
+use ipuc_target::ipu21::isa::{AReg, Csr, MReg};
 
 /// Code runs as the supervisor or as a worker (`.supervisor` / `.worker`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
