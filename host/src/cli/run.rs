@@ -135,24 +135,12 @@ impl BuildArgs {
     }
 }
 
-/// The device compiler's batch: 1. The reference runs any batch; the
-/// planner's broadcasts (position add, MAP-head probe) are written for one
-/// image. Any other `--vit-batch` is a usage error, found before an input
-/// of that batch is sized.
-pub fn device_batch(batch: usize) -> Result<()> {
-    if batch != 1 {
-        crate::usage_bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
-    }
-    Ok(())
-}
-
 /// Builds and compiles the model the flags describe, for `batch` images.
 pub fn compile_workload(
     model: &WorkloadArgs,
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    device_batch(batch)?;
     let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
     let description = super::package_model::describe_model(model, &siglip, origin)?;
     crate::say!(
@@ -243,9 +231,6 @@ pub fn run(args: Args) -> Result<()> {
     args.build.check()?;
     args.exec.check()?;
     super::workload::check_flags(&args.model)?;
-    if let Some(batch) = args.model.vit_batch {
-        device_batch(batch)?;
-    }
     if let Some(path) = &args.summary_json {
         if path != Path::new("-") {
             checks::output_file_making_dir("--summary-json", path)?;
