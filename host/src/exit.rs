@@ -127,7 +127,7 @@ fn model_error_code(e: &ModelError) -> u8 {
         | ModelError::BatchSize
         | ModelError::Fp8Scale { .. }
         | ModelError::ModelChoice => USAGE,
-        ModelError::TooLarge { .. } => DOES_NOT_FIT,
+        ModelError::TooLarge { .. } | ModelError::AttentionPairs { .. } => DOES_NOT_FIT,
         // A config file too large for the device does not fit; any other
         // rejected config is bad input.
         ModelError::ConfigFile { error, .. } if matches!(**error, ModelError::TooLarge { .. }) => {
