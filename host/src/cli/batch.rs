@@ -37,8 +37,25 @@ pub fn largest_fitting(
     limit: usize,
     fits: &mut dyn FnMut(usize) -> Result<bool>,
 ) -> Result<Option<usize>> {
-    let limit = limit.min(SEARCH_LIMIT);
-    if limit == 0 || !fits(1)? {
+    if limit == 0 {
+        return Ok(None);
+    }
+    if limit < SEARCH_LIMIT {
+        // Bounded (a batch past `limit` is known not to fit): bisect the
+        // whole range, about log2(limit) compiles.
+        let (mut good, mut bad) = (0usize, limit + 1);
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if fits(mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        return Ok((good > 0).then_some(good));
+    }
+    let limit = SEARCH_LIMIT;
+    if !fits(1)? {
         return Ok(None);
     }
     // `good` fits; `bad` (when known) does not.
@@ -73,11 +90,11 @@ pub fn quiet_probe(batch: usize, probe: &mut dyn FnMut(usize) -> Result<()>) -> 
     crate::output::set_verbosity(level);
     match result {
         Ok(()) => {
-            crate::say!("batch search: {batch} images fit");
+            crate::say!("batch search: batch {batch} fits");
             Ok(true)
         }
         Err(err) if does_not_fit(&err) => {
-            crate::say!("batch search: {batch} images do not fit");
+            crate::say!("batch search: batch {batch} does not fit");
             Ok(false)
         }
         Err(err) => Err(err),
