@@ -200,7 +200,7 @@ pub fn compile_workload(
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
     match compile_once(model, batch, build) {
-        Err(err) if batch > 1 && super::batch::does_not_fit(&err) => {
+        Err(err) if batch > 1 && crate::exit::is_memory_rejection(&err) => {
             let largest = largest_batch(model, build, batch - 1)?;
             let note = match largest {
                 Some(k) => {
@@ -220,13 +220,14 @@ fn compile_once(
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
     let config = load_config(model)?;
-    let pairs = batch as u64 * config.num_attention_heads as u64;
+    let pairs = (batch as u64).saturating_mul(config.num_attention_heads as u64);
     if batch > 1 && pairs > u64::from(build.planning_tiles) {
         return Err(crate::model::ModelError::AttentionPairs {
             batch,
             heads: config.num_attention_heads,
             pairs,
             tiles: build.planning_tiles,
+            largest: build.planning_tiles / (config.num_attention_heads.max(1) as u32),
         }
         .into());
     }
