@@ -74,6 +74,13 @@ macro_rules! usage_bail {
     };
 }
 
+/// Whether `err` is the planner's or placement's memory rejection (not a
+/// size limit found before compiling).
+pub fn is_memory_rejection(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|c| c.is::<PlanOverBudget>() || c.is::<PlacementRejected>())
+}
+
 /// The exit code for `err`: the first cause with a known meaning decides;
 /// anything unrecognised is bad input (the usual reason a command stops).
 pub fn code_of(err: &anyhow::Error) -> u8 {
@@ -127,7 +134,7 @@ fn model_error_code(e: &ModelError) -> u8 {
         | ModelError::BatchSize
         | ModelError::Fp8Scale { .. }
         | ModelError::ModelChoice => USAGE,
-        ModelError::TooLarge { .. } => DOES_NOT_FIT,
+        ModelError::TooLarge { .. } | ModelError::AttentionPairs { .. } => DOES_NOT_FIT,
         // A config file too large for the device does not fit; any other
         // rejected config is bad input.
         ModelError::ConfigFile { error, .. } if matches!(**error, ModelError::TooLarge { .. }) => {

@@ -158,15 +158,33 @@ fn huge_and_zero_batches_are_rejected_before_allocating() {
         3,
         &["pixel input would need", "batch 1099511627776"],
     );
-    // The device runs batch 1: any other batch is a usage error (#44).
-    for batch in ["2", "2147483648", "1099511627776"] {
-        for cmd in ["run", "compile"] {
-            rejects(
-                &[cmd, "--workload", "siglip-small", "--vit-batch", batch],
-                2,
-                &["--vit-batch", "batch 1 only"],
-            );
-        }
+    // Batches the chip cannot hold do not fit (#41): the pixel input for
+    // run, one tile per attention (image, head) pair for compile; found
+    // before anything is sized or compiled.
+    for batch in ["2147483648", "1099511627776"] {
+        rejects(
+            &["run", "--workload", "siglip-small", "--vit-batch", batch],
+            3,
+            &["pixel input would need", &format!("batch {batch}")],
+        );
+        rejects(
+            &[
+                "compile",
+                "--workload",
+                "siglip-small",
+                "--vit-batch",
+                batch,
+            ],
+            3,
+            &["(image, head) pairs", "at most 736 images"],
+        );
+    }
+    for batch in ["many", "1.5", "18446744073709551616"] {
+        rejects(
+            &["run", "--workload", "siglip-small", "--vit-batch", batch],
+            2,
+            &["--vit-batch"],
+        );
     }
     rejects(
         &["run", "--workload", "siglip-small", "--vit-batch", "0"],

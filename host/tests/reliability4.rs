@@ -162,8 +162,8 @@ fn out_of_range_flag_values_are_usage_errors() {
     for cmd in ["run", "compile"] {
         for extra in [
             &["--vit-batch", "0"][..],
-            &["--vit-batch", "2"],
-            &["--vit-batch", "2147483648"],
+            &["--vit-batch", "two"],
+            &["--vit-batch", "18446744073709551616"],
             &["--image-size", "0"],
             &["--image-size", "13"],
             &["--planning-beam-width", "10000"],

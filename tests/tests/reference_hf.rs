@@ -154,7 +154,8 @@ fn cli_writes_outputs_that_match_transformers() {
             seed: 0,
         },
         input: InputArgs {
-            image: None,
+            image: Vec::new(),
+            images: None,
             input: Some(dir.join("pixel_values.npy")),
         },
         output_embedding: emb.clone(),

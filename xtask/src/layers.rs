@@ -108,6 +108,7 @@ pub const CRATES: &[Crate] = &[
             "bench_sim",
             "sweep",
             "bench_models",
+            "bench_throughput",
             "bench_speed",
             "main",
         ],

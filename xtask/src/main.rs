@@ -13,6 +13,7 @@ mod bench_compile;
 mod bench_models;
 mod bench_sim;
 mod bench_speed;
+mod bench_throughput;
 mod browser;
 mod hostile;
 mod layers;
@@ -70,9 +71,14 @@ enum Task {
     /// at `--layers`, fused QKV, FP8 -4) stage by stage — compile, exec,
     /// device-numerics and FP32 references, the validated run — with wall
     /// time, CPU time, peak RSS, a fixed CPU workload for ratios, the
-    /// digest and cycles, and a `perf` profile (#42).
+    /// digest and cycles, and a `perf` profile (#42); `throughput` = each
+    /// tower (ViT-B/16, CLIP-L/14-336, DINOv2-L/14, So400m) at batch 1, 2,
+    /// 4, … until memory rejects: cycles/image, images/s, latency, peak
+    /// bytes/tile, compile s, images PASS (#41; `-- vit-b16-224 --batches
+    /// 1,16` picks towers and batches).
     Bench {
-        /// What to benchmark: `reference`, `so400m`, `compile`, `sim`, `models` or `speed`.
+        /// What to benchmark: `reference`, `so400m`, `compile`, `sim`, `models`, `speed` or
+        /// `throughput`.
         what: String,
         /// Output directory (default `target/bench/<what>`: summaries,
         /// logs, packages, profiles).
@@ -220,6 +226,9 @@ fn main() -> Result<()> {
                 "so400m" => sweep::bench_so400m(&root, &out, layers, &extra),
                 "sim" => bench_sim::bench_sim(&root, &out, repeat, &extra),
                 "models" => bench_models::bench_models(&root, &out, timeout_minutes, &extra),
+                "throughput" => {
+                    bench_throughput::bench_throughput(&root, &out, timeout_minutes, &extra)
+                }
                 "speed" => bench_speed::bench_speed(
                     &root,
                     &out,
@@ -236,7 +245,7 @@ fn main() -> Result<()> {
                     bench_compile::bench_compile(&root, &out, timeout_minutes, repeat, &extra)
                 }
                 other => {
-                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim, models, speed)")
+                    bail!("unknown benchmark {other:?} (known: reference, so400m, compile, sim, models, speed, throughput)")
                 }
             }
         }

@@ -45,7 +45,11 @@ fn seed_result(layers: usize) -> Option<&'static str> {
 
 pub(crate) fn release_ipuc(root: &Path) -> Result<PathBuf> {
     crate::cargo(root, &crate::BUILD_IPUC_RELEASE)?;
-    Ok(root.join("target/release/ipuc"))
+    // Where cargo put it: `CARGO_TARGET_DIR` when set (relative to the root).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root.join("target"), |t| root.join(t));
+    Ok(target.join("release/ipuc"))
 }
 
 /// Runs one case of a sweep or benchmark: `ipuc args` logged to

@@ -61,8 +61,14 @@ fn compile_with_summary(args: &Args, summary: &mut RunSummary) -> anyhow::Result
             "no --package given; the package is built, checked and hashed but not written"
         );
     }
+    let workload = super::run::resolve_batch(
+        &args.model,
+        &args.build,
+        &super::workload::InputArgs::default(),
+    )?;
+    summary.flags.vit_batch = workload.vit_batch;
     let t = Instant::now();
-    let compiled = compile_workload(&args.model, args.model.vit_batch.unwrap_or(1), &args.build);
+    let compiled = compile_workload(&workload, workload.vit_batch.unwrap_or(1), &args.build);
     summary.compile_seconds = t.elapsed().as_secs_f64();
     let (model, _, compiled) = compiled?;
     summary.model_flops = crate::reference::graph_flops(&model.graph);

@@ -38,6 +38,11 @@ pub fn run(args: Args) -> Result<()> {
     if args.summary_json.as_deref() == Some(Path::new("-")) {
         crate::output::reserve_stdout_for_data();
     }
+    if args.model.vit_batch == Some(super::batch::MAX) {
+        crate::usage_bail!(
+            "--vit-batch max picks a batch when compiling (run, compile); a package's batch is fixed"
+        );
+    }
     let mut inputs = vec![("PACKAGE", args.package.clone())];
     inputs.extend(super::workload::input_files(
         &args.input,
@@ -103,7 +108,7 @@ fn exec_with_summary(
     digest: &str,
     summary: &mut RunSummary,
 ) -> Result<()> {
-    let pixels = load_pixels(&args.input, workload)?;
+    let pixels = package_pixels(&args.input, workload)?;
     let (model, weights, origin) = load_model_with_origin(workload, pixels.batch())?;
     if let Some(d) = &package.description.model {
         check_weights(&d.weights, &origin)?;
@@ -134,6 +139,43 @@ fn exec_with_summary(
             .collect(),
     );
     summary.rate_band = band;
+    summary.throughput = checks.last().map(|c| {
+        crate::report::run_summary::Throughput::of(c.cycles, pixels.batch(), summary.model_flops)
+    });
     print_result_line(&checks, &workload_name(workload), digest);
     fail_unless_passed(&checks)
+}
+
+/// The inputs for the package's batch: the images or `.npy` given (their
+/// count must be the package's batch, a usage error naming both), else
+/// that many seeded synthetic images.
+fn package_pixels(
+    input: &InputArgs,
+    workload: &super::workload::WorkloadArgs,
+) -> Result<crate::input::PixelValues> {
+    let given = !input.image.is_empty() || input.images.is_some() || input.input.is_some();
+    let Some(batch) = workload.vit_batch.filter(|_| given) else {
+        return load_pixels(input, workload);
+    };
+    let unpinned = super::workload::WorkloadArgs {
+        vit_batch: None,
+        ..workload.clone()
+    };
+    let pixels = load_pixels(input, &unpinned)?;
+    if pixels.batch() != batch {
+        let what = if input.images.is_some() {
+            "--images"
+        } else if input.image.is_empty() {
+            "--input"
+        } else {
+            "--image"
+        };
+        return Err(super::images::count_mismatch(
+            what,
+            pixels.batch(),
+            "the package's batch (compiled with --vit-batch)",
+            batch,
+        ));
+    }
+    Ok(pixels)
 }

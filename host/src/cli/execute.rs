@@ -19,7 +19,7 @@ use crate::input::{write_npy, PixelValues};
 use crate::model::{SiglipModel, LAST_HIDDEN_STATE, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::reference::{run_siglip, Numerics, SiglipOutputs};
 use crate::report::run::{compare, print_run_report, write_profile, InferenceCheck};
-use crate::report::run_summary::{BandEnd, RateBand};
+use crate::report::run_summary::{BandEnd, RateBand, Throughput};
 use crate::report::trace::build_profile;
 use crate::report::Profile;
 use crate::weights::{HostTensor, Weights};
@@ -229,6 +229,12 @@ pub fn execute(
         args.diagnostic_atol,
         args.diagnostic_rtol,
     );
+    if let Some(last) = checks.last() {
+        let flops = crate::reference::graph_flops(&model.graph);
+        for line in Throughput::of(last.cycles, pixels.batch(), flops).lines() {
+            crate::say!("{line}");
+        }
+    }
     print_layer_breakdown(&profile, model);
     if let Some(dir) = &args.outputs.profile_output {
         write_profile(dir, &profile, args.outputs.profile_detail)?;

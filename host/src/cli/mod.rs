@@ -1,5 +1,6 @@
 //! Command-line front end: one module per subcommand.
 pub mod asm;
+pub mod batch;
 pub mod checks;
 pub mod compile;
 pub mod device_args;
@@ -8,6 +9,7 @@ pub mod exec;
 pub mod execute;
 pub mod headings;
 pub mod hw_check;
+pub mod images;
 pub mod inspect;
 pub mod isa;
 pub mod package_model;

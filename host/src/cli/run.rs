@@ -135,24 +135,102 @@ impl BuildArgs {
     }
 }
 
-/// The device compiler's batch: 1. The reference runs any batch; the
-/// planner's broadcasts (position add, MAP-head probe) are written for one
-/// image. Any other `--vit-batch` is a usage error, found before an input
-/// of that batch is sized.
-pub fn device_batch(batch: usize) -> Result<()> {
-    if batch != 1 {
-        crate::usage_bail!("--vit-batch {batch}: the device compiler supports batch 1 only (`ipuc reference` runs any batch)");
+/// `--vit-batch max` replaced by the largest batch that fits (found by
+/// compiling, saying which); any other value as it is.
+pub fn resolve_batch(
+    model: &WorkloadArgs,
+    build: &BuildArgs,
+    input: &InputArgs,
+) -> Result<WorkloadArgs> {
+    if model.vit_batch != Some(super::batch::MAX) {
+        return Ok(model.clone());
     }
-    Ok(())
+    if !input.image.is_empty() || input.images.is_some() || input.input.is_some() {
+        crate::usage_bail!(
+            "--vit-batch max picks the batch; the inputs given fix it already (drop --vit-batch)"
+        );
+    }
+    let found = largest_batch(model, build, super::batch::SEARCH_LIMIT)?;
+    let Some(batch) = found else {
+        // Batch 1 does not fit: compile it again for its rejection.
+        compile_workload(
+            &WorkloadArgs {
+                vit_batch: Some(1),
+                ..model.clone()
+            },
+            1,
+            build,
+        )?;
+        anyhow::bail!("--vit-batch max: batch 1 does not fit");
+    };
+    crate::say!("--vit-batch max: {batch} images, the largest batch that fits");
+    Ok(WorkloadArgs {
+        vit_batch: Some(batch),
+        ..model.clone()
+    })
+}
+
+/// The largest batch up to `limit` whose compile fits (no artifacts
+/// written while searching).
+fn largest_batch(model: &WorkloadArgs, build: &BuildArgs, limit: usize) -> Result<Option<usize>> {
+    let probe_build = BuildArgs {
+        package: None,
+        memory_profile_directory: None,
+        plan_output: None,
+        ..build.clone()
+    };
+    let mut compile_at = |batch: usize| -> Result<()> {
+        let at = WorkloadArgs {
+            vit_batch: Some(batch),
+            ..model.clone()
+        };
+        compile_once(&at, batch, &probe_build).map(|_| ())
+    };
+    super::batch::largest_fitting(limit, &mut |batch| {
+        super::batch::quiet_probe(batch, &mut compile_at)
+    })
 }
 
 /// Builds and compiles the model the flags describe, for `batch` images.
+/// A batch of more than one that does not fit is a memory rejection that
+/// names the largest batch that does.
 pub fn compile_workload(
     model: &WorkloadArgs,
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    device_batch(batch)?;
+    match compile_once(model, batch, build) {
+        Err(err) if batch > 1 && crate::exit::is_memory_rejection(&err) => {
+            let largest = largest_batch(model, build, batch - 1)?;
+            let note = match largest {
+                Some(k) => {
+                    format!("--vit-batch {batch} does not fit; the largest batch that fits is {k}")
+                }
+                None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
+            };
+            Err(err.context(note))
+        }
+        other => other,
+    }
+}
+
+fn compile_once(
+    model: &WorkloadArgs,
+    batch: usize,
+    build: &BuildArgs,
+) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    let config = load_config(model)?;
+    let pairs = (batch as u64).saturating_mul(config.num_attention_heads as u64);
+    if batch > 1 && pairs > u64::from(build.planning_tiles) {
+        return Err(crate::model::ModelError::AttentionPairs {
+            batch,
+            heads: config.num_attention_heads,
+            pairs,
+            tiles: build.planning_tiles,
+            largest: build.planning_tiles / (config.num_attention_heads.max(1) as u32),
+        }
+        .into());
+    }
     let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
     let description = super::package_model::describe_model(model, &siglip, origin)?;
     crate::say!(
@@ -243,9 +321,6 @@ pub fn run(args: Args) -> Result<()> {
     args.build.check()?;
     args.exec.check()?;
     super::workload::check_flags(&args.model)?;
-    if let Some(batch) = args.model.vit_batch {
-        device_batch(batch)?;
-    }
     if let Some(path) = &args.summary_json {
         if path != Path::new("-") {
             checks::output_file_making_dir("--summary-json", path)?;
@@ -304,9 +379,11 @@ pub fn new_summary(
 }
 
 fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
-    let pixels = load_pixels(&args.input, &args.model)?;
+    let workload = resolve_batch(&args.model, &args.build, &args.input)?;
+    summary.flags.vit_batch = workload.vit_batch;
+    let pixels = load_pixels(&args.input, &workload)?;
     let t = Instant::now();
-    let compiled = compile_workload(&args.model, pixels.batch(), &args.build);
+    let compiled = compile_workload(&workload, pixels.batch(), &args.build);
     summary.compile_seconds = t.elapsed().as_secs_f64();
     let (model, weights, compiled) = compiled?;
     summary.model_flops = crate::reference::graph_flops(&model.graph);
@@ -334,7 +411,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         band,
     } = execute(
         &shipped,
-        &format!("ipuc run {} (simulated)", workload_name(&args.model)),
+        &format!("ipuc run {} (simulated)", workload_name(&workload)),
         &model,
         &weights,
         &pixels,
@@ -349,6 +426,9 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .collect(),
     );
     summary.rate_band = band;
+    summary.throughput = checks.last().map(|c| {
+        crate::report::run_summary::Throughput::of(c.cycles, pixels.batch(), summary.model_flops)
+    });
     if let Some(out) = &args.exec.outputs.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
@@ -370,11 +450,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             index.display()
         );
     }
-    print_result_line(
-        &checks,
-        &workload_name(&args.model),
-        &compiled.report.sha256,
-    );
+    print_result_line(&checks, &workload_name(&workload), &compiled.report.sha256);
     fail_unless_passed(&checks)
 }
 

@@ -39,8 +39,9 @@ pub struct WorkloadArgs {
     /// Encoder layers to build (1..=config layers).
     #[arg(long)]
     pub vit_layers: Option<usize>,
-    /// Images per run (default: the batch of `--input`, else 1).
-    #[arg(long)]
+    /// Images per run (default: the batch of the inputs given, else 1);
+    /// `max`: the largest batch that fits (`run`, `compile`).
+    #[arg(long, value_parser = super::batch::parse)]
     pub vit_batch: Option<usize>,
     /// One fused QKV projection per layer.
     #[arg(long)]
@@ -83,9 +84,14 @@ pub struct InputArgs {
     /// model does it: the checkpoint's `preprocessor_config.json` (SigLIP,
     /// CLIP, ViT or DINOv2's BiT processor: resize, centre crop, rescale,
     /// normalise), a preset's published one, or the family's default.
+    /// Given N times, a batch of N images in that order.
+    #[arg(long, conflicts_with_all = ["input", "images"])]
+    pub image: Vec<PathBuf>,
+    /// A directory of images (`.png`, `.jpg`, `.jpeg`), one batch in file
+    /// name order; the run says which files it took.
     #[arg(long, conflicts_with = "input")]
-    pub image: Option<PathBuf>,
-    /// `pixel_values.npy`, float32 NCHW.
+    pub images: Option<PathBuf>,
+    /// `pixel_values.npy`, float32 NCHW (`[N, C, H, W]`: a batch of N).
     #[arg(long)]
     pub input: Option<PathBuf>,
 }
@@ -94,7 +100,7 @@ impl InputArgs {
     /// The input files given, by flag (for [`super::checks::distinct_files`]).
     pub fn files(&self) -> Vec<(&'static str, PathBuf)> {
         let mut files = Vec::new();
-        if let Some(p) = &self.image {
+        for p in &self.image {
             files.push(("--image", p.clone()));
         }
         if let Some(p) = &self.input {
@@ -338,21 +344,33 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
         return Err(ModelError::BatchSize.into());
     }
     config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
-    if let Some(path) = &input.image {
-        super::checks::input_file("--image", path)?;
+    let paths = super::images::image_paths(&input.image, input.images.as_deref())?;
+    if !paths.is_empty() {
+        let what = if input.images.is_some() {
+            "--images"
+        } else {
+            "--image"
+        };
+        for path in &paths {
+            super::checks::input_file(what, path)?;
+        }
         if channels != 3 {
             bail!(
-                "--image {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",
-                path.display()
+                "{what} {} gives RGB (3-channel) input but the model has num_channels = {channels}; give --input pixel_values.npy instead",
+                paths[0].display()
             );
         }
-        match args.vit_batch {
-            None | Some(1) => {
-                let processor = image_processor(args, &config)?;
-                return PixelValues::from_image_with(path, &processor, size, config.patch_size);
-            }
-            Some(batch) => bail!("--image gives one image but --vit-batch is {batch}"),
+        if let Some(batch) = args.vit_batch.filter(|&b| b != paths.len()) {
+            return Err(super::images::count_mismatch(
+                what,
+                paths.len(),
+                "--vit-batch",
+                batch,
+            ));
         }
+        config.check_limits(1, paths.len(), 1, 2)?;
+        let processor = image_processor(args, &config)?;
+        return super::images::stack(&paths, &processor, size, config.patch_size);
     }
     if let Some(path) = &input.input {
         super::checks::input_file("--input", path)?;
@@ -363,7 +381,15 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
                 path.display()
             );
         }
-        let pixels = PixelValues::from_npy(path, args.vit_batch, channels, size)?;
+        let pixels = PixelValues::from_npy(path, None, channels, size)?;
+        if let Some(batch) = args.vit_batch.filter(|&b| b != pixels.batch()) {
+            return Err(super::images::count_mismatch(
+                &format!("--input {}", path.display()),
+                pixels.batch(),
+                "--vit-batch",
+                batch,
+            ));
+        }
         config.check_limits(1, pixels.shape[0], 1, 2)?;
         check_fp16_range(&pixels, &path.display().to_string())?;
         return Ok(pixels);

@@ -203,6 +203,7 @@ impl Tower {
         };
         // 3. Learned positions (position_ids = 0..tokens, not in the checkpoint).
         let pos = t.positions(config)?;
+        let pos = t.per_image(pos, batch, "embeddings.position_embedding.expand")?;
         let x = t.b.add(x, pos)?;
         t.b.label(x, "embeddings.position_add")?;
         // CLIP normalises the embeddings before the encoder.
@@ -229,7 +230,7 @@ impl Tower {
         let family = config.family;
         let pooled = match family {
             Family::Siglip if config.vision_use_head => {
-                let y = t.map_head(config, hidden)?;
+                let y = t.map_head(config, hidden, batch)?;
                 let y = t.b.reshape(y, [batch, t.d])?;
                 Some(t.b.label(y, "head.pool")?)
             }
@@ -428,6 +429,26 @@ impl Tower {
         };
         let y = self.b.concat(&[cls, x], 1)?;
         self.b.label(y, "embeddings.prepend_class_token")
+    }
+
+    /// `x` (one image's `[T, D]` or `[1, T, D]`) once per image as
+    /// `[batch, T, D]`, labelled `name`; `x` itself at batch 1. The device
+    /// compiler's element-wise ops broadcast a single row only, so a
+    /// per-image table is copied per image (exact: a copy).
+    fn per_image(&mut self, x: ValueId, batch: usize, name: &str) -> Result<ValueId, IrError> {
+        if batch <= 1 {
+            return Ok(x);
+        }
+        let dims = self.b.ty(x)?.shape.dims().to_vec();
+        let (t, d) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        let x = if dims.len() == 3 {
+            x
+        } else {
+            self.b.reshape(x, [1, t, d])?
+        };
+        let copies = vec![x; batch];
+        let y = self.b.concat(&copies, 0)?;
+        self.b.label(y, name)
     }
 
     /// The position table as the graph adds it (`[tokens, D]` or ViT's and
@@ -821,7 +842,12 @@ impl Tower {
     /// hidden states through `nn.MultiheadAttention` (packed in_proj rows
     /// [Wq; Wk; Wv]); then `a + MLP(LayerNorm(a))` with no residual from the
     /// probe. Returns `[B, 1, D]`.
-    fn map_head(&mut self, config: &VisionConfig, hidden: ValueId) -> Result<ValueId, IrError> {
+    fn map_head(
+        &mut self,
+        config: &VisionConfig,
+        hidden: ValueId,
+        batch: usize,
+    ) -> Result<ValueId, IrError> {
         use ParameterRole::*;
         let d = self.d;
         let f = config.intermediate_size;
@@ -845,6 +871,7 @@ impl Tower {
         let wkv = self.slice_named(in_w, 0, d, 3 * d, "head.attention.kv_proj.weight")?;
         let bkv = self.slice_named(in_b, 0, d, 3 * d, "head.attention.kv_proj.bias")?;
         let q = self.linear(probe, wq, bq, "head.attention.q_proj")?;
+        let q = self.per_image(q, batch, "head.attention.q_proj.expand")?;
         let kv = self.linear(hidden, wkv, bkv, "head.attention.kv_proj")?;
         let k = self.slice_named(kv, 2, 0, d, "head.attention.k")?;
         let v = self.slice_named(kv, 2, d, 2 * d, "head.attention.v")?;

@@ -169,6 +169,19 @@ pub enum ModelError {
     /// Neither or both of `--workload` and `--checkpoint`.
     #[error("give exactly one of --workload NAME (or --vit-small) or --checkpoint DIR")]
     ModelChoice,
+    /// More attention (image, head) pairs than tiles: attention gives each
+    /// pair at least one tile of its own.
+    #[error(
+        "a batch of {batch} images × {heads} heads is {pairs} attention (image, head) pairs, more than the {tiles} tiles planned (each pair needs a tile): at most {largest} images"
+    )]
+    AttentionPairs {
+        batch: usize,
+        heads: usize,
+        pairs: u64,
+        tiles: u32,
+        /// The largest batch with a tile per pair.
+        largest: u32,
+    },
     /// The model cannot fit the device: `what` needs `bytes` (`None`: more
     /// than 2^64) of the C600's [`DEVICE_SRAM_BYTES`].
     #[error(

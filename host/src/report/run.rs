@@ -26,6 +26,21 @@ pub struct Validation {
     /// The first NaN or infinity in the device's outputs, and where the
     /// reference's first one began (`None`: all finite).
     pub non_finite: Option<String>,
+    /// With a batch of more than one image: each image's outputs
+    /// `(output name, max abs error, cosine, elements outside tolerance)`,
+    /// in input order (empty at batch 1, where `outputs` is the image).
+    pub images: Vec<Vec<(String, f32, f64, usize)>>,
+}
+
+impl Validation {
+    /// Whether image `i` of the batch is within tolerance (the whole
+    /// batch's verdict at batch 1).
+    pub fn image_pass(&self, i: usize) -> bool {
+        match self.images.get(i) {
+            Some(outputs) => self.non_finite.is_none() && outputs.iter().all(|o| o.3 == 0),
+            None => self.pass,
+        }
+    }
 }
 
 /// What one resident inference produced and how it compared.
@@ -85,6 +100,13 @@ pub fn compare(
     }
     let mut outputs = Vec::new();
     let mut non_finite = None;
+    let batch = reference
+        .last_hidden_state
+        .shape
+        .first()
+        .copied()
+        .unwrap_or(1);
+    let mut images = vec![Vec::new(); if batch > 1 { batch } else { 0 }];
     for (name, r) in pairs {
         let Some(d) = out.outputs.get(name) else {
             bail!("the device produced no `{name}` output");
@@ -98,6 +120,15 @@ pub fn compare(
         }
         let (max_abs, cosine, outside) = error_stats(&d.data, &r.data, atol, rtol);
         outputs.push((name.to_string(), max_abs, cosine, outside));
+        // Outputs are batch-major: image `i` is the `i`-th equal run.
+        if !images.is_empty() && r.data.len() % batch == 0 {
+            let per = r.data.len() / batch;
+            for (i, image) in images.iter_mut().enumerate() {
+                let span = i * per..(i + 1) * per;
+                let (m, c, o) = error_stats(&d.data[span.clone()], &r.data[span], atol, rtol);
+                image.push((name.to_string(), m, c, o));
+            }
+        }
         if non_finite.is_none() {
             if let Some((i, v)) = d.data.iter().enumerate().find(|(_, v)| !v.is_finite()) {
                 non_finite = Some(format!(
@@ -118,6 +149,7 @@ pub fn compare(
         outputs,
         pass,
         non_finite,
+        images,
     })
 }
 
@@ -272,11 +304,53 @@ fn print_inference(i: usize, c: &InferenceCheck, atol: f32, rtol: f32) {
             );
         }
     }
+    print_images(i, c);
     if let Some(v) = &c.device {
         if let Some(what) = &v.non_finite {
             crate::say!("validation[{i}]: non-finite output: {what}");
         }
         crate::say!("validation[{i}]: {}", if v.pass { "PASS" } else { "FAIL" });
+    }
+}
+
+/// Each image of a batch: its outputs' max abs error and cosine against
+/// each reference, and its verdict.
+fn print_images(i: usize, c: &InferenceCheck) {
+    let images = [&c.device, &c.fp32]
+        .iter()
+        .filter_map(|v| v.as_ref().map(|v| v.images.len()))
+        .max()
+        .unwrap_or(0);
+    let short = |name: &str| {
+        match name {
+            LAST_HIDDEN_STATE => "hidden",
+            POOLER_OUTPUT => "pooled",
+            other => other,
+        }
+        .to_string()
+    };
+    for k in 0..images {
+        for (v, against) in [(&c.device, "device"), (&c.fp32, "FP32")] {
+            let Some(v) = v.as_ref() else {
+                continue;
+            };
+            let Some(outputs) = v.images.get(k) else {
+                continue;
+            };
+            let stats: Vec<String> = outputs
+                .iter()
+                .map(|(name, m, cos, _)| format!("{} max abs {m:.6} cos {cos:.9}", short(name)))
+                .collect();
+            let verdict = match against {
+                "device" if v.image_pass(k) => " PASS",
+                "device" => " FAIL",
+                _ => "",
+            };
+            crate::say!(
+                "validation[{i}] image {k} vs {against}: {}{verdict}",
+                stats.join(", ")
+            );
+        }
     }
 }
 

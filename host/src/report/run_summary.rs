@@ -73,6 +73,103 @@ pub struct InferenceSummary {
     pub fp32_cosine: Option<f64>,
     /// Words the exchange fabric moved (simulated).
     pub words_moved: u64,
+    /// With a batch of more than one image: each image's verdict and
+    /// errors, in input order.
+    #[serde(default)]
+    pub images: Vec<ImageSummary>,
+}
+
+/// One image of a batch against the references.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ImageSummary {
+    /// `Some(pass)` with `--reference-run`.
+    pub pass: Option<bool>,
+    /// Largest max abs error over its outputs vs device numerics.
+    pub max_abs_error: Option<f32>,
+    /// Largest max abs error over its outputs vs FP32.
+    pub fp32_max_abs_error: Option<f32>,
+    /// Smallest cosine over its outputs vs FP32.
+    pub fp32_cosine: Option<f64>,
+}
+
+/// One batch's simulated throughput at the seeds' clock (1.5 GHz): every
+/// figure comes from simulated cycles (kernel bodies modelled), never from
+/// hardware.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Throughput {
+    /// `simulated`: cycles from the simulator, kernel bodies modelled.
+    pub source: String,
+    /// The clock the rates assume, in Hz.
+    pub clock_hz: u64,
+    /// Images per batch.
+    pub batch: usize,
+    /// Simulated cycles of one batch (the last inference, to the last halt).
+    pub cycles_per_batch: u64,
+    /// `cycles_per_batch / batch`, rounded up.
+    pub cycles_per_image: u64,
+    /// One batch's latency in milliseconds at `clock_hz`.
+    pub latency_ms: f64,
+    /// Images per second at `clock_hz`.
+    pub images_per_second: f64,
+    /// One image's matmul and attention multiply-adds at the FP8 AMP peak
+    /// (128 MACs per cycle per tile) on every tile: the compute limit.
+    pub fp8_limit_cycles_per_image: Option<u64>,
+    /// `cycles_per_image / fp8_limit_cycles_per_image`.
+    pub ratio_to_fp8_limit: Option<f64>,
+}
+
+impl Throughput {
+    /// The figures of a batch of `batch` images that took `cycles`, for a
+    /// graph of `model_flops` (the whole batch's); the limit is the whole
+    /// chip's.
+    pub fn of(cycles: u64, batch: usize, model_flops: u64) -> Self {
+        let tiles = u32::from(ipuc_target::ipu21::topology::TILE_COUNT);
+        let clock = ipuc_target::ipu21::sram::CLOCK_HZ;
+        let batch = batch.max(1);
+        let per_image = cycles.div_ceil(batch as u64);
+        let peak = f64::from(ipuc_target::ipu21::timing::AmpMode::F8F16Partials.macs_per_cycle())
+            * f64::from(tiles.max(1));
+        let limit = (model_flops > 0)
+            .then(|| (model_flops as f64 / 2.0 / batch as f64 / peak).ceil() as u64)
+            .filter(|&l| l > 0);
+        Throughput {
+            source: "simulated".into(),
+            clock_hz: clock,
+            batch,
+            cycles_per_batch: cycles,
+            cycles_per_image: per_image,
+            latency_ms: cycles as f64 / clock as f64 * 1e3,
+            images_per_second: if cycles == 0 {
+                0.0
+            } else {
+                batch as f64 * clock as f64 / cycles as f64
+            },
+            fp8_limit_cycles_per_image: limit,
+            ratio_to_fp8_limit: limit.map(|l| per_image as f64 / l as f64),
+        }
+    }
+
+    /// The report's lines (each under the default report's width).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "throughput (simulated, {:.1} GHz clock): batch {}, {} cycles per batch, {} per image",
+            self.clock_hz as f64 / 1e9,
+            self.batch,
+            self.cycles_per_batch,
+            self.cycles_per_image
+        )];
+        let mut second = format!(
+            "throughput (simulated): latency {:.6} ms per batch, {:.1} images/s",
+            self.latency_ms, self.images_per_second
+        );
+        if let (Some(l), Some(r)) = (self.fp8_limit_cycles_per_image, self.ratio_to_fp8_limit) {
+            second.push_str(&format!(
+                ", {r:.2}× the FP8 compute limit ({l} cycles/image)"
+            ));
+        }
+        lines.push(second);
+        lines
+    }
 }
 
 impl InferenceSummary {
@@ -89,8 +186,31 @@ impl InferenceSummary {
                 .as_ref()
                 .map(|v| v.outputs.iter().map(|o| o.2).fold(f64::INFINITY, f64::min)),
             words_moved,
+            images: image_summaries(c),
         }
     }
+}
+
+/// Each image's figures from the per-image validations (empty at batch 1).
+fn image_summaries(c: &InferenceCheck) -> Vec<ImageSummary> {
+    let count = [&c.device, &c.fp32]
+        .iter()
+        .filter_map(|v| v.as_ref().map(|v| v.images.len()))
+        .max()
+        .unwrap_or(0);
+    fn image(v: &Option<Validation>, k: usize) -> Option<&Vec<(String, f32, f64, usize)>> {
+        v.as_ref().and_then(|v| v.images.get(k))
+    }
+    (0..count)
+        .map(|k| ImageSummary {
+            pass: c.device.as_ref().map(|v| v.image_pass(k)),
+            max_abs_error: image(&c.device, k).map(|o| o.iter().map(|x| x.1).fold(0f32, f32::max)),
+            fp32_max_abs_error: image(&c.fp32, k)
+                .map(|o| o.iter().map(|x| x.1).fold(0f32, f32::max)),
+            fp32_cosine: image(&c.fp32, k)
+                .map(|o| o.iter().map(|x| x.2).fold(f64::INFINITY, f64::min)),
+        })
+        .collect()
 }
 
 /// The summary's schema name (`host/schemas/summary.schema.json`).
@@ -198,6 +318,9 @@ pub struct RunSummary {
     /// (`--rate-band`).
     #[serde(default)]
     pub rate_band: Option<RateBand>,
+    /// The batch's simulated throughput (runs and execs only).
+    #[serde(default)]
+    pub throughput: Option<Throughput>,
 }
 
 /// The simulated figures at both ends of the kernel rates' sources.

@@ -66,12 +66,32 @@ fn axis_in_view(dims: &[usize], axis: usize) -> Option<(bool, u32)> {
     if dims.iter().take(axis).any(|&d| d != 1) {
         return None;
     }
+    Some((false, rows_inner(dims, axis)?))
+}
+
+/// View rows per unit of row axis `axis` (the dims between it and the
+/// columns).
+fn rows_inner(dims: &[usize], axis: usize) -> Option<u32> {
     let inner: usize = dims
         .iter()
         .take(dims.len().saturating_sub(1))
         .skip(axis + 1)
         .product();
-    Some((false, inner as u32))
+    u32::try_from(inner).ok()
+}
+
+/// A row axis behind batch dims (`[B, .., X, .., C]` along `X`): the
+/// batches `B·..` before it, each a run of `dims[axis]·inner` view rows.
+/// `None` for the column axis or when nothing but size-1 dims lead.
+fn batched_row_axis(dims: &[usize], axis: usize) -> Option<(u32, u32)> {
+    if axis + 1 >= dims.len() {
+        return None;
+    }
+    let lead: usize = dims.iter().take(axis).product();
+    if lead <= 1 {
+        return None;
+    }
+    Some((u32::try_from(lead).ok()?, rows_inner(dims, axis)?))
 }
 
 fn unaligned(cx: &GenCx<'_>, e: crate::plan::relayout::Unaligned) -> PlanError {
@@ -84,6 +104,9 @@ fn unaligned(cx: &GenCx<'_>, e: crate::plan::relayout::Unaligned) -> PlanError {
 /// Elements `start..end` along `axis`.
 pub fn slice(cx: &GenCx<'_>, axis: usize, start: usize, end: usize) -> PlanResult<Vec<OpPlan>> {
     let x = cx.operand(0)?;
+    if let Some((lead, inner)) = batched_row_axis(x.ty.shape.dims(), axis) {
+        return batched_slice(cx, (lead, inner), axis, start..end);
+    }
     let (is_col, inner) = axis_in_view(x.ty.shape.dims(), axis)
         .ok_or(cx.unsupported("slice of an axis behind a batch dim"))?;
     let src = cx.current_or_default(0)?;
@@ -125,6 +148,9 @@ pub fn slice(cx: &GenCx<'_>, axis: usize, start: usize, end: usize) -> PlanResul
 /// Concatenation along `axis`.
 pub fn concat(cx: &GenCx<'_>, axis: usize) -> PlanResult<Vec<OpPlan>> {
     let dims = cx.out_ty.shape.dims();
+    if let Some((lead, inner)) = batched_row_axis(dims, axis) {
+        return batched_concat(cx, (lead, inner), axis);
+    }
     let (is_col, inner) =
         axis_in_view(dims, axis).ok_or(cx.unsupported("concat of an axis behind a batch dim"))?;
     let srcs: Vec<Layout> = (0..cx.operands.len())
@@ -163,6 +189,106 @@ pub fn concat(cx: &GenCx<'_>, axis: usize) -> PlanResult<Vec<OpPlan>> {
         all.transfers.sort_by_key(|t| t.source_tile);
         all.copies.sort_by_key(|c| c.tile);
         plans.push(move_plan(cx, srcs.clone(), out, all, "gather"));
+    }
+    Ok(plans)
+}
+
+/// Slice along a row axis behind `lead` batches: one window per batch.
+fn batched_slice(
+    cx: &GenCx<'_>,
+    (lead, inner): (u32, u32),
+    axis: usize,
+    span: core::ops::Range<usize>,
+) -> PlanResult<Vec<OpPlan>> {
+    let x = cx.operand(0)?;
+    let dims = x.ty.shape.dims();
+    let too_big = || cx.unsupported("slice with a batch past u32 rows");
+    let axis_len = u32::try_from(dims[axis]).map_err(|_| too_big())?;
+    let (start, end) = (
+        u32::try_from(span.start).map_err(|_| too_big())?,
+        u32::try_from(span.end).map_err(|_| too_big())?,
+    );
+    let src_run = axis_len.checked_mul(inner).ok_or_else(too_big)?;
+    let dst_run = (end - start).checked_mul(inner).ok_or_else(too_big)?;
+    let src = cx.current_or_default(0)?;
+    let mut plans = Vec::new();
+    for out in output_options(cx) {
+        let mut all = Relayout::default();
+        for b in 0..lead {
+            let window = Window {
+                dst_origin: [b * dst_run, 0],
+                src_origin: [b * src_run + start * inner, 0],
+                extent: [dst_run, cx.out.cols],
+            };
+            let m = relayout(
+                &src,
+                Slot::Operand(0),
+                &out,
+                Slot::Output,
+                x.view.elem(),
+                window,
+            )
+            .map_err(|e| unaligned(cx, e))?;
+            all.transfers.extend(m.transfers);
+            all.copies.extend(m.copies);
+        }
+        all.transfers.sort_by_key(|t| t.source_tile);
+        all.copies.sort_by_key(|c| c.tile);
+        plans.push(move_plan(cx, vec![src], out, all, "per-batch copy"));
+    }
+    Ok(plans)
+}
+
+/// Concatenation along a row axis behind `lead` batches: every operand's
+/// run of each batch into that batch's run of the result.
+fn batched_concat(
+    cx: &GenCx<'_>,
+    (lead, inner): (u32, u32),
+    axis: usize,
+) -> PlanResult<Vec<OpPlan>> {
+    let too_big = || cx.unsupported("concat with a batch past u32 rows");
+    let out_len = u32::try_from(cx.out_ty.shape.dims()[axis]).map_err(|_| too_big())?;
+    let out_run = out_len.checked_mul(inner).ok_or_else(too_big)?;
+    let srcs: Vec<Layout> = (0..cx.operands.len())
+        .map(|i| cx.current_or_default(i))
+        .collect::<PlanResult<_>>()?;
+    let mut runs = Vec::with_capacity(cx.operands.len());
+    for info in cx.operands {
+        let dims = info.ty.shape.dims();
+        if dims.iter().take(axis).product::<usize>() != lead as usize {
+            return Err(cx.unsupported("concat of operands with different batches"));
+        }
+        let len = u32::try_from(dims[axis]).map_err(|_| too_big())?;
+        runs.push(len.checked_mul(inner).ok_or_else(too_big)?);
+    }
+    let mut plans = Vec::new();
+    for out in output_options(cx) {
+        let mut all = Relayout::default();
+        let mut offset = 0u32;
+        for (i, ((src, info), &run)) in srcs.iter().zip(cx.operands).zip(&runs).enumerate() {
+            for b in 0..lead {
+                let window = Window {
+                    dst_origin: [b * out_run + offset, 0],
+                    src_origin: [b * run, 0],
+                    extent: [run, info.view.cols],
+                };
+                let m = relayout(
+                    src,
+                    Slot::Operand(i as u8),
+                    &out,
+                    Slot::Output,
+                    info.view.elem(),
+                    window,
+                )
+                .map_err(|e| unaligned(cx, e))?;
+                all.transfers.extend(m.transfers);
+                all.copies.extend(m.copies);
+            }
+            offset += run;
+        }
+        all.transfers.sort_by_key(|t| t.source_tile);
+        all.copies.sort_by_key(|c| c.tile);
+        plans.push(move_plan(cx, srcs.clone(), out, all, "per-batch gather"));
     }
     Ok(plans)
 }

@@ -38,14 +38,22 @@ fn leading_product(dims: &[usize], keep: usize) -> usize {
 }
 
 /// `[S, H·Dh]` → `[H, S, Dh]`: column block `h` of row block `r` is row block
-/// `(h, r)` of the result, byte for byte.
+/// `(h, r)` of the result, byte for byte. With a batch (`[N, S, H·Dh]` →
+/// `[N, H, S, Dh]`) the row blocks must not straddle images and image `n`'s
+/// blocks must sit `H` head strides after image `n - 1`'s, so that block
+/// `(n, h, r)` of the result is group `n·H + h` of one uniform group stride:
+/// attention then runs per (image, head).
 pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
     let x = cx.operand(0)?;
-    if leading_product(x.ty.shape.dims(), 2) != 1 {
-        return Err(cx.unsupported("split_heads with batch > 1"));
+    let dims = x.ty.shape.dims();
+    let n = u32::try_from(leading_product(dims, 2))
+        .map_err(|_| cx.unsupported("split_heads with a batch past u32"))?;
+    if n == 0 {
+        return Err(cx.unsupported("split_heads of an empty batch"));
     }
     let h = heads as u32;
-    let (s, width) = (x.view.rows, x.view.cols);
+    let (rows, width) = (x.view.rows, x.view.cols);
+    let s = rows / n;
     let dh = width / h.max(1);
     let heads_split = |stride: u32| AxisSplit::parts(width, dh, h, stride);
     // Replicas carry over: every copy of a head-aligned block is a copy of
@@ -53,27 +61,67 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
     let to_output = |l: &Layout| -> Option<Layout> {
         let aligned =
             l.cols.part_count() == h && (0..h).all(|q| l.cols.range(q) == (q * dh..(q + 1) * dh));
-        if !aligned
-            || l.rows.inner > 1
-            || l.cols.inner > 1
-            || (l.rows.grain > 1 && !s.is_multiple_of(l.rows.grain))
-        {
+        if !aligned || l.cols.inner > 1 || (l.rows.grain > 1 && !s.is_multiple_of(l.rows.grain)) {
             return None;
         }
+        let head_stride = l.cols.outer_stride;
+        // Row blocks per image and their stride.
+        let (per, row_stride) = if n == 1 {
+            if l.rows.inner > 1 {
+                return None;
+            }
+            (l.rows.outer, l.rows.outer_stride)
+        } else {
+            let (per, row_stride, image_stride) = if l.rows.inner == 1 {
+                if !l.rows.outer.is_multiple_of(n) {
+                    return None;
+                }
+                let per = l.rows.outer / n;
+                (
+                    per,
+                    l.rows.outer_stride,
+                    per.checked_mul(l.rows.outer_stride)?,
+                )
+            } else if l.rows.outer == n {
+                (l.rows.inner, l.rows.inner_stride, l.rows.outer_stride)
+            } else {
+                return None;
+            };
+            if Some(image_stride) != h.checked_mul(head_stride) {
+                return None;
+            }
+            (per, row_stride)
+        };
         Some(Layout {
             first_tile: l.first_tile,
             rows: canonical(AxisSplit {
-                len: h * s,
+                len: n.checked_mul(h)?.checked_mul(s)?,
                 grain: l.rows.grain,
-                outer: h,
-                outer_stride: l.cols.outer_stride,
-                inner: l.rows.outer,
-                inner_stride: l.rows.outer_stride,
+                outer: n.checked_mul(h)?,
+                outer_stride: head_stride,
+                inner: per,
+                inner_stride: row_stride,
             }),
             cols: AxisSplit::whole(dh),
             replicas: l.replicas,
             replica_stride: l.replica_stride,
         })
+    };
+    // `n` images of `r` row blocks each, heads `r` tiles apart, images
+    // `H·r` apart: block `(n, h, r)` on tile `(n·H + h)·r + r`.
+    let batch_rows = |r: u32| -> AxisSplit {
+        if n == 1 {
+            AxisSplit::parts(s, 1, r, 1)
+        } else {
+            canonical(AxisSplit {
+                len: rows,
+                grain: 1,
+                outer: n,
+                outer_stride: h * r,
+                inner: r,
+                inner_stride: 1,
+            })
+        }
     };
     let mut plans = Vec::new();
     if let Some(cur) = x.current {
@@ -81,10 +129,14 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
             plans.push(view_plan(cx, cur, out, "in place"));
         }
     }
-    for r in row_part_options(s, cx.cfg.tiles / h.max(1)) {
+    let groups = n.saturating_mul(h);
+    if n > 1 && groups > cx.cfg.tiles {
+        return Err(cx.unsupported("split_heads with more (image, head) pairs than tiles"));
+    }
+    for r in row_part_options(s, cx.cfg.tiles / groups.max(1)) {
         let input = Layout {
             first_tile: 0,
-            rows: AxisSplit::parts(s, 1, r, 1),
+            rows: batch_rows(r),
             cols: heads_split(r),
             replicas: 1,
             replica_stride: 0,
@@ -101,14 +153,14 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
     // them, and the one exchange into the split is the attention's too.
     let tiles = cx.cfg.tiles;
     for parts in core::iter::once(1).chain(super::attention::KEY_PARTS) {
-        let Some(&r) = super::attention::query_block_options(tiles, h, parts, s).last() else {
+        let Some(&r) = super::attention::query_block_options(tiles, groups, parts, s).last() else {
             continue;
         };
-        let Some((q, kv)) = super::attention::operand_layouts((h, s, s, dh), r, parts) else {
+        let Some((q, kv)) = super::attention::operand_layouts((groups, s, s, dh), r, parts) else {
             continue;
         };
         for out in [q, kv] {
-            let Some(input) = head_aligned_source(&out, s, width, h) else {
+            let Some(input) = head_aligned_source(&out, s, width, (n, h)) else {
                 continue;
             };
             if Some(input) != x.current && to_output(&input) == Some(out) {
@@ -143,17 +195,20 @@ fn canonical(a: AxisSplit) -> AxisSplit {
 
 /// The `[S, H·Dh]` layout whose head split is `out` (a `[H·S, Dh]`
 /// layout): heads outer with their stride, rows inner — the inverse of
-/// `split_heads`'s mapping, when `out` has that form.
-fn head_aligned_source(out: &Layout, s: u32, width: u32, h: u32) -> Option<Layout> {
+/// `split_heads`'s mapping, when `out` has that form. With `n` images
+/// (`[N·S, H·Dh]` from `[N·H·S, Dh]`) the groups are (image, head) pairs
+/// and images lie `H` head strides apart.
+fn head_aligned_source(out: &Layout, s: u32, width: u32, (n, h): (u32, u32)) -> Option<Layout> {
     let r = out.rows;
+    let groups = n.checked_mul(h)?;
     let (per_head, row_stride, head_stride) = if r.inner == 1 {
-        // One level: `H·R` parts, `R` per head.
-        if !r.outer.is_multiple_of(h) {
+        // One level: `G·R` parts, `R` per group.
+        if !r.outer.is_multiple_of(groups) {
             return None;
         }
-        let per = r.outer / h;
+        let per = r.outer / groups;
         (per, r.outer_stride, r.outer_stride.checked_mul(per)?)
-    } else if r.outer == h {
+    } else if r.outer == groups {
         (r.inner, r.inner_stride, r.outer_stride)
     } else {
         return None;
@@ -161,24 +216,43 @@ fn head_aligned_source(out: &Layout, s: u32, width: u32, h: u32) -> Option<Layou
     if out.cols.part_count() != 1 {
         return None;
     }
+    let rows = if n == 1 {
+        AxisSplit::parts(s, r.grain, per_head, row_stride)
+    } else {
+        canonical(AxisSplit {
+            len: n.checked_mul(s)?,
+            grain: r.grain,
+            outer: n,
+            outer_stride: head_stride.checked_mul(h)?,
+            inner: per_head,
+            inner_stride: row_stride,
+        })
+    };
     Some(Layout {
         first_tile: out.first_tile,
-        rows: AxisSplit::parts(s, r.grain, per_head, row_stride),
+        rows,
         cols: AxisSplit::parts(width, width / h.max(1), h, head_stride),
         replicas: out.replicas,
         replica_stride: out.replica_stride,
     })
 }
 
-/// `[H, S, Dh]` → `[S, H·Dh]`: the inverse of [`split_heads`].
+/// `[H, S, Dh]` → `[S, H·Dh]`: the inverse of [`split_heads`]; with a
+/// batch `[N, H, S, Dh]` → `[N, S, H·Dh]`, groups (image, head).
 pub fn merge_heads(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
     let x = cx.operand(0)?;
     let dims = x.ty.shape.dims();
-    if dims.len() < 3 || leading_product(dims, 3) != 1 {
-        return Err(cx.unsupported("merge_heads with batch > 1"));
+    if dims.len() < 3 {
+        return Err(cx.unsupported("merge_heads of rank < 3"));
     }
+    let n = u32::try_from(leading_product(dims, 3))
+        .map_err(|_| cx.unsupported("merge_heads with a batch past u32"))?;
     let h = dims[dims.len() - 3] as u32;
     let s = dims[dims.len() - 2] as u32;
+    let groups = n.saturating_mul(h);
+    if n == 0 {
+        return Err(cx.unsupported("merge_heads of an empty batch"));
+    }
     let dh = x.view.cols;
     let to_output = |l: &Layout| -> Option<Layout> {
         if l.cols.part_count() != 1
@@ -187,19 +261,31 @@ pub fn merge_heads(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
         {
             return None;
         }
-        // Rows as (head, part-within-head): two-level with `outer == h`, or a
-        // one-level split into `h·r` parts.
-        let (r, head_stride, row_stride) = if l.rows.inner > 1 && l.rows.outer == h {
+        // Rows as (group, part-within-group): two-level with `outer == G`,
+        // or a one-level split into `G·r` parts.
+        let (r, head_stride, row_stride) = if l.rows.inner > 1 && l.rows.outer == groups {
             (l.rows.inner, l.rows.outer_stride, l.rows.inner_stride)
-        } else if l.rows.inner == 1 && l.rows.outer.is_multiple_of(h) {
-            let r = l.rows.outer / h;
-            (r, r * l.rows.outer_stride, l.rows.outer_stride)
+        } else if l.rows.inner == 1 && l.rows.outer.is_multiple_of(groups) {
+            let r = l.rows.outer / groups;
+            (r, r.checked_mul(l.rows.outer_stride)?, l.rows.outer_stride)
         } else {
             return None;
         };
+        let rows = if n == 1 {
+            AxisSplit::parts(s, l.rows.grain, r, row_stride)
+        } else {
+            canonical(AxisSplit {
+                len: n.checked_mul(s)?,
+                grain: l.rows.grain,
+                outer: n,
+                outer_stride: head_stride.checked_mul(h)?,
+                inner: r,
+                inner_stride: row_stride,
+            })
+        };
         Some(Layout {
             first_tile: l.first_tile,
-            rows: AxisSplit::parts(s, l.rows.grain, r, row_stride),
+            rows,
             cols: AxisSplit::parts(h * dh, dh, h, head_stride),
             replicas: 1,
             replica_stride: 0,
@@ -211,9 +297,9 @@ pub fn merge_heads(cx: &GenCx<'_>) -> PlanResult<Vec<OpPlan>> {
             plans.push(view_plan(cx, cur, out, "in place"));
         }
     }
-    for r in row_part_options(s, cx.cfg.tiles / h.max(1)) {
-        let input = Layout::row_split(h * s, dh, 0, h * r);
-        if input.rows.outer != h * r || Some(input) == x.current {
+    for r in row_part_options(s, cx.cfg.tiles / groups.max(1)) {
+        let input = Layout::row_split(groups * s, dh, 0, groups * r);
+        if input.rows.outer != groups * r || Some(input) == x.current {
             continue;
         }
         if let Some(out) = to_output(&input) {

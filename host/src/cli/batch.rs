@@ -1,0 +1,102 @@
+//! `--vit-batch`: a whole number ≥ 1, or `max`, the largest batch whose
+//! compile fits the chip (found by compiling: the memory estimator and
+//! placement decide, nothing is guessed). A batch that does not fit is a
+//! memory rejection whose message names the largest batch that does.
+
+use anyhow::Result;
+
+/// `--vit-batch max` as parsed: replaced by the batch found before any
+/// input is sized from it.
+pub const MAX: usize = usize::MAX;
+
+/// Largest batch the search tries (far past any model: a tile holds
+/// 624 KiB, so even the smallest preset's activations stop fitting long
+/// before).
+pub const SEARCH_LIMIT: usize = 4096;
+
+/// Parses `--vit-batch`: `max` or a whole number (≥ 1 is checked with the
+/// other flags, so `0` gets the model's own message).
+pub fn parse(s: &str) -> Result<usize, String> {
+    if s.eq_ignore_ascii_case("max") {
+        return Ok(MAX);
+    }
+    s.parse::<usize>()
+        .map_err(|e| format!("`{s}` is neither a whole number of images nor `max` ({e})"))
+}
+
+/// Whether a compile error is a memory rejection (exit status 3).
+pub fn does_not_fit(err: &anyhow::Error) -> bool {
+    crate::exit::code_of(err) == crate::exit::DOES_NOT_FIT
+}
+
+/// The largest batch in `1..=limit` for which `fits` holds, assuming
+/// it holds up to some batch and not past it: doubling, then bisection.
+/// `None` when not even batch 1 fits. `fits` errors other than "does not
+/// fit" end the search.
+pub fn largest_fitting(
+    limit: usize,
+    fits: &mut dyn FnMut(usize) -> Result<bool>,
+) -> Result<Option<usize>> {
+    if limit == 0 {
+        return Ok(None);
+    }
+    if limit < SEARCH_LIMIT {
+        // Bounded (a batch past `limit` is known not to fit): bisect the
+        // whole range, about log2(limit) compiles.
+        let (mut good, mut bad) = (0usize, limit + 1);
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if fits(mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        return Ok((good > 0).then_some(good));
+    }
+    let limit = SEARCH_LIMIT;
+    if !fits(1)? {
+        return Ok(None);
+    }
+    // `good` fits; `bad` (when known) does not.
+    let (mut good, mut bad) = (1usize, None);
+    while bad.is_none() && good < limit {
+        let next = (good * 2).min(limit);
+        if fits(next)? {
+            good = next;
+        } else {
+            bad = Some(next);
+        }
+    }
+    if let Some(mut bad) = bad {
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if fits(mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+    }
+    Ok(Some(good))
+}
+
+/// Runs `probe` (a compile at a batch) with the report quiet, and says
+/// what it found: `Ok(true)` fits, `Ok(false)` a memory rejection.
+pub fn quiet_probe(batch: usize, probe: &mut dyn FnMut(usize) -> Result<()>) -> Result<bool> {
+    let level = crate::output::verbosity();
+    crate::output::set_verbosity(crate::output::Verbosity::Quiet);
+    let result = probe(batch);
+    crate::output::set_verbosity(level);
+    match result {
+        Ok(()) => {
+            crate::say!("batch search: batch {batch} fits");
+            Ok(true)
+        }
+        Err(err) if does_not_fit(&err) => {
+            crate::say!("batch search: batch {batch} does not fit");
+            Ok(false)
+        }
+        Err(err) => Err(err),
+    }
+}
