@@ -90,6 +90,7 @@ pub const CRATES: &[Crate] = &[
             "compile",
             "exit",
             "cli",
+            "api",
             "main",
         ],
     },
