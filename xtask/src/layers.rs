@@ -109,6 +109,7 @@ pub const CRATES: &[Crate] = &[
             "sweep",
             "bench_models",
             "bench_speed",
+            "python",
             "main",
         ],
     },

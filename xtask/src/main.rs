@@ -17,6 +17,7 @@ mod browser;
 mod hostile;
 mod layers;
 mod process;
+mod python;
 mod sizes;
 mod sweep;
 
@@ -368,6 +369,9 @@ fn ci(root: &Path) -> Result<()> {
     )?;
     hw_check(root, "sim")?;
     release_exchange_check(root)?;
+    // The Python package over its wheel (#45): a few minutes, most of it
+    // the wheel's build on top of the release build above.
+    python::python_tests(root)?;
     // About three minutes on two cores: every case is a small compile, a
     // small run or less.
     hostile::hostile(root)?;
