@@ -467,7 +467,8 @@ impl RunResult {
     /// the FP32 reference when `fp32` (reported, not judged). Raises
     /// `ValidationFailed` (its `validation` attribute holds the figures)
     /// when an element is outside `atol + rtol·|ref|` and `check` is true.
-    #[pyo3(signature = (atol = 0.2, rtol = 0.05, fp32 = true, check = true))]
+    /// `against="fp32"` judges against the FP32 reference instead.
+    #[pyo3(signature = (atol = 0.2, rtol = 0.05, fp32 = true, check = true, against = "device_numerics"))]
     fn validate(
         &self,
         py: Python<'_>,
@@ -475,7 +476,18 @@ impl RunResult {
         rtol: f32,
         fp32: bool,
         check: bool,
+        against: &str,
     ) -> PyResult<Validation> {
+        let judge_fp32 = match against {
+            "device_numerics" => false,
+            "fp32" => true,
+            other => {
+                return Err(UsageError::new_err(format!(
+                    "against={other:?}: give \"device_numerics\" (the PASS criterion of --reference-run) or \"fp32\""
+                )))
+            }
+        };
+        let fp32 = fp32 || judge_fp32;
         for (name, v) in [("atol", atol), ("rtol", rtol)] {
             if !v.is_finite() || v < 0.0 {
                 return Err(UsageError::new_err(format!(
@@ -500,14 +512,23 @@ impl RunResult {
         })?;
         let images = PyList::empty(py);
         let mut failed = 0;
-        for (i, d) in device.iter().enumerate() {
+        let judged = match (&reference, judge_fp32) {
+            (Some(f), true) => f,
+            _ => &device,
+        };
+        let name = if judge_fp32 {
+            "FP32"
+        } else {
+            "device-numerics"
+        };
+        for (i, d) in judged.iter().enumerate() {
             let passed = d
                 .iter()
                 .all(|c| c.outside == 0 && c.max_abs_error.is_finite());
             failed += usize::from(!passed);
             let image = PyDict::new(py);
             image.set_item("passed", passed)?;
-            image.set_item("device_numerics", checks_dict(py, d)?)?;
+            image.set_item("device_numerics", checks_dict(py, &device[i])?)?;
             match &reference {
                 Some(f) => image.set_item("fp32", checks_dict(py, &f[i])?)?,
                 None => image.set_item("fp32", py.None())?,
@@ -521,12 +542,12 @@ impl RunResult {
             images: images.unbind(),
             message: if failed == 0 {
                 format!(
-                    "PASS: {} images within atol {atol} + rtol {rtol}·|ref| of the device-numerics reference",
+                    "PASS: {} images within atol {atol} + rtol {rtol}·|ref| of the {name} reference",
                     device.len()
                 )
             } else {
                 format!(
-                    "reference validation FAILED ({failed} of {} images outside atol {atol} + rtol {rtol}·|ref|)",
+                    "reference validation FAILED ({failed} of {} images outside atol {atol} + rtol {rtol}·|ref| of the {name} reference)",
                     device.len()
                 )
             },

@@ -64,7 +64,12 @@ class Result:
     def images_per_second(self) -> float:
         """Simulated images per second at ``clock_hz`` (not a hardware figure)."""
     def validate(
-        self, atol: float = 0.2, rtol: float = 0.05, fp32: bool = True, check: bool = True
+        self,
+        atol: float = 0.2,
+        rtol: float = 0.05,
+        fp32: bool = True,
+        check: bool = True,
+        against: str = "device_numerics",
     ) -> "Validation":
         """Per-image errors and cosines against the device-numerics (and FP32) reference."""
 
