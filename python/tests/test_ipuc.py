@@ -276,6 +276,30 @@ def test_image_processor_matches_transformers_bit_for_bit(case):
             np.testing.assert_array_equal(got, want)
 
 
+SIGLIP_IMAGES = FIXTURES / "siglip" / "image"
+
+
+@pytest.mark.parametrize(
+    "want", sorted(p.name for p in SIGLIP_IMAGES.glob("*_pixel_values_42.npy"))
+)
+def test_images_decode_as_pil_and_transformers_do(want):
+    """JPEG (4:2:0, 4:4:4, grey, CMYK), 16-bit and transparent PNGs, as
+    transformers' SiglipImageProcessor makes them at 42 px, bit for bit
+    (vision-noprefix-f32 has no preprocessor_config.json: SigLIP's default
+    processor at its 42 px)."""
+    from PIL import Image
+
+    stem, ext = want[: -len("_pixel_values_42.npy")].rsplit("_", 1)
+    image = SIGLIP_IMAGES / ("%s.%s" % (stem, ext))
+    processor = ipuc.ImageProcessor.from_pretrained(FIXTURES / "siglip" / "vision-noprefix-f32")
+    expected = np.load(SIGLIP_IMAGES / want)
+    np.testing.assert_array_equal(processor(image)["pixel_values"], expected)
+    if ext == "png" and "16" not in stem:
+        # PIL images go through transformers' convert_to_rgb (transparency
+        # composited onto white).
+        np.testing.assert_array_equal(processor(Image.open(image))["pixel_values"], expected)
+
+
 def test_image_processor_feeds_a_package(packages):
     from PIL import Image
 

@@ -200,11 +200,12 @@ ImageInput = Union[PathLike, np.ndarray, Any]
 
 
 def _to_rgb(image: Any) -> np.ndarray:
-    """A PIL image as transformers' ``convert_to_rgb`` makes it: anything
-    but RGB converted to RGBA and composited onto white."""
+    """A PIL image as transformers' processors make it RGB: anything but
+    plain RGB (other modes, an RGB image with a transparent colour)
+    converted to RGBA and composited onto white."""
     from PIL import Image
 
-    if image.mode != "RGB":
+    if image.mode != "RGB" or "transparency" in image.info:
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255))
         image = Image.alpha_composite(background, rgba).convert("RGB")
