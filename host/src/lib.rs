@@ -1,6 +1,8 @@
 //! ipuc host crate: CLI back-ends, model builder, FP32 reference, the
 //! embedded IPU21 simulator, devices and reports.
 
+/// The host as a library: the Python package's entry points (#45).
+pub mod api;
 pub mod cli;
 pub mod compile;
 pub mod device;

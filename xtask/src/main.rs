@@ -18,6 +18,7 @@ mod browser;
 mod hostile;
 mod layers;
 mod process;
+mod python;
 mod sizes;
 mod sweep;
 
@@ -30,7 +31,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase, the hostile-input matrix.
+    /// The CI gate: layer check, fmt check, clippy -D warnings, tests, no-std build of ipuc-core and the embedding example, hw-check, a release run whose compile-time exchange check covers every phase, the Python package's tests over its wheel, the hostile-input matrix.
     Ci,
     /// Fails on an upward import between a crate's layers (the order ARCHITECTURE.md
     /// documents), an import loop among a crate's files of any length, an ipuc crate
@@ -45,6 +46,10 @@ enum Task {
         #[arg(long)]
         root: Option<PathBuf>,
     },
+    /// CI's Python step alone (#45): the wheel built from `python/`
+    /// (release), installed in a venv under the target directory, and
+    /// `python/tests` run over it with pytest (needs the release `ipuc`).
+    Python,
     /// CI's release step alone: a 2-layer siglip-small run with the release binary whose compile-time exchange check must cover every phase.
     ReleaseCheck,
     /// The hostile-input matrix (#28): FIFOs, /dev/zero links, sparse
@@ -194,6 +199,7 @@ fn main() -> Result<()> {
     let root = workspace_root();
     match cli.task {
         Task::Ci => ci(&root),
+        Task::Python => python::python_tests(&root),
         Task::Layers => check_layers(&root),
         Task::Sizes { root: other } => {
             sizes::report(other.as_deref().unwrap_or(&root)).map_err(anyhow::Error::msg)
@@ -378,6 +384,9 @@ fn ci(root: &Path) -> Result<()> {
     )?;
     hw_check(root, "sim")?;
     release_exchange_check(root)?;
+    // The Python package over its wheel (#45): a few minutes, most of it
+    // the wheel's build on top of the release build above.
+    python::python_tests(root)?;
     // About three minutes on two cores: every case is a small compile, a
     // small run or less.
     hostile::hostile(root)?;

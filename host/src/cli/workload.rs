@@ -423,7 +423,7 @@ fn check_fp16_range(pixels: &PixelValues, source: &str) -> Result<()> {
 /// for a preset without one. Its output is set to the model's size when it
 /// makes another patch grid (`--image-size`, or a checkpoint whose
 /// processor disagrees with its config), saying so.
-fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<ImageProcessor> {
+pub fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<ImageProcessor> {
     let size = config.image_size;
     let default = || ImageProcessor::family_default(config.family, size);
     let processor = match (&args.checkpoint, preset_name(args)) {

@@ -47,12 +47,29 @@ impl PixelValues {
         patch: usize,
     ) -> anyhow::Result<PixelValues> {
         let img = preprocess::decode_image(path)?;
-        let (h, w, data) = processor.apply(&img);
+        Self::from_rgb_with(
+            &img,
+            processor,
+            image_size,
+            patch,
+            &format!("--image {}", path.display()),
+        )
+    }
+
+    /// [`PixelValues::from_image_with`] for an image already decoded
+    /// (`source` names it in errors).
+    pub fn from_rgb_with(
+        img: &preprocess::Rgb8,
+        processor: &processor::ImageProcessor,
+        image_size: usize,
+        patch: usize,
+        source: &str,
+    ) -> anyhow::Result<PixelValues> {
+        let (h, w, data) = processor.apply(img);
         let side = |n: usize| n >= image_size && n / patch.max(1) == image_size / patch.max(1);
         if !(side(h) && side(w)) {
             anyhow::bail!(
-                "--image {}: the image processor ({}) makes a {w}×{h} image of it; the model takes {image_size}×{image_size}",
-                path.display(),
+                "{source}: the image processor ({}) makes a {w}×{h} image of it; the model takes {image_size}×{image_size}",
                 processor.describe()
             );
         }
