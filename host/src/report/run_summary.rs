@@ -159,13 +159,11 @@ impl Throughput {
             self.cycles_per_image
         )];
         let mut second = format!(
-            "throughput (simulated): latency {:.6} ms per batch, {:.1} images/s",
+            "throughput (simulated): latency {:.3} ms per batch, {:.0} images/s",
             self.latency_ms, self.images_per_second
         );
         if let (Some(l), Some(r)) = (self.fp8_limit_cycles_per_image, self.ratio_to_fp8_limit) {
-            second.push_str(&format!(
-                ", {r:.2}× the FP8 compute limit ({l} cycles/image)"
-            ));
+            second.push_str(&format!(", {r:.1}× the FP8 limit ({l} cycles/image)"));
         }
         lines.push(second);
         lines
@@ -440,5 +438,27 @@ impl RunSummary {
         }
         crate::fsio::write_atomic(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Throughput;
+
+    /// The throughput lines stay within the default report's 120 columns,
+    /// from a tiny tower (a limit of a few cycles, a huge ratio) to a
+    /// batch that runs for ten trillion cycles (hours of device time).
+    #[test]
+    fn throughput_lines_fit_120_columns() {
+        for (cycles, batch, flops) in [
+            (188_151, 1, 2_816),
+            (1, 1, 2),
+            (9_999_999_999_999, 4_096, 1 << 50),
+            (9_999_999_999_999, 1, 2),
+        ] {
+            for line in Throughput::of(cycles, batch, flops).lines() {
+                assert!(line.chars().count() <= 120, "{line}");
+            }
+        }
     }
 }
