@@ -31,8 +31,9 @@ use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 /// The runtime's assembly source.
 pub const SOURCE: &str = ipuc_device_asm::STATIC_RUNTIME;
 
-/// File name used in assembler error locations.
-pub const SOURCE_NAME: &str = "target-ipu21/device-asm/static_runtime.S";
+/// File name used in assembler error locations and recorded in a package
+/// built with the built-in runtime (the description's `runtime_name`).
+pub const SOURCE_NAME: &str = "device-asm/static_runtime.S";
 /// Patch lists of at least this many words go to the six-worker bulk
 /// patcher, shorter ones to the supervisor's loop (seed report, "lists of
 /// at least 24 words"). Linked into the runtime as
