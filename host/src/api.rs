@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use ipuc_target::package::Package;
 
-use crate::cli::package_model::{check_weights, resolve, ModelChecks};
+use crate::cli::package_model::{check_weights, resolve};
 use crate::cli::run::{compile_workload, BuildArgs};
 use crate::cli::workload::{check_flags, load_config, load_model_with_origin, WorkloadArgs};
 use crate::compile::Compiled;
@@ -60,7 +60,7 @@ impl ModelSpec {
             fp8_activation_scale: self.fp8_activation_scale,
             fp8_weights_only: self.fp8_weights_only,
             image_size: self.image_size,
-            seed: self.seed,
+            seed: Some(self.seed),
         }
     }
 
@@ -193,9 +193,9 @@ pub fn description_json(package: &Package) -> Result<String> {
 /// `checkpoint` when it has moved, and its digest checked; random weights
 /// drawn again from the recorded seed).
 pub fn package_model(package: &Package, checkpoint: Option<&Path>) -> Result<BoundModel> {
-    let flags = ModelChecks {
+    let flags = WorkloadArgs {
         checkpoint: checkpoint.map(Path::to_path_buf),
-        ..ModelChecks::default()
+        ..WorkloadArgs::default()
     };
     let recorded = package.description.model.as_ref();
     let workload = resolve(recorded, &flags).context("the package's model")?;

@@ -127,6 +127,16 @@ fn exec_needs_only_the_package_and_rejects_a_contradicting_flag() {
     assert!(text(&out.stderr).contains(
         "--vit-layers 27 contradicts the package, which was compiled with --vit-layers 2"
     ));
+    // The model flags are the compile's own (declared once), so exec
+    // parses them alike and checks each against the package.
+    let out = ipuc(&["exec", p, "--fp8-weights-only"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains(
+        "--fp8-weights-only (set) contradicts the package, which was compiled with FP8 × FP8 GEMMs"
+    ));
+    let out = ipuc(&["exec", p, "--vit-batch", "max"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("a package's batch is fixed"));
     // Agreeing flags are accepted.
     let out = ipuc(&[
         "exec",

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use super::execute::ExecArgs;
 use super::execute::{execute, fail_unless_passed, print_result_line};
-use super::package_model::{check_weights, resolve, summary_line, ModelChecks};
+use super::package_model::{check_weights, resolve, summary_line};
 use super::run::new_summary;
 use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
 use crate::report::run_summary::{InferenceSummary, RunSummary};
@@ -21,8 +21,10 @@ use crate::report::run_summary::{InferenceSummary, RunSummary};
 pub struct Args {
     /// The package file (as written by `ipuc compile` / `ipuc run --package`).
     pub package: PathBuf,
+    // The model flags: optional here, each one given checked against the
+    // package (`package_model::resolve`).
     #[command(flatten)]
-    pub model: ModelChecks,
+    pub model: super::workload::WorkloadArgs,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]

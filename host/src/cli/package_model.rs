@@ -13,50 +13,6 @@ use ipuc_target::package::{
 use super::workload::{load_config, preset_name, WorkloadArgs};
 use crate::model::{ModelOptions, SiglipModel, VisionConfig};
 
-/// `ipuc exec`'s model flags: all optional, since the package names its
-/// model; each one given must agree with the package.
-#[derive(clap::Args, Debug, Clone, Default)]
-#[command(next_help_heading = super::headings::MODEL)]
-pub struct ModelChecks {
-    /// Preset the package must have been compiled from (checked; a
-    /// package without a model description needs this or --checkpoint).
-    #[arg(long, conflicts_with = "vit_small")]
-    pub workload: Option<String>,
-    /// The seeds' `--vit-small` (= `--workload siglip-small`; checked).
-    #[arg(long)]
-    pub vit_small: bool,
-    /// Checkpoint directory of the package's weights, when it is no longer
-    /// at the path the package records (its model.safetensors' SHA-256 must
-    /// match the package's).
-    #[arg(long)]
-    pub checkpoint: Option<PathBuf>,
-    /// Encoder layers (checked against the package).
-    #[arg(long)]
-    pub vit_layers: Option<usize>,
-    /// Images per run (checked against the package).
-    #[arg(long)]
-    pub vit_batch: Option<usize>,
-    /// Fused QKV (checked against the package).
-    #[arg(long)]
-    pub fuse_qkv: bool,
-    /// FP8 scale (checked against the package).
-    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS)]
-    pub fp8_scale: Option<i8>,
-    /// FP8 activation scale of FP8 × FP8 GEMMs (checked against the package).
-    #[arg(long, allow_hyphen_values = true, help_heading = super::headings::NUMERICS)]
-    pub fp8_activation_scale: Option<i8>,
-    /// FP16 activations with FP8 weights (checked against the package).
-    #[arg(long, help_heading = super::headings::NUMERICS)]
-    pub fp8_weights_only: bool,
-    /// Image size (checked against the package).
-    #[arg(long)]
-    pub image_size: Option<usize>,
-    /// Seed: of the weights (checked when the package's weights are
-    /// random) and of the synthetic input (default: the package's seed, or 0).
-    #[arg(long)]
-    pub seed: Option<u64>,
-}
-
 /// What `compile` records about the model it built.
 pub fn describe_model(
     args: &WorkloadArgs,
@@ -124,7 +80,7 @@ fn package_dtype(d: ipuc_core::ir::DType) -> Result<DType> {
 /// `--workload` (or `--vit-small`), if given, names the preset the
 /// package was built from (`preset`; empty for a checkpoint's config, of
 /// `source`).
-fn check_preset(flags: &ModelChecks, preset: &str, source: &str) -> Result<()> {
+fn check_preset(flags: &WorkloadArgs, preset: &str, source: &str) -> Result<()> {
     let given_preset = match (&flags.workload, flags.vit_small) {
         (Some(w), _) => Some(canonical_preset(w)),
         (None, true) => Some("siglip-small"),
@@ -145,7 +101,7 @@ fn check_preset(flags: &ModelChecks, preset: &str, source: &str) -> Result<()> {
 
 /// The numerics flags given agree with the package's: FP8 scales, FP8
 /// weights only, fused QKV.
-fn check_numerics(flags: &ModelChecks, numerics: &ModelNumerics) -> Result<()> {
+fn check_numerics(flags: &WorkloadArgs, numerics: &ModelNumerics) -> Result<()> {
     if flags.fp8_scale.is_some() && flags.fp8_scale != numerics.fp8_scale {
         let recorded = match numerics.fp8_scale {
             Some(s) => format!("--fp8-scale {s}"),
@@ -175,6 +131,12 @@ fn check_numerics(flags: &ModelChecks, numerics: &ModelNumerics) -> Result<()> {
             )
         );
     }
+    if flags.fp8_weights_only && numerics.fp8_scale.is_none() {
+        crate::usage_bail!(
+            "{}",
+            contradiction("--fp8-weights-only", "(set)", "FP16 weights")
+        );
+    }
     if flags.fp8_weights_only && activation_scale.is_some() {
         crate::usage_bail!(
             "{}",
@@ -195,7 +157,7 @@ fn check_numerics(flags: &ModelChecks, numerics: &ModelNumerics) -> Result<()> {
 /// name the model (as before packages described themselves).
 pub fn resolve(
     description: Option<&ModelDescription>,
-    flags: &ModelChecks,
+    flags: &WorkloadArgs,
 ) -> Result<WorkloadArgs> {
     let Some(d) = description else {
         return from_flags_alone(flags);
@@ -264,7 +226,7 @@ pub fn resolve(
         fp8_activation_scale: activation_scale,
         fp8_weights_only: d.numerics.fp8_scale.is_some() && activation_scale.is_none(),
         image_size: None,
-        seed,
+        seed: Some(seed),
     };
     if load_config(&args)?.image_size != d.config.image_size as usize {
         args.image_size = Some(d.config.image_size as usize);
@@ -274,23 +236,11 @@ pub fn resolve(
 }
 
 /// A package whose model is not recorded: the flags must name it.
-fn from_flags_alone(flags: &ModelChecks) -> Result<WorkloadArgs> {
+fn from_flags_alone(flags: &WorkloadArgs) -> Result<WorkloadArgs> {
     if flags.workload.is_none() && !flags.vit_small && flags.checkpoint.is_none() {
         crate::usage_bail!("the package records no model (it was built without one, e.g. by ipuc-core alone): name it with --workload or --checkpoint");
     }
-    Ok(WorkloadArgs {
-        workload: flags.workload.clone(),
-        vit_small: flags.vit_small,
-        checkpoint: flags.checkpoint.clone(),
-        vit_layers: flags.vit_layers,
-        vit_batch: flags.vit_batch,
-        fuse_qkv: flags.fuse_qkv,
-        fp8_scale: flags.fp8_scale,
-        fp8_activation_scale: flags.fp8_activation_scale,
-        fp8_weights_only: flags.fp8_weights_only,
-        image_size: flags.image_size,
-        seed: flags.seed.unwrap_or(0),
-    })
+    Ok(flags.clone())
 }
 
 fn check_same(

@@ -121,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     crate::say!("model: {}", describe(&model));
     let what = match &args.model.checkpoint {
         Some(dir) => format!("loaded from {}", dir.display()),
-        None => format!("random, seed {}", args.model.seed),
+        None => format!("random, seed {}", args.model.seed()),
     };
     crate::say!(
         "weights: {} tensors, {:.1} M parameters ({what}) in {:.2} s",

@@ -15,7 +15,7 @@ pub fn model_flags(m: &WorkloadArgs) -> Flags {
     Flags {
         workload: Some(super::workload::workload_name(m)),
         checkpoint: m.checkpoint.as_ref().map(|p| p.display().to_string()),
-        seed: m.seed,
+        seed: m.seed(),
         vit_layers: m.vit_layers,
         vit_batch: m.vit_batch,
         image_size: m.image_size,

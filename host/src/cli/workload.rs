@@ -12,8 +12,11 @@ use ipuc_target::package::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
 
-/// Model selection and build options (the seeds' flags).
-#[derive(clap::Args, Debug, Clone)]
+/// Model selection and build options (the seeds' flags), declared once:
+/// `compile`, `run` and `reference` build the model they name; `exec`
+/// rebuilds the package's model and checks each one given against it
+/// (`package_model::resolve`).
+#[derive(clap::Args, Debug, Clone, Default)]
 #[command(next_help_heading = super::headings::MODEL)]
 pub struct WorkloadArgs {
     /// Preset: `siglip-small` (28×28, width 144, 2 heads), `siglip-so400m`
@@ -21,11 +24,9 @@ pub struct WorkloadArgs {
     /// it), `clip-vit-l14-336` (OpenAI CLIP ViT-L/14@336, 24 layers, 577
     /// tokens), `vit-b16-224` (Google ViT-B/16, 12 layers, 197 tokens) or
     /// `dinov2-l14-224` (Meta DINOv2 ViT-L/14 at 224, 24 layers, 257 tokens).
-    #[arg(
-        long,
-        required_unless_present_any = ["checkpoint", "vit_small"],
-        conflicts_with_all = ["checkpoint", "vit_small"]
-    )]
+    /// One of `--workload`, `--vit-small` or `--checkpoint` names the model
+    /// (`exec`: the package does).
+    #[arg(long, conflicts_with_all = ["checkpoint", "vit_small"])]
     pub workload: Option<String>,
     /// The seeds' `--vit-small`: the same as `--workload siglip-small`.
     #[arg(long, conflicts_with = "checkpoint")]
@@ -64,16 +65,17 @@ pub struct WorkloadArgs {
     /// With `--fp8-scale`: keep activations FP16 and widen the FP8 weights
     /// to FP16 in every GEMM (FP32 partials): more precise, and slower
     /// (half the FP8 × FP8 rate's work per cycle, plus the conversion).
-    #[arg(long, requires = "fp8_scale", help_heading = super::headings::NUMERICS)]
+    #[arg(long, help_heading = super::headings::NUMERICS)]
     pub fp8_weights_only: bool,
     /// Override the config's image size in pixels (≥ the patch size; tokens
     /// = (size / patch)²), e.g. `--image-size 56` for a full-width So400m
     /// with 16 tokens.
     #[arg(long)]
     pub image_size: Option<usize>,
-    /// Seed of random weights (and of the synthetic input when no image is given).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed of random weights (and of the synthetic input when no image is
+    /// given); default 0 (`exec`: the package's).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 /// Model input: an image, a `.npy`, or (neither) a seeded synthetic input.
@@ -161,11 +163,14 @@ pub fn workload_name(args: &WorkloadArgs) -> String {
     }
 }
 
-/// Flag values that are wrong whatever the model: a zero batch, an
-/// activation scale that would be ignored (usage errors, exit 2).
+/// Flag values that are wrong whatever the model: a zero batch, FP8
+/// options without FP8 weights (usage errors, exit 2).
 pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
     if args.vit_batch == Some(0) {
         return Err(ModelError::BatchSize.into());
+    }
+    if args.fp8_weights_only && args.fp8_scale.is_none() {
+        crate::usage_bail!("--fp8-weights-only needs --fp8-scale (it widens FP8 weights to FP16; without --fp8-scale there are none)");
     }
     if let Some(scale) = args.fp8_activation_scale {
         if args.fp8_scale.is_none() {
@@ -179,6 +184,11 @@ pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
 }
 
 impl WorkloadArgs {
+    /// The seed of random weights and synthetic inputs (default 0).
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or(0)
+    }
+
     /// The FP8 scale GEMM activations are cast at: `None` without FP8
     /// weights or with `--fp8-weights-only`, else the flag (default 0).
     pub fn activation_scale(&self) -> Option<i8> {
@@ -242,8 +252,8 @@ pub fn load_model_with_origin(
 ) -> Result<(SiglipModel, Weights, WeightOrigin)> {
     let Some(dir) = &args.checkpoint else {
         let model = build_model(args, batch)?;
-        let weights = weights_for(&model, &WeightSource::Random { seed: args.seed })?;
-        return Ok((model, weights, WeightOrigin::Random { seed: args.seed }));
+        let weights = weights_for(&model, &WeightSource::Random { seed: args.seed() })?;
+        return Ok((model, weights, WeightOrigin::Random { seed: args.seed() }));
     };
     // The config first: it says when the directory is missing, and a
     // --vit-layers beyond its layers is a usage error (as for presets)
@@ -473,7 +483,7 @@ pub fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<Ima
 /// `--vit-batch` seeded synthetic images in [-1, 1].
 fn random_pixels(args: &WorkloadArgs, channels: usize, size: usize) -> PixelValues {
     let shape = [args.vit_batch.unwrap_or(1), channels, size, size];
-    let data = random_tensor(args.seed ^ 0x5EED_1A6E, "pixel_values", &shape)
+    let data = random_tensor(args.seed() ^ 0x5EED_1A6E, "pixel_values", &shape)
         .into_iter()
         .map(|v| v.clamp(-1.0, 1.0))
         .collect();
