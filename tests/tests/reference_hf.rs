@@ -141,17 +141,8 @@ fn cli_writes_outputs_that_match_transformers() {
     let (emb, hid) = (tmp.join("emb.npy"), tmp.join("hid.npy"));
     let args = ipuc::cli::reference::Args {
         model: WorkloadArgs {
-            workload: None,
-            vit_small: false,
             checkpoint: Some(dir.clone()),
-            vit_layers: None,
-            vit_batch: None,
-            fuse_qkv: false,
-            fp8_scale: None,
-            fp8_activation_scale: None,
-            fp8_weights_only: false,
-            image_size: None,
-            seed: 0,
+            ..WorkloadArgs::default()
         },
         input: InputArgs {
             image: Vec::new(),
