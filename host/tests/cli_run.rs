@@ -232,6 +232,68 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A batch that does not fit: its own rejection's reports are written
+/// (into `--memory-profile-directory`), and the search for the largest
+/// batch that fits (batches 3, 4, 5 here: 4 is the largest) writes none, neither there nor
+/// in the working directory, so the reports are the named batch's alone.
+#[test]
+fn batch_search_writes_only_the_named_batchs_reports() {
+    let base = std::env::temp_dir().join(format!("ipuc-cli-batch-search-{}", std::process::id()));
+    let (dir, cwd) = (base.join("reports"), base.join("cwd"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ipuc"))
+        .args([
+            "compile",
+            "--vit-small",
+            "--vit-layers",
+            "1",
+            "--vit-batch",
+            "6",
+            "--planner-data-budget",
+            "14600",
+            "--memory-profile-directory",
+            dir.to_str().unwrap(),
+        ])
+        .current_dir(&cwd)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--vit-batch 6 does not fit; the largest batch that fits is 4"),
+        "{stderr}"
+    );
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&cwd),
+        Vec::<String>::new(),
+        "nothing in the working directory"
+    );
+    let reports = names(&dir);
+    assert!(!reports.is_empty());
+    let op = reports[0].split('-').nth(1).unwrap().to_string();
+    assert!(
+        reports
+            .iter()
+            .all(|n| n.split('-').nth(1) == Some(op.as_str())),
+        "one op's reports only: {reports:?}"
+    );
+    assert!(
+        stderr.contains(&format!("rejected-{op}-0000.html")),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&base).ok();
+}
+
 /// Issue #13 item 6 at the command line: `ipuc exec` of a package written
 /// by `ipuc run --package` reports the same simulated cycles and the same
 /// validation as the run that wrote it, and (issue #43 item 3) both write

@@ -199,21 +199,28 @@ pub fn compile_workload(
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    match compile_once(model, batch, build) {
-        Err(err) if batch > 1 && crate::exit::is_memory_rejection(&err) => {
-            let largest = largest_batch(model, build, batch - 1)?;
-            let note = match largest {
-                Some(k) => {
-                    format!("--vit-batch {batch} does not fit; the largest batch that fits is {k}")
-                }
-                None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
-            };
-            Err(err.context(note))
-        }
-        other => other,
+    let err = match compile_once(model, batch, build) {
+        Ok(compiled) => return Ok(compiled),
+        // This batch's rejection reports, written before the search's
+        // probes run (which write none).
+        Err(err) => with_rejection_report(
+            err,
+            build.memory_profile_directory.as_deref(),
+            build.planning_tiles,
+        ),
+    };
+    if batch <= 1 || !crate::exit::is_memory_rejection(&err) {
+        return Err(err);
     }
+    let note = match largest_batch(model, build, batch - 1)? {
+        Some(k) => format!("--vit-batch {batch} does not fit; the largest batch that fits is {k}"),
+        None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
+    };
+    Err(err.context(note))
 }
 
+/// One compile at `batch`; a memory rejection comes back without its
+/// reports (`compile_workload` writes them, the batch search does not).
 fn compile_once(
     model: &WorkloadArgs,
     batch: usize,
@@ -263,14 +270,7 @@ fn compile_once(
             min_key_parts: 1,
             model: Some(description),
         },
-    )
-    .map_err(|err| {
-        with_rejection_report(
-            err,
-            build.memory_profile_directory.as_deref(),
-            build.planning_tiles,
-        )
-    })?;
+    )?;
     if let Some(dir) = &build.memory_profile_directory {
         let path = dir.join("memory.html");
         let map = memory_map_from_placement(
