@@ -13,7 +13,7 @@ use super::candidates::TensorView;
 use super::cost::Cycles;
 use super::error::PlanResult;
 use super::layout::{Layout, TILE_COUNT};
-use super::memory::{MemoryRejection, DATA_BUDGET_BYTES};
+use super::memory::{Allocation, AllocationSum, MemoryRejection, DATA_BUDGET_BYTES};
 use super::opplan::{OpPlan, Slot};
 use super::planned::BodyPlan;
 use super::relayout::{relayout, Window};
@@ -156,6 +156,12 @@ pub struct SearchCx<'g> {
     pub(super) relayout_code_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<CodeRef>>>,
     pub(super) region_cache: RefCell<LookupMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
+    /// Per Repeat op, the sum of the pending sequence elements' default
+    /// storage it last released ([`super::memory::AllocationSum`]): every
+    /// state of a beam releases the same ones, so each check of a body is
+    /// one pass over the tiles instead of a walk over every element's
+    /// blocks. Used only while the allocations are the same ones.
+    pub(super) released_statics: RefCell<LookupMap<OpId, Arc<AllocationSum>>>,
     /// Called with (top-level ops planned, top-level ops) after each
     /// top-level op (a progress bar's position; a Repeat's body searches
     /// happen inside its op).
@@ -176,6 +182,7 @@ impl<'g> SearchCx<'g> {
             plan_code_cache: RefCell::new(LookupMap::default()),
             region_cache: RefCell::new(LookupMap::default()),
             region_label: RefCell::new(String::from("top level")),
+            released_statics: RefCell::new(LookupMap::default()),
             progress: None,
             jobs: None,
         }
@@ -232,6 +239,23 @@ impl<'g> SearchCx<'g> {
             relayout_code: self.relayout_code_cache.borrow().clone(),
             plan_code: self.plan_code_cache.borrow().clone(),
         }
+    }
+
+    /// The sum of `allocs` (the allocations Repeat `op` releases), reused
+    /// from the last call for `op` when it summed the same allocations.
+    pub(super) fn released_sum(
+        &self,
+        op: OpId,
+        allocs: Vec<Arc<Allocation>>,
+    ) -> Arc<AllocationSum> {
+        if let Some(sum) = self.released_statics.borrow().get(&op) {
+            if sum.sums(&allocs) {
+                return sum.clone();
+            }
+        }
+        let sum = Arc::new(AllocationSum::of(allocs));
+        self.released_statics.borrow_mut().insert(op, sum.clone());
+        sum
     }
 
     /// 2-D view of a value.

@@ -165,6 +165,64 @@ impl Allocation {
     }
 }
 
+/// The per-tile sum of a list of allocations (all copies), with the
+/// allocations it was summed from: adding or removing `usage` is the same
+/// u64 arithmetic as accumulating each of them, in one pass over the tiles.
+/// A Repeat releases the same pending sequence elements from every state of
+/// a beam, so the search keeps one per Repeat and reuses it while the
+/// allocations are the same ones (`Arc` identity).
+#[derive(Clone, Debug)]
+pub struct AllocationSum {
+    /// The allocations summed, in order.
+    pub allocs: Vec<Arc<Allocation>>,
+    /// Per-tile bytes of all of them.
+    pub usage: Vec<u64>,
+    /// Per-tile bytes of the interleaved-class ones (`None`: there are none).
+    pub interleaved: Option<Vec<u64>>,
+}
+
+impl AllocationSum {
+    /// Sums `allocs`.
+    pub fn of(allocs: Vec<Arc<Allocation>>) -> Self {
+        let mut usage = empty_usage();
+        let mut interleaved: Option<Vec<u64>> = None;
+        for a in &allocs {
+            a.accumulate(&mut usage, true);
+            if a.class == MemoryClass::Interleaved {
+                a.accumulate(interleaved.get_or_insert_with(empty_usage), true);
+            }
+        }
+        AllocationSum {
+            allocs,
+            usage,
+            interleaved,
+        }
+    }
+
+    /// Whether this is the sum of exactly `allocs` (the same allocations,
+    /// in the same order).
+    pub fn sums(&self, allocs: &[Arc<Allocation>]) -> bool {
+        self.allocs.len() == allocs.len()
+            && self
+                .allocs
+                .iter()
+                .zip(allocs)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+/// Adds (or with `add == false` removes, saturating as
+/// [`Allocation::accumulate`] does) a per-tile sum to a per-tile array.
+pub fn add_usage(usage: &mut [u64], sum: &[u64], add: bool) {
+    for (u, s) in usage.iter_mut().zip(sum) {
+        if add {
+            *u += s;
+        } else {
+            *u = u.saturating_sub(*s);
+        }
+    }
+}
+
 /// A fresh all-zero per-tile usage array.
 pub fn empty_usage() -> Vec<u64> {
     alloc::vec![0; TILE_COUNT as usize]
