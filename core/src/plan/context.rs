@@ -141,6 +141,10 @@ pub(super) struct Memo {
     plan_code: LookupMap<usize, PlanCode>,
 }
 
+/// Dense per-tile bytes of one copy of a layout's allocation, by layout
+/// and element bytes ([`SearchCx::layout_tile_bytes`]).
+type TileBytesCache = LookupMap<(Layout, u32), Arc<Vec<u64>>>;
+
 /// Shared search context.
 pub struct SearchCx<'g> {
     /// The graph.
@@ -162,6 +166,12 @@ pub struct SearchCx<'g> {
     /// one pass over the tiles instead of a walk over every element's
     /// blocks. Used only while the allocations are the same ones.
     pub(super) released_statics: RefCell<LookupMap<OpId, Arc<AllocationSum>>>,
+    /// Dense per-tile bytes of one copy of a layout's allocation, by
+    /// layout and element bytes ([`super::memory::layout_tile_bytes`]),
+    /// for layouts spread over many tiles: the planner adds and removes
+    /// the same output, staging and storage layouts from state after
+    /// state. Memoises only (not part of [`Memo`]).
+    pub(super) tile_bytes_cache: RefCell<TileBytesCache>,
     /// Called with (top-level ops planned, top-level ops) after each
     /// top-level op (a progress bar's position; a Repeat's body searches
     /// happen inside its op).
@@ -183,6 +193,7 @@ impl<'g> SearchCx<'g> {
             region_cache: RefCell::new(LookupMap::default()),
             region_label: RefCell::new(String::from("top level")),
             released_statics: RefCell::new(LookupMap::default()),
+            tile_bytes_cache: RefCell::new(LookupMap::default()),
             progress: None,
             jobs: None,
         }
@@ -256,6 +267,18 @@ impl<'g> SearchCx<'g> {
         let sum = Arc::new(AllocationSum::of(allocs));
         self.released_statics.borrow_mut().insert(op, sum.clone());
         sum
+    }
+
+    /// [`super::memory::layout_tile_bytes`] of `(layout, elem)`, memoised.
+    pub(super) fn layout_tile_bytes(&self, layout: &Layout, elem: u32) -> Arc<Vec<u64>> {
+        if let Some(bytes) = self.tile_bytes_cache.borrow().get(&(*layout, elem)) {
+            return bytes.clone();
+        }
+        let bytes = Arc::new(super::memory::layout_tile_bytes(layout, elem));
+        self.tile_bytes_cache
+            .borrow_mut()
+            .insert((*layout, elem), bytes.clone());
+        bytes
     }
 
     /// 2-D view of a value.

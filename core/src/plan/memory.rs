@@ -211,6 +211,37 @@ impl AllocationSum {
     }
 }
 
+/// Per-tile bytes of one copy of a layout's allocation, `elem` bytes per
+/// element, as a dense array: each tile's granule-rounded blocks summed
+/// (what [`TileBytes::for_each`] gives, per tile).
+pub fn layout_tile_bytes(layout: &Layout, elem: u32) -> Vec<u64> {
+    let mut usage = empty_usage();
+    let elem = u64::from(elem);
+    layout.for_each_block_elements(|t, n| {
+        if let Some(u) = usage.get_mut(t as usize) {
+            *u += granule(n * elem);
+        }
+    });
+    usage
+}
+
+/// Adds (or removes) `copies` times a dense per-tile array
+/// ([`layout_tile_bytes`]) to a per-tile array: the same u64 sums as
+/// [`Allocation::accumulate`] block by block, when a removal does not
+/// saturate (it removes what was added).
+pub fn add_usage_times(usage: &mut [u64], tiles: &[u64], copies: u64, add: bool) {
+    if copies == 1 {
+        return add_usage(usage, tiles, add);
+    }
+    for (u, t) in usage.iter_mut().zip(tiles) {
+        if add {
+            *u += t * copies;
+        } else {
+            *u = u.saturating_sub(t * copies);
+        }
+    }
+}
+
 /// Adds (or with `add == false` removes, saturating as
 /// [`Allocation::accumulate`] does) a per-tile sum to a per-tile array.
 pub fn add_usage(usage: &mut [u64], sum: &[u64], add: bool) {
@@ -365,6 +396,19 @@ pub fn exact_peak(base: &[u64], dynamic: &[&Allocation]) -> (u64, u32) {
 pub fn peak_of(usage: &[u64]) -> (u64, u32) {
     let mut best = (0u64, 0u32);
     for (t, &u) in usage.iter().enumerate() {
+        if u > best.0 {
+            best = (u, t as u32);
+        }
+    }
+    best
+}
+
+/// [`peak_of`] of `a[t] + b[t]` (over the shorter of the two), without
+/// the array.
+pub fn peak_of_sum(a: &[u64], b: &[u64]) -> (u64, u32) {
+    let mut best = (0u64, 0u32);
+    for (t, (x, y)) in a.iter().zip(b).enumerate() {
+        let u = x + y;
         if u > best.0 {
             best = (u, t as u32);
         }

@@ -10,8 +10,9 @@ struct MomentUsage {
     /// Statics, the dynamic history and the code charge: what is checked
     /// against the budget.
     usage: Vec<u64>,
-    /// Interleaved statics and history.
-    il_usage: Vec<u64>,
+    /// Peak and peak tile of the interleaved statics and history
+    /// ([`memory::peak_of`] of their sum).
+    il_peak: (u64, u32),
 }
 
 impl State {
@@ -28,7 +29,7 @@ impl State {
         mode: &mut Mode<'_>,
         moment: &dyn Fn() -> (String, String, u32, String),
     ) -> Result<u64, Reject> {
-        let m = self.fold_moment(transient, extra);
+        let m = self.fold_moment(cx, transient, extra);
         if let Mode::Exact(record) = mode {
             for (r, u) in record.iter_mut().zip(&m.usage) {
                 *r = (*r).max(*u);
@@ -37,7 +38,7 @@ impl State {
         let (peak, tile) = memory::peak_of(&m.usage);
         let budget = cx.config.budget;
         let il_excess = {
-            let (p, t) = memory::peak_of(&m.il_usage);
+            let (p, t) = m.il_peak;
             (p > memory::INTERLEAVED_BUDGET_BYTES).then_some((p, t))
         };
         if peak <= budget && il_excess.is_none() {
@@ -60,54 +61,72 @@ impl State {
     /// This moment's bytes per tile, folded into the dynamic (and
     /// interleaved) history. The roots' bytes are kept summed
     /// (`root_usage`); only this moment's transients are added (exact: the
-    /// same u64 sums).
+    /// same u64 sums). A history is copied only when the moment raises it.
     fn fold_moment(
         &mut self,
+        cx: &SearchCx<'_>,
         transient: &[Arc<Allocation>],
         extra: Option<(&[u64], &[u64])>,
     ) -> MomentUsage {
-        let transient_il: Vec<&Allocation> = transient
+        let mut now: Vec<u64> = self.root_usage.to_vec();
+        for a in transient {
+            accumulate(cx, a, &mut now, true);
+        }
+        let il_transient: Vec<&Allocation> = transient
             .iter()
             .map(|a| &**a)
             .filter(|a| a.class == MemoryClass::Interleaved)
             .collect();
-        let transients: Vec<&Allocation> = transient.iter().map(|a| &**a).collect();
-        let mut now = memory::moment_usage(&self.root_usage, &transients);
-        let mut il_now = memory::moment_usage(&self.root_il, &transient_il);
-        if let Some((extra, extra_il)) = extra {
+        let il_now: Vec<u64>;
+        let il_now: &[u64] = if il_transient.is_empty() {
+            &self.root_il
+        } else {
+            let mut u = self.root_il.to_vec();
+            for a in il_transient {
+                accumulate(cx, a, &mut u, true);
+            }
+            il_now = u;
+            &il_now
+        };
+        let (extra, extra_il) = match extra {
+            Some((e, i)) => (Some(e), Some(i)),
+            None => (None, None),
+        };
+        if let Some(extra) = extra {
             for (n, e) in now.iter_mut().zip(extra) {
                 *n += e;
             }
-            for (n, e) in il_now.iter_mut().zip(extra_il) {
-                *n += e;
+        }
+        // This moment's interleaved bytes on tile `t < il_now.len()`.
+        let il_at = |t: usize| -> u64 {
+            il_now[t] + extra_il.map_or(0, |x| x.get(t).copied().unwrap_or(0))
+        };
+        let il_tiles = il_now.len().min(self.il_hist.len());
+        if (0..il_tiles).any(|t| il_at(t) > self.il_hist[t]) {
+            let il_hist = Arc::make_mut(&mut self.il_hist);
+            for (t, h) in il_hist.iter_mut().enumerate().take(il_tiles) {
+                *h = (*h).max(il_at(t));
             }
         }
-        let il_hist = Arc::make_mut(&mut self.il_hist);
-        for (h, n) in il_hist.iter_mut().zip(&il_now) {
-            *h = (*h).max(*n);
-        }
-        let il_usage: Vec<u64> = self
-            .static_il
-            .iter()
-            .zip(il_hist.iter())
-            .map(|(s, d)| s + d)
-            .collect();
-        let hist = Arc::make_mut(&mut self.dyn_hist);
-        for (h, n) in hist.iter_mut().zip(&now) {
-            *h = (*h).max(*n);
+        let il_peak = memory::peak_of_sum(&self.static_il, &self.il_hist);
+        if now.iter().zip(self.dyn_hist.iter()).any(|(n, h)| n > h) {
+            let hist = Arc::make_mut(&mut self.dyn_hist);
+            for (h, n) in hist.iter_mut().zip(&now) {
+                *h = (*h).max(*n);
+            }
         }
         let (code_all, code_charge) = (self.code_all, self.code_charge);
         let usage: Vec<u64> = self
             .static_usage
             .iter()
-            .zip(hist.iter())
+            .zip(self.dyn_hist.iter())
             .zip(self.code.iter())
             .map(|((s, d), c)| s + d + crate::plan::code::charge(code_all + c, code_charge))
             .collect();
         MomentUsage {
             now,
             usage,
-            il_usage,
+            il_peak,
         }
     }
 

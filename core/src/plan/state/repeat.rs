@@ -51,12 +51,12 @@ impl State {
             .unwrap_or_default();
         for v in operands {
             if info.last_use(v, pos) == pos {
-                s.drop_value(v);
+                s.drop_value(cx, v);
             }
         }
         for &r in rep.results() {
             if info.last_use(r, pos) == pos {
-                s.drop_value(r);
+                s.drop_value(cx, r);
             }
         }
         s.push(PlannedOp {
@@ -118,9 +118,14 @@ impl State {
             }
         }
         for old in &replaced {
-            old.accumulate(usage, false);
+            accumulate(cx, old, usage, false);
             if old.class == MemoryClass::Interleaved {
-                old.accumulate(Arc::make_mut(&mut self.static_il).as_mut_slice(), false);
+                accumulate(
+                    cx,
+                    old,
+                    Arc::make_mut(&mut self.static_il).as_mut_slice(),
+                    false,
+                );
                 il_changed = true;
             }
         }
@@ -176,7 +181,7 @@ impl State {
                 elem,
                 1,
             );
-            self.insert_root(result, a);
+            self.insert_root(cx, result, a);
             self.values.insert(
                 result,
                 ValueLoc {
