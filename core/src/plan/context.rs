@@ -172,6 +172,9 @@ pub struct SearchCx<'g> {
     /// the same output, staging and storage layouts from state after
     /// state. Memoises only (not part of [`Memo`]).
     pub(super) tile_bytes_cache: RefCell<TileBytesCache>,
+    /// The buffer a memory check works a moment's dynamic bytes out in
+    /// (taken and given back, so the beam's checks reuse one).
+    pub(super) moment_buffer: RefCell<Vec<u64>>,
     /// Called with (top-level ops planned, top-level ops) after each
     /// top-level op (a progress bar's position; a Repeat's body searches
     /// happen inside its op).
@@ -194,6 +197,7 @@ impl<'g> SearchCx<'g> {
             region_label: RefCell::new(String::from("top level")),
             released_statics: RefCell::new(LookupMap::default()),
             tile_bytes_cache: RefCell::new(LookupMap::default()),
+            moment_buffer: RefCell::new(Vec::new()),
             progress: None,
             jobs: None,
         }
