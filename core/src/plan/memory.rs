@@ -541,6 +541,77 @@ mod tests {
     }
 
     #[test]
+    fn dense_tile_bytes_and_sums_are_the_block_walk() {
+        // Row splits, 2-D splits, replicas and strides that put several
+        // blocks on one tile: the dense bytes times the copies, and the sum
+        // of several allocations, are what accumulating block by block gives.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        for _ in 0..200 {
+            let axis = |next: &mut dyn FnMut(u32) -> u32| crate::plan::layout::AxisSplit {
+                len: next(3000) + 1,
+                grain: [1, 2, 4, 16][next(4) as usize],
+                outer: next(40) + 1,
+                outer_stride: next(20),
+                inner: next(3) + 1,
+                inner_stride: next(5),
+            };
+            let layouts: Vec<Layout> = (0..3)
+                .map(|_| Layout {
+                    first_tile: next(100),
+                    rows: axis(&mut next),
+                    cols: axis(&mut next),
+                    replicas: next(3) + 1,
+                    replica_stride: next(200),
+                })
+                .collect();
+            let allocs: Vec<Arc<Allocation>> = layouts
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let mut a = alloc("a", *l, [1, 2, 4][i], next(30) + 1);
+                    if i == 1 {
+                        a.class = MemoryClass::Interleaved;
+                    }
+                    Arc::new(a)
+                })
+                .collect();
+            let mut walked = empty_usage();
+            let mut dense = empty_usage();
+            for a in &allocs {
+                a.accumulate(&mut walked, true);
+                let TileBytes::Layout { layout, elem } = &a.tiles else {
+                    unreachable!()
+                };
+                add_usage_times(
+                    &mut dense,
+                    &layout_tile_bytes(layout, *elem),
+                    a.copies.into(),
+                    true,
+                );
+            }
+            assert_eq!(walked, dense);
+            let sum = AllocationSum::of(allocs.clone());
+            assert_eq!(sum.usage, walked);
+            assert!(sum.sums(&allocs) && !sum.sums(&allocs[..2]));
+            let mut il = empty_usage();
+            allocs[1].accumulate(&mut il, true);
+            assert_eq!(sum.interleaved.as_ref(), Some(&il));
+            // Removing the sum removes every allocation.
+            add_usage(&mut walked, &sum.usage, false);
+            assert!(walked.iter().all(|&u| u == 0));
+            let (peak, tile) = peak_of_sum(&dense, &il);
+            let both: Vec<u64> = dense.iter().zip(&il).map(|(a, b)| a + b).collect();
+            assert_eq!((peak, tile), peak_of(&both));
+        }
+    }
+
+    #[test]
     fn iterated_copies_multiply_on_their_owner_tiles() {
         let mut base = empty_usage();
         let seq = Allocation {
