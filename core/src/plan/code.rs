@@ -366,10 +366,11 @@ pub enum CodeCharge {
 /// [`CodeCharge`]); an image that cannot fit in region 0 is charged the
 /// whole budget plus its bytes, so no plan with it is accepted (the report
 /// names the estimated image).
+#[inline]
 pub fn charge(image_bytes: u64, how: CodeCharge) -> u64 {
-    let bytes = u32::try_from(image_bytes).ok().and_then(match how {
-        CodeCharge::WholeElements => code_charge_bytes,
-        CodeCharge::Span => code_span_bytes,
+    let bytes = u32::try_from(image_bytes).ok().and_then(|b| match how {
+        CodeCharge::WholeElements => code_charge_bytes(b),
+        CodeCharge::Span => code_span_bytes(b),
     });
     match bytes {
         Some(c) => u64::from(c),

@@ -13,7 +13,7 @@ use super::candidates::TensorView;
 use super::cost::Cycles;
 use super::error::PlanResult;
 use super::layout::{Layout, TILE_COUNT};
-use super::memory::{MemoryRejection, DATA_BUDGET_BYTES};
+use super::memory::{Allocation, AllocationSum, MemoryRejection, DATA_BUDGET_BYTES};
 use super::opplan::{OpPlan, Slot};
 use super::planned::BodyPlan;
 use super::relayout::{relayout, Window};
@@ -141,6 +141,10 @@ pub(super) struct Memo {
     plan_code: LookupMap<usize, PlanCode>,
 }
 
+/// Dense per-tile bytes of one copy of a layout's allocation, by layout
+/// and element bytes ([`SearchCx::layout_tile_bytes`]).
+type TileBytesCache = LookupMap<(Layout, u32), Arc<Vec<u64>>>;
+
 /// Shared search context.
 pub struct SearchCx<'g> {
     /// The graph.
@@ -156,6 +160,21 @@ pub struct SearchCx<'g> {
     pub(super) relayout_code_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<CodeRef>>>,
     pub(super) region_cache: RefCell<LookupMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
+    /// Per Repeat op, the sum of the pending sequence elements' default
+    /// storage it last released ([`super::memory::AllocationSum`]): every
+    /// state of a beam releases the same ones, so each check of a body is
+    /// one pass over the tiles instead of a walk over every element's
+    /// blocks. Used only while the allocations are the same ones.
+    pub(super) released_statics: RefCell<LookupMap<OpId, Arc<AllocationSum>>>,
+    /// Dense per-tile bytes of one copy of a layout's allocation, by
+    /// layout and element bytes ([`super::memory::layout_tile_bytes`]),
+    /// for layouts spread over many tiles: the planner adds and removes
+    /// the same output, staging and storage layouts from state after
+    /// state. Memoises only (not part of [`Memo`]).
+    pub(super) tile_bytes_cache: RefCell<TileBytesCache>,
+    /// The buffer a memory check works a moment's dynamic bytes out in
+    /// (taken and given back, so the beam's checks reuse one).
+    pub(super) moment_buffer: RefCell<Vec<u64>>,
     /// Called with (top-level ops planned, top-level ops) after each
     /// top-level op (a progress bar's position; a Repeat's body searches
     /// happen inside its op).
@@ -176,6 +195,9 @@ impl<'g> SearchCx<'g> {
             plan_code_cache: RefCell::new(LookupMap::default()),
             region_cache: RefCell::new(LookupMap::default()),
             region_label: RefCell::new(String::from("top level")),
+            released_statics: RefCell::new(LookupMap::default()),
+            tile_bytes_cache: RefCell::new(LookupMap::default()),
+            moment_buffer: RefCell::new(Vec::new()),
             progress: None,
             jobs: None,
         }
@@ -232,6 +254,35 @@ impl<'g> SearchCx<'g> {
             relayout_code: self.relayout_code_cache.borrow().clone(),
             plan_code: self.plan_code_cache.borrow().clone(),
         }
+    }
+
+    /// The sum of `allocs` (the allocations Repeat `op` releases), reused
+    /// from the last call for `op` when it summed the same allocations.
+    pub(super) fn released_sum(
+        &self,
+        op: OpId,
+        allocs: Vec<Arc<Allocation>>,
+    ) -> Arc<AllocationSum> {
+        if let Some(sum) = self.released_statics.borrow().get(&op) {
+            if sum.sums(&allocs) {
+                return sum.clone();
+            }
+        }
+        let sum = Arc::new(AllocationSum::of(allocs));
+        self.released_statics.borrow_mut().insert(op, sum.clone());
+        sum
+    }
+
+    /// [`super::memory::layout_tile_bytes`] of `(layout, elem)`, memoised.
+    pub(super) fn layout_tile_bytes(&self, layout: &Layout, elem: u32) -> Arc<Vec<u64>> {
+        if let Some(bytes) = self.tile_bytes_cache.borrow().get(&(*layout, elem)) {
+            return bytes.clone();
+        }
+        let bytes = Arc::new(super::memory::layout_tile_bytes(layout, elem));
+        self.tile_bytes_cache
+            .borrow_mut()
+            .insert((*layout, elem), bytes.clone());
+        bytes
     }
 
     /// 2-D view of a value.

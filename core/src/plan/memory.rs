@@ -165,6 +165,95 @@ impl Allocation {
     }
 }
 
+/// The per-tile sum of a list of allocations (all copies), with the
+/// allocations it was summed from: adding or removing `usage` is the same
+/// u64 arithmetic as accumulating each of them, in one pass over the tiles.
+/// A Repeat releases the same pending sequence elements from every state of
+/// a beam, so the search keeps one per Repeat and reuses it while the
+/// allocations are the same ones (`Arc` identity).
+#[derive(Clone, Debug)]
+pub struct AllocationSum {
+    /// The allocations summed, in order.
+    pub allocs: Vec<Arc<Allocation>>,
+    /// Per-tile bytes of all of them.
+    pub usage: Vec<u64>,
+    /// Per-tile bytes of the interleaved-class ones (`None`: there are none).
+    pub interleaved: Option<Vec<u64>>,
+}
+
+impl AllocationSum {
+    /// Sums `allocs`.
+    pub fn of(allocs: Vec<Arc<Allocation>>) -> Self {
+        let mut usage = empty_usage();
+        let mut interleaved: Option<Vec<u64>> = None;
+        for a in &allocs {
+            a.accumulate(&mut usage, true);
+            if a.class == MemoryClass::Interleaved {
+                a.accumulate(interleaved.get_or_insert_with(empty_usage), true);
+            }
+        }
+        AllocationSum {
+            allocs,
+            usage,
+            interleaved,
+        }
+    }
+
+    /// Whether this is the sum of exactly `allocs` (the same allocations,
+    /// in the same order).
+    pub fn sums(&self, allocs: &[Arc<Allocation>]) -> bool {
+        self.allocs.len() == allocs.len()
+            && self
+                .allocs
+                .iter()
+                .zip(allocs)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+/// Per-tile bytes of one copy of a layout's allocation, `elem` bytes per
+/// element, as a dense array: each tile's granule-rounded blocks summed
+/// (what [`TileBytes::for_each`] gives, per tile).
+pub fn layout_tile_bytes(layout: &Layout, elem: u32) -> Vec<u64> {
+    let mut usage = empty_usage();
+    let elem = u64::from(elem);
+    layout.for_each_block_elements(|t, n| {
+        if let Some(u) = usage.get_mut(t as usize) {
+            *u += granule(n * elem);
+        }
+    });
+    usage
+}
+
+/// Adds (or removes) `copies` times a dense per-tile array
+/// ([`layout_tile_bytes`]) to a per-tile array: the same u64 sums as
+/// [`Allocation::accumulate`] block by block, when a removal does not
+/// saturate (it removes what was added).
+pub fn add_usage_times(usage: &mut [u64], tiles: &[u64], copies: u64, add: bool) {
+    if copies == 1 {
+        return add_usage(usage, tiles, add);
+    }
+    for (u, t) in usage.iter_mut().zip(tiles) {
+        if add {
+            *u += t * copies;
+        } else {
+            *u = u.saturating_sub(t * copies);
+        }
+    }
+}
+
+/// Adds (or with `add == false` removes, saturating as
+/// [`Allocation::accumulate`] does) a per-tile sum to a per-tile array.
+pub fn add_usage(usage: &mut [u64], sum: &[u64], add: bool) {
+    for (u, s) in usage.iter_mut().zip(sum) {
+        if add {
+            *u += s;
+        } else {
+            *u = u.saturating_sub(*s);
+        }
+    }
+}
+
 /// A fresh all-zero per-tile usage array.
 pub fn empty_usage() -> Vec<u64> {
     alloc::vec![0; TILE_COUNT as usize]
@@ -314,6 +403,19 @@ pub fn peak_of(usage: &[u64]) -> (u64, u32) {
     best
 }
 
+/// [`peak_of`] of `a[t] + b[t]` (over the shorter of the two), without
+/// the array.
+pub fn peak_of_sum(a: &[u64], b: &[u64]) -> (u64, u32) {
+    let mut best = (0u64, 0u32);
+    for (t, (x, y)) in a.iter().zip(b).enumerate() {
+        let u = x + y;
+        if u > best.0 {
+            best = (u, t as u32);
+        }
+    }
+    best
+}
+
 /// Per-tile usage of one moment as an array (for Repeat composition).
 pub fn moment_usage(base: &[u64], dynamic: &[&Allocation]) -> Vec<u64> {
     let mut usage: Vec<u64> = base.to_vec();
@@ -436,6 +538,77 @@ mod tests {
         let c = check_moment(&base, 0, &[&small], DATA_BUDGET_BYTES);
         assert!(!c.exact);
         assert_eq!(c.peak, 1024);
+    }
+
+    #[test]
+    fn dense_tile_bytes_and_sums_are_the_block_walk() {
+        // Row splits, 2-D splits, replicas and strides that put several
+        // blocks on one tile: the dense bytes times the copies, and the sum
+        // of several allocations, are what accumulating block by block gives.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        for _ in 0..200 {
+            let axis = |next: &mut dyn FnMut(u32) -> u32| crate::plan::layout::AxisSplit {
+                len: next(3000) + 1,
+                grain: [1, 2, 4, 16][next(4) as usize],
+                outer: next(40) + 1,
+                outer_stride: next(20),
+                inner: next(3) + 1,
+                inner_stride: next(5),
+            };
+            let layouts: Vec<Layout> = (0..3)
+                .map(|_| Layout {
+                    first_tile: next(100),
+                    rows: axis(&mut next),
+                    cols: axis(&mut next),
+                    replicas: next(3) + 1,
+                    replica_stride: next(200),
+                })
+                .collect();
+            let allocs: Vec<Arc<Allocation>> = layouts
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let mut a = alloc("a", *l, [1, 2, 4][i], next(30) + 1);
+                    if i == 1 {
+                        a.class = MemoryClass::Interleaved;
+                    }
+                    Arc::new(a)
+                })
+                .collect();
+            let mut walked = empty_usage();
+            let mut dense = empty_usage();
+            for a in &allocs {
+                a.accumulate(&mut walked, true);
+                let TileBytes::Layout { layout, elem } = &a.tiles else {
+                    unreachable!()
+                };
+                add_usage_times(
+                    &mut dense,
+                    &layout_tile_bytes(layout, *elem),
+                    a.copies.into(),
+                    true,
+                );
+            }
+            assert_eq!(walked, dense);
+            let sum = AllocationSum::of(allocs.clone());
+            assert_eq!(sum.usage, walked);
+            assert!(sum.sums(&allocs) && !sum.sums(&allocs[..2]));
+            let mut il = empty_usage();
+            allocs[1].accumulate(&mut il, true);
+            assert_eq!(sum.interleaved.as_ref(), Some(&il));
+            // Removing the sum removes every allocation.
+            add_usage(&mut walked, &sum.usage, false);
+            assert!(walked.iter().all(|&u| u == 0));
+            let (peak, tile) = peak_of_sum(&dense, &il);
+            let both: Vec<u64> = dense.iter().zip(&il).map(|(a, b)| a + b).collect();
+            assert_eq!((peak, tile), peak_of(&both));
+        }
     }
 
     #[test]

@@ -65,6 +65,12 @@ pub struct BodyPlan {
     pub invariant_layouts: Vec<Layout>,
     /// Storage of each iterated argument (one allocation, `trip_count` copies).
     pub iterated: Vec<(ValueId, Arc<Allocation>)>,
+    /// Per-tile bytes of `iterated` (all copies): what the Repeat adds to
+    /// the enclosing region's statics, summed once.
+    pub iterated_usage: Arc<Vec<u64>>,
+    /// Interleaved-class part of `iterated_usage` (`None`: no iterated
+    /// storage is interleaved).
+    pub iterated_il: Option<Arc<Vec<u64>>>,
     /// Exact per-tile peak over the body's moments (iterated storage and
     /// carried buffers included).
     pub peak_tile: Arc<Vec<u64>>,

@@ -585,6 +585,10 @@ fn search_body(
         };
         let dyn_tile = minus(&peak_tile, &iterated_usage);
         let dyn_il_tile = minus(&s.interleaved_peaks(), &iterated_il);
+        let iterated_il = iterated
+            .iter()
+            .any(|(_, a)| a.class == MemoryClass::Interleaved)
+            .then(|| Arc::new(iterated_il));
         let peak = memory::peak_of(&peak_tile).0;
         bodies.push(Arc::new(BodyPlan {
             ops,
@@ -592,6 +596,8 @@ fn search_body(
             carried_layouts: carried.to_vec(),
             invariant_layouts: invariants.to_vec(),
             iterated,
+            iterated_usage: Arc::new(iterated_usage),
+            iterated_il,
             peak_tile: Arc::new(peak_tile),
             dyn_tile: Arc::new(dyn_tile),
             dyn_il_tile: Arc::new(dyn_il_tile),

@@ -53,6 +53,7 @@ pub const SUPPORT_CHARGE_BYTES: u32 = layout::STATE_END - layout::STATE_BASE;
 /// an element with instruction fetch (`docs/facts/ipu21-target.md` §1.2,
 /// §2.10 rules 2–3). `None` when the image cannot fit below the runtime
 /// state's element (region 0 is the only executable region).
+#[inline]
 pub const fn code_charge_bytes(image_bytes: u32) -> Option<u32> {
     let Some(span) = code_span_bytes(image_bytes) else {
         return None;
@@ -65,6 +66,7 @@ pub const fn code_charge_bytes(image_bytes: u32) -> Option<u32> {
 /// [`code_charge_bytes`] the image itself blocks, before rounding up to
 /// whole elements). `None` when the image cannot fit below the runtime
 /// state's element.
+#[inline]
 pub const fn code_span_bytes(image_bytes: u32) -> Option<u32> {
     let Some(end) = APPLICATION_LOAD_BASE.checked_add(image_bytes) else {
         return None;

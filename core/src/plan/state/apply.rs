@@ -73,11 +73,11 @@ impl State {
         })?;
         s.peak = s.peak.max(peak);
         s.cycles = s.cycles.plus(cost);
-        s.define_result(result, out_alloc, operands, plan.output, out_elem);
+        s.define_result(cx, result, out_alloc, operands, plan.output, out_elem);
         // Operands used for the last time here, and a result never used.
         for v in operands.iter().copied().chain([result]) {
             if info.last_use(v, pos) == pos {
-                s.drop_value(v);
+                s.drop_value(cx, v);
             }
         }
         s.push(PlannedOp {
@@ -163,6 +163,7 @@ impl State {
             .map(|a| a.kind)
             .unwrap_or(AllocationKind::Parameter);
         self.set_static(
+            cx,
             v,
             Some(alloc_for(
                 cx.value_name(v),
@@ -200,6 +201,7 @@ impl State {
     /// one) a view of operand 0's root, which gains a user.
     fn define_result(
         &mut self,
+        cx: &SearchCx<'_>,
         result: ValueId,
         out_alloc: Option<Arc<Allocation>>,
         operands: &[ValueId],
@@ -208,7 +210,7 @@ impl State {
     ) {
         let root = match out_alloc {
             Some(a) => {
-                self.insert_root(result, a);
+                self.insert_root(cx, result, a);
                 Some(result)
             }
             None => {

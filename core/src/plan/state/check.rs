@@ -3,15 +3,13 @@
 
 use super::*;
 
-/// One moment's per-tile bytes, as [`State::fold_moment`] works them out.
+/// One moment's per-tile bytes, as a rejection report needs them.
 struct MomentUsage {
     /// Dynamic bytes live at this moment (roots, transients, `extra`).
     now: Vec<u64>,
     /// Statics, the dynamic history and the code charge: what is checked
     /// against the budget.
     usage: Vec<u64>,
-    /// Interleaved statics and history.
-    il_usage: Vec<u64>,
 }
 
 impl State {
@@ -28,19 +26,32 @@ impl State {
         mode: &mut Mode<'_>,
         moment: &dyn Fn() -> (String, String, u32, String),
     ) -> Result<u64, Reject> {
-        let m = self.fold_moment(transient, extra);
-        if let Mode::Exact(record) = mode {
-            for (r, u) in record.iter_mut().zip(&m.usage) {
-                *r = (*r).max(*u);
+        // This moment's dynamic bytes, in the context's reused buffer.
+        let mut now = core::mem::take(&mut *cx.moment_buffer.borrow_mut());
+        let il_peak = self.fold_moment(cx, transient, extra, &mut now);
+        // The peak of `static + dyn_hist + code charge` (and the elementwise
+        // max into an exact replay's record), without the array.
+        let mut record = match mode {
+            Mode::Exact(record) => Some(record.iter_mut()),
+            _ => None,
+        };
+        let mut best = (0u64, 0u32);
+        for (t, u) in self.usage_iter().enumerate() {
+            if let Some(r) = record.as_mut().and_then(|r| r.next()) {
+                *r = (*r).max(u);
+            }
+            if u > best.0 {
+                best = (u, t as u32);
             }
         }
-        let (peak, tile) = memory::peak_of(&m.usage);
+        let (peak, tile) = best;
         let budget = cx.config.budget;
         let il_excess = {
-            let (p, t) = memory::peak_of(&m.il_usage);
+            let (p, t) = il_peak;
             (p > memory::INTERLEAVED_BUDGET_BYTES).then_some((p, t))
         };
         if peak <= budget && il_excess.is_none() {
+            *cx.moment_buffer.borrow_mut() = now;
             return Ok(peak);
         }
         // Report the tile that breaks a budget: the total one first.
@@ -49,66 +60,93 @@ impl State {
         } else {
             il_excess.map(|e| e.1).unwrap_or(tile)
         };
-        let report = matches!(mode, Mode::Report)
-            .then(|| self.memory_rejection(cx, moment, transient, &m, (tile, peak)));
+        let report = matches!(mode, Mode::Report).then(|| {
+            let m = MomentUsage {
+                now: now.clone(),
+                usage: self.usage_iter().collect(),
+            };
+            self.memory_rejection(cx, moment, transient, &m, (tile, peak))
+        });
+        *cx.moment_buffer.borrow_mut() = now;
         Err(Reject::Memory {
             peak: peak.max(il_excess.map(|e| e.0).unwrap_or(0)),
             report,
         })
     }
 
-    /// This moment's bytes per tile, folded into the dynamic (and
-    /// interleaved) history. The roots' bytes are kept summed
-    /// (`root_usage`); only this moment's transients are added (exact: the
-    /// same u64 sums).
+    /// Per tile, what is checked against the budget: statics, the dynamic
+    /// history and the code charge.
+    fn usage_iter(&self) -> impl Iterator<Item = u64> + '_ {
+        let (code_all, code_charge) = (self.code_all, self.code_charge);
+        self.static_usage
+            .iter()
+            .zip(self.dyn_hist.iter())
+            .zip(self.code.iter())
+            .map(move |((s, d), c)| s + d + crate::plan::code::charge(code_all + c, code_charge))
+    }
+
+    /// Works this moment's dynamic bytes out into `now` and folds them
+    /// into the dynamic (and interleaved) history; returns the interleaved
+    /// peak and its tile ([`memory::peak_of`] of `static_il + il_hist`).
+    /// The roots' bytes are kept summed (`root_usage`); only this moment's
+    /// transients are added (exact: the same u64 sums). A history is copied
+    /// only when the moment raises it.
     fn fold_moment(
         &mut self,
+        cx: &SearchCx<'_>,
         transient: &[Arc<Allocation>],
         extra: Option<(&[u64], &[u64])>,
-    ) -> MomentUsage {
-        let transient_il: Vec<&Allocation> = transient
+        now: &mut Vec<u64>,
+    ) -> (u64, u32) {
+        now.clear();
+        now.extend_from_slice(&self.root_usage);
+        for a in transient {
+            accumulate(cx, a, now, true);
+        }
+        let il_transient: Vec<&Allocation> = transient
             .iter()
             .map(|a| &**a)
             .filter(|a| a.class == MemoryClass::Interleaved)
             .collect();
-        let transients: Vec<&Allocation> = transient.iter().map(|a| &**a).collect();
-        let mut now = memory::moment_usage(&self.root_usage, &transients);
-        let mut il_now = memory::moment_usage(&self.root_il, &transient_il);
-        if let Some((extra, extra_il)) = extra {
+        let il_now: Vec<u64>;
+        let il_now: &[u64] = if il_transient.is_empty() {
+            &self.root_il
+        } else {
+            let mut u = self.root_il.to_vec();
+            for a in il_transient {
+                accumulate(cx, a, &mut u, true);
+            }
+            il_now = u;
+            &il_now
+        };
+        let (extra, extra_il) = match extra {
+            Some((e, i)) => (Some(e), Some(i)),
+            None => (None, None),
+        };
+        if let Some(extra) = extra {
             for (n, e) in now.iter_mut().zip(extra) {
                 *n += e;
             }
-            for (n, e) in il_now.iter_mut().zip(extra_il) {
-                *n += e;
+        }
+        // This moment's interleaved bytes on tile `t < il_now.len()`.
+        let il_at = |t: usize| -> u64 {
+            il_now[t] + extra_il.map_or(0, |x| x.get(t).copied().unwrap_or(0))
+        };
+        let il_tiles = il_now.len().min(self.il_hist.len());
+        if (0..il_tiles).any(|t| il_at(t) > self.il_hist[t]) {
+            let il_hist = Arc::make_mut(&mut self.il_hist);
+            for (t, h) in il_hist.iter_mut().enumerate().take(il_tiles) {
+                *h = (*h).max(il_at(t));
             }
         }
-        let il_hist = Arc::make_mut(&mut self.il_hist);
-        for (h, n) in il_hist.iter_mut().zip(&il_now) {
-            *h = (*h).max(*n);
+        let il_peak = memory::peak_of_sum(&self.static_il, &self.il_hist);
+        if now.iter().zip(self.dyn_hist.iter()).any(|(n, h)| n > h) {
+            let hist = Arc::make_mut(&mut self.dyn_hist);
+            for (h, n) in hist.iter_mut().zip(now.iter()) {
+                *h = (*h).max(*n);
+            }
         }
-        let il_usage: Vec<u64> = self
-            .static_il
-            .iter()
-            .zip(il_hist.iter())
-            .map(|(s, d)| s + d)
-            .collect();
-        let hist = Arc::make_mut(&mut self.dyn_hist);
-        for (h, n) in hist.iter_mut().zip(&now) {
-            *h = (*h).max(*n);
-        }
-        let (code_all, code_charge) = (self.code_all, self.code_charge);
-        let usage: Vec<u64> = self
-            .static_usage
-            .iter()
-            .zip(hist.iter())
-            .zip(self.code.iter())
-            .map(|((s, d), c)| s + d + crate::plan::code::charge(code_all + c, code_charge))
-            .collect();
-        MomentUsage {
-            now,
-            usage,
-            il_usage,
-        }
+        il_peak
     }
 
     /// The report of a moment over budget on `tile` (peak `peak`): what is

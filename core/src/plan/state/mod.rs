@@ -133,6 +133,32 @@ fn alloc_for(
     })
 }
 
+/// Layouts spread over at least this many blocks are added from their
+/// memoised dense per-tile bytes ([`SearchCx::layout_tile_bytes`]), not by
+/// walking their blocks.
+const DENSE_MIN_BLOCKS: u32 = 128;
+
+/// [`Allocation::accumulate`], from the memoised dense per-tile bytes when
+/// its layout has many blocks: the same u64 sums (a removal removes what
+/// was added, so nothing saturates either way).
+fn accumulate(cx: &SearchCx<'_>, a: &Allocation, usage: &mut [u64], add: bool) {
+    if let TileBytes::Layout { layout, elem } = &a.tiles {
+        let blocks = layout
+            .rows
+            .outer
+            .saturating_mul(layout.rows.inner)
+            .saturating_mul(layout.cols.outer)
+            .saturating_mul(layout.cols.inner)
+            .saturating_mul(layout.replicas);
+        if blocks >= DENSE_MIN_BLOCKS {
+            let bytes = cx.layout_tile_bytes(layout, *elem);
+            memory::add_usage_times(usage, &bytes, u64::from(a.copies.max(1)), add);
+            return;
+        }
+    }
+    a.accumulate(usage, add);
+}
+
 impl State {
     /// The start of `info`'s region: sources get default storage; `args` are
     /// values already placed (Repeat carried/invariant arguments), with an
@@ -180,7 +206,7 @@ impl State {
                 view.elem(),
                 copies,
             );
-            a.accumulate(&mut usage, true);
+            accumulate(cx, &a, &mut usage, true);
             statics.insert(*v, a);
             s.values.insert(
                 *v,
@@ -194,7 +220,7 @@ impl State {
         for (v, layout, alloc) in args {
             let elem = cx.view(*v).map(|w| w.elem()).unwrap_or(1);
             let root = alloc.as_ref().map(|a| {
-                s.insert_root(*v, a.clone());
+                s.insert_root(cx, *v, a.clone());
                 *v
             });
             s.values.insert(
@@ -327,21 +353,31 @@ impl State {
             .collect()
     }
 
-    fn set_static(&mut self, v: ValueId, a: Option<Arc<Allocation>>) {
+    fn set_static(&mut self, cx: &SearchCx<'_>, v: ValueId, a: Option<Arc<Allocation>>) {
         let statics = Arc::make_mut(&mut self.statics);
         let usage = Arc::make_mut(&mut self.static_usage);
         let mut il_changed = false;
         if let Some(old) = statics.remove(&v) {
-            old.accumulate(usage, false);
+            accumulate(cx, &old, usage, false);
             if old.class == MemoryClass::Interleaved {
-                old.accumulate(Arc::make_mut(&mut self.static_il).as_mut_slice(), false);
+                accumulate(
+                    cx,
+                    &old,
+                    Arc::make_mut(&mut self.static_il).as_mut_slice(),
+                    false,
+                );
                 il_changed = true;
             }
         }
         if let Some(a) = a {
-            a.accumulate(usage, true);
+            accumulate(cx, &a, usage, true);
             if a.class == MemoryClass::Interleaved {
-                a.accumulate(Arc::make_mut(&mut self.static_il).as_mut_slice(), true);
+                accumulate(
+                    cx,
+                    &a,
+                    Arc::make_mut(&mut self.static_il).as_mut_slice(),
+                    true,
+                );
                 il_changed = true;
             }
             statics.insert(v, a);
@@ -354,33 +390,53 @@ impl State {
 
     /// Makes `a` the root allocation of `v` (one user), keeping
     /// `root_usage` the sum of the roots' allocations.
-    fn insert_root(&mut self, v: ValueId, a: Arc<Allocation>) {
-        self.remove_root(v);
-        a.accumulate(Arc::make_mut(&mut self.root_usage).as_mut_slice(), true);
+    fn insert_root(&mut self, cx: &SearchCx<'_>, v: ValueId, a: Arc<Allocation>) {
+        self.remove_root(cx, v);
+        accumulate(
+            cx,
+            &a,
+            Arc::make_mut(&mut self.root_usage).as_mut_slice(),
+            true,
+        );
         if a.class == MemoryClass::Interleaved {
-            a.accumulate(Arc::make_mut(&mut self.root_il).as_mut_slice(), true);
+            accumulate(
+                cx,
+                &a,
+                Arc::make_mut(&mut self.root_il).as_mut_slice(),
+                true,
+            );
         }
         self.roots.insert(v, Root { alloc: a, users: 1 });
     }
 
     /// Drops root `v` (if any) and its bytes from `root_usage`.
-    fn remove_root(&mut self, v: ValueId) {
+    fn remove_root(&mut self, cx: &SearchCx<'_>, v: ValueId) {
         if let Some(old) = self.roots.remove(&v) {
             let a = &old.alloc;
-            a.accumulate(Arc::make_mut(&mut self.root_usage).as_mut_slice(), false);
+            accumulate(
+                cx,
+                a,
+                Arc::make_mut(&mut self.root_usage).as_mut_slice(),
+                false,
+            );
             if a.class == MemoryClass::Interleaved {
-                a.accumulate(Arc::make_mut(&mut self.root_il).as_mut_slice(), false);
+                accumulate(
+                    cx,
+                    a,
+                    Arc::make_mut(&mut self.root_il).as_mut_slice(),
+                    false,
+                );
             }
         }
     }
 
-    fn drop_value(&mut self, v: ValueId) {
+    fn drop_value(&mut self, cx: &SearchCx<'_>, v: ValueId) {
         if let Some(loc) = self.values.remove(&v) {
             if let Some(r) = loc.root {
                 if let Some(root) = self.roots.get_mut(&r) {
                     root.users -= 1;
                     if root.users == 0 {
-                        self.remove_root(r);
+                        self.remove_root(cx, r);
                     }
                 }
             }

@@ -25,21 +25,7 @@ impl State {
             body.code_all + crate::plan::code::repeat_frame_bytes(body.iterated.len()),
             &body.code_tiles,
         );
-        // Sequence elements read only here are stored by the body.
-        for seq in rep.sequences() {
-            for &v in seq {
-                if s.values.get(&v).is_some_and(|l| l.layout.is_none())
-                    && info.last_use(v, pos) == pos
-                {
-                    s.set_static(v, None);
-                }
-            }
-        }
-        // Iterated storage stays for the whole program: it is static from
-        // the start, so it is charged at every moment, this one included.
-        for (arg, a) in &body.iterated {
-            s.set_static(*arg, Some(a.clone()));
-        }
+        s.store_sequences_in_body(cx, info, pos, op, &rep, body);
         let label = |_: ()| {
             (
                 String::from("repeat"),
@@ -65,12 +51,12 @@ impl State {
             .unwrap_or_default();
         for v in operands {
             if info.last_use(v, pos) == pos {
-                s.drop_value(v);
+                s.drop_value(cx, v);
             }
         }
         for &r in rep.results() {
             if info.last_use(r, pos) == pos {
-                s.drop_value(r);
+                s.drop_value(cx, r);
             }
         }
         s.push(PlannedOp {
@@ -81,6 +67,77 @@ impl State {
             repeat: Some(body.clone()),
         });
         Ok(s)
+    }
+
+    /// Sequence elements read only here are stored by the body: their
+    /// default storage is released, and the body's iterated storage (static
+    /// from the start, so charged at every moment, this one included)
+    /// replaces it. The same u64 sums as releasing and adding each
+    /// allocation in turn ([`State::set_static`]): the released ones were
+    /// added to the statics' usage, so nothing saturates, and the sums of
+    /// both lists are worked out once (per Repeat and per body).
+    fn store_sequences_in_body(
+        &mut self,
+        cx: &SearchCx<'_>,
+        info: &RegionInfo,
+        pos: u32,
+        op: OpId,
+        rep: &RepeatView<'_>,
+        body: &BodyPlan,
+    ) {
+        let statics = Arc::make_mut(&mut self.statics);
+        let mut released = Vec::new();
+        for seq in rep.sequences() {
+            for &v in seq {
+                if self.values.get(&v).is_some_and(|l| l.layout.is_none())
+                    && info.last_use(v, pos) == pos
+                {
+                    if let Some(a) = statics.remove(&v) {
+                        released.push(a);
+                    }
+                }
+            }
+        }
+        let mut replaced = Vec::new();
+        for (arg, a) in &body.iterated {
+            if let Some(old) = statics.insert(*arg, a.clone()) {
+                replaced.push(old);
+            }
+        }
+        if released.is_empty() && replaced.is_empty() && body.iterated.is_empty() {
+            return;
+        }
+        let usage = Arc::make_mut(&mut self.static_usage);
+        let mut il_changed = false;
+        if !released.is_empty() {
+            let sum = cx.released_sum(op, released);
+            memory::add_usage(usage, &sum.usage, false);
+            if let Some(il) = &sum.interleaved {
+                memory::add_usage(Arc::make_mut(&mut self.static_il).as_mut_slice(), il, false);
+                il_changed = true;
+            }
+        }
+        for old in &replaced {
+            accumulate(cx, old, usage, false);
+            if old.class == MemoryClass::Interleaved {
+                accumulate(
+                    cx,
+                    old,
+                    Arc::make_mut(&mut self.static_il).as_mut_slice(),
+                    false,
+                );
+                il_changed = true;
+            }
+        }
+        memory::add_usage(usage, &body.iterated_usage, true);
+        if let Some(il) = &body.iterated_il {
+            memory::add_usage(Arc::make_mut(&mut self.static_il).as_mut_slice(), il, true);
+            il_changed = true;
+        }
+        self.static_max = memory::peak_of(usage).0;
+        if il_changed {
+            self.static_il_max = memory::peak_of(&self.static_il).0;
+        }
     }
 
     /// Carried initial values are copied into the carried buffers (in
@@ -124,7 +181,7 @@ impl State {
                 elem,
                 1,
             );
-            self.insert_root(result, a);
+            self.insert_root(cx, result, a);
             self.values.insert(
                 result,
                 ValueLoc {
