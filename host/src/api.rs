@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use ipuc_target::package::Package;
 
-use crate::cli::package_model::{check_weights, resolve};
+use crate::cli::package_model::resolve;
 use crate::cli::run::{compile_workload, BuildArgs};
 use crate::cli::workload::{check_flags, load_config, load_model_with_origin, WorkloadArgs};
 use crate::compile::Compiled;
@@ -66,7 +66,7 @@ impl ModelSpec {
 
     /// The flags' own checks (a zero batch, an activation scale without
     /// FP8 weights, …) and the model choice: usage errors as in the CLI.
-    fn check(&self) -> Result<WorkloadArgs> {
+    fn check(&self) -> Result<crate::model::ModelSpec> {
         let args = self.workload_args();
         if args.workload.is_some() == args.checkpoint.is_some() {
             crate::usage_bail!(
@@ -77,7 +77,7 @@ impl ModelSpec {
             crate::usage_bail!("fp8_weights_only needs fp8_scale");
         }
         check_flags(&args)?;
-        Ok(args)
+        Ok(args.spec())
     }
 }
 
@@ -159,9 +159,9 @@ pub struct BoundModel {
 /// `ipuc compile`: builds the model `model` names, compiles it with
 /// `build`'s flags; returns the model with its weights and the package.
 pub fn compile(model: &ModelSpec, build: &BuildSpec) -> Result<(BoundModel, Compiled)> {
-    let args = model.check()?;
+    let spec = model.check()?;
     let build = build.build_args()?;
-    let (model, weights, compiled) = compile_workload(&args, model.batch, &build)?;
+    let (model, weights, compiled) = compile_workload(&spec, model.batch, &build)?;
     Ok((BoundModel { model, weights }, compiled))
 }
 
@@ -197,13 +197,9 @@ pub fn package_model(package: &Package, checkpoint: Option<&Path>) -> Result<Bou
         checkpoint: checkpoint.map(Path::to_path_buf),
         ..WorkloadArgs::default()
     };
-    let recorded = package.description.model.as_ref();
-    let workload = resolve(recorded, &flags).context("the package's model")?;
-    let batch = workload.vit_batch.unwrap_or(1);
-    let (model, weights, origin) = load_model_with_origin(&workload, batch)?;
-    if let Some(d) = recorded {
-        check_weights(&d.weights, &origin)?;
-    }
+    let spec =
+        resolve(package.description.model.as_ref(), &flags).context("the package's model")?;
+    let (model, weights, _) = load_model_with_origin(&spec, spec.batch.unwrap_or(1))?;
     Ok(BoundModel { model, weights })
 }
 
@@ -292,8 +288,8 @@ pub fn reference(
 /// The FP32 reference of the model `model` names, without compiling
 /// (`ipuc reference`).
 pub fn reference_model(model: &ModelSpec) -> Result<BoundModel> {
-    let args = model.check()?;
-    let (model, weights, _) = load_model_with_origin(&args, model.batch)?;
+    let spec = model.check()?;
+    let (model, weights, _) = load_model_with_origin(&spec, model.batch)?;
     Ok(BoundModel { model, weights })
 }
 
@@ -373,9 +369,9 @@ pub fn image_processor(
         batch: 1,
         ..ModelSpec::default()
     };
-    let args = spec.workload_args();
-    let config = load_config(&args)?;
-    let processor = crate::cli::workload::image_processor(&args, &config)?;
+    let spec = spec.workload_args().spec();
+    let config = load_config(&spec)?;
+    let processor = crate::cli::workload::image_processor(&spec, &config)?;
     Ok((processor, Some((config.image_size, config.patch_size))))
 }
 

@@ -9,7 +9,7 @@ use ipuc_core::asm::{AsmError, AsmErrorKind};
 use ipuc_core::pipeline::{CompileError, LinkError};
 
 use crate::compile::PlanOverBudget;
-use crate::model::ModelError;
+use crate::model::{ModelError, SpecError};
 use crate::report::placement_rejection::PlacementRejected;
 
 /// Everything worked (and validated, when validation was asked for).
@@ -96,6 +96,9 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
         }
         if let Some(e) = cause.downcast_ref::<ModelError>() {
             return model_error_code(e);
+        }
+        if let Some(e) = cause.downcast_ref::<SpecError>() {
+            return if e.is_usage() { USAGE } else { BAD_INPUT };
         }
         if let Some(e) = cause.downcast_ref::<CompileError>() {
             return match e {

@@ -489,7 +489,7 @@ fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
 /// The model `args` describe (batch from `--vit-batch`, else 1).
 fn build_from(args: &[&str]) -> anyhow::Result<SiglipModel> {
     let cli = parse(args)?;
-    build_model(&cli.model, cli.model.vit_batch.unwrap_or(1))
+    build_model(&cli.model.spec(), cli.model.vit_batch.unwrap_or(1))
 }
 
 #[test]

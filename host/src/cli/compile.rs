@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::run::{compile_workload, new_summary, BuildArgs};
-use super::workload::{workload_name, WorkloadArgs};
+use super::workload::{check_flags, WorkloadArgs};
+use crate::model::ModelSpec;
 use crate::report::run::{placed_peak_moment, print_compile_report};
 use crate::report::run_summary::RunSummary;
 
@@ -49,26 +50,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     {
         super::checks::output_file_making_dir("--summary-json", path)?;
     }
-    let flags = super::run::with_build(super::summary::model_flags(&args.model), &args.build);
-    let mut summary = new_summary("compile", &args.model, Some(&args.build), flags)?;
-    let result = compile_with_summary(&args, &mut summary);
+    let spec = args.model.spec();
+    let flags = super::run::with_build(super::summary::model_flags(&spec), &args.build);
+    let mut summary = new_summary("compile", &spec, Some(&args.build), flags)?;
+    let result = compile_with_summary(&args, &spec, &mut summary);
     super::summary::finish(&mut summary, args.summary_json.as_deref(), result)
 }
 
-fn compile_with_summary(args: &Args, summary: &mut RunSummary) -> anyhow::Result<()> {
+fn compile_with_summary(
+    args: &Args,
+    spec: &ModelSpec,
+    summary: &mut RunSummary,
+) -> anyhow::Result<()> {
     if args.build.package.is_none() {
         tracing::info!(
             "no --package given; the package is built, checked and hashed but not written"
         );
     }
-    let workload = super::run::resolve_batch(
-        &args.model,
-        &args.build,
-        &super::workload::InputArgs::default(),
-    )?;
-    summary.flags.vit_batch = workload.vit_batch;
+    check_flags(&args.model)?;
+    let workload =
+        super::run::resolve_batch(spec, &args.build, &super::workload::InputArgs::default())?;
+    summary.flags.vit_batch = workload.batch;
     let t = Instant::now();
-    let compiled = compile_workload(&workload, workload.vit_batch.unwrap_or(1), &args.build);
+    let compiled = compile_workload(&workload, workload.batch.unwrap_or(1), &args.build);
     summary.compile_seconds = t.elapsed().as_secs_f64();
     let (model, _, compiled) = compiled?;
     summary.model_flops = crate::reference::graph_flops(&model.graph);
@@ -83,7 +87,7 @@ fn compile_with_summary(args: &Args, summary: &mut RunSummary) -> anyhow::Result
     print_compile_report(&compiled.report);
     crate::result_line!(
         "result: COMPILED {}, {} tiles, package {}",
-        workload_name(&args.model),
+        spec.name(),
         compiled.report.tiles,
         &compiled.report.sha256[..16]
     );

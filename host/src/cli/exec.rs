@@ -11,9 +11,10 @@ use anyhow::{Context, Result};
 
 use super::execute::ExecArgs;
 use super::execute::{execute, fail_unless_passed, print_result_line};
-use super::package_model::{check_weights, resolve, summary_line};
+use super::package_model::{resolve, summary_line};
 use super::run::new_summary;
-use super::workload::{load_model_with_origin, load_pixels, workload_name, InputArgs};
+use super::workload::{load_model_with_origin, load_pixels, InputArgs};
+use crate::model::ModelSpec;
 use crate::report::run_summary::{InferenceSummary, RunSummary};
 
 /// `ipuc exec` flags.
@@ -106,15 +107,12 @@ pub fn run(args: Args) -> Result<()> {
 fn exec_with_summary(
     args: &Args,
     package: &ipuc_target::package::Package,
-    workload: &super::workload::WorkloadArgs,
+    workload: &ModelSpec,
     digest: &str,
     summary: &mut RunSummary,
 ) -> Result<()> {
     let pixels = package_pixels(&args.input, workload)?;
-    let (model, weights, origin) = load_model_with_origin(workload, pixels.batch())?;
-    if let Some(d) = &package.description.model {
-        check_weights(&d.weights, &origin)?;
-    }
+    let (model, weights, _) = load_model_with_origin(workload, pixels.batch())?;
     summary.model_flops = crate::reference::graph_flops(&model.graph);
     let super::execute::Execution {
         checks,
@@ -125,7 +123,7 @@ fn exec_with_summary(
         &format!(
             "ipuc exec {} ({}, simulated)",
             args.package.display(),
-            workload_name(workload)
+            workload.name()
         ),
         &model,
         &weights,
@@ -144,23 +142,20 @@ fn exec_with_summary(
     summary.throughput = checks.last().map(|c| {
         crate::report::run_summary::Throughput::of(c.cycles, pixels.batch(), summary.model_flops)
     });
-    print_result_line(&checks, &workload_name(workload), digest);
+    print_result_line(&checks, &workload.name(), digest);
     fail_unless_passed(&checks)
 }
 
 /// The inputs for the package's batch: the images or `.npy` given (their
 /// count must be the package's batch, a usage error naming both), else
 /// that many seeded synthetic images.
-fn package_pixels(
-    input: &InputArgs,
-    workload: &super::workload::WorkloadArgs,
-) -> Result<crate::input::PixelValues> {
+fn package_pixels(input: &InputArgs, workload: &ModelSpec) -> Result<crate::input::PixelValues> {
     let given = !input.image.is_empty() || input.images.is_some() || input.input.is_some();
-    let Some(batch) = workload.vit_batch.filter(|_| given) else {
+    let Some(batch) = workload.batch.filter(|_| given) else {
         return load_pixels(input, workload);
     };
-    let unpinned = super::workload::WorkloadArgs {
-        vit_batch: None,
+    let unpinned = ModelSpec {
+        batch: None,
         ..workload.clone()
     };
     let pixels = load_pixels(input, &unpinned)?;

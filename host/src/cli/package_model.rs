@@ -1,21 +1,22 @@
 //! The model a package describes (its description section), both ways:
-//! `compile` records what it built from the workload flags, and `exec`
-//! rebuilds the workload from the package, checking any flag given against
-//! what the package records (a contradiction is an error naming both).
+//! `compile` records the [`ModelSpec`] it built, and `exec` takes the
+//! package's spec ([`ModelSpec::from_description`]), checking any flag
+//! given against it (a contradiction is an error naming both).
 
-use std::path::{Path, PathBuf};
-
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use ipuc_target::package::{
-    DType, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
+    Fp8Operands, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
 };
 
-use super::workload::{load_config, preset_name, WorkloadArgs};
-use crate::model::{ModelOptions, SiglipModel, VisionConfig};
+use super::workload::{check_flags, load_config, preset_name, WorkloadArgs};
+use crate::model::{
+    canonical_preset, origin_text, package_dtype, ModelSource, ModelSpec, RecordedCheckpoint,
+    SiglipModel, SpecError, VisionConfig,
+};
 
-/// What `compile` records about the model it built.
+/// What `compile` records about the model it built from `spec`.
 pub fn describe_model(
-    args: &WorkloadArgs,
+    spec: &ModelSpec,
     model: &SiglipModel,
     weights: WeightOrigin,
 ) -> Result<ModelDescription> {
@@ -24,8 +25,14 @@ pub fn describe_model(
         u32::try_from(v).with_context(|| format!("{what} {v} does not fit the package's u32"))
     };
     let o = &model.options;
+    let dtype = |d| {
+        package_dtype(d).with_context(|| {
+            format!("activations in {d:?} cannot be recorded in a package description")
+        })
+    };
     Ok(ModelDescription {
-        preset: preset_name(args)
+        preset: spec
+            .preset()
             .map(canonical_preset)
             .unwrap_or_default()
             .into(),
@@ -54,217 +61,147 @@ pub fn describe_model(
             },
             fp8_activation_scale: o.fp8_scale.and(o.fp8_activation_scale),
             fuse_qkv: o.fuse_qkv,
-            activations: package_dtype(o.activations)?,
-            attention: package_dtype(o.attention)?,
+            activations: dtype(o.activations)?,
+            attention: dtype(o.attention)?,
         },
         weights,
     })
 }
 
-/// The seeds' alias `siglip-vit-benchmark` is recorded as `siglip-so400m`.
-fn canonical_preset(name: &str) -> &str {
-    match name {
-        "siglip-vit-benchmark" => "siglip-so400m",
-        other => other,
+fn contradiction(flag: &'static str, given: impl ToString, recorded: impl ToString) -> SpecError {
+    SpecError::Contradiction {
+        flag,
+        given: given.to_string(),
+        recorded: recorded.to_string(),
     }
 }
 
-fn package_dtype(d: ipuc_core::ir::DType) -> Result<DType> {
-    match d {
-        ipuc_core::ir::DType::F16 => Ok(DType::F16),
-        ipuc_core::ir::DType::F32 => Ok(DType::F32),
-        other => bail!("activations in {other:?} cannot be recorded in a package description"),
-    }
-}
-
-/// `--workload` (or `--vit-small`), if given, names the preset the
-/// package was built from (`preset`; empty for a checkpoint's config, of
-/// `source`).
-fn check_preset(flags: &WorkloadArgs, preset: &str, source: &str) -> Result<()> {
-    let given_preset = match (&flags.workload, flags.vit_small) {
-        (Some(w), _) => Some(canonical_preset(w)),
-        (None, true) => Some("siglip-small"),
-        (None, false) => None,
-    };
-    if let Some(given) = given_preset {
-        let recorded = if preset.is_empty() {
-            format!("the config of {source}")
-        } else {
-            format!("--workload {preset}")
-        };
-        if given != preset {
-            crate::usage_bail!("{}", contradiction("--workload", given, &recorded));
-        }
-    }
-    Ok(())
-}
-
-/// The numerics flags given agree with the package's: FP8 scales, FP8
-/// weights only, fused QKV.
-fn check_numerics(flags: &WorkloadArgs, numerics: &ModelNumerics) -> Result<()> {
-    if flags.fp8_scale.is_some() && flags.fp8_scale != numerics.fp8_scale {
-        let recorded = match numerics.fp8_scale {
-            Some(s) => format!("--fp8-scale {s}"),
-            None => "no --fp8-scale (FP16 weights)".into(),
-        };
-        crate::usage_bail!(
-            "{}",
-            contradiction(
-                "--fp8-scale",
-                &format!("{}", flags.fp8_scale.unwrap_or_default()),
-                &recorded
-            )
-        );
-    }
-    let activation_scale = numerics.fp8_activation_scale;
-    if flags.fp8_activation_scale.is_some() && flags.fp8_activation_scale != activation_scale {
-        let recorded = match activation_scale {
-            Some(s) => format!("--fp8-activation-scale {s}"),
-            None => "FP16 GEMM activations".into(),
-        };
-        crate::usage_bail!(
-            "{}",
-            contradiction(
-                "--fp8-activation-scale",
-                &flags.fp8_activation_scale.unwrap_or_default().to_string(),
-                &recorded
-            )
-        );
-    }
-    if flags.fp8_weights_only && numerics.fp8_scale.is_none() {
-        crate::usage_bail!(
-            "{}",
-            contradiction("--fp8-weights-only", "(set)", "FP16 weights")
-        );
-    }
-    if flags.fp8_weights_only && activation_scale.is_some() {
-        crate::usage_bail!(
-            "{}",
-            contradiction("--fp8-weights-only", "(set)", "FP8 × FP8 GEMMs")
-        );
-    }
-    if flags.fuse_qkv && !numerics.fuse_qkv {
-        crate::usage_bail!(
-            "{}",
-            contradiction("--fuse-qkv", "(set)", "separate Q/K/V projections")
-        );
-    }
-    Ok(())
-}
-
-/// The workload `exec` runs: the package's model, with every flag given
-/// checked against it. Packages without a description need the flags to
-/// name the model (as before packages described themselves).
-pub fn resolve(
-    description: Option<&ModelDescription>,
+/// Every model flag given agrees with the package's model (`recorded`,
+/// from `d`): a contradiction names the flag and what the package has.
+fn check_given(
     flags: &WorkloadArgs,
-) -> Result<WorkloadArgs> {
-    let Some(d) = description else {
-        return from_flags_alone(flags);
-    };
-    let source = match &d.weights {
-        WeightOrigin::Random { seed } => format!("random weights from seed {seed}"),
-        WeightOrigin::Checkpoint { path, .. } => format!("checkpoint {path}"),
-    };
-    check_preset(flags, &d.preset, &source)?;
-    let checkpoint = match (&d.weights, &flags.checkpoint) {
-        (WeightOrigin::Random { .. }, Some(dir)) => crate::usage_bail!(
-            "{}",
-            contradiction("--checkpoint", &dir.display().to_string(), &source)
-        ),
-        (WeightOrigin::Random { .. }, None) => None,
-        (WeightOrigin::Checkpoint { .. }, Some(dir)) => Some(dir.clone()),
-        (WeightOrigin::Checkpoint { path, sha256 }, None) => {
-            if !Path::new(path).is_dir() {
-                bail!(
-                    "the package was compiled from checkpoint {path} (model.safetensors SHA-256 {}), which is not there now: give its new place with --checkpoint DIR",
-                    hex::encode(sha256)
-                );
-            }
-            Some(PathBuf::from(path))
+    recorded: &ModelSpec,
+    d: &ModelDescription,
+) -> Result<(), SpecError> {
+    let source = origin_text(&d.weights);
+    // `--workload` (or `--vit-small`) names the preset the package was
+    // built from (empty for a checkpoint's config).
+    if let Some(given) = preset_name(flags).map(canonical_preset) {
+        if given != d.preset {
+            let was = if d.preset.is_empty() {
+                format!("the config of {source}")
+            } else {
+                format!("--workload {}", d.preset)
+            };
+            return Err(contradiction("--workload", given, was));
         }
+    }
+    if let (Some(dir), Some(ModelSource::Preset(_))) = (&flags.checkpoint, &recorded.source) {
+        return Err(contradiction("--checkpoint", dir.display(), &source));
+    }
+    let same = |flag: &'static str, given: Option<usize>, recorded: usize| match given {
+        Some(v) if v != recorded => Err(contradiction(flag, v, format!("{flag} {recorded}"))),
+        _ => Ok(()),
     };
-    check_same("--vit-layers", flags.vit_layers, d.layers as usize, |v| {
-        format!("--vit-layers {v}")
-    })?;
-    check_same("--vit-batch", flags.vit_batch, d.batch as usize, |v| {
-        format!("--vit-batch {v}")
-    })?;
-    check_same(
+    same("--vit-layers", flags.vit_layers, d.layers as usize)?;
+    same("--vit-batch", flags.vit_batch, d.batch as usize)?;
+    same(
         "--image-size",
         flags.image_size,
         d.config.image_size as usize,
-        |v| format!("--image-size {v}"),
     )?;
-    check_numerics(flags, &d.numerics)?;
-    let activation_scale = d.numerics.fp8_activation_scale;
-    let seed = match (&d.weights, flags.seed) {
-        (WeightOrigin::Random { seed }, Some(given)) if given != *seed => {
-            crate::usage_bail!("{}", contradiction("--seed", &given.to_string(), &source))
-        }
-        (WeightOrigin::Random { seed }, _) => *seed,
-        (WeightOrigin::Checkpoint { .. }, given) => given.unwrap_or(0),
-    };
-    let defaults = ModelOptions::default();
-    if d.numerics.activations != package_dtype(defaults.activations)?
-        || d.numerics.attention != package_dtype(defaults.attention)?
+    if let Some(given) = flags.fp8_scale.filter(|&s| Some(s) != recorded.fp8_scale) {
+        let was = match recorded.fp8_scale {
+            Some(s) => format!("--fp8-scale {s}"),
+            None => "no --fp8-scale (FP16 weights)".into(),
+        };
+        return Err(contradiction("--fp8-scale", given, was));
+    }
+    let activation_scale = recorded.fp8_activation_scale;
+    if let Some(given) = flags
+        .fp8_activation_scale
+        .filter(|&s| Some(s) != activation_scale)
     {
-        bail!(
-            "the package computes activations in {} and attention in {}; `ipuc exec` rebuilds only the CLI's numerics (f16 and f16)",
-            d.numerics.activations.name(),
-            d.numerics.attention.name()
-        );
+        let was = match activation_scale {
+            Some(s) => format!("--fp8-activation-scale {s}"),
+            None => "FP16 GEMM activations".into(),
+        };
+        return Err(contradiction("--fp8-activation-scale", given, was));
     }
-    let mut args = WorkloadArgs {
-        workload: (!d.preset.is_empty()).then(|| d.preset.clone()),
-        vit_small: false,
-        checkpoint,
-        vit_layers: Some(d.layers as usize),
-        vit_batch: Some(d.batch as usize),
-        fuse_qkv: d.numerics.fuse_qkv,
-        fp8_scale: d.numerics.fp8_scale,
-        fp8_activation_scale: activation_scale,
-        fp8_weights_only: d.numerics.fp8_scale.is_some() && activation_scale.is_none(),
-        image_size: None,
-        seed: Some(seed),
+    if flags.fp8_weights_only && recorded.fp8_scale.is_none() {
+        return Err(contradiction("--fp8-weights-only", "(set)", "FP16 weights"));
+    }
+    if flags.fp8_weights_only && activation_scale.is_some() {
+        return Err(contradiction(
+            "--fp8-weights-only",
+            "(set)",
+            "FP8 × FP8 GEMMs",
+        ));
+    }
+    if flags.fuse_qkv && !recorded.fuse_qkv {
+        return Err(contradiction(
+            "--fuse-qkv",
+            "(set)",
+            "separate Q/K/V projections",
+        ));
+    }
+    if let (WeightOrigin::Random { seed }, Some(given)) = (&d.weights, flags.seed) {
+        if given != *seed {
+            return Err(contradiction("--seed", given, &source));
+        }
+    }
+    Ok(())
+}
+
+/// The model `exec` runs: the package's, with every flag given checked
+/// against it; a checkpoint at `--checkpoint` when given (it has moved),
+/// else where the package recorded it. Packages without a description
+/// need the flags to name the model (as before packages described
+/// themselves).
+pub fn resolve(description: Option<&ModelDescription>, flags: &WorkloadArgs) -> Result<ModelSpec> {
+    let Some(d) = description else {
+        return from_flags_alone(flags);
     };
-    if load_config(&args)?.image_size != d.config.image_size as usize {
-        args.image_size = Some(d.config.image_size as usize);
+    let mut spec = ModelSpec::from_description(d)?;
+    check_given(flags, &spec, d)?;
+    if let Some(ModelSource::Checkpoint { dir, recorded }) = &mut spec.source {
+        match (&flags.checkpoint, recorded) {
+            (Some(given), _) => *dir = given.clone(),
+            (None, Some(RecordedCheckpoint { sha256, path })) if !dir.is_dir() => {
+                return Err(SpecError::CheckpointMissing {
+                    path: path.clone(),
+                    sha256: *sha256,
+                }
+                .into());
+            }
+            (None, _) => {}
+        }
+        // Synthetic inputs: the seed given, else 0.
+        spec.seed = flags.seed.unwrap_or(0);
     }
-    check_config(&load_config(&args)?, &d.config, &source)?;
-    Ok(args)
+    // The size is recorded as built: an override only when it is not the
+    // config's own (so names and the graph are the compile's).
+    let recorded_size = spec.image_size.take();
+    if recorded_size != Some(load_config(&spec)?.image_size) {
+        spec.image_size = recorded_size;
+    }
+    check_config(&load_config(&spec)?, &d.config, &origin_text(&d.weights))?;
+    Ok(spec)
 }
 
 /// A package whose model is not recorded: the flags must name it.
-fn from_flags_alone(flags: &WorkloadArgs) -> Result<WorkloadArgs> {
+fn from_flags_alone(flags: &WorkloadArgs) -> Result<ModelSpec> {
     if flags.workload.is_none() && !flags.vit_small && flags.checkpoint.is_none() {
         crate::usage_bail!("the package records no model (it was built without one, e.g. by ipuc-core alone): name it with --workload or --checkpoint");
     }
-    Ok(flags.clone())
-}
-
-fn check_same(
-    flag: &str,
-    given: Option<usize>,
-    recorded: usize,
-    show: impl Fn(usize) -> String,
-) -> Result<()> {
-    match given {
-        Some(v) if v != recorded => {
-            crate::usage_bail!("{}", contradiction(flag, &v.to_string(), &show(recorded)))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn contradiction(flag: &str, given: &str, recorded: &str) -> String {
-    format!("{flag} {given} contradicts the package, which was compiled with {recorded}")
+    check_flags(flags)?;
+    Ok(flags.spec())
 }
 
 /// The config rebuilt from the preset or checkpoint must be the one the
 /// package was compiled from (a changed `config.json` is caught here).
-fn check_config(now: &VisionConfig, recorded: &ModelConfig, source: &str) -> Result<()> {
-    let fields: [(&str, String, String); 10] = [
+fn check_config(now: &VisionConfig, recorded: &ModelConfig, source: &str) -> Result<(), SpecError> {
+    let fields: [(&'static str, String, String); 10] = [
         (
             "hidden_size",
             now.hidden_size.to_string(),
@@ -318,28 +255,12 @@ fn check_config(now: &VisionConfig, recorded: &ModelConfig, source: &str) -> Res
     ];
     for (name, now, then) in fields {
         if now != then {
-            bail!("{source}: the model config has {name} = {now} but the package was compiled with {name} = {then}");
-        }
-    }
-    Ok(())
-}
-
-/// After loading: the checkpoint's digest must be the package's.
-pub fn check_weights(recorded: &WeightOrigin, loaded: &WeightOrigin) -> Result<()> {
-    if let (
-        WeightOrigin::Checkpoint { sha256, path },
-        WeightOrigin::Checkpoint {
-            sha256: now,
-            path: now_path,
-        },
-    ) = (recorded, loaded)
-    {
-        if sha256 != now {
-            bail!(
-                "checkpoint {now_path}: model.safetensors has SHA-256 {} but the package was compiled from SHA-256 {} ({path})",
-                hex::encode(now),
-                hex::encode(sha256)
-            );
+            return Err(SpecError::ConfigChanged {
+                source_text: source.to_string(),
+                name,
+                now,
+                then,
+            });
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-use super::workload::{load_model, load_pixels, InputArgs, WorkloadArgs};
+use super::workload::{check_flags, load_model, load_pixels, InputArgs, WorkloadArgs};
 use crate::input::write_npy;
 use crate::model::SiglipModel;
 use crate::reference::{run_siglip, Numerics};
@@ -112,16 +112,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.output_hidden {
         super::checks::output_file("--output-hidden", path)?;
     }
-    let pixels = load_pixels(&args.input, &args.model)?;
+    check_flags(&args.model)?;
+    let spec = args.model.spec();
+    let pixels = load_pixels(&args.input, &spec)?;
     let t = Instant::now();
-    let (model, weights) = load_model(&args.model, pixels.batch())?;
+    let (model, weights) = load_model(&spec, pixels.batch())?;
     if model.pooled.is_none() {
         bail!("this model has no pooler (a SigLIP config with vision_use_head = false, or a ViT checkpoint without pooler.dense), so there is no embedding to write");
     }
     crate::say!("model: {}", describe(&model));
-    let what = match &args.model.checkpoint {
+    let what = match spec.checkpoint() {
         Some(dir) => format!("loaded from {}", dir.display()),
-        None => format!("random, seed {}", args.model.seed()),
+        None => format!("random, seed {}", spec.seed),
     };
     crate::say!(
         "weights: {} tensors, {:.1} M parameters ({what}) in {:.2} s",

@@ -10,10 +10,9 @@ use super::checks;
 
 use super::execute::{execute, fail_unless_passed, print_result_line, ExecArgs};
 use super::rejection_reports::{with_rejection_report, write_rejection_index};
-use super::workload::{
-    load_config, load_model_with_origin, load_pixels, workload_name, InputArgs, WorkloadArgs,
-};
+use super::workload::{load_config, load_model_with_origin, load_pixels, InputArgs, WorkloadArgs};
 use crate::compile::{compile, CompileOptions, Compiled};
+use crate::model::ModelSpec;
 use crate::report::patch_audit::write_patch_audit;
 use crate::report::placement_map::memory_map_from_placement;
 use crate::report::run::{
@@ -137,12 +136,8 @@ impl BuildArgs {
 
 /// `--vit-batch max` replaced by the largest batch that fits (found by
 /// compiling, saying which); any other value as it is.
-pub fn resolve_batch(
-    model: &WorkloadArgs,
-    build: &BuildArgs,
-    input: &InputArgs,
-) -> Result<WorkloadArgs> {
-    if model.vit_batch != Some(super::batch::MAX) {
+pub fn resolve_batch(model: &ModelSpec, build: &BuildArgs, input: &InputArgs) -> Result<ModelSpec> {
+    if model.batch != Some(super::batch::MAX) {
         return Ok(model.clone());
     }
     if !input.image.is_empty() || input.images.is_some() || input.input.is_some() {
@@ -154,8 +149,8 @@ pub fn resolve_batch(
     let Some(batch) = found else {
         // Batch 1 does not fit: compile it again for its rejection.
         compile_workload(
-            &WorkloadArgs {
-                vit_batch: Some(1),
+            &ModelSpec {
+                batch: Some(1),
                 ..model.clone()
             },
             1,
@@ -164,15 +159,15 @@ pub fn resolve_batch(
         anyhow::bail!("--vit-batch max: batch 1 does not fit");
     };
     crate::say!("--vit-batch max: {batch} images, the largest batch that fits");
-    Ok(WorkloadArgs {
-        vit_batch: Some(batch),
+    Ok(ModelSpec {
+        batch: Some(batch),
         ..model.clone()
     })
 }
 
 /// The largest batch up to `limit` whose compile fits (no artifacts
 /// written while searching).
-fn largest_batch(model: &WorkloadArgs, build: &BuildArgs, limit: usize) -> Result<Option<usize>> {
+fn largest_batch(model: &ModelSpec, build: &BuildArgs, limit: usize) -> Result<Option<usize>> {
     let probe_build = BuildArgs {
         package: None,
         memory_profile_directory: None,
@@ -180,8 +175,8 @@ fn largest_batch(model: &WorkloadArgs, build: &BuildArgs, limit: usize) -> Resul
         ..build.clone()
     };
     let mut compile_at = |batch: usize| -> Result<()> {
-        let at = WorkloadArgs {
-            vit_batch: Some(batch),
+        let at = ModelSpec {
+            batch: Some(batch),
             ..model.clone()
         };
         compile_once(&at, batch, &probe_build).map(|_| ())
@@ -195,7 +190,7 @@ fn largest_batch(model: &WorkloadArgs, build: &BuildArgs, limit: usize) -> Resul
 /// A batch of more than one that does not fit is a memory rejection that
 /// names the largest batch that does.
 pub fn compile_workload(
-    model: &WorkloadArgs,
+    model: &ModelSpec,
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
@@ -222,7 +217,7 @@ pub fn compile_workload(
 /// One compile at `batch`; a memory rejection comes back without its
 /// reports (`compile_workload` writes them, the batch search does not).
 fn compile_once(
-    model: &WorkloadArgs,
+    model: &ModelSpec,
     batch: usize,
     build: &BuildArgs,
 ) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
@@ -242,16 +237,14 @@ fn compile_once(
     let description = super::package_model::describe_model(model, &siglip, origin)?;
     crate::say!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
-        workload_name(model),
+        model.name(),
         siglip.layers,
         siglip.config.num_tokens(),
         siglip.config.hidden_size,
-        match (model.fp8_scale, model.fp8_weights_only) {
-            (Some(s), true) => format!("FP8 F143 at scale {s}, FP16 activations"),
-            (Some(s), false) => format!(
-                "FP8 F143 at scale {s}, GEMM activations FP8 at scale {}",
-                model.fp8_activation_scale.unwrap_or(0)
-            ),
+        match (model.fp8_scale, model.fp8_activation_scale) {
+            (Some(s), None) => format!("FP8 F143 at scale {s}, FP16 activations"),
+            (Some(s), Some(a)) =>
+                format!("FP8 F143 at scale {s}, GEMM activations FP8 at scale {a}"),
             (None, _) => "FP16".into(),
         }
     );
@@ -261,7 +254,7 @@ fn compile_once(
         &CompileOptions {
             beam_width: build.planning_beam_width,
             tiles: build.planning_tiles,
-            name: workload_name(model),
+            name: model.name(),
             runtime: checks::runtime_source(build.runtime_source.as_deref())?,
             exchange_stream_words: build.exchange_stream_words,
             optimization_steps: build.optimization_steps,
@@ -274,7 +267,7 @@ fn compile_once(
     if let Some(dir) = &build.memory_profile_directory {
         let path = dir.join("memory.html");
         let map = memory_map_from_placement(
-            &format!("{} memory placement", workload_name(model)),
+            &format!("{} memory placement", model.name()),
             &compiled.schedule,
             &compiled.placements,
         );
@@ -321,6 +314,7 @@ pub fn run(args: Args) -> Result<()> {
     args.build.check()?;
     args.exec.check()?;
     super::workload::check_flags(&args.model)?;
+    let spec = args.model.spec();
     if let Some(path) = &args.summary_json {
         if path != Path::new("-") {
             checks::output_file_making_dir("--summary-json", path)?;
@@ -328,24 +322,21 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut summary = new_summary(
         "run",
-        &args.model,
+        &spec,
         Some(&args.build),
         with_exec(
-            with_build(super::summary::model_flags(&args.model), &args.build),
+            with_build(super::summary::model_flags(&spec), &args.build),
             &args.exec,
         ),
     )?;
-    let result = run_with_summary(&args, &mut summary);
+    let result = run_with_summary(&args, &spec, &mut summary);
     let result = super::summary::finish(&mut summary, args.summary_json.as_deref(), result);
     if let (Err(err), Some(out)) = (&result, &args.exec.outputs.profile_output) {
         // A rejected run still gets its index: the rejection reports (and
         // the summary) are its artifacts.
-        if let Some(index) = write_rejection_index(
-            &workload_name(&args.model),
-            args.summary_json.as_deref(),
-            err,
-            out,
-        )? {
+        if let Some(index) =
+            write_rejection_index(&spec.name(), args.summary_json.as_deref(), err, out)?
+        {
             crate::say!(
                 "index: {} (links the memory-rejection reports)",
                 index.display()
@@ -359,7 +350,7 @@ pub fn run(args: Args) -> Result<()> {
 /// and, for a build, the runtime source's digest.
 pub fn new_summary(
     command: &str,
-    model: &WorkloadArgs,
+    model: &ModelSpec,
     build: Option<&BuildArgs>,
     flags: Flags,
 ) -> Result<RunSummary> {
@@ -371,16 +362,16 @@ pub fn new_summary(
         summary.runtime_source_sha256 = Some(sha);
     }
     if let Ok(config) = load_config(model) {
-        summary.layers = model.vit_layers.unwrap_or(config.num_hidden_layers);
+        summary.layers = model.layers.unwrap_or(config.num_hidden_layers);
         summary.tokens = config.num_tokens();
         summary.width = config.hidden_size;
     }
     Ok(summary)
 }
 
-fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
-    let workload = resolve_batch(&args.model, &args.build, &args.input)?;
-    summary.flags.vit_batch = workload.vit_batch;
+fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> Result<()> {
+    let workload = resolve_batch(spec, &args.build, &args.input)?;
+    summary.flags.vit_batch = workload.batch;
     let pixels = load_pixels(&args.input, &workload)?;
     let t = Instant::now();
     let compiled = compile_workload(&workload, pixels.batch(), &args.build);
@@ -411,7 +402,7 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
         band,
     } = execute(
         &shipped,
-        &format!("ipuc run {} (simulated)", workload_name(&workload)),
+        &format!("ipuc run {} (simulated)", workload.name()),
         &model,
         &weights,
         &pixels,
@@ -444,19 +435,20 @@ fn run_with_summary(args: &Args, summary: &mut RunSummary) -> Result<()> {
             .layer_breakdown
             .as_ref()
             .and_then(|b| b.reconcile(&profile.iteration_spans()));
-        let index = write_index(args, &compiled, &checks, per_layer, out)?;
+        let index = write_index(args, &spec.name(), &compiled, &checks, per_layer, out)?;
         crate::say!(
             "index: {} (links every artifact of this run)",
             index.display()
         );
     }
-    print_result_line(&checks, &workload_name(&workload), &compiled.report.sha256);
+    print_result_line(&checks, &workload.name(), &compiled.report.sha256);
     fail_unless_passed(&checks)
 }
 
 /// `index.html` next to the profile, linking every file this run wrote.
 fn write_index(
     args: &Args,
+    name: &str,
     compiled: &Compiled,
     checks: &[InferenceCheck],
     per_layer: Option<crate::report::layer_breakdown::PerLayer>,
@@ -511,7 +503,7 @@ fn write_index(
         });
     }
     let mut stats = vec![
-        ("workload".to_string(), workload_name(&args.model)),
+        ("workload".to_string(), name.to_string()),
         ("tiles".to_string(), compiled.report.tiles.to_string()),
         ("validation".to_string(), validation_verdict(checks)),
         (
@@ -531,7 +523,7 @@ fn write_index(
         ));
     }
     index::write(
-        &format!("ipuc run {}", workload_name(&args.model)),
+        &format!("ipuc run {name}"),
         &stats,
         &files.index_html,
         &artifacts,

@@ -7,21 +7,22 @@ use std::path::Path;
 use anyhow::Result;
 use sha2::{Digest, Sha256};
 
-use super::workload::WorkloadArgs;
+use crate::model::ModelSpec;
 use crate::report::run_summary::{Flags, RunSummary};
 
-/// The model flags.
-pub fn model_flags(m: &WorkloadArgs) -> Flags {
+/// The model's flags, from its spec (as given for `run` and `compile`,
+/// the package's for `exec`).
+pub fn model_flags(m: &ModelSpec) -> Flags {
     Flags {
-        workload: Some(super::workload::workload_name(m)),
-        checkpoint: m.checkpoint.as_ref().map(|p| p.display().to_string()),
-        seed: m.seed(),
-        vit_layers: m.vit_layers,
-        vit_batch: m.vit_batch,
+        workload: Some(m.name()),
+        checkpoint: m.checkpoint().map(|p| p.display().to_string()),
+        seed: m.seed,
+        vit_layers: m.layers,
+        vit_batch: m.batch,
         image_size: m.image_size,
         fuse_qkv: m.fuse_qkv,
         fp8_scale: m.fp8_scale,
-        fp8_activation_scale: m.activation_scale(),
+        fp8_activation_scale: m.fp8_activation_scale,
         ..Flags::default()
     }
 }

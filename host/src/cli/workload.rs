@@ -7,7 +7,10 @@ use anyhow::{bail, Result};
 
 use crate::input::processor::{ImageProcessor, PREPROCESSOR_FILE};
 use crate::input::PixelValues;
-use crate::model::{build_siglip, ModelError, ModelOptions, SiglipModel, VisionConfig};
+use crate::model::{
+    build_siglip, ModelError, ModelSource, ModelSpec, RecordedCheckpoint, SiglipModel, SpecError,
+    VisionConfig,
+};
 use ipuc_target::package::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
@@ -150,19 +153,6 @@ pub fn preset_name(args: &WorkloadArgs) -> Option<&str> {
     }
 }
 
-/// The workload's name for reports.
-pub fn workload_name(args: &WorkloadArgs) -> String {
-    let name = match (preset_name(args), &args.checkpoint) {
-        (Some(w), _) => w.to_string(),
-        (None, Some(dir)) => dir.display().to_string(),
-        (None, None) => "model".into(),
-    };
-    match args.image_size {
-        Some(size) => format!("{name}@{size}"),
-        None => name,
-    }
-}
-
 /// Flag values that are wrong whatever the model: a zero batch, FP8
 /// options without FP8 weights (usage errors, exit 2).
 pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
@@ -184,28 +174,42 @@ pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
 }
 
 impl WorkloadArgs {
-    /// The seed of random weights and synthetic inputs (default 0).
-    pub fn seed(&self) -> u64 {
-        self.seed.unwrap_or(0)
-    }
-
-    /// The FP8 scale GEMM activations are cast at: `None` without FP8
-    /// weights or with `--fp8-weights-only`, else the flag (default 0).
-    pub fn activation_scale(&self) -> Option<i8> {
-        (self.fp8_scale.is_some() && !self.fp8_weights_only)
-            .then_some(self.fp8_activation_scale.unwrap_or(0))
+    /// The model the flags describe (their values as given; defaults
+    /// filled in: seed 0, activation scale 0 with FP8 × FP8 GEMMs). Neither
+    /// or both of a preset and a checkpoint is no source: building it is
+    /// [`ModelError::ModelChoice`]. [`check_flags`] says whether the
+    /// flags fit together.
+    pub fn spec(&self) -> ModelSpec {
+        let source = match (preset_name(self), &self.checkpoint) {
+            (Some(name), None) => Some(ModelSource::Preset(name.to_string())),
+            (None, Some(dir)) => Some(ModelSource::Checkpoint {
+                dir: dir.clone(),
+                recorded: None,
+            }),
+            _ => None,
+        };
+        ModelSpec {
+            source,
+            layers: self.vit_layers,
+            batch: self.vit_batch,
+            fuse_qkv: self.fuse_qkv,
+            fp8_scale: self.fp8_scale,
+            fp8_activation_scale: (self.fp8_scale.is_some() && !self.fp8_weights_only)
+                .then_some(self.fp8_activation_scale.unwrap_or(0)),
+            image_size: self.image_size,
+            seed: self.seed.unwrap_or(0),
+        }
     }
 }
 
 /// The config of a checkpoint directory or a preset.
-pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
-    check_flags(args)?;
-    let mut config = match (preset_name(args), &args.checkpoint) {
-        (Some(name), None) => VisionConfig::preset(name)?,
-        (None, Some(dir)) => crate::weights::checkpoint_config(dir)?,
-        _ => return Err(ModelError::ModelChoice.into()),
+pub fn load_config(spec: &ModelSpec) -> Result<VisionConfig> {
+    let mut config = match &spec.source {
+        Some(ModelSource::Preset(name)) => VisionConfig::preset(name)?,
+        Some(ModelSource::Checkpoint { dir, .. }) => crate::weights::checkpoint_config(dir)?,
+        None => return Err(ModelError::ModelChoice.into()),
     };
-    if let Some(size) = args.image_size {
+    if let Some(size) = spec.image_size {
         // The stored position table is interpolated to the new grid, as
         // transformers does with `interpolate_pos_encoding=True` (DINOv2 on
         // every forward).
@@ -221,22 +225,14 @@ pub fn load_config(args: &WorkloadArgs) -> Result<VisionConfig> {
     Ok(config)
 }
 
-/// Builds the model the flags describe, for `batch` images.
-pub fn build_model(args: &WorkloadArgs, batch: usize) -> Result<SiglipModel> {
-    let options = ModelOptions {
-        vit_layers: args.vit_layers,
-        vit_batch: batch,
-        fuse_qkv: args.fuse_qkv,
-        fp8_scale: args.fp8_scale,
-        fp8_activation_scale: args.activation_scale(),
-        ..ModelOptions::default()
-    };
-    Ok(build_siglip(&load_config(args)?, &options)?)
+/// Builds the model `spec` describes, for `batch` images.
+pub fn build_model(spec: &ModelSpec, batch: usize) -> Result<SiglipModel> {
+    Ok(build_siglip(&load_config(spec)?, &spec.options(batch))?)
 }
 
 /// Builds the model for `batch` images and binds (or draws) its weights.
-pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Weights)> {
-    let (model, weights, _) = load_model_with_origin(args, batch)?;
+pub fn load_model(spec: &ModelSpec, batch: usize) -> Result<(SiglipModel, Weights)> {
+    let (model, weights, _) = load_model_with_origin(spec, batch)?;
     Ok((model, weights))
 }
 
@@ -245,21 +241,22 @@ pub fn load_model(args: &WorkloadArgs, batch: usize) -> Result<(SiglipModel, Wei
 ///
 /// A checkpoint is opened (its header read) before the graph is built, so a
 /// `config.json` asking for more encoder layers than `model.safetensors`
-/// holds is an error at once, not after building thousands of layers.
+/// holds is an error at once, not after building thousands of layers. A
+/// checkpoint a package recorded must still have the recorded digest.
 pub fn load_model_with_origin(
-    args: &WorkloadArgs,
+    spec: &ModelSpec,
     batch: usize,
 ) -> Result<(SiglipModel, Weights, WeightOrigin)> {
-    let Some(dir) = &args.checkpoint else {
-        let model = build_model(args, batch)?;
-        let weights = weights_for(&model, &WeightSource::Random { seed: args.seed() })?;
-        return Ok((model, weights, WeightOrigin::Random { seed: args.seed() }));
+    let Some(ModelSource::Checkpoint { dir, recorded }) = &spec.source else {
+        let model = build_model(spec, batch)?;
+        let weights = weights_for(&model, &WeightSource::Random { seed: spec.seed })?;
+        return Ok((model, weights, WeightOrigin::Random { seed: spec.seed }));
     };
     // The config first: it says when the directory is missing, and a
     // --vit-layers beyond its layers is a usage error (as for presets)
     // before the weights are looked at.
-    let config = load_config(args)?;
-    if let Some(requested) = args.vit_layers {
+    let config = load_config(spec)?;
+    if let Some(requested) = spec.layers {
         if requested == 0 || requested > config.num_hidden_layers {
             return Err(ModelError::LayerCount {
                 requested,
@@ -269,7 +266,7 @@ pub fn load_model_with_origin(
         }
     }
     let checkpoint = Checkpoint::open(dir)?.for_family(config.family);
-    let layers = args.vit_layers.unwrap_or(config.num_hidden_layers);
+    let layers = spec.layers.unwrap_or(config.num_hidden_layers);
     let stored = checkpoint.encoder_layers();
     if layers > stored {
         bail!(
@@ -277,23 +274,31 @@ pub fn load_model_with_origin(
             checkpoint.file().display(),
             layers,
             config.num_hidden_layers,
-            match args.vit_layers {
+            match spec.layers {
                 Some(n) => format!(", --vit-layers {n}"),
                 None => String::new(),
             }
         );
     }
-    let model = build_model(args, batch)?;
+    let model = build_model(spec, batch)?;
     let specs: Vec<WeightSpec> = model.parameters.iter().map(WeightSpec::from).collect();
     let weights = checkpoint.bind(&specs)?;
     check_weight_range(&model, &weights, &checkpoint.file().display().to_string())?;
     // Recorded absolute, so `exec` finds the checkpoint from any directory.
-    let recorded = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-    let origin = WeightOrigin::Checkpoint {
-        sha256: checkpoint.sha256(),
-        path: recorded.display().to_string(),
-    };
-    Ok((model, weights, origin))
+    let path = std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.clone())
+        .display()
+        .to_string();
+    let sha256 = checkpoint.sha256();
+    if let Some(recorded) = recorded.as_ref().filter(|r| r.sha256 != sha256) {
+        return Err(SpecError::WeightsChanged {
+            path,
+            now: sha256,
+            recorded: RecordedCheckpoint::clone(recorded),
+        }
+        .into());
+    }
+    Ok((model, weights, WeightOrigin::Checkpoint { sha256, path }))
 }
 
 /// Rejects checkpoint weights their storage type cannot hold, naming the
@@ -345,15 +350,15 @@ fn looks_like_image(path: &std::path::Path) -> bool {
 
 /// The model input named by `input` (its batch pinned by `--vit-batch` when
 /// given), or `--vit-batch` seeded synthetic images in [-1, 1].
-pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues> {
-    let config = load_config(args)?;
+pub fn load_pixels(input: &InputArgs, spec: &ModelSpec) -> Result<PixelValues> {
+    let config = load_config(spec)?;
     let size = config.image_size;
     let channels = config.num_channels;
     // Before anything is allocated: the batch, and what the device can hold.
-    if args.vit_batch == Some(0) {
+    if spec.batch == Some(0) {
         return Err(ModelError::BatchSize.into());
     }
-    config.check_limits(1, args.vit_batch.unwrap_or(1), 1, 2)?;
+    config.check_limits(1, spec.batch.unwrap_or(1), 1, 2)?;
     let paths = super::images::image_paths(&input.image, input.images.as_deref())?;
     if !paths.is_empty() {
         let what = if input.images.is_some() {
@@ -370,7 +375,7 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
                 paths[0].display()
             );
         }
-        if let Some(batch) = args.vit_batch.filter(|&b| b != paths.len()) {
+        if let Some(batch) = spec.batch.filter(|&b| b != paths.len()) {
             return Err(super::images::count_mismatch(
                 what,
                 paths.len(),
@@ -379,7 +384,7 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
             ));
         }
         config.check_limits(1, paths.len(), 1, 2)?;
-        let processor = image_processor(args, &config)?;
+        let processor = image_processor(spec, &config)?;
         return super::images::stack(&paths, &processor, size, config.patch_size);
     }
     if let Some(path) = &input.input {
@@ -392,7 +397,7 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
             );
         }
         let pixels = PixelValues::from_npy(path, None, channels, size)?;
-        if let Some(batch) = args.vit_batch.filter(|&b| b != pixels.batch()) {
+        if let Some(batch) = spec.batch.filter(|&b| b != pixels.batch()) {
             return Err(super::images::count_mismatch(
                 &format!("--input {}", path.display()),
                 pixels.batch(),
@@ -404,7 +409,7 @@ pub fn load_pixels(input: &InputArgs, args: &WorkloadArgs) -> Result<PixelValues
         check_fp16_range(&pixels, &path.display().to_string())?;
         return Ok(pixels);
     }
-    Ok(random_pixels(args, channels, size))
+    Ok(random_pixels(spec, channels, size))
 }
 
 /// The largest finite FP16 value: the device computes in FP16, so larger
@@ -433,10 +438,10 @@ fn check_fp16_range(pixels: &PixelValues, source: &str) -> Result<()> {
 /// for a preset without one. Its output is set to the model's size when it
 /// makes another patch grid (`--image-size`, or a checkpoint whose
 /// processor disagrees with its config), saying so.
-pub fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<ImageProcessor> {
+pub fn image_processor(spec: &ModelSpec, config: &VisionConfig) -> Result<ImageProcessor> {
     let size = config.image_size;
     let default = || ImageProcessor::family_default(config.family, size);
-    let processor = match (&args.checkpoint, preset_name(args)) {
+    let processor = match (spec.checkpoint(), spec.preset()) {
         (Some(dir), _) => {
             let file = dir.join(PREPROCESSOR_FILE);
             if file.exists() {
@@ -481,9 +486,9 @@ pub fn image_processor(args: &WorkloadArgs, config: &VisionConfig) -> Result<Ima
 }
 
 /// `--vit-batch` seeded synthetic images in [-1, 1].
-fn random_pixels(args: &WorkloadArgs, channels: usize, size: usize) -> PixelValues {
-    let shape = [args.vit_batch.unwrap_or(1), channels, size, size];
-    let data = random_tensor(args.seed() ^ 0x5EED_1A6E, "pixel_values", &shape)
+fn random_pixels(spec: &ModelSpec, channels: usize, size: usize) -> PixelValues {
+    let shape = [spec.batch.unwrap_or(1), channels, size, size];
+    let data = random_tensor(spec.seed ^ 0x5EED_1A6E, "pixel_values", &shape)
         .into_iter()
         .map(|v| v.clamp(-1.0, 1.0))
         .collect();

@@ -27,6 +27,7 @@ mod config;
 mod family;
 mod params;
 mod positions;
+mod spec;
 
 use ipuc_core::ir::{DType, Graph, IrError, OpId, ValueId};
 
@@ -38,6 +39,10 @@ pub use params::{
     VISION_PREFIX,
 };
 pub use positions::interpolate_positions;
+pub use spec::{
+    canonical_preset, origin_text, package_dtype, ModelSource, ModelSpec, RecordedCheckpoint,
+    SpecError,
+};
 
 /// Name of the graph input: `[batch, channels, image, image]` F32 NCHW.
 pub const PIXEL_VALUES: &str = "pixel_values";
