@@ -296,3 +296,60 @@ pub fn summary_line(d: &ModelDescription) -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::workload::build_model;
+
+    fn flags() -> WorkloadArgs {
+        WorkloadArgs {
+            workload: Some("siglip-small".into()),
+            vit_layers: Some(2),
+            vit_batch: Some(2),
+            fuse_qkv: true,
+            fp8_scale: Some(-4),
+            seed: Some(7),
+            ..WorkloadArgs::default()
+        }
+    }
+
+    /// compile's spec, recorded and read back, is exec's spec.
+    #[test]
+    fn a_described_spec_resolves_to_itself() {
+        let spec = flags().spec();
+        let model = build_model(&spec, 2).unwrap();
+        let d = describe_model(&spec, &model, WeightOrigin::Random { seed: 7 }).unwrap();
+        let recorded = ModelSpec::from_description(&d).unwrap();
+        assert_eq!(recorded.image_size, Some(28));
+        assert_eq!(recorded.fp8_activation_scale, Some(0));
+        assert_eq!(resolve(Some(&d), &WorkloadArgs::default()).unwrap(), spec);
+        assert_eq!(resolve(Some(&d), &flags()).unwrap(), spec);
+    }
+
+    /// A flag the package contradicts is a typed usage error naming both.
+    #[test]
+    fn contradictions_are_usage_errors() {
+        let spec = flags().spec();
+        let model = build_model(&spec, 2).unwrap();
+        let d = describe_model(&spec, &model, WeightOrigin::Random { seed: 7 }).unwrap();
+        let given = WorkloadArgs {
+            vit_layers: Some(3),
+            ..WorkloadArgs::default()
+        };
+        let err = resolve(Some(&d), &given).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--vit-layers 3 contradicts the package, which was compiled with --vit-layers 2"
+        );
+        assert_eq!(crate::exit::code_of(&err), crate::exit::USAGE);
+        let mut odd = d.clone();
+        odd.preset.clear();
+        let err = resolve(Some(&odd), &WorkloadArgs::default()).unwrap_err();
+        assert!(matches!(
+            err.downcast_ref::<SpecError>(),
+            Some(SpecError::Source { .. })
+        ));
+        assert_eq!(crate::exit::code_of(&err), crate::exit::BAD_INPUT);
+    }
+}
