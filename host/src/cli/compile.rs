@@ -2,12 +2,11 @@
 //! and build options).
 
 use std::path::PathBuf;
-use std::time::Instant;
 
-use super::run::{compile_workload, new_summary, BuildArgs};
+use super::run::{compile_recorded, new_summary, BuildArgs};
 use super::workload::{check_flags, WorkloadArgs};
 use crate::model::ModelSpec;
-use crate::report::run::{placed_peak_moment, print_compile_report};
+use crate::report::run::print_compile_report;
 use crate::report::run_summary::RunSummary;
 
 /// `ipuc compile` flags.
@@ -25,15 +24,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.summary_json.as_deref() == Some(std::path::Path::new("-")) {
-        crate::output::reserve_stdout_for_data();
-    }
+    super::summary::reserve_stdout(args.summary_json.as_deref());
     let mut outputs = args.build.output_files();
-    outputs.extend(
-        args.summary_json
-            .iter()
-            .map(|p| ("--summary-json", p.clone())),
-    );
+    outputs.extend(super::summary::output_file(args.summary_json.as_deref()));
     super::workload::distinct(
         &super::workload::input_files(
             &Default::default(),
@@ -43,13 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &outputs,
     )?;
     args.build.check()?;
-    if let Some(path) = args
-        .summary_json
-        .as_deref()
-        .filter(|p| *p != std::path::Path::new("-"))
-    {
-        super::checks::output_file_making_dir("--summary-json", path)?;
-    }
+    super::summary::check_path(args.summary_json.as_deref())?;
     let spec = args.model.spec();
     let flags = super::run::with_build(super::summary::model_flags(&spec), &args.build);
     let mut summary = new_summary("compile", &spec, Some(&args.build), flags)?;
@@ -71,18 +58,8 @@ fn compile_with_summary(
     let workload =
         super::run::resolve_batch(spec, &args.build, &super::workload::InputArgs::default())?;
     summary.flags.vit_batch = workload.batch;
-    let t = Instant::now();
-    let compiled = compile_workload(&workload, workload.batch.unwrap_or(1), &args.build);
-    summary.compile_seconds = t.elapsed().as_secs_f64();
-    let (model, _, compiled) = compiled?;
-    summary.model_flops = crate::reference::graph_flops(&model.graph);
-    let (peak_bytes, peak_tile, _, moment) = placed_peak_moment(&compiled);
-    summary.planning_seconds = Some(compiled.report.times.planning_ms / 1e3);
-    summary.peak_bytes_per_tile = Some(peak_bytes);
-    summary.peak_tile = Some(peak_tile);
-    summary.peak_moment = Some(moment);
-    summary.package_sha256 = Some(compiled.report.sha256.clone());
-    summary.tiles = compiled.report.tiles as u32;
+    let (_, _, compiled) =
+        compile_recorded(summary, &workload, workload.batch.unwrap_or(1), &args.build)?;
     summary.result = "compiled".into();
     print_compile_report(&compiled.report);
     crate::result_line!(

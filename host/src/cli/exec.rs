@@ -5,7 +5,7 @@
 //! its recorded path (or `--checkpoint`) and its digest checked. Model flags
 //! given anyway must agree with the package.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
@@ -15,7 +15,7 @@ use super::package_model::{resolve, summary_line};
 use super::run::new_summary;
 use super::workload::{load_model_with_origin, load_pixels, InputArgs};
 use crate::model::ModelSpec;
-use crate::report::run_summary::{InferenceSummary, RunSummary};
+use crate::report::run_summary::RunSummary;
 
 /// `ipuc exec` flags.
 #[derive(clap::Args, Debug)]
@@ -38,9 +38,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if args.summary_json.as_deref() == Some(Path::new("-")) {
-        crate::output::reserve_stdout_for_data();
-    }
+    super::summary::reserve_stdout(args.summary_json.as_deref());
     if args.model.vit_batch == Some(super::batch::MAX) {
         crate::usage_bail!(
             "--vit-batch max picks a batch when compiling (run, compile); a package's batch is fixed"
@@ -53,20 +51,10 @@ pub fn run(args: Args) -> Result<()> {
         None,
     ));
     let mut outputs = args.exec.output_files();
-    outputs.extend(
-        args.summary_json
-            .iter()
-            .map(|p| ("--summary-json", p.clone())),
-    );
+    outputs.extend(super::summary::output_file(args.summary_json.as_deref()));
     super::workload::distinct(&inputs, &outputs)?;
     args.exec.check()?;
-    if let Some(path) = args
-        .summary_json
-        .as_deref()
-        .filter(|p| *p != std::path::Path::new("-"))
-    {
-        super::checks::output_file_making_dir("--summary-json", path)?;
-    }
+    super::summary::check_path(args.summary_json.as_deref())?;
     let bytes = crate::fsio::read_package(&args.package)
         .with_context(|| format!("reading the package {}", args.package.display()))?;
     let package =
@@ -114,11 +102,7 @@ fn exec_with_summary(
     let pixels = package_pixels(&args.input, workload)?;
     let (model, weights, _) = load_model_with_origin(workload, pixels.batch())?;
     summary.model_flops = crate::reference::graph_flops(&model.graph);
-    let super::execute::Execution {
-        checks,
-        profile,
-        band,
-    } = execute(
+    let execution = execute(
         package,
         &format!(
             "ipuc exec {} ({}, simulated)",
@@ -130,20 +114,9 @@ fn exec_with_summary(
         &pixels,
         &args.exec,
     )?;
-    summary.set_run(
-        &profile,
-        &model.graph,
-        checks
-            .iter()
-            .map(|c| InferenceSummary::from_check(c, c.words_moved))
-            .collect(),
-    );
-    summary.rate_band = band;
-    summary.throughput = checks.last().map(|c| {
-        crate::report::run_summary::Throughput::of(c.cycles, pixels.batch(), summary.model_flops)
-    });
-    print_result_line(&checks, &workload.name(), digest);
-    fail_unless_passed(&checks)
+    super::summary::record_execution(summary, &execution, &model.graph, pixels.batch());
+    print_result_line(&execution.checks, &workload.name(), digest);
+    fail_unless_passed(&execution.checks)
 }
 
 /// The inputs for the package's batch: the images or `.npy` given (their

@@ -15,10 +15,8 @@ use crate::compile::{compile, CompileOptions, Compiled};
 use crate::model::ModelSpec;
 use crate::report::patch_audit::write_patch_audit;
 use crate::report::placement_map::memory_map_from_placement;
-use crate::report::run::{
-    placed_peak_moment, print_compile_report, print_peak_moment, InferenceCheck,
-};
-use crate::report::run_summary::{Flags, InferenceSummary, RunSummary};
+use crate::report::run::{print_compile_report, print_peak_moment, InferenceCheck};
+use crate::report::run_summary::{Flags, RunSummary};
 use crate::report::write_memory_map;
 
 /// `ipuc run` flags.
@@ -214,6 +212,22 @@ pub fn compile_workload(
     Err(err.context(note))
 }
 
+/// [`compile_workload`], recorded in `summary`: its wall time (also when
+/// it fails), then what the compile made.
+pub fn compile_recorded(
+    summary: &mut RunSummary,
+    workload: &ModelSpec,
+    batch: usize,
+    build: &BuildArgs,
+) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    let t = Instant::now();
+    let compiled = compile_workload(workload, batch, build);
+    summary.compile_seconds = t.elapsed().as_secs_f64();
+    let (model, weights, compiled) = compiled?;
+    super::summary::record_compile(summary, &model.graph, &compiled);
+    Ok((model, weights, compiled))
+}
+
 /// One compile at `batch`; a memory rejection comes back without its
 /// reports (`compile_workload` writes them, the batch search does not).
 fn compile_once(
@@ -293,16 +307,10 @@ fn compile_once(
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if args.summary_json.as_deref() == Some(Path::new("-")) {
-        crate::output::reserve_stdout_for_data();
-    }
+    super::summary::reserve_stdout(args.summary_json.as_deref());
     let mut outputs = args.build.output_files();
     outputs.extend(args.exec.output_files());
-    outputs.extend(
-        args.summary_json
-            .iter()
-            .map(|p| ("--summary-json", p.clone())),
-    );
+    outputs.extend(super::summary::output_file(args.summary_json.as_deref()));
     super::workload::distinct(
         &super::workload::input_files(
             &args.input,
@@ -315,11 +323,7 @@ pub fn run(args: Args) -> Result<()> {
     args.exec.check()?;
     super::workload::check_flags(&args.model)?;
     let spec = args.model.spec();
-    if let Some(path) = &args.summary_json {
-        if path != Path::new("-") {
-            checks::output_file_making_dir("--summary-json", path)?;
-        }
-    }
+    super::summary::check_path(args.summary_json.as_deref())?;
     let mut summary = new_summary(
         "run",
         &spec,
@@ -373,20 +377,10 @@ fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> 
     let workload = resolve_batch(spec, &args.build, &args.input)?;
     summary.flags.vit_batch = workload.batch;
     let pixels = load_pixels(&args.input, &workload)?;
-    let t = Instant::now();
-    let compiled = compile_workload(&workload, pixels.batch(), &args.build);
-    summary.compile_seconds = t.elapsed().as_secs_f64();
-    let (model, weights, compiled) = compiled?;
-    summary.model_flops = crate::reference::graph_flops(&model.graph);
+    let (model, weights, compiled) =
+        compile_recorded(summary, &workload, pixels.batch(), &args.build)?;
     print_compile_report(&compiled.report);
     print_peak_moment(&compiled);
-    let (peak_bytes, peak_tile, _, moment) = placed_peak_moment(&compiled);
-    summary.planning_seconds = Some(compiled.report.times.planning_ms / 1e3);
-    summary.peak_bytes_per_tile = Some(peak_bytes);
-    summary.peak_tile = Some(peak_tile);
-    summary.peak_moment = Some(moment);
-    summary.package_sha256 = Some(compiled.report.sha256.clone());
-    summary.tiles = compiled.report.tiles as u32;
     // What is tested is what is shipped: execute the package bytes (the ones
     // written with --package), read back through the validating reader.
     let shipped = ipuc_target::package::read(&compiled.bytes)
@@ -396,11 +390,7 @@ fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> 
         compiled.bytes.len(),
         compiled.report.sha256
     );
-    let super::execute::Execution {
-        checks,
-        profile,
-        band,
-    } = execute(
+    let execution = execute(
         &shipped,
         &format!("ipuc run {} (simulated)", workload.name()),
         &model,
@@ -408,18 +398,10 @@ fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> 
         &pixels,
         &args.exec,
     )?;
-    summary.set_run(
-        &profile,
-        &model.graph,
-        checks
-            .iter()
-            .map(|c| InferenceSummary::from_check(c, c.words_moved))
-            .collect(),
-    );
-    summary.rate_band = band;
-    summary.throughput = checks.last().map(|c| {
-        crate::report::run_summary::Throughput::of(c.cycles, pixels.batch(), summary.model_flops)
-    });
+    super::summary::record_execution(summary, &execution, &model.graph, pixels.batch());
+    let super::execute::Execution {
+        checks, profile, ..
+    } = execution;
     if let Some(out) = &args.exec.outputs.profile_output {
         write_patch_audit(out, &compiled.report.exchange.audit)?;
         // The summary as it stands (rewritten when the run ends), so the
