@@ -76,9 +76,9 @@ fn contradiction(flag: &'static str, given: impl ToString, recorded: impl ToStri
     }
 }
 
-/// Every model flag given agrees with the package's model (`recorded`,
-/// from `d`): a contradiction names the flag and what the package has.
-fn check_given(
+/// `--workload` and `--checkpoint`, if given, agree with where the
+/// package's model came from (`recorded`, from `d`).
+fn check_source(
     flags: &WorkloadArgs,
     recorded: &ModelSpec,
     d: &ModelDescription,
@@ -99,6 +99,18 @@ fn check_given(
     if let (Some(dir), Some(ModelSource::Preset(_))) = (&flags.checkpoint, &recorded.source) {
         return Err(contradiction("--checkpoint", dir.display(), &source));
     }
+    Ok(())
+}
+
+/// Every other model flag given agrees with the package's model
+/// (`recorded`, from `d`): a contradiction names the flag and what the
+/// package has.
+fn check_given(
+    flags: &WorkloadArgs,
+    recorded: &ModelSpec,
+    d: &ModelDescription,
+) -> Result<(), SpecError> {
+    let source = origin_text(&d.weights);
     let same = |flag: &'static str, given: Option<usize>, recorded: usize| match given {
         Some(v) if v != recorded => Err(contradiction(flag, v, format!("{flag} {recorded}"))),
         _ => Ok(()),
@@ -163,7 +175,7 @@ pub fn resolve(description: Option<&ModelDescription>, flags: &WorkloadArgs) -> 
         return from_flags_alone(flags);
     };
     let mut spec = ModelSpec::from_description(d)?;
-    check_given(flags, &spec, d)?;
+    check_source(flags, &spec, d)?;
     if let Some(ModelSource::Checkpoint { dir, recorded }) = &mut spec.source {
         match (&flags.checkpoint, recorded) {
             (Some(given), _) => *dir = given.clone(),
@@ -176,6 +188,9 @@ pub fn resolve(description: Option<&ModelDescription>, flags: &WorkloadArgs) -> 
             }
             (None, _) => {}
         }
+    }
+    check_given(flags, &spec, d)?;
+    if let Some(ModelSource::Checkpoint { .. }) = &spec.source {
         // Synthetic inputs: the seed given, else 0.
         spec.seed = flags.seed.unwrap_or(0);
     }
