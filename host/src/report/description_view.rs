@@ -1,13 +1,19 @@
 //! The package's description section as `ipuc inspect` shows it (JSON and
 //! text): what the package was compiled from.
 
-use ipuc_target::package::{BuildFlags, Description, ModelConfig, ModelDescription, WeightOrigin};
+use ipuc_target::package::{
+    BuildFlags, Description, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
+};
 use serde::Serialize;
 
+/// The description's own types serialize themselves (`ipuc-target`'s
+/// `serde` feature): the build flags as they are, the model's config and
+/// numerics flattened into its view; only the weight origin is spelled
+/// out here (a kind and its fields, each present, `null` when unused).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DescriptionView {
     pub model: Option<ModelView>,
-    pub build: Option<BuildView>,
+    pub build: Option<BuildFlags>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -19,12 +25,10 @@ pub struct ModelView {
     pub config: ModelConfig,
     pub layers: u32,
     pub batch: u32,
-    pub fp8_scale: Option<i8>,
-    pub fp8_operands: Vec<&'static str>,
-    pub fp8_activation_scale: Option<i8>,
-    pub fuse_qkv: bool,
-    pub activations: &'static str,
-    pub attention: &'static str,
+    /// FP8 scales and operands, fused QKV, activation and attention
+    /// dtypes, their fields at this level of the JSON.
+    #[serde(flatten)]
+    pub numerics: ModelNumerics,
     /// `random` or `checkpoint`.
     pub weights: &'static str,
     pub seed: Option<u64>,
@@ -32,24 +36,11 @@ pub struct ModelView {
     pub checkpoint_path: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct BuildView {
-    pub beam_width: u32,
-    pub planning_tiles: u32,
-    pub optimization_steps: u32,
-    pub exchange_stream_words: Option<u32>,
-    pub outgoing_base: bool,
-    pub planner_data_budget: Option<u64>,
-    pub min_key_parts: u32,
-    pub runtime_source: String,
-    pub runtime_sha256: String,
-}
-
 impl DescriptionView {
     pub fn of(d: &Description) -> Self {
         DescriptionView {
             model: d.model.as_ref().map(ModelView::of),
-            build: d.build.as_ref().map(BuildView::of),
+            build: d.build.clone(),
         }
     }
 
@@ -76,20 +67,20 @@ impl DescriptionView {
                     c.intermediate_size,
                     c.num_attention_heads
                 ));
+                let n = &m.numerics;
+                let operands = n.fp8_operands.names().collect::<Vec<_>>().join(", ");
                 out.push(format!(
                     "numerics: {}, fused QKV {}, activations {}, attention {}",
-                    match (m.fp8_scale, m.fp8_activation_scale) {
-                        (Some(s), None) =>
-                            format!("FP8 F143 at scale {s} ({})", m.fp8_operands.join(", ")),
+                    match (n.fp8_scale, n.fp8_activation_scale) {
+                        (Some(s), None) => format!("FP8 F143 at scale {s} ({operands})"),
                         (Some(s), Some(a)) => format!(
-                            "FP8 F143, weights at scale {s}, activations at {a} ({})",
-                            m.fp8_operands.join(", ")
+                            "FP8 F143, weights at scale {s}, activations at {a} ({operands})"
                         ),
                         (None, _) => "no FP8".into(),
                     },
-                    if m.fuse_qkv { "yes" } else { "no" },
-                    m.activations,
-                    m.attention
+                    if n.fuse_qkv { "yes" } else { "no" },
+                    n.activations.name(),
+                    n.attention.name()
                 ));
                 out.push(match (&m.seed, &m.checkpoint_path, &m.checkpoint_sha256) {
                     (Some(seed), _, _) => format!("weights: random, seed {seed}"),
@@ -112,7 +103,8 @@ impl DescriptionView {
             ));
             out.push(format!(
                 "runtime: {} (sha256 {})",
-                b.runtime_source, b.runtime_sha256
+                b.runtime_name,
+                hex::encode(b.runtime_sha256)
             ));
         }
         out
@@ -121,7 +113,6 @@ impl DescriptionView {
 
 impl ModelView {
     fn of(m: &ModelDescription) -> Self {
-        let n = &m.numerics;
         let (weights, seed, sha, path) = match &m.weights {
             WeightOrigin::Random { seed } => ("random", Some(*seed), None, None),
             WeightOrigin::Checkpoint { sha256, path } => (
@@ -136,32 +127,11 @@ impl ModelView {
             config: m.config.clone(),
             layers: m.layers,
             batch: m.batch,
-            fp8_scale: n.fp8_scale,
-            fp8_operands: n.fp8_operands.names().collect(),
-            fp8_activation_scale: n.fp8_activation_scale,
-            fuse_qkv: n.fuse_qkv,
-            activations: n.activations.name(),
-            attention: n.attention.name(),
+            numerics: m.numerics,
             weights,
             seed,
             checkpoint_sha256: sha,
             checkpoint_path: path,
-        }
-    }
-}
-
-impl BuildView {
-    fn of(b: &BuildFlags) -> Self {
-        BuildView {
-            beam_width: b.beam_width,
-            planning_tiles: b.planning_tiles,
-            optimization_steps: b.optimization_steps,
-            exchange_stream_words: b.exchange_stream_words,
-            outgoing_base: b.outgoing_base,
-            planner_data_budget: b.planner_data_budget,
-            min_key_parts: b.min_key_parts,
-            runtime_source: b.runtime_name.clone(),
-            runtime_sha256: hex::encode(b.runtime_sha256),
         }
     }
 }

@@ -74,8 +74,11 @@ pub struct KSplit {
     pub parts: u32,
 }
 
-/// The compile flags a package was built with.
+/// The compile flags a package was built with. With `serde`, they
+/// serialize as `ipuc inspect --json` shows them (the runtime's name as
+/// `runtime_source`, its digest in hex).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BuildFlags {
     pub beam_width: u32,
     pub planning_tiles: u32,
@@ -87,8 +90,10 @@ pub struct BuildFlags {
     pub planner_data_budget: Option<u64>,
     pub min_key_parts: u32,
     /// The static runtime's source name (its path, or the built-in name).
+    #[cfg_attr(feature = "serde", serde(rename = "runtime_source"))]
     pub runtime_name: String,
     /// SHA-256 of the runtime source text.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "serialize_hex"))]
     pub runtime_sha256: [u8; 32],
 }
 
@@ -125,8 +130,10 @@ pub struct ModelConfig {
     pub vision_use_head: bool,
 }
 
-/// How the model computes.
+/// How the model computes. With `serde`: the FP8 operands as their
+/// names, the dtypes as theirs (`ipuc inspect --json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ModelNumerics {
     /// The FP8 (F143) scale of the FP8 operands, `None` without FP8.
     pub fp8_scale: Option<i8>,
@@ -598,5 +605,28 @@ fn invalid(offset: usize, field: &'static str, reason: &'static str) -> PackageE
         offset,
         field,
         reason,
+    }
+}
+
+/// A digest as lower-case hex.
+#[cfg(feature = "serde")]
+fn serialize_hex<S: serde::Serializer>(
+    digest: &[u8; 32],
+    s: S,
+) -> core::result::Result<S::Ok, S::Error> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let text: String = digest
+        .iter()
+        .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect();
+    s.serialize_str(&text)
+}
+
+/// The operand classes by name.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Fp8Operands {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.names())
     }
 }

@@ -326,6 +326,14 @@ pub enum DType {
     U8,
 }
 
+/// A dtype by its name (`f16`, …).
+#[cfg(feature = "serde")]
+impl serde::Serialize for DType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 impl DType {
     pub const ALL: [DType; 8] = [
         DType::F32,
