@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use ipuc_target::package::{Package, SegmentFlags, SegmentRole, SummaryValue, FORMAT_VERSION};
+use ipuc_target::package::{
+    KernelSymbol, Package, SegmentFlags, SegmentRole, SummaryValue, TargetFacts, FORMAT_VERSION,
+};
 use serde::Serialize;
 
 use super::text_table::{grouped, Align, TextTable};
@@ -15,25 +17,17 @@ pub struct PackageView {
     pub producer: String,
     pub bytes: u64,
     pub sha256: String,
-    pub target: TargetView,
+    /// The target facts and kernel symbols serialize themselves
+    /// (`ipuc-target`'s `serde` feature).
+    pub target: TargetFacts,
     pub tiles: Vec<TileView>,
-    pub kernels: Vec<KernelView>,
+    pub kernels: Vec<KernelSymbol>,
     pub bindings: Vec<BindingView>,
     pub host_calls: Vec<HostCallView>,
     pub steps: StepsView,
     pub plan_summary: BTreeMap<String, serde_json::Value>,
     /// What the package was compiled from (model, weights, compile flags).
     pub description: super::description_view::DescriptionView,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct TargetView {
-    pub tile_count: u32,
-    pub tile_memory_base: u32,
-    pub tile_memory_size: u32,
-    pub executable_limit: u32,
-    pub loader_limit: u32,
-    pub clock_hz: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -61,12 +55,6 @@ pub struct SegmentView {
     pub data_bytes: u64,
     pub flags: String,
     pub role: &'static str,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct KernelView {
-    pub name: String,
-    pub address: u32,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -219,7 +207,6 @@ fn repeats_of(steps: &ipuc_target::package::StepTables) -> BTreeMap<u32, RepeatV
 impl PackageView {
     /// Builds the view of `package`, whose encoding is `bytes`.
     pub fn new(package: &Package, bytes: &[u8]) -> Self {
-        let t = package.target;
         let tiles = package.tiles.iter().map(TileView::of).collect();
         let bindings = package.bindings.iter().map(BindingView::of).collect();
         let range = |t: &ipuc_target::package::HostTransfer| {
@@ -247,23 +234,9 @@ impl PackageView {
             producer: package.producer.clone(),
             bytes: bytes.len() as u64,
             sha256: ipuc_target::package::digest_hex(bytes),
-            target: TargetView {
-                tile_count: t.tile_count,
-                tile_memory_base: t.tile_memory_base,
-                tile_memory_size: t.tile_memory_size,
-                executable_limit: t.executable_limit,
-                loader_limit: t.loader_limit,
-                clock_hz: t.clock_hz,
-            },
+            target: package.target,
             tiles,
-            kernels: package
-                .kernels
-                .iter()
-                .map(|k| KernelView {
-                    name: k.name.clone(),
-                    address: k.address,
-                })
-                .collect(),
+            kernels: package.kernels.clone(),
             bindings,
             host_calls,
             steps: StepsView {

@@ -60,6 +60,7 @@ impl Package {
 /// Target facts the package was built for. The reader only accepts the
 /// IPU21 values ([`TargetFacts::IPU21`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TargetFacts {
     pub tile_count: u32,
     pub tile_memory_base: u32,
@@ -276,6 +277,7 @@ impl SegmentRole {
 /// A native kernel entry: supervisor code `call`s `address`, the simulator
 /// runs the codelet registered under `name`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct KernelSymbol {
     pub name: String,
     pub address: u32,
