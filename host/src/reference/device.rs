@@ -58,8 +58,24 @@ fn round_to_grid(x: f64, mantissa: i32, min_exp: i32) -> f64 {
         return 0.0 * x.signum();
     }
     let exp = (biased - 1023).max(min_exp);
-    let quantum = 2f64.powi(exp - mantissa);
-    (x / quantum).round_ties_even() * quantum
+    let q = exp - mantissa;
+    // |x / 2^q| < 2^(mantissa + 1): adding and taking away 1.5 · 2^52
+    // rounds it to an integer, ties to even, in one exact step (the f64
+    // addition's own rounding), without a libm call; the sign is put back
+    // for a value that rounds to zero.
+    const SHIFT: f64 = 6_755_399_441_055_744.0;
+    let y = x * pow2(-q);
+    ((y + SHIFT) - SHIFT).copysign(y) * pow2(q)
+}
+
+/// 2^`e` exactly, for `e` in the f64 normal range (the grids' quanta and
+/// their inverses are), else by `powi`.
+fn pow2(e: i32) -> f64 {
+    if (-1022..=1023).contains(&e) {
+        f64::from_bits(((e + 1023) as u64) << 52)
+    } else {
+        2f64.powi(e)
+    }
 }
 
 /// Nearest value of the partials type, from an exact f64 (one rounding).
@@ -161,29 +177,49 @@ pub fn amp_product(
     b: Mat<'_>,
     acc: &mut [f32],
 ) {
-    let group = how.micro_group.max(1);
-    let mut start = range.start;
-    let (mut lhs, mut rhs, mut sum) = (Vec::new(), Vec::new(), vec![0f64; m * n]);
-    while start < range.end {
-        let len = group.min(range.end - start);
-        lhs.clear();
-        lhs.extend(
-            (0..m)
-                .flat_map(|r| (0..len).map(move |c| (r, c)))
-                .map(|(r, c)| f64::from(a.at(r, start + c))),
-        );
-        rhs.clear();
-        rhs.extend(
-            (0..len)
-                .flat_map(|r| (0..n).map(move |c| (r, c)))
-                .map(|(r, c)| f64::from(b.at(start + r, c))),
-        );
-        f64_product((m, n, len), &lhs, &rhs, &mut sum);
-        for (p, s) in acc.iter_mut().zip(&sum) {
-            *p = round_partial(how.half, f64::from(*p) + s);
-        }
-        start += len;
+    if m == 0 || n == 0 || range.is_empty() {
+        return;
     }
+    let group = how.micro_group.max(1);
+    // `b`'s K range in f64 once, shared by every row block.
+    let rhs: Vec<f64> = range
+        .clone()
+        .flat_map(|r| (0..n).map(move |c| (r, c)))
+        .map(|(r, c)| f64::from(b.at(r, c)))
+        .collect();
+    // Row blocks of ~ROWS rows (never one row unless m is 1), each over
+    // every micro-group in order: an element's arithmetic is the same
+    // whatever block holds it, and its partials stay in cache.
+    const ROWS: usize = 16;
+    let blocks = m.div_ceil(ROWS);
+    let mut parts = Vec::with_capacity(blocks);
+    let mut rest = &mut acc[..m * n];
+    for i in 0..blocks {
+        let (r0, r1) = (i * m / blocks, (i + 1) * m / blocks);
+        let (head, tail) = rest.split_at_mut((r1 - r0) * n);
+        parts.push((r0, head));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(r0, acc)| {
+        let rows = acc.len() / n;
+        let (mut lhs, mut sum) = (Vec::new(), vec![0f64; rows * n]);
+        let mut start = range.start;
+        while start < range.end {
+            let len = group.min(range.end - start);
+            lhs.clear();
+            lhs.extend(
+                (0..rows)
+                    .flat_map(|r| (0..len).map(move |c| (r, c)))
+                    .map(|(r, c)| f64::from(a.at(r0 + r, start + c))),
+            );
+            let from = (start - range.start) * n;
+            f64_product((rows, n, len), &lhs, &rhs[from..from + len * n], &mut sum);
+            for (p, s) in acc.iter_mut().zip(&sum) {
+                *p = round_partial(how.half, f64::from(*p) + s);
+            }
+            start += len;
+        }
+    });
 }
 
 /// The K range of part `p` of `parts` (contract §4): K in whole units of
@@ -410,6 +446,56 @@ mod tests {
         assert_eq!(round_fp8(F8Format::F152, 0, 60000.0), 57344.0);
         assert!(round_fp8(F8Format::F152, 0, f32::INFINITY).is_nan());
         assert_eq!(round_fp8(F8Format::F143, 0, -1e-9).to_bits(), 0, "one zero");
+    }
+
+    /// The shift-based grid rounding against the textbook one (scale by
+    /// `powi`, `round_ties_even`), sign of zero included, on both grids,
+    /// over ties, neighbours of ties, subnormal quanta and random bits.
+    #[test]
+    fn grid_rounding_equals_the_textbook_rounding() {
+        fn textbook(x: f64, mantissa: i32, min_exp: i32) -> f64 {
+            if x == 0.0 || !x.is_finite() {
+                return x;
+            }
+            let biased = ((x.to_bits() >> 52) & 0x7ff) as i32;
+            if biased == 0 {
+                return 0.0 * x.signum();
+            }
+            let quantum = 2f64.powi((biased - 1023).max(min_exp) - mantissa);
+            (x / quantum).round_ties_even() * quantum
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut xs: Vec<f64> = vec![0.0, -0.0, 1e-300, -1e-300, 65504.0, 65520.0, -65520.0];
+        for k in -30..20 {
+            for t in [0.5, 1.5, 2.5, 0.25, 0.75] {
+                let x = t * 2f64.powi(k);
+                xs.extend([x, -x, x.next_up(), x.next_down(), -x.next_up()]);
+            }
+        }
+        for _ in 0..200_000 {
+            // Exponents around the grids' range, random mantissa and sign.
+            let e = next() % 80 + 1023 - 50;
+            xs.push(f64::from_bits((next() & 0x800f_ffff_ffff_ffff) | (e << 52)));
+        }
+        for (mantissa, min_exp) in [(10, -14), (3, -7), (2, -15)] {
+            for &x in &xs {
+                let (got, want) = (
+                    round_to_grid(x, mantissa, min_exp),
+                    textbook(x, mantissa, min_exp),
+                );
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{x:e} on ({mantissa}, {min_exp})"
+                );
+            }
+        }
     }
 
     #[test]
