@@ -74,6 +74,7 @@ pub mod plan;
 pub mod rows;
 
 pub mod asm;
+pub mod description;
 pub mod runtime;
 
 /// Every error type of the public API is a `core::error::Error`, so an

@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use ipuc_core::description::Description;
 use ipuc_target::package::Package;
 
-use crate::cli::package_model::resolve;
+use crate::cli::package_model::{description_of, resolve};
 use crate::cli::run::{compile_workload, BuildArgs};
 use crate::cli::workload::{check_flags, load_config, load_model_with_origin, WorkloadArgs};
 use crate::compile::Compiled;
@@ -29,11 +30,13 @@ use crate::reference::{run_siglip, Numerics, SiglipOutputs};
 use crate::report::run::error_stats;
 use crate::weights::{HostTensor, Weights};
 
-/// Which model to build: the CLI's model flags (`--workload` or
-/// `--checkpoint`, `--vit-layers`, `--vit-batch`, numerics, `--image-size`,
-/// `--seed`).
+/// Which model to build, as the library's callers say it: the CLI's model
+/// flags (`--workload` or `--checkpoint`, `--vit-layers`, `--vit-batch`,
+/// numerics, `--image-size`, `--seed`). Like the CLI's flags, they are
+/// checked into the one [`crate::model::ModelSpec`] every command builds
+/// from.
 #[derive(Clone, Debug, Default)]
-pub struct ModelSpec {
+pub struct ModelFlags {
     pub workload: Option<String>,
     pub checkpoint: Option<PathBuf>,
     pub layers: Option<usize>,
@@ -47,14 +50,14 @@ pub struct ModelSpec {
     pub seed: u64,
 }
 
-impl ModelSpec {
+impl ModelFlags {
     fn workload_args(&self) -> WorkloadArgs {
         WorkloadArgs {
             workload: self.workload.clone(),
             vit_small: false,
             checkpoint: self.checkpoint.clone(),
             vit_layers: self.layers,
-            vit_batch: Some(self.batch),
+            vit_batch: Some(crate::cli::batch::BatchFlag::Images(self.batch)),
             fuse_qkv: self.fuse_qkv,
             fp8_scale: self.fp8_scale,
             fp8_activation_scale: self.fp8_activation_scale,
@@ -158,21 +161,22 @@ pub struct BoundModel {
 
 /// `ipuc compile`: builds the model `model` names, compiles it with
 /// `build`'s flags; returns the model with its weights and the package.
-pub fn compile(model: &ModelSpec, build: &BuildSpec) -> Result<(BoundModel, Compiled)> {
+pub fn compile(model: &ModelFlags, build: &BuildSpec) -> Result<(BoundModel, Compiled)> {
     let spec = model.check()?;
     let build = build.build_args()?;
     let (model, weights, compiled) = compile_workload(&spec, model.batch, &build)?;
     Ok((BoundModel { model, weights }, compiled))
 }
 
-/// A package file's bytes, read and checked (magic, digest, structure) as
-/// `ipuc exec` reads them; with its digest.
-pub fn read_package(path: &Path) -> Result<(Vec<u8>, Package, String)> {
+/// A package file's bytes, read and checked (magic, digest, structure,
+/// description) as `ipuc exec` reads them; with its description and digest.
+pub fn read_package(path: &Path) -> Result<(Vec<u8>, Package, Description, String)> {
     let bytes = crate::fsio::read_package(path)
         .with_context(|| format!("reading the package {}", path.display()))?;
     let package = ipuc_target::package::read(&bytes).with_context(|| path.display().to_string())?;
+    let description = description_of(&package).with_context(|| path.display().to_string())?;
     let digest = ipuc_target::package::digest_hex(&bytes);
-    Ok((bytes, package, digest))
+    Ok((bytes, package, description, digest))
 }
 
 /// Writes package bytes atomically (the previous file stays whole on any
@@ -183,9 +187,8 @@ pub fn write_package(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// The package's description section as `ipuc inspect --json` shows it.
-pub fn description_json(package: &Package) -> Result<String> {
-    let view = crate::report::description_view::DescriptionView::of(&package.description);
-    Ok(serde_json::to_string(&view)?)
+pub fn description_json(description: &Description) -> Result<String> {
+    Ok(serde_json::to_string(description)?)
 }
 
 /// The model a package was compiled from, rebuilt from its description as
@@ -197,8 +200,8 @@ pub fn package_model(package: &Package, checkpoint: Option<&Path>) -> Result<Bou
         checkpoint: checkpoint.map(Path::to_path_buf),
         ..WorkloadArgs::default()
     };
-    let spec =
-        resolve(package.description.model.as_ref(), &flags).context("the package's model")?;
+    let description = description_of(package)?;
+    let spec = resolve(description.model.as_ref(), &flags).context("the package's model")?;
     let (model, weights, _) = load_model_with_origin(&spec, spec.batch.unwrap_or(1))?;
     Ok(BoundModel { model, weights })
 }
@@ -271,11 +274,14 @@ pub fn reference(
     fp32: bool,
     package: Option<&Package>,
 ) -> Result<SiglipOutputs> {
+    let k_splits = match package.filter(|_| !fp32) {
+        Some(p) => description_of(p)?.k_splits,
+        None => Vec::new(),
+    };
     let numerics = if fp32 {
         (Numerics::Fp32, &[][..])
     } else {
-        let splits = package.map_or(&[][..], |p| p.description.k_splits.as_slice());
-        (Numerics::Device, splits)
+        (Numerics::Device, k_splits.as_slice())
     };
     let what = if fp32 {
         "FP32 reference"
@@ -287,7 +293,7 @@ pub fn reference(
 
 /// The FP32 reference of the model `model` names, without compiling
 /// (`ipuc reference`).
-pub fn reference_model(model: &ModelSpec) -> Result<BoundModel> {
+pub fn reference_model(model: &ModelFlags) -> Result<BoundModel> {
     let spec = model.check()?;
     let (model, weights, _) = load_model_with_origin(&spec, model.batch)?;
     Ok(BoundModel { model, weights })
@@ -363,13 +369,13 @@ pub fn image_processor(
             None,
         ));
     }
-    let spec = ModelSpec {
+    let flags = ModelFlags {
         checkpoint: Some(dir.to_path_buf()),
         image_size,
         batch: 1,
-        ..ModelSpec::default()
+        ..ModelFlags::default()
     };
-    let spec = spec.workload_args().spec();
+    let spec = flags.workload_args().spec();
     let config = load_config(&spec)?;
     let processor = crate::cli::workload::image_processor(&spec, &config)?;
     Ok((processor, Some((config.image_size, config.patch_size))))

@@ -113,7 +113,10 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
                 _ => INTERNAL,
             };
         }
-        if cause.is::<std::io::Error>() || cause.is::<ipuc_target::package::PackageError>() {
+        if cause.is::<std::io::Error>()
+            || cause.is::<ipuc_target::package::PackageError>()
+            || cause.is::<ipuc_core::description::DescriptionError>()
+        {
             return BAD_INPUT;
         }
     }

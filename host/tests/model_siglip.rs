@@ -1,6 +1,7 @@
 //! SigLIP graph builder: shapes, parameter specs and Repeat structure for
 //! both presets, several layer counts and the option matrix.
 
+use ipuc::cli::batch::BatchFlag;
 use ipuc::cli::workload::{build_model, WorkloadArgs};
 use ipuc::model::{
     build_siglip, ModelError, ModelOptions, ParameterRole, SiglipModel, VisionConfig,
@@ -489,7 +490,10 @@ fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
 /// The model `args` describe (batch from `--vit-batch`, else 1).
 fn build_from(args: &[&str]) -> anyhow::Result<SiglipModel> {
     let cli = parse(args)?;
-    build_model(&cli.model.spec(), cli.model.vit_batch.unwrap_or(1))
+    build_model(
+        &cli.model.spec(),
+        cli.model.vit_batch.and_then(BatchFlag::images).unwrap_or(1),
+    )
 }
 
 #[test]

@@ -20,7 +20,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use ipuc::api::{self, BoundModel, BuildSpec, ModelSpec, OutputCheck};
+use ipuc::api::{self, BoundModel, BuildSpec, ModelFlags, OutputCheck};
 use ipuc::device::simulated::LoadedSim;
 use ipuc::device::DeviceOutput;
 use ipuc::input::preprocess::Rgb8;
@@ -204,6 +204,8 @@ fn to_pixels(obj: &Bound<'_, PyAny>) -> PyResult<PixelValues> {
 struct PackageInner {
     bytes: Vec<u8>,
     package: ipuc_target::package::Package,
+    /// What the package says it was compiled from (read and checked).
+    description: ipuc_core::description::Description,
     digest: String,
     /// Where the checkpoint is now, when it moved since the compile.
     checkpoint: Option<PathBuf>,
@@ -228,8 +230,7 @@ impl PackageInner {
     }
 
     fn batch(&self) -> usize {
-        self.package
-            .description
+        self.description
             .model
             .as_ref()
             .map_or(1, |m| m.batch as usize)
@@ -257,7 +258,7 @@ impl Package {
     /// build flags), as `ipuc inspect --json` shows it.
     #[getter]
     fn description<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let json = api::description_json(&self.inner.package).map_err(py_error)?;
+        let json = api::description_json(&self.inner.description).map_err(py_error)?;
         py.import("json")?.call_method1("loads", (json,))
     }
 
@@ -335,7 +336,6 @@ impl Package {
     fn __repr__(&self) -> String {
         let what = self
             .inner
-            .package
             .description
             .model
             .as_ref()
@@ -634,7 +634,7 @@ fn compile(
     runtime_source: Option<PathBuf>,
     memory_profile_directory: Option<PathBuf>,
 ) -> PyResult<Package> {
-    let model = ModelSpec {
+    let model = ModelFlags {
         workload,
         checkpoint,
         layers,
@@ -666,6 +666,7 @@ fn compile(
             digest: compiled.report.sha256.clone(),
             bytes: compiled.bytes,
             package,
+            description: compiled.description,
             checkpoint: None,
             bound: Mutex::new(Some(Arc::new(bound))),
             device: Mutex::new(None),
@@ -684,10 +685,11 @@ fn compile(
 #[pyo3(signature = (path, checkpoint = None))]
 fn load(py: Python<'_>, path: PathBuf, checkpoint: Option<PathBuf>) -> PyResult<Package> {
     let inner = interruptible(py, move |_| {
-        let (bytes, package, digest) = api::read_package(&path)?;
+        let (bytes, package, description, digest) = api::read_package(&path)?;
         Ok(PackageInner {
             bytes,
             package,
+            description,
             digest,
             checkpoint,
             bound: Mutex::new(None),
@@ -716,7 +718,7 @@ fn reference<'py>(
     seed: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let pixels = to_pixels(pixel_values)?;
-    let model = ModelSpec {
+    let model = ModelFlags {
         workload,
         checkpoint,
         layers,
@@ -724,7 +726,7 @@ fn reference<'py>(
         fuse_qkv,
         image_size,
         seed,
-        ..ModelSpec::default()
+        ..ModelFlags::default()
     };
     let out = interruptible(py, move |cancel| {
         let bound = api::reference_model(&model)?;

@@ -11,6 +11,7 @@ use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
 use ipuc::report::run::compare;
 use ipuc::weights::{random_tensor, random_weights, weights_for, WeightSource, WeightSpec};
+use ipuc_core::description::KSplit;
 use ipuc_core::ir::{OpId, OpKind};
 use ipuc_core::lower::lower;
 use ipuc_core::lower::oracle::Executor;
@@ -18,7 +19,6 @@ use ipuc_core::lower::schedule::Step;
 use ipuc_core::plan::opplan::PlanFamily;
 use ipuc_core::plan::{plan_graph, PlanConfig};
 use ipuc_target::kernel::Kernel;
-use ipuc_target::package::KSplit;
 use ipuc_tests::{device_inputs, small_pixels};
 
 fn model(layers: usize) -> ipuc::model::SiglipModel {
@@ -150,7 +150,7 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
 
     // The package records both attentions' key splits; followed, the
     // device-numerics reference is the simulator's result to the bit.
-    let splits = &compiled.package.description.k_splits;
+    let splits = &compiled.description.k_splits;
     let attentions = splits
         .iter()
         .filter(|s| {

@@ -75,13 +75,13 @@ fn run(
     weights: &Weights,
     pixels: &PixelValues,
     opts: &CompileOptions,
-) -> (DeviceOutput, ipuc_target::package::Package) {
+) -> (DeviceOutput, ipuc_core::pipeline::Compiled) {
     let compiled = compile(&model.graph, &kernel_abi(), opts).unwrap();
     let out = SimDevice::for_package(&compiled.package)
         .unwrap()
         .run(&compiled.package, &device_inputs(pixels), weights)
         .unwrap();
-    (out, compiled.package)
+    (out, compiled)
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -145,8 +145,8 @@ fn fp8_batches_equal_the_device_numerics_reference_bit_for_bit() {
             name: name.to_string(),
             ..CompileOptions::default()
         };
-        let (out, package) = run(&model, &weights, &pixels, &opts);
-        let splits = &package.description.k_splits;
+        let (out, compiled) = run(&model, &weights, &pixels, &opts);
+        let splits = &compiled.description.k_splits;
         let device =
             run_siglip(&model, weights, &pixels, (Numerics::Device, splits), None).unwrap();
         assert_eq!(

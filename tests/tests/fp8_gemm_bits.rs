@@ -9,8 +9,8 @@ use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
 use ipuc::reference::{Numerics, Reference, Tensor};
 use ipuc::weights::{HostTensor, Weights};
+use ipuc_core::description::KSplit;
 use ipuc_core::ir::{DType, Graph, GraphBuilder, TensorType};
-use ipuc_target::package::KSplit;
 
 const M: usize = 12;
 /// Three 32-K micro-groups: the partials are rounded to FP16 twice on the way.
@@ -70,7 +70,7 @@ fn compile_and_run(
         .run(&compiled.package, &inputs, weights)
         .unwrap();
     let y = out.outputs.remove("y").unwrap().data;
-    (compiled.package.description.k_splits.clone(), y)
+    (compiled.description.k_splits.clone(), y)
 }
 
 #[test]

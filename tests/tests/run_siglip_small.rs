@@ -207,7 +207,7 @@ fn fp8_weights_match_the_device_numerics_reference() {
         &model,
         weights.clone(),
         &pixels,
-        (Numerics::Device, &compiled.package.description.k_splits),
+        (Numerics::Device, &compiled.description.k_splits),
         None,
     )
     .unwrap();
@@ -452,7 +452,7 @@ fn resident_inferences_reuse_one_loaded_package() {
             &model,
             weights.clone(),
             pixels,
-            (Numerics::Device, &compiled.package.description.k_splits),
+            (Numerics::Device, &compiled.description.k_splits),
             None,
         )
         .unwrap();

@@ -58,7 +58,7 @@ fn full_width_so400m_two_layers_fp8_x_fp8_fused_qkv_passes() {
         &model,
         weights.clone(),
         &pixels,
-        (Numerics::Device, &compiled.package.description.k_splits),
+        (Numerics::Device, &compiled.description.k_splits),
         None,
     )
     .unwrap();

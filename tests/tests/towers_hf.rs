@@ -178,7 +178,7 @@ fn fp8_towers_equal_the_device_numerics_reference_bit_for_bit() {
             ..CompileOptions::default()
         };
         let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
-        let splits = &compiled.package.description.k_splits;
+        let splits = &compiled.description.k_splits;
         // The attention is split over its keys (an odd count with the class
         // token), so the device's partial combine is part of the check.
         let tokens = model.config.num_tokens() as u32;

@@ -23,8 +23,6 @@ mod program;
 mod tables;
 
 pub use error::EmitError;
-/// Defined with the kernel ABI (`ipuc_target::kernel`), which packages use too.
-pub use ipuc_target::kernel::KernelAbi;
 pub use program::{
     area_label, emit_program, emit_programs, kernel_stubs_source, kernel_symbol, program_tiles,
     step_label, Area, EmitInput, EmittedProgram,

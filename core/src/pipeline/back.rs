@@ -17,13 +17,15 @@ use super::link::{kernel_symbols, link_tile, step_tables, LinkedTile};
 use super::patch_data::{check_below, code_estimate_of, data_segments};
 use super::{CompileHooks, CompileOptions, CompileReport, Compiled, Linked, Placed, Run, Stage};
 
-use crate::emit::{emit_program, program_tiles, EmitInput, EmittedProgram, KernelAbi, PatchData};
+use crate::description::{self, BuildFlags, Description, KSplit};
+use crate::emit::{emit_program, program_tiles, EmitInput, EmittedProgram, PatchData};
 use crate::ir::Graph;
 use crate::place::{place_tile, support_reserved, PlaceError, PlacementRequest, TilePlacement};
 use crate::plan::opplan::PlanFamily;
 use crate::plan::PlannedOp;
 use ipuc_target::ipu21::sram::{layout, APPLICATION_LOAD_BASE};
 use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::kernel::KernelAbi;
 use ipuc_target::lookup::LookupMap;
 use ipuc_target::package::{self, Package, Segment, SegmentRole, SummaryValue, TileImage};
 
@@ -56,7 +58,7 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     };
     let patch_segments = patch_segments(&programs);
     drop(programs);
-    let (pkg, bytes) = package(
+    let (pkg, bytes, description) = package(
         run,
         graph,
         options,
@@ -72,6 +74,7 @@ pub(super) fn emit_link_package<H: CompileHooks>(
     Ok(Compiled {
         package: pkg,
         bytes,
+        description,
         report,
         schedule: front.schedule,
         placements: front.placements,
@@ -459,7 +462,7 @@ fn package<H: CompileHooks>(
     front: &Front,
     images: &[LinkedTile],
     patch_segments: PatchSegments,
-) -> Result<(Package, Vec<u8>), CompileError> {
+) -> Result<(Package, Vec<u8>, Description), CompileError> {
     let t = run.start(Stage::Packaging, 0);
     let mut pkg = Package::new(format!(
         "ipuc {} ({})",
@@ -473,14 +476,19 @@ fn package<H: CompileHooks>(
     pkg.host_calls = host_calls(&pkg.bindings).map_err(CompileError::Bindings)?;
     pkg.steps = step_tables(&front.schedule, images).map_err(CompileError::Link)?;
     pkg.plan_summary = plan_summary(options, front);
-    pkg.description = package::Description {
+    let description = Description {
         build: Some(build_flags(options)),
         model: options.model.clone(),
         k_splits: k_splits(graph, &front.plan.ops),
     };
+    pkg.description = description::encode(&description).map_err(CompileError::Description)?;
+    // What a reader of the package will get: it reads back to the same
+    // value and agrees with the program.
+    let read = description::read(&pkg).map_err(CompileError::Description)?;
+    debug_assert_eq!(read, description);
     let bytes = package::write(&pkg).map_err(CompileError::Package)?;
     run.finish(Stage::Packaging, t, &format!("{} bytes", bytes.len()));
-    Ok((pkg, bytes))
+    Ok((pkg, bytes, description))
 }
 
 /// Every tile's image: code segments, the runtime state block, its
@@ -563,14 +571,14 @@ fn plan_summary(options: &CompileOptions, front: &Front) -> BTreeMap<String, Sum
 /// Every product the plan splits over K, by op: GEMMs split over K, and
 /// attentions split over their keys (the `p·v` contraction). A Repeat
 /// body's ops are planned once for every iteration.
-fn k_splits(graph: &Graph, ops: &[PlannedOp]) -> Vec<package::KSplit> {
+fn k_splits(graph: &Graph, ops: &[PlannedOp]) -> Vec<KSplit> {
     let mut splits = Vec::new();
     collect_k_splits(graph, ops, &mut splits);
     splits.sort_unstable_by_key(|s| s.op);
     splits
 }
 
-fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<package::KSplit>) {
+fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<KSplit>) {
     for planned in ops {
         if let Some(body) = &planned.repeat {
             collect_k_splits(graph, &body.ops, splits);
@@ -590,7 +598,7 @@ fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<package::
             .and_then(|dims| dims.get(dims.len().checked_sub(from_end)?).copied())
             .and_then(|k| u32::try_from(k).ok());
         if let (true, Some(k)) = (*parts > 1, k) {
-            splits.push(package::KSplit {
+            splits.push(KSplit {
                 op: planned.op.as_u32(),
                 k,
                 parts: *parts,
@@ -600,9 +608,9 @@ fn collect_k_splits(graph: &Graph, ops: &[PlannedOp], splits: &mut Vec<package::
 }
 
 /// The compile flags as the package records them.
-fn build_flags(options: &CompileOptions) -> package::BuildFlags {
+fn build_flags(options: &CompileOptions) -> BuildFlags {
     use sha2::{Digest, Sha256};
-    package::BuildFlags {
+    BuildFlags {
         // The CLI bounds the beam width far below 2^32 (`checks`).
         beam_width: u32::try_from(options.beam_width).unwrap_or(u32::MAX),
         planning_tiles: options.tiles,

@@ -18,6 +18,8 @@ use crate::rows::RowsError;
 use ipuc_target::ipu21::topology::{LogicalTile, TileOutOfRange};
 use ipuc_target::package::PackageError;
 
+use crate::description::DescriptionError;
+
 /// What a host hook may fail with (e.g. writing a developer dump).
 pub type HookError = Box<dyn core::error::Error + Send + Sync>;
 
@@ -65,6 +67,8 @@ pub enum CompileError {
     Bindings(BindingError),
     /// Writing the package failed.
     Package(PackageError),
+    /// The description would not read back, or contradicts the program.
+    Description(DescriptionError),
     /// A host hook failed.
     Hook(HookError),
     /// The schedule uses no tile at all.
@@ -96,6 +100,7 @@ impl fmt::Display for CompileError {
             }
             CompileError::Bindings(_) => f.write_str("host bindings"),
             CompileError::Package(_) => f.write_str("writing the package"),
+            CompileError::Description(_) => f.write_str("describing the package"),
             CompileError::Hook(_) => f.write_str("host hook"),
             CompileError::NoTiles => f.write_str("the schedule uses no tiles"),
         }
@@ -118,6 +123,7 @@ impl core::error::Error for CompileError {
             CompileError::EmptyTile(e) => Some(e),
             CompileError::Bindings(e) => Some(e),
             CompileError::Package(e) => Some(e),
+            CompileError::Description(e) => Some(e),
             CompileError::Hook(e) => Some(e.as_ref()),
         }
     }

@@ -9,12 +9,13 @@ use super::error::LinkError;
 
 use crate::asm::{assemble, Image, Object};
 use crate::emit::{
-    area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram, KernelAbi,
+    area_label, kernel_stubs_source, kernel_symbol, step_label, Area, EmittedProgram,
 };
 use crate::lower::{Step, StepIndex, TileSchedule};
 use crate::runtime::{link_with_runtime_objects, symbols};
 use ipuc_target::ipu21::sram::APPLICATION_LOAD_BASE;
 use ipuc_target::ipu21::topology::{LogicalTile, PhysicalTile};
+use ipuc_target::kernel::KernelAbi;
 use ipuc_target::package::{
     KernelSymbol, RepeatScope, Segment, SegmentRole, StepInfo, StepKind, StepTables, TileImage,
     TileStepTable,

@@ -48,7 +48,6 @@ pub use link::{
 };
 pub use patch_data::{check_below, data_segments, place_patch_data, PatchBases};
 
-use crate::emit::KernelAbi;
 use crate::ir::Graph;
 use crate::lower::{BufferId, TileSchedule};
 use crate::place::BufferAddresses;
@@ -57,6 +56,7 @@ use crate::plan::{Improvement, PlanStats, DEFAULT_BEAM_WIDTH};
 use crate::rows::{ExchangePlan, ExchangeSummary, PhaseJob};
 use crate::runtime::RuntimeSource;
 use ipuc_target::ipu21::topology::{LogicalTile, TILE_COUNT};
+use ipuc_target::kernel::KernelAbi;
 use ipuc_target::lookup::LookupMap;
 use ipuc_target::package::{NativeKernelAbi, Package};
 
@@ -91,7 +91,7 @@ pub struct CompileOptions {
     pub min_key_parts: u32,
     /// The model the graph was built from, recorded in the package's
     /// description section (`None` for a graph built by hand).
-    pub model: Option<ipuc_target::package::ModelDescription>,
+    pub model: Option<crate::description::ModelDescription>,
 }
 
 impl Default for CompileOptions {
@@ -350,6 +350,8 @@ pub struct Compiled {
     pub package: Package,
     /// Its canonical bytes (`package::write`).
     pub bytes: Vec<u8>,
+    /// What its description section records (`crate::description`).
+    pub description: crate::description::Description,
     /// Figures for the run report.
     pub report: CompileReport,
     /// The lowered per-tile schedule the package was emitted from.

@@ -5,22 +5,40 @@
 
 use anyhow::Result;
 
-/// `--vit-batch max` as parsed: replaced by the batch found before any
-/// input is sized from it.
-pub const MAX: usize = usize::MAX;
+/// `--vit-batch` as given: a number of images, or `max`, which only the
+/// compiling commands resolve (by searching, [`largest_fitting`]) before
+/// any input or model is sized from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchFlag {
+    /// This many images (≥ 1 is checked with the other flags, so `0`
+    /// gets the model's own message).
+    Images(usize),
+    /// `max`: the largest batch that fits.
+    Largest,
+}
+
+impl BatchFlag {
+    /// The number of images, when one was given.
+    pub fn images(self) -> Option<usize> {
+        match self {
+            BatchFlag::Images(n) => Some(n),
+            BatchFlag::Largest => None,
+        }
+    }
+}
 
 /// Largest batch the search tries (far past any model: a tile holds
 /// 624 KiB, so even the smallest preset's activations stop fitting long
 /// before).
 pub const SEARCH_LIMIT: usize = 4096;
 
-/// Parses `--vit-batch`: `max` or a whole number (≥ 1 is checked with the
-/// other flags, so `0` gets the model's own message).
-pub fn parse(s: &str) -> Result<usize, String> {
+/// Parses `--vit-batch`: `max` or a whole number.
+pub fn parse(s: &str) -> Result<BatchFlag, String> {
     if s.eq_ignore_ascii_case("max") {
-        return Ok(MAX);
+        return Ok(BatchFlag::Largest);
     }
     s.parse::<usize>()
+        .map(BatchFlag::Images)
         .map_err(|e| format!("`{s}` is neither a whole number of images nor `max` ({e})"))
 }
 

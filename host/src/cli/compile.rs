@@ -55,8 +55,12 @@ fn compile_with_summary(
         );
     }
     check_flags(&args.model)?;
-    let workload =
-        super::run::resolve_batch(spec, &args.build, &super::workload::InputArgs::default())?;
+    let workload = super::run::resolve_batch(
+        spec,
+        args.model.vit_batch,
+        &args.build,
+        &super::workload::InputArgs::default(),
+    )?;
     summary.flags.vit_batch = workload.batch;
     let (_, _, compiled) =
         compile_recorded(summary, &workload, workload.batch.unwrap_or(1), &args.build)?;

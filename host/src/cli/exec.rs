@@ -39,7 +39,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     super::summary::reserve_stdout(args.summary_json.as_deref());
-    if args.model.vit_batch == Some(super::batch::MAX) {
+    if args.model.vit_batch == Some(super::batch::BatchFlag::Largest) {
         crate::usage_bail!(
             "--vit-batch max picks a batch when compiling (run, compile); a package's batch is fixed"
         );
@@ -71,19 +71,21 @@ pub fn run(args: Args) -> Result<()> {
         package.tiles.len(),
         package.producer
     );
-    let recorded = package.description.model.as_ref();
+    let description = super::package_model::description_of(&package)
+        .with_context(|| args.package.display().to_string())?;
+    let recorded = description.model.as_ref();
     let workload = resolve(recorded, &args.model)
         .with_context(|| format!("the model of {}", args.package.display()))?;
     if let Some(d) = recorded {
         crate::say!("model: {}", summary_line(d));
     }
     let mut flags = super::run::with_exec(super::summary::model_flags(&workload), &args.exec);
-    if let Some(b) = &package.description.build {
+    if let Some(b) = &description.build {
         flags = super::summary::with_package_build(flags, b);
     }
     let mut summary = new_summary("exec", &workload, None, flags)?;
     summary.package_sha256 = Some(digest.clone());
-    if let Some(b) = &package.description.build {
+    if let Some(b) = &description.build {
         summary.tiles = b.planning_tiles;
         summary.runtime_source = Some(b.runtime_name.clone());
         summary.runtime_source_sha256 = Some(hex::encode(b.runtime_sha256));

@@ -324,11 +324,12 @@ fn run_references(
     args: &ExecArgs,
 ) -> Result<References> {
     let device = if args.reference_run {
+        let k_splits = super::package_model::description_of(package)?.k_splits;
         tracing::info!(
             "reference: device-numerics forward pass (the graph's own casts, the package's {} K splits)…",
-            package.description.k_splits.len()
+            k_splits.len()
         );
-        let numerics = (Numerics::Device, package.description.k_splits.as_slice());
+        let numerics = (Numerics::Device, k_splits.as_slice());
         let r = run_siglip(model, weights.clone(), pixels, numerics, None)
             .context("device-numerics reference")?;
         log_reference_speed(&r);

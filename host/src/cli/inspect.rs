@@ -45,7 +45,9 @@ pub fn render(args: &Args) -> anyhow::Result<String> {
             package.tiles.len()
         );
     }
-    let view = PackageView::new(&package, &bytes);
+    let description = super::package_model::description_of(&package)
+        .with_context(|| args.package.display().to_string())?;
+    let view = PackageView::new(&package, &bytes, description);
     if args.json {
         let mut json =
             serde_json::to_string_pretty(&crate::report::artifact::PACKAGE_VIEW.wrap(&view))?;
@@ -210,7 +212,9 @@ mod tests {
         assert_eq!(v["bindings"][0]["tiles"], 2);
         assert_eq!(v["sha256"].as_str().unwrap().len(), 64);
         let bytes = std::fs::read(&path).unwrap();
-        let view = PackageView::new(&read(&bytes).unwrap(), &bytes);
+        let package = read(&bytes).unwrap();
+        let description = ipuc_core::description::read(&package).unwrap();
+        let view = PackageView::new(&package, &bytes, description);
         assert_eq!(view.max_table_bytes(), (54, 268));
         assert!(view
             .report_lines()

@@ -4,15 +4,23 @@
 //! given against it (a contradiction is an error naming both).
 
 use anyhow::{Context, Result};
-use ipuc_target::package::{
-    Fp8Operands, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
+use ipuc_core::description::{
+    Description, Fp8Operands, ModelConfig, ModelDescription, ModelNumerics, WeightOrigin,
 };
+use ipuc_target::package::Package;
 
+use super::batch::BatchFlag;
 use super::workload::{check_flags, load_config, preset_name, WorkloadArgs};
 use crate::model::{
     canonical_preset, origin_text, package_dtype, ModelSource, ModelSpec, RecordedCheckpoint,
     SiglipModel, SpecError, VisionConfig,
 };
+
+/// What `package` says it was compiled from, read and checked against its
+/// program (a bad or contradicting description is bad input, exit 4).
+pub fn description_of(package: &Package) -> Result<Description> {
+    ipuc_core::description::read(package).context("the package's description section")
+}
 
 /// What `compile` records about the model it built from `spec`.
 pub fn describe_model(
@@ -116,7 +124,11 @@ fn check_given(
         _ => Ok(()),
     };
     same("--vit-layers", flags.vit_layers, d.layers as usize)?;
-    same("--vit-batch", flags.vit_batch, d.batch as usize)?;
+    same(
+        "--vit-batch",
+        flags.vit_batch.and_then(BatchFlag::images),
+        d.batch as usize,
+    )?;
     same(
         "--image-size",
         flags.image_size,
@@ -321,7 +333,7 @@ mod tests {
         WorkloadArgs {
             workload: Some("siglip-small".into()),
             vit_layers: Some(2),
-            vit_batch: Some(2),
+            vit_batch: Some(BatchFlag::Images(2)),
             fuse_qkv: true,
             fp8_scale: Some(-4),
             seed: Some(7),

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use super::batch::BatchFlag;
 use super::checks;
 
 use super::execute::{execute, fail_unless_passed, print_result_line, ExecArgs};
@@ -132,10 +133,15 @@ impl BuildArgs {
     }
 }
 
-/// `--vit-batch max` replaced by the largest batch that fits (found by
-/// compiling, saying which); any other value as it is.
-pub fn resolve_batch(model: &ModelSpec, build: &BuildArgs, input: &InputArgs) -> Result<ModelSpec> {
-    if model.batch != Some(super::batch::MAX) {
+/// `--vit-batch max` (`flag`) resolved: the model at the largest batch
+/// that fits (found by compiling, saying which); any other value as it is.
+pub fn resolve_batch(
+    model: &ModelSpec,
+    flag: Option<BatchFlag>,
+    build: &BuildArgs,
+    input: &InputArgs,
+) -> Result<ModelSpec> {
+    if flag != Some(BatchFlag::Largest) {
         return Ok(model.clone());
     }
     if !input.image.is_empty() || input.images.is_some() || input.input.is_some() {
@@ -374,7 +380,7 @@ pub fn new_summary(
 }
 
 fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> Result<()> {
-    let workload = resolve_batch(spec, &args.build, &args.input)?;
+    let workload = resolve_batch(spec, args.model.vit_batch, &args.build, &args.input)?;
     summary.flags.vit_batch = workload.batch;
     let pixels = load_pixels(&args.input, &workload)?;
     let (model, weights, compiled) =

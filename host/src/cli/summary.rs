@@ -95,7 +95,7 @@ pub fn model_flags(m: &ModelSpec) -> Flags {
 }
 
 /// Adds the planning flags a package records (for `exec`).
-pub fn with_package_build(mut f: Flags, b: &ipuc_target::package::BuildFlags) -> Flags {
+pub fn with_package_build(mut f: Flags, b: &ipuc_core::description::BuildFlags) -> Flags {
     f.planning_beam_width = Some(b.beam_width as usize);
     f.planning_tiles = Some(b.planning_tiles);
     f.optimization_steps = Some(b.optimization_steps);

@@ -5,13 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
+use super::batch::BatchFlag;
 use crate::input::processor::{ImageProcessor, PREPROCESSOR_FILE};
 use crate::input::PixelValues;
 use crate::model::{
     build_siglip, ModelError, ModelSource, ModelSpec, RecordedCheckpoint, SiglipModel, SpecError,
     VisionConfig,
 };
-use ipuc_target::package::WeightOrigin;
+use ipuc_core::description::WeightOrigin;
 
 use crate::weights::{random_tensor, weights_for, Checkpoint, WeightSource, WeightSpec, Weights};
 
@@ -46,7 +47,7 @@ pub struct WorkloadArgs {
     /// Images per run (default: the batch of the inputs given, else 1);
     /// `max`: the largest batch that fits (`run`, `compile`).
     #[arg(long, value_parser = super::batch::parse)]
-    pub vit_batch: Option<usize>,
+    pub vit_batch: Option<BatchFlag>,
     /// One fused QKV projection per layer.
     #[arg(long)]
     pub fuse_qkv: bool,
@@ -156,7 +157,7 @@ pub fn preset_name(args: &WorkloadArgs) -> Option<&str> {
 /// Flag values that are wrong whatever the model: a zero batch, FP8
 /// options without FP8 weights (usage errors, exit 2).
 pub fn check_flags(args: &WorkloadArgs) -> Result<()> {
-    if args.vit_batch == Some(0) {
+    if args.vit_batch == Some(BatchFlag::Images(0)) {
         return Err(ModelError::BatchSize.into());
     }
     if args.fp8_weights_only && args.fp8_scale.is_none() {
@@ -191,7 +192,7 @@ impl WorkloadArgs {
         ModelSpec {
             source,
             layers: self.vit_layers,
-            batch: self.vit_batch,
+            batch: self.vit_batch.and_then(BatchFlag::images),
             fuse_qkv: self.fuse_qkv,
             fp8_scale: self.fp8_scale,
             fp8_activation_scale: (self.fp8_scale.is_some() && !self.fp8_weights_only)

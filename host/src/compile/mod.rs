@@ -17,11 +17,11 @@ use rayon::prelude::*;
 use crate::progress::{self, Progress};
 use crate::report::placement_rejection;
 
-use ipuc_core::emit::KernelAbi;
 use ipuc_core::ir::Graph;
 use ipuc_core::pipeline::{self, CompileError, CompileHooks, HookError, Linked, Stage};
 use ipuc_core::plan::PlanError;
 use ipuc_core::rows::PhaseJob;
+use ipuc_target::kernel::KernelAbi;
 
 pub use ipuc_core::pipeline::{CompileOptions, CompileReport, Compiled, StageTimes};
 

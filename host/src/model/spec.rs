@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use ipuc_target::package::{DType, ModelDescription, WeightOrigin};
+use ipuc_core::description::{ModelDescription, WeightOrigin};
+use ipuc_target::package::DType;
 
 use super::ModelOptions;
 
@@ -43,8 +44,8 @@ pub struct ModelSpec {
     pub source: Option<ModelSource>,
     /// Encoder layers (1..=config layers); `None`: all.
     pub layers: Option<usize>,
-    /// Images per inference; `None`: the batch of the inputs given, else 1.
-    /// (`cli::batch::MAX` until `--vit-batch max` is resolved.)
+    /// Images per inference; `None`: the batch of the inputs given (or
+    /// the largest that fits, for `--vit-batch max`), else 1.
     pub batch: Option<usize>,
     /// One fused QKV projection per layer.
     pub fuse_qkv: bool,

@@ -10,7 +10,7 @@ use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 use super::device;
 use super::{ops, Numerics, ReferenceError, Tensor};
 use crate::weights::{canonical_name, HostTensor, Weights};
-use ipuc_target::package::KSplit;
+use ipuc_core::description::KSplit;
 
 /// A graph with its parameters bound (and, for device numerics, already
 /// rounded to their storage dtypes), ready to run on inputs.

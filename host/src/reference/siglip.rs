@@ -6,7 +6,7 @@ use super::{graph_flops, Numerics, Progress, Reference, ReferenceError, Tensor};
 use crate::input::PixelValues;
 use crate::model::{SiglipModel, LAST_HIDDEN_STATE, PIXEL_VALUES, POOLER_OUTPUT};
 use crate::weights::Weights;
-use ipuc_target::package::KSplit;
+use ipuc_core::description::KSplit;
 
 /// What the SigLIP reference produces, with its timing.
 #[derive(Clone, Debug)]

@@ -27,7 +27,7 @@ pub struct PackageView {
     pub steps: StepsView,
     pub plan_summary: BTreeMap<String, serde_json::Value>,
     /// What the package was compiled from (model, weights, compile flags).
-    pub description: super::description_view::DescriptionView,
+    pub description: ipuc_core::description::Description,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -206,7 +206,13 @@ fn repeats_of(steps: &ipuc_target::package::StepTables) -> BTreeMap<u32, RepeatV
 
 impl PackageView {
     /// Builds the view of `package`, whose encoding is `bytes`.
-    pub fn new(package: &Package, bytes: &[u8]) -> Self {
+    /// The view of `package`, its `bytes` and its description as read
+    /// (`ipuc_core::description::read`).
+    pub fn new(
+        package: &Package,
+        bytes: &[u8],
+        description: ipuc_core::description::Description,
+    ) -> Self {
         let tiles = package.tiles.iter().map(TileView::of).collect();
         let bindings = package.bindings.iter().map(BindingView::of).collect();
         let range = |t: &ipuc_target::package::HostTransfer| {
@@ -257,7 +263,7 @@ impl PackageView {
                     (k.clone(), json)
                 })
                 .collect(),
-            description: super::description_view::DescriptionView::of(&package.description),
+            description,
         }
     }
 }
@@ -347,7 +353,7 @@ fn write_header(o: &mut String, view: &PackageView, source: &str) {
         t.loader_limit,
         t.clock_hz as f64 / 1e9
     );
-    for line in view.description.lines() {
+    for line in super::description_view::lines(&view.description) {
         let _ = writeln!(o, "  {line}");
     }
 }

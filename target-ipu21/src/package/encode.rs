@@ -23,7 +23,9 @@ pub fn encode(package: &Package) -> Result<Vec<u8>> {
     section(&mut w, Section::Steps, |w| steps(w, package))?;
     section(&mut w, Section::PlanSummary, |w| plan_summary(w, package))?;
     section(&mut w, Section::Description, |w| {
-        super::description::encode(w, &package.description)
+        w.u16(package.description.version);
+        w.raw(&package.description.body);
+        Ok(())
     })?;
     Ok(w.into_bytes())
 }

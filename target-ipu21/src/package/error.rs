@@ -231,12 +231,6 @@ pub enum PackageError {
     TrailingBytes { offset: usize, count: usize },
     /// The package is too large for a 32-bit length field.
     TooLarge { field: &'static str, length: usize },
-    /// A description field holds a value the model could not have.
-    BadDescription {
-        offset: usize,
-        field: &'static str,
-        reason: &'static str,
-    },
     /// A count the program determines holds another value (a host call's
     /// phases or invocations, a Repeat's trip count on another step).
     CountMismatch {
@@ -252,14 +246,6 @@ pub enum PackageError {
         field: &'static str,
         value: u64,
         max: u64,
-    },
-    /// The description says one thing and the program another (layers
-    /// against the Repeat's iterations, FP8 against the weights' dtypes,
-    /// batch and image against the input binding).
-    DescriptionContradictsProgram {
-        field: &'static str,
-        described: alloc::string::String,
-        program: alloc::string::String,
     },
 }
 
@@ -399,13 +385,6 @@ impl fmt::Display for PackageError {
                 f,
                 "byte {offset}: `{field}` is {value}, more than the {max} any program on the target could need"
             ),
-            DescriptionContradictsProgram { field, described, program } => write!(
-                f,
-                "the description says {field} {described}, but the program has {program}"
-            ),
-            BadDescription { offset, field, reason } => {
-                write!(f, "byte {offset}: description field `{field}`: {reason}")
-            }
         }
     }
 }

@@ -40,8 +40,9 @@
 //!                · has_repeat u8 · reserved u16 · operation u32 · code_address u32
 //!                · repeat u32 · trip_count u32 } }
 //!   7 plan       n · { key str · tag u8 (0 text, 1 i64, 2 f64 bits) · value }
-//!   8 description  what the package was compiled from: model, weight
-//!                origin, compile flags (its own layout, see [`description`])
+//!   8 description  version u16 · body: what the package was compiled from,
+//!                opaque here ([`DescriptionSection`]; its layout is
+//!                `ipuc_core::description`'s)
 //! digest   SHA-256 (32) of every byte before it
 //! ```
 //!
@@ -57,18 +58,13 @@
 
 pub mod abi;
 mod check;
-pub mod description;
 mod encode;
 mod error;
 mod model;
 mod read;
-mod wire;
+pub mod wire;
 
 pub use abi::{NativeKernelAbi, INFERENCE_CALL};
-pub use description::{
-    BuildFlags, Description, Fp8Operands, KSplit, ModelConfig, ModelDescription, ModelNumerics,
-    WeightOrigin,
-};
 pub use error::{PackageError, Result};
 pub use model::*;
 
@@ -142,7 +138,7 @@ pub fn write(package: &Package) -> Result<Vec<u8>> {
 /// Encodes and seals `package` *without* validating it: a package the
 /// reader must refuse, for the tools that test the reader from outside
 /// (`cargo xtask hostile` re-seals packages that alias bindings or
-/// contradict their description). Everything else writes with [`write`].
+/// contradict their description, which `ipuc_core::description` refuses). Everything else writes with [`write`].
 pub fn write_unvalidated(package: &Package) -> Result<Vec<u8>> {
     Ok(seal(encode::encode(package)?))
 }

@@ -26,8 +26,9 @@ pub struct Package {
     pub steps: StepTables,
     /// Plan summary shown by `ipuc inspect` and the run report.
     pub plan_summary: BTreeMap<String, SummaryValue>,
-    /// What the package was compiled from (model, weights, compile flags).
-    pub description: super::Description,
+    /// What the package was compiled from (model, weights, compile
+    /// flags), opaque here.
+    pub description: DescriptionSection,
 }
 
 impl Package {
@@ -42,7 +43,7 @@ impl Package {
             host_calls: Vec::new(),
             steps: StepTables::default(),
             plan_summary: BTreeMap::new(),
-            description: super::Description::default(),
+            description: DescriptionSection::default(),
         }
     }
 
@@ -55,6 +56,18 @@ impl Package {
     pub fn bindings_of(&self, kind: BindingKind) -> impl Iterator<Item = &Binding> {
         self.bindings.iter().filter(move |b| b.kind == kind)
     }
+}
+
+/// Section 8, what the package was compiled from: opaque to the target,
+/// which frames it and nothing more. Its layout and meaning (the model,
+/// where its weights come from, the compile flags, the K splits) belong to
+/// the compiler and the host, `ipuc_core::description`, which reads and
+/// writes `body` under `version` and checks it against the program.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DescriptionSection {
+    /// The body's layout version (its owner's to interpret).
+    pub version: u16,
+    pub body: Vec<u8>,
 }
 
 /// Target facts the package was built for. The reader only accepts the

@@ -58,7 +58,9 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
     let steps = section(&mut r, Section::Steps, |r| read_steps(r, &tiles))?;
     let plan_summary = section(&mut r, Section::PlanSummary, read_plan_summary)?;
     let description = section(&mut r, Section::Description, |r| {
-        super::description::read(r, target.tile_count)
+        let version = r.u16("description version")?;
+        let body = r.take_rest().to_vec();
+        Ok(DescriptionSection { version, body })
     })?;
 
     if r.remaining() != 0 {
@@ -66,9 +68,6 @@ pub fn read(bytes: &[u8]) -> Result<Package> {
             offset: r.offset(),
             count: r.remaining(),
         });
-    }
-    if let Some(model) = &description.model {
-        check::description(model, &bindings, &steps)?;
     }
     Ok(Package {
         target,

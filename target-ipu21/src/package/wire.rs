@@ -20,6 +20,9 @@ impl ByteWriter {
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
@@ -182,6 +185,13 @@ impl<'a> ByteReader<'a> {
         core::str::from_utf8(raw)
             .map(String::from)
             .map_err(|_| PackageError::InvalidUtf8 { offset, field })
+    }
+
+    /// Every byte left before the limit (an opaque section's body).
+    pub fn take_rest(&mut self) -> &'a [u8] {
+        let rest = &self.bytes[self.pos..self.limit];
+        self.pos = self.limit;
+        rest
     }
 
     /// A reserved field that must read as zero.

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ipuc_target::package::{
-    BindingKind, Fp8Operands, Package, SegmentRole, SummaryValue, WeightOrigin,
-};
+use ipuc_core::description::{self, Fp8Operands, ModelDescription, WeightOrigin};
+use ipuc_target::package::{BindingKind, Package, SegmentRole, SummaryValue};
 
 use super::cases::s;
 use super::reseal::{edited, moved_slice, Onto};
@@ -157,10 +156,18 @@ pub(super) fn resealed_wide(work: &Path, base: &Package) -> Result<Vec<Case>> {
         )?);
     }
     type Edit = Box<dyn Fn(&mut Package)>;
-    let model = |edit: Box<dyn Fn(&mut ipuc_target::package::ModelDescription)>| -> Edit {
+    // The description decoded, its model edited, encoded again (unchecked:
+    // `exec` must refuse it).
+    let model = |edit: Box<dyn Fn(&mut ModelDescription)>| -> Edit {
         Box::new(move |p: &mut Package| {
-            if let Some(m) = p.description.model.as_mut() {
-                edit(m)
+            let Ok(mut d) = description::read(p) else {
+                return;
+            };
+            if let Some(m) = d.model.as_mut() {
+                edit(m);
+            }
+            if let Ok(section) = description::encode(&d) {
+                p.description = section;
             }
         })
     };

@@ -188,7 +188,7 @@ fn options(len: u32, grain: u32, limit: u32, per_part: &[u32]) -> Vec<u32> {
 /// How a GEMM splits K into `parts` runs of whole `grain`s (the product
 /// mode's micro-group), as `docs/facts/device-numerics.md` §4 defines it
 /// for the products a package records as split
-/// ([`ipuc_target::package::KSplit`]); the host's reference implements that rule
+/// ([`crate::description::KSplit`]); the host's reference implements that rule
 /// on its own.
 pub const fn k_parts(k: u32, grain: u32, parts: u32) -> AxisSplit {
     AxisSplit::parts(k, grain, parts, 1)

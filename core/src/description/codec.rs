@@ -1,43 +1,18 @@
-//! Section 8, the package's description of what it was compiled from: the
-//! model (config, layers built, numerics, where its weights come from) and
-//! the compile flags. With it a package is self-describing: `ipuc exec
-//! model.ipuc --reference-run` rebuilds the model, its weights and its
-//! reference from the package alone.
-//!
-//! The section has its own layout version ([`DESCRIPTION_VERSION`]) so it
-//! can grow without a new container format. Every field is checked as it is
-//! read (counts, enum tags, option tags, value ranges), with the byte offset
-//! of the offending field; nothing here panics on any input.
-//!
-//! ```text
-//! description  version u16 · has_build u8 · [build] · has_model u8 · [model]
-//!              · k_splits (version 2 on)
-//! build        beam_width u32 · planning_tiles u32 · optimization_steps u32
-//!              · exchange_stream_words opt u32 · outgoing_base bool
-//!              · planner_data_budget opt u64 · min_key_parts u32
-//!              · runtime_name str · runtime_sha256 (32)
-//! model        preset str · config · layers u32 · batch u32 · numerics · weights
-//! config       hidden u32 · intermediate u32 · layers u32 · heads u32 · channels u32
-//!              · image u32 · patch u32 · hidden_act str · layer_norm_eps f64 bits
-//!              · vision_use_head bool
-//! numerics     fp8_scale opt i8 · fp8_operands u8 (bit 0: GEMM weights, bit 1: GEMM
-//!              activations) · fp8_activation_scale opt i8 · fuse_qkv bool
-//!              · activations dtype u8 · attention dtype u8
-//! weights      tag u8 (0 random: seed u64 · 1 checkpoint: sha256 (32) · path str)
-//! k_splits     count u32 · (op u32 · k u32 · parts u32)*, by op, each parts ≥ 2
-//! opt T        tag u8 (0 none · 1 some) · T
-//! ```
+//! The description body's bytes: [`encode`] and [`read`] (the layout is in
+//! the module above).
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::error::{PackageError, Result};
-use super::model::DType;
-use super::wire::{ByteReader, ByteWriter};
+use ipuc_target::package::wire::{ByteReader, ByteWriter};
+use ipuc_target::package::{DType, DescriptionSection, PackageError};
 
-/// Layout version of the description section this crate writes; it reads
-/// this one and version 1 (before [`Description::k_splits`]).
-pub const DESCRIPTION_VERSION: u16 = 2;
+use super::{
+    BuildFlags, Description, DescriptionError, Fp8Operands, KSplit, ModelConfig, ModelDescription,
+    ModelNumerics, WeightOrigin, DESCRIPTION_VERSION,
+};
+
+type Result<T> = core::result::Result<T, DescriptionError>;
 
 /// Longest name (preset, activation) the reader accepts, in bytes.
 const MAX_NAME_BYTES: usize = 64;
@@ -46,162 +21,9 @@ const MAX_PATH_BYTES: usize = 4096;
 /// The IPU21's FP8 scale range (`docs/facts/siglip-and-fp8.md`): [−32, 31].
 const FP8_SCALES: core::ops::RangeInclusive<i8> = -32..=31;
 
-/// What a package was compiled from. Both parts are optional: a package
-/// built from a graph by `ipuc-core` alone has compile flags but no model.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Description {
-    pub build: Option<BuildFlags>,
-    pub model: Option<ModelDescription>,
-    /// Every product the program splits over K, by op: part of the
-    /// device's numerics (each part rounds its partials apart), so the
-    /// device-numerics reference follows it.
-    pub k_splits: Vec<KSplit>,
-}
-
-/// A product whose K axis the compiled program accumulates in `parts`
-/// sequences, each from zero, then merges in part order: a GEMM's K in
-/// near-equal runs of whole AMP micro-groups, summed in F32; an
-/// attention's keys in near-equal runs of keys, each a partial softmax
-/// that the combine kernel merges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KSplit {
-    /// The product's op in the compiled graph.
-    pub op: u32,
-    /// Its K extent — a GEMM's K, an attention's key count (a check that
-    /// the op is the one compiled).
-    pub k: u32,
-    /// Parts of K (at least 2).
-    pub parts: u32,
-}
-
-/// The compile flags a package was built with. With `serde`, they
-/// serialize as `ipuc inspect --json` shows them (the runtime's name as
-/// `runtime_source`, its digest in hex).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct BuildFlags {
-    pub beam_width: u32,
-    pub planning_tiles: u32,
-    pub optimization_steps: u32,
-    pub exchange_stream_words: Option<u32>,
-    /// `false` for the table-based program (`--no-outgoing-base`).
-    pub outgoing_base: bool,
-    /// `--planner-data-budget` (testing only).
-    pub planner_data_budget: Option<u64>,
-    pub min_key_parts: u32,
-    /// The static runtime's source name (its path, or the built-in name).
-    #[cfg_attr(feature = "serde", serde(rename = "runtime_source"))]
-    pub runtime_name: String,
-    /// SHA-256 of the runtime source text.
-    #[cfg_attr(feature = "serde", serde(serialize_with = "serialize_hex"))]
-    pub runtime_sha256: [u8; 32],
-}
-
-/// The model a package computes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModelDescription {
-    /// The preset it was built from (`siglip-small`, `siglip-so400m`);
-    /// empty when the config came from a checkpoint's `config.json`.
-    pub preset: String,
-    pub config: ModelConfig,
-    /// Encoder layers built (the Repeat trip count), 1..=`num_hidden_layers`.
-    pub layers: u32,
-    /// Images per inference.
-    pub batch: u32,
-    pub numerics: ModelNumerics,
-    pub weights: WeightOrigin,
-}
-
-/// The vision tower's shape (HF `SiglipVisionConfig`, image size as built).
-/// With `serde`, its fields serialize under the HF names (`ipuc inspect
-/// --json` flattens them into its model view).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct ModelConfig {
-    pub hidden_size: u32,
-    pub intermediate_size: u32,
-    pub num_hidden_layers: u32,
-    pub num_attention_heads: u32,
-    pub num_channels: u32,
-    pub image_size: u32,
-    pub patch_size: u32,
-    pub hidden_act: String,
-    pub layer_norm_eps: f64,
-    pub vision_use_head: bool,
-}
-
-/// How the model computes. With `serde`: the FP8 operands as their
-/// names, the dtypes as theirs (`ipuc inspect --json`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct ModelNumerics {
-    /// The FP8 (F143) scale of the FP8 operands, `None` without FP8.
-    pub fp8_scale: Option<i8>,
-    /// Which operands are FP8 (empty exactly when `fp8_scale` is `None`;
-    /// GEMM activations only with GEMM weights).
-    pub fp8_operands: Fp8Operands,
-    /// The F143 scale of the activations cast for FP8 × FP8 GEMMs (`Some`
-    /// exactly when `fp8_operands` has the GEMM activations).
-    pub fp8_activation_scale: Option<i8>,
-    /// One fused QKV projection per layer.
-    pub fuse_qkv: bool,
-    /// Activation (and non-GEMM parameter) dtype.
-    pub activations: DType,
-    /// Dtype attention runs in.
-    pub attention: DType,
-}
-
-/// A set of operand classes stored as FP8.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Fp8Operands(u8);
-
-impl Fp8Operands {
-    /// No FP8 operands.
-    pub const NONE: Fp8Operands = Fp8Operands(0);
-    /// Every GEMM weight (patch embedding, Q/K/V/O, MLP).
-    pub const GEMM_WEIGHTS: Fp8Operands = Fp8Operands(1);
-    /// The activations cast to FP8 for FP8 × FP8 GEMMs.
-    pub const GEMM_ACTIVATIONS: Fp8Operands = Fp8Operands(2);
-    const KNOWN: u8 = 3;
-
-    /// Both sets.
-    pub const fn with(self, other: Fp8Operands) -> Fp8Operands {
-        Fp8Operands(self.0 | other.0)
-    }
-    pub const fn bits(self) -> u8 {
-        self.0
-    }
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-    pub const fn contains(self, other: Fp8Operands) -> bool {
-        self.0 & other.0 == other.0
-    }
-    /// The operand classes by name, for reports.
-    pub fn names(self) -> impl Iterator<Item = &'static str> {
-        [
-            (Self::GEMM_WEIGHTS, "GEMM weights"),
-            (Self::GEMM_ACTIVATIONS, "GEMM activations"),
-        ]
-        .into_iter()
-        .filter(move |(o, _)| self.contains(*o))
-        .map(|(_, name)| name)
-    }
-}
-
-/// Where the weights come from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WeightOrigin {
-    /// Drawn from this seed (the synthetic input is drawn from it too).
-    Random { seed: u64 },
-    /// A checkpoint directory; `sha256` is the digest of its
-    /// `model.safetensors`, `path` the directory as given at compile time.
-    Checkpoint { sha256: [u8; 32], path: String },
-}
-
-/// Appends the description section's body.
-pub(super) fn encode(w: &mut ByteWriter, d: &Description) -> Result<()> {
-    w.u16(DESCRIPTION_VERSION);
+/// The body of `d` at [`DESCRIPTION_VERSION`].
+pub(super) fn encode(d: &Description) -> Result<Vec<u8>> {
+    let w = &mut ByteWriter::new();
     match &d.build {
         None => w.u8(0),
         Some(b) => {
@@ -222,7 +44,7 @@ pub(super) fn encode(w: &mut ByteWriter, d: &Description) -> Result<()> {
             w.u32(v);
         }
     }
-    Ok(())
+    Ok(core::mem::take(w).into_bytes())
 }
 
 fn encode_build(w: &mut ByteWriter, b: &BuildFlags) -> Result<()> {
@@ -288,17 +110,19 @@ fn option<T>(w: &mut ByteWriter, v: Option<T>, put: impl FnOnce(&mut ByteWriter,
     }
 }
 
-/// Reads and checks the description section's body.
-pub(super) fn read(r: &mut ByteReader<'_>, tile_count: u32) -> Result<Description> {
-    let offset = r.offset();
-    let version = r.u16("description version")?;
+/// Reads and checks a description section's body, every byte of it, on
+/// a target of `tile_count` tiles.
+pub(super) fn read(section: &DescriptionSection, tile_count: u32) -> Result<Description> {
+    let version = section.version;
     if !(1..=DESCRIPTION_VERSION).contains(&version) {
         return Err(PackageError::UnknownEnum {
-            offset,
+            offset: 0,
             field: "description version",
             value: u32::from(version),
-        });
+        }
+        .into());
     }
+    let r = &mut ByteReader::new(&section.body);
     let build = if flag(r, "has build flags")? {
         Some(read_build(r, tile_count)?)
     } else {
@@ -314,6 +138,13 @@ pub(super) fn read(r: &mut ByteReader<'_>, tile_count: u32) -> Result<Descriptio
     } else {
         Vec::new()
     };
+    if r.remaining() != 0 {
+        return Err(PackageError::TrailingBytes {
+            offset: r.offset(),
+            count: r.remaining(),
+        }
+        .into());
+    }
     Ok(Description {
         build,
         model,
@@ -409,7 +240,8 @@ fn read_model(r: &mut ByteReader<'_>) -> Result<ModelDescription> {
                 offset,
                 field: "weight origin",
                 value: u32::from(value),
-            })
+            }
+            .into())
         }
     };
     // `--workload` and `--checkpoint` exclude each other: a package built
@@ -485,7 +317,8 @@ fn read_numerics(r: &mut ByteReader<'_>) -> Result<ModelNumerics> {
             offset,
             field: "fp8 operands",
             value: u32::from(bits),
-        });
+        }
+        .into());
     }
     let fp8_operands = Fp8Operands(bits);
     if fp8_operands.is_empty() != fp8_scale.is_none() {
@@ -558,7 +391,8 @@ fn float_dtype(r: &mut ByteReader<'_>, field: &'static str) -> Result<DType> {
             offset,
             field,
             value: u32::from(code),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -572,7 +406,8 @@ fn flag(r: &mut ByteReader<'_>, field: &'static str) -> Result<bool> {
             offset,
             field,
             value: u32::from(value),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -581,7 +416,7 @@ fn positive(r: &mut ByteReader<'_>, field: &'static str) -> Result<u32> {
     let offset = r.offset();
     let v = r.u32(field)?;
     if v == 0 {
-        return Err(PackageError::ZeroCount { offset, field });
+        return Err(PackageError::ZeroCount { offset, field }.into());
     }
     Ok(v)
 }
@@ -595,38 +430,16 @@ fn bounded_string(r: &mut ByteReader<'_>, field: &'static str, max: usize) -> Re
             field,
             length: s.len() as u64,
             available: max as u64,
-        });
+        }
+        .into());
     }
     Ok(s)
 }
 
-fn invalid(offset: usize, field: &'static str, reason: &'static str) -> PackageError {
-    PackageError::BadDescription {
+fn invalid(offset: usize, field: &'static str, reason: &'static str) -> DescriptionError {
+    DescriptionError::Invalid {
         offset,
         field,
         reason,
-    }
-}
-
-/// A digest as lower-case hex.
-#[cfg(feature = "serde")]
-fn serialize_hex<S: serde::Serializer>(
-    digest: &[u8; 32],
-    s: S,
-) -> core::result::Result<S::Ok, S::Error> {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let text: String = digest
-        .iter()
-        .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
-        .map(char::from)
-        .collect();
-    s.serialize_str(&text)
-}
-
-/// The operand classes by name.
-#[cfg(feature = "serde")]
-impl serde::Serialize for Fp8Operands {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.names())
     }
 }
