@@ -113,6 +113,10 @@ fn option<T>(w: &mut ByteWriter, v: Option<T>, put: impl FnOnce(&mut ByteWriter,
 /// Reads and checks a description section's body, every byte of it, on
 /// a target of `tile_count` tiles.
 pub(super) fn read(section: &DescriptionSection, tile_count: u32) -> Result<Description> {
+    if *section == DescriptionSection::default() {
+        // Nothing recorded (a package assembled without the compiler).
+        return Ok(Description::default());
+    }
     let version = section.version;
     if !(1..=DESCRIPTION_VERSION).contains(&version) {
         return Err(PackageError::UnknownEnum {

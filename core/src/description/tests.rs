@@ -141,9 +141,18 @@ fn a_description_round_trips_and_a_checkpoint_origin_too() {
 }
 
 #[test]
-fn an_empty_description_round_trips() {
+fn an_empty_description_round_trips_and_an_unrecorded_one_reads_empty() {
     let d = Description::default();
-    assert_eq!(read(&described(program(), &d)), Ok(d));
+    assert_eq!(read(&described(program(), &d)), Ok(d.clone()));
+    // Version 0 without a body: nothing recorded; with one, unknown.
+    assert_eq!(read_body(0, Vec::new()), Ok(d));
+    assert!(matches!(
+        read_body(0, vec![0]),
+        Err(DescriptionError::Field(PackageError::UnknownEnum {
+            field: "description version",
+            ..
+        }))
+    ));
 }
 
 /// An edit that makes a model impossible.

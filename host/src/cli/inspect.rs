@@ -239,7 +239,7 @@ mod tests {
         std::fs::write(&path, ipuc_target::package::seal(body.to_vec())).unwrap();
         let e = format!("{:#}", render(&args(path.clone(), false)).unwrap_err());
         assert!(
-            e.contains("is not a valid ipuc package") && e.contains("reaches past the end"),
+            e.contains("is not a valid ipuc package") && e.contains("truncated"),
             "{e}"
         );
         let _ = std::fs::remove_file(path);

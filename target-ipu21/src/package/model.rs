@@ -63,9 +63,11 @@ impl Package {
 /// where its weights come from, the compile flags, the K splits) belong to
 /// the compiler and the host, `ipuc_core::description`, which reads and
 /// writes `body` under `version` and checks it against the program.
+/// The one convention the target fixes: version 0 with no body (the
+/// default) records nothing, as a package built without a compiler does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DescriptionSection {
-    /// The body's layout version (its owner's to interpret).
+    /// The body's layout version (its owner's to interpret; 0: none).
     pub version: u16,
     pub body: Vec<u8>,
 }
