@@ -88,6 +88,7 @@ mod error_types {
     #[test]
     fn public_errors_implement_core_error() {
         is_error::<crate::emit::EmitError>();
+        is_error::<crate::description::DescriptionError>();
         is_error::<crate::rows::RowsError>();
         is_error::<crate::place::Unplaced>();
         is_error::<crate::exchange::ExchangeError>();

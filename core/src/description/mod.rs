@@ -14,7 +14,9 @@
 //! program determines against what the description claims; nothing here
 //! panics on any input.
 //!
-//! The body, after the section's `version u16`:
+//! Version 0 without a body records nothing (a package assembled without
+//! the compiler) and reads as [`Description::default`]. The body, after
+//! the section's `version u16`:
 //!
 //! ```text
 //! description  has_build u8 · [build] · has_model u8 · [model]
