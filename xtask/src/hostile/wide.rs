@@ -156,55 +156,51 @@ pub(super) fn resealed_wide(work: &Path, base: &Package) -> Result<Vec<Case>> {
         )?);
     }
     type Edit = Box<dyn Fn(&mut Package)>;
-    // The description decoded, its model edited, encoded again (unchecked:
-    // `exec` must refuse it).
-    let model = |edit: Box<dyn Fn(&mut ModelDescription)>| -> Edit {
-        Box::new(move |p: &mut Package| {
-            let Ok(mut d) = description::read(p) else {
-                return;
-            };
-            if let Some(m) = d.model.as_mut() {
-                edit(m);
-            }
-            if let Ok(section) = description::encode(&d) {
-                p.description = section;
-            }
-        })
+    // The base's description with its model edited, encoded again
+    // unchecked (`exec` must refuse it).
+    let base_description = description::read(base).context("the base package's description")?;
+    let model = |edit: fn(&mut ModelDescription)| -> Result<Edit> {
+        let mut d = base_description.clone();
+        edit(
+            d.model
+                .as_mut()
+                .context("the base package records no model")?,
+        );
+        let section = description::encode(&d)?;
+        Ok(Box::new(move |p: &mut Package| {
+            p.description = section.clone()
+        }))
     };
     let edits: Vec<(&str, Edit, &str)> = vec![
         (
             "5 layers described, 1 compiled",
-            model(Box::new(|m| m.layers = 5)),
+            model(|m| m.layers = 5)?,
             "a Repeat of",
         ),
         (
             "FP16 package described as FP8",
-            model(Box::new(|m| {
+            model(|m| {
                 m.numerics.fp8_scale = Some(-4);
                 m.numerics.fp8_operands =
                     Fp8Operands::GEMM_WEIGHTS.with(Fp8Operands::GEMM_ACTIVATIONS);
                 m.numerics.fp8_activation_scale = Some(0);
-            })),
+            })?,
             "FP8 GEMM weights",
         ),
-        (
-            "batch 2 described",
-            model(Box::new(|m| m.batch = 2)),
-            "pixel_values",
-        ),
+        ("batch 2 described", model(|m| m.batch = 2)?, "pixel_values"),
         (
             "image 56 described",
-            model(Box::new(|m| m.config.image_size = 56)),
+            model(|m| m.config.image_size = 56)?,
             "pixel_values",
         ),
         (
             "preset and checkpoint origin",
-            model(Box::new(|m| {
+            model(|m| {
                 m.weights = WeightOrigin::Checkpoint {
                     sha256: [0; 32],
                     path: "/nowhere".into(),
                 }
-            })),
+            })?,
             "weight origin",
         ),
         (
