@@ -248,6 +248,12 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
     while i0 < m {
         let rows = if i0 + MR <= m { MR } else { 1 };
         let panel = &mut aw[i0 * k..(i0 + rows) * k];
+        if rows == MR && a.cs == 1 {
+            // Four contiguous rows into the K-major panel: a transpose.
+            widen_transpose4(a.data, a.offset + i0 * a.rs, a.rs, k, panel, MR);
+            i0 += rows;
+            continue;
+        }
         // Written in order (the reads walk `rows` streams of `a`).
         for (p, dst) in panel.chunks_exact_mut(rows).enumerate() {
             let base = a.offset + i0 * a.rs + p * a.cs;
@@ -268,12 +274,50 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
             }
         }
     } else {
-        // Transposed weights: walk each stored row (one output column).
-        for j in 0..n {
+        // Transposed weights: each stored row is one output column, so
+        // four of them at a time are a transpose into four `bw` columns.
+        let quads = n / 4 * 4;
+        for j in (0..quads).step_by(4) {
+            widen_transpose4(b.data, b.offset + j * b.cs, b.cs, k, &mut bw[j..], np);
+        }
+        for j in quads..n {
             let col = b.offset + j * b.cs;
             for p in 0..k {
                 bw[p * np + j] = f64::from(b.data[col + p * b.rs]);
             }
+        }
+    }
+}
+
+/// `dst[p·dst_stride + r] = src[base + r·stride + p]` widened to f64, for
+/// the four source rows r < 4 and p < `len`: four contiguous runs of `src`
+/// transposed into the packed layouts (exact: every f32 is an f64). The
+/// scalar loop it replaces was most of the packing's time (strided
+/// single-element stores).
+fn widen_transpose4(
+    src: &[f32],
+    base: usize,
+    stride: usize,
+    len: usize,
+    dst: &mut [f64],
+    dst_stride: usize,
+) {
+    if len == 0 {
+        return;
+    }
+    assert!(base + 3 * stride + len <= src.len() && (len - 1) * dst_stride + 4 <= dst.len());
+    let quads = len / 4 * 4;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the kernel (and so this packing) runs only where
+        // `available()` detected AVX2 and FMA; the bounds were asserted.
+        unsafe { avx2::widen_transpose4(src, base, stride, quads, dst, dst_stride) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let quads = 0;
+    for p in quads..len {
+        for r in 0..4 {
+            dst[p * dst_stride + r] = f64::from(src[base + r * stride + p]);
         }
     }
 }
@@ -420,6 +464,42 @@ mod avx2 {
                     block::<1>(shape, packed, row0 + r, j0, &mut work[r * np..]);
                 }
                 r += 1;
+            }
+        }
+    }
+
+    /// [`super::widen_transpose4`] over `p < quads` (a multiple of 4),
+    /// four by four: four rows of four f32s, transposed in 128-bit lanes
+    /// and widened.
+    ///
+    /// # Safety
+    /// AVX2 present; `base + 3·stride + quads ≤ src.len()` and
+    /// `(quads − 1)·dst_stride + 4 ≤ dst.len()` when `quads > 0`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn widen_transpose4(
+        src: &[f32],
+        base: usize,
+        stride: usize,
+        quads: usize,
+        dst: &mut [f64],
+        dst_stride: usize,
+    ) {
+        let (s, d) = (src.as_ptr().add(base), dst.as_mut_ptr());
+        for p in (0..quads).step_by(4) {
+            let r0 = _mm_loadu_ps(s.add(p));
+            let r1 = _mm_loadu_ps(s.add(stride + p));
+            let r2 = _mm_loadu_ps(s.add(2 * stride + p));
+            let r3 = _mm_loadu_ps(s.add(3 * stride + p));
+            let (t0, t1) = (_mm_unpacklo_ps(r0, r1), _mm_unpacklo_ps(r2, r3));
+            let (t2, t3) = (_mm_unpackhi_ps(r0, r1), _mm_unpackhi_ps(r2, r3));
+            let columns = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+                _mm_movehl_ps(t3, t2),
+            ];
+            for (c, &v) in columns.iter().enumerate() {
+                _mm256_storeu_pd(d.add((p + c) * dst_stride), _mm256_cvtps_pd(v));
             }
         }
     }
