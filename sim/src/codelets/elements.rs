@@ -62,11 +62,9 @@ pub fn decode_into(bytes: &[u8], d: DType, out: &mut Vec<f32>) {
             for (c, t) in table.iter_mut().enumerate() {
                 *t = f.decode(c as u8);
             }
-            let start = out.len();
-            out.resize(start + bytes.len(), 0.0);
-            for (o, &c) in out[start..].iter_mut().zip(bytes) {
-                *o = table[usize::from(c)];
-            }
+            // Extended from the gather itself: a zero fill first was a
+            // fifth of this loop's time.
+            out.extend(bytes.iter().map(|&c| table[usize::from(c)]));
         }
     }
 }
