@@ -247,7 +247,8 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
     aw.resize(m * k, 0.0);
     let mut i0 = 0;
     while i0 < m {
-        let rows = if i0 + MR <= m { MR } else { 1 };
+        // The last rows (fewer than MR) make one narrower panel.
+        let rows = MR.min(m - i0);
         let panel = &mut aw[i0 * k..(i0 + rows) * k];
         if rows == MR && a.cs == 1 {
             // Four contiguous rows into the K-major panel: a transpose.
@@ -467,11 +468,19 @@ mod avx2 {
                 }
                 r += band;
             }
-            while r < rows {
+            // The last 1..MR rows of the product (tasks start at multiples
+            // of BAND), one narrower panel: one block over them keeps 2·R
+            // independent sums in flight where a block per row had two
+            // (latency-bound, ~3x slower per row).
+            if r < rows {
+                let w = &mut work[r * np..];
                 for j0 in (jb..jend).step_by(NR) {
-                    block::<1>(shape, packed, row0 + r, j0, &mut work[r * np..]);
+                    match rows - r {
+                        1 => block::<1>(shape, packed, row0 + r, j0, w),
+                        2 => block::<2>(shape, packed, row0 + r, j0, w),
+                        _ => block::<3>(shape, packed, row0 + r, j0, w),
+                    }
                 }
-                r += 1;
             }
         }
     }
