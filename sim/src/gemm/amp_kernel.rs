@@ -36,6 +36,10 @@ const NR: usize = 8;
 const MR: usize = 4;
 /// Output rows per cache band ([`avx2::run`]): a multiple of [`MR`].
 const BAND: usize = 16;
+/// K per chunk of a row band ([`avx2::run`]), rounded down to whole
+/// micro-groups: a band's A panels (BAND·K_CHUNK f64s) and one strip
+/// (K_CHUNK·NR) take 24 KiB, inside L1.
+const K_CHUNK: usize = 128;
 /// Bytes of `packed.b` a column band may take ([`avx2::run`]): well
 /// inside a core's L2, beside the band's A panels.
 const B_BAND_BYTES: usize = 512 * 1024;
@@ -442,7 +446,9 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use super::{from_product, negative_zero_sums, Packed, Shape, BAND, B_BAND_BYTES, MR, NR};
+    use super::{
+        from_product, negative_zero_sums, Packed, Shape, BAND, B_BAND_BYTES, K_CHUNK, MR, NR,
+    };
     use crate::gemm::Partials;
 
     #[target_feature(enable = "avx2,fma")]
@@ -455,15 +461,26 @@ mod avx2 {
         // it is still in L1, instead of once per MR rows. Each output
         // block is computed alone over all of K, so the order of blocks
         // changes no bits.
+        //
+        // Inside a row band, K is walked in chunks of whole micro-groups
+        // ([`K_CHUNK`]): a band's A panels and a strip over one chunk stay
+        // in L1 (over all of K they did not: 576-deep strips are 36 KiB).
+        // Each output still takes its micro-groups in K order, its partial
+        // kept in `work` between them as before, so no bit changes.
         let strips = (B_BAND_BYTES / (shape.k.max(1) * NR * 8)).max(1);
+        let chunk = (K_CHUNK / shape.micro_group).max(1) * shape.micro_group;
         for jb in (0..np).step_by(strips * NR) {
             let jend = (jb + strips * NR).min(np);
             let mut r = 0;
             while r + MR <= rows {
                 let band = (rows - r).min(BAND) / MR * MR;
-                for j0 in (jb..jend).step_by(NR) {
-                    for rb in (r..r + band).step_by(MR) {
-                        block::<MR>(shape, packed, row0 + rb, j0, &mut work[rb * np..]);
+                for kc in (0..shape.k).step_by(chunk) {
+                    let ks = (kc, (kc + chunk).min(shape.k));
+                    for j0 in (jb..jend).step_by(NR) {
+                        for rb in (r..r + band).step_by(MR) {
+                            let w = &mut work[rb * np..];
+                            block::<MR>(shape, packed, row0 + rb, j0, ks, w);
+                        }
                     }
                 }
                 r += band;
@@ -474,11 +491,12 @@ mod avx2 {
             // (latency-bound, ~3x slower per row).
             if r < rows {
                 let w = &mut work[r * np..];
+                let ks = (0, shape.k);
                 for j0 in (jb..jend).step_by(NR) {
                     match rows - r {
-                        1 => block::<1>(shape, packed, row0 + r, j0, w),
-                        2 => block::<2>(shape, packed, row0 + r, j0, w),
-                        _ => block::<3>(shape, packed, row0 + r, j0, w),
+                        1 => block::<1>(shape, packed, row0 + r, j0, ks, w),
+                        2 => block::<2>(shape, packed, row0 + r, j0, ks, w),
+                        _ => block::<3>(shape, packed, row0 + r, j0, ks, w),
                     }
                 }
             }
@@ -521,7 +539,8 @@ mod avx2 {
         }
     }
 
-    /// `R × NR` outputs at packed row `i0`, column `j0`, over all of K;
+    /// `R × NR` outputs at packed row `i0`, column `j0`, over the
+    /// micro-groups starting in `kb..kend` (`kb` a micro-group boundary);
     /// `work` starts at row `i0`'s partials.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -530,6 +549,7 @@ mod avx2 {
         packed: &Packed,
         i0: usize,
         j0: usize,
+        (kb, kend): (usize, usize),
         work: &mut [f64],
     ) {
         let (k, np) = (shape.k, shape.np);
@@ -537,8 +557,8 @@ mod avx2 {
         let a = &packed.a[i0 * k..(i0 + R) * k];
         assert!(j0 + NR <= np && packed.b.len() >= k * np && work.len() >= (R - 1) * np + j0 + NR);
         let (ap, bp) = (a.as_ptr(), packed.b.as_ptr());
-        let mut k0 = 0;
-        while k0 < k {
+        let mut k0 = kb;
+        while k0 < kend {
             let kg = shape.micro_group.min(k - k0);
             let mut s = [[_mm256_setzero_pd(); 2]; R];
             for p in k0..k0 + kg {
