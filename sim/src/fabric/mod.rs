@@ -227,6 +227,16 @@ impl PhaseMemory for SparseTileMemory {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RouteFabric;
 
+/// One run of [`DeviceMemory::copy_disjoint_runs`]: device indices and
+/// byte offsets into SRAM.
+struct TileCopy {
+    dst: usize,
+    dst_offset: usize,
+    src: usize,
+    src_offset: usize,
+    bytes: usize,
+}
+
 /// Every tile's SRAM, shared by the copy tasks of
 /// [`DeviceMemory::copy_disjoint_runs`].
 struct SramBases(Vec<*mut u8>);
@@ -350,14 +360,19 @@ impl PhaseMemory for DeviceMemory<'_> {
                 (addr - ipuc_target::ipu21::sram::TILE_MEMORY_BASE) as usize,
             ))
         };
-        // (destination device index, source index, source offset,
-        // destination offset, bytes) per run, in run order.
         let mut copies = Vec::with_capacity(runs.len());
         for &(src, dst, n) in runs {
-            let (Some((si, so)), Some((di, d_o))) = (span(src, n), span(dst, n)) else {
+            let (Some((src, src_offset)), Some((dst, dst_offset))) = (span(src, n), span(dst, n))
+            else {
                 return false;
             };
-            copies.push((di, si, so, d_o, 4 * n as usize));
+            copies.push(TileCopy {
+                dst,
+                dst_offset,
+                src,
+                src_offset,
+                bytes: 4 * n as usize,
+            });
         }
         for &(_, (dst, addr), n) in runs {
             // Checked above; this counts the write and drops decoded
@@ -366,25 +381,28 @@ impl PhaseMemory for DeviceMemory<'_> {
             let _ = self.tiles[i].memory_mut().slice_mut(addr, 4 * n);
         }
         // Runs of one destination keep their order (a stable sort).
-        copies.sort_by_key(|c| c.0);
+        copies.sort_by_key(|c| c.dst);
         let bases = SramBases(
             self.tiles
                 .iter_mut()
                 .map(|t| t.memory_mut().bytes_ptr())
                 .collect(),
         );
-        let groups: Vec<&[(usize, usize, usize, usize, usize)]> =
-            copies.chunk_by(|a, b| a.0 == b.0).collect();
+        let groups: Vec<&[TileCopy]> = copies.chunk_by(|a, b| a.dst == b.dst).collect();
         groups.into_par_iter().for_each(|group| {
-            for &(di, si, so, d_o, bytes) in group {
+            for c in group {
                 // SAFETY: both spans were checked inside their tiles' SRAM;
-                // only this task writes tile `di`; the caller guarantees
+                // only this task writes tile `c.dst`; the caller guarantees
                 // that no run reads a word any run writes, so no byte read
                 // here is written concurrently; no reference to any tile's
                 // SRAM lives while the tasks run (`self` is borrowed
                 // mutably for the whole call).
                 unsafe {
-                    std::ptr::copy(bases.at(si).add(so), bases.at(di).add(d_o), bytes);
+                    std::ptr::copy(
+                        bases.at(c.src).add(c.src_offset),
+                        bases.at(c.dst).add(c.dst_offset),
+                        c.bytes,
+                    );
                 }
             }
         });
