@@ -156,6 +156,13 @@ impl TileMemory {
         Ok(&mut self.bytes[i..i + len as usize])
     }
 
+    /// The first byte of SRAM, for copies between tiles in parallel
+    /// ([`crate::fabric`]); the caller keeps every access inside SRAM and
+    /// accounts for it with [`Self::slice_mut`] first.
+    pub(crate) fn bytes_ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_ptr()
+    }
+
     /// Copy `data` into SRAM at `addr`.
     pub fn load(&mut self, addr: u32, data: &[u8]) -> Result<(), AccessError> {
         let len = u32::try_from(data.len()).map_err(|_| AccessError::OutOfRange {

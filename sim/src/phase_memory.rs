@@ -67,7 +67,22 @@ pub trait PhaseMemory {
         let mut values = Vec::with_capacity(n as usize);
         self.read_words(src, src_addr, n, &mut values) && self.write_words(dst, dst_addr, &values)
     }
+    /// Copies every run `(src, dst, words)` of `runs` as [`Self::copy_words`]
+    /// would one after another, when no word is both read and written by
+    /// them and every span is inside memory; `false` (and nothing stored)
+    /// when the memory cannot do that at once (the caller then copies run
+    /// by run). A memory may copy the runs in any order that keeps the
+    /// order of the runs writing one tile: no run reads what another
+    /// writes.
+    fn copy_disjoint_runs(&mut self, runs: &[CopyRun]) -> bool {
+        let _ = runs;
+        false
+    }
 }
+
+/// One run of words to copy: source (tile, byte address), destination
+/// (tile, byte address), words.
+pub type CopyRun = ((PhysicalTile, u32), (PhysicalTile, u32), u32);
 
 /// Upper bound on the words read when decoding a row from SRAM.
 pub const MAX_ROW_WORDS: usize = 1 << 16;

@@ -31,9 +31,9 @@ use ipuc_target::ipu21::sram::{
     INTERLEAVED_ELEMENT_SIZE, SUPERVISOR_FETCH_LOOKAHEAD,
 };
 use ipuc_target::ipu21::topology::PhysicalTile;
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 
-pub use super::phase_memory::{csr_name, PhaseMemory, RowLocation, MAX_ROW_WORDS};
+pub use super::phase_memory::{csr_name, CopyRun, PhaseMemory, RowLocation, MAX_ROW_WORDS};
 use super::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
 
 mod rules;
@@ -41,8 +41,7 @@ pub use rules::check_element_rules;
 use rules::*;
 mod store;
 pub use store::apply_moves;
-#[cfg(test)]
-use store::reads_meet_writes;
+use store::{apply_moves_knowing, reads_meet_writes};
 
 /// What stopped a phase.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -143,8 +142,14 @@ pub fn execute_phase_rows(
         }
     }
     let moves = stepped.receive_runs(true).map_err(FabricError::Witness)?;
-    check_element_rules(&rows, &moves)?;
-    apply_moves(&moves, memory)?;
+    // The rules' check and the overlap test of the stores read the moves
+    // alone: the second core takes one (both were serial time).
+    let (checked, meet) = rayon::join(
+        || check_element_rules(&rows, &moves),
+        || reads_meet_writes(&moves),
+    );
+    checked?;
+    apply_moves_knowing(&moves, meet, memory)?;
     let run = PhaseRun {
         words_moved: moves.iter().map(|r| u64::from(r.words)).sum(),
         events: rows.iter().map(|r| r.events).max().unwrap_or(0),
@@ -221,6 +226,31 @@ impl PhaseMemory for SparseTileMemory {
 /// charging the row's events as supervisor cycles.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RouteFabric;
+
+/// One run of [`DeviceMemory::copy_disjoint_runs`]: device indices and
+/// byte offsets into SRAM.
+struct TileCopy {
+    dst: usize,
+    dst_offset: usize,
+    src: usize,
+    src_offset: usize,
+    bytes: usize,
+}
+
+/// Every tile's SRAM, shared by the copy tasks of
+/// [`DeviceMemory::copy_disjoint_runs`].
+struct SramBases(Vec<*mut u8>);
+
+// SAFETY: the tasks sharing it write disjoint tiles and read only bytes
+// no task writes (see `copy_disjoint_runs`).
+unsafe impl Sync for SramBases {}
+
+impl SramBases {
+    /// Tile `i`'s SRAM (a method, so closures capture the `Sync` whole).
+    fn at(&self, i: usize) -> *mut u8 {
+        self.0[i]
+    }
+}
 
 /// Physical tile id → device index, over all tiles of a superstep.
 struct DeviceMemory<'a> {
@@ -313,6 +343,70 @@ impl PhaseMemory for DeviceMemory<'_> {
             }
             _ => false,
         }
+    }
+    /// Every run's spans checked, each write accounted for on its tile in
+    /// run order (as [`Self::copy_words`] does), then the copies made in
+    /// parallel, one task per destination tile: a phase moves gigabytes
+    /// over a run, and this was the largest part of the superstep's
+    /// serial time.
+    fn copy_disjoint_runs(&mut self, runs: &[CopyRun]) -> bool {
+        let tile = |t: PhysicalTile| self.index.get(t.index()).copied().flatten();
+        let span = |(t, addr): (PhysicalTile, u32), n: u32| {
+            let len = n.checked_mul(4)?;
+            let i = tile(t)?;
+            let inside = addr.is_multiple_of(4) && self.tiles[i].memory().slice(addr, len).is_ok();
+            inside.then_some((
+                i,
+                (addr - ipuc_target::ipu21::sram::TILE_MEMORY_BASE) as usize,
+            ))
+        };
+        let mut copies = Vec::with_capacity(runs.len());
+        for &(src, dst, n) in runs {
+            let (Some((src, src_offset)), Some((dst, dst_offset))) = (span(src, n), span(dst, n))
+            else {
+                return false;
+            };
+            copies.push(TileCopy {
+                dst,
+                dst_offset,
+                src,
+                src_offset,
+                bytes: 4 * n as usize,
+            });
+        }
+        for &(_, (dst, addr), n) in runs {
+            // Checked above; this counts the write and drops decoded
+            // instruction words it covers, as a copy run by run would.
+            let i = tile(dst).unwrap_or_default();
+            let _ = self.tiles[i].memory_mut().slice_mut(addr, 4 * n);
+        }
+        // Runs of one destination keep their order (a stable sort).
+        copies.sort_by_key(|c| c.dst);
+        let bases = SramBases(
+            self.tiles
+                .iter_mut()
+                .map(|t| t.memory_mut().bytes_ptr())
+                .collect(),
+        );
+        let groups: Vec<&[TileCopy]> = copies.chunk_by(|a, b| a.dst == b.dst).collect();
+        groups.into_par_iter().for_each(|group| {
+            for c in group {
+                // SAFETY: both spans were checked inside their tiles' SRAM;
+                // only this task writes tile `c.dst`; the caller guarantees
+                // that no run reads a word any run writes, so no byte read
+                // here is written concurrently; no reference to any tile's
+                // SRAM lives while the tasks run (`self` is borrowed
+                // mutably for the whole call).
+                unsafe {
+                    std::ptr::copy(
+                        bases.at(c.src).add(c.src_offset),
+                        bases.at(c.dst).add(c.dst_offset),
+                        c.bytes,
+                    );
+                }
+            }
+        });
+        true
     }
     fn write_words(&mut self, tile: PhysicalTile, addr: u32, values: &[u32]) -> bool {
         let Some(i) = self.index.get(tile.index()).copied().flatten() else {

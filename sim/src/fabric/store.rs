@@ -6,7 +6,17 @@ use super::*;
 /// Moves words in event order. When no word is both read and written in the
 /// phase (the usual case) order cannot matter and all reads happen first.
 pub fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(), FabricError> {
-    if reads_meet_writes(moves) {
+    apply_moves_knowing(moves, reads_meet_writes(moves), memory)
+}
+
+/// [`apply_moves`] given whether any word is both read and written
+/// ([`reads_meet_writes`]).
+pub(super) fn apply_moves_knowing(
+    moves: &[MoveRun],
+    meet: bool,
+    memory: &mut impl PhaseMemory,
+) -> Result<(), FabricError> {
+    if meet {
         return apply_moves_in_event_order(&singles(moves), memory);
     }
     // In bulk: each run of moves with consecutive source and destination
@@ -28,6 +38,17 @@ pub fn apply_moves(moves: &[MoveRun], memory: &mut impl PhaseMemory) -> Result<(
         // Every source can be read, and no word is both read and written:
         // copying run by run stores what reading everything first would
         // (and a destination outside memory faults after the same stores).
+        // The memory may copy them all at once (in parallel) when every
+        // destination is inside it too.
+        let copies: Vec<CopyRun> = bulk_runs(moves)
+            .map(|b| {
+                let src = (b.src_tile, b.src_word.wrapping_mul(4));
+                (src, (b.dst_tile, b.dst_word.wrapping_mul(4)), b.words)
+            })
+            .collect();
+        if memory.copy_disjoint_runs(&copies) {
+            return Ok(());
+        }
         let mut first = 0usize;
         for b in bulk_runs(moves) {
             let src = (b.src_tile, b.src_word.wrapping_mul(4));

@@ -36,6 +36,10 @@ const NR: usize = 8;
 const MR: usize = 4;
 /// Output rows per cache band ([`avx2::run`]): a multiple of [`MR`].
 const BAND: usize = 16;
+/// K per chunk of a row band ([`avx2::run`]), rounded down to whole
+/// micro-groups: a band's A panels (BAND·K_CHUNK f64s) and one strip
+/// (K_CHUNK·NR) take 24 KiB, inside L1.
+const K_CHUNK: usize = 128;
 /// Bytes of `packed.b` a column band may take ([`avx2::run`]): well
 /// inside a core's L2, beside the band's A panels.
 const B_BAND_BYTES: usize = 512 * 1024;
@@ -242,12 +246,20 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
     // K-major — the panel of rows i0.. at i0·k, element (r, p) at p·R + r —
     // so the kernel broadcasts a panel's R values from one pointer.
     let aw = &mut packed.a;
-    aw.clear();
+    // Every element is written below: the buffer is resized, not cleared
+    // (zeroing it was a tenth of the packing's time).
     aw.resize(m * k, 0.0);
     let mut i0 = 0;
     while i0 < m {
-        let rows = if i0 + MR <= m { MR } else { 1 };
+        // The last rows (fewer than MR) make one narrower panel.
+        let rows = MR.min(m - i0);
         let panel = &mut aw[i0 * k..(i0 + rows) * k];
+        if rows == MR && a.cs == 1 {
+            // Four contiguous rows into the K-major panel: a transpose.
+            widen_transpose4(a.data, a.offset + i0 * a.rs, a.rs, k, panel, MR);
+            i0 += rows;
+            continue;
+        }
         // Written in order (the reads walk `rows` streams of `a`).
         for (p, dst) in panel.chunks_exact_mut(rows).enumerate() {
             let base = a.offset + i0 * a.rs + p * a.cs;
@@ -258,8 +270,13 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
         i0 += rows;
     }
     let bw = &mut packed.b;
-    bw.clear();
+    // Columns n.. are the zero padding; the others are all written below.
     bw.resize(k * np, 0.0);
+    if np > n {
+        for row in bw.chunks_exact_mut(np) {
+            row[n..].fill(0.0);
+        }
+    }
     if b.cs == 1 {
         for (p, dst) in bw.chunks_exact_mut(np).enumerate() {
             let row = b.offset + p * b.rs;
@@ -268,12 +285,50 @@ fn pack((m, n, k): (usize, usize, usize), a: &MatRef<'_>, b: &MatRef<'_>, packed
             }
         }
     } else {
-        // Transposed weights: walk each stored row (one output column).
-        for j in 0..n {
+        // Transposed weights: each stored row is one output column, so
+        // four of them at a time are a transpose into four `bw` columns.
+        let quads = n / 4 * 4;
+        for j in (0..quads).step_by(4) {
+            widen_transpose4(b.data, b.offset + j * b.cs, b.cs, k, &mut bw[j..], np);
+        }
+        for j in quads..n {
             let col = b.offset + j * b.cs;
             for p in 0..k {
                 bw[p * np + j] = f64::from(b.data[col + p * b.rs]);
             }
+        }
+    }
+}
+
+/// `dst[p·dst_stride + r] = src[base + r·stride + p]` widened to f64, for
+/// the four source rows r < 4 and p < `len`: four contiguous runs of `src`
+/// transposed into the packed layouts (exact: every f32 is an f64). The
+/// scalar loop it replaces was most of the packing's time (strided
+/// single-element stores).
+fn widen_transpose4(
+    src: &[f32],
+    base: usize,
+    stride: usize,
+    len: usize,
+    dst: &mut [f64],
+    dst_stride: usize,
+) {
+    if len == 0 {
+        return;
+    }
+    assert!(base + 3 * stride + len <= src.len() && (len - 1) * dst_stride + 4 <= dst.len());
+    let quads = len / 4 * 4;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the kernel (and so this packing) runs only where
+        // `available()` detected AVX2 and FMA; the bounds were asserted.
+        unsafe { avx2::widen_transpose4(src, base, stride, quads, dst, dst_stride) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let quads = 0;
+    for p in quads..len {
+        for r in 0..4 {
+            dst[p * dst_stride + r] = f64::from(src[base + r * stride + p]);
         }
     }
 }
@@ -295,12 +350,14 @@ pub fn amp_product(
         let Scratch { packed, work } = scratch;
         pack((m, n, k), a, b, packed);
         let np = packed.np;
-        work.clear();
+        // Every element is written here (the padding columns with zeros),
+        // so the buffer is resized, not cleared.
         work.resize(m * np, 0.0);
         for (w, o) in work.chunks_exact_mut(np).zip(acc.chunks_exact(n)) {
             for (w, &o) in w.iter_mut().zip(o) {
                 *w = f64::from(o);
             }
+            w[n..].fill(0.0);
         }
         let shape = Shape {
             k,
@@ -389,7 +446,9 @@ mod avx2 {
 
     use std::arch::x86_64::*;
 
-    use super::{from_product, negative_zero_sums, Packed, Shape, BAND, B_BAND_BYTES, MR, NR};
+    use super::{
+        from_product, negative_zero_sums, Packed, Shape, BAND, B_BAND_BYTES, K_CHUNK, MR, NR,
+    };
     use crate::gemm::Partials;
 
     #[target_feature(enable = "avx2,fma")]
@@ -402,29 +461,86 @@ mod avx2 {
         // it is still in L1, instead of once per MR rows. Each output
         // block is computed alone over all of K, so the order of blocks
         // changes no bits.
+        //
+        // Inside a row band, K is walked in chunks of whole micro-groups
+        // ([`K_CHUNK`]): a band's A panels and a strip over one chunk stay
+        // in L1 (over all of K they did not: 576-deep strips are 36 KiB).
+        // Each output still takes its micro-groups in K order, its partial
+        // kept in `work` between them as before, so no bit changes.
         let strips = (B_BAND_BYTES / (shape.k.max(1) * NR * 8)).max(1);
+        let chunk = (K_CHUNK / shape.micro_group).max(1) * shape.micro_group;
         for jb in (0..np).step_by(strips * NR) {
             let jend = (jb + strips * NR).min(np);
             let mut r = 0;
             while r + MR <= rows {
                 let band = (rows - r).min(BAND) / MR * MR;
-                for j0 in (jb..jend).step_by(NR) {
-                    for rb in (r..r + band).step_by(MR) {
-                        block::<MR>(shape, packed, row0 + rb, j0, &mut work[rb * np..]);
+                for kc in (0..shape.k).step_by(chunk) {
+                    let ks = (kc, (kc + chunk).min(shape.k));
+                    for j0 in (jb..jend).step_by(NR) {
+                        for rb in (r..r + band).step_by(MR) {
+                            let w = &mut work[rb * np..];
+                            block::<MR>(shape, packed, row0 + rb, j0, ks, w);
+                        }
                     }
                 }
                 r += band;
             }
-            while r < rows {
+            // The last 1..MR rows of the product (tasks start at multiples
+            // of BAND), one narrower panel: one block over them keeps 2·R
+            // independent sums in flight where a block per row had two
+            // (latency-bound, ~3x slower per row).
+            if r < rows {
+                let w = &mut work[r * np..];
+                let ks = (0, shape.k);
                 for j0 in (jb..jend).step_by(NR) {
-                    block::<1>(shape, packed, row0 + r, j0, &mut work[r * np..]);
+                    match rows - r {
+                        1 => block::<1>(shape, packed, row0 + r, j0, ks, w),
+                        2 => block::<2>(shape, packed, row0 + r, j0, ks, w),
+                        _ => block::<3>(shape, packed, row0 + r, j0, ks, w),
+                    }
                 }
-                r += 1;
             }
         }
     }
 
-    /// `R × NR` outputs at packed row `i0`, column `j0`, over all of K;
+    /// [`super::widen_transpose4`] over `p < quads` (a multiple of 4),
+    /// four by four: four rows of four f32s, transposed in 128-bit lanes
+    /// and widened.
+    ///
+    /// # Safety
+    /// AVX2 present; `base + 3·stride + quads ≤ src.len()` and
+    /// `(quads − 1)·dst_stride + 4 ≤ dst.len()` when `quads > 0`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn widen_transpose4(
+        src: &[f32],
+        base: usize,
+        stride: usize,
+        quads: usize,
+        dst: &mut [f64],
+        dst_stride: usize,
+    ) {
+        let (s, d) = (src.as_ptr().add(base), dst.as_mut_ptr());
+        for p in (0..quads).step_by(4) {
+            let r0 = _mm_loadu_ps(s.add(p));
+            let r1 = _mm_loadu_ps(s.add(stride + p));
+            let r2 = _mm_loadu_ps(s.add(2 * stride + p));
+            let r3 = _mm_loadu_ps(s.add(3 * stride + p));
+            let (t0, t1) = (_mm_unpacklo_ps(r0, r1), _mm_unpacklo_ps(r2, r3));
+            let (t2, t3) = (_mm_unpackhi_ps(r0, r1), _mm_unpackhi_ps(r2, r3));
+            let columns = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+                _mm_movehl_ps(t3, t2),
+            ];
+            for (c, &v) in columns.iter().enumerate() {
+                _mm256_storeu_pd(d.add((p + c) * dst_stride), _mm256_cvtps_pd(v));
+            }
+        }
+    }
+
+    /// `R × NR` outputs at packed row `i0`, column `j0`, over the
+    /// micro-groups starting in `kb..kend` (`kb` a micro-group boundary);
     /// `work` starts at row `i0`'s partials.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -433,6 +549,7 @@ mod avx2 {
         packed: &Packed,
         i0: usize,
         j0: usize,
+        (kb, kend): (usize, usize),
         work: &mut [f64],
     ) {
         let (k, np) = (shape.k, shape.np);
@@ -440,8 +557,8 @@ mod avx2 {
         let a = &packed.a[i0 * k..(i0 + R) * k];
         assert!(j0 + NR <= np && packed.b.len() >= k * np && work.len() >= (R - 1) * np + j0 + NR);
         let (ap, bp) = (a.as_ptr(), packed.b.as_ptr());
-        let mut k0 = 0;
-        while k0 < k {
+        let mut k0 = kb;
+        while k0 < kend {
             let kg = shape.micro_group.min(k - k0);
             let mut s = [[_mm256_setzero_pd(); 2]; R];
             for p in k0..k0 + kg {

@@ -238,7 +238,7 @@ impl SteppedPhase {
     pub fn receive_runs(&self, batch: bool) -> Result<Vec<MoveRun>, WitnessFault> {
         let (tiles, at) = (&self.tiles, &self.at);
         let paired_sel: Vec<Vec<(u32, u32, u32)>> = tiles
-            .iter()
+            .par_iter()
             .map(|t| selections(&t.controls, true))
             .collect();
         partner_busy(tiles, at, &paired_sel)?;

@@ -16,9 +16,19 @@ pub(super) fn partner_busy(
         let Some(j) = at[me.pair_partner().index()] else {
             continue;
         };
+        let mut paired = t
+            .wire
+            .iter()
+            .filter(|b| b.sctl & SCTL_PAIRED != 0)
+            .peekable();
+        // Most tiles drive no 64-bit item: their partner's selections are
+        // not needed (they were most of this check's time).
+        if paired.peek().is_none() {
+            continue;
+        }
         let p = &tiles[j];
         let ordinary = selections(&p.controls, false);
-        for b in t.wire.iter().filter(|b| b.sctl & SCTL_PAIRED != 0) {
+        for b in paired {
             let (a, z) = (b.start, b.start + b.items);
             let busy = p
                 .wire
