@@ -9,8 +9,8 @@ use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
 use super::replay::{
-    replay_each, replay_runs, run_index_at, run_source_word, validate_bases, RowBases,
-    TileRowView, WordMove,
+    replay_each, replay_runs, run_index_at, run_source_word, validate_bases, RowBases, TileRowView,
+    WordMove,
 };
 use super::request::ExchangePhase;
 use ipuc_target::ipu21::topology::{PhysicalTile, TILE_COUNT};

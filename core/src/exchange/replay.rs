@@ -796,7 +796,11 @@ fn write_runs(
             if let Some(&(event, _)) = pics.get(pi) {
                 n = n.min(event - w);
             }
-            let q = if r.format == 0 { w } else { w.saturating_sub(2) };
+            let q = if r.format == 0 {
+                w
+            } else {
+                w.saturating_sub(2)
+            };
             let (shown, next_change) = format_at(q);
             if shown != r.format {
                 return None;
