@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use ipuc_target::package::Package;
 
 use crate::cli::package_model::resolve;
-use crate::cli::run::{compile_workload, BuildArgs};
+use crate::cli::run::{compile_workload, BuildArgs, WeightUse};
 use crate::cli::workload::{check_flags, load_config, load_model_with_origin, WorkloadArgs};
 use crate::compile::Compiled;
 use crate::device::simulated::{cycle_budget, LoadedSim, SimDevice};
@@ -161,7 +161,8 @@ pub struct BoundModel {
 pub fn compile(model: &ModelSpec, build: &BuildSpec) -> Result<(BoundModel, Compiled)> {
     let spec = model.check()?;
     let build = build.build_args()?;
-    let (model, weights, compiled) = compile_workload(&spec, model.batch, &build)?;
+    let (model, weights, compiled) = compile_workload(&spec, model.batch, &build, WeightUse::Used)?;
+    let weights = weights.context("the weights of a compile that uses them")?;
     Ok((BoundModel { model, weights }, compiled))
 }
 
