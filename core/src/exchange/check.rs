@@ -540,6 +540,7 @@ impl<'a, F: FnMut(&Promised, &WordMove)> Merge<'a, F> {
 mod tests {
     use super::*;
     use crate::exchange::random::{random_phase, RandomPhaseSpec, SplitMix64};
+    use crate::exchange::replay::replay;
     use crate::exchange::request::{Destination, Transfer, Width};
     use alloc::collections::BTreeMap;
     use alloc::format;
@@ -710,6 +711,72 @@ mod tests {
             }],
         };
         assert_eq!(compare(&phase, &[]), Ok(()));
+    }
+
+    #[test]
+    fn the_check_in_runs_agrees_with_the_word_by_word_check() {
+        use crate::exchange::{schedule_phase, ScheduleOptions};
+        for seed in 0..24 {
+            let phase = random_phase(RandomPhaseSpec {
+                tiles: 20,
+                words: 48,
+                fanout: 3,
+                seed,
+                exact_words: false,
+                mixed_width: seed % 3 == 2,
+            });
+            let rows = schedule_phase(&phase, ScheduleOptions::default())
+                .unwrap()
+                .rows;
+            let decoded: Vec<DecodedRow> =
+                rows.iter().map(|r| decode_checked(r).unwrap()).collect();
+            let views: Vec<TileRowView<'_>> = rows
+                .iter()
+                .zip(&decoded)
+                .map(|(r, row)| TileRowView {
+                    tile: r.tile,
+                    row,
+                    bases: RowBases::ZERO,
+                    fetch_span: None,
+                })
+                .collect();
+            let row_of =
+                |tile: u16| &decoded[rows.iter().position(|r| r.tile.get() == tile).unwrap()];
+            // (transfer, source tile, send run) of every matched word.
+            let key = |p: &Promised, m: &WordMove| {
+                (
+                    p.4,
+                    m.src_tile,
+                    run_index_at(row_of(m.src_tile), m.read_event),
+                )
+            };
+            let spans = promised_spans(&phase);
+            let mut fast_keys = BTreeSet::new();
+            let fast = check_runs(&spans, &views, &mut |p, m| {
+                fast_keys.insert(key(p, m));
+            });
+            let moves = replay(&views).unwrap();
+            assert_eq!(fast, Some(moves.len() as u64), "seed {seed}");
+            let mut slow_keys = BTreeSet::new();
+            with_promised(&spans, |promised| {
+                let mut merge = Merge::observing(promised, |p: &Promised, m: &WordMove| {
+                    slow_keys.insert(key(p, m));
+                });
+                merge.feed(&moves);
+                merge.finish()
+            })
+            .unwrap();
+            assert_eq!(fast_keys, slow_keys, "seed {seed}");
+            // A request the rows do not deliver is left to the word-by-word
+            // check.
+            for t in 0..phase.transfers.len() {
+                let mut wrong = phase.clone();
+                wrong.transfers[t].source_address += 4;
+                let spans = promised_spans(&wrong);
+                assert_eq!(check_runs(&spans, &views, &mut |_, _| {}), None);
+                assert!(check_phase(&wrong, &rows).is_err());
+            }
+        }
     }
 
     #[test]
