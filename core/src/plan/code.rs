@@ -183,7 +183,7 @@ impl CodeUse {
         // budget every multicast is one message whatever the loads, so they
         // are not worked out.
         let mut merged: Vec<(u32, u64, u64)> = Vec::new(); // (tile, out, in)
-        if SENDER_BUDGET_PERCENT > 0 {
+        if SENDER_BUDGET_PERCENT != 0 {
             for t in transfers {
                 let (runs, run_bytes) = runs(t);
                 let words = runs * u64::from(run_bytes / WORD_BYTES);
