@@ -17,7 +17,7 @@ use ipuc_core::description::Description;
 use ipuc_target::package::Package;
 
 use crate::cli::package_model::{description_of, resolve};
-use crate::cli::run::{compile_workload, BuildArgs};
+use crate::cli::run::{compile_workload, BuildArgs, WeightUse};
 use crate::cli::workload::{check_flags, load_config, load_model_with_origin, WorkloadArgs};
 use crate::compile::Compiled;
 use crate::device::simulated::{cycle_budget, LoadedSim, SimDevice};
@@ -164,7 +164,8 @@ pub struct BoundModel {
 pub fn compile(model: &ModelFlags, build: &BuildSpec) -> Result<(BoundModel, Compiled)> {
     let spec = model.check()?;
     let build = build.build_args()?;
-    let (model, weights, compiled) = compile_workload(&spec, model.batch, &build)?;
+    let (model, weights, compiled) = compile_workload(&spec, model.batch, &build, WeightUse::Used)?;
+    let weights = weights.context("the weights of a compile that uses them")?;
     Ok((BoundModel { model, weights }, compiled))
 }
 

@@ -9,7 +9,8 @@ use super::decode::{decode_row, DecodedRow};
 use super::encode::ExchangeRow;
 use super::error::{CheckError, ExchangeError, Result};
 use super::replay::{
-    replay_each, run_index_at, run_source_word, validate_bases, RowBases, TileRowView, WordMove,
+    replay_each, replay_runs, run_index_at, run_source_word, validate_bases, RowBases, TileRowView,
+    WordMove,
 };
 use super::request::ExchangePhase;
 use ipuc_target::ipu21::topology::{PhysicalTile, TILE_COUNT};
@@ -71,13 +72,16 @@ pub fn check_decoded_with_bases(
     check_observing(phase, decoded, bases, |_, _| {})
 }
 
-/// [`check_decoded_with_bases`], calling `matched` with every promised word
-/// and the move that delivered it.
+/// [`check_decoded_with_bases`], calling `matched` with promised words and
+/// the moves that delivered them: with every word, or (checked in runs)
+/// with the first word of each piece of consecutive words one send run
+/// delivers for one transfer, so `matched` may rely only on what a piece's
+/// words share (transfer, source tile, send run).
 fn check_observing(
     phase: &ExchangePhase,
     decoded: &[(PhysicalTile, &DecodedRow)],
     bases: impl Fn(PhysicalTile) -> RowBases,
-    matched: impl FnMut(&Promised, &WordMove),
+    mut matched: impl FnMut(&Promised, &WordMove),
 ) -> Result<CheckReport> {
     let views: Vec<TileRowView<'_>> = decoded
         .iter()
@@ -88,10 +92,17 @@ fn check_observing(
             fetch_span: None,
         })
         .collect();
+    let spans = promised_spans(phase);
+    let events = decoded.iter().map(|(_, d)| d.events).max().unwrap_or(0);
+    if let Some(words_delivered) = check_runs(&spans, &views, &mut matched) {
+        return Ok(CheckReport {
+            words_delivered,
+            events,
+        });
+    }
     // Each receiver's moves are compared as they are replayed (the phase's
     // moves are never held at once); a replay error still wins over a
     // difference found earlier, as when the whole replay came first.
-    let spans = promised_spans(phase);
     let mut words_delivered = 0u64;
     let result = with_promised(&spans, |promised| {
         let mut merge = Merge::observing(promised, matched);
@@ -105,8 +116,58 @@ fn check_observing(
     result?;
     Ok(CheckReport {
         words_delivered,
-        events: decoded.iter().map(|(_, d)| d.events).max().unwrap_or(0),
+        events,
     })
+}
+
+/// The check in runs of words ([`replay_runs`] against the promised
+/// spans): the words delivered when every receiver stores exactly the
+/// promised words, `None` when anything may differ (the word-by-word check
+/// then finds the error, or agrees). `matched` is called once per piece of
+/// consecutive words that one send run delivers for one transfer, with the
+/// piece's first word.
+fn check_runs(
+    spans: &[Span],
+    views: &[TileRowView<'_>],
+    matched: &mut impl FnMut(&Promised, &WordMove),
+) -> Option<u64> {
+    if !simple_spans(spans) {
+        return None;
+    }
+    // The next promised word: `spans[next].1 + offset`.
+    let (mut next, mut offset) = (0usize, 0u32);
+    let mut words = 0u64;
+    replay_runs(views, |tile, runs| {
+        let d = tile.get();
+        // A tile before this one with a promised word left: missing.
+        if spans.get(next).is_some_and(|s| s.0 < d) {
+            return false;
+        }
+        for r in runs {
+            let mut done = 0u32;
+            while done < r.words {
+                let Some(&(dt, dw, n, st, sw, ti)) = spans.get(next) else {
+                    return false;
+                };
+                let m = r.word(d, done);
+                let p = (dt, dw + offset, st, sw + offset, ti);
+                if (p.0, p.1, p.2, p.3) != (m.dst_tile, m.dst_word, m.src_tile, m.src_word) {
+                    return false;
+                }
+                matched(&p, &m);
+                let take = (n - offset).min(r.words - done);
+                done += take;
+                offset += take;
+                words += u64::from(take);
+                if offset == n {
+                    next += 1;
+                    offset = 0;
+                }
+            }
+        }
+        true
+    })?;
+    (next == spans.len()).then_some(words)
 }
 
 /// The rows of a Repeat phase in every iteration.
@@ -312,6 +373,18 @@ fn promised_spans(phase: &ExchangePhase) -> Vec<Span> {
     spans
 }
 
+/// Whether no span of `spans` (sorted) wraps past 2^32 words and no two
+/// destination spans of one tile overlap.
+fn simple_spans(spans: &[Span]) -> bool {
+    let end = |s: &Span| u64::from(s.1) + u64::from(s.2);
+    let src_end = |s: &Span| u64::from(s.4) + u64::from(s.2);
+    let limit = u64::from(u32::MAX) + 1;
+    spans.iter().all(|s| end(s) <= limit && src_end(s) <= limit)
+        && spans
+            .windows(2)
+            .all(|w| w[0].0 != w[1].0 || end(&w[0]) <= u64::from(w[1].1))
+}
+
 /// Calls `f` with the promised words of `spans` in (destination tile,
 /// destination word) order.
 ///
@@ -322,14 +395,7 @@ fn promised_spans(phase: &ExchangePhase) -> Vec<Span> {
 /// instead, which reports exactly what the span walk would for a valid
 /// request.
 fn with_promised<R>(spans: &[Span], f: impl FnOnce(&mut dyn Iterator<Item = Promised>) -> R) -> R {
-    let end = |s: &Span| u64::from(s.1) + u64::from(s.2);
-    let src_end = |s: &Span| u64::from(s.4) + u64::from(s.2);
-    let limit = u64::from(u32::MAX) + 1;
-    let simple = spans.iter().all(|s| end(s) <= limit && src_end(s) <= limit)
-        && spans
-            .windows(2)
-            .all(|w| w[0].0 != w[1].0 || end(&w[0]) <= u64::from(w[1].1));
-    if simple {
+    if simple_spans(spans) {
         let mut words = spans
             .iter()
             .flat_map(|&(dt, dw, n, st, sw, ti)| (0..n).map(move |k| (dt, dw + k, st, sw + k, ti)));
@@ -474,6 +540,7 @@ impl<'a, F: FnMut(&Promised, &WordMove)> Merge<'a, F> {
 mod tests {
     use super::*;
     use crate::exchange::random::{random_phase, RandomPhaseSpec, SplitMix64};
+    use crate::exchange::replay::replay;
     use crate::exchange::request::{Destination, Transfer, Width};
     use alloc::collections::BTreeMap;
     use alloc::format;
@@ -644,6 +711,72 @@ mod tests {
             }],
         };
         assert_eq!(compare(&phase, &[]), Ok(()));
+    }
+
+    #[test]
+    fn the_check_in_runs_agrees_with_the_word_by_word_check() {
+        use crate::exchange::{schedule_phase, ScheduleOptions};
+        for seed in 0..24 {
+            let phase = random_phase(RandomPhaseSpec {
+                tiles: 20,
+                words: 48,
+                fanout: 3,
+                seed,
+                exact_words: false,
+                mixed_width: seed % 3 == 2,
+            });
+            let rows = schedule_phase(&phase, ScheduleOptions::default())
+                .unwrap()
+                .rows;
+            let decoded: Vec<DecodedRow> =
+                rows.iter().map(|r| decode_checked(r).unwrap()).collect();
+            let views: Vec<TileRowView<'_>> = rows
+                .iter()
+                .zip(&decoded)
+                .map(|(r, row)| TileRowView {
+                    tile: r.tile,
+                    row,
+                    bases: RowBases::ZERO,
+                    fetch_span: None,
+                })
+                .collect();
+            let row_of =
+                |tile: u16| &decoded[rows.iter().position(|r| r.tile.get() == tile).unwrap()];
+            // (transfer, source tile, send run) of every matched word.
+            let key = |p: &Promised, m: &WordMove| {
+                (
+                    p.4,
+                    m.src_tile,
+                    run_index_at(row_of(m.src_tile), m.read_event),
+                )
+            };
+            let spans = promised_spans(&phase);
+            let mut fast_keys = BTreeSet::new();
+            let fast = check_runs(&spans, &views, &mut |p, m| {
+                fast_keys.insert(key(p, m));
+            });
+            let moves = replay(&views).unwrap();
+            assert_eq!(fast, Some(moves.len() as u64), "seed {seed}");
+            let mut slow_keys = BTreeSet::new();
+            with_promised(&spans, |promised| {
+                let mut merge = Merge::observing(promised, |p: &Promised, m: &WordMove| {
+                    slow_keys.insert(key(p, m));
+                });
+                merge.feed(&moves);
+                merge.finish()
+            })
+            .unwrap();
+            assert_eq!(fast_keys, slow_keys, "seed {seed}");
+            // A request the rows do not deliver is left to the word-by-word
+            // check.
+            for t in 0..phase.transfers.len() {
+                let mut wrong = phase.clone();
+                wrong.transfers[t].source_address += 4;
+                let spans = promised_spans(&wrong);
+                assert_eq!(check_runs(&spans, &views, &mut |_, _| {}), None);
+                assert!(check_phase(&wrong, &rows).is_err());
+            }
+        }
     }
 
     #[test]

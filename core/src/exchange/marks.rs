@@ -40,6 +40,24 @@ impl EventMarks {
         self.at(e) & marks != 0
     }
 
+    /// The marks at events `e − 2 ..= e + 2` (none before event 0), for a
+    /// question about an event and its neighbours with one slice read.
+    pub(crate) fn around(&self, e: u64) -> [u8; 5] {
+        let window = usize::try_from(e)
+            .ok()
+            .and_then(|i| Some(i.checked_sub(2)?..i.checked_add(3)?))
+            .and_then(|r| self.bits.get(r));
+        match window {
+            Some(w) => [w[0], w[1], w[2], w[3], w[4]],
+            // Events past `u64::MAX` carry none, as events past the end.
+            None => core::array::from_fn(|k| {
+                e.checked_add(k as u64)
+                    .and_then(|v| v.checked_sub(2))
+                    .map_or(0, |at| self.at(at))
+            }),
+        }
+    }
+
     /// Adds `marks` at event `e`. Events are bounded by the phase length
     /// (`u32` events, checked when rows are built).
     pub(crate) fn mark(&mut self, e: u64, marks: u8) {
@@ -54,6 +72,22 @@ impl EventMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn around_reads_the_neighbours_with_none_before_zero_and_past_the_end() {
+        let mut m = EventMarks::default();
+        for e in [0, 1, 3, 7, 8] {
+            m.mark(e, 1 << (e % 5));
+        }
+        for e in 0..14 {
+            let expected: [u8; 5] = core::array::from_fn(|k| match (e + k as u64).checked_sub(2) {
+                Some(at) => m.at(at),
+                None => 0,
+            });
+            assert_eq!(m.around(e), expected, "event {e}");
+        }
+        assert_eq!(m.around(u64::MAX - 1), [0; 5]);
+    }
 
     #[test]
     fn marks_accumulate_and_default_to_none() {

@@ -161,6 +161,79 @@ pub fn replay_each(
     Ok(())
 }
 
+/// Consecutive words one receiver stores from one send run: word `k` lands
+/// at `dst_word + k` from `src_word + k` of `src_tile`, its item read at
+/// `read_event + k / item_words` and written at `write_event + k /
+/// item_words`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveRun {
+    pub dst_word: u32,
+    pub words: u32,
+    pub src_tile: u16,
+    pub src_word: u32,
+    pub read_event: u32,
+    pub write_event: u32,
+    /// 1 for 32-bit items, 2 for 64-bit ones.
+    pub item_words: u32,
+}
+
+impl MoveRun {
+    /// Word `k`'s move.
+    pub fn word(&self, dst_tile: u16, k: u32) -> WordMove {
+        WordMove {
+            dst_tile,
+            dst_word: self.dst_word + k,
+            src_tile: self.src_tile,
+            src_word: self.src_word + k,
+            read_event: self.read_event + k / self.item_words,
+            write_event: self.write_event + k / self.item_words,
+        }
+    }
+}
+
+/// [`replay_each`] in runs of words instead of word by word, for a caller
+/// that only needs to know that the replay succeeds: `each` is called with
+/// every receiver's runs sorted by destination word and not overlapping,
+/// receivers in tile order, and returns whether to go on.
+///
+/// `Some(())` says the replay succeeds with exactly the moves the runs
+/// list (word for word, in the same order) and every `each` returned
+/// `true`. `None` says that `each` stopped it or that the replay fails or
+/// may fail — an error, a word written twice, a fetch span (never checked
+/// here), a write event or address at the end of its range — and the
+/// caller then runs [`replay_each`] for the exact error. Time grows with
+/// the runs, not the words.
+pub fn replay_runs(
+    rows: &[TileRowView<'_>],
+    mut each: impl FnMut(PhysicalTile, &[MoveRun]) -> bool,
+) -> Option<()> {
+    if rows.iter().any(|r| r.fetch_span.is_some()) {
+        return None;
+    }
+    let mut senders: Vec<Option<Sender<'_>>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    let mut by_tile: Vec<Option<&DecodedRow>> = alloc::vec![None; usize::from(TILE_COUNT)];
+    for r in rows {
+        validate_bases(r.bases, r.tile, r.row).ok()?;
+        senders[r.tile.index()] = Some(Sender {
+            runs: &r.row.sends,
+            bases: r.bases,
+        });
+        by_tile[r.tile.index()] = Some(r.row);
+    }
+    check_partner_busy(rows, &by_tile).ok()?;
+    let mut order: Vec<&TileRowView<'_>> = rows.iter().collect();
+    order.sort_by_key(|r| r.tile);
+    let mut moves = Vec::new();
+    for r in order {
+        let mut runs = receiver_runs(r, &senders, &by_tile).ok()?;
+        write_runs(r, &mut runs, &mut moves)?;
+        if !each(r.tile, &moves) {
+            return None;
+        }
+    }
+    Some(())
+}
+
 /// A sending tile's runs and the bases they are read with.
 #[derive(Clone, Copy)]
 struct Sender<'a> {
@@ -240,11 +313,6 @@ fn check_partner_busy(
     Ok(())
 }
 
-/// The run of `runs` (sorted by start) containing event `e`.
-fn run_at(runs: &[SendRun], e: u32) -> Option<&SendRun> {
-    run_index(runs, e).map(|i| &runs[i])
-}
-
 /// Index of the run of `runs` (sorted by start) covering event `e`.
 fn run_index(runs: &[SendRun], e: u32) -> Option<usize> {
     let i = runs.partition_point(|r| r.start <= e).checked_sub(1)?;
@@ -270,6 +338,23 @@ fn replay_receiver(
     by_tile: &[Option<&DecodedRow>],
     moves: &mut Vec<WordMove>,
 ) -> Result<(), ReceiveError> {
+    let runs = receiver_runs(view, senders, by_tile)?;
+    let lag = pic_lag(view.tile);
+    let mut items: Vec<Item> = Vec::with_capacity(runs.iter().map(|r| r.items as usize).sum());
+    for r in &runs {
+        items.extend((0..r.items).map(|k| r.item(k, lag)));
+    }
+    items.sort_unstable_by_key(|i| i.write);
+    write_items(view, &items, moves)
+}
+
+/// The items tile `d` receives, in runs: its 32-bit stream's, then its
+/// paired stream's.
+fn receiver_runs(
+    view: &TileRowView<'_>,
+    senders: &[Option<Sender<'_>>],
+    by_tile: &[Option<&DecodedRow>],
+) -> Result<Vec<ItemRun>, ReceiveError> {
     let d = view.tile;
     let row = view.row;
     let end = row.events;
@@ -282,10 +367,60 @@ fn replay_receiver(
             address: 0,
         });
     }
-    let mut items = ordinary_items(d, senders, &ordinary)?;
-    paired_items(view, senders, by_tile, &ordinary, &mut items)?;
-    items.sort_unstable_by_key(|i| i.write);
-    write_items(view, &items, moves)
+    let mut runs = ordinary_runs(d, senders, &ordinary)?;
+    paired_runs(view, senders, by_tile, &ordinary, &mut runs)?;
+    Ok(runs)
+}
+
+/// Consecutive items one send run puts on the wire for consecutive mux
+/// events of one selection: item `k` is selected at `event + k`, read at
+/// `read_event + k` from source unit `unit + k` (a word, or for a 64-bit
+/// item an 8-byte unit, whose first word is `2·(unit + k)`).
+#[derive(Clone, Copy)]
+struct ItemRun {
+    event: u32,
+    items: u32,
+    src_tile: u16,
+    unit: u32,
+    read_event: u32,
+    /// 64-bit items: the route direction the format must show; 0 for
+    /// 32-bit.
+    format: u32,
+    /// Index of the send run (into the source row's `sends`).
+    send_run: usize,
+}
+
+impl ItemRun {
+    /// Item `k` (of a receiver with PIC lag `lag`).
+    fn item(&self, k: u32, lag: u32) -> Item {
+        let e = self.event + k;
+        if self.format == 0 {
+            Item {
+                write: e.saturating_add(lag),
+                src_tile: self.src_tile,
+                src_word: self.unit + k,
+                read_event: self.read_event + k,
+                format: 0,
+            }
+        } else {
+            Item {
+                write: e.saturating_add(lag + 1),
+                src_tile: self.src_tile,
+                src_word: (self.unit + k).wrapping_mul(2),
+                read_event: self.read_event + k,
+                format: self.format,
+            }
+        }
+    }
+
+    /// Words per item.
+    fn item_words(&self) -> u32 {
+        if self.format == 0 {
+            1
+        } else {
+            2
+        }
+    }
 }
 
 /// The tile a selection names as its source, checked.
@@ -299,18 +434,16 @@ fn source_tile(d: PhysicalTile, event: u32, source: u32) -> Result<PhysicalTile,
 
 /// The items tile `d` receives on its 32-bit stream: each selected event
 /// matched with the send run that put a word on the wire for it.
-fn ordinary_items(
+fn ordinary_runs(
     d: PhysicalTile,
     senders: &[Option<Sender<'_>>],
     ordinary: &[Selection],
-) -> Result<Vec<Item>, ReceiveError> {
-    let lag = pic_lag(d);
-    let mut items: Vec<Item> =
-        Vec::with_capacity(ordinary.iter().map(|s| (s.to - s.from) as usize).sum());
+) -> Result<Vec<ItemRun>, ReceiveError> {
+    let mut runs: Vec<ItemRun> = Vec::new();
     for sel in ordinary {
         let s = source_tile(d, sel.from, sel.source)?;
         let sender = senders[s.index()];
-        let runs = sender.map_or(&[][..], |x| x.runs);
+        let sends = sender.map_or(&[][..], |x| x.runs);
         let out = sender.map_or(RowBases::ZERO, |x| x.bases);
         let offset = i64::from(mux_time(s, d)) + 1;
         let bit = u32::from(direction(s, d).sctl_bit());
@@ -319,47 +452,46 @@ fn ordinary_items(
             let se = i64::from(e) - offset;
             let hit = u32::try_from(se)
                 .ok()
-                .and_then(|se| run_at(runs, se).map(|r| (se, r)))
-                .filter(|(_, r)| r.sctl & bit != 0 && r.sctl & SCTL_PAIRED == 0);
-            let Some((se, r)) = hit else {
+                .and_then(|se| run_index(sends, se).map(|i| (se, i)))
+                .filter(|&(_, i)| sends[i].sctl & bit != 0 && sends[i].sctl & SCTL_PAIRED == 0);
+            let Some((se, i)) = hit else {
                 return Err(ReceiveError::NoSender {
                     tile: d,
                     event: e,
                     source: sel.source,
                 });
             };
+            let r = &sends[i];
             // The rest of this send run covers consecutive events.
             let n = (sel.to - e).min(r.start + r.items - se);
-            let first = run_word(out, r).wrapping_add(se - r.start);
-            for k in 0..n {
-                items.push(Item {
-                    write: (e + k).saturating_add(lag),
-                    src_tile: s.get(),
-                    src_word: first + k,
-                    read_event: se + k,
-                    format: 0,
-                });
-            }
+            runs.push(ItemRun {
+                event: e,
+                items: n,
+                src_tile: s.get(),
+                unit: run_word(out, r).wrapping_add(se - r.start),
+                read_event: se,
+                format: 0,
+                send_run: i,
+            });
             e += n;
         }
     }
-    Ok(items)
+    Ok(runs)
 }
 
 /// The 64-bit items of the paired stream, selected by tile `d` or by its
 /// partner (never both, and never while `d`'s 32-bit stream is selected),
-/// appended to `items`.
-fn paired_items(
+/// appended to `runs` (consecutive events from one send run in one run).
+fn paired_runs(
     view: &TileRowView<'_>,
     senders: &[Option<Sender<'_>>],
     by_tile: &[Option<&DecodedRow>],
     ordinary: &[Selection],
-    items: &mut Vec<Item>,
+    runs: &mut Vec<ItemRun>,
 ) -> Result<(), ReceiveError> {
     let d = view.tile;
     let row = view.row;
     let end = row.events;
-    let lag = pic_lag(d);
     let (own, own_last) = selections(row, true);
     let partner = d.pair_partner();
     let (theirs, _) =
@@ -390,7 +522,7 @@ fn paired_items(
             });
         }
         let s = source_tile(d, sel.from, sel.source ^ u32::from(owner.get() & 2))?;
-        let runs = senders[s.index()].map_or(&[][..], |x| x.runs);
+        let sends = senders[s.index()].map_or(&[][..], |x| x.runs);
         let t = mux_time(s, d).max(mux_time(s, partner));
         let offset = i64::from(t) + 1;
         let bit = u32::from(direction(s, d).sctl_bit());
@@ -398,21 +530,36 @@ fn paired_items(
             let se = i64::from(e) - offset;
             let hit = u32::try_from(se)
                 .ok()
-                .and_then(|se| run_at(runs, se).map(|r| (se, r)))
-                .filter(|(_, r)| r.sctl & bit != 0 && r.sctl & SCTL_PAIRED != 0);
-            let Some((se, r)) = hit else {
+                .and_then(|se| run_index(sends, se).map(|i| (se, i)))
+                .filter(|&(_, i)| sends[i].sctl & bit != 0 && sends[i].sctl & SCTL_PAIRED != 0);
+            let Some((se, i)) = hit else {
                 return Err(ReceiveError::NoSender {
                     tile: d,
                     event: e,
                     source: sel.source,
                 });
             };
-            items.push(Item {
-                write: e.saturating_add(lag + 1),
+            let r = &sends[i];
+            let unit = r.word_address + (se - r.start);
+            // The item after the last one of the same run extends that run.
+            if let Some(last) = runs.last_mut().filter(|l| {
+                l.format != 0
+                    && l.send_run == i
+                    && l.src_tile == s.get()
+                    && l.event + l.items == e
+                    && l.read_event + l.items == se
+            }) {
+                last.items += 1;
+                continue;
+            }
+            runs.push(ItemRun {
+                event: e,
+                items: 1,
                 src_tile: s.get(),
-                src_word: (r.word_address + (se - r.start)).wrapping_mul(2),
+                unit,
                 read_event: se,
                 format: bit,
+                send_run: i,
             });
         }
     }
@@ -579,4 +726,114 @@ fn write_items(
         pointer = pointer.map(|p| p + words);
     }
     Ok(())
+}
+
+/// [`write_items`] over item runs: `moves` becomes the receiver's moves in
+/// runs sorted by destination word, when every item is written without an
+/// error, no two items share a write event and no word is written twice;
+/// `None` otherwise (or when an event or address is at the end of its
+/// range, left to the word-by-word replay).
+fn write_runs(
+    view: &TileRowView<'_>,
+    runs: &mut [ItemRun],
+    moves: &mut Vec<MoveRun>,
+) -> Option<()> {
+    let end = view.row.events;
+    let lag = pic_lag(view.tile);
+    let PicControls {
+        pointers: pics,
+        formats,
+    } = pic_controls(view).ok()?;
+    // `format_at` is a step function only over formats in event order.
+    if !formats.is_sorted_by_key(|f| f.0) {
+        return None;
+    }
+    let format_at = |q: u32| {
+        let idx = formats.partition_point(|f| f.0 <= q);
+        (
+            idx.checked_sub(1).map_or(0, |i| formats[i].1),
+            formats.get(idx).map(|f| f.0),
+        )
+    };
+    // Write events of a run: `first + k` (no saturation: the guard below
+    // needs `first + items - 1 + GUARD_EVENTS < end` anyway).
+    let first_write = |r: &ItemRun| {
+        let lag = if r.format == 0 { lag } else { lag + 1 };
+        r.event.checked_add(lag)
+    };
+    for r in runs.iter() {
+        let w = u64::from(first_write(r)?);
+        let last_unit = u64::from(r.unit) + u64::from(r.items);
+        if w + u64::from(r.items) + u64::from(GUARD_EVENTS) > u64::from(end)
+            || last_unit > u64::from(u32::MAX) / u64::from(r.item_words())
+        {
+            return None;
+        }
+    }
+    runs.sort_unstable_by_key(|r| r.event + if r.format == 0 { lag } else { lag + 1 });
+    moves.clear();
+    let mut pointer: Option<u32> = None;
+    let mut pi = 0;
+    let mut next_free = 0u32;
+    for r in runs.iter() {
+        let first = first_write(r)?;
+        // Two items with one write event: a clash.
+        if first < next_free {
+            return None;
+        }
+        next_free = first + r.items;
+        let words = r.item_words();
+        let mut k = 0u32;
+        while k < r.items {
+            let w = first + k;
+            while pi < pics.len() && pics[pi].0 <= w {
+                pointer = Some(pics[pi].1);
+                pi += 1;
+            }
+            let p = pointer?;
+            // Items up to the next pointer update or format change.
+            let mut n = r.items - k;
+            if let Some(&(event, _)) = pics.get(pi) {
+                n = n.min(event - w);
+            }
+            let q = if r.format == 0 {
+                w
+            } else {
+                w.saturating_sub(2)
+            };
+            let (shown, next_change) = format_at(q);
+            if shown != r.format {
+                return None;
+            }
+            if let Some(f) = next_change {
+                let at = if r.format == 0 { f } else { f.checked_add(2)? };
+                n = n.min(at - w);
+            }
+            let address = u64::from(p) * 4;
+            let last = address + 4 * u64::from(n) * u64::from(words);
+            if address < u64::from(TILE_MEMORY_BASE)
+                || last > u64::from(TILE_MEMORY_END)
+                || (r.format != 0 && address % 8 != 0)
+            {
+                return None;
+            }
+            let unit = r.unit + k;
+            moves.push(MoveRun {
+                dst_word: p,
+                words: n * words,
+                src_tile: r.src_tile,
+                src_word: if r.format == 0 { unit } else { unit * 2 },
+                read_event: r.read_event + k,
+                write_event: w,
+                item_words: words,
+            });
+            pointer = Some(p + n * words);
+            k += n;
+        }
+    }
+    moves.sort_unstable_by_key(|m| m.dst_word);
+    moves
+        .windows(2)
+        .all(|m| u64::from(m[0].dst_word) + u64::from(m[0].words) <= u64::from(m[1].dst_word))
+        .then_some(())
 }

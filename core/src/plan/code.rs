@@ -33,8 +33,9 @@ use super::opplan::{PlannedCall, PlannedTransfer, Stage};
 use ipuc_target::ipu21::exchange_model::{SENDOFF_MAX_ITEMS, SEND_MAX_ITEMS, WORD_BYTES};
 use ipuc_target::ipu21::sram::{code_charge_bytes, code_span_bytes, TILE_MEMORY_BUDGET};
 use ipuc_target::ipu21::tile_set::TileSet;
-use ipuc_target::ipu21::topology::LogicalTile;
+use ipuc_target::ipu21::topology::{LogicalTile, TILE_COUNT};
 use ipuc_target::kernel::{encode as encode_args, KernelArgs};
+use ipuc_target::lookup::LookupMap;
 
 /// Bytes of one supervisor instruction (`docs/facts/ipu21-target.md` §3).
 const INSTRUCTION_BYTES: u64 = 4;
@@ -146,15 +147,15 @@ impl CodeUse {
     /// and one argument block per distinct block on a tile (emission
     /// shares blocks by contents).
     pub fn add_calls(&mut self, calls: &[PlannedCall]) {
-        let mut blocks: Vec<(u32, Vec<u32>)> = Vec::new();
+        // The (tile, block) pairs seen so far: a lookup per call, not a walk
+        // over every earlier call's block (a re-layout copies on every tile).
+        let mut blocks: LookupMap<(u32, Vec<u32>), ()> = LookupMap::default();
         for c in calls {
             let words = encode_args(&KernelArgs::new(c.kernel.clone()));
-            let block = if blocks.iter().any(|(t, w)| *t == c.tile && *w == words) {
-                0
-            } else {
-                let b = (words.len() as u64 * WORD).next_multiple_of(8);
-                blocks.push((c.tile, words));
-                b
+            let b = (words.len() as u64 * WORD).next_multiple_of(8);
+            let block = match blocks.insert((c.tile, words), ()) {
+                Some(()) => 0,
+                None => b,
             };
             let loads: u64 = c
                 .operands
@@ -178,24 +179,26 @@ impl CodeUse {
         self.all += PHASE_SEQUENCE_BYTES;
         let first = self.tiles.len();
         // Stream loads per tile, as the scheduler computes them: every
-        // run's words on its sender and on each receiver.
-        let mut loads: Vec<(u32, u64, u64)> = Vec::new(); // (tile, out, in)
-        for t in transfers {
-            let (runs, run_bytes) = runs(t);
-            let words = runs * u64::from(run_bytes / WORD_BYTES);
-            loads.push((t.source_tile, words, 0));
-            loads.extend(t.destinations.iter().map(|d| (d.tile, 0, words)));
-        }
-        loads.sort_unstable_by_key(|l| l.0);
-        let mut merged: Vec<(u32, u64, u64)> = Vec::with_capacity(loads.len());
-        for (t, o, i) in loads {
-            match merged.last_mut() {
-                Some(m) if m.0 == t => {
-                    m.1 += o;
-                    m.2 += i;
-                }
-                _ => merged.push((t, o, i)),
+        // run's words on its sender and on each receiver. Without a sender
+        // budget every multicast is one message whatever the loads, so they
+        // are not worked out.
+        let mut merged: Vec<(u32, u64, u64)> = Vec::new(); // (tile, out, in)
+        if SENDER_BUDGET_PERCENT != 0 {
+            for t in transfers {
+                let (runs, run_bytes) = runs(t);
+                let words = runs * u64::from(run_bytes / WORD_BYTES);
+                merged.push((t.source_tile, words, 0));
+                merged.extend(t.destinations.iter().map(|d| (d.tile, 0, words)));
             }
+            merged.sort_unstable_by_key(|l| l.0);
+            merged.dedup_by(|next, m| {
+                let same = next.0 == m.0;
+                if same {
+                    m.1 += next.1;
+                    m.2 += next.2;
+                }
+                same
+            });
         }
         let lower_bound = merged.iter().map(|m| m.1.max(m.2)).max().unwrap_or(0);
         let budget = lower_bound * SENDER_BUDGET_PERCENT / 100;
@@ -245,9 +248,25 @@ impl CodeUse {
     /// Sums the entries of each tile into one, sorted by tile (a cached
     /// use is added to many states).
     pub fn compact(mut self) -> Self {
-        self.tiles.sort_unstable_by_key(|&(t, _)| t);
-        let mut out: Vec<(u32, u64)> = Vec::with_capacity(self.tiles.len());
-        for (t, b) in self.tiles {
+        // Tiles of the machine are summed in a dense array (a use has many
+        // entries per tile: every transfer's sender and receivers); any
+        // others, sorted.
+        let tiles = usize::from(TILE_COUNT);
+        let mut sums: Vec<Option<u64>> = alloc::vec![None; tiles];
+        let mut others: Vec<(u32, u64)> = Vec::new();
+        for &(t, b) in &self.tiles {
+            match sums.get_mut(t as usize) {
+                Some(s) => *s = Some(s.unwrap_or(0) + b),
+                None => others.push((t, b)),
+            }
+        }
+        others.sort_unstable_by_key(|&(t, _)| t);
+        let mut out: Vec<(u32, u64)> = sums
+            .iter()
+            .enumerate()
+            .filter_map(|(t, s)| s.map(|b| (t as u32, b)))
+            .collect();
+        for (t, b) in others {
             match out.last_mut() {
                 Some(last) if last.0 == t => last.1 += b,
                 _ => out.push((t, b)),

@@ -111,6 +111,8 @@ pub(super) type CodeRef = Arc<super::code::CodeUse>;
 /// the cache key, is not reused).
 pub(super) type PlanCode = (Arc<OpPlan>, CodeRef);
 pub(super) type CandidateKey = (OpId, Vec<Option<Layout>>);
+/// A re-layout's cycles and code estimate (`None` if a run is unaligned).
+pub(super) type RelayoutCharge = Option<(Cycles, CodeRef)>;
 
 /// How a host runs the planner's independent Repeat-body searches (the
 /// boundaries first reached at one Repeat op, one job each) on its own
@@ -136,8 +138,7 @@ pub struct BodySearch {
 #[derive(Clone, Default)]
 pub(super) struct Memo {
     candidates: LookupMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>,
-    relayouts: LookupMap<(Layout, Layout, u32), Option<Cycles>>,
-    relayout_code: LookupMap<(Layout, Layout, u32), Option<CodeRef>>,
+    relayouts: LookupMap<(Layout, Layout, u32), RelayoutCharge>,
     plan_code: LookupMap<usize, PlanCode>,
 }
 
@@ -153,11 +154,11 @@ pub struct SearchCx<'g> {
     pub config: PlanConfig,
     pub(super) stats: RefCell<PlanStats>,
     pub(super) candidate_cache: RefCell<LookupMap<CandidateKey, Arc<Vec<Arc<OpPlan>>>>>,
-    pub(super) relayout_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<Cycles>>>,
+    /// Each re-layout's cycles and code, from one [`relayout`] of it.
+    pub(super) relayout_cache: RefCell<LookupMap<(Layout, Layout, u32), RelayoutCharge>>,
     /// Code of each op plan applied so far, keyed by the plan's address;
     /// the entry holds the plan, so the address is not reused meanwhile.
     pub(super) plan_code_cache: RefCell<LookupMap<usize, PlanCode>>,
-    pub(super) relayout_code_cache: RefCell<LookupMap<(Layout, Layout, u32), Option<CodeRef>>>,
     pub(super) region_cache: RefCell<LookupMap<BoundaryKey, BodyFrontier>>,
     pub(super) region_label: RefCell<String>,
     /// Per Repeat op, the sum of the pending sequence elements' default
@@ -191,7 +192,6 @@ impl<'g> SearchCx<'g> {
             stats: RefCell::new(PlanStats::default()),
             candidate_cache: RefCell::new(LookupMap::default()),
             relayout_cache: RefCell::new(LookupMap::default()),
-            relayout_code_cache: RefCell::new(LookupMap::default()),
             plan_code_cache: RefCell::new(LookupMap::default()),
             region_cache: RefCell::new(LookupMap::default()),
             region_label: RefCell::new(String::from("top level")),
@@ -230,7 +230,6 @@ impl<'g> SearchCx<'g> {
         SearchCx {
             candidate_cache: RefCell::new(memo.candidates),
             relayout_cache: RefCell::new(memo.relayouts),
-            relayout_code_cache: RefCell::new(memo.relayout_code),
             plan_code_cache: RefCell::new(memo.plan_code),
             ..SearchCx::new(graph, config)
         }
@@ -241,7 +240,6 @@ impl<'g> SearchCx<'g> {
         Memo {
             candidates: self.candidate_cache.into_inner(),
             relayouts: self.relayout_cache.into_inner(),
-            relayout_code: self.relayout_code_cache.into_inner(),
             plan_code: self.plan_code_cache.into_inner(),
         }
     }
@@ -251,7 +249,6 @@ impl<'g> SearchCx<'g> {
         Memo {
             candidates: self.candidate_cache.borrow().clone(),
             relayouts: self.relayout_cache.borrow().clone(),
-            relayout_code: self.relayout_code_cache.borrow().clone(),
             plan_code: self.plan_code_cache.borrow().clone(),
         }
     }
@@ -353,15 +350,11 @@ impl<'g> SearchCx<'g> {
         SUPPORT_CHARGE_BYTES as u64
     }
 
-    /// Estimated image bytes of re-laying out `from` into `to` (`None` if a
-    /// run is unaligned), memoised; from the same [`relayout`] moves.
-    pub fn relayout_code(
-        &self,
-        from: Layout,
-        to: Layout,
-        elem: u32,
-    ) -> Option<Arc<super::code::CodeUse>> {
-        if let Some(c) = self.relayout_code_cache.borrow().get(&(from, to, elem)) {
+    /// Cycles and estimated image bytes of re-laying out `from` into `to`
+    /// (`None` if a run is unaligned), memoised; both from the same
+    /// [`relayout`] moves, the function lowering uses.
+    pub fn relayout_charge(&self, from: Layout, to: Layout, elem: u32) -> RelayoutCharge {
+        if let Some(c) = self.relayout_cache.borrow().get(&(from, to, elem)) {
             return c.clone();
         }
         let c = relayout(
@@ -380,9 +373,9 @@ impl<'g> SearchCx<'g> {
                 super::code::piece_words(self.config.max_stream_words),
             );
             code.add_calls(&r.copies);
-            Arc::new(code.compact())
+            (r.cost(), Arc::new(code.compact()))
         });
-        self.relayout_code_cache
+        self.relayout_cache
             .borrow_mut()
             .insert((from, to, elem), c.clone());
         c
@@ -404,25 +397,5 @@ impl<'g> SearchCx<'g> {
             .borrow_mut()
             .insert(key, (plan.clone(), code.clone()));
         code
-    }
-
-    /// Cost of re-laying out `from` into `to` (`None` if a run is unaligned),
-    /// memoised; the moves come from [`relayout`], the function lowering uses.
-    pub fn relayout_cost(&self, from: Layout, to: Layout, elem: u32) -> Option<Cycles> {
-        if let Some(c) = self.relayout_cache.borrow().get(&(from, to, elem)) {
-            return *c;
-        }
-        let c = relayout(
-            &from,
-            Slot::Operand(0),
-            &to,
-            Slot::Output,
-            elem,
-            Window::whole(&to),
-        )
-        .ok()
-        .map(|r| r.cost());
-        self.relayout_cache.borrow_mut().insert((from, to, elem), c);
-        c
     }
 }

@@ -553,13 +553,11 @@ fn search_body(
             if from == *layout && yield_in_place(cx.graph, &info, &ops, arg, y, layout) {
                 continue;
             }
-            match cx.relayout_cost(from, *layout, loc.elem) {
-                Some(c) => cycles = cycles.plus(c),
-                None => continue,
-            }
-            if let Some(code) = cx.relayout_code(from, *layout, loc.elem) {
-                writebacks.add(&code);
-            }
+            let Some((c, code)) = cx.relayout_charge(from, *layout, loc.elem) else {
+                continue;
+            };
+            cycles = cycles.plus(c);
+            writebacks.add(&code);
         }
         // Exact per-tile peak by replaying the choices.
         let Some(mut s) = replay_exact(cx, &info, &start, &ops, false) else {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::run::{compile_recorded, new_summary, BuildArgs};
+use super::run::{compile_recorded, new_summary, BuildArgs, WeightUse};
 use super::workload::{check_flags, WorkloadArgs};
 use crate::model::ModelSpec;
 use crate::report::run::print_compile_report;
@@ -62,8 +62,13 @@ fn compile_with_summary(
         &super::workload::InputArgs::default(),
     )?;
     summary.flags.vit_batch = workload.batch;
-    let (_, _, compiled) =
-        compile_recorded(summary, &workload, workload.batch.unwrap_or(1), &args.build)?;
+    let (_, _, compiled) = compile_recorded(
+        summary,
+        &workload,
+        workload.batch.unwrap_or(1),
+        &args.build,
+        WeightUse::Unused,
+    )?;
     summary.result = "compiled".into();
     print_compile_report(&compiled.report);
     crate::result_line!(

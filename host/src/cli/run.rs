@@ -11,7 +11,10 @@ use super::checks;
 
 use super::execute::{execute, fail_unless_passed, print_result_line, ExecArgs};
 use super::rejection_reports::{with_rejection_report, write_rejection_index};
-use super::workload::{load_config, load_model_with_origin, load_pixels, InputArgs, WorkloadArgs};
+use super::workload::{
+    load_config, load_model_unweighted, load_model_with_origin, load_pixels, InputArgs,
+    WorkloadArgs,
+};
 use crate::compile::{compile, CompileOptions, Compiled};
 use crate::model::ModelSpec;
 use crate::report::patch_audit::write_patch_audit;
@@ -159,6 +162,7 @@ pub fn resolve_batch(
             },
             1,
             build,
+            WeightUse::Unused,
         )?;
         anyhow::bail!("--vit-batch max: batch 1 does not fit");
     };
@@ -183,11 +187,23 @@ fn largest_batch(model: &ModelSpec, build: &BuildArgs, limit: usize) -> Result<O
             batch: Some(batch),
             ..model.clone()
         };
-        compile_once(&at, batch, &probe_build).map(|_| ())
+        compile_once(&at, batch, &probe_build, WeightUse::Unused).map(|_| ())
     };
     super::batch::largest_fitting(limit, &mut |batch| {
         super::batch::quiet_probe(batch, &mut compile_at)
     })
+}
+
+/// Whether the caller of a compile uses the model's weights. No compile
+/// output depends on them, and random ones are a function of the seed, so
+/// a compile whose weights are unused does not draw random ones (a
+/// checkpoint's are bound and checked all the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightUse {
+    /// The weights come back with the package.
+    Used,
+    /// Random weights are not drawn (`None` comes back).
+    Unused,
 }
 
 /// Builds and compiles the model the flags describe, for `batch` images.
@@ -197,8 +213,13 @@ pub fn compile_workload(
     model: &ModelSpec,
     batch: usize,
     build: &BuildArgs,
-) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
-    let err = match compile_once(model, batch, build) {
+    weights: WeightUse,
+) -> Result<(
+    crate::model::SiglipModel,
+    Option<crate::weights::Weights>,
+    Compiled,
+)> {
+    let err = match compile_once(model, batch, build, weights) {
         Ok(compiled) => return Ok(compiled),
         // This batch's rejection reports, written before the search's
         // probes run (which write none).
@@ -225,9 +246,14 @@ pub fn compile_recorded(
     workload: &ModelSpec,
     batch: usize,
     build: &BuildArgs,
-) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    weights: WeightUse,
+) -> Result<(
+    crate::model::SiglipModel,
+    Option<crate::weights::Weights>,
+    Compiled,
+)> {
     let t = Instant::now();
-    let compiled = compile_workload(workload, batch, build);
+    let compiled = compile_workload(workload, batch, build, weights);
     summary.compile_seconds = t.elapsed().as_secs_f64();
     let (model, weights, compiled) = compiled?;
     super::summary::record_compile(summary, &model.graph, &compiled);
@@ -240,7 +266,12 @@ fn compile_once(
     model: &ModelSpec,
     batch: usize,
     build: &BuildArgs,
-) -> Result<(crate::model::SiglipModel, crate::weights::Weights, Compiled)> {
+    weights: WeightUse,
+) -> Result<(
+    crate::model::SiglipModel,
+    Option<crate::weights::Weights>,
+    Compiled,
+)> {
     let config = load_config(model)?;
     let pairs = (batch as u64).saturating_mul(config.num_attention_heads as u64);
     if batch > 1 && pairs > u64::from(build.planning_tiles) {
@@ -253,7 +284,13 @@ fn compile_once(
         }
         .into());
     }
-    let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
+    let (siglip, weights, origin) = match weights {
+        WeightUse::Used => {
+            let (siglip, weights, origin) = load_model_with_origin(model, batch)?;
+            (siglip, Some(weights), origin)
+        }
+        WeightUse::Unused => load_model_unweighted(model, batch)?,
+    };
     let description = super::package_model::describe_model(model, &siglip, origin)?;
     crate::say!(
         "model: {} ({} layers, {} tokens, width {}, weights {})",
@@ -383,8 +420,14 @@ fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> 
     let workload = resolve_batch(spec, args.model.vit_batch, &args.build, &args.input)?;
     summary.flags.vit_batch = workload.batch;
     let pixels = load_pixels(&args.input, &workload)?;
-    let (model, weights, compiled) =
-        compile_recorded(summary, &workload, pixels.batch(), &args.build)?;
+    let (model, weights, compiled) = compile_recorded(
+        summary,
+        &workload,
+        pixels.batch(),
+        &args.build,
+        WeightUse::Used,
+    )?;
+    let weights = weights.context("the weights of a compile that uses them")?;
     print_compile_report(&compiled.report);
     print_peak_moment(&compiled);
     // What is tested is what is shipped: execute the package bytes (the ones

@@ -237,6 +237,21 @@ pub fn load_model(spec: &ModelSpec, batch: usize) -> Result<(SiglipModel, Weight
     Ok((model, weights))
 }
 
+/// [`load_model_with_origin`] for a caller that does not use the weights
+/// (a compile): random weights are not drawn (`None`), a checkpoint's are
+/// bound and checked as for a run.
+pub fn load_model_unweighted(
+    spec: &ModelSpec,
+    batch: usize,
+) -> Result<(SiglipModel, Option<Weights>, WeightOrigin)> {
+    if let Some(ModelSource::Checkpoint { .. }) = &spec.source {
+        let (model, weights, origin) = load_model_with_origin(spec, batch)?;
+        return Ok((model, Some(weights), origin));
+    }
+    let model = build_model(spec, batch)?;
+    Ok((model, None, WeightOrigin::Random { seed: spec.seed }))
+}
+
 /// [`load_model`], also saying where the weights came from (the seed, or
 /// the checkpoint's digest and path) for the package's description.
 ///

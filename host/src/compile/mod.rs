@@ -8,11 +8,11 @@
 
 pub mod phase_dump;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 
 use crate::progress::{self, Progress};
 use crate::report::placement_rejection;
@@ -119,8 +119,10 @@ impl CompileHooks for Hooks<'_> {
         Some(self.clock.elapsed().as_secs_f64() * 1e3)
     }
 
-    /// In parallel (rayon), one job per task; results in job order, so
-    /// packages are byte-identical at any `RAYON_NUM_THREADS`.
+    /// In parallel (rayon): every worker takes the next job not yet taken,
+    /// so jobs start in the order given (exchange phases largest first: the
+    /// last to finish are short); results in job order, so packages are
+    /// byte-identical at any `RAYON_NUM_THREADS`.
     fn run_jobs<J: Sync, R: Send>(
         &self,
         stage: Stage,
@@ -131,28 +133,42 @@ impl CompileHooks for Hooks<'_> {
         // worker thread and start offset (ms from the stage start) on stderr.
         let timing = std::env::var_os("IPUC_TIME_JOBS").is_some();
         let start = Instant::now();
-        jobs.par_iter()
-            .with_max_len(1)
-            .enumerate()
-            .map(|(i, job)| {
-                let t = Instant::now();
-                let r = run(job);
-                if timing {
-                    eprintln!(
-                        "job {} #{i}: thread {:?} start {:.1} ms, took {:.1} ms",
-                        stage.name(),
-                        rayon::current_thread_index(),
-                        (t - start).as_secs_f64() * 1e3,
-                        t.elapsed().as_secs_f64() * 1e3
-                    );
-                }
-                self.job_finished(stage);
-                r
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<R>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
+        let worker = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(i) else {
+                break;
+            };
+            let t = Instant::now();
+            let r = run(job);
+            if timing {
+                eprintln!(
+                    "job {} #{i}: thread {:?} start {:.1} ms, took {:.1} ms",
+                    stage.name(),
+                    rayon::current_thread_index(),
+                    (t - start).as_secs_f64() * 1e3,
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            self.job_finished(stage);
+            *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        };
+        let workers = rayon::current_num_threads().min(jobs.len());
+        rayon::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|_| worker());
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .expect("every job ran: the workers take jobs until none is left")
             })
             .collect()
     }
-
-    /// Developer aid: the jobs as text, for `ipuc exchange schedule-dump`.
     fn exchange_jobs(&self, jobs: &[PhaseJob]) -> Result<(), HookError> {
         if let Some(path) = std::env::var_os("IPUC_DUMP_PHASES") {
             crate::fsio::write_atomic(path.as_ref(), phase_dump::write_jobs(jobs).as_bytes())

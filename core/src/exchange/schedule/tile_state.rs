@@ -94,17 +94,21 @@ impl TileState {
     pub(super) fn control_crowded(&self, c: u64) -> bool {
         (c.saturating_sub(2)..=c + 2).any(|e| e != c && self.marks.has(e, CONTROL))
     }
-    /// Would an XPIC at `x` share an event with a PIC (single-control tiles only)?
-    pub(super) fn xpic_doubles(&self, x: u64) -> bool {
-        self.single_controls && self.marks.has(x, PIC)
-    }
-    /// Would a PIC at `p` share an event with an XPIC (single-control tiles only)?
-    pub(super) fn pic_doubles(&self, p: u64) -> bool {
-        self.single_controls && self.marks.has(p, XPIC)
-    }
     /// May a piece's tear-down (an XPIC back to neutral) not go at `e`?
     pub(super) fn teardown_blocked(&self, e: u64) -> bool {
-        self.control_blocked(e) || self.strict(e) || self.control_crowded(e) || self.xpic_doubles(e)
+        self.control_refused(e, PIC)
+    }
+    /// May no receive control go at `c`: [`Self::control_blocked`],
+    /// [`Self::strict`], [`Self::control_crowded`] or, on a single-control
+    /// tile, a control of kind `doubles` at `c` (`PIC` for an XPIC, `XPIC`
+    /// for a PIC) — read from the marks around `c` at once (asked for every
+    /// select a mark may change and every candidate start).
+    fn control_refused(&self, c: u64, doubles: u8) -> bool {
+        let m = self.marks.around(c);
+        (m[1] | m[2]) & SEND_START != 0
+            || m[2] & STRICT != 0
+            || (m[0] | m[1] | m[3] | m[4]) & CONTROL != 0
+            || (self.single_controls && m[2] & doubles != 0)
     }
     /// Would a send starting at `s` put a receive control on its first two events?
     pub(super) fn send_blocked(&self, s: u64) -> bool {
@@ -117,15 +121,7 @@ impl TileState {
     /// May a 32-bit receive select its sender at `x` and write its pointer
     /// at `x + lag`? (Depends only on `x`: not on the piece's length.)
     pub(super) fn receive_controls_blocked(&self, x: u64, lag: u64) -> bool {
-        let p = x + lag;
-        self.control_blocked(x)
-            || self.control_blocked(p)
-            || self.strict(x)
-            || self.strict(p)
-            || self.control_crowded(x)
-            || self.control_crowded(p)
-            || self.xpic_doubles(x)
-            || self.pic_doubles(p)
+        self.control_refused(x, PIC) || self.control_refused(x + lag, XPIC)
     }
     /// The first `x' > x` at which [`Self::receive_controls_blocked`] is false.
     /// Past the last mark (plus the ±2 look-around) nothing blocks, so this ends.

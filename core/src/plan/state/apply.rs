@@ -188,12 +188,10 @@ impl State {
     /// The code of re-laying an operand out (added to the state's code);
     /// returns its cycles.
     fn stage_relayout(&mut self, cx: &SearchCx<'_>, r: &OperandRelayout) -> Result<Cycles, Reject> {
-        let cycles = cx
-            .relayout_cost(r.from, r.to, r.elem)
+        let (cycles, code) = cx
+            .relayout_charge(r.from, r.to, r.elem)
             .ok_or(Reject::Unaligned)?;
-        if let Some(code) = cx.relayout_code(r.from, r.to, r.elem) {
-            self.add_code(&code);
-        }
+        self.add_code(&code);
         Ok(cycles)
     }
 

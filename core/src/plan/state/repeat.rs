@@ -152,13 +152,11 @@ impl State {
         // Carried initial values are copied into the carried buffers.
         for (&init, layout) in rep.carried_inits().iter().zip(&body.carried_layouts) {
             let elem = self.values.get(&init).map(|l| l.elem).unwrap_or(1);
-            cost = cost.plus(
-                cx.relayout_cost(*layout, *layout, elem)
-                    .ok_or(Reject::Unaligned)?,
-            );
-            if let Some(code) = cx.relayout_code(*layout, *layout, elem) {
-                self.add_code(&code);
-            }
+            let (cycles, code) = cx
+                .relayout_charge(*layout, *layout, elem)
+                .ok_or(Reject::Unaligned)?;
+            cost = cost.plus(cycles);
+            self.add_code(&code);
         }
         Ok(cost)
     }
