@@ -275,21 +275,24 @@ pub fn reference(
     fp32: bool,
     package: Option<&Package>,
 ) -> Result<SiglipOutputs> {
-    let k_splits = match package.filter(|_| !fp32) {
-        Some(p) => description_of(p)?.k_splits,
-        None => Vec::new(),
-    };
-    let numerics = if fp32 {
-        (Numerics::Fp32, &[][..])
-    } else {
-        (Numerics::Device, k_splits.as_slice())
+    let (numerics, k_splits) = match package {
+        _ if fp32 => (Numerics::Fp32, Vec::new()),
+        Some(p) => (Numerics::Device, description_of(p)?.k_splits),
+        None => (Numerics::Device, Vec::new()),
     };
     let what = if fp32 {
         "FP32 reference"
     } else {
         "device-numerics reference"
     };
-    run_siglip(&bound.model, bound.weights.clone(), pixels, numerics, None).context(what)
+    run_siglip(
+        &bound.model,
+        bound.weights.clone(),
+        pixels,
+        (numerics, &k_splits),
+        None,
+    )
+    .context(what)
 }
 
 /// The FP32 reference of the model `model` names, without compiling

@@ -713,21 +713,28 @@ mod tests {
         assert_eq!(compare(&phase, &[]), Ok(()));
     }
 
+    /// A random phase of 20 tiles (every third of mixed widths) and the
+    /// rows the scheduler makes for it.
+    fn scheduled_random_phase(seed: u64) -> (ExchangePhase, Vec<crate::exchange::ExchangeRow>) {
+        use crate::exchange::{schedule_phase, ScheduleOptions};
+        let phase = random_phase(RandomPhaseSpec {
+            tiles: 20,
+            words: 48,
+            fanout: 3,
+            seed,
+            exact_words: false,
+            mixed_width: seed % 3 == 2,
+        });
+        let rows = schedule_phase(&phase, ScheduleOptions::default())
+            .unwrap()
+            .rows;
+        (phase, rows)
+    }
+
     #[test]
     fn the_check_in_runs_agrees_with_the_word_by_word_check() {
-        use crate::exchange::{schedule_phase, ScheduleOptions};
         for seed in 0..24 {
-            let phase = random_phase(RandomPhaseSpec {
-                tiles: 20,
-                words: 48,
-                fanout: 3,
-                seed,
-                exact_words: false,
-                mixed_width: seed % 3 == 2,
-            });
-            let rows = schedule_phase(&phase, ScheduleOptions::default())
-                .unwrap()
-                .rows;
+            let (phase, rows) = scheduled_random_phase(seed);
             let decoded: Vec<DecodedRow> =
                 rows.iter().map(|r| decode_checked(r).unwrap()).collect();
             let views: Vec<TileRowView<'_>> = rows
@@ -781,21 +788,10 @@ mod tests {
 
     #[test]
     fn iterations_derived_from_the_first_match_checking_each_one() {
-        use crate::exchange::{schedule_phase, ScheduleOptions};
         let mut rng = SplitMix64::new(11);
         let (mut derived_ok, mut failing) = (0, 0);
         for seed in 0..24 {
-            let phase = random_phase(RandomPhaseSpec {
-                tiles: 20,
-                words: 48,
-                fanout: 3,
-                seed,
-                exact_words: false,
-                mixed_width: seed % 3 == 2,
-            });
-            let rows = schedule_phase(&phase, ScheduleOptions::default())
-                .unwrap()
-                .rows;
+            let (phase, rows) = scheduled_random_phase(seed);
             let decoded: Vec<Result<DecodedRow>> = rows.iter().map(decode_checked).collect();
             for case in 0..8 {
                 // Each transfer's source moves by `shift[t]` words per

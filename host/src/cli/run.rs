@@ -194,6 +194,14 @@ fn largest_batch(model: &ModelSpec, build: &BuildArgs, limit: usize) -> Result<O
     })
 }
 
+/// A compiled model: its graph, its weights when they were asked for
+/// ([`WeightUse`]) and the compile.
+pub type CompiledWorkload = (
+    crate::model::SiglipModel,
+    Option<crate::weights::Weights>,
+    Compiled,
+);
+
 /// Whether the caller of a compile uses the model's weights. No compile
 /// output depends on them, and random ones are a function of the seed, so
 /// a compile whose weights are unused does not draw random ones (a
@@ -214,11 +222,7 @@ pub fn compile_workload(
     batch: usize,
     build: &BuildArgs,
     weights: WeightUse,
-) -> Result<(
-    crate::model::SiglipModel,
-    Option<crate::weights::Weights>,
-    Compiled,
-)> {
+) -> Result<CompiledWorkload> {
     let err = match compile_once(model, batch, build, weights) {
         Ok(compiled) => return Ok(compiled),
         // This batch's rejection reports, written before the search's
@@ -247,11 +251,7 @@ pub fn compile_recorded(
     batch: usize,
     build: &BuildArgs,
     weights: WeightUse,
-) -> Result<(
-    crate::model::SiglipModel,
-    Option<crate::weights::Weights>,
-    Compiled,
-)> {
+) -> Result<CompiledWorkload> {
     let t = Instant::now();
     let compiled = compile_workload(workload, batch, build, weights);
     summary.compile_seconds = t.elapsed().as_secs_f64();
@@ -267,11 +267,7 @@ fn compile_once(
     batch: usize,
     build: &BuildArgs,
     weights: WeightUse,
-) -> Result<(
-    crate::model::SiglipModel,
-    Option<crate::weights::Weights>,
-    Compiled,
-)> {
+) -> Result<CompiledWorkload> {
     let config = load_config(model)?;
     let pairs = (batch as u64).saturating_mul(config.num_attention_heads as u64);
     if batch > 1 && pairs > u64::from(build.planning_tiles) {
