@@ -6,9 +6,10 @@
 //! Key-split plans (`S` > 1 key blocks) cut that K/V residency by `S`: tile
 //! `s·G·R + g·R + r` holds query block `(g, r)` (queries replicated `S`
 //! times) and key/value block `s` of group `g` (replicated over the `R`
-//! query tiles), computes an unnormalised partial (`attention_partial`:
-//! `p·v`, row max, row sum), sends it to tile `g·R + r`, which combines the
-//! `S` partials (`attention_combine`) into the output.
+//! query tiles) and computes an unnormalised partial (`attention_partial`:
+//! `p·v`, row max, row sum). The `S` tiles of a query block then each
+//! combine one `S`-th of its rows (`attention_combine`), receiving that
+//! piece of the others' partials.
 
 use alloc::format;
 use alloc::sync::Arc;
@@ -133,7 +134,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
 }
 
 /// Key-block counts key-split attention tries.
-pub(super) const KEY_PARTS: [u32; 3] = [2, 3, 4];
+pub(super) const KEY_PARTS: [u32; 8] = [2, 3, 4, 6, 8, 12, 16, 23];
 
 /// Query-block counts `R` tried for `groups` head groups of `sq` queries
 /// split over `parts` key blocks on `tiles` tiles (none when one block
@@ -197,6 +198,17 @@ pub(super) fn operand_layouts(
 }
 
 /// Key-split attention: `groups × r` query blocks × `parts` key blocks.
+///
+/// The combine is spread over the first `c = min(parts, rows per query
+/// block)` tiles of a query block: piece `s` of its rows (the nested
+/// balanced split, so the output is one two-level row layout) is combined
+/// on the tile of key block `s`, which receives that piece of the other
+/// partials. With `c = parts` each tile receives `(parts − 1)/parts` of
+/// one partial, where one combining tile would receive `parts − 1` whole
+/// ones, and combines `1/parts` of the rows. A combining tile copies its
+/// own piece beside the received ones, so the combine reads the `parts`
+/// pieces in key-block order, the order one tile would combine them in
+/// (same numerics).
 fn key_split(
     cx: &GenCx<'_>,
     scale: f32,
@@ -207,23 +219,49 @@ fn key_split(
     let dtype = cx.operand(0).ok()?.view.dtype;
     let gr = groups * r;
     let (q_layout, kv_layout) = operand_layouts((groups, sq, sk, dh), r, parts)?;
+    // Every piece holds a row: a block has at least ⌊rows / gr⌋ of them.
+    let combiners = parts.min((groups * sq) / gr);
+    if combiners == 0 {
+        return None;
+    }
     let out_layout = Layout {
+        first_tile: 0,
+        rows: AxisSplit {
+            len: groups * sq,
+            grain: 1,
+            outer: gr,
+            outer_stride: 1,
+            inner: combiners,
+            inner_stride: if combiners > 1 { gr } else { 0 },
+        },
+        cols: AxisSplit::whole(dh),
         replicas: 1,
         replica_stride: 0,
-        ..q_layout
     };
-    let row_words = dh + 2;
+    if out_layout.validate().is_err() {
+        return None;
+    }
+    let row_bytes = (dh + 2) * 4;
     let mut partial_calls = Vec::new();
     let mut combine_calls = Vec::new();
     let mut scores = Vec::new();
     let mut partials = Vec::new();
     let mut transfers = Vec::new();
+    let at = |slot, offset| SlotRef { slot, offset };
     for (tile, blk) in q_layout.placements() {
         let (s, qpart) = (tile / gr, tile % gr);
         let g = qpart / r;
         let q_rows = blk.rows.len() as u32;
         let kv_rows = kv_layout.rows.range(g * parts + s).len() as u32;
-        let partial_bytes = q_rows * row_words * 4;
+        // Piece `i` of this query block: its first row within the block and its rows.
+        let piece = |i: u32| {
+            let rows = out_layout.rows.range(qpart * combiners + i);
+            (rows.start - blk.rows.start, rows.len() as u32)
+        };
+        let own_bytes = q_rows * row_bytes;
+        let combines = s < combiners;
+        let (own_start, own_rows) = if combines { piece(s) } else { (0, 0) };
+        let piece_bytes = own_rows * row_bytes;
         let block_tile = cx.tile(tile).ok()?;
         scores.push(TileBlock {
             tile: block_tile,
@@ -231,14 +269,13 @@ fn key_split(
             cols: 0..kv_rows,
             bytes: q_rows * kv_rows * 4,
         });
-        let held = if s == 0 { parts } else { 1 };
+        // This tile's partial, then the `parts` pieces it combines.
         partials.push(TileBlock {
             tile: block_tile,
-            rows: 0..held * q_rows,
-            cols: 0..row_words,
-            bytes: held * partial_bytes,
+            rows: 0..q_rows + parts * own_rows,
+            cols: 0..dh + 2,
+            bytes: own_bytes + parts * piece_bytes,
         });
-        let at = |slot, offset| SlotRef { slot, offset };
         partial_calls.push(PlannedCall {
             tile,
             kernel: Kernel::AttentionPartial {
@@ -256,32 +293,52 @@ fn key_split(
                 at(Slot::Scratch(0), 0),
             ],
         });
-        if s == 0 {
-            combine_calls.push(PlannedCall {
-                tile,
-                kernel: Kernel::AttentionCombine {
-                    q_rows,
-                    head_dim: dh,
-                    parts,
-                    dtype,
-                },
-                operands: vec![at(Slot::Output, 0), at(Slot::Scratch(1), 0)],
-            });
-        } else {
+        for to in (0..combiners).filter(|&to| to != s) {
+            let (start, rows) = piece(to);
+            let bytes = rows * row_bytes;
+            // The receiver's partial block has its own query rows (the
+            // same block) ahead of its pieces.
             transfers.push(PlannedTransfer {
                 source_tile: tile,
-                source: at(Slot::Scratch(1), 0),
-                source_pitch: partial_bytes,
+                source: at(Slot::Scratch(1), start * row_bytes),
+                source_pitch: bytes,
                 rows: 1,
-                row_bytes: partial_bytes,
+                row_bytes: bytes,
                 destinations: vec![PlannedDestination {
-                    tile: qpart,
-                    at: at(Slot::Scratch(1), s * partial_bytes),
-                    pitch: partial_bytes,
+                    tile: to * gr + qpart,
+                    at: at(Slot::Scratch(1), own_bytes + s * bytes),
+                    pitch: bytes,
                 }],
             });
         }
+        if !combines {
+            continue;
+        }
+        partial_calls.push(PlannedCall {
+            tile,
+            kernel: Kernel::Copy {
+                rows: 1,
+                row_bytes: piece_bytes,
+                src_pitch: piece_bytes,
+                dst_pitch: piece_bytes,
+            },
+            operands: vec![
+                at(Slot::Scratch(1), own_bytes + s * piece_bytes),
+                at(Slot::Scratch(1), own_start * row_bytes),
+            ],
+        });
+        combine_calls.push(PlannedCall {
+            tile,
+            kernel: Kernel::AttentionCombine {
+                q_rows: own_rows,
+                head_dim: dh,
+                parts,
+                dtype,
+            },
+            operands: vec![at(Slot::Output, 0), at(Slot::Scratch(1), own_bytes)],
+        });
     }
+    // Stable: each tile's copy stays after its partial.
     partial_calls.sort_by_key(|c| c.tile);
     combine_calls.sort_by_key(|c| c.tile);
     scores.sort_by_key(|b| b.tile);
