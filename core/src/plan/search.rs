@@ -73,8 +73,9 @@ impl SearchCx<'_> {
             .op(op)
             .ok_or(PlanError::MalformedGraph { what: "op" })?;
         let layouts = state.operand_layouts(o.operands());
-        // GEMMs ignore where their operands are: key them by pending flags only.
-        let key_layouts = if matches!(o.kind(), OpKind::MatMul(_)) {
+        // GEMMs and attention ignore where their operands are (they name
+        // the layouts they read): key them by pending flags only.
+        let key_layouts = if matches!(o.kind(), OpKind::MatMul(_) | OpKind::Attention { .. }) {
             layouts
                 .iter()
                 .map(|l| l.map(|_| Layout::single(0, 0, 0)))
