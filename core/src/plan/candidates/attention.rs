@@ -209,10 +209,10 @@ pub(super) fn operand_layouts(
 /// on the tile of key block `s`, which receives that piece of the other
 /// partials. With `c = parts` each tile receives `(parts − 1)/parts` of
 /// one partial, where one combining tile would receive `parts − 1` whole
-/// ones, and combines `1/parts` of the rows. A combining tile copies its
-/// own piece beside the received ones, so the combine reads the `parts`
-/// pieces in key-block order, the order one tile would combine them in
-/// (same numerics).
+/// ones, and combines `1/parts` of the rows. The pieces arrive where the
+/// scores were; a combining tile copies its own piece beside them, so the
+/// combine reads the `parts` pieces in key-block order, the order one tile
+/// would combine them in (same numerics).
 fn key_split(
     cx: &GenCx<'_>,
     scale: f32,
@@ -267,18 +267,20 @@ fn key_split(
         let (own_start, own_rows) = if combines { piece(s) } else { (0, 0) };
         let piece_bytes = own_rows * row_bytes;
         let block_tile = cx.tile(tile).ok()?;
+        // The scores are dead once the partial is computed: the `parts`
+        // pieces this tile combines arrive in their place, so a tile holds
+        // no more than it did with one combining tile per query block.
         scores.push(TileBlock {
             tile: block_tile,
             rows: 0..q_rows,
             cols: 0..kv_rows,
-            bytes: q_rows * kv_rows * 4,
+            bytes: (q_rows * kv_rows * 4).max(parts * piece_bytes),
         });
-        // This tile's partial, then the `parts` pieces it combines.
         partials.push(TileBlock {
             tile: block_tile,
-            rows: 0..q_rows + parts * own_rows,
+            rows: 0..q_rows,
             cols: 0..dh + 2,
-            bytes: own_bytes + parts * piece_bytes,
+            bytes: own_bytes,
         });
         partial_calls.push(PlannedCall {
             tile,
@@ -300,8 +302,6 @@ fn key_split(
         for to in (0..combiners).filter(|&to| to != s) {
             let (start, rows) = piece(to);
             let bytes = rows * row_bytes;
-            // The receiver's partial block has its own query rows (the
-            // same block) ahead of its pieces.
             transfers.push(PlannedTransfer {
                 source_tile: tile,
                 source: at(Slot::Scratch(1), start * row_bytes),
@@ -310,7 +310,7 @@ fn key_split(
                 row_bytes: bytes,
                 destinations: vec![PlannedDestination {
                     tile: to * gr + qpart,
-                    at: at(Slot::Scratch(1), own_bytes + s * bytes),
+                    at: at(Slot::Scratch(0), s * bytes),
                     pitch: bytes,
                 }],
             });
@@ -327,7 +327,7 @@ fn key_split(
                 dst_pitch: piece_bytes,
             },
             operands: vec![
-                at(Slot::Scratch(1), own_bytes + s * piece_bytes),
+                at(Slot::Scratch(0), s * piece_bytes),
                 at(Slot::Scratch(1), own_start * row_bytes),
             ],
         });
@@ -339,7 +339,7 @@ fn key_split(
                 parts,
                 dtype,
             },
-            operands: vec![at(Slot::Output, 0), at(Slot::Scratch(1), own_bytes)],
+            operands: vec![at(Slot::Output, 0), at(Slot::Scratch(0), 0)],
         });
     }
     // Stable: each tile's copy stays after its partial.
