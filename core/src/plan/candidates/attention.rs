@@ -137,7 +137,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
 /// and many groups; 10 and 12 fill the machine with 16 heads (9 and 7
 /// query blocks: 1,440 and 1,344 tiles), So400m's best. Every count up to
 /// 23 was measured on So400m (27 layers): the rest found nothing better
-/// than 0.1 % per image and made planning 2.2× slower and 2.1 GB larger.
+/// than 0.1 % per image and doubled the planning time.
 pub(super) const KEY_PARTS: [u32; 5] = [2, 3, 4, 10, 12];
 
 /// Query-block counts `R` tried for `groups` head groups of `sq` queries
