@@ -1,9 +1,11 @@
 //! Key-split attention (each tile holds one key/value block of its head;
-//! partials combined on the query block's first tile), forced on siglip-small
-//! with `min_key_parts = 2`: the planner picks it for every attention, the
-//! schedule oracle matches the FP32 reference, the package runs on the
-//! simulator and passes validation, and the device-numerics reference told
-//! the package's key splits reproduces the simulator bit for bit.
+//! each query block's rows combined in pieces on its key blocks' tiles),
+//! forced on siglip-small with `min_key_parts = 2`: the planner picks it for
+//! every attention, every output row is combined exactly once and no tile
+//! sends to itself, the schedule oracle matches the FP32 reference, the
+//! package runs on the simulator and passes validation, and the
+//! device-numerics reference told the package's key splits reproduces the
+//! simulator bit for bit.
 
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
@@ -16,22 +18,28 @@ use ipuc_core::ir::{OpId, OpKind};
 use ipuc_core::lower::lower;
 use ipuc_core::lower::oracle::Executor;
 use ipuc_core::lower::schedule::Step;
-use ipuc_core::plan::opplan::PlanFamily;
+use ipuc_core::plan::opplan::{PlanFamily, Stage};
 use ipuc_core::plan::{plan_graph, PlanConfig};
 use ipuc_target::kernel::Kernel;
 use ipuc_tests::{device_inputs, small_pixels};
 
-fn model(layers: usize) -> ipuc::model::SiglipModel {
+fn model(layers: usize, image_size: usize) -> ipuc::model::SiglipModel {
     let opts = ModelOptions {
         vit_layers: Some(layers),
         ..ModelOptions::default()
     };
-    build_siglip(&VisionConfig::siglip_small(), &opts).unwrap()
+    let config = VisionConfig {
+        image_size,
+        ..VisionConfig::siglip_small()
+    };
+    build_siglip(&config, &opts).unwrap()
 }
 
 #[test]
 fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
-    let model = model(2);
+    // 56×56: 16 tokens, so a query block has rows enough to be combined
+    // in pieces on its key blocks' tiles.
+    let model = model(2, 56);
     let graph = &model.graph;
     let plan = plan_graph(
         graph,
@@ -43,12 +51,42 @@ fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
     )
     .unwrap();
     let mut key_split = 0;
+    let mut spread = 0;
     let mut check = |p: &ipuc_core::plan::PlannedOp| {
-        if let Some(plan) = &p.plan {
-            if let PlanFamily::Attention { key_parts, .. } = plan.family {
-                assert!(key_parts >= 2);
-                key_split += 1;
+        let Some(plan) = &p.plan else { return };
+        let PlanFamily::Attention { key_parts, .. } = plan.family else {
+            return;
+        };
+        assert!(key_parts >= 2);
+        key_split += 1;
+        let mut combined_rows = 0;
+        let mut combining_tiles = Vec::new();
+        for stage in &plan.stages {
+            match stage {
+                Stage::Exchange(transfers) => {
+                    for t in transfers {
+                        assert!(t.destinations.iter().all(|d| d.tile != t.source_tile));
+                    }
+                }
+                Stage::Compute(calls) => {
+                    for c in calls {
+                        if let Kernel::AttentionCombine { q_rows, parts, .. } = c.kernel {
+                            assert_eq!(parts, key_parts);
+                            combined_rows += q_rows;
+                            combining_tiles.push(c.tile);
+                        }
+                    }
+                }
             }
+        }
+        assert_eq!(
+            combined_rows, plan.output.rows.len,
+            "every row combined once"
+        );
+        combining_tiles.dedup();
+        let query_blocks = plan.output.rows.outer;
+        if combining_tiles.len() as u32 == query_blocks * key_parts {
+            spread += 1;
         }
     };
     for p in &plan.ops {
@@ -57,8 +95,11 @@ fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
             body.ops.iter().for_each(&mut check);
         }
     }
-    // The encoder body's attention and the pooling head's.
+    // The encoder body's attention and the pooling head's; the body's
+    // query blocks have rows enough for every key block's tile to combine
+    // a piece (the head's one query is combined on one tile).
     assert_eq!(key_split, 2);
+    assert_eq!(spread, 1);
     let schedule = lower(graph, &plan).unwrap();
     let mut kernels = (0, 0);
     schedule.visit(|step, _| {
@@ -110,7 +151,7 @@ fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
 
 #[test]
 fn forced_key_split_runs_on_the_simulator_and_passes() {
-    let model = model(2);
+    let model = model(2, 28);
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let opts = CompileOptions {
         beam_width: 8,
