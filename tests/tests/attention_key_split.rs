@@ -9,6 +9,7 @@
 
 use ipuc::compile::{compile, CompileOptions};
 use ipuc::device::simulated::{kernel_abi, SimDevice};
+use ipuc::input::PixelValues;
 use ipuc::model::{build_siglip, ModelOptions, VisionConfig};
 use ipuc::reference::{run_siglip, Numerics, Reference, Tensor};
 use ipuc::report::run::compare;
@@ -21,7 +22,7 @@ use ipuc_core::lower::schedule::Step;
 use ipuc_core::plan::opplan::{PlanFamily, Stage};
 use ipuc_core::plan::{plan_graph, PlanConfig};
 use ipuc_target::kernel::Kernel;
-use ipuc_tests::{device_inputs, small_pixels};
+use ipuc_tests::device_inputs;
 
 fn model(layers: usize, image_size: usize) -> ipuc::model::SiglipModel {
     let opts = ModelOptions {
@@ -151,7 +152,8 @@ fn forced_key_split_plans_lower_and_match_the_reference_in_the_oracle() {
 
 #[test]
 fn forced_key_split_runs_on_the_simulator_and_passes() {
-    let model = model(2, 28);
+    // 16 tokens: the body's pieces are combined on every key block's tile.
+    let model = model(2, 56);
     let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
     let opts = CompileOptions {
         beam_width: 8,
@@ -168,7 +170,28 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         .map(|k| k.name.as_str())
         .collect();
     assert!(names.contains(&"attention_partial") && names.contains(&"attention_combine"));
-    let pixels = small_pixels();
+    let mut calls = (0, 0);
+    compiled.schedule.visit(|step, _| {
+        if let Step::Compute(c) = step {
+            for call in &c.calls {
+                match call.kernel {
+                    Kernel::AttentionPartial { .. } => calls.0 += 1,
+                    Kernel::AttentionCombine { .. } => calls.1 += 1,
+                    _ => {}
+                }
+            }
+        }
+    });
+    // The body combines on every key block's tile (as many combines as
+    // partials); one combining tile per query block would make at most
+    // half as many combines as partials.
+    assert!(2 * calls.1 > calls.0, "partials, combines: {calls:?}");
+    let pixels = PixelValues {
+        shape: [1, 3, 56, 56],
+        data: (0..3 * 56 * 56)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect(),
+    };
     let inputs = device_inputs(&pixels);
     let out = SimDevice::for_package(&compiled.package)
         .unwrap()
