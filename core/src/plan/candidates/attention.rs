@@ -134,11 +134,12 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
 }
 
 /// Key-block counts key-split attention tries: 2–4 for short sequences
-/// and many groups; 10 and 12 fill the machine with 16 heads (9 and 7
-/// query blocks: 1,440 and 1,344 tiles), So400m's best. Every count up to
-/// 23 was measured on So400m (27 layers): the rest found nothing better
-/// than 0.1 % per image and doubled the planning time.
-pub(super) const KEY_PARTS: [u32; 5] = [2, 3, 4, 10, 12];
+/// and many groups; 9–12 nearly fill the machine with 16 or 32 groups
+/// (So400m at batch 1: 9 query blocks × 10 key blocks on 1,440 tiles; at
+/// batch 2: 5 × 9 on 1,440). Every count up to 23 was measured on So400m
+/// (27 layers, batch 1): the rest found nothing better than 0.1 % per
+/// image and doubled the planning time.
+pub(super) const KEY_PARTS: [u32; 7] = [2, 3, 4, 9, 10, 11, 12];
 
 /// Query-block counts `R` tried for `groups` head groups of `sq` queries
 /// split over `parts` key blocks on `tiles` tiles (none when one block
