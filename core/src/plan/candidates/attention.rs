@@ -121,7 +121,7 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
         });
     }
     for parts in KEY_PARTS {
-        if parts < cx.cfg.min_key_parts || parts > sk {
+        if parts < cx.cfg.min_key_parts {
             continue;
         }
         for r in query_block_options(t, groups, parts, sq) {
@@ -172,6 +172,10 @@ pub(super) fn operand_layouts(
     r: u32,
     parts: u32,
 ) -> Option<(Layout, Layout)> {
+    // More key blocks than keys would leave a key block empty.
+    if parts > sk {
+        return None;
+    }
     let gr = groups * r;
     let out = Layout::row_split(groups * sq, dh, 0, gr);
     if out.rows.part_count() != gr {

@@ -153,10 +153,6 @@ pub fn split_heads(cx: &GenCx<'_>, heads: usize) -> PlanResult<Vec<OpPlan>> {
     // them, and the one exchange into the split is the attention's too.
     let tiles = cx.cfg.tiles;
     for parts in core::iter::once(1).chain(super::attention::KEY_PARTS) {
-        // As attention: no more key blocks than keys.
-        if parts > s {
-            continue;
-        }
         let Some(&r) = super::attention::query_block_options(tiles, groups, parts, s).last() else {
             continue;
         };
