@@ -80,7 +80,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
         pixels,
         out,
     } = compile_and_run(&model_opts, &compile_opts);
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
@@ -205,13 +205,13 @@ fn fp8_weights_match_the_device_numerics_reference() {
     } = compile_and_run(&model_opts, &compile_opts);
     let device = run_siglip(
         &model,
-        weights.clone(),
+        &weights,
         &pixels,
         (Numerics::Device, &compiled.description.k_splits),
         None,
     )
     .unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let fp32 = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     let q = compare(&out, &fp32, 0.2, 0.05).unwrap();
     for ((name, max_abs, _, _), (_, quantised, _, _)) in v.outputs.iter().zip(&q.outputs) {
@@ -336,7 +336,7 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
         .unwrap()
         .run(&compiled.package, &device_inputs(&pixels), &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
 }
@@ -450,7 +450,7 @@ fn resident_inferences_reuse_one_loaded_package() {
         let out = resident.infer(&device_inputs(pixels)).unwrap();
         let reference = run_siglip(
             &model,
-            weights.clone(),
+            &weights,
             pixels,
             (Numerics::Device, &compiled.description.k_splits),
             None,
