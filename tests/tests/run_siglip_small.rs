@@ -475,6 +475,43 @@ fn resident_inferences_reuse_one_loaded_package() {
 }
 
 #[test]
+fn a_consumed_load_and_resident_rate_changes_match_fresh_loads() {
+    // `load_consuming` (each f32 weight freed once encoded) loads what
+    // `load` does, and a resident device switched to other kernel rates
+    // (`set_kernel_rates`, as `--rate-band` does) simulates what a fresh
+    // load at those rates does.
+    use ipuc_target::ipu21::rates::RateEnd;
+    let (model_opts, compile_opts) = options(1);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let package = &compiled.package;
+    let inputs = device_inputs(&small_pixels());
+    let fresh = |rates: RateEnd| {
+        SimDevice::with_rates(package, rates)
+            .unwrap()
+            .load(package, &weights)
+            .unwrap()
+            .infer(&inputs)
+            .unwrap()
+    };
+    let mut resident = SimDevice::for_package(package)
+        .unwrap()
+        .load_consuming(package, weights.clone())
+        .unwrap();
+    let mut cycles = Vec::new();
+    for rates in [RateEnd::Chosen, RateEnd::Optimistic, RateEnd::Conservative] {
+        resident.set_kernel_rates(rates).unwrap();
+        let got = resident.infer(&inputs).unwrap();
+        let want = fresh(rates);
+        assert_eq!(got.profile.cycles, want.profile.cycles, "{}", rates.name());
+        assert_eq!(got.outputs, want.outputs, "{}", rates.name());
+        cycles.push(got.profile.cycles);
+    }
+    assert!(cycles[1] < cycles[0] && cycles[0] < cycles[2], "{cycles:?}");
+}
+
+#[test]
 fn a_package_file_executes_like_the_package_that_was_written() {
     // `ipuc exec` and `ipuc run` execute the bytes read back through the
     // validating reader; they must behave exactly like the in-memory package.
