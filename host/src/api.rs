@@ -287,7 +287,7 @@ pub fn reference(
     };
     run_siglip(
         &bound.model,
-        bound.weights.clone(),
+        &bound.weights,
         pixels,
         (numerics, &k_splits),
         None,

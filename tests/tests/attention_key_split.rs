@@ -197,14 +197,7 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         .unwrap()
         .run(&compiled.package, &inputs, &weights)
         .unwrap();
-    let reference = run_siglip(
-        &model,
-        weights.clone(),
-        &pixels,
-        (Numerics::Fp32, &[]),
-        None,
-    )
-    .unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
@@ -226,7 +219,7 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
     let max_abs = |numerics_splits: &[KSplit]| {
         let device = run_siglip(
             &model,
-            weights.clone(),
+            &weights,
             &pixels,
             (Numerics::Device, numerics_splits),
             None,

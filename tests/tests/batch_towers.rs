@@ -103,7 +103,7 @@ fn each_family_at_batch_3_matches_the_fp32_reference_image_by_image() {
             ..CompileOptions::default()
         };
         let (out, _) = run(&model, &weights, &pixels, &opts);
-        let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let v = compare(&out, &reference, 0.2, 0.05).unwrap();
         assert_eq!(v.images.len(), 3, "{name}");
         for (k, image) in v.images.iter().enumerate() {
@@ -148,7 +148,7 @@ fn fp8_batches_equal_the_device_numerics_reference_bit_for_bit() {
         let (out, compiled) = run(&model, &weights, &pixels, &opts);
         let splits = &compiled.description.k_splits;
         let device =
-            run_siglip(&model, weights, &pixels, (Numerics::Device, splits), None).unwrap();
+            run_siglip(&model, &weights, &pixels, (Numerics::Device, splits), None).unwrap();
         assert_eq!(
             bits(&out.outputs[LAST_HIDDEN_STATE].data),
             bits(&device.last_hidden_state.data),

@@ -56,7 +56,7 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 fn fp32_reference_matches_transformers() {
     for name in FIXTURES {
         let (model, weights, pixels) = load(name, ModelOptions::default());
-        let out = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let out = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let dir = fixture(name);
         let hidden = NpyArray::read(&dir.join("last_hidden_state.npy")).unwrap();
         let pooled = NpyArray::read(&dir.join("pooler_output.npy")).unwrap();
@@ -75,13 +75,13 @@ fn fp32_reference_matches_transformers() {
 fn fused_qkv_and_fewer_layers_still_bind() {
     // Fused QKV concatenates q/k/v from the checkpoint: same numbers.
     let (model, weights, pixels) = load("vision-noprefix-f32", ModelOptions::default());
-    let plain = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let plain = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let fused_opts = ModelOptions {
         fuse_qkv: true,
         ..ModelOptions::default()
     };
     let (fmodel, fweights, _) = load("vision-noprefix-f32", fused_opts);
-    let fused = run_siglip(&fmodel, fweights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let fused = run_siglip(&fmodel, &fweights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     assert!(max_abs_diff(&plain.last_hidden_state.data, &fused.last_hidden_state.data) < 1e-5);
     // A 3-layer checkpoint bound to a 1-layer model: deeper layers ignored.
     let one = ModelOptions {
@@ -90,7 +90,7 @@ fn fused_qkv_and_fewer_layers_still_bind() {
     };
     let (m1, w1, _) = load("vision-noprefix-f32", one);
     assert_eq!(m1.layers, 1);
-    let out = run_siglip(&m1, w1, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let out = run_siglip(&m1, &w1, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     assert!(max_abs_diff(&out.last_hidden_state.data, &plain.last_hidden_state.data) > 1e-3);
 }
 
@@ -102,15 +102,8 @@ fn device_numerics_differ_but_stay_close() {
             ..ModelOptions::default()
         };
         let (model, weights, pixels) = load(name, options);
-        let exact = run_siglip(
-            &model,
-            weights.clone(),
-            &pixels,
-            (Numerics::Fp32, &[]),
-            None,
-        )
-        .unwrap();
-        let device = run_siglip(&model, weights, &pixels, (Numerics::Device, &[]), None).unwrap();
+        let exact = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let device = run_siglip(&model, &weights, &pixels, (Numerics::Device, &[]), None).unwrap();
         let d = max_abs_diff(
             &exact.last_hidden_state.data,
             &device.last_hidden_state.data,

@@ -49,8 +49,7 @@ fn run(model: &SiglipModel, weights: &Weights, package: &Package) -> Result<u64,
         .map_err(|e| e.to_string())?
         .run(package, &device_inputs(&pixels), weights)
         .map_err(|e| e.to_string())?;
-    let reference =
-        run_siglip(model, weights.clone(), &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     if v.pass {
         Ok(out.profile.cycles)

@@ -80,7 +80,7 @@ fn run_and_validate_with(layers: usize, tiles: u32, outgoing_base: bool) -> Comp
         pixels,
         out,
     } = compile_and_run(&model_opts, &compile_opts);
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{layers} layers: {:?}", v.outputs);
     for (name, max_abs, cosine, _) in &v.outputs {
@@ -205,13 +205,13 @@ fn fp8_weights_match_the_device_numerics_reference() {
     } = compile_and_run(&model_opts, &compile_opts);
     let device = run_siglip(
         &model,
-        weights.clone(),
+        &weights,
         &pixels,
         (Numerics::Device, &compiled.description.k_splits),
         None,
     )
     .unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let fp32 = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     let q = compare(&out, &fp32, 0.2, 0.05).unwrap();
     for ((name, max_abs, _, _), (_, quantised, _, _)) in v.outputs.iter().zip(&q.outputs) {
@@ -336,7 +336,7 @@ fn a_program_larger_than_the_old_code_area_places_and_runs() {
         .unwrap()
         .run(&compiled.package, &device_inputs(&pixels), &weights)
         .unwrap();
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &reference, 0.2, 0.05).unwrap();
     assert!(v.pass, "{:?}", v.outputs);
 }
@@ -450,7 +450,7 @@ fn resident_inferences_reuse_one_loaded_package() {
         let out = resident.infer(&device_inputs(pixels)).unwrap();
         let reference = run_siglip(
             &model,
-            weights.clone(),
+            &weights,
             pixels,
             (Numerics::Device, &compiled.description.k_splits),
             None,
@@ -472,6 +472,43 @@ fn resident_inferences_reuse_one_loaded_package() {
     // simulated time every time.
     assert!(cycles[0] > 0);
     assert_eq!(cycles[0], cycles[2]);
+}
+
+#[test]
+fn a_consumed_load_and_resident_rate_changes_match_fresh_loads() {
+    // `load_consuming` (each f32 weight freed once encoded) loads what
+    // `load` does, and a resident device switched to other kernel rates
+    // (`set_kernel_rates`, as `--rate-band` does) simulates what a fresh
+    // load at those rates does.
+    use ipuc_target::ipu21::rates::RateEnd;
+    let (model_opts, compile_opts) = options(1);
+    let model = build_siglip(&VisionConfig::siglip_small(), &model_opts).unwrap();
+    let weights = weights_for(&model, &WeightSource::Random { seed: 7 }).unwrap();
+    let compiled = compile(&model.graph, &kernel_abi(), &compile_opts).unwrap();
+    let package = &compiled.package;
+    let inputs = device_inputs(&small_pixels());
+    let fresh = |rates: RateEnd| {
+        SimDevice::with_rates(package, rates)
+            .unwrap()
+            .load(package, &weights)
+            .unwrap()
+            .infer(&inputs)
+            .unwrap()
+    };
+    let mut resident = SimDevice::for_package(package)
+        .unwrap()
+        .load_consuming(package, weights.clone())
+        .unwrap();
+    let mut cycles = Vec::new();
+    for rates in [RateEnd::Chosen, RateEnd::Optimistic, RateEnd::Conservative] {
+        resident.set_kernel_rates(rates).unwrap();
+        let got = resident.infer(&inputs).unwrap();
+        let want = fresh(rates);
+        assert_eq!(got.profile.cycles, want.profile.cycles, "{}", rates.name());
+        assert_eq!(got.outputs, want.outputs, "{}", rates.name());
+        cycles.push(got.profile.cycles);
+    }
+    assert!(cycles[1] < cycles[0] && cycles[0] < cycles[2], "{cycles:?}");
 }
 
 #[test]

@@ -56,13 +56,13 @@ fn full_width_so400m_two_layers_fp8_x_fp8_fused_qkv_passes() {
         .unwrap();
     let device = run_siglip(
         &model,
-        weights.clone(),
+        &weights,
         &pixels,
         (Numerics::Device, &compiled.description.k_splits),
         None,
     )
     .unwrap();
-    let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+    let fp32 = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
     let v = compare(&out, &device, 0.2, 0.05).unwrap();
     assert!(v.pass, "vs device numerics: {:?}", v.outputs);
     // FP8 × FP8 GEMMs: a K-split product rounds its FP16 partials per

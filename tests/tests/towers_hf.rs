@@ -104,7 +104,7 @@ fn fp32_reference_matches_transformers() {
                 ..ModelOptions::default()
             };
             let (model, weights, pixels) = load(name, size, options);
-            let out = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+            let out = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
             let hidden = hf(name, LAST_HIDDEN_STATE);
             let pooled = hf(name, POOLER_OUTPUT);
             assert_eq!(out.last_hidden_state.shape, hidden.shape, "{name}");
@@ -134,7 +134,7 @@ fn each_tower_runs_on_the_simulator_and_matches_transformers() {
             .unwrap()
             .run(&compiled.package, &device_inputs(&pixels), &weights)
             .unwrap();
-        let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let v = compare(&out, &reference, 0.2, 0.05).unwrap();
         assert!(v.pass, "{name}: {:?}", v.outputs);
         for output in [LAST_HIDDEN_STATE, POOLER_OUTPUT] {
@@ -187,15 +187,9 @@ fn fp8_towers_equal_the_device_numerics_reference_bit_for_bit() {
             .unwrap()
             .run(&compiled.package, &device_inputs(&pixels), &weights)
             .unwrap();
-        let device = run_siglip(
-            &model,
-            weights.clone(),
-            &pixels,
-            (Numerics::Device, splits),
-            None,
-        )
-        .unwrap();
-        let fp32 = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
+        let device =
+            run_siglip(&model, &weights, &pixels, (Numerics::Device, splits), None).unwrap();
+        let fp32 = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let pooled = |r: &ipuc::reference::SiglipOutputs| r.pooler_output.clone().unwrap();
         for (output, want, exact) in [
             (
@@ -231,14 +225,7 @@ fn interpolated_positions_match_transformers() {
             .iter()
             .find_map(|p| p.resample)
             .unwrap_or_else(|| panic!("{name}: no position table is interpolated"));
-        let reference = run_siglip(
-            &model,
-            weights.clone(),
-            &pixels,
-            (Numerics::Fp32, &[]),
-            None,
-        )
-        .unwrap();
+        let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None).unwrap();
         let compile_opts = CompileOptions {
             beam_width: 4,
             tiles: 32,

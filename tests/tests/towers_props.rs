@@ -150,7 +150,7 @@ fn check(family: Family, t: &Tower) -> Result<(), TestCaseError> {
     let out = SimDevice::for_package(&compiled.package)
         .and_then(|d| d.run(&compiled.package, &device_inputs(&pixels), &weights))
         .map_err(|e| fail(&json, "run", format!("{e:#}")))?;
-    let reference = run_siglip(&model, weights, &pixels, (Numerics::Fp32, &[]), None)
+    let reference = run_siglip(&model, &weights, &pixels, (Numerics::Fp32, &[]), None)
         .map_err(|e| fail(&json, "reference", e))?;
     let verdict = compare(&out, &reference, 0.2, 0.05).map_err(|e| fail(&json, "compare", e))?;
     prop_assert!(verdict.pass, "{json}: {:?}", verdict.outputs);

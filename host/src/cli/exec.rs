@@ -112,7 +112,7 @@ fn exec_with_summary(
             workload.name()
         ),
         &model,
-        &weights,
+        weights,
         &pixels,
         &args.exec,
     )?;

@@ -200,27 +200,31 @@ struct References {
 /// inferences `args` asks for on `pixels`, validates them against the
 /// references of `model` and prints the run report; returns each
 /// inference's cycles and validation, and the last inference's profile.
+/// The weights are consumed: the references borrow them, then loading
+/// frees each tensor once it is in the device's SRAM, so the simulation
+/// runs without the host's f32 copy.
 pub fn execute(
     package: &Package,
     title: &str,
     model: &SiglipModel,
-    weights: &Weights,
+    weights: Weights,
     pixels: &PixelValues,
     args: &ExecArgs,
 ) -> Result<Execution> {
-    let references = run_references(package, model, weights, pixels, args)?;
+    let references = run_references(package, model, &weights, pixels, args)?;
     // Held for the device's lifetime (dropped with this function's locals
     // after the reports).
     let _lock = args.device.lock()?;
     let mut resident = load(package, weights, args, args.kernel_rates.into())?;
     let (checks, out) = infer_and_check(&mut resident, pixels, &references, args)?;
-    drop(resident);
-    let profile = build_profile(package, &out.profile, title);
-    let band = if args.rate_band {
-        Some(rate_band(package, weights, pixels, args, &profile)?)
+    let band_ends = if args.rate_band {
+        Some(rate_band_ends(&mut resident, package, pixels)?)
     } else {
         None
     };
+    drop(resident);
+    let profile = build_profile(package, &out.profile, title);
+    let band = band_ends.map(|band| print_rate_band(band, args, &profile));
     print_run_report(
         package,
         &out,
@@ -261,28 +265,34 @@ pub struct Execution {
 }
 
 /// One inference at each end of the kernel rates' sources (not
-/// validated: the rates change cycles, never values), printed beside the
-/// chosen rates' figures.
-fn rate_band(
+/// validated: the rates change cycles, never values) on the package
+/// already resident (its weights are not reloaded: an inference on a
+/// resident package starts from the same state as the first).
+fn rate_band_ends(
+    resident: &mut LoadedSim,
     package: &Package,
-    weights: &Weights,
     pixels: &PixelValues,
-    args: &ExecArgs,
-    chosen: &Profile,
 ) -> Result<RateBand> {
-    let at = |end: RateEnd| -> Result<BandEnd> {
+    resident.set_progress(crate::progress::Progress::quiet(), None);
+    let inputs = pixel_inputs(pixels);
+    let mut at = |end: RateEnd| -> Result<BandEnd> {
         tracing::info!("rate band: one inference at the {} rates…", end.name());
-        let mut resident = load(package, weights, args, end)?;
+        resident.set_kernel_rates(end)?;
         let out = resident
-            .infer(&pixel_inputs(pixels))
+            .infer(&inputs)
             .with_context(|| format!("the inference at the {} rates", end.name()))?;
         let profile = build_profile(package, &out.profile, "rate band");
         Ok(BandEnd::of(&profile, out.profile.cycles))
     };
-    let band = RateBand {
+    Ok(RateBand {
         optimistic: at(RateEnd::Optimistic)?,
         conservative: at(RateEnd::Conservative)?,
-    };
+    })
+}
+
+/// The band beside the chosen rates' figures (`chosen`: the validated
+/// inference's profile).
+fn print_rate_band(band: RateBand, args: &ExecArgs, chosen: &Profile) -> RateBand {
     let here = BandEnd::of(chosen, 0);
     crate::say!(
         "simulated band: {} cropped cycles at the {} rates (band {}–{}: every kernel rate at its optimistic / conservative end)",
@@ -298,7 +308,7 @@ fn rate_band(
     ) {
         crate::say!("simulated band: {l} cycles per layer (band {lo}–{hi})");
     }
-    Ok(band)
+    band
 }
 
 /// The pixel values as the device's input map.
@@ -330,7 +340,7 @@ fn run_references(
             k_splits.len()
         );
         let numerics = (Numerics::Device, k_splits.as_slice());
-        let r = run_siglip(model, weights.clone(), pixels, numerics, None)
+        let r = run_siglip(model, weights, pixels, numerics, None)
             .context("device-numerics reference")?;
         log_reference_speed(&r);
         Some(r)
@@ -339,7 +349,7 @@ fn run_references(
     };
     let fp32 = if args.reference_fp32 {
         tracing::info!("reference: FP32 forward pass…");
-        let r = run_siglip(model, weights.clone(), pixels, (Numerics::Fp32, &[]), None)
+        let r = run_siglip(model, weights, pixels, (Numerics::Fp32, &[]), None)
             .context("FP32 reference")?;
         log_reference_speed(&r);
         Some(r)
@@ -358,13 +368,8 @@ fn log_reference_speed(r: &SiglipOutputs) {
 }
 
 /// The package loaded once on a simulated device set up from `args`
-/// (sync cycles, cycle budget).
-fn load(
-    package: &Package,
-    weights: &Weights,
-    args: &ExecArgs,
-    rates: RateEnd,
-) -> Result<LoadedSim> {
+/// (sync cycles, cycle budget), consuming the weights.
+fn load(package: &Package, weights: Weights, args: &ExecArgs, rates: RateEnd) -> Result<LoadedSim> {
     let t = Instant::now();
     let mut sim = SimDevice::with_rates(package, rates)?;
     sim.sync_cycles = args.sync_cycles;
@@ -372,7 +377,7 @@ fn load(
         .cycle_budget
         .unwrap_or_else(|| crate::device::simulated::cycle_budget(package, args.sync_cycles));
     let resident = sim
-        .load(package, weights)
+        .load_consuming(package, weights)
         .context("loading the package on the simulated device")?;
     tracing::info!(
         "device: package loaded once ({} bytes of images and weights) in {:.2} s",

@@ -142,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     let out = run_siglip(
         &model,
-        weights,
+        &weights,
         &pixels,
         (args.numerics, &[]),
         Some(layer_progress()),

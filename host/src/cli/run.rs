@@ -439,7 +439,7 @@ fn run_with_summary(args: &Args, spec: &ModelSpec, summary: &mut RunSummary) -> 
         &shipped,
         &format!("ipuc run {} (simulated)", workload.name()),
         &model,
-        &weights,
+        weights,
         &pixels,
         &args.exec,
     )?;

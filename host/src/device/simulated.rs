@@ -20,7 +20,7 @@ use ipuc_target::package::{
 
 use super::convert::{decode_elements, encode_elements};
 use super::DeviceOutput;
-use crate::weights::HostTensor;
+use crate::weights::{HostTensor, Weights};
 use ipuc_sim::bsp::Progress;
 use ipuc_sim::codelets::codelet_table;
 use ipuc_sim::fabric::RouteFabric;
@@ -172,7 +172,7 @@ fn binding_named<'a>(package: &'a Package, name: &str) -> Result<&'a Binding> {
 fn binding_bytes(
     binding: &Binding,
     inputs: &BTreeMap<String, HostTensor>,
-    weights: &crate::weights::Weights,
+    weights: &Weights,
 ) -> Result<Vec<u8>> {
     let tensor = tensor_for(binding, inputs, weights)?;
     encode_elements(&tensor.data, binding.dtype, binding.scale)
@@ -259,7 +259,7 @@ fn read_range(
 fn tensor_for<'a>(
     binding: &Binding,
     inputs: &'a BTreeMap<String, HostTensor>,
-    weights: &'a crate::weights::Weights,
+    weights: &'a Weights,
 ) -> Result<&'a HostTensor> {
     let t = match binding.kind {
         BindingKind::Input => inputs.get(&binding.name),
@@ -314,7 +314,7 @@ impl SimDevice {
         self,
         package: &Package,
         inputs: &BTreeMap<String, HostTensor>,
-        weights: &crate::weights::Weights,
+        weights: &Weights,
     ) -> Result<DeviceOutput> {
         self.load(package, weights)?.infer(inputs)
     }
@@ -350,7 +350,49 @@ impl SimDevice {
     /// Loads `package` once: every tile image, then the weights through
     /// their bindings. The result runs any number of inferences
     /// ([`LoadedSim::infer`]) without reloading either.
-    pub fn load(self, package: &Package, weights: &crate::weights::Weights) -> Result<LoadedSim> {
+    pub fn load(self, package: &Package, weights: &Weights) -> Result<LoadedSim> {
+        let no_inputs = BTreeMap::new();
+        self.load_with(package, |binding| {
+            binding_bytes(binding, &no_inputs, weights)
+        })
+    }
+
+    /// [`SimDevice::load`] consuming the weights: every weight binding is
+    /// encoded in its device dtype first, each f32 tensor freed once the
+    /// last binding reading it is encoded, so the host's f32 weights are
+    /// gone before the tiles' SRAM fills (a So400m's 1.6 GiB of f32 never
+    /// sits beside the simulator's state).
+    pub fn load_consuming(self, package: &Package, mut weights: Weights) -> Result<LoadedSim> {
+        let no_inputs = BTreeMap::new();
+        let bindings: Vec<&Binding> = package.bindings_of(BindingKind::Weight).collect();
+        let last_use: BTreeMap<&str, usize> = bindings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name.as_str(), i))
+            .collect();
+        let mut encoded = Vec::with_capacity(bindings.len());
+        for (i, binding) in bindings.iter().enumerate() {
+            encoded.push(binding_bytes(binding, &no_inputs, &weights)?);
+            if last_use.get(binding.name.as_str()) == Some(&i) {
+                weights.remove(&binding.name);
+            }
+        }
+        drop(weights);
+        let mut encoded = encoded.into_iter();
+        self.load_with(package, |binding| {
+            encoded
+                .next()
+                .with_context(|| format!("binding `{}` was not encoded", binding.name))
+        })
+    }
+
+    /// Loads every tile image, then writes each weight binding (in package
+    /// order) with the bytes `weight_bytes` gives for it.
+    fn load_with(
+        self,
+        package: &Package,
+        mut weight_bytes: impl FnMut(&Binding) -> Result<Vec<u8>>,
+    ) -> Result<LoadedSim> {
         let mut index_of: BTreeMap<u32, usize> = BTreeMap::new();
         let mut tiles = Vec::with_capacity(package.tiles.len());
         let mut entries = Vec::with_capacity(package.tiles.len());
@@ -364,9 +406,8 @@ impl SimDevice {
         }
         // Weights are loaded once with the images; the inference call says
         // which input ranges the host writes before each run.
-        let no_inputs = BTreeMap::new();
         for binding in package.bindings_of(BindingKind::Weight) {
-            let bytes = binding_bytes(binding, &no_inputs, weights)?;
+            let bytes = weight_bytes(binding)?;
             let whole = 0..bytes.len() as u64;
             load_range(&mut tiles, &index_of, binding, &bytes, whole)?;
             loaded_bytes += bytes.len() as u64;
@@ -396,6 +437,11 @@ impl SimDevice {
             cycle_limit: self.cycle_limit,
             inferences: 0,
             loaded_bytes,
+            kernels: package
+                .kernels
+                .iter()
+                .map(|k| (k.name.clone(), k.address))
+                .collect(),
         })
     }
 }
@@ -446,6 +492,9 @@ pub struct LoadedSim {
     steps_per_inference: u64,
     /// The package's step tables (names the operation of a faulting call).
     steps: StepTables,
+    /// The package's kernel symbols and entries (for
+    /// [`LoadedSim::set_kernel_rates`]).
+    kernels: Vec<(String, u32)>,
 }
 
 impl LoadedSim {
@@ -490,6 +539,19 @@ impl LoadedSim {
     pub fn set_progress(&mut self, progress: crate::progress::Progress, planned: Option<u64>) {
         self.progress = progress;
         self.planned_inferences = planned;
+    }
+
+    /// Charge every native codelet at `rates`'s end of its sources from the
+    /// next inference on (as [`SimDevice::with_rates`]); the resident
+    /// program and weights stay as they are. Rates change cycles, never
+    /// values.
+    pub fn set_kernel_rates(&mut self, rates: RateEnd) -> Result<()> {
+        let symbols = self.kernels.iter().map(|(name, a)| (name.as_str(), *a));
+        let table = Arc::new(codelet_table(symbols, rates)?);
+        for t in self.device.tiles_mut() {
+            t.set_codelets(Arc::clone(&table));
+        }
+        Ok(())
     }
 
     /// Steps all tiles pass in one inference (the progress bar's total).
@@ -547,7 +609,7 @@ impl LoadedSim {
                 t.start_supervisor(entry);
             }
         }
-        let no_weights = crate::weights::Weights::default();
+        let no_weights = Weights::default();
         for t in &self.call.inputs {
             let binding = self.bindings.get(&t.binding).ok_or_else(|| {
                 anyhow!(

@@ -9,15 +9,19 @@ use ipuc_core::ir::{DType, Graph, OpId, OpKind, RegionId, ValueId};
 
 use super::device;
 use super::{ops, Numerics, ReferenceError, Tensor};
-use crate::weights::{canonical_name, HostTensor, Weights};
+use crate::weights::Weights;
 use ipuc_core::description::KSplit;
 
-/// A graph with its parameters bound (and, for device numerics, already
-/// rounded to their storage dtypes), ready to run on inputs.
-pub struct Reference<'g> {
-    graph: &'g Graph,
+/// A graph with its parameters bound to borrowed weights, ready to run on
+/// inputs. The weights are never copied whole: each parameter becomes a
+/// tensor (for device numerics rounded to its storage dtype) only when an
+/// op (or a Repeat iteration) reads it, and is freed after its last use
+/// like any other value: a run holds the caller's weights once, plus the
+/// parameters of the op or layer at hand.
+pub struct Reference<'a> {
+    graph: &'a Graph,
     numerics: Numerics,
-    params: BTreeMap<ValueId, Tensor>,
+    params: BTreeMap<ValueId, Param<'a>>,
     progress: Option<Progress>,
     /// Matrix products the compiled program splits over K, and into how
     /// many parts (the package's [`KSplit`]s).
@@ -29,6 +33,14 @@ pub struct Reference<'g> {
     /// The first op (in execution order) whose result held a NaN or an
     /// infinity, so a non-finite output can be traced to where it began.
     first_non_finite: std::sync::OnceLock<NonFinite>,
+}
+
+/// A bound parameter: the caller's data (shape checked) and the dtype it is
+/// stored in.
+struct Param<'a> {
+    shape: &'a [usize],
+    data: &'a [f32],
+    dtype: DType,
 }
 
 /// Where a run first produced a non-finite value.
@@ -70,39 +82,13 @@ impl Env {
     }
 }
 
-impl<'g> Reference<'g> {
-    /// Verify `graph`, bind every parameter to `weights` by name (shape
-    /// checked) and prepare it for `numerics`. Copies the weights; use
-    /// [`Reference::with_weights`] to hand them over instead.
+impl<'a> Reference<'a> {
+    /// Verify `graph` and bind every parameter to `weights` by name (shape
+    /// checked). The weights are borrowed, not copied (see [`Reference`]).
     pub fn new(
-        graph: &'g Graph,
-        weights: &Weights,
+        graph: &'a Graph,
+        weights: &'a Weights,
         numerics: Numerics,
-    ) -> Result<Self, ReferenceError> {
-        Self::bind(graph, numerics, |name| {
-            weights.get(name).map(|w| (w.shape.clone(), w.data.clone()))
-        })
-    }
-
-    /// Like [`Reference::new`] but takes ownership of the weights, so the
-    /// ~1.7 GB of a full So400m is neither copied nor held twice.
-    pub fn with_weights(
-        graph: &'g Graph,
-        weights: Weights,
-        numerics: Numerics,
-    ) -> Result<Self, ReferenceError> {
-        let mut by_name: BTreeMap<String, HostTensor> = weights.into_tensors().collect();
-        Self::bind(graph, numerics, |name| {
-            by_name
-                .remove(canonical_name(name))
-                .map(|w| (w.shape, w.data))
-        })
-    }
-
-    fn bind(
-        graph: &'g Graph,
-        numerics: Numerics,
-        mut take: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Self, ReferenceError> {
         graph.verify()?;
         let mut params = BTreeMap::new();
@@ -113,19 +99,24 @@ impl<'g> Reference<'g> {
             let value = op
                 .result()
                 .ok_or(ReferenceError::MissingWeight { name: name.clone() })?;
-            let (shape, mut data) =
-                take(name).ok_or_else(|| ReferenceError::MissingWeight { name: name.clone() })?;
-            if shape != ty.shape.dims() || data.len() != shape.iter().product::<usize>() {
+            let w = weights
+                .get(name)
+                .ok_or_else(|| ReferenceError::MissingWeight { name: name.clone() })?;
+            if w.shape != ty.shape.dims() || w.data.len() != w.shape.iter().product::<usize>() {
                 return Err(ReferenceError::WeightShape {
                     name: name.clone(),
                     expected: ty.shape.dims().to_vec(),
-                    found: shape,
+                    found: w.shape.clone(),
                 });
             }
-            if numerics == Numerics::Device {
-                device::round_in_place(ty.dtype, &mut data);
-            }
-            params.insert(value, Tensor::new(shape, data));
+            params.insert(
+                value,
+                Param {
+                    shape: &w.shape,
+                    data: &w.data,
+                    dtype: ty.dtype,
+                },
+            );
         }
         Ok(Reference {
             graph,
@@ -136,6 +127,20 @@ impl<'g> Reference<'g> {
             dying: last_uses(graph),
             first_non_finite: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Value `id`: computed (from `env`) or a parameter, copied from the
+    /// weights for this use (and for device numerics rounded to its
+    /// storage dtype, as the device holds it).
+    fn value(&self, env: &Env, id: ValueId) -> Result<Tensor, ReferenceError> {
+        let Some(p) = self.params.get(&id) else {
+            return env.get(id).cloned();
+        };
+        let mut data = p.data.to_vec();
+        if self.numerics == Numerics::Device {
+            device::round_in_place(p.dtype, &mut data);
+        }
+        Ok(Tensor::new(p.shape.to_vec(), data))
     }
 
     /// Follow the compiled program's K splits (`splits`, from its package):
@@ -184,9 +189,6 @@ impl<'g> Reference<'g> {
         let mut env = Env {
             values: vec![None; self.graph.value_count()],
         };
-        for (&id, t) in &self.params {
-            env.set(id, t.clone());
-        }
         for (_, op) in self.graph.inputs() {
             let OpKind::Input { name, ty } = op.kind() else {
                 continue;
@@ -217,7 +219,7 @@ impl<'g> Reference<'g> {
         self.exec_region(Graph::TOP, &mut env)?;
         let mut out = BTreeMap::new();
         for o in self.graph.outputs() {
-            out.insert(o.name.clone(), env.get(o.value)?.clone());
+            out.insert(o.name.clone(), self.value(&env, o.value)?);
         }
         Ok(out)
     }
@@ -309,7 +311,7 @@ impl<'g> Reference<'g> {
         let mut owned: Vec<Tensor> = op
             .operands()
             .iter()
-            .map(|&v| env.get(v).cloned())
+            .map(|&v| self.value(env, v))
             .collect::<Result<_, _>>()?;
         for &v in dying {
             env.clear(v);
@@ -475,13 +477,13 @@ impl<'g> Reference<'g> {
         let mut carried: Vec<Tensor> = view
             .carried_inits()
             .iter()
-            .map(|&v| env.get(v).cloned())
+            .map(|&v| self.value(env, v))
             .collect::<Result<_, _>>()?;
         for iteration in 0..view.trip_count() {
             // Re-bound every iteration: a body argument is freed after its
             // last use inside the body.
             for (&arg, &outer) in view.invariant_args().iter().zip(view.invariants()) {
-                let t = env.get(outer)?.clone();
+                let t = self.value(env, outer)?;
                 env.set(arg, t);
             }
             for (&arg, t) in view.carried_args().iter().zip(carried.drain(..)) {
@@ -493,7 +495,7 @@ impl<'g> Reference<'g> {
                     .get(iteration)
                     .copied()
                     .ok_or(ReferenceError::Unavailable { value: arg })?;
-                let t = env.get(outer)?.clone();
+                let t = self.value(env, outer)?;
                 env.set(arg, t);
             }
             for (position, &op) in body_ops.iter().enumerate() {
@@ -503,7 +505,7 @@ impl<'g> Reference<'g> {
             carried = view
                 .yields()
                 .iter()
-                .map(|&v| env.get(v).cloned())
+                .map(|&v| self.value(env, v))
                 .collect::<Result<_, _>>()?;
             // Drop this iteration's temporaries (they can be large).
             for &op in &body_ops {

@@ -19,7 +19,8 @@ pub struct SiglipOutputs {
     pub pooler_output: Option<Tensor>,
     /// Matmul + attention FLOPs of the graph.
     pub flops: u64,
-    /// Wall time of the forward pass (binding and rounding excluded).
+    /// Wall time of the forward pass (binding excluded; for device numerics
+    /// it includes rounding each parameter as it is read).
     pub seconds: f64,
     /// Process CPU time (user + system) spent in the forward pass, where
     /// the OS reports it (Linux): on a loaded machine, CPU time / threads
@@ -36,19 +37,18 @@ impl SiglipOutputs {
     }
 }
 
-/// Run `model` on `pixels` with `weights` (consumed: they become the
-/// reference's parameters without a copy) in `numerics`, summing the
+/// Run `model` on `pixels` with `weights` (borrowed, never copied whole:
+/// see [`Reference`]) in `numerics`, summing the
 /// products a compiled program splits over K as it does (`k_splits`, from
 /// its package; empty: every product in one sequence).
 pub fn run_siglip(
     model: &SiglipModel,
-    weights: Weights,
+    weights: &Weights,
     pixels: &PixelValues,
     (numerics, k_splits): (Numerics, &[KSplit]),
     progress: Option<Progress>,
 ) -> Result<SiglipOutputs, ReferenceError> {
-    let mut reference =
-        Reference::with_weights(&model.graph, weights, numerics)?.with_k_splits(k_splits)?;
+    let mut reference = Reference::new(&model.graph, weights, numerics)?.with_k_splits(k_splits)?;
     if let Some(p) = progress {
         reference = reference.with_progress(p);
     }

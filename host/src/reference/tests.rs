@@ -164,7 +164,8 @@ fn attention_heads_patches_and_movement_ops() {
 
     let img_v = values(c * s * s, 5);
     let probe_v = values(8, 6);
-    let r = Reference::new(&graph, &Weights::default(), Numerics::Fp32).unwrap();
+    let no_weights = Weights::default();
+    let r = Reference::new(&graph, &no_weights, Numerics::Fp32).unwrap();
     let out = r
         .run(&[
             ("img", Tensor::new(vec![1, c, s, s], img_v.clone())),

@@ -192,6 +192,12 @@ impl Weights {
         self.tensors.is_empty()
     }
 
+    /// Take the tensor for an HF name (with or without the prefix) out of
+    /// the set, freeing its place.
+    pub fn remove(&mut self, name: &str) -> Option<HostTensor> {
+        self.tensors.remove(canonical_name(name))
+    }
+
     /// Consume into (name, tensor) pairs in name order, without copying.
     pub fn into_tensors(self) -> impl Iterator<Item = (String, HostTensor)> {
         self.tensors.into_iter()
