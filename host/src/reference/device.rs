@@ -7,17 +7,19 @@
 //! implementations of one written contract agree, not one implementation
 //! with itself. Where they disagree, the contract decides.
 //!
-//! Products use the `gemm` crate in f64 over one micro-group at a time: a
-//! micro-group's products are exact in f64 (FP8 × FP8 always; FP16 × FP16
-//! whenever their exponents span less than 2^53, i.e. in every tower we
-//! run), so the order the crate adds them in cannot change a bit.
+//! Products run on the fused f64 kernel of `amp.rs`, one micro-group at a
+//! time per output tile: a micro-group's products are exact in f64 (FP8 ×
+//! FP8 always; FP16 × FP16 whenever their exponents span less than 2^53,
+//! i.e. in every tower we run), so the order they are added in cannot
+//! change a bit.
 
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
 use ipuc_target::numeric::F8Format;
 
-use super::products::{f64_product, Mat};
+use super::amp::fused_product;
+use super::products::Mat;
 
 /// Nearest FP16 value of `x` (ties to even, overflow to ±∞, subnormals
 /// kept), as an f32 (contract §1).
@@ -78,7 +80,10 @@ fn pow2(e: i32) -> f64 {
     }
 }
 
-/// Nearest value of the partials type, from an exact f64 (one rounding).
+/// Nearest value of the partials type, from an exact f64 (one rounding):
+/// the scalar definition the fused kernel ([`fused_product`]) is tested
+/// against.
+#[cfg(test)]
 fn round_partial(half: bool, x: f64) -> f32 {
     if half {
         round_f16_exact(x)
@@ -177,49 +182,7 @@ pub fn amp_product(
     b: Mat<'_>,
     acc: &mut [f32],
 ) {
-    if m == 0 || n == 0 || range.is_empty() {
-        return;
-    }
-    let group = how.micro_group.max(1);
-    // `b`'s K range in f64 once, shared by every row block.
-    let rhs: Vec<f64> = range
-        .clone()
-        .flat_map(|r| (0..n).map(move |c| (r, c)))
-        .map(|(r, c)| f64::from(b.at(r, c)))
-        .collect();
-    // Row blocks of ~ROWS rows (never one row unless m is 1), each over
-    // every micro-group in order: an element's arithmetic is the same
-    // whatever block holds it, and its partials stay in cache.
-    const ROWS: usize = 16;
-    let blocks = m.div_ceil(ROWS);
-    let mut parts = Vec::with_capacity(blocks);
-    let mut rest = &mut acc[..m * n];
-    for i in 0..blocks {
-        let (r0, r1) = (i * m / blocks, (i + 1) * m / blocks);
-        let (head, tail) = rest.split_at_mut((r1 - r0) * n);
-        parts.push((r0, head));
-        rest = tail;
-    }
-    parts.into_par_iter().for_each(|(r0, acc)| {
-        let rows = acc.len() / n;
-        let (mut lhs, mut sum) = (Vec::new(), vec![0f64; rows * n]);
-        let mut start = range.start;
-        while start < range.end {
-            let len = group.min(range.end - start);
-            lhs.clear();
-            lhs.extend(
-                (0..rows)
-                    .flat_map(|r| (0..len).map(move |c| (r, c)))
-                    .map(|(r, c)| f64::from(a.at(r0 + r, start + c))),
-            );
-            let from = (start - range.start) * n;
-            f64_product((rows, n, len), &lhs, &rhs[from..from + len * n], &mut sum);
-            for (p, s) in acc.iter_mut().zip(&sum) {
-                *p = round_partial(how.half, f64::from(*p) + s);
-            }
-            start += len;
-        }
-    });
+    fused_product((how.half, how.micro_group), (m, n), range, a, b, acc);
 }
 
 /// The K range of part `p` of `parts` (contract §4): K in whole units of
@@ -418,6 +381,7 @@ pub fn gelu_tanh(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::amp::fused_product_with;
     use super::*;
 
     #[test]
@@ -516,6 +480,158 @@ mod tests {
             0.0,
             "the tie below the least subnormal goes to zero"
         );
+    }
+
+    /// xorshift64: deterministic test data.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    /// The fused kernel's branch-free FP16 rounding against the scalar
+    /// `round_f16_exact`, bit for bit, in its scalar build and its AVX2
+    /// one (where the CPU has AVX2): zeros, f64 subnormals, FP16
+    /// subnormals and their ties, ties and their neighbours in every
+    /// binade, the 65504 / 65520 boundary, ±∞, NaNs and random bits.
+    #[test]
+    fn branch_free_fp16_rounding_equals_the_scalar_one() {
+        use super::super::amp::{round_f16_lanes, round_f16_vectors};
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            f64::from_bits(1),
+            -f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0xfff8_0000_dead_beef),
+            65504.0,
+            65519.0,
+            65520.0,
+            65536.0,
+            1e300,
+            2f64.powi(-24),
+            2f64.powi(-25),
+            3.0 * 2f64.powi(-26),
+        ];
+        for v in [65504.0f64, 65519.0, 65520.0, 65536.0, 2f64.powi(-25)] {
+            xs.extend([v.next_up(), v.next_down(), -v.next_up(), -v.next_down()]);
+        }
+        for k in -40..20 {
+            for t in [1.0, 0.5, 1.5, 2.5, 0.25, 0.75, 1.0 + 2f64.powi(-11)] {
+                let x = t * 2f64.powi(k);
+                xs.extend([x, -x, x.next_up(), x.next_down(), -x.next_up()]);
+            }
+        }
+        for _ in 0..500_000 {
+            // Exponents around FP16's range, random mantissa and sign.
+            let e = next() % 90 + 1023 - 60;
+            xs.push(f64::from_bits((next() & 0x800f_ffff_ffff_ffff) | (e << 52)));
+        }
+        for _ in 0..100_000 {
+            xs.push(f64::from_bits(next()));
+        }
+        xs.truncate(xs.len() / 4 * 4);
+        let mut vectors = xs.clone();
+        round_f16_vectors(&mut vectors);
+        for (&x, &v) in xs.iter().zip(&vectors) {
+            let want = round_f16_exact(x).to_bits();
+            let got = (round_f16_lanes(x) as f32).to_bits();
+            assert_eq!(got, want, "{x:e} ({:#x})", x.to_bits());
+            assert_eq!(
+                (v as f32).to_bits(),
+                want,
+                "vectors: {x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+    }
+
+    /// The fused AMP kernel (the AVX2 one where the CPU has it, and the
+    /// portable one) against the
+    /// scalar definition — `p = round_p(f64(p) + Σ_group a·b)` group after
+    /// group — on FP8-like and FP16-like operands with awkward shapes
+    /// (partial tiles, a K range not starting at 0, short last groups,
+    /// several K blocks), both partials types, starting partials nonzero,
+    /// including overflow to ±∞ and NaN partials.
+    #[test]
+    fn fused_product_equals_the_scalar_definition() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut value = move |fp8: bool| -> f32 {
+            let r = next();
+            let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+            // Exponent spans small enough that a group's sum is exact in
+            // f64 (the contract's premise), so any summation order agrees.
+            let (e, bits, low) = if fp8 {
+                ((r >> 1) % 16, 3, 9)
+            } else {
+                ((r >> 1) % 12, 10, 6)
+            };
+            let mant = 1.0 + ((r >> 8) % (1 << bits)) as f32 / (1 << bits) as f32;
+            if (r >> 40).is_multiple_of(17) {
+                0.0
+            } else {
+                sign * mant * 2f32.powi(e as i32 - low)
+            }
+        };
+        for (half, group, fp8) in [(true, 32, true), (true, 16, false), (false, 16, false)] {
+            for (m, n, k0, k1) in [
+                (1, 1, 0, 3),
+                (5, 9, 3, 70),
+                (13, 17, 0, 600),
+                (4, 8, 32, 96),
+                (9, 3, 1, 1),
+            ] {
+                let k = k1 + 2;
+                let a: Vec<f32> = (0..m * k).map(|_| value(fp8)).collect();
+                let b: Vec<f32> = (0..k * n).map(|_| value(fp8)).collect();
+                let mut start: Vec<f32> = (0..m * n).map(|_| value(false)).collect();
+                start[0] = if half { 65504.0 } else { 3e38 };
+                if m * n > 2 {
+                    start[1] = f32::NAN;
+                    start[2] = f32::NEG_INFINITY;
+                }
+                let (am, bm) = (Mat::rows(&a, 0, k), Mat::transposed(&b, 0, k));
+                let mut want = start.clone();
+                for r in 0..m {
+                    for c in 0..n {
+                        let mut p = want[r * n + c];
+                        let mut g = k0;
+                        while g < k1 {
+                            let end = (g + group).min(k1);
+                            let sum: f64 = (g..end)
+                                .map(|kk| f64::from(am.at(r, kk)) * f64::from(bm.at(kk, c)))
+                                .fold(0.0, |s, v| s + v);
+                            p = round_partial(half, f64::from(p) + sum);
+                            g = end;
+                        }
+                        want[r * n + c] = p;
+                    }
+                }
+                let mut got = start.clone();
+                let how = Accumulation {
+                    half,
+                    micro_group: group,
+                };
+                amp_product(how, (m, n), k0..k1, am, bm, &mut got);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{half} {group} {m}×{n} {k0}..{k1}");
+                let mut portable = start.clone();
+                let what = (half, group);
+                fused_product_with(true, what, (m, n), k0..k1, am, bm, &mut portable);
+                assert_eq!(bits(&portable), bits(&want), "portable {what:?} {m}×{n}");
+            }
+        }
     }
 
     #[test]
