@@ -12,16 +12,18 @@
 //! blocks, which changes no bit either.
 //!
 //! Two builds of the tile kernel, chosen at run time: AVX2 intrinsics
-//! where the CPU has AVX2 and FMA, else plain Rust. Both multiply then add
-//! (no FMA; a product of two widened f32 is exact in f64 anyway, so even an
-//! inexact group sum would round the same), add in the same K order, and
-//! round with the same IEEE operations ([`round_f16_lanes`] and its
-//! four-lane twin), so they give the same bits; the tests compare both with
-//! the scalar definition in `device.rs`.
+//! where the CPU has AVX2 and FMA, else plain Rust. Both add the products
+//! in the same K order (the AVX2 one with fused multiply-adds, which round
+//! the same: a product of two widened f32 is exact in f64) and round with
+//! the same IEEE operations ([`round_f16_lanes`] and its four-lane twin),
+//! so they give the same bits; the tests compare both with the scalar
+//! definition in `device.rs`.
 //!
 //! The operands are widened to f64 and packed once per call (lhs in row
 //! tiles `[k][MR]`, rhs in column panels `[k][NR]`, zero-padded), K runs in
 //! cache blocks of whole micro-groups, and rayon splits the rows.
+
+use std::cell::Cell;
 
 use rayon::prelude::*;
 
@@ -42,26 +44,9 @@ const MAX_TILES_PER_TASK: usize = 32;
 /// ±∞, subnormals kept, NaN to the canonical NaN), as an f64, without
 /// branches: the same function as `device::round_f16_exact` (the unit test
 /// there compares them bit for bit).
-///
-/// With `x`'s binade 2^e clamped to FP16's [2^-14, 2^16], the quantum is
-/// 2^(e − 10); `c = 1.5 · 2^(e + 42)` has that quantum as its ulp and is so
-/// much larger than `x` that `x + c` stays in `c`'s binade, so `x + c`
-/// rounds `x` to the quantum (ties to even, the f64 addition's own single
-/// rounding) and taking `c` away again is exact. The sign goes back on for
-/// a value that rounds to zero. Above 2^16 the clamp keeps `c` finite and
-/// the result is far beyond FP16's largest finite value, so ±∞.
 #[inline(always)]
 pub(super) fn round_f16_lanes(x: f64) -> f64 {
-    const LEAST_NORMAL: f64 = 1.0 / 16384.0; // 2^-14
-    const TOP: f64 = 65536.0; // 2^16
-    const EXPONENT: u64 = 0x7ff << 52;
-    let a = f64::from_bits(x.to_bits() & !(1 << 63));
-    // Comparisons rather than `f64::max`/`min`: NaN's result is replaced
-    // below, so no NaN handling is needed here.
-    let a = if a > LEAST_NORMAL { a } else { LEAST_NORMAL };
-    let a = if a < TOP { a } else { TOP };
-    let c = f64::from_bits(((a.to_bits() & EXPONENT) + (42 << 52)) | (1 << 51));
-    let r = ((x + c) - c).copysign(x);
+    let r = round_to_grid_lanes(x, 1.0 / 16384.0, 65536.0, F16_MAGIC);
     let r = if r.abs() > 65504.0 {
         f64::INFINITY.copysign(x)
     } else {
@@ -72,6 +57,35 @@ pub(super) fn round_f16_lanes(x: f64) -> f64 {
     } else {
         r
     }
+}
+
+/// `1.5 · 2^(52 − 10)`, FP16's [`round_to_grid_lanes`] `magic`.
+const F16_MAGIC: f64 = 6_597_069_766_656.0;
+
+/// `x` to the nearest multiple of its binade's quantum, ties to even, on a
+/// grid whose normal binades start at `least_normal` (below it the
+/// subnormal quantum), branch-free. `magic` is `1.5 · 2^(52 − mantissa
+/// bits)`, `top` a power of two at or above the format's largest binade.
+///
+/// With |x|'s binade 2^e clamped between `least_normal` and `top`, the
+/// quantum is 2^(e − mantissa); `c = 2^e · magic` has that quantum as its
+/// ulp and is so much larger than |x| that |x| + c stays in `c`'s binade,
+/// so |x| + c rounds |x| to the quantum (ties to even, the f64 addition's
+/// own single rounding) and taking `c` away again is exact; then `x`'s sign
+/// goes back on (rounding to nearest, ties to even, is symmetric). Above
+/// `top` the clamp keeps `c` finite and the result is beyond the format's
+/// largest finite value. NaN gives a NaN, ±∞ gives ±∞.
+#[inline(always)]
+pub(super) fn round_to_grid_lanes(x: f64, least_normal: f64, top: f64, magic: f64) -> f64 {
+    const SIGN: u64 = 1 << 63;
+    const EXPONENT: u64 = 0x7ff << 52;
+    let a = f64::from_bits(x.to_bits() & !SIGN);
+    // Comparisons rather than `f64::max`/`min` (no NaN handling needed).
+    let e = if a > least_normal { a } else { least_normal };
+    let e = if e < top { e } else { top };
+    let c = f64::from_bits(e.to_bits() & EXPONENT) * magic;
+    let r = (a + c) - c;
+    f64::from_bits(r.to_bits() | (x.to_bits() & SIGN))
 }
 
 /// The partials type's rounding of an exact sum, as an f64.
@@ -119,18 +133,24 @@ pub(super) fn fused_product_with(
     let panels = n.div_ceil(NR);
     // Both operands widened to f64 once, zero-padded to whole tiles:
     // `lhs[t][k][i]` = a(t·MR + i, k), `rhs[p][k][j]` = b(k, p·NR + j).
-    let mut lhs = vec![0f64; tiles * k * MR];
+    // Every element is written, so the buffers can be reused from this
+    // thread's last call (no fresh pages to fault in per product).
+    let mut lhs = take_buffer(&LHS, tiles * k * MR);
     lhs.par_chunks_mut(k * MR)
         .enumerate()
         .for_each(|(t, tile)| {
-            for i in 0..MR.min(m - t * MR) {
+            for i in 0..MR {
                 let r = t * MR + i;
-                for (kk, c) in range.clone().enumerate() {
-                    tile[kk * MR + i] = f64::from(a.at(r, c));
+                if r < m {
+                    for (kk, c) in range.clone().enumerate() {
+                        tile[kk * MR + i] = f64::from(a.at(r, c));
+                    }
+                } else {
+                    (0..k).for_each(|kk| tile[kk * MR + i] = 0.0);
                 }
             }
         });
-    let mut rhs = vec![0f64; panels * k * NR];
+    let mut rhs = take_buffer(&RHS, panels * k * NR);
     rhs.par_chunks_mut(k * NR)
         .enumerate()
         .for_each(|(p, panel)| {
@@ -139,6 +159,7 @@ pub(super) fn fused_product_with(
                 for (j, v) in row[..cols].iter_mut().enumerate() {
                     *v = f64::from(b.at(r, p * NR + j));
                 }
+                row[cols..].fill(0.0);
             }
         });
     // Row blocks of whole tiles, enough for every thread to have several.
@@ -161,6 +182,22 @@ pub(super) fn fused_product_with(
             let lhs = &lhs[t0 * k * MR..(t0 + rows.div_ceil(MR)) * k * MR];
             block(&shape, lhs, &rhs, out);
         });
+    LHS.set(lhs);
+    RHS.set(rhs);
+}
+
+thread_local! {
+    /// The packed operands' buffers, kept between calls on each thread.
+    static LHS: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+    static RHS: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
+/// This thread's kept buffer (empty if a call on this thread still holds
+/// it), at `len` elements of unspecified value.
+fn take_buffer(kept: &'static std::thread::LocalKey<Cell<Vec<f64>>>, len: usize) -> Vec<f64> {
+    let mut buffer = kept.take();
+    buffer.resize(len, 0.0);
+    buffer
 }
 
 /// What every tile of one product shares.
@@ -262,8 +299,11 @@ fn tile_portable<const HALF: bool>(
 
 /// [`tile_portable`] on AVX2 registers: the tile's partials and group sums
 /// in eight four-lane vectors each (row `i`, columns `4h..4h + 4` in vector
-/// `2i + h`), the same IEEE operations in the same order per element —
-/// multiply then add (no FMA), and [`round_f16_lanes`] step for step.
+/// `2i + h`), the same additions in the same order per element. It fuses
+/// each multiply-add (`vfmadd`): the product of two f64 widened from f32 is
+/// exact in f64 (48 significant bits, no overflow or underflow), so
+/// rounding `x·y + s` once is rounding the exact product's sum, as the
+/// portable multiply-then-add does, bit for bit.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn tile_avx2<const HALF: bool>(group: usize, a: &[f64], b: &[f64], partials: &mut [[f64; NR]; MR]) {
@@ -280,8 +320,8 @@ fn tile_avx2<const HALF: bool>(group: usize, a: &[f64], b: &[f64], partials: &mu
             let (lo, hi) = (load(&bk[..4]), load(&bk[4..]));
             for (s, &x) in sum.chunks_exact_mut(2).zip(ak) {
                 let x = _mm256_set1_pd(x);
-                s[0] = _mm256_add_pd(s[0], _mm256_mul_pd(x, lo));
-                s[1] = _mm256_add_pd(s[1], _mm256_mul_pd(x, hi));
+                s[0] = _mm256_fmadd_pd(x, lo, s[0]);
+                s[1] = _mm256_fmadd_pd(x, hi, s[1]);
             }
         }
         for (p, s) in acc.iter_mut().zip(&sum) {
@@ -291,6 +331,11 @@ fn tile_avx2<const HALF: bool>(group: usize, a: &[f64], b: &[f64], partials: &mu
             } else {
                 _mm256_cvtps_pd(_mm256_cvtpd_ps(x))
             };
+        }
+    }
+    if HALF {
+        for p in acc.iter_mut() {
+            *p = canonical_nan_avx2(*p);
         }
     }
     for (i, row) in partials.iter_mut().enumerate() {
@@ -303,10 +348,13 @@ fn tile_avx2<const HALF: bool>(group: usize, a: &[f64], b: &[f64], partials: &mu
     }
 }
 
-/// [`round_f16_lanes`] on four lanes, the same operations: `maxpd(a, m)`
-/// is `if a > m { a } else { m }` and `minpd` likewise, `copysign` is the
-/// sign bit's and/andnot/or, the comparisons are the same ordered `>` and
-/// NaN test.
+/// [`round_f16_lanes`] on four lanes, the same operations — `maxpd(a, m)`
+/// is `if a > m { a } else { m }`, `minpd` likewise, the sign bit's
+/// and/andnot/or, the same ordered `>` — except NaN: a NaN stays some NaN
+/// here (NaN + anything is NaN, and so is its rounding), and the tile
+/// kernel writes the canonical NaN for it when it stores the partials
+/// ([`canonical_nan_avx2`]), which is all the scalar version's NaN select
+/// would have changed.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn round_f16_avx2(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m256d {
@@ -314,21 +362,23 @@ fn round_f16_avx2(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m256d {
     let sign = _mm256_set1_pd(-0.0);
     let sx = _mm256_and_pd(x, sign);
     let a = _mm256_andnot_pd(sign, x);
-    let a = _mm256_max_pd(a, _mm256_set1_pd(1.0 / 16384.0));
-    let a = _mm256_min_pd(a, _mm256_set1_pd(65536.0));
-    let e = _mm256_and_si256(_mm256_castpd_si256(a), _mm256_set1_epi64x(0x7ff << 52));
-    let c = _mm256_or_si256(
-        _mm256_add_epi64(e, _mm256_set1_epi64x(42 << 52)),
-        _mm256_set1_epi64x(1 << 51),
-    );
-    let c = _mm256_castsi256_pd(c);
-    let r = _mm256_sub_pd(_mm256_add_pd(x, c), c);
-    let r = _mm256_or_pd(_mm256_andnot_pd(sign, r), sx);
-    let over = _mm256_cmp_pd::<_CMP_GT_OQ>(_mm256_andnot_pd(sign, r), _mm256_set1_pd(65504.0));
-    let inf = _mm256_or_pd(_mm256_set1_pd(f64::INFINITY), sx);
-    let r = _mm256_blendv_pd(r, inf, over);
+    let e = _mm256_max_pd(a, _mm256_set1_pd(1.0 / 16384.0));
+    let e = _mm256_min_pd(e, _mm256_set1_pd(65536.0));
+    let e = _mm256_and_pd(e, _mm256_set1_pd(f64::INFINITY));
+    let c = _mm256_mul_pd(e, _mm256_set1_pd(F16_MAGIC));
+    let r = _mm256_sub_pd(_mm256_add_pd(a, c), c);
+    let over = _mm256_cmp_pd::<_CMP_GT_OQ>(r, _mm256_set1_pd(65504.0));
+    let r = _mm256_blendv_pd(r, _mm256_set1_pd(f64::INFINITY), over);
+    _mm256_or_pd(r, sx)
+}
+
+/// Every NaN lane replaced by the canonical NaN (`f64::NAN`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn canonical_nan_avx2(x: std::arch::x86_64::__m256d) -> std::arch::x86_64::__m256d {
+    use std::arch::x86_64::*;
     let nan = _mm256_cmp_pd::<_CMP_UNORD_Q>(x, x);
-    _mm256_blendv_pd(r, _mm256_set1_pd(f64::NAN), nan)
+    _mm256_blendv_pd(x, _mm256_set1_pd(f64::NAN), nan)
 }
 
 /// [`round_f16_lanes`] through the AVX2 build four lanes at a time where
@@ -349,7 +399,7 @@ pub(super) fn round_f16_vectors(xs: &mut [f64]) {
 fn round_f16_chunks_avx2(xs: &mut [f64]) {
     use std::arch::x86_64::*;
     for c in xs.chunks_exact_mut(4) {
-        let r = round_f16_avx2(_mm256_setr_pd(c[0], c[1], c[2], c[3]));
+        let r = canonical_nan_avx2(round_f16_avx2(_mm256_setr_pd(c[0], c[1], c[2], c[3])));
         // SAFETY: `c` holds exactly four f64, exclusively borrowed.
         unsafe { _mm256_storeu_pd(c.as_mut_ptr(), r) };
     }

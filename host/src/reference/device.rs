@@ -18,18 +18,24 @@ use rayon::prelude::*;
 use ipuc_core::ir::DType;
 use ipuc_target::numeric::F8Format;
 
-use super::amp::fused_product;
+use super::amp::{fused_product, round_f16_lanes, round_to_grid_lanes};
 use super::products::Mat;
 
 /// Nearest FP16 value of `x` (ties to even, overflow to ±∞, subnormals
 /// kept), as an f32 (contract §1).
+/// Branch-free (it vectorises): the scalar [`round_f16_exact`]'s function
+/// (tested bit for bit).
+#[inline]
 pub fn round_f16(x: f32) -> f32 {
-    round_f16_exact(f64::from(x))
+    round_f16_lanes(f64::from(x)) as f32
 }
 
-/// Nearest FP16 value of an f64, in **one** rounding (contract §1). Not
-/// `half::f16::from_f64`: on x86 with F16C it goes through f32 first, and
-/// that double rounding moves values that sit just off an FP16 midpoint.
+/// Nearest FP16 value of an f64, in **one** rounding (contract §1), the
+/// plain scalar definition the branch-free roundings are tested against.
+/// Not `half::f16::from_f64`: on x86 with F16C it goes through f32 first,
+/// and that double rounding moves values that sit just off an FP16
+/// midpoint.
+#[cfg(test)]
 fn round_f16_exact(x: f64) -> f32 {
     if x.is_nan() {
         return f32::NAN;
@@ -49,7 +55,9 @@ fn round_f16_exact(x: f64) -> f32 {
 /// format with `mantissa` fraction bits whose normal binades start at
 /// 2^`min_exp` (below it the subnormal quantum 2^(min_exp − mantissa)).
 /// Exact: every step is a power-of-two scaling or an integer rounding of
-/// an f64, and the exponent is read from the bits, not from `log2`.
+/// an f64, and the exponent is read from the bits, not from `log2`. The
+/// scalar definition the branch-free roundings are tested against.
+#[cfg(test)]
 fn round_to_grid(x: f64, mantissa: i32, min_exp: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
@@ -105,6 +113,13 @@ fn fp8_limits(format: F8Format) -> (f64, i32, i32) {
 /// ties to even, overflow saturates to ±max, NaN and ±∞ give NaN, and zero
 /// has one sign (contract §2).
 pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
+    Fp8Grid::new(format, scale).round(x)
+}
+
+/// The scalar definition of [`round_fp8`] the branch-free one is tested
+/// against.
+#[cfg(test)]
+fn round_fp8_scalar(format: F8Format, scale: i8, x: f32) -> f32 {
     if !x.is_finite() {
         return f32::NAN;
     }
@@ -120,6 +135,53 @@ pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
     }
 }
 
+/// One FP8 format at one scale, its constants worked out once, rounding
+/// branch-free (so a loop over it vectorises).
+#[derive(Clone, Copy, Debug)]
+struct Fp8Grid {
+    /// 2^scale and 2^-scale: dividing by a power of two is multiplying by
+    /// its inverse exactly (an f32 over any i8 scale stays a normal f64).
+    unit: f64,
+    inverse: f64,
+    max: f64,
+    least_normal: f64,
+    /// 2^(emax + 1): the binade above the largest finite value's.
+    top: f64,
+    /// 1.5 · 2^(52 − mantissa bits).
+    magic: f64,
+}
+
+impl Fp8Grid {
+    fn new(format: F8Format, scale: i8) -> Self {
+        let (max, min_exp, mantissa) = fp8_limits(format);
+        let top_exp = ((max.to_bits() >> 52) & 0x7ff) as i32 - 1023 + 1;
+        Fp8Grid {
+            unit: pow2(i32::from(scale)),
+            inverse: pow2(-i32::from(scale)),
+            max,
+            least_normal: pow2(min_exp),
+            top: pow2(top_exp),
+            magic: 1.5 * pow2(52 - mantissa),
+        }
+    }
+
+    #[inline(always)]
+    fn round(&self, x: f32) -> f32 {
+        let v = f64::from(x) * self.inverse;
+        let r = round_to_grid_lanes(v, self.least_normal, self.top, self.magic);
+        let r = if r < -self.max { -self.max } else { r };
+        let r = if r > self.max { self.max } else { r };
+        let value = (r * self.unit) as f32;
+        // One zero: a negative value that rounds to zero is +0.
+        let value = if value == 0.0 { 0.0 } else { value };
+        if x.is_finite() {
+            value
+        } else {
+            f32::NAN
+        }
+    }
+}
+
 /// Every element rounded to `dtype` (F32: unchanged).
 pub fn round_in_place(dtype: DType, data: &mut [f32]) {
     match dtype {
@@ -127,9 +189,11 @@ pub fn round_in_place(dtype: DType, data: &mut [f32]) {
         DType::F16 => data
             .par_chunks_mut(1 << 15)
             .for_each(|c| c.iter_mut().for_each(|v| *v = round_f16(*v))),
-        DType::F8 { format, scale } => data
-            .par_chunks_mut(1 << 15)
-            .for_each(|c| c.iter_mut().for_each(|v| *v = round_fp8(format, scale, *v))),
+        DType::F8 { format, scale } => {
+            let grid = Fp8Grid::new(format, scale);
+            data.par_chunks_mut(1 << 15)
+                .for_each(|c| c.iter_mut().for_each(|v| *v = grid.round(*v)))
+        }
     }
 }
 
@@ -554,6 +618,36 @@ mod tests {
                 "vectors: {x:e} ({:#x})",
                 x.to_bits()
             );
+        }
+    }
+
+    /// The branch-free FP16 and FP8 element roundings against their scalar
+    /// definitions over a sweep of every 251st f32 bit pattern (all signs,
+    /// binades, subnormals, ±∞ and NaNs) plus ties, at several FP8 scales.
+    #[test]
+    fn branch_free_element_roundings_equal_the_scalar_ones() {
+        let mut xs: Vec<f32> = (0..=u32::MAX / 251)
+            .map(|i| f32::from_bits(i * 251))
+            .collect();
+        for k in -30..20 {
+            for t in [1.0f32, 1.0625, 1.125, 1.1875, 1.5, 1.0 + 2f32.powi(-11)] {
+                let x = t * 2f32.powi(k);
+                xs.extend([x, -x, x.next_up(), x.next_down()]);
+            }
+        }
+        xs.extend([0.0, -0.0, 240.0, 248.0, 57344.0, 61440.0, 65504.0, 65520.0]);
+        for &x in &xs {
+            let want = round_f16_exact(f64::from(x)).to_bits();
+            assert_eq!(round_f16(x).to_bits(), want, "FP16 of {x:e}");
+        }
+        for format in [F8Format::F143, F8Format::F152] {
+            for scale in [-128i8, -20, -4, 0, 3, 127] {
+                let grid = Fp8Grid::new(format, scale);
+                for &x in xs.iter().step_by(3) {
+                    let want = round_fp8_scalar(format, scale, x).to_bits();
+                    assert_eq!(grid.round(x).to_bits(), want, "{format:?} {scale} {x:e}");
+                }
+            }
         }
     }
 
