@@ -29,8 +29,9 @@ use rayon::prelude::*;
 
 use super::products::Mat;
 
-/// Rows of an output tile.
-const MR: usize = 4;
+/// Rows of an output tile (6 × 8: twelve accumulators, two rhs vectors
+/// and a broadcast fill the sixteen AVX2 registers).
+const MR: usize = 6;
 /// Columns of an output tile (two AVX2 vectors of f64).
 const NR: usize = 8;
 /// K per cache block, rounded up to whole micro-groups: one row tile's
@@ -298,7 +299,7 @@ fn tile_portable<const HALF: bool>(
 }
 
 /// [`tile_portable`] on AVX2 registers: the tile's partials and group sums
-/// in eight four-lane vectors each (row `i`, columns `4h..4h + 4` in vector
+/// in `2 · MR` four-lane vectors each (row `i`, columns `4h..4h + 4` in vector
 /// `2i + h`), the same additions in the same order per element. It fuses
 /// each multiply-add (`vfmadd`): the product of two f64 widened from f32 is
 /// exact in f64 (48 significant bits, no overflow or underflow), so

@@ -382,11 +382,14 @@ fn combine(
 /// in the partials type; returns the maximum and the F32 sum in row order.
 fn exponentials(half: bool, row: &mut [f32]) -> (f32, f32) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for e in row.iter_mut() {
-        *e = in_partials(half, in_partials(half, *e - max).exp());
-        sum += *e;
-    }
+    // Per element the same steps as one loop would take, in passes so the
+    // roundings vectorise around the C library's `expf` calls; the sum
+    // still runs in row order.
+    row.iter_mut()
+        .for_each(|e| *e = in_partials(half, *e - max));
+    row.iter_mut().for_each(|e| *e = e.exp());
+    row.iter_mut().for_each(|e| *e = in_partials(half, *e));
+    let sum = row.iter().fold(0f32, |sum, e| sum + e);
     (max, sum)
 }
 
