@@ -7,27 +7,35 @@
 //! implementations of one written contract agree, not one implementation
 //! with itself. Where they disagree, the contract decides.
 //!
-//! Products use the `gemm` crate in f64 over one micro-group at a time: a
-//! micro-group's products are exact in f64 (FP8 × FP8 always; FP16 × FP16
-//! whenever their exponents span less than 2^53, i.e. in every tower we
-//! run), so the order the crate adds them in cannot change a bit.
+//! Products run on the fused f64 kernel of `amp.rs`, one micro-group at a
+//! time per output tile: a micro-group's products are exact in f64 (FP8 ×
+//! FP8 always; FP16 × FP16 whenever their exponents span less than 2^53,
+//! i.e. in every tower we run), so the order they are added in cannot
+//! change a bit.
 
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
 use ipuc_target::numeric::F8Format;
 
-use super::products::{f64_product, Mat};
+use super::amp::{fused_product, round_f16_lanes, round_to_grid_lanes};
+use super::products::Mat;
 
 /// Nearest FP16 value of `x` (ties to even, overflow to ±∞, subnormals
 /// kept), as an f32 (contract §1).
+/// Branch-free (it vectorises): the scalar [`round_f16_exact`]'s function
+/// (tested bit for bit).
+#[inline]
 pub fn round_f16(x: f32) -> f32 {
-    round_f16_exact(f64::from(x))
+    round_f16_lanes(f64::from(x)) as f32
 }
 
-/// Nearest FP16 value of an f64, in **one** rounding (contract §1). Not
-/// `half::f16::from_f64`: on x86 with F16C it goes through f32 first, and
-/// that double rounding moves values that sit just off an FP16 midpoint.
+/// Nearest FP16 value of an f64, in **one** rounding (contract §1), the
+/// plain scalar definition the branch-free roundings are tested against.
+/// Not `half::f16::from_f64`: on x86 with F16C it goes through f32 first,
+/// and that double rounding moves values that sit just off an FP16
+/// midpoint.
+#[cfg(test)]
 fn round_f16_exact(x: f64) -> f32 {
     if x.is_nan() {
         return f32::NAN;
@@ -47,7 +55,9 @@ fn round_f16_exact(x: f64) -> f32 {
 /// format with `mantissa` fraction bits whose normal binades start at
 /// 2^`min_exp` (below it the subnormal quantum 2^(min_exp − mantissa)).
 /// Exact: every step is a power-of-two scaling or an integer rounding of
-/// an f64, and the exponent is read from the bits, not from `log2`.
+/// an f64, and the exponent is read from the bits, not from `log2`. The
+/// scalar definition the branch-free roundings are tested against.
+#[cfg(test)]
 fn round_to_grid(x: f64, mantissa: i32, min_exp: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
@@ -78,7 +88,10 @@ fn pow2(e: i32) -> f64 {
     }
 }
 
-/// Nearest value of the partials type, from an exact f64 (one rounding).
+/// Nearest value of the partials type, from an exact f64 (one rounding):
+/// the scalar definition the fused kernel ([`fused_product`]) is tested
+/// against.
+#[cfg(test)]
 fn round_partial(half: bool, x: f64) -> f32 {
     if half {
         round_f16_exact(x)
@@ -100,6 +113,13 @@ fn fp8_limits(format: F8Format) -> (f64, i32, i32) {
 /// ties to even, overflow saturates to ±max, NaN and ±∞ give NaN, and zero
 /// has one sign (contract §2).
 pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
+    Fp8Grid::new(format, scale).round(x)
+}
+
+/// The scalar definition of [`round_fp8`] the branch-free one is tested
+/// against.
+#[cfg(test)]
+fn round_fp8_scalar(format: F8Format, scale: i8, x: f32) -> f32 {
     if !x.is_finite() {
         return f32::NAN;
     }
@@ -115,6 +135,53 @@ pub fn round_fp8(format: F8Format, scale: i8, x: f32) -> f32 {
     }
 }
 
+/// One FP8 format at one scale, its constants worked out once, rounding
+/// branch-free (so a loop over it vectorises).
+#[derive(Clone, Copy, Debug)]
+struct Fp8Grid {
+    /// 2^scale and 2^-scale: dividing by a power of two is multiplying by
+    /// its inverse exactly (an f32 over any i8 scale stays a normal f64).
+    unit: f64,
+    inverse: f64,
+    max: f64,
+    least_normal: f64,
+    /// 2^(emax + 1): the binade above the largest finite value's.
+    top: f64,
+    /// 1.5 · 2^(52 − mantissa bits).
+    magic: f64,
+}
+
+impl Fp8Grid {
+    fn new(format: F8Format, scale: i8) -> Self {
+        let (max, min_exp, mantissa) = fp8_limits(format);
+        let top_exp = ((max.to_bits() >> 52) & 0x7ff) as i32 - 1023 + 1;
+        Fp8Grid {
+            unit: pow2(i32::from(scale)),
+            inverse: pow2(-i32::from(scale)),
+            max,
+            least_normal: pow2(min_exp),
+            top: pow2(top_exp),
+            magic: 1.5 * pow2(52 - mantissa),
+        }
+    }
+
+    #[inline(always)]
+    fn round(&self, x: f32) -> f32 {
+        let v = f64::from(x) * self.inverse;
+        let r = round_to_grid_lanes(v, self.least_normal, self.top, self.magic);
+        let r = if r < -self.max { -self.max } else { r };
+        let r = if r > self.max { self.max } else { r };
+        let value = (r * self.unit) as f32;
+        // One zero: a negative value that rounds to zero is +0.
+        let value = if value == 0.0 { 0.0 } else { value };
+        if x.is_finite() {
+            value
+        } else {
+            f32::NAN
+        }
+    }
+}
+
 /// Every element rounded to `dtype` (F32: unchanged).
 pub fn round_in_place(dtype: DType, data: &mut [f32]) {
     match dtype {
@@ -122,9 +189,11 @@ pub fn round_in_place(dtype: DType, data: &mut [f32]) {
         DType::F16 => data
             .par_chunks_mut(1 << 15)
             .for_each(|c| c.iter_mut().for_each(|v| *v = round_f16(*v))),
-        DType::F8 { format, scale } => data
-            .par_chunks_mut(1 << 15)
-            .for_each(|c| c.iter_mut().for_each(|v| *v = round_fp8(format, scale, *v))),
+        DType::F8 { format, scale } => {
+            let grid = Fp8Grid::new(format, scale);
+            data.par_chunks_mut(1 << 15)
+                .for_each(|c| c.iter_mut().for_each(|v| *v = grid.round(*v)))
+        }
     }
 }
 
@@ -177,49 +246,7 @@ pub fn amp_product(
     b: Mat<'_>,
     acc: &mut [f32],
 ) {
-    if m == 0 || n == 0 || range.is_empty() {
-        return;
-    }
-    let group = how.micro_group.max(1);
-    // `b`'s K range in f64 once, shared by every row block.
-    let rhs: Vec<f64> = range
-        .clone()
-        .flat_map(|r| (0..n).map(move |c| (r, c)))
-        .map(|(r, c)| f64::from(b.at(r, c)))
-        .collect();
-    // Row blocks of ~ROWS rows (never one row unless m is 1), each over
-    // every micro-group in order: an element's arithmetic is the same
-    // whatever block holds it, and its partials stay in cache.
-    const ROWS: usize = 16;
-    let blocks = m.div_ceil(ROWS);
-    let mut parts = Vec::with_capacity(blocks);
-    let mut rest = &mut acc[..m * n];
-    for i in 0..blocks {
-        let (r0, r1) = (i * m / blocks, (i + 1) * m / blocks);
-        let (head, tail) = rest.split_at_mut((r1 - r0) * n);
-        parts.push((r0, head));
-        rest = tail;
-    }
-    parts.into_par_iter().for_each(|(r0, acc)| {
-        let rows = acc.len() / n;
-        let (mut lhs, mut sum) = (Vec::new(), vec![0f64; rows * n]);
-        let mut start = range.start;
-        while start < range.end {
-            let len = group.min(range.end - start);
-            lhs.clear();
-            lhs.extend(
-                (0..rows)
-                    .flat_map(|r| (0..len).map(move |c| (r, c)))
-                    .map(|(r, c)| f64::from(a.at(r0 + r, start + c))),
-            );
-            let from = (start - range.start) * n;
-            f64_product((rows, n, len), &lhs, &rhs[from..from + len * n], &mut sum);
-            for (p, s) in acc.iter_mut().zip(&sum) {
-                *p = round_partial(how.half, f64::from(*p) + s);
-            }
-            start += len;
-        }
-    });
+    fused_product((how.half, how.micro_group), (m, n), range, a, b, acc);
 }
 
 /// The K range of part `p` of `parts` (contract §4): K in whole units of
@@ -355,11 +382,14 @@ fn combine(
 /// in the partials type; returns the maximum and the F32 sum in row order.
 fn exponentials(half: bool, row: &mut [f32]) -> (f32, f32) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for e in row.iter_mut() {
-        *e = in_partials(half, in_partials(half, *e - max).exp());
-        sum += *e;
-    }
+    // Per element the same steps as one loop would take, in passes so the
+    // roundings vectorise around the C library's `expf` calls; the sum
+    // still runs in row order.
+    row.iter_mut()
+        .for_each(|e| *e = in_partials(half, *e - max));
+    row.iter_mut().for_each(|e| *e = e.exp());
+    row.iter_mut().for_each(|e| *e = in_partials(half, *e));
+    let sum = row.iter().fold(0f32, |sum, e| sum + e);
     (max, sum)
 }
 
@@ -418,6 +448,7 @@ pub fn gelu_tanh(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::amp::fused_product_with;
     use super::*;
 
     #[test]
@@ -516,6 +547,188 @@ mod tests {
             0.0,
             "the tie below the least subnormal goes to zero"
         );
+    }
+
+    /// xorshift64: deterministic test data.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    /// The fused kernel's branch-free FP16 rounding against the scalar
+    /// `round_f16_exact`, bit for bit, in its scalar build and its AVX2
+    /// one (where the CPU has AVX2): zeros, f64 subnormals, FP16
+    /// subnormals and their ties, ties and their neighbours in every
+    /// binade, the 65504 / 65520 boundary, ±∞, NaNs and random bits.
+    #[test]
+    fn branch_free_fp16_rounding_equals_the_scalar_one() {
+        use super::super::amp::{round_f16_lanes, round_f16_vectors};
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            f64::from_bits(1),
+            -f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001),
+            f64::from_bits(0xfff8_0000_dead_beef),
+            65504.0,
+            65519.0,
+            65520.0,
+            65536.0,
+            1e300,
+            2f64.powi(-24),
+            2f64.powi(-25),
+            3.0 * 2f64.powi(-26),
+        ];
+        for v in [65504.0f64, 65519.0, 65520.0, 65536.0, 2f64.powi(-25)] {
+            xs.extend([v.next_up(), v.next_down(), -v.next_up(), -v.next_down()]);
+        }
+        for k in -40..20 {
+            for t in [1.0, 0.5, 1.5, 2.5, 0.25, 0.75, 1.0 + 2f64.powi(-11)] {
+                let x = t * 2f64.powi(k);
+                xs.extend([x, -x, x.next_up(), x.next_down(), -x.next_up()]);
+            }
+        }
+        for _ in 0..500_000 {
+            // Exponents around FP16's range, random mantissa and sign.
+            let e = next() % 90 + 1023 - 60;
+            xs.push(f64::from_bits((next() & 0x800f_ffff_ffff_ffff) | (e << 52)));
+        }
+        for _ in 0..100_000 {
+            xs.push(f64::from_bits(next()));
+        }
+        xs.truncate(xs.len() / 4 * 4);
+        let mut vectors = xs.clone();
+        round_f16_vectors(&mut vectors);
+        for (&x, &v) in xs.iter().zip(&vectors) {
+            let want = round_f16_exact(x).to_bits();
+            let got = (round_f16_lanes(x) as f32).to_bits();
+            assert_eq!(got, want, "{x:e} ({:#x})", x.to_bits());
+            assert_eq!(
+                (v as f32).to_bits(),
+                want,
+                "vectors: {x:e} ({:#x})",
+                x.to_bits()
+            );
+        }
+    }
+
+    /// The branch-free FP16 and FP8 element roundings against their scalar
+    /// definitions over a sweep of every 251st f32 bit pattern (all signs,
+    /// binades, subnormals, ±∞ and NaNs) plus ties, at several FP8 scales.
+    #[test]
+    fn branch_free_element_roundings_equal_the_scalar_ones() {
+        let mut xs: Vec<f32> = (0..=u32::MAX / 251)
+            .map(|i| f32::from_bits(i * 251))
+            .collect();
+        for k in -30..20 {
+            for t in [1.0f32, 1.0625, 1.125, 1.1875, 1.5, 1.0 + 2f32.powi(-11)] {
+                let x = t * 2f32.powi(k);
+                xs.extend([x, -x, x.next_up(), x.next_down()]);
+            }
+        }
+        xs.extend([0.0, -0.0, 240.0, 248.0, 57344.0, 61440.0, 65504.0, 65520.0]);
+        for &x in &xs {
+            let want = round_f16_exact(f64::from(x)).to_bits();
+            assert_eq!(round_f16(x).to_bits(), want, "FP16 of {x:e}");
+        }
+        for format in [F8Format::F143, F8Format::F152] {
+            for scale in [-128i8, -20, -4, 0, 3, 127] {
+                let grid = Fp8Grid::new(format, scale);
+                for &x in xs.iter().step_by(3) {
+                    let want = round_fp8_scalar(format, scale, x).to_bits();
+                    assert_eq!(grid.round(x).to_bits(), want, "{format:?} {scale} {x:e}");
+                }
+            }
+        }
+    }
+
+    /// The fused AMP kernel (the AVX2 one where the CPU has it, and the
+    /// portable one) against the
+    /// scalar definition — `p = round_p(f64(p) + Σ_group a·b)` group after
+    /// group — on FP8-like and FP16-like operands with awkward shapes
+    /// (partial tiles, a K range not starting at 0, short last groups,
+    /// several K blocks), both partials types, starting partials nonzero,
+    /// including overflow to ±∞ and NaN partials.
+    #[test]
+    fn fused_product_equals_the_scalar_definition() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut value = move |fp8: bool| -> f32 {
+            let r = next();
+            let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+            // Exponent spans small enough that a group's sum is exact in
+            // f64 (the contract's premise), so any summation order agrees.
+            let (e, bits, low) = if fp8 {
+                ((r >> 1) % 16, 3, 9)
+            } else {
+                ((r >> 1) % 12, 10, 6)
+            };
+            let mant = 1.0 + ((r >> 8) % (1 << bits)) as f32 / (1 << bits) as f32;
+            if (r >> 40).is_multiple_of(17) {
+                0.0
+            } else {
+                sign * mant * 2f32.powi(e as i32 - low)
+            }
+        };
+        for (half, group, fp8) in [(true, 32, true), (true, 16, false), (false, 16, false)] {
+            for (m, n, k0, k1) in [
+                (1, 1, 0, 3),
+                (5, 9, 3, 70),
+                (13, 17, 0, 600),
+                (4, 8, 32, 96),
+                (9, 3, 1, 1),
+            ] {
+                let k = k1 + 2;
+                let a: Vec<f32> = (0..m * k).map(|_| value(fp8)).collect();
+                let b: Vec<f32> = (0..k * n).map(|_| value(fp8)).collect();
+                let mut start: Vec<f32> = (0..m * n).map(|_| value(false)).collect();
+                start[0] = if half { 65504.0 } else { 3e38 };
+                if m * n > 2 {
+                    start[1] = f32::NAN;
+                    start[2] = f32::NEG_INFINITY;
+                }
+                let (am, bm) = (Mat::rows(&a, 0, k), Mat::transposed(&b, 0, k));
+                let mut want = start.clone();
+                for r in 0..m {
+                    for c in 0..n {
+                        let mut p = want[r * n + c];
+                        let mut g = k0;
+                        while g < k1 {
+                            let end = (g + group).min(k1);
+                            let sum: f64 = (g..end)
+                                .map(|kk| f64::from(am.at(r, kk)) * f64::from(bm.at(kk, c)))
+                                .fold(0.0, |s, v| s + v);
+                            p = round_partial(half, f64::from(p) + sum);
+                            g = end;
+                        }
+                        want[r * n + c] = p;
+                    }
+                }
+                let mut got = start.clone();
+                let how = Accumulation {
+                    half,
+                    micro_group: group,
+                };
+                amp_product(how, (m, n), k0..k1, am, bm, &mut got);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{half} {group} {m}×{n} {k0}..{k1}");
+                let mut portable = start.clone();
+                let what = (half, group);
+                fused_product_with(true, what, (m, n), k0..k1, am, bm, &mut portable);
+                assert_eq!(bits(&portable), bits(&want), "portable {what:?} {m}×{n}");
+            }
+        }
     }
 
     #[test]

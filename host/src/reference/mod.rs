@@ -32,6 +32,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod amp;
 pub mod device;
 mod error;
 mod interp;

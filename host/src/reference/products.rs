@@ -1,7 +1,7 @@
 //! Matrix products for the reference, on the `gemm` crate directly (not
 //! the simulator's kernels: the reference shares no arithmetic with the
 //! device it checks). F32 for the FP32 reference; the device-numerics
-//! reference's f64 micro-group sums go through [`f64_product`].
+//! reference's AMP products have their own fused kernel (`amp.rs`).
 
 use rayon::prelude::*;
 
@@ -121,46 +121,6 @@ pub fn batched<'a>(
         for (i, out) in c.chunks_mut(size).take(batch).enumerate() {
             product((m, n, k), a(i), b(i), out, 1.0, true);
         }
-    }
-}
-
-/// `c = a · b` in f64, all dense row-major.
-pub fn f64_product((m, n, k): (usize, usize, usize), a: &[f64], b: &[f64], c: &mut [f64]) {
-    assert!(
-        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
-        "f64 product out of bounds"
-    );
-    if m == 0 || n == 0 {
-        return;
-    }
-    if k == 0 {
-        c[..m * n].fill(0.0);
-        return;
-    }
-    // SAFETY: the assert bounds every element of the dense views, and `c`
-    // is exclusively borrowed.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism(m * n * k >= SMALL_MACS),
-        );
     }
 }
 
