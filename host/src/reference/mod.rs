@@ -5,12 +5,15 @@
 //! Two numerics:
 //! * [`Numerics::Fp32`] — every value in f32, dtypes ignored: the trusted
 //!   answer (matches HF transformers to ~1e-6 on the fixtures).
-//! * [`Numerics::Device`] — the casts the device applies: parameters rounded
-//!   to their graph dtype once (FP8 F143 at the graph's scale, FP16), every
-//!   op result rounded to its result dtype (FP16 activations), attention in
-//!   its dtype with FP16 scores and probabilities. Arithmetic inside an op
-//!   stays f32 (the IPU's FP8 AMP accumulates into FP16 partials; modelling
-//!   that adder tree is the simulator's job).
+//! * [`Numerics::Device`] — the device's arithmetic as
+//!   `docs/facts/device-numerics.md` writes it (module [`device`]):
+//!   parameters rounded to their graph dtype (FP8 F143 at the graph's
+//!   scale, FP16) when an op reads them, every op result rounded to its
+//!   result dtype, the AMP's partials rounded after every K micro-group, K
+//!   splits added in F32, attention with FP16 scores and probabilities.
+//!
+//! The reference borrows the caller's weights: nothing is copied when it
+//! is built, so a 1.6 GiB tower's f32 weights exist once.
 //!
 //! ```
 //! use ipuc::reference::{Numerics, Reference, Tensor};
@@ -26,7 +29,8 @@
 //!
 //! let mut weights = std::collections::BTreeMap::new();
 //! weights.insert("w".to_string(), HostTensor { shape: vec![4, 3], data: (0..12).map(|i| i as f32).collect() });
-//! let reference = Reference::new(&graph, &Weights::from_map(weights), Numerics::Fp32)?;
+//! let weights = Weights::from_map(weights);
+//! let reference = Reference::new(&graph, &weights, Numerics::Fp32)?;
 //! let out = reference.run(&[("x", Tensor::new(vec![2, 3], vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0]))])?;
 //! assert_eq!(out["y"].data.as_slice(), &[0.0, 3.0, 6.0, 9.0, 1.0, 4.0, 7.0, 10.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
