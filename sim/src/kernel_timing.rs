@@ -409,12 +409,16 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
         // erf, sigmoid and tanh each cost about one transcendental, as the
         // tanh GELU does (the GELU rate, an estimate).
         Kernel::Activation {
-            elements, dtype, ..
+            elements,
+            dtype,
+            out,
+            ..
         } => {
             let e = x(elements);
-            let size = dtype.size_bytes() as u64;
-            let compute = elementwise(e, vector_of(dtype), rates::GELU.at(end));
-            let memory = model.port(e * size, addrs[1]) + model.port(e * size, addrs[0]);
+            let compute = elementwise(e, vector_of(dtype), rates::GELU.at(end))
+                + model.conversion(e, dtype, out);
+            let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
+                + model.port(e * out.size_bytes() as u64, addrs[0]);
             KernelTiming::new(fixed, compute, memory, 0)
         }
         Kernel::Softmax { rows, cols, dtype } => {

@@ -285,7 +285,27 @@ impl GraphBuilder {
 
     /// An element-wise [`Activation`].
     pub fn activation(&mut self, x: ValueId, function: Activation) -> IrResult<ValueId> {
-        self.single(OpKind::Activation(function), &[x])
+        let kind = OpKind::Activation {
+            function,
+            store: None,
+        };
+        self.single(kind, &[x])
+    }
+
+    /// An element-wise [`Activation`] whose result is stored as FP8 type
+    /// `store` (the fused `cast(function(x), store)`; see
+    /// [`OpKind::GeluTanh`]).
+    pub fn activation_stored_as(
+        &mut self,
+        x: ValueId,
+        function: Activation,
+        store: DType,
+    ) -> IrResult<ValueId> {
+        let kind = OpKind::Activation {
+            function,
+            store: Some(store),
+        };
+        self.single(kind, &[x])
     }
 
     /// Broadcasting elementwise product.

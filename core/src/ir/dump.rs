@@ -140,7 +140,9 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
             eps,
             store: Some(t),
         } => write!(out, " {{eps={eps:?}, store={t}}}"),
-        OpKind::GeluTanh { store: Some(t) } => write!(out, " {{store={t}}}"),
+        OpKind::GeluTanh { store: Some(t) } | OpKind::Activation { store: Some(t), .. } => {
+            write!(out, " {{store={t}}}")
+        }
         OpKind::Attention { scale } => write!(out, " {{scale={scale:?}}}"),
         OpKind::SplitHeads { heads } => write!(out, " {{heads={heads}}}"),
         OpKind::Transpose { perm } => write!(out, " {{perm={perm:?}}}"),
@@ -150,7 +152,7 @@ fn attrs(out: &mut impl Write, kind: &OpKind) -> fmt::Result {
         OpKind::Add
         | OpKind::Mul
         | OpKind::GeluTanh { store: None }
-        | OpKind::Activation(_)
+        | OpKind::Activation { store: None, .. }
         | OpKind::Softmax
         | OpKind::MergeHeads
         | OpKind::Reshape { .. }

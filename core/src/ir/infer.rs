@@ -227,10 +227,10 @@ pub(crate) fn infer(
             cx.arithmetic(operands[0])?;
             cx.stored_as(vec![operands[0].1.clone()], *store)
         }
-        OpKind::Activation(_) => {
+        OpKind::Activation { store, .. } => {
             cx.count(operands, 1)?;
             cx.arithmetic(operands[0])?;
-            one(operands[0].1.clone())
+            cx.stored_as(vec![operands[0].1.clone()], *store)
         }
         OpKind::Softmax => {
             cx.count(operands, 1)?;

@@ -65,7 +65,12 @@ pub enum OpKind {
     /// An element-wise function other than the tanh GELU (CLIP's
     /// `quick_gelu`, the exact erf GELU of ViT and DINOv2, the ViT pooler's
     /// tanh); see [`Activation`].
-    Activation(Activation),
+    Activation {
+        /// The function.
+        function: Activation,
+        /// See [`OpKind::GeluTanh`]'s `store`.
+        store: Option<DType>,
+    },
     /// Elementwise product with numpy broadcasting (DINOv2's LayerScale
     /// `λ ⊙ x`); the rules of `Add`.
     Mul,
@@ -183,7 +188,7 @@ impl OpKind {
             OpKind::Add => "add",
             OpKind::LayerNorm { .. } => "layer_norm",
             OpKind::GeluTanh { .. } => "gelu_tanh",
-            OpKind::Activation(f) => f.name(),
+            OpKind::Activation { function, .. } => function.name(),
             OpKind::Mul => "mul",
             OpKind::Softmax => "softmax",
             OpKind::Attention { .. } => "attention",

@@ -324,7 +324,10 @@ impl Parser {
             },
             "cast" => OpKind::Cast { to: DType::F32 },
             other => match Activation::ALL.iter().find(|a| a.name() == other) {
-                Some(&a) => OpKind::Activation(a),
+                Some(&function) => OpKind::Activation {
+                    function,
+                    store: attrs.dtype(line, "store")?,
+                },
                 None => return Err(line.error_at(at, ParseErrorKind::UnknownOp(other.to_string()))),
             },
         };

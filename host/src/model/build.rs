@@ -828,9 +828,11 @@ impl Tower {
     fn mlp(&mut self, x: ValueId, params: [ValueId; 4], prefix: &str) -> Result<ValueId, IrError> {
         let [w1, b1, w2, b2] = params;
         let y = self.linear(x, w1, b1, &format!("{prefix}.fc1"))?;
+        // The cast to fc2's FP8 input, when it reads one, fused into the
+        // activation.
         let y = match (self.mlp_act, self.fp8_input_type(self.gemm_input, w2)?) {
-            (Some(function), _) => self.b.activation(y, function)?,
-            // The cast to fc2's FP8 input fused into the GELU.
+            (Some(function), Some(dtype)) => self.b.activation_stored_as(y, function, dtype)?,
+            (Some(function), None) => self.b.activation(y, function)?,
             (None, Some(dtype)) => self.b.gelu_tanh_stored_as(y, dtype)?,
             (None, None) => self.b.gelu_tanh(y)?,
         };

@@ -301,7 +301,9 @@ impl<'a> Reference<'a> {
         // An op that stores its result as FP8 (a fused cast) rounds it to
         // its arithmetic type first, as the separate cast would have read it.
         let arith = match op.kind() {
-            OpKind::LayerNorm { store: Some(_), .. } | OpKind::GeluTanh { store: Some(_) } => op
+            OpKind::LayerNorm { store: Some(_), .. }
+            | OpKind::GeluTanh { store: Some(_) }
+            | OpKind::Activation { store: Some(_), .. } => op
                 .operands()
                 .first()
                 .and_then(|v| self.graph.ty(*v))
@@ -374,7 +376,7 @@ impl<'a> Reference<'a> {
                 (Arc::new(d), true)
             }
             OpKind::Mul => (Arc::new(ops::mul(operands[0], operands[1], &dims)), true),
-            OpKind::Activation(function) => {
+            OpKind::Activation { function, .. } => {
                 let function = *function;
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);

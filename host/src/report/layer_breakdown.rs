@@ -128,7 +128,7 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),
-                OpKind::GeluTanh { .. } | OpKind::Activation(_) => (
+                OpKind::GeluTanh { .. } | OpKind::Activation { .. } => (
                     "element-wise",
                     out * f64::from(
                         rates::GELU.at(end) + rates::cast_x16(in_dtype, out_dtype, end),

@@ -292,10 +292,11 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             elements,
             dtype,
             function,
+            out,
         } => {
             let mut x = io.load(1, us(elements), dtype);
             x.iter_mut().for_each(|v| *v = function.apply(*v));
-            io.store(0, &x, dtype);
+            io.store_via(0, &mut x, dtype, out);
         }
         Kernel::Mul {
             rows,

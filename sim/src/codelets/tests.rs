@@ -5,8 +5,8 @@ use ipuc_target::ipu21::rates::RateEnd;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::kernel::Kernel;
 use ipuc_target::kernel::{encode, encode_dtype, GemmEpilogue, KernelArgs, KernelSymbol};
-use ipuc_target::numeric::DType;
 use ipuc_target::numeric::{round_to_f16, F8Format, Fp8};
+use ipuc_target::numeric::{Activation, DType};
 
 use super::elements::{decode, encode as encode_elements};
 use super::*;
@@ -485,9 +485,10 @@ fn gelu16(n: u32) -> KernelArgs {
     })
 }
 
-/// A LayerNorm or GELU that stores its result as FP8 writes exactly the
-/// bytes the same kernel in FP16 followed by a separate Cast writes: the
-/// fused cast rounds to FP16 first, as the separate pass reads it.
+/// A LayerNorm, GELU or other activation that stores its result as FP8
+/// writes exactly the bytes the same kernel in FP16 followed by a separate
+/// Cast writes: the fused cast rounds to FP16 first, as the separate pass
+/// reads it.
 #[test]
 fn fused_fp8_store_matches_kernel_then_cast() {
     let fp8 = DType::f143(0);
@@ -511,9 +512,22 @@ fn fused_fp8_store_matches_kernel_then_cast() {
         dtype: DType::F16,
         out,
     };
+    let activation = |function, out| Kernel::Activation {
+        elements: n as u32,
+        dtype: DType::F16,
+        function,
+        out,
+    };
+    let (erf, quick) = (Activation::GeluErf, Activation::QuickGelu);
     let cases = [
         (layer_norm(DType::F16), layer_norm(fp8), vec![px, pg, pb]),
         (gelu(DType::F16), gelu(fp8), vec![px]),
+        (activation(erf, DType::F16), activation(erf, fp8), vec![px]),
+        (
+            activation(quick, DType::F16),
+            activation(quick, fp8),
+            vec![px],
+        ),
     ];
     for (kernel, stored, inputs) in cases {
         let wide = b.alloc(n * 2);

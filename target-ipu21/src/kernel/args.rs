@@ -7,14 +7,14 @@
 //! | `reduce_add` | elements, parts, input type, out type |
 //! | `add` | rows, cols, flags (bit 0 broadcast `b` row), type |
 //! | `layer_norm` | rows, cols, eps (f32 bits), x/out type, gamma/beta type |
-//! | `gelu_tanh` | elements, type |
+//! | `gelu_tanh` | elements, type, out type |
 //! | `softmax` | rows, cols, type |
 //! | `cast` | elements, from type, to type |
 //! | `attention_head` | q rows, kv rows, head dim, scale (f32 bits), type |
 //! | `copy` | rows, row bytes, source pitch, destination pitch |
 //! | `attention_partial` | q rows, kv rows, head dim, scale (f32 bits), type |
 //! | `attention_combine` | q rows, head dim, parts, out type |
-//! | `activation` | elements, type, function code (`ir::Activation::code`) |
+//! | `activation` | elements, type, function code (`ir::Activation::code`), out type |
 //! | `mul` | rows, cols, flags (bit 0 broadcast `b` row), type |
 
 use alloc::vec::Vec;
@@ -133,7 +133,8 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
             elements,
             dtype,
             function,
-        } => alloc::vec![elements, d(dtype), function.code()],
+            out,
+        } => alloc::vec![elements, d(dtype), function.code(), d(out)],
         Kernel::Softmax { rows, cols, dtype } => alloc::vec![rows, cols, d(dtype)],
         Kernel::Cast { elements, from, to } => alloc::vec![elements, d(from), d(to)],
         // A whole head and a key-split part share one layout.
@@ -179,13 +180,11 @@ const fn body_words(s: KernelSymbol) -> u32 {
         | KernelSymbol::Add
         | KernelSymbol::Mul
         | KernelSymbol::Copy
+        | KernelSymbol::Activation
         | KernelSymbol::AttentionCombine => 4,
         KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
         KernelSymbol::LayerNorm => 6,
-        KernelSymbol::Softmax
-        | KernelSymbol::Cast
-        | KernelSymbol::Activation
-        | KernelSymbol::GeluTanh => 3,
+        KernelSymbol::Softmax | KernelSymbol::Cast | KernelSymbol::GeluTanh => 3,
     }
 }
 
@@ -341,11 +340,15 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
                 out: f.stored(4, dtype)?,
             }
         }
-        KernelSymbol::Activation => Kernel::Activation {
-            elements: w(2),
-            dtype: f.arith(3)?,
-            function: Activation::from_code(w(4)).ok_or(f.bad(4))?,
-        },
+        KernelSymbol::Activation => {
+            let dtype = f.arith(3)?;
+            Kernel::Activation {
+                elements: w(2),
+                dtype,
+                function: Activation::from_code(w(4)).ok_or(f.bad(4))?,
+                out: f.stored(5, dtype)?,
+            }
+        }
         KernelSymbol::Mul => Kernel::Mul {
             rows: w(2),
             cols: w(3),
@@ -480,6 +483,13 @@ mod tests {
                 elements: 33,
                 dtype: DType::F16,
                 function: Activation::QuickGelu,
+                out: DType::F16,
+            },
+            Kernel::Activation {
+                elements: 40,
+                dtype: DType::F16,
+                function: Activation::GeluErf,
+                out: f8,
             },
             Kernel::Mul {
                 rows: 5,

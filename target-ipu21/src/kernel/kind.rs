@@ -84,10 +84,13 @@ pub enum Kernel {
     Activation {
         /// Elements.
         elements: u32,
-        /// Element type.
+        /// Element type of x (and of the arithmetic's rounding).
         dtype: DType,
         /// The function.
         function: Activation,
+        /// Element type of out: `dtype`, or an FP8 type (a fused cast, as
+        /// for [`Kernel::Gelu`]).
+        out: DType,
     },
     /// `out = a ⊙ b` on a `[rows, cols]` block (LayerScale); `b` is
     /// `[1, cols]` when `broadcast_rows`. Operands: out, a, b.

@@ -133,9 +133,12 @@ impl KernelArgs {
                 ]
             }
             Kernel::Activation {
-                elements, dtype, ..
+                elements,
+                dtype,
+                out,
+                ..
             } => alloc::vec![
-                spec(Output, "out", x(elements), dtype),
+                spec(Output, "out", x(elements), out),
                 spec(Input(0), "x", x(elements), dtype),
             ],
             Kernel::Gelu {

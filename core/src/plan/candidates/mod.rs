@@ -116,13 +116,14 @@ pub fn candidates(
         OpKind::MatMul(m) => gemm::plans(&cx, m)?,
         OpKind::Add => local::add(&cx)?,
         OpKind::Mul => local::mul(&cx)?,
-        OpKind::Activation(function) => {
+        OpKind::Activation { function, .. } => {
             let function = *function;
-            local::unary(&cx, move |elements, dtype, _| {
+            local::unary(&cx, move |elements, dtype, out| {
                 ipuc_target::kernel::Kernel::Activation {
                     elements,
                     dtype,
                     function,
+                    out,
                 }
             })?
         }
