@@ -354,6 +354,30 @@ fn an_empty_buffer_fits_where_no_gap_is_left() {
 }
 
 #[test]
+fn a_tile_first_use_fragments_is_placed_again_largest_first() {
+    // By first use, `a` takes the bottom half and `b` the quarter above
+    // it, so `c` (a half and 8 bytes, live with `b`) finds two gaps of
+    // about a quarter and a half: no room. Largest first, `c` goes to the
+    // bottom (it never lives with `a`, which reuses it) and `b` above it.
+    let region1 = LOADER_REACHABLE_LIMIT - INTERLEAVED_BASE;
+    let q = region1 / 4 / 8 * 8;
+    let req = PlacementRequest {
+        tile: lt(5),
+        buffers: vec![
+            buf(0, 2 * q, RegionClass::Interleaved, (0, 1)),
+            buf(1, q, RegionClass::Interleaved, (1, 5)),
+            buf(2, 2 * q + 8, RegionClass::Interleaved, (2, 5)),
+        ],
+        ..Default::default()
+    };
+    let placed = place_tile(&req).expect("largest first fits");
+    check_invariants(&req, &placed);
+    let start = |k| placed.allocation(BufferId(k)).unwrap().range.start;
+    assert_eq!((start(2), start(0)), (INTERLEAVED_BASE, INTERLEAVED_BASE));
+    assert_eq!(start(1), INTERLEAVED_BASE + 2 * q + 8);
+}
+
+#[test]
 fn failure_names_tile_buffer_and_sizes() {
     let req = PlacementRequest {
         tile: lt(1471),
