@@ -31,14 +31,11 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
     let blocked = blocked_spans(tile, &request.reserved)?;
     let spans = validate(request)?;
     let hard = conflict_partners(request, &request.conflicts)?;
-    // Attempts in turn, the first that fits wins: with the `apart` pairs,
-    // then without; each in order of first use, then largest first (a
-    // tile that first use fragments can still fit by size: ViT-B/16 at
-    // batch 32 left a 211,200-byte staging buffer 165,072 bytes of free
-    // range on 501,336 bytes live at its peak). The first attempt's
-    // error is the one reported.
-    let mut attempts = Vec::new();
-    if !request.apart.is_empty() {
+    let fit =
+        |partners: &[Vec<usize>], order| fit_buffers(request, &spans, partners, &blocked, order);
+    let with_apart = if request.apart.is_empty() {
+        None
+    } else {
         let mut both = hard.clone();
         for (b, extra) in both
             .iter_mut()
@@ -46,28 +43,16 @@ pub fn place_tile(request: &PlacementRequest) -> PlaceResult<TilePlacement> {
         {
             b.extend(extra);
         }
-        attempts.push((both, Order::FirstUse));
-    }
-    attempts.push((hard.clone(), Order::FirstUse));
-    attempts.push((hard, Order::LargestFirst));
-    let mut first_error = None;
-    let mut placed = None;
-    for (partners, order) in &attempts {
-        match fit_buffers(request, &spans, partners, &blocked, *order) {
-            Ok(p) => {
-                placed = Some(p);
-                break;
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    let placed = match (placed, first_error) {
-        (Some(p), _) => p,
-        (None, Some(e)) => return Err(e),
-        // Invariant: at least one attempt ran.
-        (None, None) => unreachable!("placement made no attempt"),
+        fit(&both, Order::FirstUse).ok()
+    };
+    let placed = match with_apart {
+        Some(placed) => placed,
+        // A tile that first use fragments can still fit by size (ViT-B/16
+        // at batch 32 left a 211,200-byte staging buffer a 165,072-byte
+        // free range at a 501,336-byte peak); the error reported is first
+        // use's.
+        None => fit(&hard, Order::FirstUse)
+            .or_else(|e| fit(&hard, Order::LargestFirst).map_err(|_| e))?,
     };
     let mut allocations: Vec<Allocation> = request
         .buffers
