@@ -400,23 +400,21 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             out,
         } => {
             let e = x(elements);
-            let compute = elementwise(e, vector_of(dtype), rates::GELU.at(end))
+            let compute = elementwise(e, vector_of(dtype), rates::gelu_tanh_x16(dtype, end))
                 + model.conversion(e, dtype, out);
             let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
                 + model.port(e * out.size_bytes() as u64, addrs[0]);
             KernelTiming::new(fixed, compute, memory, 0)
         }
-        // erf, sigmoid and tanh each cost about one transcendental, as the
-        // tanh GELU does (the GELU rate, an estimate).
         Kernel::Activation {
             elements,
             dtype,
             out,
-            ..
+            function,
         } => {
             let e = x(elements);
-            let compute = elementwise(e, vector_of(dtype), rates::GELU.at(end))
-                + model.conversion(e, dtype, out);
+            let rate = rates::activation_x16(function, dtype, end);
+            let compute = elementwise(e, vector_of(dtype), rate) + model.conversion(e, dtype, out);
             let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
                 + model.port(e * out.size_bytes() as u64, addrs[0]);
             KernelTiming::new(fixed, compute, memory, 0)

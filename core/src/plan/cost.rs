@@ -213,15 +213,19 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             elements,
             dtype,
             out,
-        } => x16(w(elements) * w(rates::GELU.at(END))) + fused_cast_cycles(w(elements), dtype, out),
-        // erf, sigmoid and tanh each cost about one transcendental, as the
-        // tanh GELU does (the GELU rate, an estimate).
+        } => {
+            x16(w(elements) * w(rates::gelu_tanh_x16(dtype, END)))
+                + fused_cast_cycles(w(elements), dtype, out)
+        }
         Kernel::Activation {
             elements,
             dtype,
             out,
-            ..
-        } => x16(w(elements) * w(rates::GELU.at(END))) + fused_cast_cycles(w(elements), dtype, out),
+            function,
+        } => {
+            x16(w(elements) * w(rates::activation_x16(function, dtype, END)))
+                + fused_cast_cycles(w(elements), dtype, out)
+        }
         Kernel::Softmax { rows, cols, dtype } => {
             x16(w(rows) * w(cols) * w(rates::softmax_x16(dtype, dtype, END)))
                 + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))

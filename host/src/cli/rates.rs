@@ -6,6 +6,7 @@
 use ipuc_core::ir::DType;
 use ipuc_target::ipu21::rates::{self, Evidence, RateEnd, SOURCES, TABLE};
 use ipuc_target::ipu21::timing::AmpMode;
+use ipuc_target::numeric::Activation;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {}
@@ -61,7 +62,7 @@ pub fn table() -> String {
     line("| kernel | optimistic | chosen | conservative | parts |");
     line("|---|---:|---:|---:|---|");
     let ends = |f: &dyn Fn(RateEnd) -> u32| RateEnd::ALL.map(f);
-    let composite: [(&str, [u32; 3], &str); 5] = [
+    let composite: [(&str, [u32; 3], &str); 7] = [
         (
             "softmax, F32 scores → FP16 probabilities",
             ends(&|e| rates::softmax_x16(DType::F32, DType::F16, e)),
@@ -76,6 +77,16 @@ pub fn table() -> String {
             "LayerNorm, FP16",
             ends(&|e| rates::layer_norm_x16(DType::F16, e)),
             "2 row reductions + 4 broadcast passes (5, stable, at the conservative end)",
+        ),
+        (
+            "exact (erf) GELU, FP16",
+            ends(&|e| rates::activation_x16(Activation::GeluErf, DType::F16, e)),
+            "erf + 3 element-wise passes (scale by 1/√2, add one, multiply by x/2)",
+        ),
+        (
+            "quick GELU, FP16",
+            ends(&|e| rates::activation_x16(Activation::QuickGelu, DType::F16, e)),
+            "sigmoid + 2 element-wise passes (scale by 1.702, multiply by x)",
         ),
         (
             "cast FP16 → FP8",
@@ -99,10 +110,11 @@ pub fn table() -> String {
     line("");
     let counts = |ev: Evidence| TABLE.iter().filter(|r| r.evidence == ev).count();
     line(&format!(
-        "{} rates: {} measured, {} from a vendor estimator, {} estimates; plus {} AMP modes.",
+        "{} rates: {} measured, {} from a vendor estimator, {} counted in a vendor codelet, {} estimates; plus {} AMP modes.",
         TABLE.len(),
         counts(Evidence::Measured),
         counts(Evidence::VendorEstimator),
+        counts(Evidence::VendorCodelet),
         counts(Evidence::Estimate),
         AmpMode::ALL.len()
     ));

@@ -176,22 +176,28 @@ pub fn resolve_batch(
 /// The largest batch up to `limit` whose compile fits (no artifacts
 /// written while searching).
 fn largest_batch(model: &ModelSpec, build: &BuildArgs, limit: usize) -> Result<Option<usize>> {
+    super::batch::largest_fitting(limit, &mut fits_at(model, build))
+}
+
+/// Whether the model compiles at a batch: a memory rejection is `false`,
+/// other errors are errors. Writes nothing and reports nothing (the
+/// searches' probe).
+fn fits_at<'a>(model: &'a ModelSpec, build: &BuildArgs) -> impl FnMut(usize) -> Result<bool> + 'a {
     let probe_build = BuildArgs {
         package: None,
         memory_profile_directory: None,
         plan_output: None,
         ..build.clone()
     };
-    let mut compile_at = |batch: usize| -> Result<()> {
+    move |batch| {
         let at = ModelSpec {
             batch: Some(batch),
             ..model.clone()
         };
-        compile_once(&at, batch, &probe_build, WeightUse::Unused).map(|_| ())
-    };
-    super::batch::largest_fitting(limit, &mut |batch| {
-        super::batch::quiet_probe(batch, &mut compile_at)
-    })
+        super::batch::quiet_probe(batch, &mut |b| {
+            compile_once(&at, b, &probe_build, WeightUse::Unused).map(|_| ())
+        })
+    }
 }
 
 /// A compiled model: its graph, its weights when they were asked for
@@ -236,11 +242,39 @@ pub fn compile_workload(
     if batch <= 1 || !crate::exit::is_memory_rejection(&err) {
         return Err(err);
     }
-    let note = match largest_batch(model, build, batch - 1)? {
-        Some(k) => format!("--vit-batch {batch} does not fit; the largest batch that fits is {k}"),
-        None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
+    Err(err.context(largest_below(model, build, batch)?))
+}
+
+/// How many batches just below a rejected one are tried in turn before
+/// the rest is bisected: fitting need not be monotone in the batch
+/// (ViT-B/16 fits at 60 and not at 53), so a bisection alone can name a
+/// batch far below one that fits.
+const NEAR_PROBES: usize = 3;
+
+/// The note on a rejected `batch`: the largest batch below it that fits,
+/// said as exactly as the search knows it.
+fn largest_below(model: &ModelSpec, build: &BuildArgs, batch: usize) -> Result<String> {
+    let mut fits = fits_at(model, build);
+    let floor = batch.saturating_sub(NEAR_PROBES).max(1);
+    for b in (floor..batch).rev() {
+        if fits(b)? {
+            return Ok(format!(
+                "--vit-batch {batch} does not fit; the largest batch that fits is {b}"
+            ));
+        }
+    }
+    let tried = if floor + 1 < batch {
+        format!("{floor} to {}", batch - 1)
+    } else {
+        floor.to_string()
     };
-    Err(err.context(note))
+    Ok(match super::batch::largest_fitting(floor - 1, &mut fits)? {
+        Some(k) => format!(
+            "--vit-batch {batch} does not fit, nor does {tried}; a bisection below finds that {k} fits and {} does not (fitting need not be monotone in the batch)",
+            k + 1
+        ),
+        None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
+    })
 }
 
 /// [`compile_workload`], recorded in `summary`: its wall time (also when

@@ -128,10 +128,18 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),
-                OpKind::GeluTanh { .. } | OpKind::Activation { .. } => (
+                OpKind::GeluTanh { .. } => (
                     "element-wise",
                     out * f64::from(
-                        rates::GELU.at(end) + rates::cast_x16(in_dtype, out_dtype, end),
+                        rates::gelu_tanh_x16(in_dtype, end)
+                            + rates::cast_x16(in_dtype, out_dtype, end),
+                    ),
+                ),
+                OpKind::Activation { function, .. } => (
+                    "element-wise",
+                    out * f64::from(
+                        rates::activation_x16(*function, in_dtype, end)
+                            + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),
                 OpKind::Add | OpKind::Mul => (

@@ -45,6 +45,9 @@ pub enum Evidence {
     Measured,
     /// Graphcore's own cycle estimator (poplibs), read per vertex.
     VendorEstimator,
+    /// Instruction bundles counted in Graphcore's own codelet source
+    /// (poplibs assembly), one issue per bundle.
+    VendorCodelet,
     /// An estimate: no measurement and no vendor figure behind it.
     Estimate,
 }
@@ -55,6 +58,7 @@ impl Evidence {
         match self {
             Evidence::Measured => "measured",
             Evidence::VendorEstimator => "vendor estimator",
+            Evidence::VendorCodelet => "vendor codelet",
             Evidence::Estimate => "estimate",
         }
     }
@@ -113,16 +117,17 @@ impl Rate {
     }
 }
 
-use crate::numeric::DType;
+use crate::numeric::{Activation, DType};
 
 /// The sources the table cites by key: public repository files (path,
 /// commit) and the facts copied into `docs/facts/`.
-pub const SOURCES: [(&str, &str); 7] = [
+pub const SOURCES: [(&str, &str); 8] = [
     ("popops-tables", "poplibs lib/popops/popopsCycleEstimators.hpp @0b8caa89: unaryOpPerfInfo, binaryOpPerfInfo; .cpp UnaryOp1D/BinaryOp1D"),
     ("popops-cast", "poplibs lib/popops/PerformanceEstimation.cpp @03953b1c: castWorkerCycles, getCast1DCycleEstimate; CastModelling.cpp @06f1b393"),
     ("popops-reduce", "poplibs lib/popops/reduction/CycleEstimationFunctions.cpp @b2996457: getCyclesEstimateForStridedReduce, getCycleEstimateReduceAllRegionsContinuous"),
     ("poplin-amp", "poplibs lib/poplin/PerformanceEstimation.hpp, poplinCycleEstimators.cpp @f9d7e152: ConvPartial1x1Out (weight load, inner and outer loops, half and quarter)"),
     ("popnn", "poplibs lib/popnn/NonLinearity.cpp (softmax: max-reduce, subtract, exp, sum-reduce, multiply), PerformanceEstimation.hpp @54b30a26 getNonLinearityOpCycles; lib/poplin/Norms.cpp @307ce7b2"),
+    ("popnn-gelu", "poplibs lib/popnn/codelets/asm/NonLinearityLoop_gelu.S @2111340b and NonLinearity2D_gelu.S @8592a438: the half GELU loops (tanh form), counted bundle by bundle"),
     ("peer", "ipu-stack crates/ipu-codegen/src/cost.rs (IPU21_TARGET_COSTS, IPU21_AMP_KERNEL_COSTS; two revisions): docs/facts/ipu21-target.md §6, peer study §3"),
     ("seeds", "docs/facts/seed-vit-repeat-evaluation.txt (patcher cycles measured on hardware)"),
 ];
@@ -256,15 +261,46 @@ pub const ROW_OVERHEAD_LAYER_NORM: Rate = Rate {
     source: "[popnn] Norms.cpp normStatistics, normWhiten, normalise at [popops-reduce] and [popops-tables] row costs: 30–130",
 };
 
-/// GELU (tanh form) of one element.
-pub const GELU: Rate = Rate {
-    name: "gelu",
+/// The tanh GELU of one FP16 element, as Graphcore's own codelets run it.
+pub const GELU_TANH: Rate = Rate {
+    name: "gelu_tanh",
     unit: "1/16 cycle per element",
-    optimistic: 40,
-    chosen: 160,
+    optimistic: 36,
+    chosen: 48,
     conservative: 160,
-    evidence: Evidence::Estimate,
-    source: "[peer] GeLU ≈ 10 cycles/element (§6, estimate; the slower stands); [popnn] getNonLinearityOpCycles half 2.5, marked a placeholder (optimistic)",
+    evidence: Evidence::VendorCodelet,
+    source: "[popnn-gelu] 9 bundles per 4 halves (NonLinearityLoop_gelu.S), 12 (NonLinearity2D_gelu.S; the slower stands), f16v2tanh at [popnn]'s worst case of 1 cycle; conservative: [peer]'s ≈10, an 'exact scalar' estimate",
+};
+
+/// `erf` of one FP16 element (the exact GELU's transcendental).
+pub const ERF: Rate = Rate::exact(
+    "erf",
+    "1/16 cycle per element",
+    256,
+    Evidence::VendorEstimator,
+    "[popops-tables] ERF half {16 cycles per element}: an f32 polynomial with a cast in and out",
+);
+
+/// The logistic sigmoid of one FP16 element (the quick GELU's).
+pub const SIGMOID: Rate = Rate {
+    name: "sigmoid",
+    unit: "1/16 cycle per element",
+    optimistic: 16,
+    chosen: 24,
+    conservative: 24,
+    evidence: Evidence::VendorEstimator,
+    source: "[popops-tables] SIGMOID half {6 cycles per 4 elements} = 1.5; in place {4 per 4} = 1.0 (optimistic)",
+};
+
+/// `tanh` of one FP16 element.
+pub const TANH: Rate = Rate {
+    name: "tanh",
+    unit: "1/16 cycle per element",
+    optimistic: 8,
+    chosen: 16,
+    conservative: 16,
+    evidence: Evidence::VendorEstimator,
+    source: "[popops-tables] TANH half {4 cycles per 4 elements} = 1.0; in place {2 per 4} = 0.5 (optimistic)",
 };
 
 /// Conversion bytes (in + out) per cycle, every type pair.
@@ -386,7 +422,7 @@ pub const KERNEL_LAUNCH: Rate = Rate::exact(
 );
 
 /// Every rate, in the order of `docs/facts/kernel-rates.md`.
-pub const TABLE: [&Rate; 25] = [
+pub const TABLE: [&Rate; 28] = [
     &AMP_CALL,
     &AMP_CALL_K,
     &AMP_FEED_INTERLEAVED,
@@ -399,7 +435,10 @@ pub const TABLE: [&Rate; 25] = [
     &ROW_REDUCE,
     &ROW_OVERHEAD_SOFTMAX,
     &ROW_OVERHEAD_LAYER_NORM,
-    &GELU,
+    &GELU_TANH,
+    &ERF,
+    &SIGMOID,
+    &TANH,
     &CAST_BYTES,
     &CAST_FP8,
     &CAST_F32_F16,
@@ -476,6 +515,24 @@ pub const fn cast_x16(from: DType, to: DType, end: RateEnd) -> u32 {
             }
         }
     }
+}
+
+/// The tanh GELU of an element of `d` (the codelet's whole loop).
+pub const fn gelu_tanh_x16(d: DType, end: RateEnd) -> u32 {
+    GELU_TANH.at(end) * width(d)
+}
+
+/// `function` of an element of `d`: its transcendental plus the
+/// element-wise passes around it — the exact GELU scales by 1/√2, adds one
+/// and multiplies by x/2; the quick GELU scales by 1.702 and multiplies by
+/// x.
+pub const fn activation_x16(function: Activation, d: DType, end: RateEnd) -> u32 {
+    let (transcendental, passes) = match function {
+        Activation::GeluErf => (ERF.at(end), 3),
+        Activation::QuickGelu => (SIGMOID.at(end), 2),
+        Activation::Tanh => (TANH.at(end), 0),
+    };
+    transcendental * width(d) + passes * binary_x16(d, end)
 }
 
 /// Softmax over scores of `scores`, probabilities stored as `probs`,
