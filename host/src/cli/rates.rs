@@ -110,7 +110,7 @@ pub fn table() -> String {
     line("");
     let counts = |ev: Evidence| TABLE.iter().filter(|r| r.evidence == ev).count();
     line(&format!(
-        "{} rates: {} measured, {} from a vendor estimator, {} counted in a vendor codelet, {} estimates; plus {} AMP modes.",
+        "{} rates by evidence: measured {}, vendor estimator {}, vendor codelet {}, estimate {}; plus {} AMP modes.",
         TABLE.len(),
         counts(Evidence::Measured),
         counts(Evidence::VendorEstimator),
