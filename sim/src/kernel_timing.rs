@@ -400,7 +400,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             out,
         } => {
             let e = x(elements);
-            let compute = elementwise(e, vector_of(dtype), rates::gelu_tanh_x16(dtype, end))
+            let compute = elementwise(e, vector_of(dtype), rates::GELU_TANH.at(end))
                 + model.conversion(e, dtype, out);
             let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
                 + model.port(e * out.size_bytes() as u64, addrs[0]);
@@ -413,7 +413,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             function,
         } => {
             let e = x(elements);
-            let rate = rates::activation_x16(function, dtype, end);
+            let rate = rates::activation_x16(function, end);
             let compute = elementwise(e, vector_of(dtype), rate) + model.conversion(e, dtype, out);
             let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
                 + model.port(e * out.size_bytes() as u64, addrs[0]);

@@ -214,7 +214,7 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             dtype,
             out,
         } => {
-            x16(w(elements) * w(rates::gelu_tanh_x16(dtype, END)))
+            x16(w(elements) * w(rates::GELU_TANH.at(END)))
                 + fused_cast_cycles(w(elements), dtype, out)
         }
         Kernel::Activation {
@@ -223,7 +223,7 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             out,
             function,
         } => {
-            x16(w(elements) * w(rates::activation_x16(function, dtype, END)))
+            x16(w(elements) * w(rates::activation_x16(function, END)))
                 + fused_cast_cycles(w(elements), dtype, out)
         }
         Kernel::Softmax { rows, cols, dtype } => {

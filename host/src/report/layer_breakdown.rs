@@ -131,14 +131,13 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                 OpKind::GeluTanh { .. } => (
                     "element-wise",
                     out * f64::from(
-                        rates::gelu_tanh_x16(in_dtype, end)
-                            + rates::cast_x16(in_dtype, out_dtype, end),
+                        rates::GELU_TANH.at(end) + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),
                 OpKind::Activation { function, .. } => (
                     "element-wise",
                     out * f64::from(
-                        rates::activation_x16(*function, in_dtype, end)
+                        rates::activation_x16(*function, end)
                             + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),

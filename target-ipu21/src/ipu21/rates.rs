@@ -45,9 +45,6 @@ pub enum Evidence {
     Measured,
     /// Graphcore's own cycle estimator (poplibs), read per vertex.
     VendorEstimator,
-    /// Instruction bundles counted in Graphcore's own codelet source
-    /// (poplibs assembly), one issue per bundle.
-    VendorCodelet,
     /// An estimate: no measurement and no vendor figure behind it.
     Estimate,
 }
@@ -58,7 +55,6 @@ impl Evidence {
         match self {
             Evidence::Measured => "measured",
             Evidence::VendorEstimator => "vendor estimator",
-            Evidence::VendorCodelet => "vendor codelet",
             Evidence::Estimate => "estimate",
         }
     }
@@ -127,7 +123,7 @@ pub const SOURCES: [(&str, &str); 8] = [
     ("popops-reduce", "poplibs lib/popops/reduction/CycleEstimationFunctions.cpp @b2996457: getCyclesEstimateForStridedReduce, getCycleEstimateReduceAllRegionsContinuous"),
     ("poplin-amp", "poplibs lib/poplin/PerformanceEstimation.hpp, poplinCycleEstimators.cpp @f9d7e152: ConvPartial1x1Out (weight load, inner and outer loops, half and quarter)"),
     ("popnn", "poplibs lib/popnn/NonLinearity.cpp (softmax: max-reduce, subtract, exp, sum-reduce, multiply), PerformanceEstimation.hpp @54b30a26 getNonLinearityOpCycles; lib/poplin/Norms.cpp @307ce7b2"),
-    ("popnn-gelu", "poplibs lib/popnn/codelets/asm/NonLinearityLoop_gelu.S @2111340b and NonLinearity2D_gelu.S @8592a438: the half GELU loops (tanh form), counted bundle by bundle"),
+    ("popnn-gelu", "poplibs lib/popnn/codelets/asm/NonLinearity2D_gelu.S @8592a438 (half and float loops) and NonLinearityLoop_gelu.S @2111340b (half): the tanh-form GELU, counted bundle by bundle"),
     ("peer", "ipu-stack crates/ipu-codegen/src/cost.rs (IPU21_TARGET_COSTS, IPU21_AMP_KERNEL_COSTS; two revisions): docs/facts/ipu21-target.md §6, peer study §3"),
     ("seeds", "docs/facts/seed-vit-repeat-evaluation.txt (patcher cycles measured on hardware)"),
 ];
@@ -261,47 +257,60 @@ pub const ROW_OVERHEAD_LAYER_NORM: Rate = Rate {
     source: "[popnn] Norms.cpp normStatistics, normWhiten, normalise at [popops-reduce] and [popops-tables] row costs: 30–130",
 };
 
-/// The tanh GELU of one FP16 element, as Graphcore's own codelets run it.
+/// The tanh GELU of one element, in F32 arithmetic as the device
+/// numerics define it (`docs/facts/device-numerics.md` §6).
 pub const GELU_TANH: Rate = Rate {
     name: "gelu_tanh",
     unit: "1/16 cycle per element",
-    optimistic: 36,
-    chosen: 48,
+    optimistic: 96,
+    chosen: 160,
     conservative: 160,
-    evidence: Evidence::VendorCodelet,
-    source: "[popnn-gelu] 9 bundles per 4 halves (NonLinearityLoop_gelu.S), 12 (NonLinearity2D_gelu.S; the slower stands), f16v2tanh at [popnn]'s worst case of 1 cycle; conservative: [peer]'s ≈10, an 'exact scalar' estimate",
+    evidence: Evidence::Estimate,
+    source: "[popnn] getNonLinearityOpCycles GELU float 10 (a placeholder) and [peer]'s ≈10 agree; optimistic: [popnn-gelu]'s float loop, 12 bundles per 2 floats with f32tanh at one issue (its half loops, 2.25–3 per element, compute in FP16: not these numerics)",
 };
 
-/// `erf` of one FP16 element (the exact GELU's transcendental).
-pub const ERF: Rate = Rate::exact(
-    "erf",
-    "1/16 cycle per element",
-    256,
-    Evidence::VendorEstimator,
-    "[popops-tables] ERF half {16 cycles per element}: an f32 polynomial with a cast in and out",
-);
+/// `erf` of one element in F32 (the exact GELU's transcendental).
+pub const ERF: Rate = Rate {
+    name: "erf",
+    unit: "1/16 cycle per element",
+    optimistic: 256,
+    chosen: 288,
+    conservative: 288,
+    evidence: Evidence::VendorEstimator,
+    source: "[popops-tables] ERF float {18 cycles per element} (an f32 polynomial); half {16}, the same in float with a cast in and out (optimistic)",
+};
 
-/// The logistic sigmoid of one FP16 element (the quick GELU's).
+/// The logistic sigmoid of one element in F32 (the quick GELU's).
 pub const SIGMOID: Rate = Rate {
     name: "sigmoid",
     unit: "1/16 cycle per element",
-    optimistic: 16,
-    chosen: 24,
-    conservative: 24,
+    optimistic: 80,
+    chosen: 96,
+    conservative: 96,
     evidence: Evidence::VendorEstimator,
-    source: "[popops-tables] SIGMOID half {6 cycles per 4 elements} = 1.5; in place {4 per 4} = 1.0 (optimistic)",
+    source: "[popops-tables] SIGMOID float {12 cycles per 2 elements} = 6; in place {10 per 2} = 5 (optimistic); half {6 per 4} computes in FP16: not these numerics",
 };
 
-/// `tanh` of one FP16 element.
+/// `tanh` of one element in F32.
 pub const TANH: Rate = Rate {
     name: "tanh",
     unit: "1/16 cycle per element",
-    optimistic: 8,
-    chosen: 16,
-    conservative: 16,
+    optimistic: 80,
+    chosen: 96,
+    conservative: 96,
     evidence: Evidence::VendorEstimator,
-    source: "[popops-tables] TANH half {4 cycles per 4 elements} = 1.0; in place {2 per 4} = 0.5 (optimistic)",
+    source: "[popops-tables] TANH float {12 cycles per 2 elements} = 6; in place {10 per 2} = 5 (optimistic); half {4 per 4} computes in FP16: not these numerics",
 };
+
+/// One F32 multiply or add inside an element loop (a fused activation's
+/// scale, offset and product).
+pub const F32_OP: Rate = Rate::exact(
+    "f32_op",
+    "1/16 cycle per element",
+    8,
+    Evidence::VendorEstimator,
+    "[popops-tables] ADD/MULTIPLY float {1 cycle per natural vector of 2 floats}, without a pass's own loads and stores",
+);
 
 /// Conversion bytes (in + out) per cycle, every type pair.
 pub const CAST_BYTES: Rate = Rate::exact(
@@ -422,7 +431,7 @@ pub const KERNEL_LAUNCH: Rate = Rate::exact(
 );
 
 /// Every rate, in the order of `docs/facts/kernel-rates.md`.
-pub const TABLE: [&Rate; 28] = [
+pub const TABLE: [&Rate; 29] = [
     &AMP_CALL,
     &AMP_CALL_K,
     &AMP_FEED_INTERLEAVED,
@@ -439,6 +448,7 @@ pub const TABLE: [&Rate; 28] = [
     &ERF,
     &SIGMOID,
     &TANH,
+    &F32_OP,
     &CAST_BYTES,
     &CAST_FP8,
     &CAST_F32_F16,
@@ -517,22 +527,18 @@ pub const fn cast_x16(from: DType, to: DType, end: RateEnd) -> u32 {
     }
 }
 
-/// The tanh GELU of an element of `d` (the codelet's whole loop).
-pub const fn gelu_tanh_x16(d: DType, end: RateEnd) -> u32 {
-    GELU_TANH.at(end) * width(d)
-}
-
-/// `function` of an element of `d`: its transcendental plus the
-/// element-wise passes around it — the exact GELU scales by 1/√2, adds one
-/// and multiplies by x/2; the quick GELU scales by 1.702 and multiplies by
-/// x.
-pub const fn activation_x16(function: Activation, d: DType, end: RateEnd) -> u32 {
-    let (transcendental, passes) = match function {
-        Activation::GeluErf => (ERF.at(end), 3),
+/// One element of `function`, in F32 arithmetic whatever its operand
+/// type (`docs/facts/device-numerics.md` §6): its transcendental plus the
+/// F32 operations around it in the same loop — the exact GELU scales by
+/// 1/√2, adds one, halves x and multiplies; the quick GELU scales by 1.702
+/// and multiplies by x.
+pub const fn activation_x16(function: Activation, end: RateEnd) -> u32 {
+    let (transcendental, ops) = match function {
+        Activation::GeluErf => (ERF.at(end), 4),
         Activation::QuickGelu => (SIGMOID.at(end), 2),
         Activation::Tanh => (TANH.at(end), 0),
     };
-    transcendental * width(d) + passes * binary_x16(d, end)
+    transcendental + ops * F32_OP.at(end)
 }
 
 /// Softmax over scores of `scores`, probabilities stored as `probs`,
