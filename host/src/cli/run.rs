@@ -242,39 +242,8 @@ pub fn compile_workload(
     if batch <= 1 || !crate::exit::is_memory_rejection(&err) {
         return Err(err);
     }
-    Err(err.context(largest_below(model, build, batch)?))
-}
-
-/// How many batches just below a rejected one are tried in turn before
-/// the rest is bisected: fitting need not be monotone in the batch
-/// (ViT-B/16 fits at 60 and not at 53), so a bisection alone can name a
-/// batch far below one that fits.
-const NEAR_PROBES: usize = 3;
-
-/// The note on a rejected `batch`: the largest batch below it that fits,
-/// said as exactly as the search knows it.
-fn largest_below(model: &ModelSpec, build: &BuildArgs, batch: usize) -> Result<String> {
-    let mut fits = fits_at(model, build);
-    let floor = batch.saturating_sub(NEAR_PROBES).max(1);
-    for b in (floor..batch).rev() {
-        if fits(b)? {
-            return Ok(format!(
-                "--vit-batch {batch} does not fit; the largest batch that fits is {b}"
-            ));
-        }
-    }
-    let tried = if floor + 1 < batch {
-        format!("{floor} to {}", batch - 1)
-    } else {
-        floor.to_string()
-    };
-    Ok(match super::batch::largest_fitting(floor - 1, &mut fits)? {
-        Some(k) => format!(
-            "--vit-batch {batch} does not fit, nor does {tried}; a bisection below finds that {k} fits and {} does not (fitting need not be monotone in the batch)",
-            k + 1
-        ),
-        None => format!("--vit-batch {batch} does not fit, nor does batch 1"),
-    })
+    let note = super::batch::rejection_note(batch, &mut fits_at(model, build))?;
+    Err(err.context(note))
 }
 
 /// [`compile_workload`], recorded in `summary`: its wall time (also when
