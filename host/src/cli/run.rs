@@ -180,8 +180,8 @@ fn largest_batch(model: &ModelSpec, build: &BuildArgs, limit: usize) -> Result<O
 }
 
 /// Whether the model compiles at a batch: a memory rejection is `false`,
-/// other errors are errors. Writes nothing and reports nothing (the
-/// searches' probe).
+/// other errors are errors (the searches' probe). It writes no artifact;
+/// the compile's report is quiet and one line says what it found.
 fn fits_at<'a>(model: &'a ModelSpec, build: &BuildArgs) -> impl FnMut(usize) -> Result<bool> + 'a {
     let probe_build = BuildArgs {
         package: None,
