@@ -117,11 +117,6 @@ pub fn rejection_note(batch: usize, fits: &mut dyn FnMut(usize) -> Result<bool>)
             ));
         }
     }
-    if floor == 1 {
-        return Ok(format!(
-            "--vit-batch {batch} does not fit, nor does any smaller batch"
-        ));
-    }
     let tried = if floor + 1 < batch {
         format!("{floor} to {}", batch - 1)
     } else {
@@ -198,10 +193,7 @@ mod tests {
     #[test]
     fn when_nothing_fits_the_note_says_so() {
         let (text, probed) = note(3, |_| false);
-        assert_eq!(
-            text,
-            "--vit-batch 3 does not fit, nor does any smaller batch"
-        );
+        assert_eq!(text, "--vit-batch 3 does not fit, nor does batch 1");
         assert_eq!(probed, [2, 1]);
         let (text, _) = note(40, |_| false);
         assert_eq!(text, "--vit-batch 40 does not fit, nor does batch 1");
