@@ -210,7 +210,7 @@ fn memory_rejection_message_snapshot() {
     );
     let normalised = error.replace(dir.to_str().unwrap(), "DIR");
     let expected = "\
-error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 607324 bytes (605564 planned + 1760 support reserve) of 586960
+error: planning: per-tile memory exceeded in top level, during embeddings.patchify (op 0: im2col_patches patch gather into 4 row blocks): tile 3 needs 607332 bytes (605572 planned + 1760 support reserve) of 586960
   interleaved 0 of 424880 bytes; 16 tiles over budget at this moment
       10592 B  Parameter Standard  vision_model.embeddings.patch_embedding.weight
        7776 B  Parameter Standard  vision_model.head.attention.in_proj_weight
@@ -224,7 +224,7 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
        5184 B  Parameter Standard  vision_model.encoder.layers.11.mlp.fc2.weight
        5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc1.weight
        5184 B  Parameter Standard  vision_model.encoder.layers.12.mlp.fc2.weight
-  … 439 more allocations (535356 B) in the report
+  … 439 more allocations (535364 B) in the report
   report: DIR/rejected-op0-0000.html (+ .json: tile picker, live bytes against the budget, allocations at the peak)
   and 2 more rejected candidate(s) beside it, lowest peak first (…-0001.html to …-0002.html)
 ";

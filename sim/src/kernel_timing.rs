@@ -45,7 +45,8 @@
 //!   conversion at the Cast rate (`rates::cast_x16`). Attention's `p·v`
 //!   reads its values as AMP weights, which the AMP takes per output
 //!   column (`[n, k]`): the `[keys, d]` value block is transposed first
-//!   (`rates::PANEL_TRANSPOSE`).
+//!   (`rates::PANEL_TRANSPOSE`), by the kernel or — values that arrive
+//!   transposed — by `transpose` calls before it, at the same rate.
 
 use ipuc_target::ipu21::rates::{self, RateEnd};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
@@ -167,6 +168,12 @@ impl Model {
         KernelTiming::new(calls * call, micro * pass, 0, micro * feed)
     }
 
+    /// Cycles of the workers writing `elements` transposed
+    /// (`rates::PANEL_TRANSPOSE` per element), dealt out evenly.
+    fn transpose(&self, elements: u64) -> u64 {
+        elementwise(elements, 1, rates::PANEL_TRANSPOSE.at(self.end))
+    }
+
     /// Cycles of the workers converting `elements` from `from` to `to`
     /// (`rates::cast_x16`), dealt out evenly.
     fn conversion(&self, elements: u64, from: DType, to: DType) -> u64 {
@@ -235,7 +242,8 @@ impl Model {
     ///   (`rates::PANEL_TRANSPOSE` per element).
     ///
     /// `p·v` feeds the values as weights: the `[keys, d]` block is the
-    /// `[k, n]` order, transposed to `[n, k]` first (`PANEL_TRANSPOSE`).
+    /// `[k, n]` order, transposed to `[n, k]` first (`PANEL_TRANSPOSE`)
+    /// unless they arrive `values_transposed`.
     /// The orientation changes no value: every score is the same
     /// micro-group sum over the head dimension
     /// (`codelets::math::attention_scores`).
@@ -243,6 +251,7 @@ impl Model {
         &self,
         (q_rows, kv_rows, head_dim): (u32, u32, u32),
         (dtype, out): (DType, DType),
+        values_transposed: bool,
         addrs: &OperandAddresses,
     ) -> KernelTiming {
         // Both products in the attention's mode (FP16 into FP16 partials
@@ -287,11 +296,11 @@ impl Model {
         } else {
             query_major
         };
-        let values = elementwise(
-            u64::from(kv_rows) * u64::from(head_dim),
-            1,
-            rates::PANEL_TRANSPOSE.at(self.end),
-        );
+        let values = if values_transposed {
+            0
+        } else {
+            self.transpose(u64::from(kv_rows) * u64::from(head_dim))
+        };
         let convert = self.conversion(u64::from(q_rows) * u64::from(head_dim), partials, out);
         let pv = self
             .amp_passes(q_rows, kv_rows, head_dim, mode, addrs[3])
@@ -439,14 +448,20 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             head_dim,
             dtype,
             ..
-        } => model.attention((q_rows, kv_rows, head_dim), (dtype, dtype), addrs),
+        } => model.attention((q_rows, kv_rows, head_dim), (dtype, dtype), false, addrs),
         Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
             dtype,
+            values_transposed,
             ..
-        } => model.attention((q_rows, kv_rows, head_dim), (dtype, DType::F32), addrs),
+        } => model.attention(
+            (q_rows, kv_rows, head_dim),
+            (dtype, DType::F32),
+            values_transposed,
+            addrs,
+        ),
         Kernel::AttentionCombine {
             q_rows,
             head_dim,
@@ -464,6 +479,14 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
                     addrs[0],
                 );
             KernelTiming::new(fixed, compute, memory, 0)
+        }
+        Kernel::Transpose {
+            rows, cols, dtype, ..
+        } => {
+            let e = x(rows) * x(cols);
+            let bytes = e * dtype.size_bytes() as u64;
+            let memory = model.port(bytes, addrs[1]) + model.port(bytes, addrs[0]);
+            KernelTiming::new(fixed, model.transpose(e), memory, 0)
         }
         Kernel::Copy {
             rows, row_bytes, ..

@@ -3,7 +3,8 @@
 //! forced on siglip-small with `min_key_parts = 2`: the planner picks it for
 //! every attention, every output row is combined exactly once and no tile
 //! sends to itself, the schedule oracle matches the FP32 reference, the
-//! package runs on the simulator and passes validation, and the
+//! package runs on the simulator (its body's values transposed once, a
+//! piece per tile, then gathered) and passes validation, and the
 //! device-numerics reference told the package's key splits reproduces the
 //! simulator bit for bit.
 
@@ -171,17 +172,30 @@ fn forced_key_split_runs_on_the_simulator_and_passes() {
         .collect();
     assert!(names.contains(&"attention_partial") && names.contains(&"attention_combine"));
     let mut calls = (0, 0);
+    let mut values_transposed = (0, 0);
     compiled.schedule.visit(|step, _| {
         if let Step::Compute(c) = step {
             for call in &c.calls {
                 match call.kernel {
-                    Kernel::AttentionPartial { .. } => calls.0 += 1,
+                    Kernel::AttentionPartial {
+                        values_transposed: t,
+                        ..
+                    } => {
+                        calls.0 += 1;
+                        values_transposed.0 += usize::from(t);
+                    }
                     Kernel::AttentionCombine { .. } => calls.1 += 1,
+                    Kernel::Transpose { .. } => values_transposed.1 += 1,
                     _ => {}
                 }
             }
         }
     });
+    // The body's key blocks are shared by query blocks enough to
+    // transpose their values once, a piece per tile; the pooling head's
+    // single query block transposes its own.
+    assert!(values_transposed.0 > 0, "{values_transposed:?}");
+    assert_eq!(values_transposed.0, values_transposed.1);
     // The body combines on every key block's tile (as many combines as
     // partials); one combining tile per query block would make at most
     // half as many combines as partials.

@@ -280,8 +280,20 @@ impl<'s> Executor<'s> {
                 kv_rows,
                 head_dim,
                 scale,
+                values_transposed,
                 ..
-            } => self.attention_call(c, (q_rows, kv_rows, head_dim), scale, attention_partial)?,
+            } => {
+                let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
+                let v = self.read(op(3)?, t, kr * d)?;
+                let v = if values_transposed {
+                    transposed(&v, d, kr)
+                } else {
+                    v
+                };
+                let q = self.read(op(1)?, t, qr * d)?;
+                let k = self.read(op(2)?, t, kr * d)?;
+                attention_partial(&q, &k, &v, (qr, kr, d), scale)
+            }
             Kernel::AttentionCombine {
                 q_rows,
                 head_dim,
@@ -292,6 +304,20 @@ impl<'s> Executor<'s> {
                 let w = d + 2;
                 let partials = self.read(op(1)?, t, np * qr * w)?;
                 ipuc_target::kernel::combine_attention_partials(&partials, qr, d, np)
+            }
+            Kernel::Transpose {
+                rows,
+                cols,
+                src_pitch,
+                ..
+            } => {
+                let (r, cn, pitch) = (rows as usize, cols as usize, src_pitch as usize);
+                let span = if r == 0 { 0 } else { (r - 1) * pitch + cn };
+                let x = self.read(op(1)?, t, span)?;
+                (0..cn)
+                    .flat_map(|j| (0..r).map(move |i| i * pitch + j))
+                    .map(|i| x[i])
+                    .collect()
             }
             Kernel::Copy {
                 rows,
@@ -422,6 +448,13 @@ fn operand(c: &KernelCall, i: usize) -> Result<BufferRef, ExecError> {
 }
 
 /// `a (m × k) · b`, `b` being `k × n` or, transposed, `n × k`.
+/// `m` (`rows × cols`, row-major) transposed.
+fn transposed(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..cols)
+        .flat_map(|c| (0..rows).map(move |r| m[r * cols + c]))
+        .collect()
+}
+
 fn matmul(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize), b_transposed: bool) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     for i in 0..m {

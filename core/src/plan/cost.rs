@@ -77,8 +77,13 @@ fn amp_cycles(m: u32, k: u32, n: u32, mode: t::AmpMode, b_interleaved: bool) -> 
 /// orientation, as the simulator's kernel model (`ipuc_sim::kernel_timing`)
 /// charges them: query-major (`q·kᵀ`, the keys fed as AMP weights) or
 /// key-major (`k·qᵀ`, the short query block fed as weights, the
-/// probabilities then written transposed for `p·v`).
-fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out: DType) -> S<u64> {
+/// probabilities then written transposed for `p·v`). Values that arrive
+/// `values_transposed` were transposed by the plan's `transpose` calls.
+fn attention_cycles(
+    (q_rows, kv_rows, head_dim): (u32, u32, u32),
+    (dtype, out): (DType, DType),
+    values_transposed: bool,
+) -> S<u64> {
     let mode = attention_mode(dtype);
     let partials = partials_type(mode);
     let scores = |rows: u32, cols: u32| amp_cycles(rows, head_dim, cols, mode, false);
@@ -87,7 +92,7 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
         x16(elements * w(rates::softmax_x16(partials, dtype, END)))
             + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
     };
-    let transpose = |e: S<u64>| x16(e * w(rates::PANEL_TRANSPOSE.at(END)));
+    let transpose = transpose_cycles;
     let query_major = scores(q_rows, kv_rows) + softmax(q_rows);
     // Plus two worker rendezvous to merge the workers' per-query maxima
     // and sums (charged as six-worker call overheads).
@@ -95,10 +100,20 @@ fn attention_cycles(q_rows: u32, kv_rows: u32, head_dim: u32, dtype: DType, out:
         + softmax(kv_rows)
         + transpose(elements)
         + w(2 * rates::SIX_WORKER_CALL.at(END));
+    let values = if values_transposed {
+        S(0)
+    } else {
+        transpose(w(kv_rows) * w(head_dim))
+    };
     query_major.min(key_major)
-        + transpose(w(kv_rows) * w(head_dim))
+        + values
         + amp_cycles(q_rows, kv_rows, head_dim, mode, false)
         + cast_cycles(w(q_rows) * w(head_dim), partials, out)
+}
+
+/// `elements` written transposed, at the panel-transpose rate.
+fn transpose_cycles(elements: S<u64>) -> S<u64> {
+    x16(elements * w(rates::PANEL_TRANSPOSE.at(END)))
 }
 
 /// A conversion of `elements` from `from` to `to` at the Cast rate.
@@ -237,14 +252,20 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             head_dim,
             dtype,
             ..
-        } => attention_cycles(q_rows, kv_rows, head_dim, dtype, dtype),
+        } => attention_cycles((q_rows, kv_rows, head_dim), (dtype, dtype), false),
         Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
             dtype,
+            values_transposed,
             ..
-        } => attention_cycles(q_rows, kv_rows, head_dim, dtype, DType::F32),
+        } => attention_cycles(
+            (q_rows, kv_rows, head_dim),
+            (dtype, DType::F32),
+            values_transposed,
+        ),
+        Kernel::Transpose { rows, cols, .. } => transpose_cycles(w(rows) * w(cols)),
         Kernel::AttentionCombine {
             q_rows,
             head_dim,

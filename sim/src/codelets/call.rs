@@ -337,9 +337,13 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             head_dim,
             scale,
             dtype,
+            values_transposed,
         } => {
             let shape = (us(q_rows), us(kv_rows), us(head_dim));
-            let (mode, scores, v) = attention_scores(&mut io, shape, scale, dtype);
+            let (mode, scores, mut v) = attention_scores(&mut io, shape, scale, dtype);
+            if values_transposed {
+                v = transposed(&v, shape.2, shape.1);
+            }
             let out = math::attention_partial(mode, dtype, shape, scores, &v);
             io.store(0, &out, DType::F32);
         }
@@ -360,6 +364,55 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             src_pitch,
             dst_pitch,
         } => copy_runs(&mut io, rows, row_bytes, src_pitch, dst_pitch),
+        Kernel::Transpose {
+            rows,
+            cols,
+            src_pitch,
+            dtype,
+        } => transpose_block(
+            &mut io,
+            (us(rows), us(cols)),
+            us(src_pitch),
+            dtype.size_bytes(),
+        ),
+    }
+}
+
+/// `m` (`rows × cols`, row-major) transposed.
+fn transposed(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..cols)
+        .flat_map(|c| (0..rows).map(move |r| m[r * cols + c]))
+        .collect()
+}
+
+/// Writes the `rows × cols` block of `size`-byte elements at the input
+/// (rows `pitch` elements apart) as `cols` rows of `rows` elements. The
+/// elements move as bytes: a transposition rounds nothing.
+fn transpose_block(io: &mut Io<'_>, (rows, cols): (usize, usize), pitch: usize, size: usize) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    let span = ((rows - 1) * pitch + cols) * size;
+    // Invariant: run_kernel checked both extents against SRAM.
+    let src = io
+        .memory
+        .slice(io.addrs[1], span as u32)
+        .unwrap_or(&[])
+        .to_vec();
+    let Ok(dst) = io
+        .memory
+        .slice_mut(io.addrs[0], (rows * cols * size) as u32)
+    else {
+        return;
+    };
+    for c in 0..cols {
+        for r in 0..rows {
+            let from = (r * pitch + c) * size;
+            let to = (c * rows + r) * size;
+            if let (Some(d), Some(s)) = (dst.get_mut(to..to + size), src.get(from..from + size)) {
+                d.copy_from_slice(s);
+            }
+        }
     }
 }
 

@@ -477,6 +477,66 @@ fn strided_copy_gathers_patch_rows() {
     assert_eq!(&got[8..10], &[0, 0]);
 }
 
+#[test]
+fn transpose_writes_columns_as_rows() {
+    // Columns 1..4 of a 3 × 5 FP16 block become 3 rows of 3 elements.
+    let mut b = Bench::new();
+    let block: Vec<f32> = (0..15).map(|i| i as f32).collect();
+    let src = b.put(&block, DType::F16);
+    let dst = b.alloc(9 * 2);
+    let args = KernelArgs::new(Kernel::Transpose {
+        rows: 3,
+        cols: 3,
+        src_pitch: 5,
+        dtype: DType::F16,
+    });
+    b.run(&args, dst, &[src + 2]).unwrap();
+    assert_eq!(
+        b.get(dst, 9, DType::F16),
+        [1.0, 6.0, 11.0, 2.0, 7.0, 12.0, 3.0, 8.0, 13.0]
+    );
+}
+
+/// A key-split partial given its values transposed (`head_dim × kv`, as
+/// the plan's transpose stage writes them) writes the bytes it writes
+/// given them as `kv × head_dim`.
+#[test]
+fn attention_partial_with_transposed_values_writes_the_same_bytes() {
+    let (qr, kv, hd) = (5usize, 9usize, 8usize);
+    let mut b = Bench::new();
+    let q = rounded(&values(qr * hd, 21, 2.0), DType::F16);
+    let k = rounded(&values(kv * hd, 22, 2.0), DType::F16);
+    let v = rounded(&values(kv * hd, 23, 2.0), DType::F16);
+    let vt: Vec<f32> = (0..hd)
+        .flat_map(|d| (0..kv).map(move |j| (j, d)))
+        .map(|(j, d)| v[j * hd + d])
+        .collect();
+    let (pq, pk, pv, pvt) = (
+        b.put(&q, DType::F16),
+        b.put(&k, DType::F16),
+        b.put(&v, DType::F16),
+        b.put(&vt, DType::F16),
+    );
+    let scratch = b.alloc(qr * kv * 4);
+    let partial = |b: &mut Bench, values: u32, values_transposed: bool| {
+        b.next_element();
+        let out = b.alloc(qr * (hd + 2) * 4);
+        let args = KernelArgs::new(Kernel::AttentionPartial {
+            q_rows: qr as u32,
+            kv_rows: kv as u32,
+            head_dim: hd as u32,
+            scale: 0.25,
+            dtype: DType::F16,
+            values_transposed,
+        });
+        b.run(&args, out, &[pq, pk, values, scratch]).unwrap();
+        b.bytes(out, qr * (hd + 2) * 4)
+    };
+    let plain = partial(&mut b, pv, false);
+    assert_eq!(partial(&mut b, pvt, true), plain);
+    assert!(plain.iter().any(|&x| x != 0));
+}
+
 fn gelu16(n: u32) -> KernelArgs {
     KernelArgs::new(Kernel::Gelu {
         elements: n,
@@ -669,7 +729,8 @@ fn registry_covers_every_symbol_and_rejects_unknown_names() {
             "attention_partial",
             "attention_combine",
             "activation",
-            "mul"
+            "mul",
+            "transpose"
         ]
     );
     let table = codelet_table([("gemm_amp", 0x4D000), ("copy", 0x4D008)], RateEnd::Chosen).unwrap();

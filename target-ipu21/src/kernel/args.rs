@@ -34,6 +34,7 @@ const GEMM_B_INTERLEAVED: u32 = 1 << 1;
 const GEMM_ACCUMULATE: u32 = 1 << 2;
 const GEMM_BIAS: u32 = 1 << 3;
 const ADD_BROADCAST: u32 = 1 << 0;
+const ATTENTION_VALUES_TRANSPOSED: u32 = 1 << 0;
 
 /// One element-type word.
 pub fn encode_dtype(d: DType) -> u32 {
@@ -137,27 +138,40 @@ pub fn encode(args: &KernelArgs) -> Vec<u32> {
         } => alloc::vec![elements, d(dtype), function.code(), d(out)],
         Kernel::Softmax { rows, cols, dtype } => alloc::vec![rows, cols, d(dtype)],
         Kernel::Cast { elements, from, to } => alloc::vec![elements, d(from), d(to)],
-        // A whole head and a key-split part share one layout.
         Kernel::Attention {
             q_rows,
             kv_rows,
             head_dim,
             scale,
             dtype,
-        }
-        | Kernel::AttentionPartial {
+        } => alloc::vec![q_rows, kv_rows, head_dim, scale.to_bits(), d(dtype)],
+        Kernel::AttentionPartial {
             q_rows,
             kv_rows,
             head_dim,
             scale,
             dtype,
-        } => alloc::vec![q_rows, kv_rows, head_dim, scale.to_bits(), d(dtype)],
+            values_transposed,
+        } => alloc::vec![
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale.to_bits(),
+            d(dtype),
+            u32::from(values_transposed) * ATTENTION_VALUES_TRANSPOSED
+        ],
         Kernel::Copy {
             rows,
             row_bytes,
             src_pitch,
             dst_pitch,
         } => alloc::vec![rows, row_bytes, src_pitch, dst_pitch],
+        Kernel::Transpose {
+            rows,
+            cols,
+            src_pitch,
+            dtype,
+        } => alloc::vec![rows, cols, src_pitch, d(dtype)],
         Kernel::AttentionCombine {
             q_rows,
             head_dim,
@@ -181,8 +195,10 @@ const fn body_words(s: KernelSymbol) -> u32 {
         | KernelSymbol::Mul
         | KernelSymbol::Copy
         | KernelSymbol::Activation
-        | KernelSymbol::AttentionCombine => 4,
-        KernelSymbol::AttentionHead | KernelSymbol::AttentionPartial => 5,
+        | KernelSymbol::AttentionCombine
+        | KernelSymbol::Transpose => 4,
+        KernelSymbol::AttentionHead => 5,
+        KernelSymbol::AttentionPartial => 6,
         KernelSymbol::LayerNorm => 6,
         KernelSymbol::Softmax | KernelSymbol::Cast | KernelSymbol::GeluTanh => 3,
     }
@@ -384,6 +400,13 @@ pub fn decode(words: &[u32]) -> Result<KernelArgs, AbiError> {
             head_dim: w(4),
             scale: f.finite(5)?,
             dtype: f.arith(6)?,
+            values_transposed: f.flags(7, ATTENTION_VALUES_TRANSPOSED)? != 0,
+        },
+        KernelSymbol::Transpose => Kernel::Transpose {
+            rows: w(2),
+            cols: w(3),
+            src_pitch: w(4),
+            dtype: f.dtype(5)?,
         },
         KernelSymbol::AttentionCombine => {
             if w(4) == 0 {
@@ -471,6 +494,13 @@ mod tests {
                 kv_rows: 243,
                 head_dim: 72,
                 scale: 0.117_851_13,
+                dtype: DType::F16,
+                values_transposed: true,
+            },
+            Kernel::Transpose {
+                rows: 73,
+                cols: 8,
+                src_pitch: 72,
                 dtype: DType::F16,
             },
             Kernel::AttentionCombine {

@@ -155,6 +155,10 @@ pub enum Kernel {
         scale: f32,
         /// Element type of q/k/v.
         dtype: DType,
+        /// `v` arrives transposed, `head_dim × kv_rows` — the AMP's weight
+        /// order for `p·v` — so the kernel does not transpose it itself
+        /// (the plan transposed it once, spread over the tiles sharing it).
+        values_transposed: bool,
     },
     /// Combines `parts` key-block partials of [`Kernel::AttentionPartial`]
     /// (stored back to back) into the normalised attention output:
@@ -181,6 +185,19 @@ pub enum Kernel {
         /// Destination pitch in bytes.
         dst_pitch: u32,
     },
+    /// Writes the `rows × cols` block of `dtype` elements read from the
+    /// input (rows `src_pitch` elements apart) transposed: `cols` rows of
+    /// `rows` contiguous elements. Operands: out, in.
+    Transpose {
+        /// Rows read.
+        rows: u32,
+        /// Columns read (rows written).
+        cols: u32,
+        /// Input pitch in elements.
+        src_pitch: u32,
+        /// Element type.
+        dtype: DType,
+    },
 }
 
 impl Kernel {
@@ -200,6 +217,7 @@ impl Kernel {
             Kernel::AttentionPartial { .. } => "attention_partial",
             Kernel::AttentionCombine { .. } => "attention_combine",
             Kernel::Copy { .. } => "copy",
+            Kernel::Transpose { .. } => "transpose",
         }
     }
 }

@@ -72,11 +72,13 @@ pub enum KernelSymbol {
     Activation,
     /// Element-wise product, optional row broadcast.
     Mul,
+    /// Local transposed copy of a block.
+    Transpose,
 }
 
 impl KernelSymbol {
     /// All symbols, in code order.
-    pub const ALL: [KernelSymbol; 13] = [
+    pub const ALL: [KernelSymbol; 14] = [
         KernelSymbol::GemmAmp,
         KernelSymbol::ReduceAdd,
         KernelSymbol::Add,
@@ -90,6 +92,7 @@ impl KernelSymbol {
         KernelSymbol::AttentionCombine,
         KernelSymbol::Activation,
         KernelSymbol::Mul,
+        KernelSymbol::Transpose,
     ];
 
     /// Symbol name in the package's kernel table (equal to
@@ -109,6 +112,7 @@ impl KernelSymbol {
             KernelSymbol::AttentionCombine => "attention_combine",
             KernelSymbol::Activation => "activation",
             KernelSymbol::Mul => "mul",
+            KernelSymbol::Transpose => "transpose",
         }
     }
 
@@ -128,6 +132,7 @@ impl KernelSymbol {
             KernelSymbol::AttentionCombine => 11,
             KernelSymbol::Activation => 12,
             KernelSymbol::Mul => 13,
+            KernelSymbol::Transpose => 14,
         }
     }
 
@@ -157,6 +162,7 @@ impl KernelSymbol {
             Kernel::AttentionCombine { .. } => KernelSymbol::AttentionCombine,
             Kernel::Activation { .. } => KernelSymbol::Activation,
             Kernel::Mul { .. } => KernelSymbol::Mul,
+            Kernel::Transpose { .. } => KernelSymbol::Transpose,
         }
     }
 }

@@ -183,6 +183,15 @@ impl KernelArgs {
                 spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
                 spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
             ],
+            Kernel::Transpose {
+                rows,
+                cols,
+                src_pitch,
+                dtype,
+            } => alloc::vec![
+                spec(Output, "out", x(rows) * x(cols), dtype),
+                spec(Input(0), "in", strided(rows, cols, src_pitch), dtype),
+            ],
             Kernel::AttentionCombine {
                 q_rows,
                 head_dim,

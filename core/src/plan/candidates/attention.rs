@@ -125,8 +125,11 @@ pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
             continue;
         }
         for r in query_block_options(t, groups, parts, sq) {
-            if let Some(p) = key_split(cx, scale, (groups, sq, sk, dh), r, parts) {
-                plans.push(p);
+            for transpose_values in [false, true] {
+                let dims = (groups, sq, sk, dh);
+                if let Some(p) = key_split(cx, scale, dims, (r, parts), transpose_values) {
+                    plans.push(p);
+                }
             }
         }
     }
@@ -206,7 +209,33 @@ pub(super) fn operand_layouts(
     Some((q, kv))
 }
 
+/// Where the values of key-split attention arrive when the `r` tiles of a
+/// key block transpose them together: key block `(g, s)` as for
+/// [`operand_layouts`], its columns split into `r` pieces of whole 32-bit
+/// words (so each transposed piece, `piece × kv_rows` elements, also
+/// starts and ends on a word), piece `j` on query block `j`'s tile.
+/// `None` when there are more tiles than word columns to share.
+fn transposed_value_layout(kv: Layout, dh: u32, r: u32, element_bytes: u32) -> Option<Layout> {
+    let grain = (4 / element_bytes.max(1)).max(1);
+    if r < 2 || !dh.is_multiple_of(grain) || dh / grain < r {
+        return None;
+    }
+    let v = Layout {
+        cols: AxisSplit::parts(dh, grain, r, kv.replica_stride),
+        replicas: 1,
+        replica_stride: 0,
+        ..kv
+    };
+    v.validate().ok().map(|()| v)
+}
+
 /// Key-split attention: `groups × r` query blocks × `parts` key blocks.
+///
+/// With `transpose_values` the `r` tiles sharing a key block each receive
+/// one column piece of its values ([`transposed_value_layout`]), write it
+/// transposed, and gather the others' pieces: the value block is
+/// transposed once, a `1/r` share per tile, instead of whole on each of
+/// its `r` tiles inside the attention kernel.
 ///
 /// The combine is spread over the first `c = min(parts, rows per query
 /// block)` tiles of a query block: piece `s` of its rows (the nested
@@ -222,12 +251,18 @@ fn key_split(
     cx: &GenCx<'_>,
     scale: f32,
     (groups, sq, sk, dh): (u32, u32, u32, u32),
-    r: u32,
-    parts: u32,
+    (r, parts): (u32, u32),
+    transpose_values: bool,
 ) -> Option<OpPlan> {
     let dtype = cx.operand(0).ok()?.view.dtype;
+    let element_bytes = dtype.size_bytes() as u32;
     let gr = groups * r;
     let (q_layout, kv_layout) = operand_layouts((groups, sq, sk, dh), r, parts)?;
+    let v_layout = if transpose_values {
+        transposed_value_layout(kv_layout, dh, r, element_bytes)?
+    } else {
+        kv_layout
+    };
     // Every piece holds a row: a block has at least ⌊rows / gr⌋ of them.
     let combiners = parts.min((groups * sq) / gr);
     if combiners == 0 {
@@ -257,6 +292,52 @@ fn key_split(
     let mut partials = Vec::new();
     let mut transfers = Vec::new();
     let at = |slot, offset| SlotRef { slot, offset };
+    let mut transposes = Vec::new();
+    let mut gathers = Vec::new();
+    let mut values = Vec::new();
+    if transpose_values {
+        for (tile, blk) in v_layout.placements() {
+            let kv_rows = blk.rows.len() as u32;
+            let piece = blk.cols.len() as u32;
+            // Transposed, the piece is rows `cols` of the `[dh, kv]` block.
+            let offset = blk.cols.start * kv_rows * element_bytes;
+            let bytes = piece * kv_rows * element_bytes;
+            values.push(TileBlock {
+                tile: cx.tile(tile).ok()?,
+                rows: 0..dh,
+                cols: 0..kv_rows,
+                bytes: dh * kv_rows * element_bytes,
+            });
+            transposes.push(PlannedCall {
+                tile,
+                kernel: Kernel::Transpose {
+                    rows: kv_rows,
+                    cols: piece,
+                    src_pitch: piece,
+                    dtype,
+                },
+                operands: vec![at(Slot::Scratch(2), offset), at(Slot::Operand(2), 0)],
+            });
+            // The key block's other tiles: the same tiles less this
+            // piece's place among them.
+            let first = tile - (tile % gr) % r;
+            gathers.push(PlannedTransfer {
+                source_tile: tile,
+                source: at(Slot::Scratch(2), offset),
+                source_pitch: bytes,
+                rows: 1,
+                row_bytes: bytes,
+                destinations: (first..first + r)
+                    .filter(|&to| to != tile)
+                    .map(|to| PlannedDestination {
+                        tile: to,
+                        at: at(Slot::Scratch(2), offset),
+                        pitch: bytes,
+                    })
+                    .collect(),
+            });
+        }
+    }
     for (tile, blk) in q_layout.placements() {
         let (s, qpart) = (tile / gr, tile % gr);
         let g = qpart / r;
@@ -295,12 +376,17 @@ fn key_split(
                 head_dim: dh,
                 scale,
                 dtype,
+                values_transposed: transpose_values,
             },
             operands: vec![
                 at(Slot::Scratch(1), 0),
                 at(Slot::Operand(0), 0),
                 at(Slot::Operand(1), 0),
-                at(Slot::Operand(2), 0),
+                if transpose_values {
+                    at(Slot::Scratch(2), 0)
+                } else {
+                    at(Slot::Operand(2), 0)
+                },
                 at(Slot::Scratch(0), 0),
             ],
         });
@@ -352,41 +438,85 @@ fn key_split(
     combine_calls.sort_by_key(|c| c.tile);
     scores.sort_by_key(|b| b.tile);
     partials.sort_by_key(|b| b.tile);
-    let stages = vec![
+    transposes.sort_by_key(|c| c.tile);
+    values.sort_by_key(|b| b.tile);
+    let mut stages = Vec::new();
+    if transpose_values {
+        stages.push(Stage::Compute(transposes));
+        stages.push(Stage::Exchange(gathers));
+    }
+    stages.extend([
         Stage::Compute(partial_calls),
         Stage::Exchange(transfers),
         Stage::Compute(combine_calls),
-    ];
+    ]);
     let cost = OpPlan::stage_cost(&stages);
     let operand = |layout| OperandPlan {
         layout,
         storage: None,
         class: MemoryClass::Standard,
     };
-    let scratch = |name, blocks, class| ScratchPlan {
+    let scratch = |name, dtype, blocks, class| ScratchPlan {
         name,
-        dtype: DType::F32,
+        dtype,
         blocks: Arc::new(blocks),
         class,
         align: ipuc_target::ipu21::sram::BASE_BUFFER_ALIGN,
     };
+    let mut scratch_plans = vec![
+        scratch("scores", DType::F32, scores, MemoryClass::Standard),
+        // The partials are the AMP's output: interleaved (facts §2.10 rule 6).
+        scratch("partials", DType::F32, partials, MemoryClass::Interleaved),
+    ];
+    if transpose_values {
+        scratch_plans.push(scratch("values_t", dtype, values, MemoryClass::Standard));
+    }
     Some(OpPlan {
         op: cx.op,
         family: PlanFamily::Attention {
             q_parts: r,
             key_parts: parts,
         },
-        operands: vec![operand(q_layout), operand(kv_layout), operand(kv_layout)],
+        operands: vec![operand(q_layout), operand(kv_layout), operand(v_layout)],
         output: out_layout,
         output_class: MemoryClass::Standard,
         output_is_view: false,
-        // The partials are the AMP's output: interleaved (facts §2.10 rule 6).
-        scratch: vec![
-            scratch("scores", scores, MemoryClass::Standard),
-            scratch("partials", partials, MemoryClass::Interleaved),
-        ],
+        scratch: scratch_plans,
         stages,
         cost,
-        summary: format!("attention {groups} groups x {r} query blocks x {parts} key blocks"),
+        summary: format!(
+            "attention {groups} groups x {r} query blocks x {parts} key blocks{}",
+            if transpose_values {
+                ", values transposed once"
+            } else {
+                ""
+            }
+        ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transposed_values_are_cut_in_whole_words_one_piece_per_query_block() {
+        // So400m at batch 1: 16 heads, 9 query blocks, 10 key blocks.
+        let (_, kv) = operand_layouts((16, 729, 729, 72), 9, 10).unwrap();
+        let v = transposed_value_layout(kv, 72, 9, 2).unwrap();
+        let pieces: Vec<_> = (0..9).map(|j| v.cols.range(j)).collect();
+        assert!(pieces.iter().all(|p| p.len() == 8 && p.start % 2 == 0));
+        // Piece j of key block (g, s) sits on query block j's tile of it.
+        let kv_tiles: Vec<u32> = kv.placements().map(|(t, _)| t).collect();
+        let mut v_tiles: Vec<u32> = v.placements().map(|(t, _)| t).collect();
+        v_tiles.sort_unstable();
+        let mut want = kv_tiles.clone();
+        want.sort_unstable();
+        assert_eq!(v_tiles, want);
+        // One query block, an odd FP16 head width, or more tiles than
+        // word columns: nothing to share.
+        assert_eq!(transposed_value_layout(kv, 72, 1, 2), None);
+        assert_eq!(transposed_value_layout(kv, 71, 9, 2), None);
+        assert_eq!(transposed_value_layout(kv, 16, 9, 2), None);
+    }
 }
