@@ -53,7 +53,7 @@ use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
-use ipuc_target::numeric::DType;
+use ipuc_target::numeric::{Activation, DType};
 
 use super::cycle::ISSUE_INTERVAL;
 
@@ -166,6 +166,23 @@ impl Model {
         let feed = rates::amp_feed_cycles(groups, g, mu, fp8, self.end);
         let call = u64::from(rates::AMP_CALL.at(self.end));
         KernelTiming::new(calls * call, micro * pass, 0, micro * feed)
+    }
+
+    /// An MLP activation over `elements` (`None`: the tanh GELU) read as
+    /// `dtype` and stored as `out`.
+    fn activation(
+        &self,
+        elements: u64,
+        function: Option<Activation>,
+        (dtype, out): (DType, DType),
+        addrs: &OperandAddresses,
+    ) -> KernelTiming {
+        let rate = rates::mlp_activation_x16(function, self.end);
+        let compute =
+            elementwise(elements, vector_of(dtype), rate) + self.conversion(elements, dtype, out);
+        let memory = self.port(elements * dtype.size_bytes() as u64, addrs[1])
+            + self.port(elements * out.size_bytes() as u64, addrs[0]);
+        KernelTiming::new(self.six_worker_call(), compute, memory, 0)
     }
 
     /// Cycles of the workers writing `elements` transposed
@@ -407,27 +424,13 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             elements,
             dtype,
             out,
-        } => {
-            let e = x(elements);
-            let compute = elementwise(e, vector_of(dtype), rates::GELU_TANH.at(end))
-                + model.conversion(e, dtype, out);
-            let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
-                + model.port(e * out.size_bytes() as u64, addrs[0]);
-            KernelTiming::new(fixed, compute, memory, 0)
-        }
+        } => model.activation(x(elements), None, (dtype, out), addrs),
         Kernel::Activation {
             elements,
             dtype,
             out,
             function,
-        } => {
-            let e = x(elements);
-            let rate = rates::activation_x16(function, end);
-            let compute = elementwise(e, vector_of(dtype), rate) + model.conversion(e, dtype, out);
-            let memory = model.port(e * dtype.size_bytes() as u64, addrs[1])
-                + model.port(e * out.size_bytes() as u64, addrs[0]);
-            KernelTiming::new(fixed, compute, memory, 0)
-        }
+        } => model.activation(x(elements), Some(function), (dtype, out), addrs),
         Kernel::Softmax { rows, cols, dtype } => {
             let compute = model.softmax(rows, cols, (dtype, dtype), 0);
             let e = x(rows) * x(cols);

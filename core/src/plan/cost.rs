@@ -11,7 +11,7 @@ use ipuc_target::ipu21::rates::{self, RateEnd};
 use ipuc_target::ipu21::timing as t;
 
 use super::charges as c;
-use crate::ir::DType;
+use crate::ir::{Activation, DType};
 use crate::runtime::PATCH_BULK_THRESHOLD_WORDS;
 use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
 
@@ -109,6 +109,18 @@ fn attention_cycles(
         + values
         + amp_cycles(q_rows, kv_rows, head_dim, mode, false)
         + cast_cycles(w(q_rows) * w(head_dim), partials, out)
+}
+
+/// An MLP activation over `elements` (`None`: the tanh GELU) stored as
+/// `out`.
+fn activation_cycles(
+    elements: S<u64>,
+    function: Option<Activation>,
+    dtype: DType,
+    out: DType,
+) -> S<u64> {
+    x16(elements * w(rates::mlp_activation_x16(function, END)))
+        + fused_cast_cycles(elements, dtype, out)
 }
 
 /// `elements` written transposed, at the panel-transpose rate.
@@ -228,19 +240,13 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             elements,
             dtype,
             out,
-        } => {
-            x16(w(elements) * w(rates::GELU_TANH.at(END)))
-                + fused_cast_cycles(w(elements), dtype, out)
-        }
+        } => activation_cycles(w(elements), None, dtype, out),
         Kernel::Activation {
             elements,
             dtype,
             out,
             function,
-        } => {
-            x16(w(elements) * w(rates::activation_x16(function, END)))
-                + fused_cast_cycles(w(elements), dtype, out)
-        }
+        } => activation_cycles(w(elements), Some(function), dtype, out),
         Kernel::Softmax { rows, cols, dtype } => {
             x16(w(rows) * w(cols) * w(rates::softmax_x16(dtype, dtype, END)))
                 + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))

@@ -98,6 +98,11 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
             let in_dtype = ty(op.operands().first()).map_or(DType::F16, |t| t.dtype);
             let out_dtype = ty(op.results().first()).map_or(DType::F16, |t| t.dtype);
             let macs = (graph.op_flops(id) / 2) as f64;
+            let activation = |function| {
+                let per_element = rates::mlp_activation_x16(function, end)
+                    + rates::cast_x16(in_dtype, out_dtype, end);
+                ("element-wise", out * f64::from(per_element))
+            };
             let (family, cost_x16) = match op.kind() {
                 OpKind::MatMul(_) => {
                     let mode = match (ty(op.operands().first()), ty(op.operands().get(1))) {
@@ -128,19 +133,8 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                             + rates::cast_x16(in_dtype, out_dtype, end),
                     ),
                 ),
-                OpKind::GeluTanh { .. } => (
-                    "element-wise",
-                    out * f64::from(
-                        rates::GELU_TANH.at(end) + rates::cast_x16(in_dtype, out_dtype, end),
-                    ),
-                ),
-                OpKind::Activation { function, .. } => (
-                    "element-wise",
-                    out * f64::from(
-                        rates::activation_x16(*function, end)
-                            + rates::cast_x16(in_dtype, out_dtype, end),
-                    ),
-                ),
+                OpKind::GeluTanh { .. } => activation(None),
+                OpKind::Activation { function, .. } => activation(Some(*function)),
                 OpKind::Add | OpKind::Mul => (
                     "element-wise",
                     out * f64::from(rates::binary_x16(out_dtype, end)),

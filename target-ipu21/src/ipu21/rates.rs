@@ -541,6 +541,15 @@ pub const fn activation_x16(function: Activation, end: RateEnd) -> u32 {
     transcendental + ops * F32_OP.at(end)
 }
 
+/// One element of an MLP activation kernel: the tanh GELU (`None`: the
+/// IR's own `GeluTanh` op and `gelu_tanh` kernel) or `function`.
+pub const fn mlp_activation_x16(function: Option<Activation>, end: RateEnd) -> u32 {
+    match function {
+        None => GELU_TANH.at(end),
+        Some(function) => activation_x16(function, end),
+    }
+}
+
 /// Softmax over scores of `scores`, probabilities stored as `probs`,
 /// scaled by a constant first (attention's 1/√d): a max-reduce, subtract,
 /// scale, exp, sum-reduce and normalising multiply, as poplibs builds it
