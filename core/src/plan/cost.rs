@@ -271,7 +271,10 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             (dtype, DType::F32),
             values_transposed,
         ),
-        Kernel::Transpose { rows, cols, .. } => transpose_cycles(w(rows) * w(cols)),
+        // A six-worker call, as for the copy.
+        Kernel::Transpose { rows, cols, .. } => {
+            w(rates::SIX_WORKER_CALL.at(END)) + transpose_cycles(w(rows) * w(cols))
+        }
         Kernel::AttentionCombine {
             q_rows,
             head_dim,
