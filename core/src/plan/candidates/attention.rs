@@ -226,6 +226,77 @@ fn transposed_value_layout(kv: Layout, dh: u32, r: u32, element_bytes: u32) -> O
     v.validate().ok().map(|()| v)
 }
 
+/// A key block's values transposed once: each tile's transpose call, the
+/// gather of its piece to the key block's other tiles, and its whole
+/// `[dh, kv]` block of transposed values (scratch 2).
+struct ValueTransposition {
+    calls: Vec<PlannedCall>,
+    gathers: Vec<PlannedTransfer>,
+    blocks: Vec<TileBlock>,
+}
+
+/// [`ValueTransposition`] of the values laid out as `v` (from
+/// [`transposed_value_layout`]), `r` query tiles per key block, `gr` per
+/// key part. Transposed, piece `cols` of a key block is rows `cols` of its
+/// `[dh, kv]` block, so it lands at the same offset on every tile.
+fn transpose_once(
+    cx: &GenCx<'_>,
+    v: &Layout,
+    (gr, r, dh): (u32, u32, u32),
+    dtype: DType,
+) -> Option<ValueTransposition> {
+    let element_bytes = dtype.size_bytes() as u32;
+    let at = |slot, offset| SlotRef { slot, offset };
+    let mut t = ValueTransposition {
+        calls: Vec::new(),
+        gathers: Vec::new(),
+        blocks: Vec::new(),
+    };
+    for (tile, blk) in v.placements() {
+        let kv_rows = blk.rows.len() as u32;
+        let piece = blk.cols.len() as u32;
+        let offset = blk.cols.start * kv_rows * element_bytes;
+        let bytes = piece * kv_rows * element_bytes;
+        t.blocks.push(TileBlock {
+            tile: cx.tile(tile).ok()?,
+            rows: 0..dh,
+            cols: 0..kv_rows,
+            bytes: dh * kv_rows * element_bytes,
+        });
+        t.calls.push(PlannedCall {
+            tile,
+            kernel: Kernel::Transpose {
+                rows: kv_rows,
+                cols: piece,
+                src_pitch: piece,
+                dtype,
+            },
+            operands: vec![at(Slot::Scratch(2), offset), at(Slot::Operand(2), 0)],
+        });
+        // The key block's tiles are `r` consecutive ones; this piece's
+        // place among them is its query block.
+        let first = tile - (tile % gr) % r;
+        t.gathers.push(PlannedTransfer {
+            source_tile: tile,
+            source: at(Slot::Scratch(2), offset),
+            source_pitch: bytes,
+            rows: 1,
+            row_bytes: bytes,
+            destinations: (first..first + r)
+                .filter(|&to| to != tile)
+                .map(|to| PlannedDestination {
+                    tile: to,
+                    at: at(Slot::Scratch(2), offset),
+                    pitch: bytes,
+                })
+                .collect(),
+        });
+    }
+    t.calls.sort_by_key(|c| c.tile);
+    t.blocks.sort_by_key(|b| b.tile);
+    Some(t)
+}
+
 /// Key-split attention: `groups × r` query blocks × `parts` key blocks.
 ///
 /// Where [`transposed_value_layout`] can share a key block's values out,
@@ -259,10 +330,9 @@ fn key_split(
     parts: u32,
 ) -> Option<OpPlan> {
     let dtype = cx.operand(0).ok()?.view.dtype;
-    let element_bytes = dtype.size_bytes() as u32;
     let gr = groups * r;
     let (q_layout, kv_layout) = operand_layouts((groups, sq, sk, dh), r, parts)?;
-    let transposed = transposed_value_layout(kv_layout, dh, r, element_bytes);
+    let transposed = transposed_value_layout(kv_layout, dh, r, dtype.size_bytes() as u32);
     let transpose_values = transposed.is_some();
     let v_layout = transposed.unwrap_or(kv_layout);
     // Every piece holds a row: a block has at least ⌊rows / gr⌋ of them.
@@ -294,52 +364,10 @@ fn key_split(
     let mut partials = Vec::new();
     let mut transfers = Vec::new();
     let at = |slot, offset| SlotRef { slot, offset };
-    let mut transposes = Vec::new();
-    let mut gathers = Vec::new();
-    let mut values = Vec::new();
-    if transpose_values {
-        for (tile, blk) in v_layout.placements() {
-            let kv_rows = blk.rows.len() as u32;
-            let piece = blk.cols.len() as u32;
-            // Transposed, the piece is rows `cols` of the `[dh, kv]` block.
-            let offset = blk.cols.start * kv_rows * element_bytes;
-            let bytes = piece * kv_rows * element_bytes;
-            values.push(TileBlock {
-                tile: cx.tile(tile).ok()?,
-                rows: 0..dh,
-                cols: 0..kv_rows,
-                bytes: dh * kv_rows * element_bytes,
-            });
-            transposes.push(PlannedCall {
-                tile,
-                kernel: Kernel::Transpose {
-                    rows: kv_rows,
-                    cols: piece,
-                    src_pitch: piece,
-                    dtype,
-                },
-                operands: vec![at(Slot::Scratch(2), offset), at(Slot::Operand(2), 0)],
-            });
-            // The key block's other tiles: the same tiles less this
-            // piece's place among them.
-            let first = tile - (tile % gr) % r;
-            gathers.push(PlannedTransfer {
-                source_tile: tile,
-                source: at(Slot::Scratch(2), offset),
-                source_pitch: bytes,
-                rows: 1,
-                row_bytes: bytes,
-                destinations: (first..first + r)
-                    .filter(|&to| to != tile)
-                    .map(|to| PlannedDestination {
-                        tile: to,
-                        at: at(Slot::Scratch(2), offset),
-                        pitch: bytes,
-                    })
-                    .collect(),
-            });
-        }
-    }
+    let transposition = match transposed {
+        Some(v) => Some(transpose_once(cx, &v, (gr, r, dh), dtype)?),
+        None => None,
+    };
     for (tile, blk) in q_layout.placements() {
         let (s, qpart) = (tile / gr, tile % gr);
         let g = qpart / r;
@@ -440,12 +468,12 @@ fn key_split(
     combine_calls.sort_by_key(|c| c.tile);
     scores.sort_by_key(|b| b.tile);
     partials.sort_by_key(|b| b.tile);
-    transposes.sort_by_key(|c| c.tile);
-    values.sort_by_key(|b| b.tile);
     let mut stages = Vec::new();
-    if transpose_values {
-        stages.push(Stage::Compute(transposes));
-        stages.push(Stage::Exchange(gathers));
+    let mut values = None;
+    if let Some(t) = transposition {
+        stages.push(Stage::Compute(t.calls));
+        stages.push(Stage::Exchange(t.gathers));
+        values = Some(t.blocks);
     }
     stages.extend([
         Stage::Compute(partial_calls),
@@ -470,7 +498,7 @@ fn key_split(
         // The partials are the AMP's output: interleaved (facts §2.10 rule 6).
         scratch("partials", DType::F32, partials, MemoryClass::Interleaved),
     ];
-    if transpose_values {
+    if let Some(values) = values {
         scratch_plans.push(scratch("values_t", dtype, values, MemoryClass::Standard));
     }
     Some(OpPlan {
