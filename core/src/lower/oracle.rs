@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use super::schedule::*;
 use ipuc_target::ipu21::topology::LogicalTile;
-use ipuc_target::kernel::Kernel;
+use ipuc_target::kernel::{transposed, Kernel};
 
 /// Why execution stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -274,7 +274,7 @@ impl<'s> Executor<'s> {
                 head_dim,
                 scale,
                 ..
-            } => self.attention_call(c, (q_rows, kv_rows, head_dim), scale, attention)?,
+            } => self.attention_call(c, (q_rows, kv_rows, head_dim), (scale, false), attention)?,
             Kernel::AttentionPartial {
                 q_rows,
                 kv_rows,
@@ -282,18 +282,12 @@ impl<'s> Executor<'s> {
                 scale,
                 values_transposed,
                 ..
-            } => {
-                let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
-                let v = self.read(op(3)?, t, kr * d)?;
-                let v = if values_transposed {
-                    transposed(&v, d, kr)
-                } else {
-                    v
-                };
-                let q = self.read(op(1)?, t, qr * d)?;
-                let k = self.read(op(2)?, t, kr * d)?;
-                attention_partial(&q, &k, &v, (qr, kr, d), scale)
-            }
+            } => self.attention_call(
+                c,
+                (q_rows, kv_rows, head_dim),
+                (scale, values_transposed),
+                attention_partial,
+            )?,
             Kernel::AttentionCombine {
                 q_rows,
                 head_dim,
@@ -314,10 +308,7 @@ impl<'s> Executor<'s> {
                 let (r, cn, pitch) = (rows as usize, cols as usize, src_pitch as usize);
                 let span = if r == 0 { 0 } else { (r - 1) * pitch + cn };
                 let x = self.read(op(1)?, t, span)?;
-                (0..cn)
-                    .flat_map(|j| (0..r).map(move |i| i * pitch + j))
-                    .map(|i| x[i])
-                    .collect()
+                transposed(&x, (r, cn), pitch)
             }
             Kernel::Copy {
                 rows,
@@ -364,19 +355,24 @@ impl<'s> Executor<'s> {
     }
 
     /// An attention call: Q (`q_rows × head_dim`), K and V (`kv_rows ×
-    /// head_dim` each) from operands 1 to 3, then `f` (whole or partial
-    /// attention) over them.
+    /// head_dim` each; V `head_dim × kv_rows` when `values_transposed`)
+    /// from operands 1 to 3, then `f` (whole or partial attention) over
+    /// them.
     fn attention_call(
         &self,
         c: &KernelCall,
         (q_rows, kv_rows, head_dim): (u32, u32, u32),
-        scale: f32,
+        (scale, values_transposed): (f32, bool),
         f: AttentionFn,
     ) -> Result<Vec<f32>, ExecError> {
         let (qr, kr, d) = (q_rows as usize, kv_rows as usize, head_dim as usize);
         let q = self.read(operand(c, 1)?, c.tile, qr * d)?;
         let k = self.read(operand(c, 2)?, c.tile, kr * d)?;
-        let v = self.read(operand(c, 3)?, c.tile, kr * d)?;
+        let mut v = self.read(operand(c, 3)?, c.tile, kr * d)?;
+        if values_transposed {
+            // `[head_dim, keys]` back to `[keys, head_dim]`.
+            v = transposed(&v, (d, kr), kr);
+        }
         Ok(f(&q, &k, &v, (qr, kr, d), scale))
     }
 
@@ -448,13 +444,6 @@ fn operand(c: &KernelCall, i: usize) -> Result<BufferRef, ExecError> {
 }
 
 /// `a (m × k) · b`, `b` being `k × n` or, transposed, `n × k`.
-/// `m` (`rows × cols`, row-major) transposed.
-fn transposed(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    (0..cols)
-        .flat_map(|c| (0..rows).map(move |r| m[r * cols + c]))
-        .collect()
-}
-
 fn matmul(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize), b_transposed: bool) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
     for i in 0..m {

@@ -342,7 +342,8 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             let shape = (us(q_rows), us(kv_rows), us(head_dim));
             let (mode, scores, mut v) = attention_scores(&mut io, shape, scale, dtype);
             if values_transposed {
-                v = transposed(&v, shape.2, shape.1);
+                // `[head_dim, keys]` back to the `[keys, head_dim]` p·v reads.
+                v = ipuc_target::kernel::transposed(&v, (shape.2, shape.1), shape.1);
             }
             let out = math::attention_partial(mode, dtype, shape, scores, &v);
             io.store(0, &out, DType::F32);
@@ -376,13 +377,6 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             dtype.size_bytes(),
         ),
     }
-}
-
-/// `m` (`rows × cols`, row-major) transposed.
-fn transposed(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    (0..cols)
-        .flat_map(|c| (0..rows).map(move |r| m[r * cols + c]))
-        .collect()
 }
 
 /// Writes the `rows × cols` block of `size`-byte elements at the input

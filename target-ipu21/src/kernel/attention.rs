@@ -1,9 +1,20 @@
 //! The arithmetic of key-split attention shared by the schedule oracle
 //! (`lower::oracle`) and the simulator's codelet: one definition of how key
-//! block partials combine.
+//! block partials combine, and of the values' transposition.
 
 use alloc::vec;
 use alloc::vec::Vec;
+
+/// The `rows × cols` block of `m` (rows `pitch` elements apart, `pitch ≥
+/// cols`) transposed: `cols` rows of `rows` elements. Values transposed
+/// for `p·v` (`Kernel::AttentionPartial::values_transposed`) are this of
+/// the `[keys, head_dim]` block, and `Kernel::Transpose` writes it.
+pub fn transposed(m: &[f32], (rows, cols): (usize, usize), pitch: usize) -> Vec<f32> {
+    (0..cols)
+        .flat_map(|c| (0..rows).map(move |r| r * pitch + c))
+        .map(|i| m.get(i).copied().unwrap_or(0.0))
+        .collect()
+}
 
 /// Combines `parts` partial rows `[o (head_dim), m, l]` per query row
 /// (stored part-major: part `p`'s `q_rows` rows, then part `p + 1`'s) into
