@@ -225,7 +225,7 @@ impl<'s> Executor<'s> {
                 let e = elements as usize;
                 let x = self.read(op(1)?, t, e * parts as usize)?;
                 (0..e)
-                    .map(|i| (0..parts as usize).map(|p| x[p * e + i]).sum())
+                    .map(|i| (0..parts as usize).fold(-0.0, |s, p| s + x[p * e + i]))
                     .collect()
             }
             Kernel::Add {

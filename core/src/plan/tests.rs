@@ -234,6 +234,94 @@ fn far_end_gemm_grids_end_at_the_last_tile_and_only_when_asked() {
     assert!(plan.peak_bytes <= plan.config.budget);
 }
 
+/// The kernels of a plan's last compute stage (a K split's reduction).
+fn reduction_kernels(p: &super::opplan::OpPlan) -> Vec<ipuc_target::kernel::Kernel> {
+    p.stages
+        .iter()
+        .rev()
+        .find_map(|s| match s {
+            super::opplan::Stage::Compute(calls) => {
+                Some(calls.iter().map(|c| c.kernel.clone()).collect())
+            }
+            super::opplan::Stage::Exchange(_) => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_two_way_k_split_of_the_output_type_is_one_add_without_a_copy() {
+    use ipuc_target::kernel::Kernel;
+    // FP8 × FP8 into FP16 partials and an FP16 output: a pair of parts is
+    // summed by `add` (the own part read in place); more parts go through
+    // the copy and the reduce.
+    let mut b = GraphBuilder::new();
+    let x = b
+        .input("x", TensorType::new(DType::f143(0), [1, 32, 2048]))
+        .unwrap();
+    let w = b
+        .parameter("w", TensorType::new(DType::f143(-4), [128, 2048]))
+        .unwrap();
+    let y = b.matmul_transposed(x, w, DType::F16).unwrap();
+    b.output("y", y).unwrap();
+    let g = b.finish().unwrap();
+    let info = super::region::RegionInfo::new(&g, g.top()).unwrap();
+    let cx = super::context::SearchCx::new(
+        &g,
+        PlanConfig {
+            tiles: 16,
+            ..PlanConfig::default()
+        },
+    );
+    let start = super::state::State::start(&cx, &info, &[]);
+    let plans = cx.candidates_for(info.ops[0], &start).unwrap();
+    let (mut pairs, mut reduces) = (0, 0);
+    for p in plans.iter() {
+        let super::opplan::PlanFamily::Gemm { k, .. } = p.family else {
+            continue;
+        };
+        let kernels = reduction_kernels(p);
+        let copies = kernels
+            .iter()
+            .filter(|k| matches!(k, Kernel::Copy { .. }))
+            .count();
+        match k {
+            1 => {}
+            2 => {
+                pairs += 1;
+                assert_eq!(copies, 0, "{}", p.summary);
+                assert!(
+                    kernels.iter().all(|k| matches!(
+                        k,
+                        Kernel::Add {
+                            broadcast_rows: false,
+                            dtype: DType::F16,
+                            ..
+                        }
+                    )),
+                    "{}: {kernels:?}",
+                    p.summary
+                );
+            }
+            parts => {
+                reduces += 1;
+                assert!(copies > 0, "{}", p.summary);
+                assert!(
+                    kernels
+                        .iter()
+                        .any(|k| matches!(k, Kernel::ReduceAdd { parts: n, .. } if *n == parts)),
+                    "{}",
+                    p.summary
+                );
+            }
+        }
+    }
+    assert!(
+        pairs > 0 && reduces > 0,
+        "{pairs} pairs, {reduces} reduces: {:?}",
+        plans.iter().map(|p| &p.summary).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn a_graph_that_fits_only_with_the_span_charge_is_planned_by_the_second_search() {
     use super::code::CodeCharge;

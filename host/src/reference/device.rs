@@ -261,7 +261,8 @@ pub fn k_part(k: usize, grain: usize, parts: usize, p: usize) -> std::ops::Range
 }
 
 /// `c[m×n] = a · b` as a product split into `parts` K parts: each part's
-/// partials from zero, the parts added in F32 in part order (contract §4).
+/// partials from zero, the parts added in F32 in part order from the first
+/// (contract §4).
 pub fn split_product(
     how: Accumulation,
     (m, n, k): (usize, usize, usize),
@@ -274,6 +275,9 @@ pub fn split_product(
         amp_product(how, (m, n), 0..k, a, b, &mut c);
         return c;
     }
+    // −0 is the sum's neutral start: −0 + x is x for every x, so the sum
+    // is the first part's plus the others, as a pair's `add` computes it.
+    c.fill(-0.0);
     let mut part = vec![0f32; m * n];
     for p in 0..parts {
         part.fill(0.0);

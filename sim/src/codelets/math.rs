@@ -160,7 +160,9 @@ pub fn attention_partial(
 
 /// `out[i] = Σ_p parts[p·len + i]`, summed in part order.
 pub fn reduce_parts(parts: &[f32], len: usize, out: &mut [f32]) {
-    out[..len].fill(0.0);
+    // From −0, the neutral start: the sum is the first part's plus the
+    // others (`docs/facts/device-numerics.md` §4), as `add` gives a pair.
+    out[..len].fill(-0.0);
     if len == 0 {
         return;
     }

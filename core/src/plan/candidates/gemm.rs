@@ -502,6 +502,12 @@ type ReduceScatter = (
 );
 
 /// Partial blocks, receive buffers, the exchange and the reduction calls.
+///
+/// Two parts of the output's type are summed by an `add` that reads the
+/// own part in place: the parts' F32 sum rounded once, as a reduce gives
+/// it (`docs/facts/device-numerics.md` §4), at the binary-op rate instead
+/// of the strided reduce's per-output overhead, and without copying the
+/// own part beside the received one.
 fn reduce_scatter(
     cx: &GenCx<'_>,
     g: &Grid,
@@ -509,6 +515,7 @@ fn reduce_scatter(
     out: DType,
 ) -> PlanResult<ReduceScatter> {
     let elem = partial.size_bytes() as u32;
+    let pair = g.kp == 2 && partial == out;
     let (m_s, n_s, fine) = (g.m_split(), g.n_split(), g.m_fine());
     let mut partials = Vec::new();
     let mut received = Vec::new();
@@ -531,40 +538,41 @@ fn reduce_scatter(
                     });
                 }
                 // This tile reduces output row slice `kk` of block `r`: in
-                // every partner's partial, `rows` whole rows from `src_off`.
+                // every partner's partial, `slice` rows from the same offset.
                 let slice = fine.range(r * g.kp + kk);
                 let part_bytes = slice.len() as u32 * pitch;
                 if part_bytes == 0 {
                     continue;
                 }
+                // Where part `src_k` of the slice is read: the own one in
+                // place when the sum is a pair, else gathered beside the
+                // received ones (the reduce reads its parts back to back).
+                let received_parts = if pair { 1 } else { g.kp };
+                let part = |src_k: u32| -> SlotRef {
+                    if pair && src_k == kk {
+                        SlotRef {
+                            slot: Slot::Scratch(0),
+                            offset: (slice.start - mr.start) * pitch,
+                        }
+                    } else {
+                        SlotRef {
+                            slot: Slot::Scratch(1),
+                            offset: if pair { 0 } else { src_k * part_bytes },
+                        }
+                    }
+                };
                 received.push(TileBlock {
                     tile: block_tile,
                     rows: slice.clone(),
-                    cols: 0..nc.len() as u32 * g.kp,
-                    bytes: part_bytes * g.kp,
+                    cols: 0..nc.len() as u32 * received_parts,
+                    bytes: part_bytes * received_parts,
                 });
-                let src_off = (slice.start - mr.start) * pitch;
+                let from = SlotRef {
+                    slot: Slot::Scratch(0),
+                    offset: (slice.start - mr.start) * pitch,
+                };
                 for src_k in 0..g.kp {
-                    let at = SlotRef {
-                        slot: Slot::Scratch(1),
-                        offset: src_k * part_bytes,
-                    };
-                    let from = SlotRef {
-                        slot: Slot::Scratch(0),
-                        offset: src_off,
-                    };
-                    if src_k == kk {
-                        calls.push(PlannedCall {
-                            tile,
-                            kernel: Kernel::Copy {
-                                rows: 1,
-                                row_bytes: part_bytes,
-                                src_pitch: part_bytes,
-                                dst_pitch: part_bytes,
-                            },
-                            operands: vec![at, from],
-                        });
-                    } else {
+                    if src_k != kk {
                         transfers.push(PlannedTransfer {
                             source_tile: g.tile(r, c, src_k),
                             source: from,
@@ -573,30 +581,49 @@ fn reduce_scatter(
                             row_bytes: part_bytes,
                             destinations: vec![PlannedDestination {
                                 tile,
-                                at,
+                                at: part(src_k),
                                 pitch: part_bytes,
                             }],
                         });
+                    } else if !pair {
+                        calls.push(PlannedCall {
+                            tile,
+                            kernel: Kernel::Copy {
+                                rows: 1,
+                                row_bytes: part_bytes,
+                                src_pitch: part_bytes,
+                                dst_pitch: part_bytes,
+                            },
+                            operands: vec![part(src_k), from],
+                        });
                     }
                 }
-                calls.push(PlannedCall {
-                    tile,
-                    kernel: Kernel::ReduceAdd {
-                        elements: slice.len() as u32 * nc.len() as u32,
-                        parts: g.kp,
-                        input: partial,
-                        out,
-                    },
-                    operands: vec![
-                        SlotRef {
-                            slot: Slot::Output,
-                            offset: 0,
+                let output = SlotRef {
+                    slot: Slot::Output,
+                    offset: 0,
+                };
+                calls.push(if pair {
+                    PlannedCall {
+                        tile,
+                        kernel: Kernel::Add {
+                            rows: slice.len() as u32,
+                            cols: nc.len() as u32,
+                            broadcast_rows: false,
+                            dtype: out,
                         },
-                        SlotRef {
-                            slot: Slot::Scratch(1),
-                            offset: 0,
+                        operands: vec![output, part(0), part(1)],
+                    }
+                } else {
+                    PlannedCall {
+                        tile,
+                        kernel: Kernel::ReduceAdd {
+                            elements: slice.len() as u32 * nc.len() as u32,
+                            parts: g.kp,
+                            input: partial,
+                            out,
                         },
-                    ],
+                        operands: vec![output, part(0)],
+                    }
                 });
             }
         }
