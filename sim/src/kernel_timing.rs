@@ -48,7 +48,7 @@
 //!   (`rates::PANEL_TRANSPOSE`), by the kernel or — values that arrive
 //!   transposed — by `transpose` calls before it, at the same rate.
 
-use ipuc_target::ipu21::rates::{self, RateEnd};
+use ipuc_target::ipu21::rates::{self, RateEnd, SoftmaxForm};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
@@ -229,13 +229,13 @@ impl Model {
     /// `extra_x16` per element (a transposed write) and the per-row cost.
     fn softmax(
         &self,
-        rows: u32,
-        cols: u32,
+        (rows, cols): (u32, u32),
         (scores, probs): (DType, DType),
+        form: SoftmaxForm,
         extra_x16: u32,
     ) -> u64 {
-        let per_element = u64::from(rates::softmax_x16(scores, probs, self.end) + extra_x16);
-        let row = u64::from(rates::ROW_OVERHEAD_SOFTMAX.at(self.end));
+        let per_element = u64::from(rates::softmax_x16(scores, probs, form, self.end) + extra_x16);
+        let row = u64::from(rates::softmax_row(form, self.end));
         rowwise(rows, cols, per_element, row)
     }
 
@@ -269,6 +269,7 @@ impl Model {
         (q_rows, kv_rows, head_dim): (u32, u32, u32),
         (dtype, out): (DType, DType),
         values_transposed: bool,
+        form: SoftmaxForm,
         addrs: &OperandAddresses,
     ) -> KernelTiming {
         // Both products in the attention's mode (FP16 into FP16 partials
@@ -284,7 +285,7 @@ impl Model {
         let softmax_types = (partials, dtype);
         let query_major = score_product(q_rows, kv_rows, addrs[2]).plus(KernelTiming::new(
             0,
-            self.softmax(q_rows, kv_rows, softmax_types, 0),
+            self.softmax((q_rows, kv_rows), softmax_types, form, 0),
             memory,
             0,
         ));
@@ -300,9 +301,9 @@ impl Model {
         let key_major = score_product(kv_rows, q_rows, addrs[1]).plus(KernelTiming::new(
             merge,
             self.softmax(
-                kv_rows,
-                q_rows,
+                (kv_rows, q_rows),
                 softmax_types,
+                form,
                 rates::PANEL_TRANSPOSE.at(self.end),
             ),
             memory,
@@ -432,7 +433,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             function,
         } => model.activation(x(elements), Some(function), (dtype, out), addrs),
         Kernel::Softmax { rows, cols, dtype } => {
-            let compute = model.softmax(rows, cols, (dtype, dtype), 0);
+            let compute = model.softmax((rows, cols), (dtype, dtype), SoftmaxForm::Normalised, 0);
             let e = x(rows) * x(cols);
             let size = dtype.size_bytes() as u64;
             let memory = 2 * model.port(e * size, addrs[1]) + model.port(e * size, addrs[0]);
@@ -451,7 +452,13 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             head_dim,
             dtype,
             ..
-        } => model.attention((q_rows, kv_rows, head_dim), (dtype, dtype), false, addrs),
+        } => model.attention(
+            (q_rows, kv_rows, head_dim),
+            (dtype, dtype),
+            false,
+            SoftmaxForm::Normalised,
+            addrs,
+        ),
         Kernel::AttentionPartial {
             q_rows,
             kv_rows,
@@ -463,6 +470,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             (q_rows, kv_rows, head_dim),
             (dtype, DType::F32),
             values_transposed,
+            SoftmaxForm::Unnormalised,
             addrs,
         ),
         Kernel::AttentionCombine {
@@ -761,6 +769,39 @@ mod tests {
     /// Attention: two AMP products in the attention's FP16→FP16 mode, the
     /// FP16 softmax over the scores built from its parts, the value block
     /// transposed for `p·v` — the scores in the cheaper orientation.
+    /// A key block's partial runs the whole attention's products and
+    /// softmax without the normalising multiply (no inverse, no pass, one
+    /// broadcast row start fewer) and writes its output as F32.
+    #[test]
+    fn an_attention_partial_skips_the_normalising_multiply() {
+        let (q_rows, kv_rows, head_dim) = (6, 16, 64);
+        let whole = KernelArgs::new(Kernel::Attention {
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale: 0.125,
+            dtype: DType::F16,
+        });
+        let partial = KernelArgs::new(Kernel::AttentionPartial {
+            q_rows,
+            kv_rows,
+            head_dim,
+            scale: 0.125,
+            dtype: DType::F16,
+            values_transposed: false,
+        });
+        let mut addrs = [INTERLEAVED; 6];
+        (addrs[1], addrs[2], addrs[3]) = (STANDARD, STANDARD, STANDARD);
+        // Query-major, one row per worker: the pass is 16 FP16 elements at
+        // 0.75 and 25 per row, times the six-cycle issue.
+        let pass = ((16 * 12u64).div_ceil(16) + 25) * 6;
+        let to_f32 = M.conversion(u64::from(q_rows * head_dim), DType::F16, DType::F32);
+        assert_eq!(
+            kernel_timing(&partial, &addrs, C).total,
+            kernel_timing(&whole, &addrs, C).total - pass + to_f32
+        );
+    }
+
     #[test]
     fn attention_is_two_fp16_products_a_softmax_and_two_transposes() {
         let call = |q_rows, kv_rows| {
@@ -775,7 +816,12 @@ mod tests {
         let mut addrs = [INTERLEAVED; 6];
         (addrs[1], addrs[2], addrs[3]) = (STANDARD, STANDARD, STANDARD);
         let mode = AmpMode::F16F16Partials;
-        let softmax_x16 = u64::from(rates::softmax_x16(DType::F16, DType::F16, C));
+        let softmax_x16 = u64::from(rates::softmax_x16(
+            DType::F16,
+            DType::F16,
+            SoftmaxForm::Normalised,
+            C,
+        ));
         let values = |kv: u64| worker_cost(per_worker(kv * 64), 48);
         // 6 queries × 16 keys: query-major, one row per worker.
         let qk = M.amp_passes(6, 64, 16, mode, STANDARD).total;

@@ -7,7 +7,7 @@
 
 use core::num::Saturating as S;
 
-use ipuc_target::ipu21::rates::{self, RateEnd};
+use ipuc_target::ipu21::rates::{self, RateEnd, SoftmaxForm};
 use ipuc_target::ipu21::timing as t;
 
 use super::charges as c;
@@ -83,14 +83,15 @@ fn attention_cycles(
     (q_rows, kv_rows, head_dim): (u32, u32, u32),
     (dtype, out): (DType, DType),
     values_transposed: bool,
+    form: SoftmaxForm,
 ) -> S<u64> {
     let mode = attention_mode(dtype);
     let partials = partials_type(mode);
     let scores = |rows: u32, cols: u32| amp_cycles(rows, head_dim, cols, mode, false);
     let elements = w(q_rows) * w(kv_rows);
     let softmax = |rows: u32| {
-        x16(elements * w(rates::softmax_x16(partials, dtype, END)))
-            + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
+        x16(elements * w(rates::softmax_x16(partials, dtype, form, END)))
+            + w(rows) * w(rates::softmax_row(form, END))
     };
     let transpose = transpose_cycles;
     let query_major = scores(q_rows, kv_rows) + softmax(q_rows);
@@ -248,8 +249,9 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             function,
         } => activation_cycles(w(elements), Some(function), dtype, out),
         Kernel::Softmax { rows, cols, dtype } => {
-            x16(w(rows) * w(cols) * w(rates::softmax_x16(dtype, dtype, END)))
-                + w(rows) * w(rates::ROW_OVERHEAD_SOFTMAX.at(END))
+            let form = SoftmaxForm::Normalised;
+            x16(w(rows) * w(cols) * w(rates::softmax_x16(dtype, dtype, form, END)))
+                + w(rows) * w(rates::softmax_row(form, END))
         }
         Kernel::Cast { elements, from, to } => cast_cycles(w(elements), from, to),
         Kernel::Attention {
@@ -258,7 +260,12 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             head_dim,
             dtype,
             ..
-        } => attention_cycles((q_rows, kv_rows, head_dim), (dtype, dtype), false),
+        } => attention_cycles(
+            (q_rows, kv_rows, head_dim),
+            (dtype, dtype),
+            false,
+            SoftmaxForm::Normalised,
+        ),
         Kernel::AttentionPartial {
             q_rows,
             kv_rows,
@@ -270,6 +277,7 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             (q_rows, kv_rows, head_dim),
             (dtype, DType::F32),
             values_transposed,
+            SoftmaxForm::Unnormalised,
         ),
         Kernel::Transpose { rows, cols, .. } => transpose_cycles(w(rows) * w(cols)),
         Kernel::AttentionCombine {

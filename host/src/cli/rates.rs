@@ -4,7 +4,7 @@
 //! them equal), so the table a reader finds is the one the code charges.
 
 use ipuc_core::ir::DType;
-use ipuc_target::ipu21::rates::{self, Evidence, RateEnd, SOURCES, TABLE};
+use ipuc_target::ipu21::rates::{self, Evidence, RateEnd, SoftmaxForm, SOURCES, TABLE};
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::numeric::Activation;
 
@@ -62,16 +62,21 @@ pub fn table() -> String {
     line("| kernel | optimistic | chosen | conservative | parts |");
     line("|---|---:|---:|---:|---|");
     let ends = |f: &dyn Fn(RateEnd) -> u32| RateEnd::ALL.map(f);
-    let composite: [(&str, [u32; 3], &str); 7] = [
+    let composite: [(&str, [u32; 3], &str); 8] = [
         (
             "softmax, F32 scores → FP16 probabilities",
-            ends(&|e| rates::softmax_x16(DType::F32, DType::F16, e)),
+            ends(&|e| rates::softmax_x16(DType::F32, DType::F16, SoftmaxForm::Normalised, e)),
             "2 row reductions + subtract, scale, normalise (scale folded at the optimistic end) + exp + cast",
         ),
         (
             "softmax, FP16",
-            ends(&|e| rates::softmax_x16(DType::F16, DType::F16, e)),
+            ends(&|e| rates::softmax_x16(DType::F16, DType::F16, SoftmaxForm::Normalised, e)),
             "the same at FP16 rates",
+        ),
+        (
+            "softmax, FP16, unnormalised (a key block's attention partial)",
+            ends(&|e| rates::softmax_x16(DType::F16, DType::F16, SoftmaxForm::Unnormalised, e)),
+            "the same without the normalising multiply; per row, one broadcast pass's start fewer than `softmax_row`",
         ),
         (
             "LayerNorm, FP16",

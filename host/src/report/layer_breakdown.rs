@@ -72,7 +72,7 @@ pub struct LayerBreakdown {
 /// per cycle per tile. Views move nothing and cost nothing.
 pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
     use ipuc_core::ir::DType;
-    use ipuc_target::ipu21::rates::{self, RateEnd};
+    use ipuc_target::ipu21::rates::{self, RateEnd, SoftmaxForm};
     use ipuc_target::ipu21::timing::{AmpMode, EXCHANGE_BYTES_PER_CYCLE};
     use ipuc_target::ipu21::topology::TILE_COUNT;
     let end = RateEnd::Chosen;
@@ -123,7 +123,13 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                     let mode = ipuc_target::kernel::attention_mode(in_dtype);
                     let partials = ipuc_target::kernel::partials_type(mode);
                     let products = 16.0 * macs / f64::from(mode.macs_per_cycle());
-                    let softmax = scores * f64::from(rates::softmax_x16(partials, in_dtype, end));
+                    // The softmax normalises either the probabilities or
+                    // (key-split attention) the outputs: the cheaper.
+                    let x16 = |form| f64::from(rates::softmax_x16(partials, in_dtype, form, end));
+                    let softmax = (scores * x16(SoftmaxForm::Normalised)).min(
+                        scores * x16(SoftmaxForm::Unnormalised)
+                            + out * f64::from(rates::binary_x16(partials, end)),
+                    );
                     ("attention", products + softmax)
                 }
                 OpKind::LayerNorm { .. } => (
@@ -141,7 +147,12 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
                 ),
                 OpKind::Softmax => (
                     "element-wise",
-                    out * f64::from(rates::softmax_x16(in_dtype, in_dtype, end)),
+                    out * f64::from(rates::softmax_x16(
+                        in_dtype,
+                        in_dtype,
+                        SoftmaxForm::Normalised,
+                        end,
+                    )),
                 ),
                 OpKind::Cast { to } => (
                     "element-wise",

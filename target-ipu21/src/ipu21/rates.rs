@@ -550,20 +550,51 @@ pub const fn mlp_activation_x16(function: Option<Activation>, end: RateEnd) -> u
     }
 }
 
+/// Whether a softmax ends with its normalising multiply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxForm {
+    /// Probabilities: the exponentials times the inverse of their sum.
+    Normalised,
+    /// A key block's share of key-split attention: the exponentials and
+    /// their sum, no inverse and no multiply (the combine normalises the
+    /// outputs instead).
+    Unnormalised,
+}
+
 /// Softmax over scores of `scores`, probabilities stored as `probs`,
 /// scaled by a constant first (attention's 1/√d): a max-reduce, subtract,
-/// scale, exp, sum-reduce and normalising multiply, as poplibs builds it
-/// ([popnn] NonLinearity), plus the conversion of the probabilities. At the
-/// optimistic end the scale rides on the subtract (one scaled pass).
-pub const fn softmax_x16(scores: DType, probs: DType, end: RateEnd) -> u32 {
-    let passes = match end {
-        RateEnd::Optimistic => 2,
-        _ => 3,
+/// scale, exp, sum-reduce and (`Normalised`) the normalising multiply, as
+/// poplibs builds it ([popnn] NonLinearity), plus the conversion of the
+/// probabilities. At the optimistic end the scale rides on the subtract
+/// (one scaled pass).
+pub const fn softmax_x16(scores: DType, probs: DType, form: SoftmaxForm, end: RateEnd) -> u32 {
+    let scaled_subtract = match end {
+        RateEnd::Optimistic => 1,
+        _ => 2,
+    };
+    let passes = match form {
+        SoftmaxForm::Normalised => scaled_subtract + 1,
+        SoftmaxForm::Unnormalised => scaled_subtract,
     };
     2 * ROW_REDUCE.at(end) * width(scores)
         + passes * binary_x16(scores, end)
         + exp_x16(scores, end)
         + cast_x16(scores, probs, end)
+}
+
+/// Reduction output cost of one softmax row, per reduction: the
+/// [`ROW_OVERHEAD_SOFTMAX`] source's 12 per output.
+const SOFTMAX_REDUCTION_OUTPUT: u32 = 12;
+
+/// Per-row cycles of a softmax in `form`: [`ROW_OVERHEAD_SOFTMAX`] (two
+/// reductions' outputs and two broadcast passes' row starts), one
+/// broadcast pass fewer without the normalising multiply.
+pub const fn softmax_row(form: SoftmaxForm, end: RateEnd) -> u32 {
+    let full = ROW_OVERHEAD_SOFTMAX.at(end);
+    match form {
+        SoftmaxForm::Normalised => full,
+        SoftmaxForm::Unnormalised => full - (full - 2 * SOFTMAX_REDUCTION_OUTPUT) / 2,
+    }
 }
 
 /// LayerNorm of `d`: a sum and a sum of squares (two row reductions), then
@@ -662,15 +693,23 @@ mod tests {
     #[test]
     fn softmax_is_its_parts() {
         let c = RateEnd::Chosen;
+        let (n, u) = (SoftmaxForm::Normalised, SoftmaxForm::Unnormalised);
         // F32 scores into FP16 probabilities: 2 × 0.5 (reductions) + 3 × 1.5
         // (subtract, scale, normalise) + 3.0 (exp) + 0.75 (cast) = 9.25.
-        assert_eq!(softmax_x16(DType::F32, DType::F16, c), 148);
-        // FP16 throughout: 2 × 0.25 + 3 × 0.75 + 1.0 = 3.75.
-        assert_eq!(softmax_x16(DType::F16, DType::F16, c), 60);
+        assert_eq!(softmax_x16(DType::F32, DType::F16, n, c), 148);
+        // FP16 throughout: 2 × 0.25 + 3 × 0.75 + 1.0 = 3.75; without the
+        // normalising multiply 3.0.
+        assert_eq!(softmax_x16(DType::F16, DType::F16, n, c), 60);
+        assert_eq!(softmax_x16(DType::F16, DType::F16, u, c), 48);
         assert!(
-            softmax_x16(DType::F32, DType::F16, RateEnd::Optimistic)
-                < softmax_x16(DType::F32, DType::F16, c)
+            softmax_x16(DType::F32, DType::F16, n, RateEnd::Optimistic)
+                < softmax_x16(DType::F32, DType::F16, n, c)
         );
+        // Per row: 2 × 12 (reduction outputs) + 2 × 25 (broadcast rows),
+        // one broadcast row fewer unnormalised; 7 per row optimistic.
+        assert_eq!(softmax_row(n, c), 74);
+        assert_eq!(softmax_row(u, c), 49);
+        assert_eq!(softmax_row(u, RateEnd::Optimistic), 31);
     }
 
     #[test]
