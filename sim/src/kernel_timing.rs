@@ -177,7 +177,7 @@ impl Model {
         (dtype, out): (DType, DType),
         addrs: &OperandAddresses,
     ) -> KernelTiming {
-        let rate = rates::mlp_activation_x16(function, self.end);
+        let rate = rates::mlp_activation_x16(function, dtype, self.end);
         let compute =
             elementwise(elements, vector_of(dtype), rate) + self.conversion(elements, dtype, out);
         let memory = self.port(elements * dtype.size_bytes() as u64, addrs[1])

@@ -120,7 +120,7 @@ fn activation_cycles(
     dtype: DType,
     out: DType,
 ) -> S<u64> {
-    x16(elements * w(rates::mlp_activation_x16(function, END)))
+    x16(elements * w(rates::mlp_activation_x16(function, dtype, END)))
         + fused_cast_cycles(elements, dtype, out)
 }
 

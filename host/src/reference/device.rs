@@ -450,6 +450,25 @@ pub fn gelu_tanh(x: f32) -> f32 {
     0.5 * x * (1.0 + u.tanh())
 }
 
+/// The tanh GELU of an FP16 value in FP16 arithmetic (contract §6: the
+/// half loop's steps, each rounded to FP16; its constants α and αβ as
+/// FP16 bit patterns).
+pub fn gelu_tanh_f16(x: f32) -> f32 {
+    const ALPHA: u16 = 0x3A6C;
+    const ALPHA_BETA: u16 = 0x28A6;
+    let (alpha, alpha_beta) = (
+        half::f16::from_bits(ALPHA).to_f32(),
+        half::f16::from_bits(ALPHA_BETA).to_f32(),
+    );
+    let c = x.clamp(-6.0, 6.0);
+    let square = round_f16(c * c);
+    let cube = round_f16(c * square);
+    let phi = round_f16(alpha * c + alpha_beta * cube);
+    let t = round_f16(phi.tanh());
+    let half_of = round_f16(0.5 * round_f16(1.0 + t));
+    round_f16(half_of * x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::amp::fused_product_with;

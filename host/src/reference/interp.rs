@@ -387,7 +387,13 @@ impl<'a> Reference<'a> {
                 drop(operands);
                 let mut d = take_vec(owned.swap_remove(0).data);
                 if device {
-                    d.iter_mut().for_each(|v| *v = device::gelu_tanh(*v));
+                    let input = op.operands().first().and_then(|&v| self.graph.ty(v));
+                    let gelu = if input.is_some_and(|t| t.dtype == DType::F16) {
+                        device::gelu_tanh_f16
+                    } else {
+                        device::gelu_tanh
+                    };
+                    d.iter_mut().for_each(|v| *v = gelu(*v));
                 } else {
                     super::kernels::gelu_in_place(&mut d);
                 }

@@ -99,7 +99,7 @@ pub fn layer_floors(graph: &Graph) -> BTreeMap<String, u64> {
             let out_dtype = ty(op.results().first()).map_or(DType::F16, |t| t.dtype);
             let macs = (graph.op_flops(id) / 2) as f64;
             let activation = |function| {
-                let per_element = rates::mlp_activation_x16(function, end)
+                let per_element = rates::mlp_activation_x16(function, in_dtype, end)
                     + rates::cast_x16(in_dtype, out_dtype, end);
                 ("element-wise", out * f64::from(per_element))
             };

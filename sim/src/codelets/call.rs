@@ -285,7 +285,12 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             out,
         } => {
             let mut x = io.load(1, us(elements), dtype);
-            x.iter_mut().for_each(|v| *v = math::gelu_tanh(*v));
+            let gelu = if dtype == DType::F16 {
+                math::gelu_tanh_f16
+            } else {
+                math::gelu_tanh
+            };
+            x.iter_mut().for_each(|v| *v = gelu(*v));
             io.store_via(0, &mut x, dtype, out);
         }
         Kernel::Activation {

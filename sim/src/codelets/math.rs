@@ -234,6 +234,21 @@ pub fn gelu_tanh(x: f32) -> f32 {
     0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + 0.044_715 * x * x * x)).tanh())
 }
 
+/// The tanh GELU of an FP16 value in FP16 arithmetic, as poplibs' half
+/// loop runs it (`docs/facts/device-numerics.md` §6): `c` = x clamped to
+/// ±6, `c² `, `c³`, `φ = α·c + αβ·c³` (one mix, one rounding), `tanh φ`,
+/// `+ 1`, `· 0.5`, `· x`, each result rounded to FP16, with the half
+/// constants α = 0x3A6C and αβ = 0x28A6 of the loop.
+pub fn gelu_tanh_f16(x: f32) -> f32 {
+    let r = round_to_f16;
+    let alpha = half::f16::from_bits(0x3A6C).to_f32();
+    let alpha_beta = half::f16::from_bits(0x28A6).to_f32();
+    let c = x.clamp(-6.0, 6.0);
+    let c3 = r(c * r(c * c));
+    let phi = r(alpha * c + alpha_beta * c3);
+    r(r(0.5 * r(r(phi.tanh()) + 1.0)) * x)
+}
+
 /// Softmax of each `cols`-long row in place (max-subtracted).
 pub fn softmax_rows(data: &mut [f32], cols: usize) {
     if cols == 0 {

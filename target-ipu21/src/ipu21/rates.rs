@@ -257,7 +257,7 @@ pub const ROW_OVERHEAD_LAYER_NORM: Rate = Rate {
     source: "[popnn] Norms.cpp normStatistics, normWhiten, normalise at [popops-reduce] and [popops-tables] row costs: 30–130",
 };
 
-/// The tanh GELU of one element, in F32 arithmetic as the device
+/// The tanh GELU of one F32 element, in F32 arithmetic as the device
 /// numerics define it (`docs/facts/device-numerics.md` §6).
 pub const GELU_TANH: Rate = Rate {
     name: "gelu_tanh",
@@ -266,7 +266,19 @@ pub const GELU_TANH: Rate = Rate {
     chosen: 160,
     conservative: 160,
     evidence: Evidence::Estimate,
-    source: "[popnn] getNonLinearityOpCycles GELU float 10 (a placeholder) and [peer]'s ≈10 agree; optimistic: [popnn-gelu]'s float loop, 12 bundles per 2 floats with f32tanh at one issue (its half loops, 2.25–3 per element, compute in FP16: not these numerics)",
+    source: "[popnn] getNonLinearityOpCycles GELU float 10 (a placeholder) and [peer]'s ≈10 agree; optimistic: [popnn-gelu]'s float loop, 12 bundles per 2 floats with f32tanh at one issue",
+};
+
+/// The tanh GELU of one FP16 element in FP16 arithmetic, as poplibs' half
+/// loop computes it (`docs/facts/device-numerics.md` §6).
+pub const GELU_TANH_F16: Rate = Rate {
+    name: "gelu_tanh_f16",
+    unit: "1/16 cycle per element",
+    optimistic: 36,
+    chosen: 48,
+    conservative: 48,
+    evidence: Evidence::Estimate,
+    source: "[popnn-gelu] half loops, our bundle counts: NonLinearity2D_gelu.S 12 bundles per 4 halves = 3.0 (the slower stands), NonLinearityLoop_gelu.S 9 per 4 = 2.25 (optimistic); [popnn] getNonLinearityOpCycles GELU half 5 per 2 ops per 4 = 2.5 (a placeholder)",
 };
 
 /// `erf` of one element in F32 (the exact GELU's transcendental).
@@ -431,7 +443,7 @@ pub const KERNEL_LAUNCH: Rate = Rate::exact(
 );
 
 /// Every rate, in the order of `docs/facts/kernel-rates.md`.
-pub const TABLE: [&Rate; 29] = [
+pub const TABLE: [&Rate; 30] = [
     &AMP_CALL,
     &AMP_CALL_K,
     &AMP_FEED_INTERLEAVED,
@@ -445,6 +457,7 @@ pub const TABLE: [&Rate; 29] = [
     &ROW_OVERHEAD_SOFTMAX,
     &ROW_OVERHEAD_LAYER_NORM,
     &GELU_TANH,
+    &GELU_TANH_F16,
     &ERF,
     &SIGMOID,
     &TANH,
@@ -541,12 +554,14 @@ pub const fn activation_x16(function: Activation, end: RateEnd) -> u32 {
     transcendental + ops * F32_OP.at(end)
 }
 
-/// One element of an MLP activation kernel: the tanh GELU (`None`: the
-/// IR's own `GeluTanh` op and `gelu_tanh` kernel) or `function`.
-pub const fn mlp_activation_x16(function: Option<Activation>, end: RateEnd) -> u32 {
-    match function {
-        None => GELU_TANH.at(end),
-        Some(function) => activation_x16(function, end),
+/// One element of an MLP activation kernel read as `input`: the tanh
+/// GELU (`None`: the IR's own `GeluTanh` op and `gelu_tanh` kernel, in
+/// FP16 arithmetic on FP16 input) or `function` (in F32).
+pub const fn mlp_activation_x16(function: Option<Activation>, input: DType, end: RateEnd) -> u32 {
+    match (function, input) {
+        (None, DType::F16) => GELU_TANH_F16.at(end),
+        (None, _) => GELU_TANH.at(end),
+        (Some(function), _) => activation_x16(function, end),
     }
 }
 
