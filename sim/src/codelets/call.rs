@@ -385,33 +385,28 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
 }
 
 /// Writes the `rows × cols` block of `size`-byte elements at the input
-/// (rows `pitch` elements apart) as `cols` rows of `rows` elements. The
-/// elements move as bytes: a transposition rounds nothing.
+/// (rows `pitch` elements apart) as `cols` rows of `rows` elements, by
+/// the oracle's own `transposed`. The elements move as bytes (FP8, FP16
+/// or F32: 1, 2 or 4 of them): a transposition rounds nothing.
 fn transpose_block(io: &mut Io<'_>, (rows, cols): (usize, usize), pitch: usize, size: usize) {
     if rows == 0 || cols == 0 {
         return;
     }
     let span = ((rows - 1) * pitch + cols) * size;
     // Invariant: run_kernel checked both extents against SRAM.
-    let src = io
-        .memory
-        .slice(io.addrs[1], span as u32)
-        .unwrap_or(&[])
-        .to_vec();
-    let Ok(dst) = io
-        .memory
-        .slice_mut(io.addrs[0], (rows * cols * size) as u32)
-    else {
-        return;
+    let src = io.memory.slice(io.addrs[1], span as u32).unwrap_or(&[]);
+    let shape = (rows, cols);
+    let moved = match size {
+        1 => ipuc_target::kernel::transposed(src, shape, pitch),
+        2 => ipuc_target::kernel::transposed(src.as_chunks::<2>().0, shape, pitch)
+            .as_flattened()
+            .to_vec(),
+        _ => ipuc_target::kernel::transposed(src.as_chunks::<4>().0, shape, pitch)
+            .as_flattened()
+            .to_vec(),
     };
-    for c in 0..cols {
-        for r in 0..rows {
-            let from = (r * pitch + c) * size;
-            let to = (c * rows + r) * size;
-            if let (Some(d), Some(s)) = (dst.get_mut(to..to + size), src.get(from..from + size)) {
-                d.copy_from_slice(s);
-            }
-        }
+    if let Ok(dst) = io.memory.slice_mut(io.addrs[0], moved.len() as u32) {
+        dst.copy_from_slice(&moved);
     }
 }
 

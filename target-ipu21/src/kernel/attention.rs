@@ -9,10 +9,16 @@ use alloc::vec::Vec;
 /// cols`) transposed: `cols` rows of `rows` elements. Values transposed
 /// for `p·v` (`Kernel::AttentionPartial::values_transposed`) are this of
 /// the `[keys, head_dim]` block, and `Kernel::Transpose` writes it.
-pub fn transposed(m: &[f32], (rows, cols): (usize, usize), pitch: usize) -> Vec<f32> {
+/// Generic over the element so the codelet can move raw element bytes
+/// (`[u8; size]`) as the oracle moves f32 values.
+pub fn transposed<T: Copy + Default>(
+    m: &[T],
+    (rows, cols): (usize, usize),
+    pitch: usize,
+) -> Vec<T> {
     (0..cols)
         .flat_map(|c| (0..rows).map(move |r| r * pitch + c))
-        .map(|i| m.get(i).copied().unwrap_or(0.0))
+        .map(|i| m.get(i).copied().unwrap_or_default())
         .collect()
 }
 

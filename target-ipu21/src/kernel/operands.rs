@@ -65,6 +65,25 @@ fn strided(rows: u32, row_bytes: u32, pitch: u32) -> u64 {
     }
 }
 
+/// An attention kernel's operands after its `output`: the `q`, `k` and
+/// `v` blocks of `dtype` and the F32 scores scratch, as both the whole
+/// head (`attention_head`) and a key block's partial read them.
+fn attention_specs(
+    output: OperandSpec,
+    (q_rows, kv_rows, head_dim): (u32, u32, u32),
+    dtype: DType,
+) -> Vec<OperandSpec> {
+    use OperandRole::Input;
+    let x = u64::from;
+    alloc::vec![
+        output,
+        spec(Input(0), "q", x(q_rows) * x(head_dim), dtype),
+        spec(Input(1), "k", x(kv_rows) * x(head_dim), dtype),
+        spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
+        spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
+    ]
+}
+
 impl KernelArgs {
     /// Operands in register order (output first).
     pub fn operands(&self) -> Vec<OperandSpec> {
@@ -163,26 +182,22 @@ impl KernelArgs {
                 head_dim,
                 dtype,
                 ..
-            } => alloc::vec![
+            } => attention_specs(
                 spec(Output, "out", x(q_rows) * x(head_dim), dtype),
-                spec(Input(0), "q", x(q_rows) * x(head_dim), dtype),
-                spec(Input(1), "k", x(kv_rows) * x(head_dim), dtype),
-                spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
-                spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
-            ],
+                (q_rows, kv_rows, head_dim),
+                dtype,
+            ),
             Kernel::AttentionPartial {
                 q_rows,
                 kv_rows,
                 head_dim,
                 dtype,
                 ..
-            } => alloc::vec![
+            } => attention_specs(
                 spec(Output, "partial", x(q_rows) * (x(head_dim) + 2), DType::F32),
-                spec(Input(0), "q", x(q_rows) * x(head_dim), dtype),
-                spec(Input(1), "k", x(kv_rows) * x(head_dim), dtype),
-                spec(Input(2), "v", x(kv_rows) * x(head_dim), dtype),
-                spec(Input(3), "scores", x(q_rows) * x(kv_rows), DType::F32),
-            ],
+                (q_rows, kv_rows, head_dim),
+                dtype,
+            ),
             Kernel::Transpose {
                 rows,
                 cols,
