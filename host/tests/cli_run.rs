@@ -234,7 +234,7 @@ error: planning: per-tile memory exceeded in top level, during embeddings.patchi
 
 /// A batch that does not fit: its own rejection's reports are written
 /// (into `--memory-profile-directory`), and the search for the largest
-/// batch that fits (batches 3, 4, 5 here: 4 is the largest) writes none, neither there nor
+/// batch that fits (3 here) writes none, neither there nor
 /// in the working directory, so the reports are the named batch's alone.
 #[test]
 fn batch_search_writes_only_the_named_batchs_reports() {
@@ -262,7 +262,7 @@ fn batch_search_writes_only_the_named_batchs_reports() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
-        stderr.contains("--vit-batch 6 does not fit; the largest batch that fits is 4"),
+        stderr.contains("--vit-batch 6 does not fit; the largest batch that fits is 3"),
         "{stderr}"
     );
     let names = |d: &std::path::Path| -> Vec<String> {

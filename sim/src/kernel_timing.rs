@@ -52,7 +52,9 @@ use ipuc_target::ipu21::rates::{self, RateEnd, SoftmaxForm};
 use ipuc_target::ipu21::sram::INTERLEAVED_BASE;
 use ipuc_target::ipu21::timing as t;
 use ipuc_target::ipu21::timing::AmpMode;
-use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
+use ipuc_target::kernel::{
+    attention_mode, partials_type, AmpProduct, Kernel, KernelArgs, PartialRecord,
+};
 use ipuc_target::numeric::{Activation, DType};
 
 use super::cycle::ISSUE_INTERVAL;
@@ -468,7 +470,7 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             ..
         } => model.attention(
             (q_rows, kv_rows, head_dim),
-            (dtype, DType::F32),
+            (dtype, PartialRecord::of(head_dim, dtype).element),
             values_transposed,
             SoftmaxForm::Unnormalised,
             addrs,
@@ -479,12 +481,17 @@ pub fn kernel_timing(args: &KernelArgs, addrs: &OperandAddresses, end: RateEnd) 
             parts,
             dtype,
         } => {
-            // One rescale-and-add pass over every F32 partial row, one exp
-            // per query row and part.
+            // One rescale-and-add pass in F32 over every partial row (its
+            // `p·v` widened from the record's type first), one exp per
+            // query row and part.
+            let record = PartialRecord::of(head_dim, dtype);
             let e = x(q_rows) * (x(head_dim) + 2) * x(parts);
+            let widened = x(q_rows) * x(head_dim) * x(parts);
             let compute = elementwise(e, 2, rates::binary_x16(DType::F32, end))
+                + model.conversion(widened, record.element, DType::F32)
                 + elementwise(x(q_rows) * x(parts), 1, rates::exp_x16(DType::F32, end));
-            let memory = model.port(e * 4, addrs[1])
+            let records = x(q_rows) * x(parts) * u64::from(record.row_bytes());
+            let memory = model.port(records, addrs[1])
                 + model.port(
                     x(q_rows) * x(head_dim) * dtype.size_bytes() as u64,
                     addrs[0],
@@ -771,7 +778,8 @@ mod tests {
     /// transposed for `p·v` — the scores in the cheaper orientation.
     /// A key block's partial runs the whole attention's products and
     /// softmax without the normalising multiply (no inverse, no pass, one
-    /// broadcast row start fewer) and writes its output as F32.
+    /// broadcast row start fewer) and writes `p·v` as the AMP produced it
+    /// (FP16, in its partial record), as the whole head writes its output.
     #[test]
     fn an_attention_partial_skips_the_normalising_multiply() {
         let (q_rows, kv_rows, head_dim) = (6, 16, 64);
@@ -795,10 +803,9 @@ mod tests {
         // Query-major, one row per worker: the pass is 16 FP16 elements at
         // 0.75 and 25 per row, times the six-cycle issue.
         let pass = ((16 * 12u64).div_ceil(16) + 25) * 6;
-        let to_f32 = M.conversion(u64::from(q_rows * head_dim), DType::F16, DType::F32);
         assert_eq!(
             kernel_timing(&partial, &addrs, C).total,
-            kernel_timing(&whole, &addrs, C).total - pass + to_f32
+            kernel_timing(&whole, &addrs, C).total - pass
         );
     }
 

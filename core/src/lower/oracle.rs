@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use super::schedule::*;
 use ipuc_target::ipu21::topology::LogicalTile;
-use ipuc_target::kernel::{transposed, Kernel};
+use ipuc_target::kernel::{transposed, Kernel, PartialRecord};
 
 /// Why execution stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -280,23 +280,31 @@ impl<'s> Executor<'s> {
                 kv_rows,
                 head_dim,
                 scale,
+                dtype,
                 values_transposed,
-                ..
-            } => self.attention_call(
-                c,
-                (q_rows, kv_rows, head_dim),
-                (scale, values_transposed),
-                attention_partial,
-            )?,
+            } => {
+                let rows = self.attention_call(
+                    c,
+                    (q_rows, kv_rows, head_dim),
+                    (scale, values_transposed),
+                    attention_partial,
+                )?;
+                PartialRecord::of(head_dim, dtype).to_records(
+                    &rows,
+                    q_rows as usize,
+                    head_dim as usize,
+                )
+            }
             Kernel::AttentionCombine {
                 q_rows,
                 head_dim,
                 parts,
-                ..
+                dtype,
             } => {
                 let (qr, d, np) = (q_rows as usize, head_dim as usize, parts as usize);
-                let w = d + 2;
-                let partials = self.read(op(1)?, t, np * qr * w)?;
+                let record = PartialRecord::of(head_dim, dtype);
+                let records = self.read(op(1)?, t, np * qr * record.len as usize)?;
+                let partials = record.from_records(&records, np * qr, d);
                 ipuc_target::kernel::combine_attention_partials(&partials, qr, d, np)
             }
             Kernel::Transpose {

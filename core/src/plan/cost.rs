@@ -13,7 +13,9 @@ use ipuc_target::ipu21::timing as t;
 use super::charges as c;
 use crate::ir::{Activation, DType};
 use crate::runtime::PATCH_BULK_THRESHOLD_WORDS;
-use ipuc_target::kernel::{attention_mode, partials_type, AmpProduct, Kernel, KernelArgs};
+use ipuc_target::kernel::{
+    attention_mode, partials_type, AmpProduct, Kernel, KernelArgs, PartialRecord,
+};
 
 /// The planner charges the rates ipuc chooses (the simulator can be run at
 /// either end of their sources; the planner ranks plans at one).
@@ -275,7 +277,7 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             ..
         } => attention_cycles(
             (q_rows, kv_rows, head_dim),
-            (dtype, DType::F32),
+            (dtype, PartialRecord::of(head_dim, dtype).element),
             values_transposed,
             SoftmaxForm::Unnormalised,
         ),
@@ -284,11 +286,18 @@ pub fn kernel_cycles(kernel: &Kernel) -> u64 {
             q_rows,
             head_dim,
             parts,
-            ..
+            dtype,
         } => {
-            // One rescale-and-add pass over every F32 partial row plus
-            // one exp per query row and part.
+            // One rescale-and-add pass in F32 over every partial row (its
+            // `p·v` widened from the record's type first) plus one exp per
+            // query row and part.
+            let widened = w(q_rows) * w(head_dim) * w(parts);
             x16(w(q_rows) * (w(head_dim) + S(2)) * w(parts) * w(rates::binary_x16(DType::F32, END)))
+                + cast_cycles(
+                    widened,
+                    PartialRecord::of(head_dim, dtype).element,
+                    DType::F32,
+                )
                 + x16(w(q_rows) * w(parts) * w(rates::exp_x16(DType::F32, END)))
         }
         Kernel::Copy {

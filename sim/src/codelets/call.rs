@@ -9,7 +9,7 @@ use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::kernel::{
     attention_mode, decode, decode_header, AbiError, AmpProduct, Kernel, KernelArgs, KernelSymbol,
-    OperandRole,
+    OperandRole, PartialRecord,
 };
 use ipuc_target::numeric::DType;
 
@@ -196,6 +196,66 @@ impl Io<'_> {
         }
     }
 
+    /// Stores the logical rows `[o (head_dim), m, l]` of `rows` as
+    /// `record`s: `o` in the record's element type (exact: the AMP's
+    /// partials), `m` and `l` as F32.
+    fn store_partials(
+        &mut self,
+        slot: usize,
+        rows: &[f32],
+        record: PartialRecord,
+        head_dim: usize,
+    ) {
+        let (size, row_bytes) = (record.element.size_bytes(), record.row_bytes() as usize);
+        let count = rows.len() / (head_dim + 2);
+        let mut raw = vec![0u8; count * row_bytes];
+        for (row, out) in rows
+            .chunks_exact(head_dim + 2)
+            .zip(raw.chunks_exact_mut(row_bytes))
+        {
+            encode(
+                &row[..head_dim],
+                record.element,
+                &mut out[..head_dim * size],
+            );
+            for (at, v) in [(record.m, row[head_dim]), (record.l, row[head_dim + 1])] {
+                let at = at as usize * size;
+                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        // Invariant: run_kernel checked this extent against SRAM.
+        if let Ok(dst) = self.memory.slice_mut(self.addrs[slot], raw.len() as u32) {
+            dst.copy_from_slice(&raw);
+        }
+    }
+
+    /// `count` `record`s from operand slot `slot` as logical rows `[o, m,
+    /// l]`.
+    fn load_partials(
+        &self,
+        slot: usize,
+        count: usize,
+        record: PartialRecord,
+        head_dim: usize,
+    ) -> Vec<f32> {
+        let (size, row_bytes) = (record.element.size_bytes(), record.row_bytes() as usize);
+        // Invariant: run_kernel checked this extent against SRAM.
+        let raw = self
+            .memory
+            .slice(self.addrs[slot], (count * row_bytes) as u32)
+            .unwrap_or(&[]);
+        let mut rows = Vec::with_capacity(count * (head_dim + 2));
+        for rec in raw.chunks_exact(row_bytes) {
+            rows.extend(decode_elements(&rec[..head_dim * size], record.element));
+            for at in [record.m, record.l] {
+                let at = at as usize * size;
+                let word = rec[at..at + 4].try_into().unwrap_or([0; 4]);
+                rows.push(f32::from_le_bytes(word));
+            }
+        }
+        rows
+    }
+
     /// Stores `values` computed in `arith` as type `stored`: rounded to
     /// `arith` first, as the separate cast a fused one replaces would
     /// have read them, so fusing changes no bit.
@@ -351,7 +411,7 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
                 v = ipuc_target::kernel::transposed(&v, (shape.2, shape.1), shape.1);
             }
             let out = math::attention_partial(mode, dtype, shape, scores, &v);
-            io.store(0, &out, DType::F32);
+            io.store_partials(0, &out, PartialRecord::of(head_dim, dtype), shape.2);
         }
         Kernel::AttentionCombine {
             q_rows,
@@ -360,7 +420,8 @@ fn execute(args: &KernelArgs, addrs: &[u32; 6], memory: &mut TileMemory) {
             dtype,
         } => {
             let (qr, hd, np) = (us(q_rows), us(head_dim), us(parts));
-            let partials = io.load(1, np * qr * (hd + 2), DType::F32);
+            let record = PartialRecord::of(head_dim, dtype);
+            let partials = io.load_partials(1, np * qr, record, hd);
             let out = ipuc_target::kernel::combine_attention_partials(&partials, qr, hd, np);
             io.store(0, &out, dtype);
         }

@@ -2,6 +2,7 @@
 //! FP8/FP16 cast behaviour, ABI error reports and the registry.
 
 use ipuc_target::ipu21::rates::RateEnd;
+use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use ipuc_target::kernel::Kernel;
 use ipuc_target::kernel::{encode, encode_dtype, GemmEpilogue, KernelArgs, KernelSymbol};
@@ -541,6 +542,27 @@ fn attention_partial_with_transposed_values_writes_the_same_bytes() {
     let plain = partial(&mut b, pv, false);
     assert_eq!(partial(&mut b, pvt, true), plain);
     assert!(plain.iter().any(|&x| x != 0));
+    // The record: `p·v` as FP16, then m and l as F32, per query row, and
+    // nothing past the last record.
+    let record = ipuc_target::kernel::PartialRecord::of(hd as u32, DType::F16);
+    let row = record.row_bytes() as usize;
+    assert_eq!(row, 2 * hd + 8);
+    let logical = super::math::attention_partial(
+        AmpMode::F16F16Partials,
+        DType::F16,
+        (qr, kv, hd),
+        super::math::attention_scores(AmpMode::F16F16Partials, (qr, kv, hd), &q, &k, 0.25),
+        &v,
+    );
+    for (rec, want) in plain.chunks(row).take(qr).zip(logical.chunks(hd + 2)) {
+        for (d, w) in want[..hd].iter().enumerate() {
+            let h = half::f16::from_le_bytes([rec[2 * d], rec[2 * d + 1]]);
+            assert_eq!(h.to_f32(), *w);
+        }
+        let word = |at: usize| f32::from_le_bytes(rec[at..at + 4].try_into().unwrap());
+        assert_eq!((word(2 * hd), word(2 * hd + 4)), (want[hd], want[hd + 1]));
+    }
+    assert!(plain[qr * row..].iter().all(|&x| x == 0));
 }
 
 fn gelu16(n: u32) -> KernelArgs {

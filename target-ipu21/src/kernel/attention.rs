@@ -5,6 +5,78 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use super::{attention_mode, partials_type};
+use crate::numeric::DType;
+
+/// How a key block's partial row is stored, in elements of the attention's
+/// partials type (`partials_type(attention_mode(dtype))`): `p·v`'s
+/// `head_dim` values as the AMP produced them, then the row maximum `m`
+/// and the sum `l` as F32 at `m` and `l`. With FP16 partials the values
+/// take half the bytes of F32 and the statistics two FP16 slots each (the
+/// values padded to an even count so they stay word-aligned); with F32
+/// partials a row is `[o, m, l]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartialRecord {
+    /// Elements of the partials type per row.
+    pub len: u32,
+    /// Element index of `m`.
+    pub m: u32,
+    /// Element index of `l`.
+    pub l: u32,
+    /// The partials type (the record's element type).
+    pub element: DType,
+}
+
+impl PartialRecord {
+    /// The record of attention over operands of `dtype`, `head_dim` wide.
+    /// Saturating: `head_dim` comes from an argument block, and a
+    /// saturated record exceeds any tile's SRAM, so the operand checks
+    /// reject the call.
+    pub fn of(head_dim: u32, dtype: DType) -> Self {
+        let element = partials_type(attention_mode(dtype));
+        let slots = (4 / element.size_bytes()) as u32;
+        let m = head_dim.saturating_add(slots - 1) / slots * slots;
+        PartialRecord {
+            len: m.saturating_add(2 * slots),
+            m,
+            l: m.saturating_add(slots),
+            element,
+        }
+    }
+
+    /// Bytes per row.
+    pub fn row_bytes(self) -> u32 {
+        self.len.saturating_mul(self.element.size_bytes() as u32)
+    }
+
+    /// `rows` logical rows `[o (head_dim), m, l]` laid out as records, as
+    /// element values (padding and the statistics' second slots zero).
+    pub fn to_records(self, logical: &[f32], rows: usize, head_dim: usize) -> Vec<f32> {
+        let mut out = vec![0f32; rows * self.len as usize];
+        for (row, rec) in logical
+            .chunks(head_dim + 2)
+            .zip(out.chunks_mut(self.len as usize))
+        {
+            let n = head_dim.min(row.len());
+            rec[..n].copy_from_slice(&row[..n]);
+            rec[self.m as usize] = row.get(head_dim).copied().unwrap_or(0.0);
+            rec[self.l as usize] = row.get(head_dim + 1).copied().unwrap_or(0.0);
+        }
+        out
+    }
+
+    /// The logical rows `[o, m, l]` of `rows` records.
+    pub fn from_records(self, records: &[f32], rows: usize, head_dim: usize) -> Vec<f32> {
+        let mut out = Vec::with_capacity(rows * (head_dim + 2));
+        for rec in records.chunks(self.len as usize).take(rows) {
+            let get = |i: u32| rec.get(i as usize).copied().unwrap_or(0.0);
+            out.extend((0..head_dim as u32).map(get));
+            out.extend([get(self.m), get(self.l)]);
+        }
+        out
+    }
+}
+
 /// The `rows × cols` block of `m` (rows `pitch` elements apart, `pitch ≥
 /// cols`) transposed: `cols` rows of `rows` elements. Values transposed
 /// for `p·v` (`Kernel::AttentionPartial::values_transposed`) are this of
@@ -59,6 +131,28 @@ pub fn combine_attention_partials(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// FP16 partials: `p·v` in FP16 slots padded to a word, then `m` and
+    /// `l` as F32 (two slots each); F32 partials: `[o, m, l]`. Records
+    /// round-trip the logical rows, and hostile widths saturate.
+    #[test]
+    fn partial_records_hold_the_rows_in_the_partials_type() {
+        let r = PartialRecord::of(5, DType::F16);
+        assert_eq!((r.len, r.m, r.l, r.element), (10, 6, 8, DType::F16));
+        assert_eq!(r.row_bytes(), 20);
+        let f = PartialRecord::of(5, DType::F32);
+        assert_eq!((f.len, f.m, f.l, f.row_bytes()), (7, 5, 6, 28));
+        let logical: Vec<f32> = (0..14).map(|i| i as f32).collect(); // 2 rows
+        for record in [r, f] {
+            let stored = record.to_records(&logical, 2, 5);
+            assert_eq!(stored.len(), 2 * record.len as usize);
+            assert_eq!(record.from_records(&stored, 2, 5), logical);
+        }
+        assert_eq!(
+            PartialRecord::of(u32::MAX, DType::F16).row_bytes(),
+            u32::MAX
+        );
+    }
 
     /// Splitting the keys in two and combining equals softmax over all keys.
     #[test]

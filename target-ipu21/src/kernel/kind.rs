@@ -140,10 +140,11 @@ pub enum Kernel {
     },
     /// One head's attention of a block of query rows against one block of
     /// its keys/values (key-split attention): with `s = q·kᵀ·scale`,
-    /// `m = rowmax(s)`, `p = exp(s − m)`, writes the F32 row
-    /// `[p·v (head_dim), m, Σp]` per query row, unnormalised. Operands:
-    /// partial out (`q_rows × (head_dim + 2)` F32), q, k, v, scores scratch
-    /// (`q_rows × kv_rows` F32).
+    /// `m = rowmax(s)`, `p = exp(s − m)`, writes the row `[p·v (head_dim),
+    /// m, Σp]` per query row, unnormalised, as a
+    /// [`crate::kernel::PartialRecord`] (`p·v` in the partials type, `m`
+    /// and `Σp` in F32). Operands: partial out (`q_rows` records), q, k,
+    /// v, scores scratch (`q_rows × kv_rows` F32).
     AttentionPartial {
         /// Query rows in the block.
         q_rows: u32,
@@ -161,7 +162,7 @@ pub enum Kernel {
         values_transposed: bool,
     },
     /// Combines `parts` key-block partials of [`Kernel::AttentionPartial`]
-    /// (stored back to back) into the normalised attention output:
+    /// (records stored back to back) into the normalised attention output:
     /// `out = Σ e^{m_p − M}·o_p / Σ e^{m_p − M}·l_p`, `M = max m_p`.
     /// Operands: out (`q_rows × head_dim`), partials.
     AttentionCombine {

@@ -35,7 +35,7 @@ mod operands;
 pub use abi::KernelAbi;
 pub use amp::{attention_mode, partials_type, AmpProduct};
 pub use args::{decode, decode_dtype, decode_header, encode, encode_dtype};
-pub use attention::{combine_attention_partials, transposed};
+pub use attention::{combine_attention_partials, transposed, PartialRecord};
 pub use error::AbiError;
 pub use kind::Kernel;
 pub use operands::{OperandRole, OperandSpec};

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use super::Kernel;
+use super::{Kernel, PartialRecord};
 use super::{KernelArgs, KernelSymbol};
 use crate::ipu21::kernel_abi::{FIRST_INPUT_REGISTER, OUTPUT_REGISTER};
 use crate::numeric::DType;
@@ -193,11 +193,14 @@ impl KernelArgs {
                 head_dim,
                 dtype,
                 ..
-            } => attention_specs(
-                spec(Output, "partial", x(q_rows) * (x(head_dim) + 2), DType::F32),
-                (q_rows, kv_rows, head_dim),
-                dtype,
-            ),
+            } => {
+                let record = PartialRecord::of(head_dim, dtype);
+                attention_specs(
+                    spec(Output, "partial", x(q_rows) * x(record.len), record.element),
+                    (q_rows, kv_rows, head_dim),
+                    dtype,
+                )
+            }
             Kernel::Transpose {
                 rows,
                 cols,
@@ -212,15 +215,18 @@ impl KernelArgs {
                 head_dim,
                 parts,
                 dtype,
-            } => alloc::vec![
-                spec(Output, "out", x(q_rows) * x(head_dim), dtype),
-                spec(
-                    Input(0),
-                    "partials",
-                    x(parts).saturating_mul(x(q_rows) * (x(head_dim) + 2)),
-                    DType::F32
-                ),
-            ],
+            } => {
+                let record = PartialRecord::of(head_dim, dtype);
+                alloc::vec![
+                    spec(Output, "out", x(q_rows) * x(head_dim), dtype),
+                    spec(
+                        Input(0),
+                        "partials",
+                        x(parts).saturating_mul(x(q_rows) * x(record.len)),
+                        record.element,
+                    ),
+                ]
+            }
             Kernel::Copy {
                 rows,
                 row_bytes,

@@ -26,7 +26,7 @@ use crate::plan::opplan::{
 };
 use crate::plan::TileBlock;
 use ipuc_target::ipu21::sram::MemoryClass;
-use ipuc_target::kernel::Kernel;
+use ipuc_target::kernel::{Kernel, PartialRecord};
 
 /// Candidate attention plans.
 pub fn plans(cx: &GenCx<'_>, scale: f32) -> PlanResult<Vec<OpPlan>> {
@@ -357,7 +357,8 @@ fn key_split(
     if out_layout.validate().is_err() {
         return None;
     }
-    let row_bytes = (dh + 2) * 4;
+    let record = PartialRecord::of(dh, dtype);
+    let row_bytes = record.row_bytes();
     let mut partial_calls = Vec::new();
     let mut combine_calls = Vec::new();
     let mut scores = Vec::new();
@@ -395,7 +396,7 @@ fn key_split(
         partials.push(TileBlock {
             tile: block_tile,
             rows: 0..q_rows,
-            cols: 0..dh + 2,
+            cols: 0..record.len,
             bytes: own_bytes,
         });
         partial_calls.push(PlannedCall {
@@ -494,9 +495,16 @@ fn key_split(
         align: ipuc_target::ipu21::sram::BASE_BUFFER_ALIGN,
     };
     let mut scratch_plans = vec![
-        scratch("scores", DType::F32, scores, MemoryClass::Standard),
+        // Typed as the partial records that land in it after the scores
+        // are dead (its bytes hold `q_rows × kv_rows` F32 scores too).
+        scratch("scores", record.element, scores, MemoryClass::Standard),
         // The partials are the AMP's output: interleaved (facts §2.10 rule 6).
-        scratch("partials", DType::F32, partials, MemoryClass::Interleaved),
+        scratch(
+            "partials",
+            record.element,
+            partials,
+            MemoryClass::Interleaved,
+        ),
     ];
     if let Some(values) = values {
         scratch_plans.push(scratch("values_t", dtype, values, MemoryClass::Standard));
