@@ -544,16 +544,18 @@ fn reduce_scatter(
                 if part_bytes == 0 {
                     continue;
                 }
+                // The slice in this tile's own partial, sent from there.
+                let from = SlotRef {
+                    slot: Slot::Scratch(0),
+                    offset: (slice.start - mr.start) * pitch,
+                };
                 // Where part `src_k` of the slice is read: the own one in
                 // place when the sum is a pair, else gathered beside the
                 // received ones (the reduce reads its parts back to back).
                 let received_parts = if pair { 1 } else { g.kp };
                 let part = |src_k: u32| -> SlotRef {
                     if pair && src_k == kk {
-                        SlotRef {
-                            slot: Slot::Scratch(0),
-                            offset: (slice.start - mr.start) * pitch,
-                        }
+                        from
                     } else {
                         SlotRef {
                             slot: Slot::Scratch(1),
@@ -567,10 +569,6 @@ fn reduce_scatter(
                     cols: 0..nc.len() as u32 * received_parts,
                     bytes: part_bytes * received_parts,
                 });
-                let from = SlotRef {
-                    slot: Slot::Scratch(0),
-                    offset: (slice.start - mr.start) * pitch,
-                };
                 for src_k in 0..g.kp {
                     if src_k != kk {
                         transfers.push(PlannedTransfer {
