@@ -15,8 +15,8 @@ use ipuc_core::exchange::{
 use ipuc_core::patch::relocate::rebase_row;
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
-use ipuc_sim::fabric::execute_phase;
 use ipuc_sim::fabric::RowLocation;
+use ipuc_sim::fabric::{execute_phase, execute_phase_with, PhaseMemo, SparseTileMemory};
 use ipuc_target::ipu21::isa::Instruction;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use proptest::prelude::*;
@@ -150,6 +150,20 @@ fn simulate(phase: &ExchangePhase, rows: &[ExchangeRow], salt: u32) -> Result<()
     let run = execute_phase(&calls, &mut after).map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(run.words_moved, phase.words_delivered());
     verify_image(phase, &before, &after).map_err(TestCaseError::fail)?;
+    // With a memo: remembered the second time, moved from memory the third,
+    // every time the same run and the same bytes as the fresh witness.
+    let memo = PhaseMemo::default();
+    let bytes = |m: &SparseTileMemory| -> Vec<(PhysicalTile, u32, Vec<u8>)> {
+        m.regions().map(|(t, a, d)| (t, a, d.to_vec())).collect()
+    };
+    for _ in 0..3 {
+        let mut again = before.clone();
+        let remembered = execute_phase_with(&calls, &mut again, &memo)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(remembered, run);
+        prop_assert!(bytes(&again) == bytes(&after), "memo moved other bytes");
+    }
+    prop_assert_eq!(memo.hits_and_misses(), (1, 2));
     Ok(())
 }
 

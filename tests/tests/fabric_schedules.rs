@@ -63,7 +63,7 @@ fn device_with_rows_at(
         t.start_supervisor(APPLICATION_LOAD_BASE);
         tiles.push(t);
     }
-    Device::with_fabric(tiles, Box::new(RouteFabric))
+    Device::with_fabric(tiles, Box::new(RouteFabric::default()))
 }
 
 fn small_phase() -> ExchangePhase {

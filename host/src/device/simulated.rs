@@ -302,7 +302,7 @@ impl SimDevice {
         let table = codelet_table(symbols, rates)?;
         Ok(SimDevice {
             codelets: Arc::new(table),
-            fabric: Box::new(RouteFabric),
+            fabric: Box::new(RouteFabric::default()),
             cycle_limit: DEFAULT_CYCLE_LIMIT,
             sync_cycles: ipuc_sim::cycle::INTERNAL_SYNC_CYCLES,
         })

@@ -32,6 +32,7 @@ use ipuc_target::ipu21::sram::{
 };
 use ipuc_target::ipu21::topology::PhysicalTile;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 pub use super::phase_memory::{csr_name, CopyRun, PhaseMemory, RowLocation, MAX_ROW_WORDS};
 use super::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, WitnessFaultKind};
@@ -39,6 +40,9 @@ use super::witness::{singles, step_rows, MoveRun, SteppedRow, WitnessFault, Witn
 mod rules;
 pub use rules::check_element_rules;
 use rules::*;
+mod memo;
+use memo::Found;
+pub use memo::PhaseMemo;
 mod store;
 pub use store::apply_moves;
 use store::{apply_moves_knowing, reads_meet_writes};
@@ -130,6 +134,26 @@ pub fn execute_phase_rows(
     calls: &[RowLocation],
     memory: &mut (impl PhaseMemory + Sync),
 ) -> Result<(PhaseRun, Vec<SteppedRow>), FabricError> {
+    execute_phase_remembering(calls, memory, None)
+}
+
+/// [`execute_phase`] with a memo: a phase whose stepped rows `memo` holds
+/// moves the words found then ([`memo`]: the same moves, faults and
+/// cycles as a fresh witness).
+pub fn execute_phase_with(
+    calls: &[RowLocation],
+    memory: &mut (impl PhaseMemory + Sync),
+    memo: &PhaseMemo,
+) -> Result<PhaseRun, FabricError> {
+    Ok(execute_phase_remembering(calls, memory, Some(memo))?.0)
+}
+
+/// [`execute_phase_rows`], with the memo when there is one.
+fn execute_phase_remembering(
+    calls: &[RowLocation],
+    memory: &mut (impl PhaseMemory + Sync),
+    memo: Option<&PhaseMemo>,
+) -> Result<(PhaseRun, Vec<SteppedRow>), FabricError> {
     let stepped = step_rows(calls, memory).map_err(FabricError::Witness)?;
     let rows: Vec<SteppedRow> = stepped.rows().collect();
     for r in &rows {
@@ -141,17 +165,32 @@ pub fn execute_phase_rows(
             });
         }
     }
-    let moves = stepped.receive_runs(true).map_err(FabricError::Witness)?;
-    // The rules' check and the overlap test of the stores read the moves
-    // alone: the second core takes one (both were serial time).
-    let (checked, meet) = rayon::join(
-        || check_element_rules(&rows, &moves),
-        || reads_meet_writes(&moves),
-    );
-    checked?;
-    apply_moves_knowing(&moves, meet, memory)?;
+    let key = memo.map(|_| stepped.key());
+    let remembered = memo.zip(key.as_ref()).and_then(|(m, k)| m.get(k));
+    let found = match remembered {
+        Some(found) => found,
+        None => {
+            let moves = stepped.receive_runs(true).map_err(FabricError::Witness)?;
+            // The rules' check and the overlap test of the stores read the
+            // moves alone: the second core takes one (both were serial time).
+            let (checked, meet) = rayon::join(
+                || check_element_rules(&rows, &moves),
+                || reads_meet_writes(&moves),
+            );
+            checked?;
+            let found = Arc::new(Found {
+                moves,
+                reads_meet_writes: meet,
+            });
+            if let (Some(m), Some(k)) = (memo, key) {
+                m.insert(k, found.clone());
+            }
+            found
+        }
+    };
+    apply_moves_knowing(&found.moves, found.reads_meet_writes, memory)?;
     let run = PhaseRun {
-        words_moved: moves.iter().map(|r| u64::from(r.words)).sum(),
+        words_moved: found.moves.iter().map(|r| u64::from(r.words)).sum(),
         events: rows.iter().map(|r| r.events).max().unwrap_or(0),
     };
     Ok((run, rows))
@@ -224,8 +263,11 @@ impl PhaseMemory for SparseTileMemory {
 /// supervisor's next instruction is `call $mL, row` has its row decoded from
 /// its SRAM and executed with the route model; each call is then retired,
 /// charging the row's events as supervisor cycles.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RouteFabric;
+#[derive(Debug, Default)]
+pub struct RouteFabric {
+    /// Phases already executed ([`memo`]).
+    memo: PhaseMemo,
+}
 
 /// One run of [`DeviceMemory::copy_disjoint_runs`]: device indices and
 /// byte offsets into SRAM.
@@ -548,7 +590,8 @@ impl super::ExchangeFabric for RouteFabric {
             tiles: step.tiles,
             index,
         };
-        let (moved, rows) = execute_phase_rows(&locations, &mut memory).map_err(fault)?;
+        let (moved, rows) =
+            execute_phase_remembering(&locations, &mut memory, Some(&self.memo)).map_err(fault)?;
         step.words_moved += moved.words_moved;
         let label: std::sync::Arc<str> = std::sync::Arc::from(format!("exchange {}", step.index));
         for ((i, call), row) in pending.into_iter().zip(&rows) {

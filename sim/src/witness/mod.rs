@@ -189,6 +189,22 @@ fn sort_runs(runs: &mut Vec<MoveRun>) {
     }
 }
 
+/// A stepped phase as words ([`SteppedPhase::key`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PhaseKey(Vec<u32>);
+
+impl PhaseKey {
+    /// Words of the key (its size, for the fabric's memo bound).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the key has no words (a phase without rows).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A phase whose rows have been stepped from SRAM (step 1), ready to
 /// receive (step 2).
 pub struct SteppedPhase {
@@ -221,6 +237,41 @@ pub fn step_rows(
 }
 
 impl SteppedPhase {
+    /// Everything step 2 reads, as words: every tile's row (where it was
+    /// called, with its bases, and how long it ran), its wire and its
+    /// controls, in call order. Two phases with equal keys receive the same
+    /// moves and break the same rules (step 2 reads no memory), which lets
+    /// the fabric reuse a Repeat iteration's results in the next one.
+    pub fn key(&self) -> PhaseKey {
+        let mut words = Vec::new();
+        for t in &self.tiles {
+            let (l, r) = (t.row.location, t.row);
+            words.extend([
+                u32::from(l.tile.get()),
+                l.address,
+                l.bases.outgoing,
+                l.bases.incoming,
+                r.words,
+                r.events,
+                t.wire.len() as u32,
+                t.controls.len() as u32,
+            ]);
+            for b in &t.wire {
+                words.extend([b.start, b.items, b.first_byte, b.sctl]);
+            }
+            for &(event, c) in &t.controls {
+                let (tag, lo, hi) = match c {
+                    Control::Xpic(v) => (0, v, 0),
+                    Control::XpicPaired(v) => (1, v, 0),
+                    Control::Pointer(p) => (2, p as u32, (p >> 32) as u32),
+                    Control::Format(v) => (3, v, 0),
+                };
+                words.extend([event, tag, lo, hi]);
+            }
+        }
+        PhaseKey(words)
+    }
+
     /// Every stepped row, in call order.
     pub fn rows(&self) -> impl Iterator<Item = SteppedRow> + '_ {
         self.tiles.iter().map(|t| t.row)
