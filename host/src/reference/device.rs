@@ -454,6 +454,24 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// half loop's steps, each rounded to FP16; its constants α and αβ as
 /// FP16 bit patterns).
 pub fn gelu_tanh_f16(x: f32) -> f32 {
+    // An FP16 input has 65,536 values: each is computed once, into a
+    // table of the results' f32 bits (any other input, e.g. a NaN that
+    // does not survive FP16, is computed where it stands).
+    static TABLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    let h = half::f16::from_f32(x);
+    if h.to_f32().to_bits() != x.to_bits() {
+        return gelu_tanh_f16_steps(x);
+    }
+    let table = TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|b| gelu_tanh_f16_steps(half::f16::from_bits(b).to_f32()).to_bits())
+            .collect()
+    });
+    f32::from_bits(table[usize::from(h.to_bits())])
+}
+
+/// [`gelu_tanh_f16`] step by step.
+fn gelu_tanh_f16_steps(x: f32) -> f32 {
     const ALPHA: u16 = 0x3A6C;
     const ALPHA_BETA: u16 = 0x28A6;
     let (alpha, alpha_beta) = (
@@ -473,6 +491,22 @@ pub fn gelu_tanh_f16(x: f32) -> f32 {
 mod tests {
     use super::super::amp::fused_product_with;
     use super::*;
+
+    #[test]
+    fn fp16_gelu_table_is_the_steps_on_every_fp16_value() {
+        for b in 0..=u16::MAX {
+            let x = half::f16::from_bits(b).to_f32();
+            let (got, want) = (gelu_tanh_f16(x), gelu_tanh_f16_steps(x));
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{b:#06x}: {got:e} vs {want:e}"
+            );
+        }
+        // Not an FP16 value: computed as it stands.
+        let x = 1.0 + f32::EPSILON;
+        assert_eq!(gelu_tanh_f16(x).to_bits(), gelu_tanh_f16_steps(x).to_bits());
+    }
 
     #[test]
     fn fp8_rounding_matches_the_facts_spot_checks() {

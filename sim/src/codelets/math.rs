@@ -240,6 +240,24 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// `+ 1`, `· 0.5`, `· x`, each result rounded to FP16, with the half
 /// constants α = 0x3A6C and αβ = 0x28A6 of the loop.
 pub fn gelu_tanh_f16(x: f32) -> f32 {
+    // An FP16 input has 65,536 values: each is computed once, into a
+    // table of the results' f32 bits (an input that is not an FP16 value
+    // is computed where it stands).
+    static TABLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    let h = half::f16::from_f32(x);
+    if h.to_f32().to_bits() != x.to_bits() {
+        return gelu_tanh_f16_steps(x);
+    }
+    let table = TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|b| gelu_tanh_f16_steps(half::f16::from_bits(b).to_f32()).to_bits())
+            .collect()
+    });
+    f32::from_bits(table[usize::from(h.to_bits())])
+}
+
+/// [`gelu_tanh_f16`] step by step.
+pub(crate) fn gelu_tanh_f16_steps(x: f32) -> f32 {
     let r = round_to_f16;
     let alpha = half::f16::from_bits(0x3A6C).to_f32();
     let alpha_beta = half::f16::from_bits(0x28A6).to_f32();

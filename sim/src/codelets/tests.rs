@@ -313,6 +313,15 @@ fn gelu_and_softmax() {
     for (g, &v) in got.iter().zip(&x) {
         assert_eq!(*g, super::math::gelu_tanh_f16(v));
     }
+    // The table the kernel reads is the steps, on every FP16 value.
+    for bits in 0..=u16::MAX {
+        let v = half::f16::from_bits(bits).to_f32();
+        let (t, s) = (
+            super::math::gelu_tanh_f16(v),
+            super::math::gelu_tanh_f16_steps(v),
+        );
+        assert_eq!(t.to_bits(), s.to_bits(), "{bits:#06x}");
+    }
 
     let (rows, cols) = (4usize, 16usize);
     let sm = b.alloc(128);
