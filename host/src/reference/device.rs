@@ -13,6 +13,8 @@
 //! i.e. in every tower we run), so the order they are added in cannot
 //! change a bit.
 
+use std::sync::OnceLock;
+
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
@@ -391,8 +393,11 @@ fn exponentials(half: bool, row: &mut [f32]) -> (f32, f32) {
     // still runs in row order.
     row.iter_mut()
         .for_each(|e| *e = in_partials(half, *e - max));
-    row.iter_mut().for_each(|e| *e = e.exp());
-    row.iter_mut().for_each(|e| *e = in_partials(half, *e));
+    if half {
+        row.iter_mut().for_each(|e| *e = exp_in_f16(*e));
+    } else {
+        row.iter_mut().for_each(|e| *e = e.exp());
+    }
     let sum = row.iter().fold(0f32, |sum, e| sum + e);
     (max, sum)
 }
@@ -454,20 +459,30 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// half loop's steps, each rounded to FP16; its constants α and αβ as
 /// FP16 bit patterns).
 pub fn gelu_tanh_f16(x: f32) -> f32 {
-    // An FP16 input has 65,536 values: each is computed once, into a
-    // table of the results' f32 bits (any other input, e.g. a NaN that
-    // does not survive FP16, is computed where it stands).
-    static TABLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
+    from_f16_table(&TABLE, gelu_tanh_f16_steps, x)
+}
+
+/// `f(x)`, from a table of `f` on every FP16 value when `x` is one (built
+/// in `table` on first use, as the results' f32 bits), else computed: an
+/// FP16 input has 65,536 values, so each is computed once.
+fn from_f16_table(table: &OnceLock<Vec<u32>>, f: fn(f32) -> f32, x: f32) -> f32 {
     let h = half::f16::from_f32(x);
     if h.to_f32().to_bits() != x.to_bits() {
-        return gelu_tanh_f16_steps(x);
+        return f(x);
     }
-    let table = TABLE.get_or_init(|| {
+    let table = table.get_or_init(|| {
         (0..=u16::MAX)
-            .map(|b| gelu_tanh_f16_steps(half::f16::from_bits(b).to_f32()).to_bits())
+            .map(|b| f(half::f16::from_bits(b).to_f32()).to_bits())
             .collect()
     });
     f32::from_bits(table[usize::from(h.to_bits())])
+}
+
+/// The exponential of an FP16 value in FP16.
+fn exp_in_f16(x: f32) -> f32 {
+    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
+    from_f16_table(&TABLE, |x| round_f16(x.exp()), x)
 }
 
 /// [`gelu_tanh_f16`] step by step.
@@ -493,7 +508,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fp16_gelu_table_is_the_steps_on_every_fp16_value() {
+    fn fp16_tables_are_the_steps_on_every_fp16_value() {
         for b in 0..=u16::MAX {
             let x = half::f16::from_bits(b).to_f32();
             let (got, want) = (gelu_tanh_f16(x), gelu_tanh_f16_steps(x));
@@ -502,6 +517,11 @@ mod tests {
                 want.to_bits(),
                 "{b:#06x}: {got:e} vs {want:e}"
             );
+        }
+        for b in 0..=u16::MAX {
+            let x = half::f16::from_bits(b).to_f32();
+            let want = round_f16(x.exp());
+            assert_eq!(exp_in_f16(x).to_bits(), want.to_bits(), "exp of {b:#06x}");
         }
         // Not an FP16 value: computed as it stands.
         let x = 1.0 + f32::EPSILON;

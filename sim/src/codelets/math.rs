@@ -18,6 +18,7 @@ use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::numeric::DType;
 
 use ipuc_target::numeric::round_to_f16;
+use std::sync::OnceLock;
 
 use super::elements::round_in_place;
 use crate::gemm::{amp_product, MatRef, Threads};
@@ -240,17 +241,23 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// `+ 1`, `· 0.5`, `· x`, each result rounded to FP16, with the half
 /// constants α = 0x3A6C and αβ = 0x28A6 of the loop.
 pub fn gelu_tanh_f16(x: f32) -> f32 {
-    // An FP16 input has 65,536 values: each is computed once, into a
-    // table of the results' f32 bits (an input that is not an FP16 value
-    // is computed where it stands).
-    static TABLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
+    via_f16_table(&TABLE, gelu_tanh_f16_steps, x)
+}
+
+/// `f(x)` for an FP16 value `x` from a table of `f` on all 65,536 FP16
+/// values, built in `table` the first time (the results' f32 bits, so
+/// every result is `f`'s own); an `x` that is not an FP16 value is
+/// computed where it stands. For the C library's `tanhf` and `expf` in
+/// steps that take FP16 inputs.
+fn via_f16_table(table: &OnceLock<Vec<u32>>, f: fn(f32) -> f32, x: f32) -> f32 {
     let h = half::f16::from_f32(x);
     if h.to_f32().to_bits() != x.to_bits() {
-        return gelu_tanh_f16_steps(x);
+        return f(x);
     }
-    let table = TABLE.get_or_init(|| {
+    let table = table.get_or_init(|| {
         (0..=u16::MAX)
-            .map(|b| gelu_tanh_f16_steps(half::f16::from_bits(b).to_f32()).to_bits())
+            .map(|b| f(half::f16::from_bits(b).to_f32()).to_bits())
             .collect()
     });
     f32::from_bits(table[usize::from(h.to_bits())])
@@ -295,8 +302,34 @@ fn exp_from_max_in(half: bool, row: &mut [f32]) -> (f32, f32) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0;
     for v in row.iter_mut() {
-        *v = in_partials(half, in_partials(half, *v - max).exp());
+        *v = if half {
+            exp_f16(round_to_f16(*v - max))
+        } else {
+            (*v - max).exp()
+        };
         sum += *v;
     }
     (max, sum)
+}
+
+/// `f16v2exp` of an FP16 value: its exponential rounded to FP16.
+fn exp_f16(x: f32) -> f32 {
+    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
+    via_f16_table(&TABLE, |x| round_to_f16(x.exp()), x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fp16_exponential_table_is_the_rounded_exponential() {
+        for bits in 0..=u16::MAX {
+            let x = half::f16::from_bits(bits).to_f32();
+            let want = round_to_f16(x.exp());
+            assert_eq!(exp_f16(x).to_bits(), want.to_bits(), "{bits:#06x}");
+        }
+        let x = 1.0 + f32::EPSILON;
+        assert_eq!(exp_f16(x).to_bits(), round_to_f16(x.exp()).to_bits());
+    }
 }
