@@ -245,6 +245,23 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(run.words_moved, phase.words_delivered());
         verify_image(&phase, &before, &after).map_err(TestCaseError::fail)?;
+        // A memo that has seen the rows with their bases gives the same
+        // run again, and with other bases steps them afresh: the same
+        // result, failure or bytes, as a fabric without one.
+        let memo = PhaseMemo::default();
+        for _ in 0..3 {
+            let mut again = before.clone();
+            let remembered = execute_phase_with(&with_bases, &mut again, &memo)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(remembered, run);
+        }
+        let (mut fresh_image, mut memo_image) = (before.clone(), before.clone());
+        let fresh = execute_phase(&calls, &mut fresh_image);
+        prop_assert_eq!(execute_phase_with(&calls, &mut memo_image, &memo), fresh);
+        let bytes = |m: &SparseTileMemory| -> Vec<(PhysicalTile, u32, Vec<u8>)> {
+            m.regions().map(|(t, a, d)| (t, a, d.to_vec())).collect()
+        };
+        prop_assert!(bytes(&fresh_image) == bytes(&memo_image), "memo moved other bytes");
         // Forgetting the bases is caught by the checker and by the fabric.
         if bases.iter().any(|b| b.1 != RowBases::ZERO) {
             prop_assert!(check_phase(&phase, &rows).is_err());
