@@ -198,7 +198,7 @@ impl Io<'_> {
 
     /// Stores the logical rows `[o (head_dim), m, l]` of `rows` as
     /// `record`s: `o` in the record's element type (exact: the AMP's
-    /// partials), `m` and `l` as F32.
+    /// partials), `m` and `l` as F32 ([`PartialRecord::write_bytes`]).
     fn store_partials(
         &mut self,
         slot: usize,
@@ -206,23 +206,11 @@ impl Io<'_> {
         record: PartialRecord,
         head_dim: usize,
     ) {
-        let (size, row_bytes) = (record.element.size_bytes(), record.row_bytes() as usize);
         let count = rows.len() / (head_dim + 2);
-        let mut raw = vec![0u8; count * row_bytes];
-        for (row, out) in rows
-            .chunks_exact(head_dim + 2)
-            .zip(raw.chunks_exact_mut(row_bytes))
-        {
-            encode(
-                &row[..head_dim],
-                record.element,
-                &mut out[..head_dim * size],
-            );
-            for (at, v) in [(record.m, row[head_dim]), (record.l, row[head_dim + 1])] {
-                let at = at as usize * size;
-                out[at..at + 4].copy_from_slice(&v.to_le_bytes());
-            }
-        }
+        let mut raw = vec![0u8; count * record.row_bytes() as usize];
+        record.write_bytes(rows, head_dim, &mut raw, |o, bytes| {
+            encode(o, record.element, bytes)
+        });
         // Invariant: run_kernel checked this extent against SRAM.
         if let Ok(dst) = self.memory.slice_mut(self.addrs[slot], raw.len() as u32) {
             dst.copy_from_slice(&raw);
@@ -230,7 +218,7 @@ impl Io<'_> {
     }
 
     /// `count` `record`s from operand slot `slot` as logical rows `[o, m,
-    /// l]`.
+    /// l]` ([`PartialRecord::read_bytes`]).
     fn load_partials(
         &self,
         slot: usize,
@@ -238,22 +226,17 @@ impl Io<'_> {
         record: PartialRecord,
         head_dim: usize,
     ) -> Vec<f32> {
-        let (size, row_bytes) = (record.element.size_bytes(), record.row_bytes() as usize);
         // Invariant: run_kernel checked this extent against SRAM.
         let raw = self
             .memory
-            .slice(self.addrs[slot], (count * row_bytes) as u32)
+            .slice(
+                self.addrs[slot],
+                (count as u32).saturating_mul(record.row_bytes()),
+            )
             .unwrap_or(&[]);
-        let mut rows = Vec::with_capacity(count * (head_dim + 2));
-        for rec in raw.chunks_exact(row_bytes) {
-            rows.extend(decode_elements(&rec[..head_dim * size], record.element));
-            for at in [record.m, record.l] {
-                let at = at as usize * size;
-                let word = rec[at..at + 4].try_into().unwrap_or([0; 4]);
-                rows.push(f32::from_le_bytes(word));
-            }
-        }
-        rows
+        record.read_bytes(raw, head_dim, |bytes, rows| {
+            rows.extend(decode_elements(bytes, record.element))
+        })
     }
 
     /// Stores `values` computed in `arith` as type `stored`: rounded to

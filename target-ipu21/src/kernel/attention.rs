@@ -65,6 +65,53 @@ impl PartialRecord {
         out
     }
 
+    /// The logical rows `[o (head_dim), m, l]` of `rows` as records in
+    /// `out` (whole records, [`row_bytes`](Self::row_bytes) each): `o` in
+    /// the record's element type by `encode` (the type's own encoding), `m`
+    /// and `l` as little-endian F32 at their slots. Records past the rows
+    /// or the bytes are left as they are.
+    pub fn write_bytes(
+        self,
+        rows: &[f32],
+        head_dim: usize,
+        out: &mut [u8],
+        mut encode: impl FnMut(&[f32], &mut [u8]),
+    ) {
+        let (size, row_bytes) = (self.element.size_bytes(), self.row_bytes() as usize);
+        for (row, rec) in rows
+            .chunks_exact(head_dim + 2)
+            .zip(out.chunks_exact_mut(row_bytes.max(1)))
+        {
+            encode(&row[..head_dim], &mut rec[..head_dim * size]);
+            for (at, v) in [(self.m, row[head_dim]), (self.l, row[head_dim + 1])] {
+                let at = at as usize * size;
+                rec[at..at + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+
+    /// The logical rows `[o, m, l]` of the records in `bytes`, `o` by
+    /// `decode` (appending the `head_dim` values of its bytes), as
+    /// [`write_bytes`](Self::write_bytes) lays them out.
+    pub fn read_bytes(
+        self,
+        bytes: &[u8],
+        head_dim: usize,
+        mut decode: impl FnMut(&[u8], &mut Vec<f32>),
+    ) -> Vec<f32> {
+        let (size, row_bytes) = (self.element.size_bytes(), self.row_bytes() as usize);
+        let mut rows = Vec::with_capacity(bytes.len() / row_bytes.max(1) * (head_dim + 2));
+        for rec in bytes.chunks_exact(row_bytes.max(1)) {
+            decode(&rec[..head_dim * size], &mut rows);
+            for at in [self.m, self.l] {
+                let at = at as usize * size;
+                let word = rec[at..at + 4].try_into().unwrap_or([0; 4]);
+                rows.push(f32::from_le_bytes(word));
+            }
+        }
+        rows
+    }
+
     /// The logical rows `[o, m, l]` of `rows` records.
     pub fn from_records(self, records: &[f32], rows: usize, head_dim: usize) -> Vec<f32> {
         let mut out = Vec::with_capacity(rows * (head_dim + 2));
@@ -147,6 +194,33 @@ mod tests {
             let stored = record.to_records(&logical, 2, 5);
             assert_eq!(stored.len(), 2 * record.len as usize);
             assert_eq!(record.from_records(&stored, 2, 5), logical);
+            // As bytes, with F32 standing in for the element encoding (the
+            // values are small integers, exact in either type): `m` and
+            // `l` are F32 at their slots, `o` at the start.
+            let size = record.element.size_bytes();
+            let mut bytes = vec![0u8; 2 * record.row_bytes() as usize];
+            record.write_bytes(&logical, 5, &mut bytes, |o, out| {
+                for (v, b) in o.iter().zip(out.chunks_exact_mut(size)) {
+                    b.copy_from_slice(&v.to_le_bytes()[..size]);
+                }
+            });
+            let m_at = record.m as usize * size;
+            assert_eq!(bytes[m_at..m_at + 4], 5f32.to_le_bytes());
+            let back = record.read_bytes(&bytes, 5, |b, rows| {
+                rows.extend(b.chunks_exact(size).map(|c| {
+                    let mut w = [0u8; 4];
+                    w[..size].copy_from_slice(c);
+                    f32::from_le_bytes(w)
+                }))
+            });
+            if size == 4 {
+                assert_eq!(back, logical);
+            } else {
+                // Only `m` and `l` survive a two-byte stand-in for `o`.
+                let stats =
+                    |v: &[f32]| -> Vec<f32> { v.chunks(7).flat_map(|r| r[5..].to_vec()).collect() };
+                assert_eq!(stats(&back), stats(&logical));
+            }
         }
         assert_eq!(
             PartialRecord::of(u32::MAX, DType::F16).row_bytes(),
