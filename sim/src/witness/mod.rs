@@ -193,18 +193,6 @@ fn sort_runs(runs: &mut Vec<MoveRun>) {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PhaseKey(Vec<u32>);
 
-impl PhaseKey {
-    /// Words of the key (its size, for the fabric's memo bound).
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether the key has no words (a phase without rows).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
 /// A phase whose rows have been stepped from SRAM (step 1), ready to
 /// receive (step 2).
 pub struct SteppedPhase {
