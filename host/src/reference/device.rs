@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 use ipuc_core::ir::DType;
-use ipuc_target::numeric::F8Format;
+use ipuc_target::numeric::{F16Table, F8Format};
 
 use super::amp::{fused_product, round_f16_lanes, round_to_grid_lanes};
 use super::products::Mat;
@@ -388,9 +388,9 @@ fn combine(
 /// in the partials type; returns the maximum and the F32 sum in row order.
 fn exponentials(half: bool, row: &mut [f32]) -> (f32, f32) {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    // Per element the same steps as one loop would take, in passes so the
-    // roundings vectorise around the C library's `expf` calls; the sum
-    // still runs in row order.
+    // Per element the same steps as one loop would take, in passes (the
+    // FP16 exponential from its table, the F32 one by the C library's
+    // `expf`); the sum still runs in row order.
     row.iter_mut()
         .for_each(|e| *e = in_partials(half, *e - max));
     if half {
@@ -459,30 +459,17 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// half loop's steps, each rounded to FP16; its constants α and αβ as
 /// FP16 bit patterns).
 pub fn gelu_tanh_f16(x: f32) -> f32 {
-    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
-    from_f16_table(&TABLE, gelu_tanh_f16_steps, x)
-}
-
-/// `f(x)`, from a table of `f` on every FP16 value when `x` is one (built
-/// in `table` on first use, as the results' f32 bits), else computed: an
-/// FP16 input has 65,536 values, so each is computed once.
-fn from_f16_table(table: &OnceLock<Vec<u32>>, f: fn(f32) -> f32, x: f32) -> f32 {
-    let h = half::f16::from_f32(x);
-    if h.to_f32().to_bits() != x.to_bits() {
-        return f(x);
-    }
-    let table = table.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|b| f(half::f16::from_bits(b).to_f32()).to_bits())
-            .collect()
-    });
-    f32::from_bits(table[usize::from(h.to_bits())])
+    static TABLE: OnceLock<F16Table> = OnceLock::new();
+    let table = TABLE.get_or_init(|| F16Table::of(gelu_tanh_f16_steps));
+    table.get(x).unwrap_or_else(|| gelu_tanh_f16_steps(x))
 }
 
 /// The exponential of an FP16 value in FP16.
 fn exp_in_f16(x: f32) -> f32 {
-    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
-    from_f16_table(&TABLE, |x| round_f16(x.exp()), x)
+    let steps = |x: f32| round_f16(x.exp());
+    static TABLE: OnceLock<F16Table> = OnceLock::new();
+    let table = TABLE.get_or_init(|| F16Table::of(steps));
+    table.get(x).unwrap_or_else(|| steps(x))
 }
 
 /// [`gelu_tanh_f16`] step by step.

@@ -17,7 +17,7 @@
 use ipuc_target::ipu21::timing::AmpMode;
 use ipuc_target::numeric::DType;
 
-use ipuc_target::numeric::round_to_f16;
+use ipuc_target::numeric::{round_to_f16, F16Table};
 use std::sync::OnceLock;
 
 use super::elements::round_in_place;
@@ -241,26 +241,9 @@ pub fn gelu_tanh(x: f32) -> f32 {
 /// `+ 1`, `· 0.5`, `· x`, each result rounded to FP16, with the half
 /// constants α = 0x3A6C and αβ = 0x28A6 of the loop.
 pub fn gelu_tanh_f16(x: f32) -> f32 {
-    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
-    via_f16_table(&TABLE, gelu_tanh_f16_steps, x)
-}
-
-/// `f(x)` for an FP16 value `x` from a table of `f` on all 65,536 FP16
-/// values, built in `table` the first time (the results' f32 bits, so
-/// every result is `f`'s own); an `x` that is not an FP16 value is
-/// computed where it stands. For the C library's `tanhf` and `expf` in
-/// steps that take FP16 inputs.
-fn via_f16_table(table: &OnceLock<Vec<u32>>, f: fn(f32) -> f32, x: f32) -> f32 {
-    let h = half::f16::from_f32(x);
-    if h.to_f32().to_bits() != x.to_bits() {
-        return f(x);
-    }
-    let table = table.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|b| f(half::f16::from_bits(b).to_f32()).to_bits())
-            .collect()
-    });
-    f32::from_bits(table[usize::from(h.to_bits())])
+    static TABLE: OnceLock<F16Table> = OnceLock::new();
+    let table = TABLE.get_or_init(|| F16Table::of(gelu_tanh_f16_steps));
+    table.get(x).unwrap_or_else(|| gelu_tanh_f16_steps(x))
 }
 
 /// [`gelu_tanh_f16`] step by step.
@@ -314,8 +297,10 @@ fn exp_from_max_in(half: bool, row: &mut [f32]) -> (f32, f32) {
 
 /// `f16v2exp` of an FP16 value: its exponential rounded to FP16.
 fn exp_f16(x: f32) -> f32 {
-    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
-    via_f16_table(&TABLE, |x| round_to_f16(x.exp()), x)
+    let steps = |x: f32| round_to_f16(x.exp());
+    static TABLE: OnceLock<F16Table> = OnceLock::new();
+    let table = TABLE.get_or_init(|| F16Table::of(steps));
+    table.get(x).unwrap_or_else(|| steps(x))
 }
 
 #[cfg(test)]

@@ -25,5 +25,5 @@ mod fp8;
 pub use activation::Activation;
 pub use dtype::DType;
 
-pub use f16::{f16_bits_to_f32, f32_to_f16_bits, round_to_f16};
+pub use f16::{f16_bits_to_f32, f32_to_f16_bits, round_to_f16, F16Table};
 pub use fp8::{F8Format, Fp8, Overflow, ScaleOutOfRange, FP8_NAN, SCALE_MAX, SCALE_MIN};
