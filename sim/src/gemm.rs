@@ -537,20 +537,26 @@ mod tests {
         }
     }
 
-    /// The exact kernel's four-lane rounding against the scalar oracle.
+    /// The exact kernel's four- and eight-lane roundings against the
+    /// scalar oracle (each where the CPU has it).
     fn check_vector_rounding(mut xs: Vec<f64>) {
-        xs.resize(xs.len().next_multiple_of(4), 0.0);
-        let mut got = xs.clone();
-        if !amp_kernel::round_f16_lanes(&mut got) {
-            return; // no AVX2 + FMA: the kernel never runs here
-        }
-        for (x, g) in xs.iter().zip(&got) {
-            let (g, want) = (*g as f32, round_f64_to_f16_scalar(*x));
-            assert!(
-                same_f32(g, want),
-                "{x:e} ({:#x}): {g:e} vs {want:e}",
-                x.to_bits()
-            );
+        xs.resize(xs.len().next_multiple_of(8), 0.0);
+        for lanes in [
+            amp_kernel::round_f16_lanes,
+            amp_kernel::round_f16_wide_lanes,
+        ] {
+            let mut got = xs.clone();
+            if !lanes(&mut got) {
+                continue; // not on this CPU: that block never runs here
+            }
+            for (x, g) in xs.iter().zip(&got) {
+                let (g, want) = (*g as f32, round_f64_to_f16_scalar(*x));
+                assert!(
+                    same_f32(g, want),
+                    "{x:e} ({:#x}): {g:e} vs {want:e}",
+                    x.to_bits()
+                );
+            }
         }
     }
 
@@ -781,11 +787,22 @@ mod tests {
             let a: Vec<f32> = (0..m * k).map(|_| value(&mut rng, kind)).collect();
             let b: Vec<f32> = (0..k * n).map(|_| value(&mut rng, kind)).collect();
             let (av, bv) = (MatRef::row_major(&a, 0, k), MatRef::transposed(&b, 0, k));
-            for threads in [Threads::One, Threads::All] {
+            // On one thread also with the AVX2 blocks where the CPU has
+            // AVX-512 (the flag is the calling thread's).
+            for (threads, narrow) in [
+                (Threads::One, false),
+                (Threads::One, true),
+                (Threads::All, false),
+            ] {
                 let mut want = vec![0f32; m * n];
                 amp_product_before_42(mode, (m, n, k), av, bv, &mut want, threads);
                 let mut got = vec![0f32; m * n];
-                amp_product(mode, (m, n, k), av, bv, &mut got, threads);
+                let mut product = || amp_product(mode, (m, n, k), av, bv, &mut got, threads);
+                if narrow {
+                    amp_kernel::with_narrow_blocks(product);
+                } else {
+                    product();
+                }
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     assert!(
                         same_f32(*g, *w),
@@ -815,23 +832,31 @@ mod tests {
         let mut acc = vec![0f32; m * n];
         let calls = 4000;
         let before = std::env::var_os("AMP_BENCH_BEFORE_42").is_some();
-        let start = std::time::Instant::now();
-        for _ in 0..calls {
-            let f = if before {
-                amp_product_before_42
-            } else {
-                amp_product
-            };
-            f(
-                AmpMode::F8F16Partials,
-                (m, n, k),
-                MatRef::row_major(&a, 0, k),
-                MatRef::transposed(&b, 0, k),
-                &mut acc,
-                Threads::One,
-            );
-        }
-        let secs = start.elapsed().as_secs_f64();
+        let mut run = || {
+            let start = std::time::Instant::now();
+            for _ in 0..calls {
+                let f = if before {
+                    amp_product_before_42
+                } else {
+                    amp_product
+                };
+                f(
+                    AmpMode::F8F16Partials,
+                    (m, n, k),
+                    MatRef::row_major(&a, 0, k),
+                    MatRef::transposed(&b, 0, k),
+                    &mut acc,
+                    Threads::One,
+                );
+            }
+            start.elapsed().as_secs_f64()
+        };
+        // `AMP_BENCH_NARROW`: the AVX2 blocks even where AVX-512 is.
+        let secs = if std::env::var_os("AMP_BENCH_NARROW").is_some() {
+            amp_kernel::with_narrow_blocks(run)
+        } else {
+            run()
+        };
         let macs = (calls * m * n * k) as f64;
         println!(
             "{:.2} GMAC/s ({:.1} µs per call)",

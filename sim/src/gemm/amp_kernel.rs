@@ -467,6 +467,7 @@ mod avx2 {
         // in L1 (over all of K they did not: 576-deep strips are 36 KiB).
         // Each output still takes its micro-groups in K order, its partial
         // kept in `work` between them as before, so no bit changes.
+        let wide = super::avx512::available();
         let strips = (B_BAND_BYTES / (shape.k.max(1) * NR * 8)).max(1);
         let chunk = (K_CHUNK / shape.micro_group).max(1) * shape.micro_group;
         for jb in (0..np).step_by(strips * NR) {
@@ -477,6 +478,15 @@ mod avx2 {
                 for kc in (0..shape.k).step_by(chunk) {
                     let ks = (kc, (kc + chunk).min(shape.k));
                     for j0 in (jb..jend).step_by(NR) {
+                        if wide {
+                            let w = &mut work[r * np..];
+                            // SAFETY: `wide` is set only where the CPU
+                            // has AVX-512F (`super::avx512::available`).
+                            unsafe {
+                                super::avx512::band(shape, packed, (row0 + r, band), j0, ks, w)
+                            };
+                            continue;
+                        }
                         for rb in (r..r + band).step_by(MR) {
                             let w = &mut work[rb * np..];
                             block::<MR>(shape, packed, row0 + rb, j0, ks, w);
@@ -653,6 +663,178 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! The register block on AVX-512: a band's rows (up to [`BAND`], whole
+    //! [`MR`]-row panels) against one [`NR`]-column strip, one 8-lane
+    //! vector per row, so a 16-row band keeps 16 independent sums in
+    //! flight (the AVX2 block keeps 8, as many as the FMA latency needs
+    //! with no slack) and each multiply-add takes its broadcast lhs value
+    //! from memory. The same products, added in the same K order per
+    //! output, rounded with the same IEEE operations lane for lane
+    //! ([`round_f16`] is `avx2::round_f16` on eight lanes), so the bits do
+    //! not depend on which block ran.
+
+    use std::arch::x86_64::*;
+
+    use super::{from_product, negative_zero_sums, Packed, Shape, BAND, MR, NR};
+    use crate::gemm::Partials;
+
+    #[cfg(test)]
+    thread_local! {
+        /// Tests set this to run the AVX2 blocks on a CPU with AVX-512.
+        pub(super) static NARROW: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Whether the wide blocks may run: the CPU has AVX-512F.
+    pub(super) fn available() -> bool {
+        #[cfg(test)]
+        if NARROW.get() {
+            return false;
+        }
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// The `band` rows at packed row `i0` (a multiple of [`MR`], at most
+    /// [`BAND`]) against the strip at column `j0`, over the micro-groups
+    /// starting in `ks`; `work` starts at row `i0`'s partials.
+    ///
+    /// # Safety
+    /// AVX-512F present.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn band(
+        shape: &Shape,
+        packed: &Packed,
+        (i0, band): (usize, usize),
+        j0: usize,
+        ks: (usize, usize),
+        work: &mut [f64],
+    ) {
+        const { assert!(BAND == 4 * MR && NR == 8) };
+        match band / MR {
+            4 => block::<4>(shape, packed, i0, j0, ks, work),
+            3 => block::<3>(shape, packed, i0, j0, ks, work),
+            2 => block::<2>(shape, packed, i0, j0, ks, work),
+            _ => block::<1>(shape, packed, i0, j0, ks, work),
+        }
+    }
+
+    /// `P` panels (`P · MR` rows) × [`NR`] outputs: `avx2::block` with one
+    /// vector per row.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn block<const P: usize>(
+        shape: &Shape,
+        packed: &Packed,
+        i0: usize,
+        j0: usize,
+        (kb, kend): (usize, usize),
+        work: &mut [f64],
+    ) {
+        let (k, np) = (shape.k, shape.np);
+        // Panel q of the block (rows i0 + q·MR ..) at q·MR·k: element
+        // (r, p) at p·MR + r.
+        let a = &packed.a[i0 * k..(i0 + P * MR) * k];
+        assert!(
+            j0 + NR <= np && packed.b.len() >= k * np && work.len() >= (P * MR - 1) * np + j0 + NR
+        );
+        let (ap, bp) = (a.as_ptr(), packed.b.as_ptr());
+        let mut k0 = kb;
+        while k0 < kend {
+            let kg = shape.micro_group.min(k - k0);
+            let mut s = [[_mm512_setzero_pd(); MR]; P];
+            for p in k0..k0 + kg {
+                // SAFETY: p < k, q < P, r < MR and j0 + NR ≤ np: every
+                // read is inside the block's panels (P·MR·k long) or
+                // `packed.b` (≥ k·np, asserted above).
+                unsafe {
+                    let b = _mm512_loadu_pd(bp.add(p * np + j0));
+                    for (q, s) in s.iter_mut().enumerate() {
+                        let column = ap.add(q * MR * k + p * MR);
+                        for (r, s) in s.iter_mut().enumerate() {
+                            // Exact or in the crate's order: see the
+                            // module note of `amp_kernel`.
+                            *s = _mm512_fmadd_pd(_mm512_set1_pd(*column.add(r)), b, *s);
+                        }
+                    }
+                }
+            }
+            if from_product(shape, kg) {
+                for (q, s) in s.iter_mut().enumerate() {
+                    let mut lanes = [[0f64; NR]; MR];
+                    for (l, s) in lanes.iter_mut().zip(s.iter()) {
+                        // SAFETY: `l` holds NR = 8 f64s.
+                        unsafe { _mm512_storeu_pd(l.as_mut_ptr(), *s) };
+                    }
+                    let panel = &a[q * MR * k..(q + 1) * MR * k];
+                    negative_zero_sums(&mut lanes, panel, &packed.b, np, (k0, kg), j0);
+                    for (l, s) in lanes.iter().zip(s.iter_mut()) {
+                        // SAFETY: as above.
+                        *s = unsafe { _mm512_loadu_pd(l.as_ptr()) };
+                    }
+                }
+            }
+            for (q, s) in s.iter().enumerate() {
+                for (r, &s) in s.iter().enumerate() {
+                    // SAFETY: q·MR + r < P·MR and j0 + NR ≤ np: inside
+                    // `work` (asserted above).
+                    unsafe {
+                        let w = work.as_mut_ptr().add((q * MR + r) * np + j0);
+                        let sum = _mm512_add_pd(_mm512_loadu_pd(w), s);
+                        _mm512_storeu_pd(w, round(shape.partials, sum));
+                    }
+                }
+            }
+            k0 += kg;
+        }
+    }
+
+    /// [`Partials::round`] on eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn round(partials: Partials, x: __m512d) -> __m512d {
+        match partials {
+            Partials::F16 => round_f16(x),
+            Partials::F32 => _mm512_cvtps_pd(_mm512_cvtpd_ps(x)),
+        }
+    }
+
+    /// `avx2::round_f16` on eight lanes: the same operations, its blends
+    /// as mask blends.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn round_f16(x: __m512d) -> __m512d {
+        let sign = _mm512_set1_epi64(i64::MIN);
+        let bits = _mm512_castpd_si512(x);
+        let abs = |v: __m512i| _mm512_castsi512_pd(_mm512_andnot_si512(sign, v));
+        let subnormal = _mm512_mul_pd(
+            _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
+                _mm512_mul_pd(x, _mm512_set1_pd(16_777_216.0)),
+            ),
+            _mm512_set1_pd(1.0 / 16_777_216.0),
+        );
+        let half = _mm512_add_epi64(
+            _mm512_set1_epi64((1 << 41) - 1),
+            _mm512_and_si512(_mm512_srli_epi64::<42>(bits), _mm512_set1_epi64(1)),
+        );
+        let normal = _mm512_castsi512_pd(_mm512_andnot_si512(
+            _mm512_set1_epi64((1 << 42) - 1),
+            _mm512_add_epi64(bits, half),
+        ));
+        let tiny = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(abs(bits), _mm512_set1_pd(6.103_515_625e-5));
+        let r = _mm512_mask_blend_pd(tiny, normal, subnormal);
+        let big =
+            _mm512_cmp_pd_mask::<_CMP_GT_OQ>(abs(_mm512_castpd_si512(r)), _mm512_set1_pd(65_504.0));
+        let inf = _mm512_castsi512_pd(_mm512_or_si512(
+            _mm512_and_si512(bits, sign),
+            _mm512_castpd_si512(_mm512_set1_pd(f64::INFINITY)),
+        ));
+        let r = _mm512_mask_blend_pd(big, r, inf);
+        let nan = _mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x, x);
+        _mm512_mask_blend_pd(nan, r, _mm512_set1_pd(f64::NAN))
+    }
+}
+
 /// Where the crate would start from the first product, a zero sum is −0
 /// exactly when every product is −0 (RNE: x + y is −0 only for −0 + −0);
 /// the kernel above, from +0, made them +0. `a` is the block's panel.
@@ -699,4 +881,39 @@ pub(super) fn round_f16_lanes(xs: &mut [f64]) -> bool {
     }
     let _ = xs;
     false
+}
+
+/// [`round_f16_lanes`] on the eight-lane rounding of the AVX-512 blocks;
+/// `false` if the CPU lacks AVX-512F.
+#[cfg(test)]
+pub(super) fn round_f16_wide_lanes(xs: &mut [f64]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        use std::arch::x86_64::{_mm512_loadu_pd, _mm512_storeu_pd};
+        for c in xs.chunks_exact_mut(8) {
+            // SAFETY: AVX-512F detected; `c` holds eight f64s.
+            unsafe {
+                let v = _mm512_loadu_pd(c.as_ptr());
+                _mm512_storeu_pd(c.as_mut_ptr(), avx512::round_f16(v));
+            }
+        }
+        return true;
+    }
+    let _ = xs;
+    false
+}
+
+/// `f` with the AVX2 blocks on this thread even where the CPU has
+/// AVX-512 (products on one thread run on the calling thread).
+#[cfg(test)]
+pub(super) fn with_narrow_blocks<T>(f: impl FnOnce() -> T) -> T {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx512::NARROW.set(true);
+        let out = f();
+        avx512::NARROW.set(false);
+        out
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    f()
 }
