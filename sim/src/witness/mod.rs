@@ -189,9 +189,27 @@ fn sort_runs(runs: &mut Vec<MoveRun>) {
     }
 }
 
-/// A stepped phase as words ([`SteppedPhase::key`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PhaseKey(Vec<u32>);
+/// A stepped phase as words ([`SteppedPhase::key`]), with their hash taken
+/// once: a map hashes the key by it, and equal keys have every word equal.
+#[derive(Clone, Debug)]
+pub struct PhaseKey {
+    hash: u64,
+    words: Vec<u32>,
+}
+
+impl PartialEq for PhaseKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.words == other.words
+    }
+}
+
+impl Eq for PhaseKey {}
+
+impl std::hash::Hash for PhaseKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
 
 /// A phase whose rows have been stepped from SRAM (step 1), ready to
 /// receive (step 2).
@@ -230,34 +248,31 @@ impl SteppedPhase {
     /// controls, in call order. Two phases with equal keys receive the same
     /// moves and break the same rules (step 2 reads no memory), which lets
     /// the fabric reuse a Repeat iteration's results in the next one.
+    ///
+    /// (#42: a key runs to megabytes of words; each tile's part is built
+    /// and hashed on its own, in parallel, then joined in call order.)
     pub fn key(&self) -> PhaseKey {
-        let mut words = Vec::new();
-        for t in &self.tiles {
-            let (l, r) = (t.row.location, t.row);
-            words.extend([
-                u32::from(l.tile.get()),
-                l.address,
-                l.bases.outgoing,
-                l.bases.incoming,
-                r.words,
-                r.events,
-                t.wire.len() as u32,
-                t.controls.len() as u32,
-            ]);
-            for b in &t.wire {
-                words.extend([b.start, b.items, b.first_byte, b.sctl]);
-            }
-            for &(event, c) in &t.controls {
-                let (tag, lo, hi) = match c {
-                    Control::Xpic(v) => (0, v, 0),
-                    Control::XpicPaired(v) => (1, v, 0),
-                    Control::Pointer(p) => (2, p as u32, (p >> 32) as u32),
-                    Control::Format(v) => (3, v, 0),
-                };
-                words.extend([event, tag, lo, hi]);
-            }
+        use std::hash::BuildHasher;
+        let hasher = foldhash::fast::FixedState::with_seed(0);
+        let parts: Vec<(Vec<u32>, u64)> = self
+            .tiles
+            .par_iter()
+            .map(|t| {
+                let words = t.key_words();
+                let hash = hasher.hash_one(words.as_slice());
+                (words, hash)
+            })
+            .collect();
+        let mut words = Vec::with_capacity(parts.iter().map(|(w, _)| w.len()).sum());
+        let mut hashes = Vec::with_capacity(parts.len());
+        for (w, h) in parts {
+            words.extend_from_slice(&w);
+            hashes.push(h);
         }
-        PhaseKey(words)
+        PhaseKey {
+            hash: hasher.hash_one(hashes.as_slice()),
+            words,
+        }
     }
 
     /// Every stepped row, in call order.
