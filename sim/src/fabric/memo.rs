@@ -21,12 +21,12 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{Arc, Mutex};
 
-use super::MoveRun;
+use super::{CopyRun, MoveRun};
 use crate::witness::PhaseKey;
 
-/// Bound on the move runs the memo holds (32 bytes each: 256 MiB), so a
-/// program whose phases never recur cannot grow it without limit. Past it,
-/// new phases are executed and not remembered.
+/// Bound on the move runs and copies the memo holds (at most 32 bytes
+/// each: 256 MiB), so a program whose phases never recur cannot grow it
+/// without limit. Past it, new phases are executed and not remembered.
 const MEMO_RUNS: usize = 1 << 23;
 
 /// What the witness found for one stepped phase that passed the rules.
@@ -35,6 +35,9 @@ pub(super) struct Found {
     /// Every word move, sorted as [`crate::witness::SteppedPhase::receive_runs`]
     /// gives them.
     pub(super) moves: Vec<MoveRun>,
+    /// The moves' bulk copies when no word is both read and written
+    /// (`store::bulk_copies`; empty otherwise).
+    pub(super) copies: Vec<CopyRun>,
     /// Whether some word is both read and written by the phase.
     pub(super) reads_meet_writes: bool,
 }
@@ -77,7 +80,10 @@ impl PhaseMemo {
         if seen.once.insert(hash) {
             return;
         }
-        let runs = seen.runs.saturating_add(found.moves.len());
+        let runs = seen
+            .runs
+            .saturating_add(found.moves.len())
+            .saturating_add(found.copies.len());
         if runs <= MEMO_RUNS {
             seen.runs = runs;
             seen.phases.insert(key, found);

@@ -45,7 +45,7 @@ use memo::Found;
 pub use memo::PhaseMemo;
 mod store;
 pub use store::apply_moves;
-use store::{apply_moves_knowing, reads_meet_writes};
+use store::{apply_moves_knowing, bulk_copies, reads_meet_writes};
 
 /// What stopped a phase.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -178,8 +178,14 @@ fn execute_phase_remembering(
                 || reads_meet_writes(&moves),
             );
             checked?;
+            let copies = if meet {
+                Vec::new()
+            } else {
+                bulk_copies(&moves)
+            };
             let found = Arc::new(Found {
                 moves,
+                copies,
                 reads_meet_writes: meet,
             });
             if let (Some(m), Some(k)) = (memo, key) {
@@ -188,7 +194,7 @@ fn execute_phase_remembering(
             found
         }
     };
-    apply_moves_knowing(&found.moves, found.reads_meet_writes, memory)?;
+    apply_moves_knowing(&found.moves, &found.copies, found.reads_meet_writes, memory)?;
     let run = PhaseRun {
         words_moved: found.moves.iter().map(|r| u64::from(r.words)).sum(),
         events: rows.iter().map(|r| r.events).max().unwrap_or(0),
