@@ -39,6 +39,13 @@ pub trait PhaseMemory {
         }
         true
     }
+    /// Whether the words from byte `addr` of `tile` on are `words`
+    /// (`false` when any is outside memory).
+    fn holds_words(&self, tile: PhysicalTile, addr: u32, words: &[u32]) -> bool {
+        (0..words.len() as u32)
+            .zip(words)
+            .all(|(k, &w)| self.read_u32(tile, addr.wrapping_add(4 * k)) == Some(w))
+    }
     /// Stores `values` from byte `addr` of `tile` on, all or none: `false`
     /// (and nothing stored) when any word is outside memory.
     fn write_words(&mut self, tile: PhysicalTile, addr: u32, values: &[u32]) -> bool {
@@ -90,7 +97,7 @@ pub const MAX_ROW_WORDS: usize = 1 << 16;
 /// A tile taking part in a phase, where its row is and the base CSRs it
 /// runs with (the fabric's own view; [`super::row_call::RowCall`] is the
 /// supervisor's pending call).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RowLocation {
     pub tile: PhysicalTile,
     /// Byte address of the row's first word.

@@ -16,7 +16,9 @@ use ipuc_core::patch::relocate::rebase_row;
 use ipuc_core::patch::repeat::{phase_for_iteration, repeat_patch_plan, IteratedSource};
 use ipuc_core::patch::sharing::share_rows;
 use ipuc_sim::fabric::RowLocation;
-use ipuc_sim::fabric::{execute_phase, execute_phase_with, PhaseMemo, SparseTileMemory};
+use ipuc_sim::fabric::{
+    execute_phase, execute_phase_with, PhaseMemo, PhaseMemory, SparseTileMemory,
+};
 use ipuc_target::ipu21::isa::Instruction;
 use ipuc_target::ipu21::topology::PhysicalTile;
 use proptest::prelude::*;
@@ -164,6 +166,23 @@ fn simulate(phase: &ExchangePhase, rows: &[ExchangeRow], salt: u32) -> Result<()
         prop_assert!(bytes(&again) == bytes(&after), "memo moved other bytes");
     }
     prop_assert_eq!(memo.hits_and_misses(), (1, 2));
+    // A row word patched since (the same calls finding other words) is
+    // stepped afresh: the memo gives what a fabric without one gives,
+    // fault or bytes.
+    let first = calls[0];
+    let word = before
+        .read_u32(first.tile, first.address)
+        .ok_or_else(|| TestCaseError::fail("no row word"))?;
+    let mut patched = before.clone();
+    prop_assert!(patched.write_u32(first.tile, first.address, word ^ 1));
+    let (mut fresh_image, mut memo_image) = (patched.clone(), patched);
+    let fresh = execute_phase(&calls, &mut fresh_image);
+    prop_assert_eq!(execute_phase_with(&calls, &mut memo_image, &memo), fresh);
+    prop_assert!(
+        bytes(&fresh_image) == bytes(&memo_image),
+        "memo moved other bytes"
+    );
+    prop_assert_eq!(memo.hits_and_misses(), (1, 3));
     Ok(())
 }
 

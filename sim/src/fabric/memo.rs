@@ -1,16 +1,19 @@
 //! The fabric's memory of phases it has executed.
 //!
-//! What a phase's witness finds after stepping the rows — the word moves,
-//! the verdict of the §2.10 rules and whether any word is both read and
-//! written — depends on the stepped rows alone ([`SteppedPhase::key`]): the
-//! receivers read no memory. A Repeat runs the same rows every iteration
-//! (only patched words and moved bases differ), and resident inferences run
-//! the whole program again, so most phases recur word for word. The fabric
-//! keeps what it found for each key and, when the same stepped rows come
-//! back, moves the words without stepping the receivers again: the same
-//! moves in the same order, so memory, cycles and faults are those of a
-//! fresh witness. Rows are still read and stepped from SRAM every time, so
-//! a patched word or a moved base is a different key.
+//! What a phase's witness finds — the stepped rows, the word moves, the
+//! verdict of the §2.10 rules and whether any word is both read and
+//! written — depends on the called rows alone: where each tile's row is,
+//! the bases it runs with and its words up to the return. Stepping a row
+//! reads nothing but those words (the word after a one-word instruction is
+//! fetched and never decoded), and the receivers read no memory. A Repeat
+//! runs the same rows every iteration (only patched words and moved bases
+//! differ), and resident inferences run the whole program again, so most
+//! phases recur word for word. The fabric keeps what it found for each
+//! phase and, when the same calls find the same words in SRAM again, moves
+//! the words found then without stepping the rows or the receivers: the
+//! same moves in the same order, so memory, cycles and faults are those of
+//! a fresh witness. The rows are compared with SRAM every time, so a
+//! patched word or a moved base is a different phase.
 //!
 //! A phase is remembered the second time it is seen: the rows that a
 //! Repeat patches differ in every iteration and would only fill the memo
@@ -18,20 +21,33 @@
 //! about 20 recur).
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
-use super::{CopyRun, MoveRun};
-use crate::witness::PhaseKey;
+use foldhash::fast::FixedState;
+use rayon::prelude::*;
 
-/// Bound on the move runs and copies the memo holds (at most 32 bytes
-/// each: 256 MiB), so a program whose phases never recur cannot grow it
-/// without limit. Past it, new phases are executed and not remembered.
+use super::{CopyRun, MoveRun, PhaseMemory, RowLocation, SteppedRow};
+
+/// Bound on the move runs, copies and row words the memo holds (at most
+/// 32 bytes each: 256 MiB), so a program whose phases never recur cannot
+/// grow it without limit. Past it, new phases are executed and not
+/// remembered.
 const MEMO_RUNS: usize = 1 << 23;
 
-/// What the witness found for one stepped phase that passed the rules.
+/// Bound on the phases remembered for one set of calls (the same rows at
+/// the same places with the same bases, their words differing).
+const PHASES_PER_CALLS: usize = 16;
+
+/// What the witness found for one phase that passed the rules, with the
+/// rows' words it stepped.
 #[derive(Debug)]
 pub(super) struct Found {
+    /// Every called row's words as they stood in SRAM, in call order.
+    pub(super) code: Vec<u32>,
+    /// The stepped rows, in call order (`words` of each is its share of
+    /// `code`).
+    pub(super) rows: Vec<SteppedRow>,
     /// Every word move, sorted as [`crate::witness::SteppedPhase::receive_runs`]
     /// gives them.
     pub(super) moves: Vec<MoveRun>,
@@ -42,7 +58,47 @@ pub(super) struct Found {
     pub(super) reads_meet_writes: bool,
 }
 
-/// Phases seen, by their stepped rows.
+impl Found {
+    /// The called rows' words in `memory`, in call order (`None` if a
+    /// row's words cannot be read).
+    pub(super) fn code_of(rows: &[SteppedRow], memory: &impl PhaseMemory) -> Option<Vec<u32>> {
+        let mut code = Vec::with_capacity(rows.iter().map(|r| r.words as usize).sum());
+        for r in rows {
+            let l = r.location;
+            if !memory.read_words(l.tile, l.address, r.words, &mut code) {
+                return None;
+            }
+        }
+        Some(code)
+    }
+
+    /// Whether `memory` holds this phase's rows, word for word, where it
+    /// called them; the rows are compared in parallel.
+    fn still_in(&self, memory: &(impl PhaseMemory + Sync)) -> bool {
+        let mut starts = Vec::with_capacity(self.rows.len());
+        let mut at = 0usize;
+        for r in &self.rows {
+            starts.push(at);
+            at += r.words as usize;
+        }
+        self.rows.par_iter().zip(starts).all(|(r, start)| {
+            let l = r.location;
+            self.code
+                .get(start..start + r.words as usize)
+                .is_some_and(|words| memory.holds_words(l.tile, l.address, words))
+        })
+    }
+
+    /// The memo's charge for holding this phase.
+    fn runs(&self) -> usize {
+        self.moves
+            .len()
+            .saturating_add(self.copies.len())
+            .saturating_add(self.code.len() / 8)
+    }
+}
+
+/// Phases seen, by their calls and rows.
 #[derive(Debug, Default)]
 pub struct PhaseMemo {
     seen: Mutex<Seen>,
@@ -50,10 +106,11 @@ pub struct PhaseMemo {
 
 #[derive(Debug, Default)]
 struct Seen {
-    /// Hashes of the keys seen once.
-    once: HashSet<u64>,
-    phases: HashMap<PhaseKey, Arc<Found>>,
-    /// Move runs held over all phases.
+    /// Hashes of the phases (calls and rows' words) seen once.
+    once: HashSet<u64, FixedState>,
+    /// Remembered phases by their calls.
+    phases: HashMap<Vec<RowLocation>, Vec<Arc<Found>>, FixedState>,
+    /// Move runs (and row words) held over all phases.
     runs: usize,
     /// Lookups that found a phase, and that did not.
     hits: u64,
@@ -61,10 +118,19 @@ struct Seen {
 }
 
 impl PhaseMemo {
-    /// What was found for `key`, if it was remembered.
-    pub(super) fn get(&self, key: &PhaseKey) -> Option<Arc<Found>> {
+    /// What was found for `calls` when `memory` holds the same rows' words
+    /// as when it was remembered.
+    pub(super) fn get(
+        &self,
+        calls: &[RowLocation],
+        memory: &(impl PhaseMemory + Sync),
+    ) -> Option<Arc<Found>> {
+        let candidates = {
+            let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            seen.phases.get(calls).cloned().unwrap_or_default()
+        };
+        let found = candidates.into_iter().find(|f| f.still_in(memory));
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let found = seen.phases.get(key).cloned();
         match found {
             Some(_) => seen.hits += 1,
             None => seen.misses += 1,
@@ -72,21 +138,23 @@ impl PhaseMemo {
         found
     }
 
-    /// Remembers `found` for `key` if the key was seen before and the
-    /// bound allows.
-    pub(super) fn insert(&self, key: PhaseKey, found: Arc<Found>) {
-        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(&key);
+    /// Remembers `found` for `calls` if the same phase was seen before and
+    /// the bound allows (and its rows' words were all read).
+    pub(super) fn insert(&self, calls: &[RowLocation], found: Arc<Found>) {
+        let words: usize = found.rows.iter().map(|r| r.words as usize).sum();
+        if found.code.len() != words {
+            return;
+        }
+        let hash = FixedState::with_seed(0).hash_one((calls, &found.code));
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         if seen.once.insert(hash) {
             return;
         }
-        let runs = seen
-            .runs
-            .saturating_add(found.moves.len())
-            .saturating_add(found.copies.len());
-        if runs <= MEMO_RUNS {
+        let runs = seen.runs.saturating_add(found.runs());
+        let held = seen.phases.get(calls).map_or(0, Vec::len);
+        if runs <= MEMO_RUNS && held < PHASES_PER_CALLS {
             seen.runs = runs;
-            seen.phases.insert(key, found);
+            seen.phases.entry(calls.to_vec()).or_default().push(found);
         }
     }
 

@@ -148,12 +148,40 @@ pub fn execute_phase_with(
     Ok(execute_phase_remembering(calls, memory, Some(memo))?.0)
 }
 
-/// [`execute_phase_rows`], with the memo when there is one.
+/// [`execute_phase_rows`], with the memo when there is one: a phase it
+/// holds (the same calls finding the same rows' words in SRAM) moves the
+/// words found then, and a phase stepped here is offered to it.
 fn execute_phase_remembering(
     calls: &[RowLocation],
     memory: &mut (impl PhaseMemory + Sync),
     memo: Option<&PhaseMemo>,
 ) -> Result<(PhaseRun, Vec<SteppedRow>), FabricError> {
+    let remembered = memo.and_then(|m| m.get(calls, memory));
+    let found = match remembered {
+        Some(found) => found,
+        None => {
+            let found = Arc::new(witness_found(calls, memory)?);
+            if let Some(m) = memo {
+                m.insert(calls, found.clone());
+            }
+            found
+        }
+    };
+    apply_moves_knowing(&found.moves, &found.copies, found.reads_meet_writes, memory)?;
+    let run = PhaseRun {
+        words_moved: found.moves.iter().map(|r| u64::from(r.words)).sum(),
+        events: found.rows.iter().map(|r| r.events).max().unwrap_or(0),
+    };
+    Ok((run, found.rows.clone()))
+}
+
+/// What the witness finds for `calls`: the rows stepped from SRAM (and
+/// their words, read before any moves), checked executable, the receivers
+/// stepped and the §2.10 rules checked.
+fn witness_found(
+    calls: &[RowLocation],
+    memory: &(impl PhaseMemory + Sync),
+) -> Result<Found, FabricError> {
     let stepped = step_rows(calls, memory).map_err(FabricError::Witness)?;
     let rows: Vec<SteppedRow> = stepped.rows().collect();
     for r in &rows {
@@ -165,41 +193,29 @@ fn execute_phase_remembering(
             });
         }
     }
-    let key = memo.map(|_| stepped.key());
-    let remembered = memo.zip(key.as_ref()).and_then(|(m, k)| m.get(k));
-    let found = match remembered {
-        Some(found) => found,
-        None => {
-            let moves = stepped.receive_runs(true).map_err(FabricError::Witness)?;
-            // The rules' check and the overlap test of the stores read the
-            // moves alone: the second core takes one (both were serial time).
-            let (checked, meet) = rayon::join(
-                || check_element_rules(&rows, &moves),
-                || reads_meet_writes(&moves),
-            );
-            checked?;
-            let copies = if meet {
-                Vec::new()
-            } else {
-                bulk_copies(&moves)
-            };
-            let found = Arc::new(Found {
-                moves,
-                copies,
-                reads_meet_writes: meet,
-            });
-            if let (Some(m), Some(k)) = (memo, key) {
-                m.insert(k, found.clone());
-            }
-            found
-        }
+    let moves = stepped.receive_runs(true).map_err(FabricError::Witness)?;
+    // The rules' check and the overlap test of the stores read the moves
+    // alone: the second core takes one (both were serial time).
+    let (checked, meet) = rayon::join(
+        || check_element_rules(&rows, &moves),
+        || reads_meet_writes(&moves),
+    );
+    checked?;
+    let copies = if meet {
+        Vec::new()
+    } else {
+        bulk_copies(&moves)
     };
-    apply_moves_knowing(&found.moves, &found.copies, found.reads_meet_writes, memory)?;
-    let run = PhaseRun {
-        words_moved: found.moves.iter().map(|r| u64::from(r.words)).sum(),
-        events: rows.iter().map(|r| r.events).max().unwrap_or(0),
-    };
-    Ok((run, rows))
+    // Every stepped row was read from memory, so its words can be read
+    // again (if not, the memo does not keep the phase).
+    let code = Found::code_of(&rows, memory).unwrap_or_default();
+    Ok(Found {
+        code,
+        rows,
+        moves,
+        copies,
+        reads_meet_writes: meet,
+    })
 }
 
 /// Sparse per-tile memory images: only the byte ranges a caller maps exist.
@@ -333,6 +349,24 @@ impl PhaseMemory for DeviceMemory<'_> {
                 );
                 true
             }
+            _ => false,
+        }
+    }
+    fn holds_words(&self, tile: PhysicalTile, addr: u32, words: &[u32]) -> bool {
+        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
+            return false;
+        };
+        let Some(len) = u32::try_from(words.len())
+            .ok()
+            .and_then(|n| n.checked_mul(4))
+        else {
+            return false;
+        };
+        match self.tiles[i].memory().slice(addr, len) {
+            Ok(bytes) if addr.is_multiple_of(4) => bytes
+                .chunks_exact(4)
+                .zip(words)
+                .all(|(c, &w)| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) == w),
             _ => false,
         }
     }

@@ -189,28 +189,6 @@ fn sort_runs(runs: &mut Vec<MoveRun>) {
     }
 }
 
-/// A stepped phase as words ([`SteppedPhase::key`]), with their hash taken
-/// once: a map hashes the key by it, and equal keys have every word equal.
-#[derive(Clone, Debug)]
-pub struct PhaseKey {
-    hash: u64,
-    words: Vec<u32>,
-}
-
-impl PartialEq for PhaseKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash && self.words == other.words
-    }
-}
-
-impl Eq for PhaseKey {}
-
-impl std::hash::Hash for PhaseKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
 /// A phase whose rows have been stepped from SRAM (step 1), ready to
 /// receive (step 2).
 pub struct SteppedPhase {
@@ -243,38 +221,6 @@ pub fn step_rows(
 }
 
 impl SteppedPhase {
-    /// Everything step 2 reads, as words: every tile's row (where it was
-    /// called, with its bases, and how long it ran), its wire and its
-    /// controls, in call order. Two phases with equal keys receive the same
-    /// moves and break the same rules (step 2 reads no memory), which lets
-    /// the fabric reuse a Repeat iteration's results in the next one.
-    ///
-    /// (#42: a key runs to megabytes of words; each tile's part is built
-    /// and hashed on its own, in parallel, then joined in call order.)
-    pub fn key(&self) -> PhaseKey {
-        use std::hash::BuildHasher;
-        let hasher = foldhash::fast::FixedState::with_seed(0);
-        let parts: Vec<(Vec<u32>, u64)> = self
-            .tiles
-            .par_iter()
-            .map(|t| {
-                let words = t.key_words();
-                let hash = hasher.hash_one(words.as_slice());
-                (words, hash)
-            })
-            .collect();
-        let mut words = Vec::with_capacity(parts.iter().map(|(w, _)| w.len()).sum());
-        let mut hashes = Vec::with_capacity(parts.len());
-        for (w, h) in parts {
-            words.extend_from_slice(&w);
-            hashes.push(h);
-        }
-        PhaseKey {
-            hash: hasher.hash_one(hashes.as_slice()),
-            words,
-        }
-    }
-
     /// Every stepped row, in call order.
     pub fn rows(&self) -> impl Iterator<Item = SteppedRow> + '_ {
         self.tiles.iter().map(|t| t.row)

@@ -29,39 +29,6 @@ pub(super) struct Tile {
     pub(super) controls: Vec<(u32, Control)>,
 }
 
-impl Tile {
-    /// Everything step 2 reads of this tile, as words
-    /// ([`super::SteppedPhase::key`]): where its row was called, with its
-    /// bases, how long it ran, its wire and its controls.
-    pub(super) fn key_words(&self) -> Vec<u32> {
-        let (l, r) = (self.row.location, self.row);
-        let mut words = Vec::with_capacity(8 + 4 * (self.wire.len() + self.controls.len()));
-        words.extend([
-            u32::from(l.tile.get()),
-            l.address,
-            l.bases.outgoing,
-            l.bases.incoming,
-            r.words,
-            r.events,
-            self.wire.len() as u32,
-            self.controls.len() as u32,
-        ]);
-        for b in &self.wire {
-            words.extend([b.start, b.items, b.first_byte, b.sctl]);
-        }
-        for &(event, c) in &self.controls {
-            let (tag, lo, hi) = match c {
-                Control::Xpic(v) => (0, v, 0),
-                Control::XpicPaired(v) => (1, v, 0),
-                Control::Pointer(p) => (2, p as u32, (p >> 32) as u32),
-                Control::Format(v) => (3, v, 0),
-            };
-            words.extend([event, tag, lo, hi]);
-        }
-        words
-    }
-}
-
 /// Where the current outgoing stream continues.
 #[derive(Clone, Copy)]
 pub(super) struct Stream {
