@@ -156,6 +156,16 @@ impl TileMemory {
         Ok(&mut self.bytes[i..i + len as usize])
     }
 
+    /// Accounts for writes to `spans` (byte offset into SRAM, length)
+    /// made through [`Self::bytes_ptr`], as [`Self::slice_mut`] of each
+    /// would: one write each, the decoded words they cover dropped.
+    pub(crate) fn account_writes(&mut self, spans: impl Iterator<Item = (usize, usize)>) {
+        for (offset, len) in spans {
+            self.writes += 1;
+            self.invalidate(offset, len);
+        }
+    }
+
     /// The first byte of SRAM, for copies between tiles in parallel
     /// ([`crate::fabric`]); the caller keeps every access inside SRAM and
     /// accounts for it with [`Self::slice_mut`] first.

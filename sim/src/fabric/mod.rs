@@ -289,10 +289,14 @@ impl PhaseMemory for SparseTileMemory {
 pub struct RouteFabric {
     /// Phases already executed ([`memo`]).
     memo: PhaseMemo,
+    /// The list [`DeviceMemory::copy_disjoint_runs`] fills, kept between
+    /// phases so its pages are not faulted in again each time.
+    copies: std::sync::Mutex<Vec<TileCopy>>,
 }
 
 /// One run of [`DeviceMemory::copy_disjoint_runs`]: device indices and
 /// byte offsets into SRAM.
+#[derive(Clone, Copy, Debug)]
 struct TileCopy {
     dst: usize,
     dst_offset: usize,
@@ -320,6 +324,8 @@ impl SramBases {
 struct DeviceMemory<'a> {
     tiles: &'a mut [super::Tile],
     index: Vec<Option<usize>>,
+    /// [`Self::copy_disjoint_runs`]'s list (the fabric's, lent).
+    copies: Vec<TileCopy>,
 }
 
 impl PhaseMemory for DeviceMemory<'_> {
@@ -432,45 +438,68 @@ impl PhaseMemory for DeviceMemory<'_> {
     /// over a run, and this was the largest part of the superstep's
     /// serial time.
     fn copy_disjoint_runs(&mut self, runs: &[CopyRun]) -> bool {
-        let tile = |t: PhysicalTile| self.index.get(t.index()).copied().flatten();
-        let span = |(t, addr): (PhysicalTile, u32), n: u32| {
-            let len = n.checked_mul(4)?;
-            let i = tile(t)?;
-            let inside = addr.is_multiple_of(4) && self.tiles[i].memory().slice(addr, len).is_ok();
-            inside.then_some((
-                i,
-                (addr - ipuc_target::ipu21::sram::TILE_MEMORY_BASE) as usize,
-            ))
-        };
-        let mut copies = Vec::with_capacity(runs.len());
-        for &(src, dst, n) in runs {
-            let (Some((src, src_offset)), Some((dst, dst_offset))) = (span(src, n), span(dst, n))
-            else {
+        let (tiles, index) = (&*self.tiles, &self.index);
+        let tile = |t: PhysicalTile| index.get(t.index()).copied().flatten();
+        let inside = |(t, addr): (PhysicalTile, u32), n: u32| {
+            let (Some(len), Some(i)) = (n.checked_mul(4), tile(t)) else {
                 return false;
             };
-            copies.push(TileCopy {
-                dst,
-                dst_offset,
-                src,
-                src_offset,
-                bytes: 4 * n as usize,
-            });
+            addr.is_multiple_of(4) && tiles[i].memory().slice(addr, len).is_ok()
+        };
+        // Checked and listed in parallel, into the fabric's reused list (a
+        // phase copies ~10^5 runs: checking them one by one into a fresh
+        // list was most of a remembered phase's serial time).
+        if !runs
+            .par_iter()
+            .all(|&(src, dst, n)| inside(src, n) && inside(dst, n))
+        {
+            return false;
         }
-        for &(_, (dst, addr), n) in runs {
-            // Checked above; this counts the write and drops decoded
-            // instruction words it covers, as a copy run by run would.
-            let i = tile(dst).unwrap_or_default();
-            let _ = self.tiles[i].memory_mut().slice_mut(addr, 4 * n);
+        // Every span is inside a tile of the superstep (checked above).
+        let at = |(t, addr): (PhysicalTile, u32)| {
+            let i = tile(t).unwrap_or_default();
+            (
+                i,
+                (addr - ipuc_target::ipu21::sram::TILE_MEMORY_BASE) as usize,
+            )
+        };
+        let mut copies = std::mem::take(&mut self.copies);
+        runs.par_iter()
+            .map(|&(src, dst, n)| {
+                let ((src, src_offset), (dst, dst_offset)) = (at(src), at(dst));
+                TileCopy {
+                    dst,
+                    dst_offset,
+                    src,
+                    src_offset,
+                    bytes: 4 * n as usize,
+                }
+            })
+            .collect_into_vec(&mut copies);
+        // Runs of one destination keep their order (a stable sort), which
+        // they already have when each destination's runs are together, as
+        // a phase's sorted moves give them.
+        let mut seen = vec![false; self.tiles.len()];
+        let together = copies
+            .chunk_by(|a, b| a.dst == b.dst)
+            .all(|g| !std::mem::replace(&mut seen[g[0].dst], true));
+        if !together {
+            copies.sort_by_key(|c| c.dst);
         }
-        // Runs of one destination keep their order (a stable sort).
-        copies.sort_by_key(|c| c.dst);
+        let groups: Vec<&[TileCopy]> = copies.chunk_by(|a, b| a.dst == b.dst).collect();
+        // Each write counted and the decoded instruction words it covers
+        // dropped, as a copy run by run would.
+        for g in &groups {
+            self.tiles[g[0].dst]
+                .memory_mut()
+                .account_writes(g.iter().map(|c| (c.dst_offset, c.bytes)));
+        }
         let bases = SramBases(
             self.tiles
                 .iter_mut()
                 .map(|t| t.memory_mut().bytes_ptr())
                 .collect(),
         );
-        let groups: Vec<&[TileCopy]> = copies.chunk_by(|a, b| a.dst == b.dst).collect();
         groups.into_par_iter().for_each(|group| {
             for c in group {
                 // SAFETY: both spans were checked inside their tiles' SRAM;
@@ -488,6 +517,7 @@ impl PhaseMemory for DeviceMemory<'_> {
                 }
             }
         });
+        self.copies = copies;
         true
     }
     fn write_words(&mut self, tile: PhysicalTile, addr: u32, values: &[u32]) -> bool {
@@ -629,9 +659,11 @@ impl super::ExchangeFabric for RouteFabric {
         let mut memory = DeviceMemory {
             tiles: step.tiles,
             index,
+            copies: std::mem::take(&mut *self.copies.lock().unwrap_or_else(|e| e.into_inner())),
         };
-        let (moved, rows) =
-            execute_phase_remembering(&locations, &mut memory, Some(&self.memo)).map_err(fault)?;
+        let executed = execute_phase_remembering(&locations, &mut memory, Some(&self.memo));
+        *self.copies.lock().unwrap_or_else(|e| e.into_inner()) = memory.copies;
+        let (moved, rows) = executed.map_err(fault)?;
         step.words_moved += moved.words_moved;
         let label: std::sync::Arc<str> = std::sync::Arc::from(format!("exchange {}", step.index));
         for ((i, call), row) in pending.into_iter().zip(&rows) {
