@@ -143,6 +143,18 @@ impl Fp8 {
         encode_scaled(self.format, i32::from(self.scale), x, overflow)
     }
 
+    /// [`Self::encode`] of every value of `values` into `out` (the shorter
+    /// of the two sets the length). Its loop has no data-dependent branch,
+    /// so it vectorises where the caller compiles it for vector
+    /// instructions (`#[target_feature]`).
+    #[inline(always)]
+    pub fn encode_slice(self, values: &[f32], out: &mut [u8], overflow: Overflow) {
+        let (format, scale) = (self.format, i32::from(self.scale));
+        for (o, &x) in out.iter_mut().zip(values) {
+            *o = encode_scaled(format, scale, x, overflow);
+        }
+    }
+
     /// Encode an FP16 value (widened exactly first, so one rounding only).
     pub fn encode_f16_bits(self, bits: u16, overflow: Overflow) -> u8 {
         self.encode(super::f16_bits_to_f32(bits), overflow)
@@ -170,28 +182,25 @@ fn pow2(e: i32) -> f32 {
 /// the scale folded into the exponent (dividing by 2^scale is exact), then
 /// rounded once to the format's quantum.
 ///
-/// Written without data-dependent branches but for NaN, zero and overflow
-/// (#42: the simulator encodes every FP8 activation and the host every FP8
-/// weight, and the round-up decision mispredicted on real data). The
-/// branchy original is kept in `tests` as the oracle it is proved equal to.
-#[inline]
+/// Written without data-dependent branches: NaN, zero and overflow are
+/// selected at the end, and floor(log2) comes from an exact int → f32
+/// conversion, so a loop over a slice vectorises ([`Fp8::encode_slice`];
+/// #42: the simulator encodes every FP8 activation and the host every FP8
+/// weight, and the branches mispredicted on real data). The branchy
+/// original is kept in `tests` as the oracle it is proved equal to.
+#[inline(always)]
 fn encode_scaled(format: F8Format, scale: i32, x: f32, overflow: Overflow) -> u8 {
     let bits = x.to_bits();
     let magnitude = bits & 0x7FFF_FFFF;
-    if magnitude >= 0x7F80_0000 {
-        return FP8_NAN; // ±∞ and NaN
-    }
     let biased = (magnitude >> 23) as i32;
     let fraction = magnitude & 0x007F_FFFF;
-    let sig = if biased == 0 {
-        fraction
-    } else {
-        fraction | 0x0080_0000
-    };
+    let sig = fraction | (u32::from(biased != 0) << 23);
     let exp2 = biased.max(1) - 150 - scale;
     let man = format.mantissa_bits() as i32;
-    // floor(log2(value)) (for sig = 0 any value: q below is 0).
-    let exponent = (31 - (sig | 1).leading_zeros() as i32) + exp2;
+    // floor(log2(value)) (for sig = 0 any value: q below is 0); `sig | 1`
+    // < 2^24 converts exactly, so its f32 exponent field is floor(log2) + 127.
+    let log2 = (((sig | 1) as f32).to_bits() >> 23) as i32 - 127;
+    let exponent = log2 + exp2;
     let quantum_exp = exponent.max(1 - format.bias()) - man;
     // Dropped bits: ≥ 20 for every f32 and scale in range (a 24-bit sig
     // keeps ≤ man + 1 bits); from 25 on the result is 0, so clamp there.
@@ -199,26 +208,36 @@ fn encode_scaled(format: F8Format, scale: i32, x: f32, overflow: Overflow) -> u8
     let kept = sig >> r;
     let rest = sig & ((1u32 << r) - 1);
     let half = 1u32 << (r - 1);
-    let q = kept + u32::from(rest > half || (rest == half && kept & 1 == 1));
-    if q == 0 {
-        return 0x00; // no negative zero
-    }
+    let q = kept + u32::from((rest > half) | ((rest == half) & (kept & 1 == 1)));
     // Rounding may carry into the next binade (q = 2^(man+1)).
     let carry = q >> (man + 1);
     let (q, quantum_exp) = (q >> carry, quantum_exp + carry as i32);
     // A subnormal has quantum_exp = 1 − bias − man, so field 1 and
     // (1 << man) + q − (1 << man) = q: the formula covers both.
     let field = quantum_exp + man + format.bias();
-    let negative = bits >> 31 == 1;
-    if field > format.max_exponent_field() {
-        return match overflow {
-            Overflow::Nan => FP8_NAN,
-            Overflow::Saturate => 0x7F | if negative { 0x80 } else { 0 },
-        };
+    let sign = ((bits >> 31) << 7) as u8;
+    // < 0x80 when field ≤ max field (q − 2^man < 2^man); masked otherwise,
+    // where the overflow code is selected instead.
+    let code = ((((field as u32) << man)
+        .wrapping_add(q)
+        .wrapping_sub(1u32 << man))
+        & 0x7F) as u8;
+    let overflowed = match overflow {
+        Overflow::Nan => FP8_NAN,
+        Overflow::Saturate => 0x7F | sign,
+    };
+    let code = if field > format.max_exponent_field() {
+        overflowed
+    } else {
+        code | sign
+    };
+    // No negative zero; ±∞ and NaN → NaN.
+    let code = if q == 0 { 0x00 } else { code };
+    if magnitude >= 0x7F80_0000 {
+        FP8_NAN
+    } else {
+        code
     }
-    // < 0x80: field ≤ max field and q − 2^man < 2^man.
-    let code = (((field as u32) << man) + q - (1u32 << man)) as u8;
-    code | if negative { 0x80 } else { 0 }
 }
 
 /// Decode one code at scale 0 by building the `f32` bits directly (§3.2).
