@@ -168,7 +168,7 @@ impl TileMemory {
 
     /// The first byte of SRAM, for copies between tiles in parallel
     /// ([`crate::fabric`]); the caller keeps every access inside SRAM and
-    /// accounts for it with [`Self::slice_mut`] first.
+    /// accounts for its writes with [`Self::account_writes`] first.
     pub(crate) fn bytes_ptr(&mut self) -> *mut u8 {
         self.bytes.as_mut_ptr()
     }

@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
+use ipuc_sim::codelets::elements::encode_fp8;
 use ipuc_target::numeric::{f16_bits_to_f32, f32_to_f16_bits, F8Format, Fp8, Overflow};
 use ipuc_target::package::DType;
 
@@ -34,28 +35,11 @@ pub fn encode_elements(values: &[f32], dtype: DType, scale: i8) -> Result<Vec<u8
             let mut out = vec![0u8; values.len()];
             out.par_chunks_mut(1 << 14)
                 .zip(values.par_chunks(1 << 14))
-                .for_each(|(o, v)| encode_fp8(f, v, o));
+                .for_each(|(o, v)| encode_fp8(f, v, o, Overflow::Saturate));
             out
         }
         other => bail!("bindings of dtype {other:?} are not supported"),
     })
-}
-
-/// `Fp8::encode_slice` (saturating) in vector lanes where the CPU has
-/// AVX2 (the same function of each value either way).
-fn encode_fp8(f: Fp8, values: &[f32], out: &mut [u8]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was detected.
-        return unsafe { encode_fp8_avx2(f, values, out) };
-    }
-    f.encode_slice(values, out, Overflow::Saturate);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn encode_fp8_avx2(f: Fp8, values: &[f32], out: &mut [u8]) {
-    f.encode_slice(values, out, Overflow::Saturate);
 }
 
 /// Decodes `dtype` little-endian bytes to f32.

@@ -146,26 +146,27 @@ pub fn encode(values: &[f32], d: DType, bytes: &mut [u8]) {
         }
         DType::F8 { .. } => {
             let Some(f) = fp8(d) else { return };
-            encode_fp8(f, values, bytes);
+            encode_fp8(f, values, bytes, DEVICE_FP8_OVERFLOW);
         }
     }
 }
 
 /// `Fp8::encode_slice` in vector lanes where the CPU has AVX2 (the same
-/// function of each value either way).
-fn encode_fp8(f: Fp8, values: &[f32], bytes: &mut [u8]) {
+/// function of each value either way); the host's weight encode uses it
+/// too.
+pub fn encode_fp8(f: Fp8, values: &[f32], bytes: &mut [u8], overflow: Overflow) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 was detected.
-        return unsafe { encode_fp8_avx2(f, values, bytes) };
+        return unsafe { encode_fp8_avx2(f, values, bytes, overflow) };
     }
-    f.encode_slice(values, bytes, DEVICE_FP8_OVERFLOW);
+    f.encode_slice(values, bytes, overflow);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn encode_fp8_avx2(f: Fp8, values: &[f32], bytes: &mut [u8]) {
-    f.encode_slice(values, bytes, DEVICE_FP8_OVERFLOW);
+fn encode_fp8_avx2(f: Fp8, values: &[f32], bytes: &mut [u8], overflow: Overflow) {
+    f.encode_slice(values, bytes, overflow);
 }
 
 /// Rounds every value to what `d` can hold (the effect of storing then loading).
