@@ -328,6 +328,19 @@ struct DeviceMemory<'a> {
     copies: Vec<TileCopy>,
 }
 
+impl DeviceMemory<'_> {
+    /// The bytes of the `n` words from word address `addr` of `tile`, when
+    /// the tile takes part and all of them are inside its SRAM.
+    fn word_bytes(&self, tile: PhysicalTile, addr: u32, n: u32) -> Option<&[u8]> {
+        let i = self.index.get(tile.index()).copied().flatten()?;
+        let len = n.checked_mul(4)?;
+        if !addr.is_multiple_of(4) {
+            return None;
+        }
+        self.tiles[i].memory().slice(addr, len).ok()
+    }
+}
+
 impl PhaseMemory for DeviceMemory<'_> {
     fn read_u32(&self, tile: PhysicalTile, addr: u32) -> Option<u32> {
         let i = (*self.index.get(tile.index())?)?;
@@ -340,50 +353,29 @@ impl PhaseMemory for DeviceMemory<'_> {
         }
     }
     fn read_words(&self, tile: PhysicalTile, addr: u32, n: u32, out: &mut Vec<u32>) -> bool {
-        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
+        let Some(bytes) = self.word_bytes(tile, addr, n) else {
             return false;
         };
-        let Some(len) = n.checked_mul(4) else {
-            return false;
-        };
-        match self.tiles[i].memory().slice(addr, len) {
-            Ok(bytes) if addr.is_multiple_of(4) => {
-                out.extend(
-                    bytes
-                        .chunks_exact(4)
-                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                );
-                true
-            }
-            _ => false,
-        }
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        true
     }
     fn holds_words(&self, tile: PhysicalTile, addr: u32, words: &[u32]) -> bool {
-        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
-            return false;
-        };
-        let Some(len) = u32::try_from(words.len())
+        u32::try_from(words.len())
             .ok()
-            .and_then(|n| n.checked_mul(4))
-        else {
-            return false;
-        };
-        match self.tiles[i].memory().slice(addr, len) {
-            Ok(bytes) if addr.is_multiple_of(4) => bytes
-                .chunks_exact(4)
-                .zip(words)
-                .all(|(c, &w)| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) == w),
-            _ => false,
-        }
+            .and_then(|n| self.word_bytes(tile, addr, n))
+            .is_some_and(|bytes| {
+                bytes
+                    .chunks_exact(4)
+                    .zip(words)
+                    .all(|(c, &w)| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) == w)
+            })
     }
     fn readable(&self, tile: PhysicalTile, addr: u32, n: u32) -> bool {
-        let Some(i) = self.index.get(tile.index()).copied().flatten() else {
-            return false;
-        };
-        let Some(len) = n.checked_mul(4) else {
-            return false;
-        };
-        addr.is_multiple_of(4) && self.tiles[i].memory().slice(addr, len).is_ok()
+        self.word_bytes(tile, addr, n).is_some()
     }
     fn copy_words(
         &mut self,
@@ -438,17 +430,15 @@ impl PhaseMemory for DeviceMemory<'_> {
     /// over a run, and this was the largest part of the superstep's
     /// serial time.
     fn copy_disjoint_runs(&mut self, runs: &[CopyRun]) -> bool {
-        let (tiles, index) = (&*self.tiles, &self.index);
-        let tile = |t: PhysicalTile| index.get(t.index()).copied().flatten();
-        let inside = |(t, addr): (PhysicalTile, u32), n: u32| {
-            let (Some(len), Some(i)) = (n.checked_mul(4), tile(t)) else {
-                return false;
-            };
-            addr.is_multiple_of(4) && tiles[i].memory().slice(addr, len).is_ok()
-        };
-        // Checked and listed in parallel, into the fabric's reused list (a
-        // phase copies ~10^5 runs: checking them one by one into a fresh
-        // list was most of a remembered phase's serial time).
+        // The fabric's reused list (dropped with its capacity on the rare
+        // refusal below, where the caller copies run by run).
+        let mut copies = std::mem::take(&mut self.copies);
+        let this = &*self;
+        let inside = |(t, addr): (PhysicalTile, u32), n: u32| this.readable(t, addr, n);
+        let tile = |t: PhysicalTile| this.index.get(t.index()).copied().flatten();
+        // Checked and listed in parallel (a phase copies ~10^5 runs:
+        // checking them one by one into a fresh list was most of a
+        // remembered phase's serial time).
         if !runs
             .par_iter()
             .all(|&(src, dst, n)| inside(src, n) && inside(dst, n))
@@ -463,7 +453,6 @@ impl PhaseMemory for DeviceMemory<'_> {
                 (addr - ipuc_target::ipu21::sram::TILE_MEMORY_BASE) as usize,
             )
         };
-        let mut copies = std::mem::take(&mut self.copies);
         runs.par_iter()
             .map(|&(src, dst, n)| {
                 let ((src, src_offset), (dst, dst_offset)) = (at(src), at(dst));
